@@ -1,0 +1,24 @@
+/* Functions not implemented yet return their documented failure value and say so in the log. */
+#include "testutil.h"
+
+#include <string.h>
+
+#define EXPECT_NOT_IMPLEMENTED(name, call_is_failure)                                      \
+    do {                                                                                  \
+        tu_log_clear();                                                                   \
+        CHECK(call_is_failure, "%s returned a success value", name);                      \
+        CHECK(tu_log_contains("not implemented yet: " name), "%s: no log line", name);    \
+        CHECK(strcmp(llama_engine_last_error(), "not implemented yet: " name) == 0,       \
+              "%s: last error '%s'", name, llama_engine_last_error());                    \
+    } while (0)
+
+int main(void) {
+    tu_capture_log();
+    EXPECT_NOT_IMPLEMENTED("llama_model_quantize", llama_model_quantize("a", "b", NULL) != 0);
+    EXPECT_NOT_IMPLEMENTED("llama_model_save_to_file", (llama_model_save_to_file(NULL, "x"), 1));
+    EXPECT_NOT_IMPLEMENTED("llama_adapter_lora_init", llama_adapter_lora_init(NULL, "x") == NULL);
+    EXPECT_NOT_IMPLEMENTED("llama_opt_param_filter_all", !llama_opt_param_filter_all(NULL, NULL));
+    EXPECT_NOT_IMPLEMENTED("llama_model_init_from_user",
+                           llama_model_init_from_user(NULL, NULL, NULL, llama_model_default_params()) == NULL);
+    return tu_finish("test_not_implemented");
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""The README's API coverage table, derived from the code: an exported function is "not yet" when
+its body calls not_implemented(), "works" otherwise. `--write` updates README.md; `--check` (the
+test suite) fails when the README is out of date or a pinned function is not exported."""
+import json, pathlib, re, sys
+
+root = pathlib.Path(__file__).resolve().parent.parent
+abi = json.loads((root / "../shared/llama-h/abi.json").read_text())
+pinned = [f["name"] for f in abi["functions"]]
+
+status = {}
+for path in sorted((root / "src/ffi").glob("*.rs")):
+    text = path.read_text()
+    for m in re.finditer(r'pub (?:unsafe )?extern "C" fn (llama_\w+)\(', text):
+        body_start = text.index("{", m.end())
+        depth, i = 0, body_start
+        while True:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        body = text[body_start:i]
+        status[m.group(1)] = ("not yet" if re.search(r"\bnot_implemented\(", body) else "works", path.name)
+
+missing = [n for n in pinned if n not in status]
+rows = ["| function | status | file |", "|---|---|---|"]
+for n in pinned:
+    st, f = status.get(n, ("missing", "-"))
+    rows.append(f"| `{n}` | {st} | src/ffi/{f} |")
+works = sum(1 for n in pinned if status.get(n, ("",))[0] == "works")
+table = f"{works} of {len(pinned)} functions work; the rest return their documented failure value and log `not implemented yet: <name>`.\n\n" + "\n".join(rows)
+
+readme = root / "README.md"
+text = readme.read_text()
+begin, end = "<!-- api-coverage:begin -->", "<!-- api-coverage:end -->"
+new = text[: text.index(begin) + len(begin)] + "\n" + table + "\n" + text[text.index(end):]
+if missing:
+    sys.exit(f"pinned functions not exported: {', '.join(missing)}")
+if "--write" in sys.argv:
+    readme.write_text(new)
+elif new != text:
+    sys.exit("README.md API coverage table is out of date: run scripts/api_coverage.py --write")
+print(f"API coverage: {works}/{len(pinned)} functions work")

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install what building needs on a fresh Debian machine, only when missing:
+# cmake and a C/C++ compiler (ggml is built with CMake) and libclang (for the ggml bindings).
+set -euo pipefail
+
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v g++ >/dev/null 2>&1 || missing+=(build-essential)
+dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
+command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: set-up, lints, Rust tests, then the C tests via CMake/ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+scripts/fetch-models.sh
+
+cargo fmt --check
+python3 scripts/api_coverage.py --check
+cargo clippy --release --all-targets -- -D warnings
+cargo test --release
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)"
+ctest --test-dir build --output-on-failure

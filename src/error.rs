@@ -1,0 +1,70 @@
+//! The crate's one error type. `ffi/` turns it into llama.h return values and log lines.
+
+use std::io;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system call on a file failed.
+    #[error("{what} '{path}': {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: io::Error,
+    },
+
+    /// The GGUF file is malformed; `at` is the byte offset where the problem was found.
+    #[error("malformed GGUF file at byte {at}: {msg}")]
+    Gguf { at: u64, msg: String },
+
+    /// The GGUF file is well formed but does not describe a model we can load.
+    #[error("invalid model: {0}")]
+    Model(String),
+
+    /// The caller passed something the API does not accept (NULL pointer, out-of-range value, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The caller asked us to stop (progress callback returned false).
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+
+    /// A ggml call failed (allocation, backend initialisation, ...).
+    #[error("ggml: {0}")]
+    Ggml(String),
+
+    /// A tokenizer or vocabulary problem.
+    #[error("vocab: {0}")]
+    Vocab(String),
+
+    /// The feature exists in llama.h but not in this engine yet.
+    #[error("not implemented yet: {0}")]
+    NotImplemented(&'static str),
+
+    /// A panic inside the engine, caught at the C boundary.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn gguf(at: u64, msg: impl Into<String>) -> Self {
+        Error::Gguf { at, msg: msg.into() }
+    }
+
+    pub fn model(msg: impl Into<String>) -> Self {
+        Error::Model(msg.into())
+    }
+
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidArgument(msg.into())
+    }
+
+    pub fn io(what: &'static str, path: impl Into<String>, source: io::Error) -> Self {
+        Error::Io {
+            what,
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! Model loading and the model getters.
+
+use super::handle::{model, model_free, model_into_raw, vocab_handle};
+use super::params::{model_load_params, path_arg, Progress};
+use super::strings::{c_str, write_c_str};
+use super::types::*;
+use super::{guard, not_implemented};
+use crate::error::{Error, Result};
+use crate::model::hparams::HParams;
+use crate::model::{MetaPair, Model};
+use std::ffi::{c_char, c_int, c_void};
+
+/// Load from `paths` with the caller's parameters, wiring the C progress callback.
+///
+/// # Safety
+/// Pointers inside `params` must be valid as llama.h documents.
+unsafe fn load(paths: Vec<String>, params: &llama_model_params) -> Result<*mut llama_model> {
+    // SAFETY: forwarded contract.
+    let (mut lp, progress) = unsafe { model_load_params(params) }?;
+    let mut progress: Option<Progress> = progress;
+    let mut call = |p: f32| progress.as_mut().is_none_or(|cb| cb.call(p));
+    lp.progress = Some(&mut call);
+    let m = Model::load(&paths, lp)?;
+    Ok(model_into_raw(m))
+}
+
+/// `<name>-00001-of-00003.gguf` names all its splits; any other name is one file.
+fn split_paths(path: &str) -> Vec<String> {
+    let parse = |s: &str| s.parse::<u32>().ok();
+    let Some(stem) = path.strip_suffix(".gguf") else {
+        return vec![path.to_string()];
+    };
+    let Some((rest, count)) = stem.rsplit_once("-of-") else {
+        return vec![path.to_string()];
+    };
+    let Some((prefix, no)) = rest.rsplit_once('-') else {
+        return vec![path.to_string()];
+    };
+    match (parse(no), parse(count)) {
+        (Some(1), Some(n)) if n > 1 && no.len() == 5 && count.len() == 5 => {
+            (1..=n).map(|i| format!("{prefix}-{i:05}-of-{n:05}.gguf")).collect()
+        }
+        _ => vec![path.to_string()],
+    }
+}
+
+/// # Safety
+/// `path_model` NULL or NUL-terminated; pointers in `params` valid as llama.h documents.
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_load_from_file(
+    path_model: *const c_char,
+    params: llama_model_params,
+) -> *mut llama_model {
+    guard("llama_model_load_from_file", std::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let path = unsafe { path_arg(path_model, "path_model") }?;
+        // SAFETY: forwarded contract.
+        unsafe { load(split_paths(&path), &params) }
+    })
+}
+
+/// # Safety
+/// As [`llama_model_load_from_file`].
+#[deprecated(note = "use llama_model_load_from_file instead")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_load_model_from_file(
+    path_model: *const c_char,
+    params: llama_model_params,
+) -> *mut llama_model {
+    // SAFETY: forwarded contract.
+    unsafe { llama_model_load_from_file(path_model, params) }
+}
+
+/// # Safety
+/// `paths` must hold `n_paths` NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_load_from_splits(
+    paths: *mut *const c_char,
+    n_paths: usize,
+    params: llama_model_params,
+) -> *mut llama_model {
+    guard("llama_model_load_from_splits", std::ptr::null_mut(), || {
+        if paths.is_null() || n_paths == 0 {
+            return Err(Error::invalid("paths is NULL or empty"));
+        }
+        let mut v = Vec::with_capacity(n_paths);
+        for i in 0..n_paths {
+            // SAFETY: the caller passes `n_paths` string pointers.
+            let p = unsafe { *paths.add(i) };
+            // SAFETY: forwarded contract.
+            v.push(unsafe { path_arg(p, "paths[i]") }?);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { load(v, &params) }
+    })
+}
+
+/// # Safety
+/// `model` must be NULL or a live model handle, freed only once.
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_free(model: *mut llama_model) {
+    guard("llama_model_free", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { model_free(model) };
+        Ok(())
+    })
+}
+
+/// # Safety
+/// As [`llama_model_free`].
+#[deprecated(note = "use llama_model_free instead")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_free_model(model: *mut llama_model) {
+    // SAFETY: forwarded contract.
+    unsafe { llama_model_free(model) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_init_from_user(
+    metadata: *mut gguf_context,
+    set_tensor_data: llama_model_set_tensor_data_t,
+    set_tensor_data_ud: *mut c_void,
+    params: llama_model_params,
+) -> *mut llama_model {
+    let _ = (metadata, set_tensor_data, set_tensor_data_ud, params);
+    not_implemented("llama_model_init_from_user", std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_load_from_file_ptr(
+    file: *mut libc::FILE,
+    params: llama_model_params,
+) -> *mut llama_model {
+    let _ = (file, params);
+    not_implemented("llama_model_load_from_file_ptr", std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_save_to_file(model: *const llama_model, path_model: *const c_char) {
+    let _ = (model, path_model);
+    not_implemented("llama_model_save_to_file", ())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_quantize(
+    fname_inp: *const c_char,
+    fname_out: *const c_char,
+    params: *const llama_model_quantize_params,
+) -> u32 {
+    let _ = (fname_inp, fname_out, params);
+    // llama.h: 0 means success, so failure is any other value.
+    not_implemented("llama_model_quantize", 1)
+}
+
+/// A getter over the model's hyper-parameters; a vocab-only model reports `none`.
+///
+/// # Safety
+/// `p` must be NULL or a live model handle.
+unsafe fn hp_getter<T: Copy>(
+    name: &'static str,
+    p: *const llama_model,
+    fail: T,
+    none: T,
+    f: impl FnOnce(&HParams) -> T,
+) -> T {
+    guard(name, fail, || {
+        // SAFETY: forwarded contract.
+        let m = unsafe { model(p) }?;
+        Ok(m.hparams.as_ref().map_or(none, f))
+    })
+}
+
+fn i32_of(v: u32) -> i32 {
+    i32::try_from(v).unwrap_or(i32::MAX)
+}
+
+/// # Safety
+/// `model` must be NULL or a live model handle (the same for every getter below).
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_ctx_train(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_ctx_train", model, -1, 0, |h| i32_of(h.n_ctx_train)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_embd(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_embd", model, -1, 0, |h| i32_of(h.n_embd)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_embd_inp(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_embd_inp", model, -1, 0, |h| i32_of(h.n_embd)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_embd_out(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_embd_out", model, -1, 0, |h| i32_of(h.n_embd)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_layer(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_layer", model, -1, 0, |h| i32_of(h.n_layer)) }
+}
+
+/// No supported architecture has multi-token-prediction layers.
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_layer_nextn(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_layer_nextn", model, -1, 0, |_| 0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_head(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_head", model, -1, 0, |h| i32_of(h.n_head[0])) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_head_kv(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_head_kv", model, -1, 0, |h| i32_of(h.n_head_kv[0])) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_swa(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_swa", model, -1, 0, |h| i32_of(h.n_swa)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_rope_freq_scale_train(model: *const llama_model) -> f32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        hp_getter("llama_model_rope_freq_scale_train", model, 0.0, 0.0, |h| {
+            h.rope_freq_scale
+        })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_cls_out(model: *const llama_model) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { hp_getter("llama_model_n_cls_out", model, 0, 0, |h| h.cls_labels.len() as u32) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_cls_label(model: *const llama_model, i: u32) -> *const c_char {
+    guard("llama_model_cls_label", std::ptr::null(), || {
+        // SAFETY: forwarded contract.
+        let m = unsafe { self::model(model) }?;
+        Ok(m.cls_label(i as usize).map_or(std::ptr::null(), |l| l.as_ptr().cast()))
+    })
+}
+
+#[deprecated(note = "use llama_model_n_ctx_train instead")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_ctx_train(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { llama_model_n_ctx_train(model) }
+}
+
+#[deprecated(note = "use llama_model_n_embd instead")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_embd(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { llama_model_n_embd(model) }
+}
+
+#[deprecated(note = "use llama_model_n_layer instead")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_layer(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { llama_model_n_layer(model) }
+}
+
+#[deprecated(note = "use llama_model_n_head instead")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_head(model: *const llama_model) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { llama_model_n_head(model) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_get_vocab(model: *const llama_model) -> *const llama_vocab {
+    guard("llama_model_get_vocab", std::ptr::null(), || {
+        // SAFETY: forwarded contract.
+        Ok(vocab_handle(&unsafe { self::model(model) }?.vocab))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_rope_type(model: *const llama_model) -> RopeType {
+    let none = RopeType(llama_rope_type::LLAMA_ROPE_TYPE_NONE as c_int);
+    guard("llama_model_rope_type", none, || {
+        // SAFETY: forwarded contract.
+        Ok(RopeType(unsafe { self::model(model) }?.arch.rope_type()))
+    })
+}
+
+/// # Safety
+/// `key` NULL or NUL-terminated; `buf` valid for `buf_size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_meta_val_str(
+    model: *const llama_model,
+    key: *const c_char,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> i32 {
+    guard("llama_model_meta_val_str", -1, || {
+        // SAFETY: an empty string is written on failure, as llama.h promises.
+        unsafe { write_c_str(buf, buf_size, b"") };
+        // SAFETY: forwarded contract.
+        let m = unsafe { self::model(model) }?;
+        // SAFETY: forwarded contract.
+        let key = unsafe { c_str(key, "key") }?;
+        match m.meta_value(key) {
+            // SAFETY: forwarded contract; the stored value ends with NUL, which is not copied.
+            Some(v) => Ok(unsafe { write_c_str(buf, buf_size, &v[..v.len() - 1]) }),
+            None => Ok(-1),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_meta_count(model: *const llama_model) -> i32 {
+    guard("llama_model_meta_count", -1, || {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self::model(model) }?.meta().len() as i32)
+    })
+}
+
+/// # Safety
+/// `buf` valid for `buf_size` bytes.
+unsafe fn meta_by_index(
+    name: &'static str,
+    model: *const llama_model,
+    i: i32,
+    buf: *mut c_char,
+    buf_size: usize,
+    pick: fn(&MetaPair) -> &[u8],
+) -> i32 {
+    guard(name, -1, || {
+        // SAFETY: an empty string is written on failure, as llama.h promises.
+        unsafe { write_c_str(buf, buf_size, b"") };
+        // SAFETY: forwarded contract.
+        let m = unsafe { self::model(model) }?;
+        let Some(kv) = usize::try_from(i).ok().and_then(|i| m.meta().get(i)) else {
+            return Ok(-1);
+        };
+        let s = pick(kv);
+        // SAFETY: forwarded contract; strip the stored NUL.
+        Ok(unsafe { write_c_str(buf, buf_size, &s[..s.len() - 1]) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_meta_key_by_index(
+    model: *const llama_model,
+    i: i32,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { meta_by_index("llama_model_meta_key_by_index", model, i, buf, buf_size, |kv| &kv.0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_meta_val_str_by_index(
+    model: *const llama_model,
+    i: i32,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { meta_by_index("llama_model_meta_val_str_by_index", model, i, buf, buf_size, |kv| &kv.1) }
+}
+
+#[no_mangle]
+pub extern "C" fn llama_model_meta_key_str(key: ModelMetaKey) -> *const c_char {
+    let name: &'static [u8] = match key.0 {
+        0 => b"general.sampling.sequence\0",
+        1 => b"general.sampling.top_k\0",
+        2 => b"general.sampling.top_p\0",
+        3 => b"general.sampling.min_p\0",
+        4 => b"general.sampling.xtc_probability\0",
+        5 => b"general.sampling.xtc_threshold\0",
+        6 => b"general.sampling.temp\0",
+        7 => b"general.sampling.penalty_last_n\0",
+        8 => b"general.sampling.penalty_repeat\0",
+        9 => b"general.sampling.mirostat\0",
+        10 => b"general.sampling.mirostat_tau\0",
+        11 => b"general.sampling.mirostat_eta\0",
+        _ => return std::ptr::null(),
+    };
+    name.as_ptr().cast()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_desc(model: *const llama_model, buf: *mut c_char, buf_size: usize) -> i32 {
+    guard("llama_model_desc", -1, || {
+        // SAFETY: forwarded contract.
+        let m = unsafe { self::model(model) }?;
+        // SAFETY: `buf` valid for `buf_size` bytes.
+        Ok(unsafe { write_c_str(buf, buf_size, m.desc()) })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_ftype(model: *const llama_model) -> Ftype {
+    let guessed = Ftype(llama_ftype::LLAMA_FTYPE_GUESSED as c_int);
+    guard("llama_model_ftype", guessed, || {
+        // SAFETY: forwarded contract.
+        Ok(Ftype(unsafe { self::model(model) }?.ftype()))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_size(model: *const llama_model) -> u64 {
+    guard("llama_model_size", 0, || {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self::model(model) }?.size())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_n_params(model: *const llama_model) -> u64 {
+    guard("llama_model_n_params", 0, || {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self::model(model) }?.n_params())
+    })
+}
+
+/// The chat template stored in the model (`tokenizer.chat_template` or, for a name,
+/// `tokenizer.chat_template.<name>`), or NULL.
+///
+/// # Safety
+/// `name` NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_chat_template(model: *const llama_model, name: *const c_char) -> *const c_char {
+    guard("llama_model_chat_template", std::ptr::null(), || {
+        // SAFETY: forwarded contract.
+        let m = unsafe { self::model(model) }?;
+        let key = if name.is_null() {
+            b"tokenizer.chat_template".to_vec()
+        } else {
+            // SAFETY: non-NULL, NUL-terminated by contract.
+            let n = unsafe { c_str(name, "name") }?;
+            [b"tokenizer.chat_template.".as_slice(), n].concat()
+        };
+        Ok(m.meta_value(&key).map_or(std::ptr::null(), |v| v.as_ptr().cast()))
+    })
+}
+
+/// None of the supported architectures is an encoder, recurrent, hybrid or diffusion model.
+unsafe fn arch_flag(name: &'static str, p: *const llama_model, value: bool) -> bool {
+    guard(name, false, || {
+        // SAFETY: forwarded contract.
+        unsafe { model(p) }?;
+        Ok(value)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_has_encoder(model: *const llama_model) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { arch_flag("llama_model_has_encoder", model, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_has_decoder(model: *const llama_model) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { arch_flag("llama_model_has_decoder", model, true) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_is_recurrent(model: *const llama_model) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { arch_flag("llama_model_is_recurrent", model, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_is_hybrid(model: *const llama_model) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { arch_flag("llama_model_is_hybrid", model, false) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_is_diffusion(model: *const llama_model) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { arch_flag("llama_model_is_diffusion", model, false) }
+}
+
+/// Only encoder-decoder models have a decoder start token.
+#[no_mangle]
+pub unsafe extern "C" fn llama_model_decoder_start_token(model: *const llama_model) -> llama_token {
+    guard("llama_model_decoder_start_token", LLAMA_TOKEN_NULL, || {
+        // SAFETY: forwarded contract.
+        unsafe { self::model(model) }?;
+        Ok(LLAMA_TOKEN_NULL)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_paths;
+
+    #[test]
+    fn the_first_split_names_all_splits() {
+        assert_eq!(
+            split_paths("/m/x-00001-of-00003.gguf"),
+            [
+                "/m/x-00001-of-00003.gguf",
+                "/m/x-00002-of-00003.gguf",
+                "/m/x-00003-of-00003.gguf"
+            ]
+        );
+        assert_eq!(split_paths("/m/x-00002-of-00003.gguf"), ["/m/x-00002-of-00003.gguf"]);
+        assert_eq!(split_paths("/m/plain.gguf"), ["/m/plain.gguf"]);
+    }
+}

@@ -1,0 +1,43 @@
+//! Training (not implemented).
+
+use super::not_implemented;
+use super::types::*;
+use std::ffi::c_void;
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_opt_param_filter_all(tensor: *const ggml_tensor, userdata: *mut c_void) -> bool {
+    let _ = (tensor, userdata);
+    not_implemented("llama_opt_param_filter_all", false)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_opt_init(
+    lctx: *mut llama_context,
+    model: *mut llama_model,
+    lopt_params: llama_opt_params,
+) {
+    let _ = (lctx, model, lopt_params);
+    not_implemented("llama_opt_init", ())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_opt_epoch(
+    lctx: *mut llama_context,
+    dataset: ggml_opt_dataset_t,
+    result_train: ggml_opt_result_t,
+    result_eval: ggml_opt_result_t,
+    idata_split: i64,
+    callback_train: ggml_opt_epoch_callback,
+    callback_eval: ggml_opt_epoch_callback,
+) {
+    let _ = (
+        lctx,
+        dataset,
+        result_train,
+        result_eval,
+        idata_split,
+        callback_train,
+        callback_eval,
+    );
+    not_implemented("llama_opt_epoch", ())
+}

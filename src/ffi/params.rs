@@ -1,0 +1,245 @@
+//! The `*_default_params` functions and the conversion of caller-filled parameter structs into
+//! checked engine parameters.
+
+use super::strings::c_str;
+use super::types::*;
+use crate::error::{Error, Result};
+use crate::model::{self, KvOverride, LoadParams, OverrideValue};
+use std::ffi::{c_char, c_int, c_void};
+
+/// llama.cpp uses 4 threads by default; on a smaller machine that would oversubscribe the cores.
+pub(crate) fn default_n_threads() -> i32 {
+    let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+    cores.min(4) as i32
+}
+
+pub(crate) fn model_default_params() -> llama_model_params {
+    llama_model_params {
+        devices: std::ptr::null_mut(),
+        tensor_buft_overrides: std::ptr::null(),
+        n_gpu_layers: -1,
+        split_mode: SplitMode(llama_split_mode::LLAMA_SPLIT_MODE_LAYER as c_int),
+        load_mode: LoadMode(llama_load_mode::LLAMA_LOAD_MODE_AUTO as c_int),
+        lazy_mode: LazyMode(llama_lazy_mode::LLAMA_LAZY_MODE_AUTO as c_int),
+        main_gpu: 0,
+        tensor_split: std::ptr::null(),
+        progress_callback: None,
+        progress_callback_user_data: std::ptr::null_mut(),
+        kv_overrides: std::ptr::null(),
+        vocab_only: false,
+        check_tensors: false,
+        use_extra_bufts: true,
+        no_host: false,
+        no_alloc: false,
+        load_mtp: false,
+    }
+}
+
+pub(crate) fn context_default_params() -> llama_context_params {
+    let n_threads = default_n_threads();
+    llama_context_params {
+        n_ctx: 512,
+        n_batch: 2048,
+        n_ubatch: 512,
+        n_seq_max: 1,
+        n_rs_seq: 0,
+        n_outputs_max: 0,
+        n_outputs_max_per_seq: 1,
+        n_threads,
+        n_threads_batch: n_threads,
+        ctx_type: ContextType(llama_context_type::LLAMA_CONTEXT_TYPE_DEFAULT as c_int),
+        rope_scaling_type: RopeScalingType(llama_rope_scaling_type::LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED as c_int),
+        pooling_type: PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as c_int),
+        attention_type: AttentionType(llama_attention_type::LLAMA_ATTENTION_TYPE_UNSPECIFIED as c_int),
+        flash_attn_type: FlashAttnType(llama_flash_attn_type::LLAMA_FLASH_ATTN_TYPE_AUTO as c_int),
+        rope_freq_base: 0.0,
+        rope_freq_scale: 0.0,
+        yarn_ext_factor: -1.0,
+        yarn_attn_factor: -1.0,
+        yarn_beta_fast: -1.0,
+        yarn_beta_slow: -1.0,
+        yarn_orig_ctx: 0,
+        defrag_thold: -1.0,
+        cb_eval: None,
+        cb_eval_user_data: std::ptr::null_mut(),
+        type_k: ggml_sys::ggml_type_GGML_TYPE_F16,
+        type_v: ggml_sys::ggml_type_GGML_TYPE_F16,
+        abort_callback: None,
+        abort_callback_data: std::ptr::null_mut(),
+        embeddings: false,
+        offload_kqv: true,
+        no_perf: true,
+        op_offload: true,
+        swa_full: true,
+        kv_unified: false,
+        samplers: std::ptr::null_mut(),
+        n_samplers: 0,
+        ctx_other: std::ptr::null_mut(),
+    }
+}
+
+pub(crate) fn sampler_chain_default_params() -> llama_sampler_chain_params {
+    llama_sampler_chain_params { no_perf: true }
+}
+
+/// llama.cpp's quantizer keeps at most this many bytes of rows in memory by default (8 GiB).
+const QUANT_MAX_BUF_SIZE: usize = 8 << 30;
+
+pub(crate) fn quantize_default_params() -> llama_model_quantize_params {
+    llama_model_quantize_params {
+        nthread: 0,
+        ftype: Ftype(llama_ftype::LLAMA_FTYPE_MOSTLY_Q8_0 as c_int),
+        output_tensor_type: ggml_sys::ggml_type_GGML_TYPE_COUNT,
+        token_embedding_type: ggml_sys::ggml_type_GGML_TYPE_COUNT,
+        allow_requantize: false,
+        quantize_output_tensor: true,
+        only_copy: false,
+        pure: false,
+        keep_split: false,
+        dry_run: false,
+        imatrix: std::ptr::null(),
+        kv_overrides: std::ptr::null(),
+        tt_overrides: std::ptr::null(),
+        prune_layers: std::ptr::null(),
+        max_buf_size: QUANT_MAX_BUF_SIZE,
+    }
+}
+
+/// The caller's progress callback as a Rust closure.
+pub(crate) struct Progress {
+    cb: unsafe extern "C" fn(f32, *mut c_void) -> bool,
+    user_data: *mut c_void,
+}
+
+impl Progress {
+    pub(crate) fn call(&mut self, p: f32) -> bool {
+        // SAFETY: the caller registered this callback with this user data for the duration of the
+        // load call; it runs on the loading thread.
+        unsafe { (self.cb)(p, self.user_data) }
+    }
+}
+
+/// Check and convert `llama_model_params`. The progress callback is returned separately because
+/// the load params borrow it.
+///
+/// # Safety
+/// Pointers inside `p` must be NULL or valid as llama.h documents (kv_overrides terminated by an
+/// entry with an empty key).
+pub(crate) unsafe fn model_load_params<'p>(p: &llama_model_params) -> Result<(LoadParams<'p>, Option<Progress>)> {
+    let (mode, mlock) = match p.load_mode.0 {
+        m if m == llama_load_mode::LLAMA_LOAD_MODE_AUTO as c_int => (model::LoadMode::Map, false),
+        m if m == llama_load_mode::LLAMA_LOAD_MODE_MMAP as c_int => (model::LoadMode::Map, false),
+        m if m == llama_load_mode::LLAMA_LOAD_MODE_NONE as c_int => (model::LoadMode::Read, false),
+        m if m == llama_load_mode::LLAMA_LOAD_MODE_MLOCK as c_int => (model::LoadMode::Read, true),
+        m if m == llama_load_mode::LLAMA_LOAD_MODE_MMAP_MLOCK as c_int => (model::LoadMode::Map, true),
+        m if m == llama_load_mode::LLAMA_LOAD_MODE_DIRECT_IO as c_int => {
+            crate::log_warn!("load_mode dio: direct I/O is not implemented; reading with buffered I/O");
+            (model::LoadMode::Read, false)
+        }
+        other => return Err(Error::invalid(format!("unknown load_mode {other}"))),
+    };
+    // SAFETY: forwarded contract on `kv_overrides`.
+    let overrides = unsafe { kv_overrides(p.kv_overrides) }?;
+    let progress = p.progress_callback.map(|cb| Progress {
+        cb,
+        user_data: p.progress_callback_user_data,
+    });
+    Ok((
+        LoadParams {
+            mode,
+            mlock,
+            vocab_only: p.vocab_only,
+            check_tensors: p.check_tensors,
+            overrides,
+            progress: None,
+        },
+        progress,
+    ))
+}
+
+/// Read the override array up to its terminating entry (empty key).
+///
+/// # Safety
+/// `p` must be NULL or point to an array terminated by an entry whose key starts with NUL.
+unsafe fn kv_overrides(mut p: *const llama_model_kv_override) -> Result<Vec<KvOverride>> {
+    let mut out = Vec::new();
+    if p.is_null() {
+        return Ok(out);
+    }
+    loop {
+        // SAFETY: within the caller's terminated array.
+        let ov = unsafe { &*p };
+        if ov.key[0] == 0 {
+            return Ok(out);
+        }
+        let key = key_of(&ov.key)?;
+        // SAFETY: the tag says which union member the caller wrote.
+        let value = unsafe {
+            match ov.tag.0 {
+                t if t == llama_model_kv_override_type::LLAMA_KV_OVERRIDE_TYPE_INT as c_int => {
+                    OverrideValue::Int(ov.value.val_i64)
+                }
+                t if t == llama_model_kv_override_type::LLAMA_KV_OVERRIDE_TYPE_FLOAT as c_int => {
+                    OverrideValue::Float(ov.value.val_f64)
+                }
+                t if t == llama_model_kv_override_type::LLAMA_KV_OVERRIDE_TYPE_BOOL as c_int => {
+                    // Read the byte, not a `bool`: any value may arrive from C.
+                    OverrideValue::Bool(*(std::ptr::addr_of!(ov.value.val_bool) as *const u8) != 0)
+                }
+                t if t == llama_model_kv_override_type::LLAMA_KV_OVERRIDE_TYPE_STR as c_int => {
+                    OverrideValue::Str(bounded(&ov.value.val_str).to_vec())
+                }
+                other => {
+                    return Err(Error::invalid(format!(
+                        "kv override '{key}' has unknown type tag {other}"
+                    )))
+                }
+            }
+        };
+        out.push(KvOverride { key, value });
+        // SAFETY: the array continues until the terminator.
+        p = unsafe { p.add(1) };
+    }
+}
+
+/// The bytes of a fixed-size C string field, up to its NUL or its end.
+fn bounded(field: &[c_char; 128]) -> &[u8] {
+    // SAFETY: c_char and u8 have the same size and alignment.
+    let bytes: &[u8; 128] = unsafe { &*(field as *const [c_char; 128] as *const [u8; 128]) };
+    let n = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    &bytes[..n]
+}
+
+fn key_of(field: &[c_char; 128]) -> Result<String> {
+    String::from_utf8(bounded(field).to_vec()).map_err(|_| Error::invalid("kv override key is not valid UTF-8"))
+}
+
+/// A path argument.
+///
+/// # Safety
+/// `p` must be NULL or a NUL-terminated string.
+pub(crate) unsafe fn path_arg(p: *const c_char, what: &str) -> Result<String> {
+    // SAFETY: forwarded contract.
+    let bytes = unsafe { c_str(p, what) }?;
+    String::from_utf8(bytes.to_vec()).map_err(|_| Error::invalid(format!("{what} is not valid UTF-8")))
+}
+
+#[no_mangle]
+pub extern "C" fn llama_model_default_params() -> llama_model_params {
+    model_default_params()
+}
+
+#[no_mangle]
+pub extern "C" fn llama_context_default_params() -> llama_context_params {
+    context_default_params()
+}
+
+#[no_mangle]
+pub extern "C" fn llama_sampler_chain_default_params() -> llama_sampler_chain_params {
+    sampler_chain_default_params()
+}
+
+#[no_mangle]
+pub extern "C" fn llama_model_quantize_default_params() -> llama_model_quantize_params {
+    quantize_default_params()
+}

@@ -1,0 +1,127 @@
+//! Thin safe wrappers over the raw ggml bindings. Together with `ffi/`, the only place with `unsafe`.
+//!
+//! ggml aborts the process on many invalid inputs (GGML_ASSERT). Callers validate first; these
+//! wrappers document what they rely on.
+
+mod buffer;
+mod context;
+
+pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
+pub use context::{Arena, TensorRef};
+
+use crate::log::{self, Level};
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Once;
+
+pub use ggml_sys::ggml_type as RawType;
+
+/// One-time process set-up: ggml's log lines go to our log, timers and f16 tables are initialised.
+/// Every entry point that touches ggml calls this first; repeated calls are free.
+pub fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `forward_log` matches ggml_log_callback and ignores its user data; the ggml calls
+        // below take no pointers (ggml_init with a NULL buffer allocates its own and is freed at once).
+        unsafe {
+            ggml_sys::ggml_log_set(Some(forward_log), std::ptr::null_mut());
+            ggml_sys::ggml_time_init();
+            let ctx = ggml_sys::ggml_init(ggml_sys::ggml_init_params {
+                mem_size: 0,
+                mem_buffer: std::ptr::null_mut(),
+                no_alloc: true,
+            });
+            if !ctx.is_null() {
+                ggml_sys::ggml_free(ctx);
+            }
+            ggml_sys::ggml_cpu_init();
+        }
+    });
+}
+
+unsafe extern "C" fn forward_log(level: ggml_sys::ggml_log_level, text: *const c_char, _: *mut c_void) {
+    if text.is_null() {
+        return;
+    }
+    // SAFETY: ggml passes a NUL-terminated message that lives for the duration of the call.
+    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+    log::emit(Level::from_ggml(level), &text);
+}
+
+/// Microseconds since ggml's timer was initialised.
+pub fn time_us() -> i64 {
+    init();
+    // SAFETY: no arguments; the timer was initialised above.
+    unsafe { ggml_sys::ggml_time_us() }
+}
+
+/// Enable a NUMA strategy (1..=4); 0 disables and does nothing, as in llama.cpp.
+pub fn numa_init(strategy: u32) -> Result<(), String> {
+    if strategy >= ggml_sys::ggml_numa_strategy_GGML_NUMA_STRATEGY_COUNT {
+        return Err(format!("unknown NUMA strategy {strategy}"));
+    }
+    init();
+    if strategy != ggml_sys::ggml_numa_strategy_GGML_NUMA_STRATEGY_DISABLED {
+        // SAFETY: the strategy is in range; ggml only logs if NUMA was already initialised.
+        unsafe { ggml_sys::ggml_numa_init(strategy) };
+    }
+    Ok(())
+}
+
+/// "CPU : SSE3 = 1 | AVX = 1 | ... | " for every registered backend that reports features.
+pub fn system_info() -> String {
+    init();
+    let mut s = String::new();
+    // SAFETY: registry indices are below the count; names and feature lists are static strings
+    // owned by ggml; the feature list ends with a NULL name.
+    unsafe {
+        for i in 0..ggml_sys::ggml_backend_reg_count() {
+            let reg = ggml_sys::ggml_backend_reg_get(i);
+            let proc = ggml_sys::ggml_backend_reg_get_proc_address(reg, c"ggml_backend_get_features".as_ptr());
+            if proc.is_null() {
+                continue;
+            }
+            let get: ggml_sys::ggml_backend_get_features_t = std::mem::transmute(proc);
+            let Some(get) = get else { continue };
+            s.push_str(&CStr::from_ptr(ggml_sys::ggml_backend_reg_name(reg)).to_string_lossy());
+            s.push_str(" : ");
+            let mut f = get(reg);
+            while !f.is_null() && !(*f).name.is_null() {
+                s.push_str(&CStr::from_ptr((*f).name).to_string_lossy());
+                s.push_str(" = ");
+                s.push_str(&CStr::from_ptr((*f).value).to_string_lossy());
+                s.push_str(" | ");
+                f = f.add(1);
+            }
+        }
+    }
+    s
+}
+
+/// Whether a GPU-like device (or RPC) is compiled in and registered.
+pub fn has_gpu_device() -> bool {
+    init();
+    // SAFETY: plain registry queries.
+    unsafe {
+        !ggml_sys::ggml_backend_dev_by_type(ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_GPU).is_null()
+            || !ggml_sys::ggml_backend_dev_by_type(ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_IGPU)
+                .is_null()
+            || has_rpc()
+    }
+}
+
+pub fn has_rpc() -> bool {
+    init();
+    // SAFETY: the name is a static NUL-terminated string.
+    unsafe { !ggml_sys::ggml_backend_reg_by_name(c"RPC".as_ptr()).is_null() }
+}
+
+/// ggml's name of a tensor type ("f32", "q4_K", ...), for messages.
+pub fn type_name(t: RawType) -> String {
+    if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {
+        return format!("type {t}");
+    }
+    // SAFETY: in-range types have a static name (removed ids give an empty or placeholder name).
+    unsafe { CStr::from_ptr(ggml_sys::ggml_type_name(t)) }
+        .to_string_lossy()
+        .into_owned()
+}

@@ -1,0 +1,16 @@
+//! engine: a drop-in replacement for llama.cpp's C API (llama.h), written in Rust over ggml.
+//!
+//! Layers (see DESIGN.md): `ffi` is the C surface; below it the engine types in plain Rust.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod error;
+pub mod log;
+
+pub mod arch;
+pub mod ffi;
+pub mod ggml;
+pub mod gguf;
+pub mod model;
+pub mod vocab;
+
+pub use error::{Error, Result};

@@ -1,0 +1,162 @@
+//! Hyper-parameters common to the supported architectures, read from `{arch}.*` keys.
+
+use crate::arch::Arch;
+use crate::error::{Error, Result};
+use crate::model::metadata::Meta;
+
+/// llama.cpp's limit on layers; a larger count is a corrupt or hostile file.
+pub const MAX_LAYERS: u32 = 512;
+/// Sanity bounds that keep derived sizes far from overflow.
+const MAX_EMBD: u32 = 1 << 20;
+const MAX_HEADS: u32 = 1 << 12;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HParams {
+    pub arch: Arch,
+    pub n_vocab: u32,
+    pub n_ctx_train: u32,
+    pub n_embd: u32,
+    pub n_layer: u32,
+    /// Per layer.
+    pub n_head: Vec<u32>,
+    pub n_head_kv: Vec<u32>,
+    pub n_ff: Vec<u32>,
+    pub n_embd_head_k: u32,
+    pub n_embd_head_v: u32,
+    pub n_rot: u32,
+    pub rms_eps: f32,
+    pub rope_freq_base: f32,
+    /// Base frequency on sliding-window layers (defaults to `rope_freq_base`).
+    pub rope_freq_base_swa: f32,
+    pub rope_freq_scale: f32,
+    pub n_ctx_orig_yarn: u32,
+    /// Sliding-window size (0: none) and which layers use it.
+    pub n_swa: u32,
+    pub swa_layers: Vec<bool>,
+    /// Scale of attention scores; 0 means 1/sqrt(head size).
+    pub attn_scale: f32,
+    pub final_logit_softcap: f32,
+    /// Classifier output labels (classifier models only), NUL-terminated.
+    pub cls_labels: Vec<Vec<u8>>,
+    /// llama.cpp's size label ("256M", "1B", ...) for `llama_model_desc`.
+    pub size_label: &'static str,
+}
+
+impl HParams {
+    /// `{arch}.{suffix}`.
+    pub fn key(&self, suffix: &str) -> String {
+        format!("{}.{suffix}", self.arch.name())
+    }
+
+    pub fn load(arch: Arch, meta: &Meta, n_vocab: u32) -> Result<HParams> {
+        let key = |s: &str| format!("{}.{s}", arch.name());
+        let n_layer = meta.u32(&key("block_count"))?;
+        if n_layer == 0 || n_layer > MAX_LAYERS {
+            return Err(Error::model(format!(
+                "absurd layer count {n_layer} (key '{}'; must be 1..={MAX_LAYERS})",
+                key("block_count")
+            )));
+        }
+        let n = n_layer as usize;
+        let n_embd = meta.u32(&key("embedding_length"))?;
+        check_range(&key("embedding_length"), n_embd, 1, MAX_EMBD)?;
+        let n_head = meta
+            .u32_per_layer(&key("attention.head_count"), n)?
+            .ok_or_else(|| Error::model(format!("required key '{}' is missing", key("attention.head_count"))))?;
+        let n_head_kv = meta
+            .u32_per_layer(&key("attention.head_count_kv"), n)?
+            .unwrap_or_else(|| n_head.clone());
+        let n_ff = meta
+            .u32_per_layer(&key("feed_forward_length"), n)?
+            .ok_or_else(|| Error::model(format!("required key '{}' is missing", key("feed_forward_length"))))?;
+        for il in 0..n {
+            check_range(&key("attention.head_count"), n_head[il], 1, MAX_HEADS)?;
+            check_range(&key("attention.head_count_kv"), n_head_kv[il], 1, n_head[il])?;
+            if n_head[il] % n_head_kv[il] != 0 {
+                return Err(Error::model(format!(
+                    "layer {il}: {} query heads cannot be grouped over {} key/value heads",
+                    n_head[il], n_head_kv[il]
+                )));
+            }
+            check_range(&key("feed_forward_length"), n_ff[il], 1, 16 * MAX_EMBD)?;
+        }
+        let n_embd_head_k = meta
+            .u32_opt(&key("attention.key_length"))?
+            .unwrap_or(n_embd / n_head[0]);
+        let n_embd_head_v = meta
+            .u32_opt(&key("attention.value_length"))?
+            .unwrap_or(n_embd / n_head[0]);
+        check_range(&key("attention.key_length"), n_embd_head_k, 1, MAX_EMBD)?;
+        check_range(&key("attention.value_length"), n_embd_head_v, 1, MAX_EMBD)?;
+        let n_rot = meta.u32_opt(&key("rope.dimension_count"))?.unwrap_or(n_embd_head_k);
+        if n_rot > n_embd_head_k || n_rot % 2 != 0 {
+            return Err(Error::model(format!(
+                "rope dimension count {n_rot} must be even and at most the head size {n_embd_head_k}"
+            )));
+        }
+        let n_ctx_train = meta.u32(&key("context_length"))?;
+        check_range(&key("context_length"), n_ctx_train, 1, u32::MAX)?;
+        let rope_freq_base = meta.f32_opt(&key("rope.freq_base"))?.unwrap_or(10000.0);
+        let scale = match meta.f32_opt(&key("rope.scaling.factor"))? {
+            Some(f) => Some(f),
+            None => meta.f32_opt(&key("rope.scale_linear"))?,
+        };
+        let rope_freq_scale = match scale {
+            Some(f) if f != 0.0 => 1.0 / f,
+            _ => 1.0,
+        };
+        if let Some(t) = meta.str_opt(&key("rope.scaling.type"))? {
+            if !matches!(t, b"none" | b"linear") {
+                return Err(Error::model(format!(
+                    "rope scaling type '{}' is not supported yet",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+        }
+        let cls_labels = meta
+            .str_array_opt(&key("classifier.output_labels"))?
+            .map(|a| a.iter().map(|l| [l.as_slice(), b"\0"].concat()).collect())
+            .unwrap_or_default();
+        let mut hp = HParams {
+            arch,
+            n_vocab,
+            n_ctx_train,
+            n_embd,
+            n_layer,
+            n_head,
+            n_head_kv,
+            n_ff,
+            n_embd_head_k,
+            n_embd_head_v,
+            n_rot,
+            rms_eps: 0.0,
+            rope_freq_base,
+            rope_freq_base_swa: rope_freq_base,
+            rope_freq_scale,
+            n_ctx_orig_yarn: meta
+                .u32_opt(&key("rope.scaling.original_context_length"))?
+                .unwrap_or(n_ctx_train),
+            n_swa: 0,
+            swa_layers: vec![false; n],
+            attn_scale: 0.0,
+            final_logit_softcap: 0.0,
+            cls_labels,
+            size_label: "?B",
+        };
+        arch.load_hparams(meta, &mut hp)?;
+        if !(hp.rms_eps > 0.0 && hp.rms_eps < 1.0) {
+            return Err(Error::model(format!(
+                "layer-norm epsilon {} is out of range",
+                hp.rms_eps
+            )));
+        }
+        Ok(hp)
+    }
+}
+
+fn check_range(key: &str, v: u32, lo: u32, hi: u32) -> Result<()> {
+    if v < lo || v > hi {
+        return Err(Error::model(format!("key '{key}' = {v} is out of range ({lo}..={hi})")));
+    }
+    Ok(())
+}

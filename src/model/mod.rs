@@ -1,0 +1,300 @@
+//! `Model`: a GGUF file (or its splits) in memory, its hyper-parameters, vocabulary and weights.
+//! Immutable after loading, so one model serves many contexts on many threads.
+
+pub mod ftype;
+pub mod hparams;
+pub mod metadata;
+mod storage;
+mod weights;
+
+pub use metadata::{KvOverride, OverrideValue};
+pub use storage::LoadMode;
+
+use crate::arch::{Arch, TensorSpec};
+use crate::error::{Error, Result};
+use crate::gguf::{GgufFile, TensorInfo};
+use crate::vocab::Vocab;
+use hparams::HParams;
+use metadata::Meta;
+use std::collections::HashMap;
+use storage::Storage;
+use weights::{FileTensors, Weights};
+
+/// What `llama_model_params` asks of a load, converted and checked by the FFI layer.
+pub struct LoadParams<'p> {
+    pub mode: LoadMode,
+    pub mlock: bool,
+    pub vocab_only: bool,
+    pub check_tensors: bool,
+    pub overrides: Vec<KvOverride>,
+    /// Called with the fraction loaded (0..=1); returning false cancels the load.
+    pub progress: Option<&'p mut dyn FnMut(f32) -> bool>,
+}
+
+impl Default for LoadParams<'_> {
+    fn default() -> Self {
+        LoadParams {
+            mode: LoadMode::Map,
+            mlock: false,
+            vocab_only: false,
+            check_tensors: false,
+            overrides: Vec::new(),
+            progress: None,
+        }
+    }
+}
+
+/// A metadata key and its value as text, each NUL-terminated.
+pub type MetaPair = (Vec<u8>, Vec<u8>);
+
+pub struct Model {
+    // Field order is drop order: weights reference the storage's bytes.
+    weights: Option<Weights>,
+    pub vocab: Vocab,
+    pub arch: Arch,
+    /// None for a vocab-only load.
+    pub hparams: Option<HParams>,
+    /// Non-array metadata as (key, value) text, NUL-terminated, in file order.
+    meta: Vec<MetaPair>,
+    desc: Vec<u8>,
+    ftype: i32,
+    n_params: u64,
+    n_bytes: u64,
+    _files: Vec<Storage>,
+}
+
+impl Model {
+    /// Load a model from one file or from all the splits of one (in order).
+    pub fn load(paths: &[String], mut params: LoadParams) -> Result<Model> {
+        crate::ggml::init();
+        if paths.is_empty() {
+            return Err(Error::invalid("no model file given"));
+        }
+        let mut no_progress = |_: f32| true;
+        let progress: &mut dyn FnMut(f32) -> bool = match params.progress.take() {
+            Some(p) => p,
+            None => &mut no_progress,
+        };
+        // Reading (in Read mode) and placing tensors each take half of the progress range.
+        let n_files = paths.len() as f32;
+        let mut files = Vec::with_capacity(paths.len());
+        for (i, path) in paths.iter().enumerate() {
+            let mut read_progress = |f: f32| progress(0.5 * (i as f32 + f) / n_files);
+            let storage = Storage::open(path, 0, params.mode, &mut read_progress)?;
+            files.push(storage);
+        }
+        let mut ggufs = Vec::with_capacity(files.len());
+        for (path, storage) in paths.iter().zip(&files) {
+            let g = GgufFile::parse(storage.bytes()).map_err(|e| match e {
+                Error::Gguf { at, msg } => Error::Gguf {
+                    at,
+                    msg: format!("{msg} (in '{path}')"),
+                },
+                other => other,
+            })?;
+            ggufs.push(g);
+        }
+        check_splits(paths, &ggufs)?;
+
+        let meta = metadata::meta_strings(&ggufs[0]);
+        metadata::apply_overrides(&mut ggufs[0], &params.overrides)?;
+        let m = Meta(&ggufs[0]);
+        let arch = Arch::from_name(m.str("general.architecture")?)?;
+        let vocab = Vocab::from_gguf(&ggufs[0])?;
+        let n_vocab = u32::try_from(vocab.n_tokens()).map_err(|_| Error::model("vocabulary too large"))?;
+
+        let tensors = all_tensors(&ggufs)?;
+        let n_params = tensors.iter().map(|(_, t)| t.n_elements()).sum();
+        let n_bytes = tensors.iter().map(|(_, t)| t.size).sum();
+        let ftype = ftype::of(&m, tensors.iter().map(|(_, t)| (t.name.clone(), t.ggml_type)))?;
+
+        if params.vocab_only {
+            return Ok(Model {
+                weights: None,
+                vocab,
+                arch,
+                hparams: None,
+                meta,
+                desc: format!("{} ?B {}", arch.name(), ftype::name(ftype)).into_bytes(),
+                ftype,
+                n_params,
+                n_bytes,
+                _files: files,
+            });
+        }
+
+        let hp = HParams::load(arch, &m, n_vocab)?;
+        check_tensors_match(&arch.tensors(&hp), &tensors)?;
+        if params.check_tensors {
+            for (fi, t) in &tensors {
+                let g = &ggufs[*fi];
+                ftype::validate_data(t, files[*fi].bytes(), g.data_offset())?;
+            }
+            let n_quant = tensors
+                .iter()
+                .filter(|(_, t)| !matches!(t.ggml_type, 0 | 1 | 30))
+                .count();
+            crate::log_info!(
+                "model: check_tensors: float tensors validated; {n_quant} quantized tensors not inspected"
+            );
+        }
+
+        let per_file: Vec<FileTensors> = ggufs
+            .iter()
+            .zip(&files)
+            .enumerate()
+            .map(|(fi, (g, s))| FileTensors {
+                bytes: s.bytes(),
+                data_offset: g.data_offset(),
+                data_size: g.data_size(),
+                tensors: tensors.iter().filter(|(f, _)| *f == fi).map(|(_, t)| *t).collect(),
+            })
+            .collect();
+        let read_share = if params.mode == LoadMode::Read { 0.5 } else { 0.0 };
+        let mut place_progress = |f: f32| progress(read_share + (1.0 - read_share) * f);
+        let weights = Weights::place(&per_file, &mut place_progress)?;
+        if !progress(1.0) {
+            return Err(Error::Cancelled(
+                "model loading cancelled by the progress callback".into(),
+            ));
+        }
+        if params.mlock {
+            for (path, f) in paths.iter().zip(&files) {
+                if let Err(e) = f.lock() {
+                    crate::log_warn!("model: cannot lock '{path}' in memory (mlock): {e}; continuing without");
+                }
+            }
+        }
+        let desc = format!("{} {} {}", arch.name(), hp.size_label, ftype::name(ftype)).into_bytes();
+        crate::log_info!(
+            "model: loaded {} ({} tensors, {} parameters, {:.2} MiB)",
+            String::from_utf8_lossy(&desc),
+            tensors.len(),
+            n_params,
+            n_bytes as f64 / (1024.0 * 1024.0)
+        );
+        Ok(Model {
+            weights: Some(weights),
+            vocab,
+            arch,
+            hparams: Some(hp),
+            meta,
+            desc,
+            ftype,
+            n_params,
+            n_bytes,
+            _files: files,
+        })
+    }
+
+    /// The label of classifier output `i`, NUL-terminated.
+    pub fn cls_label(&self, i: usize) -> Option<&[u8]> {
+        self.hparams.as_ref()?.cls_labels.get(i).map(Vec::as_slice)
+    }
+
+    pub fn weights(&self) -> Option<&Weights> {
+        self.weights.as_ref()
+    }
+
+    /// Metadata (key, value), each NUL-terminated.
+    pub fn meta(&self) -> &[MetaPair] {
+        &self.meta
+    }
+
+    /// The value of `key` (NUL-terminated), if it is a non-array key of the file.
+    pub fn meta_value(&self, key: &[u8]) -> Option<&[u8]> {
+        self.meta
+            .iter()
+            .find(|(k, _)| &k[..k.len() - 1] == key)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// "llama 256M Q4_1".
+    pub fn desc(&self) -> &[u8] {
+        &self.desc
+    }
+
+    pub fn ftype(&self) -> i32 {
+        self.ftype
+    }
+
+    pub fn n_params(&self) -> u64 {
+        self.n_params
+    }
+
+    /// Bytes of all tensors.
+    pub fn size(&self) -> u64 {
+        self.n_bytes
+    }
+}
+
+/// Every tensor of every file, tagged with its file index; names must be unique across splits.
+fn all_tensors(ggufs: &[GgufFile]) -> Result<Vec<(usize, &TensorInfo)>> {
+    let mut seen = HashMap::new();
+    let mut out = Vec::new();
+    for (fi, g) in ggufs.iter().enumerate() {
+        for t in g.tensors() {
+            if let Some(prev) = seen.insert(t.name.as_str(), fi) {
+                return Err(Error::model(format!(
+                    "tensor '{}' appears in split {prev} and again in split {fi}",
+                    t.name
+                )));
+            }
+            out.push((fi, t));
+        }
+    }
+    Ok(out)
+}
+
+/// The first file names the split count; each file must carry its own index, in order.
+fn check_splits(paths: &[String], ggufs: &[GgufFile]) -> Result<()> {
+    let n_split = Meta(&ggufs[0]).u32_opt("split.count")?.unwrap_or(0).max(1) as usize;
+    if n_split != ggufs.len() {
+        return Err(Error::model(format!(
+            "'{}' belongs to a model of {n_split} split files but {} were given",
+            paths[0],
+            ggufs.len()
+        )));
+    }
+    if n_split > 1 {
+        for (i, (g, path)) in ggufs.iter().zip(paths).enumerate() {
+            let no = Meta(g).u32("split.no")? as usize;
+            if no != i {
+                return Err(Error::model(format!("'{path}' is split {no}, expected split {i}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every required tensor present with its shape, optional ones right when present, nothing unknown.
+fn check_tensors_match(specs: &[TensorSpec], tensors: &[(usize, &TensorInfo)]) -> Result<()> {
+    let by_name: HashMap<&str, &TensorInfo> = tensors.iter().map(|(_, t)| (t.name.as_str(), *t)).collect();
+    for s in specs {
+        match by_name.get(s.name.as_str()) {
+            None if s.required => {
+                return Err(Error::model(format!("missing tensor '{}'", s.name)));
+            }
+            None => {}
+            Some(t) => {
+                let matches = (0..4).all(|i| t.ne[i] == s.shape.get(i).copied().unwrap_or(1));
+                if !matches {
+                    return Err(Error::model(format!(
+                        "tensor '{}' has shape {:?} but the hyper-parameters require {:?}",
+                        s.name,
+                        &t.ne[..t.n_dims as usize],
+                        s.shape
+                    )));
+                }
+            }
+        }
+    }
+    let known: std::collections::HashSet<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    if let Some((_, t)) = tensors.iter().find(|(_, t)| !known.contains(t.name.as_str())) {
+        return Err(Error::model(format!(
+            "unexpected tensor '{}' for this architecture",
+            t.name
+        )));
+    }
+    Ok(())
+}

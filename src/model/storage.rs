@@ -1,0 +1,93 @@
+//! The bytes of a model file: a read-only memory map (zero-copy) or the file read into anonymous
+//! memory. Either way the bytes stay put for the life of the model, so tensors can point into them.
+
+use crate::error::{Error, Result};
+use memmap2::{Mmap, MmapMut, MmapOptions};
+use std::fs::File;
+use std::io::Read;
+
+/// How the file's bytes get into memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// Map the file; pages come from the page cache on demand.
+    Map,
+    /// Read the whole file into memory owned by the model.
+    Read,
+}
+
+pub enum Storage {
+    Mapped(Mmap),
+    Owned(MmapMut),
+}
+
+impl Storage {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(m) => m,
+            Storage::Owned(m) => m,
+        }
+    }
+
+    /// Open `path` in `mode`, reporting read progress (0..1) through `progress`; a `false` from it
+    /// cancels. `start` skips a prefix (a GGUF embedded in a larger file).
+    pub fn open(path: &str, start: u64, mode: LoadMode, progress: &mut dyn FnMut(f32) -> bool) -> Result<Storage> {
+        let file = File::open(path).map_err(|e| Error::io("cannot open model file", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("cannot stat model file", path, e))?
+            .len();
+        let Some(size) = len.checked_sub(start).filter(|&n| n > 0) else {
+            return Err(Error::gguf(
+                0,
+                format!("'{path}' is empty (no bytes after offset {start})"),
+            ));
+        };
+        let size = usize::try_from(size).map_err(|_| Error::model("file too large for this platform"))?;
+        match mode {
+            LoadMode::Map => crate::ggml::map_file(&file, start, size)
+                .map(Storage::Mapped)
+                .map_err(|e| Error::io("cannot map model file", path, e)),
+            LoadMode::Read => read_all(file, path, start, size, progress).map(Storage::Owned),
+        }
+    }
+
+    /// Keep the bytes resident (mlock). Failure is reported, not fatal, as in llama.cpp.
+    pub fn lock(&self) -> std::io::Result<()> {
+        match self {
+            Storage::Mapped(m) => m.lock(),
+            Storage::Owned(m) => m.lock(),
+        }
+    }
+}
+
+fn read_all(
+    mut file: File,
+    path: &str,
+    start: u64,
+    size: usize,
+    progress: &mut dyn FnMut(f32) -> bool,
+) -> Result<MmapMut> {
+    // Anonymous memory is page aligned, which keeps tensor data aligned as ggml wants.
+    let mut mem = MmapOptions::new()
+        .len(size)
+        .map_anon()
+        .map_err(|e| Error::io("cannot allocate memory for model file", path, e))?;
+    if start > 0 {
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))
+            .map_err(|e| Error::io("cannot seek in model file", path, e))?;
+    }
+    const CHUNK: usize = 16 << 20;
+    let mut done = 0;
+    while done < size {
+        let end = (done + CHUNK).min(size);
+        file.read_exact(&mut mem[done..end])
+            .map_err(|e| Error::io("cannot read model file", path, e))?;
+        done = end;
+        if !progress(done as f32 / size as f32) {
+            return Err(Error::Cancelled(
+                "model loading cancelled by the progress callback".into(),
+            ));
+        }
+    }
+    Ok(mem)
+}
