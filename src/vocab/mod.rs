@@ -1,22 +1,422 @@
-//! The vocabulary and tokenizers (placeholder until the vocab work lands; see the vocab helper's brief).
+//! The vocabulary and its tokenizers, read from a GGUF file's `tokenizer.ggml.*` metadata and
+//! behaving exactly as llama.cpp's (same token ids for the same bytes, same pieces, same attributes).
+//!
+//! Two vocabulary types: byte-level BPE (`gpt2`) with the pre-tokenizer named by
+//! `tokenizer.ggml.pre`, and SentencePiece (`llama`). A `Vocab` is immutable after loading and is
+//! shared by any number of threads.
 
-use crate::error::Result;
-use crate::gguf::GgufFile;
+mod bpe;
+mod load;
+mod pretok;
+mod special;
+mod spm;
+mod stl_order;
+mod store;
+mod unicode;
+mod unicode_table;
+
+#[cfg(test)]
+mod tests;
+
+use crate::error::{Error, Result};
+use bpe::Bpe;
+use pretok::{Cpts, PreTokenizer};
+use special::{Fragment, Special, Specials};
+use store::{Strings, TextIndex};
+
+/// `llama_token_attr` bits. Crate-visible only: cbindgen would copy public constants into llama.h.
+pub(crate) mod attr {
+    pub(crate) const UNDEFINED: u32 = 0;
+    pub(crate) const UNKNOWN: u32 = 1;
+    pub(crate) const UNUSED: u32 = 2;
+    pub(crate) const NORMAL: u32 = 4;
+    pub(crate) const CONTROL: u32 = 8;
+    pub(crate) const USER_DEFINED: u32 = 16;
+    pub(crate) const BYTE: u32 = 32;
+    pub(crate) const LSTRIP: u32 = 128;
+    pub(crate) const RSTRIP: u32 = 256;
+}
+
+/// `LLAMA_TOKEN_NULL` (crate-visible only, see [`attr`]).
+pub(crate) const TOKEN_NULL: i32 = -1;
+
+/// `enum llama_vocab_type` values of the supported types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VocabType {
+    Spm = 1,
+    Bpe = 2,
+}
+
+/// Token ids with a role. `TOKEN_NULL` when the vocabulary has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpecialIds {
+    pub bos: i32,
+    pub eos: i32,
+    pub eot: i32,
+    pub eom: i32,
+    pub unk: i32,
+    pub sep: i32,
+    pub pad: i32,
+    pub mask: i32,
+    /// The newline token.
+    pub nl: i32,
+    pub fim_pre: i32,
+    pub fim_suf: i32,
+    pub fim_mid: i32,
+    pub fim_pad: i32,
+    pub fim_rep: i32,
+    pub fim_sep: i32,
+}
+
+/// The tokenizer behind a vocabulary.
+enum Model {
+    Spm {
+        /// Token for each byte value (`<0xNN>`, else the byte itself as a token), for byte fallback.
+        byte_tokens: Box<[Option<u32>; 256]>,
+    },
+    Bpe {
+        pre: PreTokenizer,
+        bpe: Box<Bpe>,
+    },
+}
 
 pub struct Vocab {
-    n_tokens: usize,
+    model: Model,
+    /// Token texts, as `llama_vocab_get_text` returns them.
+    texts: Strings,
+    text_index: TextIndex,
+    scores: Vec<f32>,
+    attrs: Vec<u32>,
+    /// What `llama_token_to_piece` renders for each token when special tokens are rendered.
+    pieces: Strings,
+    ids: SpecialIds,
+    add_bos: bool,
+    add_eos: bool,
+    add_sep: bool,
+    add_space_prefix: bool,
+    /// Tidy spaces around punctuation when detokenizing (`clean_up_tokenization_spaces`).
+    clean_spaces: bool,
+    /// End-of-generation tokens, sorted.
+    eog: Vec<i32>,
+    suppress: Vec<i32>,
+    specials: Specials,
+}
+
+/// What `detokenize` produced: the text, and the length before spaces were cleaned up (llama.cpp
+/// compares that one with the caller's buffer).
+pub struct Detokenized {
+    pub text: Vec<u8>,
+    pub raw_len: usize,
 }
 
 impl Vocab {
-    pub fn from_gguf(g: &GgufFile) -> Result<Vocab> {
-        let n_tokens = match g.get("tokenizer.ggml.tokens") {
-            Some(crate::gguf::Value::Array(a)) => a.len(),
-            _ => 0,
-        };
-        Ok(Vocab { n_tokens })
+    pub fn from_gguf(g: &crate::gguf::GgufFile) -> Result<Vocab> {
+        load::load(&|key| g.get(key))
     }
 
     pub fn n_tokens(&self) -> usize {
-        self.n_tokens
+        self.attrs.len()
     }
+
+    pub fn vocab_type(&self) -> VocabType {
+        match self.model {
+            Model::Spm { .. } => VocabType::Spm,
+            Model::Bpe { .. } => VocabType::Bpe,
+        }
+    }
+
+    pub fn special_ids(&self) -> &SpecialIds {
+        &self.ids
+    }
+
+    pub fn add_bos(&self) -> bool {
+        self.add_bos
+    }
+
+    pub fn add_eos(&self) -> bool {
+        self.add_eos
+    }
+
+    pub fn add_sep(&self) -> bool {
+        self.add_sep
+    }
+
+    pub fn suppress_tokens(&self) -> &[i32] {
+        &self.suppress
+    }
+
+    /// The index of `id`, or an error naming it and the vocabulary size.
+    pub fn check(&self, id: i32) -> Result<usize> {
+        usize::try_from(id)
+            .ok()
+            .filter(|&i| i < self.n_tokens())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "token id {id} is out of range (the vocabulary has {} tokens)",
+                    self.n_tokens()
+                ))
+            })
+    }
+
+    /// The token's text, NUL-terminated.
+    pub fn text_with_nul(&self, id: i32) -> Result<&[u8]> {
+        Ok(self.texts.get_with_nul(self.check(id)?))
+    }
+
+    pub fn text(&self, id: i32) -> Result<&[u8]> {
+        Ok(self.texts.get(self.check(id)?))
+    }
+
+    pub fn score(&self, id: i32) -> Result<f32> {
+        Ok(self.scores[self.check(id)?])
+    }
+
+    pub fn attr(&self, id: i32) -> Result<u32> {
+        Ok(self.attrs[self.check(id)?])
+    }
+
+    /// End of generation; false for any id that is not a token.
+    pub fn is_eog(&self, id: i32) -> bool {
+        self.eog.binary_search(&id).is_ok()
+    }
+
+    pub fn is_control(&self, id: i32) -> Result<bool> {
+        Ok(self.attr(id)? & attr::CONTROL != 0)
+    }
+
+    /// The token id of a text, if it is a token.
+    pub fn token_of(&self, text: &[u8]) -> Option<i32> {
+        self.text_index
+            .get(text, |i| Some(self.texts.get(i)))
+            .map(|id| id as i32)
+    }
+
+    /// `llama_token_to_piece`: the text of a token (unknown and control tokens render as nothing
+    /// unless `special`), without up to `lstrip` leading spaces.
+    pub fn piece(&self, id: i32, lstrip: i32, special: bool) -> Result<&[u8]> {
+        let i = self.check(id)?;
+        if !special && self.attrs[i] & (attr::UNKNOWN | attr::CONTROL) != 0 {
+            return Ok(&[]);
+        }
+        let mut piece = self.pieces.get(i);
+        for _ in 0..lstrip.max(0) {
+            match piece.split_first() {
+                Some((b' ', rest)) => piece = rest,
+                _ => break,
+            }
+        }
+        Ok(piece)
+    }
+
+    /// `llama_tokenize`: `parse_special` lets control and unknown tokens be recognised in the text
+    /// (user-defined ones always are); `add_special` adds BOS/EOS as the vocabulary asks.
+    pub fn tokenize(&self, text: &[u8], add_special: bool, parse_special: bool) -> Result<Vec<i32>> {
+        let fragments = self.specials.split(
+            text,
+            |id| parse_special || self.attrs[id as usize] & (attr::CONTROL | attr::UNKNOWN) == 0,
+            |id| {
+                let a = self.attrs[id as usize];
+                Special {
+                    id,
+                    text: self.texts.get(id as usize),
+                    lstrip: a & attr::LSTRIP != 0,
+                    rstrip: a & attr::RSTRIP != 0,
+                }
+            },
+        );
+        let mut out = Vec::new();
+        if add_special && self.add_bos {
+            out.push(self.required(self.ids.bos, "BOS")?);
+        }
+        match &self.model {
+            Model::Spm { byte_tokens } => {
+                // A space goes in front of the first text and of text after a special token.
+                let mut after_special = true;
+                let mut buf = Vec::new();
+                for f in fragments {
+                    match f {
+                        Fragment::Text(a, b) => {
+                            buf.clear();
+                            if self.add_space_prefix && after_special {
+                                buf.extend_from_slice("\u{2581}".as_bytes());
+                            }
+                            escape_spaces(&text[a..b], &mut buf);
+                            self.spm(&buf, byte_tokens, &mut out)?;
+                            after_special = false;
+                        }
+                        Fragment::Token(id) => {
+                            out.push(id as i32);
+                            after_special = true;
+                        }
+                    }
+                }
+            }
+            Model::Bpe { pre, bpe } => {
+                let mut ends = Vec::new();
+                let mut work = bpe::Work::default();
+                for f in fragments {
+                    match f {
+                        Fragment::Text(a, b) => {
+                            // The words' bytes as llama.cpp sees them: malformed UTF-8 re-encoded.
+                            let piece = unicode::canonical(&text[a..b]);
+                            let cpts = Cpts::new(&piece);
+                            pre.split(&cpts, &mut ends);
+                            let (mut cpt, mut byte) = (0, 0);
+                            for &end in &ends {
+                                let start = byte;
+                                byte += cpts.byte_len(cpt..end);
+                                cpt = end;
+                                bpe.tokenize_word(&piece[start..byte], &mut work, &mut out);
+                            }
+                        }
+                        Fragment::Token(id) => out.push(id as i32),
+                    }
+                }
+            }
+        }
+        if add_special {
+            if self.add_bos && out.get(1) == Some(&self.ids.bos) {
+                crate::log_warn!(
+                    "tokenize: the text starts with a BOS token and the model adds one too, so the \
+                     prompt now starts with 2 BOS tokens"
+                );
+            }
+            if self.add_eos {
+                out.push(self.required(self.ids.eos, "EOS")?);
+                if matches!(self.model, Model::Bpe { .. }) && out.len() >= 2 && out[out.len() - 2] == self.ids.eos {
+                    crate::log_warn!(
+                        "tokenize: the text ends with an EOS token and the model adds one too, so the \
+                         prompt now ends with 2 EOS tokens"
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn required(&self, id: i32, what: &str) -> Result<i32> {
+        if id == TOKEN_NULL {
+            return Err(Error::Vocab(format!(
+                "the model asks for a {what} token to be added but has none"
+            )));
+        }
+        Ok(id)
+    }
+
+    fn spm(&self, text: &[u8], byte_tokens: &[Option<u32>; 256], out: &mut Vec<i32>) -> Result<()> {
+        spm::tokenize(
+            text,
+            |s| {
+                self.text_index
+                    .get(s, |i| Some(self.texts.get(i)))
+                    .map(|id| (id, self.scores[id as usize]))
+            },
+            |piece, out| {
+                for &b in piece {
+                    let id = byte_tokens[usize::from(b)].ok_or_else(|| {
+                        Error::Vocab(format!(
+                            "text needs byte 0x{b:02X} but the vocabulary has no token for it"
+                        ))
+                    })?;
+                    out.push(id as i32);
+                }
+                Ok(())
+            },
+            out,
+        )
+    }
+
+    /// `llama_detokenize`: the pieces of the tokens (special ones rendered if `unparse_special`),
+    /// BOS/EOS dropped first if `remove_special` and the model adds them, spaces cleaned up as the
+    /// vocabulary asks.
+    pub fn detokenize(&self, mut tokens: &[i32], remove_special: bool, unparse_special: bool) -> Result<Detokenized> {
+        let mut lstrip = self.add_space_prefix;
+        if remove_special && self.add_bos {
+            if let Some((&first, rest)) = tokens.split_first() {
+                if first == self.ids.bos {
+                    lstrip = false;
+                    tokens = rest;
+                }
+            }
+        }
+        if remove_special && self.add_eos {
+            if let Some((&last, rest)) = tokens.split_last() {
+                if last == self.ids.eos {
+                    tokens = rest;
+                }
+            }
+        }
+        let mut text = Vec::new();
+        for &id in tokens {
+            text.extend_from_slice(self.piece(id, i32::from(lstrip), unparse_special)?);
+            lstrip = false;
+        }
+        let raw_len = text.len();
+        if self.clean_spaces {
+            clean_spaces(&mut text);
+        }
+        Ok(Detokenized { text, raw_len })
+    }
+}
+
+/// SentencePiece's whitespace escape: ' ' becomes U+2581.
+fn escape_spaces(text: &[u8], out: &mut Vec<u8>) {
+    for &b in text {
+        if b == b' ' {
+            out.extend_from_slice("\u{2581}".as_bytes());
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+/// llama.cpp's three in-place passes that undo tokenization spaces (" ?" -> "?", " ' " -> "'",
+/// " 's" -> "'s", ...), reproduced step by step, including how each pass reads what it already wrote.
+fn clean_spaces(text: &mut Vec<u8>) {
+    // " ?", " !", " .", " ,"
+    let n = text.len();
+    let mut total = usize::from(n > 0);
+    for i in 1..n {
+        let x = text[i];
+        if text[i - 1] == b' ' && matches!(x, b'?' | b'!' | b'.' | b',') {
+            total -= 1;
+        }
+        text[total] = x;
+        total += 1;
+    }
+    // " ' " between spaces: the spaces go.
+    let n = total;
+    total = usize::from(n > 0);
+    let mut i = 1;
+    while i < n {
+        let x = text[i];
+        if x == b'\'' && i + 1 < n && text[i - 1] == b' ' && text[i + 1] == b' ' {
+            total -= 1;
+            i += 1;
+            text[i] = 0;
+        }
+        text[total] = x;
+        total += 1;
+        i += 1;
+    }
+    // " 's", " 'm", " 're", " 've": the space goes.
+    let n = total;
+    total = usize::from(n > 0);
+    for i in 1..n {
+        let x = text[i];
+        if text[i - 1] == b' ' && x == b'\'' && i + 1 < n {
+            let x1 = text[i + 1];
+            let drop = match x1 {
+                b's' | b'm' => true,
+                b't' | b'd' => false,
+                _ => i + 2 < n && matches!((x1, text[i + 2]), (b'r', b'e') | (b'v', b'e')),
+            };
+            if drop {
+                total -= 1;
+            }
+        }
+        text[total] = x;
+        total += 1;
+    }
+    text.truncate(total);
 }
