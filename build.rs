@@ -1,4 +1,5 @@
-//! Generates `include/llama.h` from `src/ffi/` with cbindgen and sets the SONAME.
+//! Generates `include/llama.h` from `src/ffi/` (only: engine internals stay out of the header) with
+//! cbindgen and sets the SONAME.
 //!
 //! The header is always written to `$OUT_DIR/llama.h`. Outside CI it is also copied to
 //! `include/llama.h` when it changed, so a developer's build keeps the committed header current; in
@@ -16,7 +17,7 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
     let header = cbindgen::Builder::new()
-        .with_crate(&root)
+        .with_src(root.join("src/ffi/mod.rs"))
         .with_config(config)
         .generate()
         .expect("cbindgen could not generate llama.h");

@@ -65,15 +65,6 @@ typedef struct llama_model_kv_override {
 // `LLAMA_ROPE_SCALING_TYPE_MAX_VALUE` repeats a value of the enum, which a Rust enum cannot.
 #define LLAMA_ROPE_SCALING_TYPE_MAX_VALUE 3
 
-// ggml requires the base of a CPU buffer made from a pointer to be aligned to this.
-#define CPU_BUFFER_ALIGNMENT 32
-
-// Flag llama.h ORs into a file type that was guessed rather than stated.
-#define GUESSED 1024
-
-// llama.cpp's limit on layers; a larger count is a corrupt or hostile file.
-#define MAX_LAYERS 512
-
 enum llama_vocab_type {
   LLAMA_VOCAB_TYPE_NONE = 0,
   LLAMA_VOCAB_TYPE_SPM = 1,
@@ -533,6 +524,8 @@ void llama_batch_free(struct llama_batch batch);
 
 int32_t llama_encode(struct llama_context *ctx, struct llama_batch batch);
 
+// Returns 0 on success, 1 when the KV cache has no room (nothing changed), 2 when aborted
+// (finished ubatches stay), -1 for an invalid batch, and < -1 for a fatal error.
 int32_t llama_decode(struct llama_context *ctx, struct llama_batch batch);
 
 struct llama_batch_ext *llama_batch_ext_init(struct llama_context *ctx);
@@ -547,6 +540,7 @@ int32_t llama_batch_ext_add_token(struct llama_batch_ext *batch,
                                   llama_seq_id seq_id,
                                   llama_token id);
 
+// Embedding inputs are not implemented: refused as an invalid embedding (-2).
 int32_t llama_batch_ext_add_embd(struct llama_batch_ext *batch,
                                  llama_seq_id seq_id,
                                  struct llama_embd embd);
@@ -557,12 +551,21 @@ bool llama_batch_ext_set_embd_token(struct llama_batch_ext *batch,
                                     int32_t idx,
                                     struct llama_embd embd);
 
+// llama.cpp does not implement this either (it always returns false).
+bool llama_batch_ext_set_embd_state(struct llama_batch_ext *batch,
+                                    int32_t idx,
+                                    struct llama_embd embd);
+
+// Output embeddings and logits are the same flag (llama.h: "for now, this is equivalent").
 bool llama_batch_ext_set_output_embd(struct llama_batch_ext *batch, int32_t idx, bool value);
 
 bool llama_batch_ext_set_output_logits(struct llama_batch_ext *batch, int32_t idx, bool value);
 
+// # Safety
+// `pos` must be NULL or point to one position (text tokens have one).
 bool llama_batch_ext_set_pos(struct llama_batch_ext *batch, int32_t idx, const llama_pos *pos);
 
+// Decode (or, not implemented, encode) an extended batch; return codes as llama_decode's.
 int32_t llama_process(struct llama_context *ctx,
                       enum llama_process_type type,
                       struct llama_batch_ext *batch);
@@ -576,15 +579,13 @@ int32_t llama_chat_apply_template(const char *tmpl,
 
 int32_t llama_chat_builtin_templates(const char **output, size_t len);
 
-void llama_attach_threadpool(struct llama_context *ctx,
-                             ggml_threadpool_t threadpool,
-                             ggml_threadpool_t threadpool_batch);
-
-void llama_detach_threadpool(struct llama_context *ctx);
-
+// # Safety
+// `model` must be NULL or a live model that outlives the context; callbacks in `params` must be
+// callable from the computing thread while the context lives.
 struct llama_context *llama_init_from_model(struct llama_model *model,
                                             struct llama_context_params params);
 
+__attribute__((deprecated("use llama_init_from_model instead")))
 struct llama_context *llama_new_context_with_model(struct llama_model *model,
                                                    struct llama_context_params params);
 
@@ -600,12 +601,14 @@ uint32_t llama_n_ubatch(const struct llama_context *ctx);
 
 uint32_t llama_n_seq_max(const struct llama_context *ctx);
 
+// Recurrent-state snapshots do not apply to the supported (attention-only) architectures.
 uint32_t llama_n_rs_seq(const struct llama_context *ctx);
 
 const struct llama_model *llama_get_model(const struct llama_context *ctx);
 
 llama_memory_t llama_get_memory(const struct llama_context *ctx);
 
+// Generation contexts do not pool (pooled embeddings are refused at creation).
 enum llama_pooling_type llama_pooling_type(const struct llama_context *ctx);
 
 void llama_set_n_threads(struct llama_context *ctx, int32_t n_threads, int32_t n_threads_batch);
@@ -614,23 +617,36 @@ int32_t llama_n_threads(struct llama_context *ctx);
 
 int32_t llama_n_threads_batch(struct llama_context *ctx);
 
+// Embeddings output is not implemented: turning it off is accepted, turning it on is refused.
 void llama_set_embeddings(struct llama_context *ctx, bool embeddings);
 
 void llama_set_causal_attn(struct llama_context *ctx, bool causal_attn);
 
 bool llama_get_causal_attn(const struct llama_context *ctx);
 
-void llama_set_warmup(struct llama_context *ctx, bool warmup);
+// Warm-up runs are the caller's business (llama.h deprecates this); accepted and ignored.
+__attribute__((deprecated("user code should do warmup runs manually")))
+void llama_set_warmup(struct llama_context *ctx,
+                      bool warmup);
 
+// # Safety
+// `abort_callback` must be callable with its data from the computing thread until replaced.
 void llama_set_abort_callback(struct llama_context *ctx,
                               ggml_abort_callback abort_callback,
                               void *abort_callback_data);
 
+// Computation is synchronous on the CPU: when llama_decode returns, results are ready.
 void llama_synchronize(struct llama_context *ctx);
 
 float *llama_get_logits(struct llama_context *ctx);
 
 float *llama_get_logits_ith(struct llama_context *ctx, int32_t i);
+
+void llama_attach_threadpool(struct llama_context *ctx,
+                             ggml_threadpool_t threadpool,
+                             ggml_threadpool_t threadpool_batch);
+
+void llama_detach_threadpool(struct llama_context *ctx);
 
 float *llama_get_embeddings(struct llama_context *ctx);
 
@@ -664,6 +680,7 @@ void llama_log_get(ggml_log_callback *log_callback, void **user_data);
 
 void llama_memory_clear(llama_memory_t mem, bool data);
 
+// Always succeeds for an attention cache (only recurrent state cannot drop part of a sequence).
 bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 
 void llama_memory_seq_cp(llama_memory_t mem,
@@ -674,6 +691,7 @@ void llama_memory_seq_cp(llama_memory_t mem,
 
 void llama_memory_seq_keep(llama_memory_t mem, llama_seq_id seq_id);
 
+// Positions move now; the cached keys are re-rotated before the next decode reads them.
 void llama_memory_seq_add(llama_memory_t mem,
                           llama_seq_id seq_id,
                           llama_pos p0,
@@ -684,12 +702,13 @@ void llama_memory_seq_div(llama_memory_t mem,
                           llama_seq_id seq_id,
                           llama_pos p0,
                           llama_pos p1,
-                          int d);
+                          int32_t d);
 
 llama_pos llama_memory_seq_pos_min(llama_memory_t mem, llama_seq_id seq_id);
 
 llama_pos llama_memory_seq_pos_max(llama_memory_t mem, llama_seq_id seq_id);
 
+// The supported architectures rotate keys by position, which a K-shift can redo.
 bool llama_memory_can_shift(llama_memory_t mem);
 
 const char *llama_ftype_name(enum llama_ftype ftype);
@@ -1095,10 +1114,6 @@ size_t llama_state_seq_set_data_ext(struct llama_context *ctx,
                                     size_t size,
                                     llama_seq_id dest_seq_id,
                                     llama_state_seq_flags flags);
-
-bool llama_batch_ext_set_embd_state(struct llama_batch_ext *batch,
-                                    int32_t idx,
-                                    struct llama_embd embd);
 
 int32_t llama_n_vocab(const struct llama_vocab *vocab);
 

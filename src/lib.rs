@@ -7,9 +7,12 @@ pub mod error;
 pub mod log;
 
 pub mod arch;
+pub mod context;
 pub mod ffi;
 pub mod ggml;
 pub mod gguf;
+pub mod graph;
+pub mod kv;
 pub mod model;
 pub mod vocab;
 

@@ -82,6 +82,10 @@ macro_rules! log_info { ($($t:tt)*) => { $crate::log::write($crate::log::Level::
 #[macro_export]
 macro_rules! log_debug { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Debug, format_args!($($t)*)) } }
 
+/// Tests that install a sink hold this, since the sink is process-wide and tests run in parallel.
+#[cfg(test)]
+pub(crate) static TEST_SINK_LOCK: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,6 +93,7 @@ mod tests {
 
     #[test]
     fn lines_reach_the_installed_sink_with_a_newline() {
+        let _sink = TEST_SINK_LOCK.lock();
         let seen: Arc<Mutex<Vec<(Level, String)>>> = Arc::default();
         let s = seen.clone();
         set_sink(Some(Arc::new(move |l, t| s.lock().push((l, t.to_string())))));

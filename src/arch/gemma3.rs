@@ -2,7 +2,9 @@
 
 use super::{common_tensors, TensorSpec};
 use crate::error::Result;
+use crate::ggml::TensorRef;
 use crate::gguf::{Array, Value};
+use crate::graph::Builder;
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 
@@ -69,4 +71,82 @@ pub fn tensors(hp: &HParams) -> Vec<TensorSpec> {
         specs.push(TensorSpec::new(b("post_ffw_norm.weight"), &[hp.n_embd], true));
     }
     specs
+}
+
+/// The Gemma 3 decoder: scaled embeddings, Q/K norms, sliding-window attention on most layers
+/// (with its own rotary base), post-attention and post-FFN norms, a GELU-gated FFN.
+pub fn build(b: &mut Builder) -> Result<TensorRef> {
+    let hp = b.hp;
+    let head = hp.n_embd_head_k;
+    let mut x = b.embed_tokens()?;
+    x = b.scale(x, (hp.n_embd as f32).sqrt())?;
+    let n_layer = hp.n_layer as usize;
+    for il in 0..n_layer {
+        let sliding = hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false);
+        let freq_base = match std::env::var("DBG_BASE").as_deref() {
+            Ok("swa") => hp.rope_freq_base_swa,
+            Ok("glob") => b.params.freq_base,
+            Ok("swap") => {
+                if sliding {
+                    b.params.freq_base
+                } else {
+                    hp.rope_freq_base_swa
+                }
+            }
+            _ => {
+                if sliding {
+                    hp.rope_freq_base_swa
+                } else {
+                    b.params.freq_base
+                }
+            }
+        };
+        let sliding = sliding && std::env::var("DBG_NOSWA").is_err();
+        let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
+        let cur = b.rms_norm(x, attn_norm)?;
+        let (wq, wk, wv) = (
+            b.layer_weight(il, "attn_q.weight")?,
+            b.layer_weight(il, "attn_k.weight")?,
+            b.layer_weight(il, "attn_v.weight")?,
+        );
+        let q = b.linear(wq, None, cur)?;
+        let k = b.linear(wk, None, cur)?;
+        let v = b.linear(wv, None, cur)?;
+        let q = b.heads(q, head, hp.n_head[il])?;
+        let k = b.heads(k, head, hp.n_head_kv[il])?;
+        let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
+        let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+        let q = b.rms_norm(q, q_norm)?;
+        let q = b.rope(q, freq_base, None)?;
+        let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+        let k = b.rms_norm(k, k_norm)?;
+        let k = b.rope(k, freq_base, None)?;
+        // Gemma scales the queries before attention instead of the scores.
+        let q = b.scale(q, hp.attn_scale)?;
+        let att = b.attention(il, q, k, v, 1.0, sliding)?;
+        let wo = b.layer_weight(il, "attn_output.weight")?;
+        let mut att = b.linear(wo, None, att)?;
+        let mut residual = x;
+        if il == n_layer - 1 {
+            att = b.select_outputs(att)?;
+            residual = b.select_outputs(residual)?;
+        }
+        let post_attn = b.layer_weight(il, "post_attention_norm.weight")?;
+        let att = b.rms_norm(att, post_attn)?;
+        let h = b.add(att, residual)?;
+        let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
+        let cur = b.rms_norm(h, ffn_norm)?;
+        let ffn = b.gated_ffn(il, cur, true)?;
+        let post_ffn = b.layer_weight(il, "post_ffw_norm.weight")?;
+        let ffn = b.rms_norm(ffn, post_ffn)?;
+        x = b.add(ffn, h)?;
+    }
+    let mut logits = b.output_head(x)?;
+    let cap = hp.final_logit_softcap;
+    if cap != 0.0 {
+        logits = b.scale(logits, 1.0 / cap)?;
+        logits = b.tanh(logits)?;
+        logits = b.scale(logits, cap)?;
+    }
+    Ok(logits)
 }

@@ -2,6 +2,8 @@
 
 use super::{common_tensors, Arch, TensorSpec};
 use crate::error::Result;
+use crate::ggml::TensorRef;
+use crate::graph::Builder;
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 
@@ -60,4 +62,50 @@ pub fn tensors(arch: Arch, hp: &HParams) -> Vec<TensorSpec> {
         specs.push(TensorSpec::new(format!("blk.{il}.ffn_down.bias"), &[e], false));
     }
     specs
+}
+
+/// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.
+pub fn build(b: &mut Builder) -> Result<TensorRef> {
+    let hp = b.hp;
+    let head = hp.n_embd_head_k;
+    let kq_scale = if hp.attn_scale != 0.0 {
+        hp.attn_scale
+    } else {
+        1.0 / (head as f32).sqrt()
+    };
+    let rope_factors = b.weight_opt("rope_freqs.weight");
+    let mut x = b.embed_tokens()?;
+    let n_layer = hp.n_layer as usize;
+    for il in 0..n_layer {
+        let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
+        let cur = b.rms_norm(x, attn_norm)?;
+        let q = linear_of(b, il, "attn_q", cur)?;
+        let k = linear_of(b, il, "attn_k", cur)?;
+        let v = linear_of(b, il, "attn_v", cur)?;
+        let q = b.heads(q, head, hp.n_head[il])?;
+        let k = b.heads(k, head, hp.n_head_kv[il])?;
+        let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
+        let q = b.rope(q, b.params.freq_base, rope_factors)?;
+        let k = b.rope(k, b.params.freq_base, rope_factors)?;
+        let att = b.attention(il, q, k, v, kq_scale, false)?;
+        let mut att = linear_of(b, il, "attn_output", att)?;
+        let mut residual = x;
+        if il == n_layer - 1 {
+            att = b.select_outputs(att)?;
+            residual = b.select_outputs(residual)?;
+        }
+        let h = b.add(att, residual)?;
+        let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
+        let cur = b.rms_norm(h, ffn_norm)?;
+        let ffn = b.gated_ffn(il, cur, false)?;
+        x = b.add(ffn, h)?;
+    }
+    b.output_head(x)
+}
+
+/// `blk.{il}.{name}.weight` times `x`, plus `blk.{il}.{name}.bias` when present.
+fn linear_of(b: &mut Builder, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
+    let w = b.layer_weight(il, &format!("{name}.weight"))?;
+    let bias = b.layer_weight_opt(il, &format!("{name}.bias"));
+    b.linear(w, bias, x)
 }

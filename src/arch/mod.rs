@@ -1,8 +1,8 @@
-//! Architectures: hyper-parameters read from GGUF keys and the tensors each one expects.
-//! (Graph building joins here with the decode work.)
+//! Architectures: hyper-parameters read from GGUF keys, the tensors each one expects, and the
+//! graph each builds from the shared primitives in `graph/`.
 
-mod gemma3;
-mod llama;
+pub(crate) mod gemma3;
+pub(crate) mod llama;
 
 use crate::error::{Error, Result};
 use crate::model::hparams::HParams;

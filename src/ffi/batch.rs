@@ -1,7 +1,9 @@
 //! Batches, decode, encode and the extended batch API.
 
+use super::handle::{self, batch_ext, batch_ext_free, batch_ext_into_raw, ctx_mut};
 use super::types::*;
 use super::{guard, not_implemented};
+use crate::context::{AddError, BatchExt, BatchInput, DecodeStatus};
 use crate::error::Error;
 use std::ffi::c_void;
 
@@ -126,34 +128,145 @@ pub unsafe extern "C" fn llama_encode(ctx: *mut llama_context, batch: llama_batc
     not_implemented("llama_encode", -1)
 }
 
+/// llama.h's return code for a decode outcome; the one place where decode errors become numbers.
+fn decode_code(name: &'static str, r: crate::Result<DecodeStatus>) -> i32 {
+    match r {
+        Ok(DecodeStatus::Ok) => 0,
+        Ok(DecodeStatus::NoSlot) => 1,
+        Ok(DecodeStatus::Aborted) => 2,
+        Err(e) => {
+            super::report(name, &e);
+            match e {
+                Error::InvalidArgument(_) => -1,
+                // A failed allocation or computation is fatal (< -1).
+                _ => -3,
+            }
+        }
+    }
+}
+
+/// The caller's `llama_batch` as slices, after checking every pointer and count it relies on.
+///
+/// # Safety
+/// The arrays of `b` must hold `b.n_tokens` entries (and each `seq_id[i]` `n_seq_id[i]` entries),
+/// as llama.h requires, and stay untouched during the call.
+unsafe fn batch_input<'a>(b: &'a llama_batch) -> crate::Result<BatchInput<'a>> {
+    let n = usize::try_from(b.n_tokens)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| Error::invalid(format!("n_tokens = {} must be positive", b.n_tokens)))?;
+    if !b.embd.is_null() {
+        return Err(Error::invalid(
+            "embedding inputs (llama_batch.embd) are not implemented yet; pass token ids",
+        ));
+    }
+    if b.token.is_null() {
+        return Err(Error::invalid("the batch has neither token ids nor embeddings"));
+    }
+    // SAFETY: the caller's arrays hold n_tokens entries (llama.h's contract), checked non-NULL.
+    let slice = |p: *const i32| unsafe { (!p.is_null()).then(|| std::slice::from_raw_parts(p, n)) };
+    let tokens = slice(b.token).unwrap_or_default();
+    let pos = slice(b.pos);
+    let seq_ids = match (b.n_seq_id.is_null(), b.seq_id.is_null()) {
+        (true, true) => None,
+        (false, false) => {
+            let counts = slice(b.n_seq_id).unwrap_or_default();
+            let mut v = Vec::with_capacity(n);
+            for (i, &c) in counts.iter().enumerate() {
+                // SAFETY: seq_id has n_tokens entries.
+                let row = unsafe { *b.seq_id.add(i) };
+                let count = usize::try_from(c)
+                    .ok()
+                    .filter(|&c| c > 0 && c <= crate::kv::MAX_SEQ)
+                    .ok_or_else(|| Error::invalid(format!("n_seq_id[{i}] = {c} is out of range")))?;
+                if row.is_null() {
+                    return Err(Error::invalid(format!("seq_id[{i}] is NULL")));
+                }
+                // SAFETY: seq_id[i] holds n_seq_id[i] entries.
+                v.push(unsafe { std::slice::from_raw_parts(row.cast_const(), count) });
+            }
+            Some(v)
+        }
+        _ => return Err(Error::invalid("n_seq_id and seq_id must both be set or both be NULL")),
+    };
+    // SAFETY: as above; int8 flags.
+    let outputs = unsafe { (!b.logits.is_null()).then(|| std::slice::from_raw_parts(b.logits.cast_const(), n)) };
+    Ok(BatchInput {
+        tokens,
+        pos,
+        seq_ids,
+        outputs,
+    })
+}
+
+/// Returns 0 on success, 1 when the KV cache has no room (nothing changed), 2 when aborted
+/// (finished ubatches stay), -1 for an invalid batch, and < -1 for a fatal error.
 #[no_mangle]
 pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
-    let _ = (ctx, batch);
-    not_implemented("llama_decode", -1)
+    guard("llama_decode", -3, || {
+        // SAFETY: forwarded contract (a live context, used by this thread only).
+        let c = unsafe { ctx_mut(ctx) };
+        // SAFETY: forwarded contract on the batch arrays.
+        let r = c.and_then(|c| unsafe { batch_input(&batch) }.and_then(|input| c.decode(&input)));
+        Ok(decode_code("llama_decode", r))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_batch_ext {
-    let _ = ctx;
-    not_implemented("llama_batch_ext_init", std::ptr::null_mut())
+    guard("llama_batch_ext_init", std::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { handle::ctx(ctx) }?;
+        let b = BatchExt::new(c.params.n_batch as usize, c.params.n_seq_max as usize, c.n_vocab());
+        Ok(batch_ext_into_raw(b))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_free(batch: *mut llama_batch_ext) {
-    let _ = batch;
-    not_implemented("llama_batch_ext_free", ())
+    guard("llama_batch_ext_free", (), || {
+        // SAFETY: the caller frees a live handle once.
+        unsafe { batch_ext_free(batch) };
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
-    let _ = batch;
-    not_implemented("llama_batch_ext_clear", ())
+    guard("llama_batch_ext_clear", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { batch_ext(batch) }?.clear();
+        Ok(())
+    })
+}
+
+/// Add a token to `batch`; the index, or llama.h's negative code (logged) when refused.
+///
+/// # Safety
+/// `batch` must be NULL or a live batch handle.
+unsafe fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32, id: Option<i32>) -> i32 {
+    guard(name, -1, || {
+        // SAFETY: forwarded contract.
+        let b = unsafe { batch_ext(batch) }?;
+        match b.add(seq_id, id) {
+            Ok(i) => Ok(i as i32),
+            Err(e) => {
+                let why = match e {
+                    AddError::Full => format!("the batch is full ({} tokens)", b.len()),
+                    AddError::InvalidToken => format!("invalid token id {}", id.unwrap_or(-1)),
+                    AddError::InvalidSeq => format!("invalid sequence id {seq_id}"),
+                };
+                crate::log_error!("{name}: {why}");
+                Ok(e as i32)
+            }
+        }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add(batch: *mut llama_batch_ext, seq_id: llama_seq_id) -> i32 {
-    let _ = (batch, seq_id);
-    not_implemented("llama_batch_ext_add", -1)
+    // SAFETY: forwarded contract.
+    unsafe { add_token("llama_batch_ext_add", batch, seq_id, None) }
 }
 
 #[no_mangle]
@@ -162,10 +275,11 @@ pub unsafe extern "C" fn llama_batch_ext_add_token(
     seq_id: llama_seq_id,
     id: llama_token,
 ) -> i32 {
-    let _ = (batch, seq_id, id);
-    not_implemented("llama_batch_ext_add_token", -1)
+    // SAFETY: forwarded contract.
+    unsafe { add_token("llama_batch_ext_add_token", batch, seq_id, Some(id)) }
 }
 
+/// Embedding inputs are not implemented: refused as an invalid embedding (-2).
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add_embd(
     batch: *mut llama_batch_ext,
@@ -173,13 +287,15 @@ pub unsafe extern "C" fn llama_batch_ext_add_embd(
     embd: llama_embd,
 ) -> i32 {
     let _ = (batch, seq_id, embd);
-    not_implemented("llama_batch_ext_add_embd", -1)
+    not_implemented("llama_batch_ext_add_embd", -2)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add_seq(batch: *mut llama_batch_ext, idx: i32, seq_id: llama_seq_id) -> bool {
-    let _ = (batch, idx, seq_id);
-    not_implemented("llama_batch_ext_add_seq", false)
+    guard("llama_batch_ext_add_seq", false, || {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { batch_ext(batch) }?.add_seq(idx, seq_id))
+    })
 }
 
 #[no_mangle]
@@ -192,30 +308,67 @@ pub unsafe extern "C" fn llama_batch_ext_set_embd_token(
     not_implemented("llama_batch_ext_set_embd_token", false)
 }
 
+/// llama.cpp does not implement this either (it always returns false).
+#[no_mangle]
+pub unsafe extern "C" fn llama_batch_ext_set_embd_state(
+    batch: *mut llama_batch_ext,
+    idx: i32,
+    embd: llama_embd,
+) -> bool {
+    let _ = (batch, idx, embd);
+    not_implemented("llama_batch_ext_set_embd_state", false)
+}
+
+/// Output embeddings and logits are the same flag (llama.h: "for now, this is equivalent").
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_output_embd(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    let _ = (batch, idx, value);
-    not_implemented("llama_batch_ext_set_output_embd", false)
+    // SAFETY: forwarded contract.
+    unsafe { llama_batch_ext_set_output_logits(batch, idx, value) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    let _ = (batch, idx, value);
-    not_implemented("llama_batch_ext_set_output_logits", false)
+    guard("llama_batch_ext_set_output_logits", false, || {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { batch_ext(batch) }?.set_output(idx, value))
+    })
 }
 
+/// # Safety
+/// `pos` must be NULL or point to one position (text tokens have one).
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_pos(batch: *mut llama_batch_ext, idx: i32, pos: *const llama_pos) -> bool {
-    let _ = (batch, idx, pos);
-    not_implemented("llama_batch_ext_set_pos", false)
+    guard("llama_batch_ext_set_pos", false, || {
+        // SAFETY: forwarded contract.
+        let b = unsafe { batch_ext(batch) }?;
+        // SAFETY: one readable position, or NULL.
+        match unsafe { pos.as_ref() } {
+            Some(&p) => Ok(b.set_pos(idx, p)),
+            None => Ok(false),
+        }
+    })
 }
 
+/// Decode (or, not implemented, encode) an extended batch; return codes as llama_decode's.
 #[no_mangle]
 pub unsafe extern "C" fn llama_process(
     ctx: *mut llama_context,
     r#type: ProcessType,
     batch: *mut llama_batch_ext,
 ) -> i32 {
-    let _ = (ctx, r#type, batch);
-    not_implemented("llama_process", -1)
+    guard("llama_process", -3, || {
+        if r#type.0 == llama_process_type::LLAMA_PROCESS_TYPE_ENCODE as std::ffi::c_int {
+            return Err(Error::NotImplemented("llama_process(ENCODE)"));
+        }
+        if r#type.0 != llama_process_type::LLAMA_PROCESS_TYPE_DECODE as std::ffi::c_int {
+            crate::log_error!("llama_process: unknown process type {}", r#type.0);
+            return Ok(-1);
+        }
+        // SAFETY: forwarded contract.
+        let c = unsafe { ctx_mut(ctx) };
+        // SAFETY: forwarded contract.
+        let b = unsafe { batch_ext(batch) };
+        let r = c.and_then(|c| b.and_then(|b| c.decode(&b.input())));
+        Ok(decode_code("llama_process", r))
+    })
 }

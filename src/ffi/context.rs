@@ -1,8 +1,240 @@
 //! Context creation, its getters and setters, and reading outputs.
 
-use super::not_implemented;
+use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, Ctx};
+use super::params::context_params;
 use super::types::*;
+use super::{guard, not_implemented};
+use crate::context::Context;
+use crate::ggml::AbortCallback;
 use std::ffi::c_void;
+
+/// # Safety
+/// `model` must be NULL or a live model that outlives the context; callbacks in `params` must be
+/// callable from the computing thread while the context lives.
+#[no_mangle]
+pub unsafe extern "C" fn llama_init_from_model(
+    model: *mut llama_model,
+    params: llama_context_params,
+) -> *mut llama_context {
+    guard("llama_init_from_model", std::ptr::null_mut(), || {
+        // SAFETY: the caller keeps the model alive until the context is freed (llama.h's contract),
+        // so the borrow may live as long as the context.
+        let m = unsafe { self::model(model) }?;
+        // SAFETY: forwarded contract on the callbacks.
+        let p = unsafe { context_params(&params) }?;
+        let c: Ctx = Context::new(m, p)?;
+        Ok(ctx_into_raw(c))
+    })
+}
+
+#[deprecated(note = "use llama_init_from_model instead")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_new_context_with_model(
+    model: *mut llama_model,
+    params: llama_context_params,
+) -> *mut llama_context {
+    // SAFETY: forwarded contract.
+    unsafe { llama_init_from_model(model, params) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_free(ctx: *mut llama_context) {
+    guard("llama_free", (), || {
+        // SAFETY: the caller frees a live handle once.
+        unsafe { ctx_free(ctx) };
+        Ok(())
+    })
+}
+
+/// A getter over the context's resolved parameters.
+///
+/// # Safety
+/// `p` must be NULL or a live context.
+unsafe fn param_getter<T>(name: &'static str, p: *const llama_context, fail: T, f: impl FnOnce(&Ctx) -> T) -> T {
+    guard(name, fail, || {
+        // SAFETY: forwarded contract.
+        Ok(f(unsafe { ctx(p) }?))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_ctx(ctx: *const llama_context) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_ctx", ctx, 0, |c| c.params.n_ctx) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_ctx_seq(ctx: *const llama_context) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_ctx_seq", ctx, 0, |c| c.params.n_ctx_seq) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_batch(ctx: *const llama_context) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_batch", ctx, 0, |c| c.params.n_batch) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_ubatch(ctx: *const llama_context) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_ubatch", ctx, 0, |c| c.params.n_ubatch) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_seq_max(ctx: *const llama_context) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_seq_max", ctx, 0, |c| c.params.n_seq_max) }
+}
+
+/// Recurrent-state snapshots do not apply to the supported (attention-only) architectures.
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_rs_seq", ctx, 0, |_| 0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_model {
+    // SAFETY: forwarded contract.
+    unsafe {
+        param_getter("llama_get_model", ctx, std::ptr::null(), |c| {
+            (c.model as *const crate::model::Model).cast()
+        })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_get_memory", ctx, std::ptr::null_mut(), memory_handle) }
+}
+
+/// Generation contexts do not pool (pooled embeddings are refused at creation).
+#[no_mangle]
+pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> PoolingType {
+    let none = PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_NONE as std::ffi::c_int);
+    // SAFETY: forwarded contract.
+    unsafe {
+        param_getter(
+            "llama_pooling_type",
+            ctx,
+            PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as std::ffi::c_int),
+            |_| none,
+        )
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
+    guard("llama_set_n_threads", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { ctx_mut(ctx) }?.set_n_threads(n_threads, n_threads_batch);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_threads(ctx: *mut llama_context) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_threads", ctx, -1, |c| c.params.n_threads) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_n_threads_batch", ctx, -1, |c| c.params.n_threads_batch) }
+}
+
+/// Embeddings output is not implemented: turning it off is accepted, turning it on is refused.
+#[no_mangle]
+pub unsafe extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
+    guard("llama_set_embeddings", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { ctx_mut(ctx) }?;
+        if embeddings {
+            return Err(crate::Error::NotImplemented("embeddings output (llama_set_embeddings)"));
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_attn: bool) {
+    guard("llama_set_causal_attn", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { ctx_mut(ctx) }?.set_causal(causal_attn);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { param_getter("llama_get_causal_attn", ctx, false, |c| c.params.graph.causal) }
+}
+
+/// Warm-up runs are the caller's business (llama.h deprecates this); accepted and ignored.
+#[deprecated(note = "user code should do warmup runs manually")]
+#[no_mangle]
+pub unsafe extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
+    let _ = warmup;
+    guard("llama_set_warmup", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { ctx_mut(ctx) }?;
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `abort_callback` must be callable with its data from the computing thread until replaced.
+#[no_mangle]
+pub unsafe extern "C" fn llama_set_abort_callback(
+    ctx: *mut llama_context,
+    abort_callback: ggml_abort_callback,
+    abort_callback_data: *mut c_void,
+) {
+    guard("llama_set_abort_callback", (), || {
+        // SAFETY: forwarded contract.
+        let cb = abort_callback.map(|f| unsafe { AbortCallback::new(f, abort_callback_data) });
+        // SAFETY: forwarded contract.
+        unsafe { ctx_mut(ctx) }?.set_abort(cb);
+        Ok(())
+    })
+}
+
+/// Computation is synchronous on the CPU: when llama_decode returns, results are ready.
+#[no_mangle]
+pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
+    guard("llama_synchronize", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { ctx_mut(ctx) }?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
+    guard("llama_get_logits", std::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { ctx_mut(ctx) }?;
+        let l = c.logits();
+        Ok(if l.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            l.as_ptr().cast_mut()
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
+    guard("llama_get_logits_ith", std::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { ctx_mut(ctx) }?;
+        Ok(c.logits_ith(i)?.as_ptr().cast_mut())
+    })
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_attach_threadpool(
@@ -18,156 +250,6 @@ pub unsafe extern "C" fn llama_attach_threadpool(
 pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
     let _ = ctx;
     not_implemented("llama_detach_threadpool", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_init_from_model(
-    model: *mut llama_model,
-    params: llama_context_params,
-) -> *mut llama_context {
-    let _ = (model, params);
-    not_implemented("llama_init_from_model", std::ptr::null_mut())
-}
-
-#[deprecated]
-#[no_mangle]
-pub unsafe extern "C" fn llama_new_context_with_model(
-    model: *mut llama_model,
-    params: llama_context_params,
-) -> *mut llama_context {
-    let _ = (model, params);
-    not_implemented("llama_new_context_with_model", std::ptr::null_mut())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_free(ctx: *mut llama_context) {
-    let _ = ctx;
-    not_implemented("llama_free", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_ctx(ctx: *const llama_context) -> u32 {
-    let _ = ctx;
-    not_implemented("llama_n_ctx", 0)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_ctx_seq(ctx: *const llama_context) -> u32 {
-    let _ = ctx;
-    not_implemented("llama_n_ctx_seq", 0)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_batch(ctx: *const llama_context) -> u32 {
-    let _ = ctx;
-    not_implemented("llama_n_batch", 0)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_ubatch(ctx: *const llama_context) -> u32 {
-    let _ = ctx;
-    not_implemented("llama_n_ubatch", 0)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_seq_max(ctx: *const llama_context) -> u32 {
-    let _ = ctx;
-    not_implemented("llama_n_seq_max", 0)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
-    let _ = ctx;
-    not_implemented("llama_n_rs_seq", 0)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_model {
-    let _ = ctx;
-    not_implemented("llama_get_model", std::ptr::null())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
-    let _ = ctx;
-    not_implemented("llama_get_memory", std::ptr::null_mut())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> PoolingType {
-    let _ = ctx;
-    not_implemented("llama_pooling_type", PoolingType(-1))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
-    let _ = (ctx, n_threads, n_threads_batch);
-    not_implemented("llama_set_n_threads", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_threads(ctx: *mut llama_context) -> i32 {
-    let _ = ctx;
-    not_implemented("llama_n_threads", -1)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
-    let _ = ctx;
-    not_implemented("llama_n_threads_batch", -1)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
-    let _ = (ctx, embeddings);
-    not_implemented("llama_set_embeddings", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_attn: bool) {
-    let _ = (ctx, causal_attn);
-    not_implemented("llama_set_causal_attn", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
-    let _ = ctx;
-    not_implemented("llama_get_causal_attn", false)
-}
-
-#[deprecated]
-#[no_mangle]
-pub unsafe extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
-    let _ = (ctx, warmup);
-    not_implemented("llama_set_warmup", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_set_abort_callback(
-    ctx: *mut llama_context,
-    abort_callback: ggml_abort_callback,
-    abort_callback_data: *mut c_void,
-) {
-    let _ = (ctx, abort_callback, abort_callback_data);
-    not_implemented("llama_set_abort_callback", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
-    let _ = ctx;
-    not_implemented("llama_synchronize", ())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
-    let _ = ctx;
-    not_implemented("llama_get_logits", std::ptr::null_mut())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    let _ = (ctx, i);
-    not_implemented("llama_get_logits_ith", std::ptr::null_mut())
 }
 
 #[no_mangle]

@@ -1,15 +1,29 @@
-//! KV-cache (memory) sequence operations.
+//! KV-cache (memory) sequence operations. Sequence ids outside [0, n_seq_max) are refused with a
+//! log line (llama.cpp aborts on them); a negative id means "any sequence" where llama.h says so.
 
-use super::not_implemented;
+use super::guard;
+use super::handle::{memory, Ctx};
 use super::types::*;
-use std::ffi::c_int;
+use crate::error::{Error, Result};
+
+/// The sequence id as an index, checked against the context.
+fn seq(c: &Ctx, seq_id: llama_seq_id) -> Result<usize> {
+    usize::try_from(seq_id)
+        .ok()
+        .filter(|&s| s < c.params.n_seq_max as usize)
+        .ok_or_else(|| Error::invalid(format!("seq_id {seq_id} is out of range [0, {})", c.params.n_seq_max)))
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_clear(mem: llama_memory_t, data: bool) {
-    let _ = (mem, data);
-    not_implemented("llama_memory_clear", ())
+    guard("llama_memory_clear", (), || {
+        // SAFETY: forwarded contract (a memory handle of a live context).
+        unsafe { memory(mem) }?.kv.clear(data);
+        Ok(())
+    })
 }
 
+/// Always succeeds for an attention cache (only recurrent state cannot drop part of a sequence).
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_rm(
     mem: llama_memory_t,
@@ -17,8 +31,13 @@ pub unsafe extern "C" fn llama_memory_seq_rm(
     p0: llama_pos,
     p1: llama_pos,
 ) -> bool {
-    let _ = (mem, seq_id, p0, p1);
-    not_implemented("llama_memory_seq_rm", false)
+    guard("llama_memory_seq_rm", false, || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { memory(mem) }?;
+        let s = if seq_id < 0 { None } else { Some(seq(c, seq_id)?) };
+        c.kv.cells.seq_rm(s, p0, p1);
+        Ok(true)
+    })
 }
 
 #[no_mangle]
@@ -29,16 +48,27 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
     p0: llama_pos,
     p1: llama_pos,
 ) {
-    let _ = (mem, seq_id_src, seq_id_dst, p0, p1);
-    not_implemented("llama_memory_seq_cp", ())
+    guard("llama_memory_seq_cp", (), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { memory(mem) }?;
+        let (src, dst) = (seq(c, seq_id_src)?, seq(c, seq_id_dst)?);
+        c.kv.cells.seq_cp(src, dst, p0, p1);
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llama_seq_id) {
-    let _ = (mem, seq_id);
-    not_implemented("llama_memory_seq_keep", ())
+    guard("llama_memory_seq_keep", (), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { memory(mem) }?;
+        let s = seq(c, seq_id)?;
+        c.kv.cells.seq_keep(s);
+        Ok(())
+    })
 }
 
+/// Positions move now; the cached keys are re-rotated before the next decode reads them.
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_add(
     mem: llama_memory_t,
@@ -47,8 +77,13 @@ pub unsafe extern "C" fn llama_memory_seq_add(
     p1: llama_pos,
     delta: llama_pos,
 ) {
-    let _ = (mem, seq_id, p0, p1, delta);
-    not_implemented("llama_memory_seq_add", ())
+    guard("llama_memory_seq_add", (), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { memory(mem) }?;
+        let s = seq(c, seq_id)?;
+        c.kv.cells.seq_add(s, p0, p1, delta);
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -57,26 +92,46 @@ pub unsafe extern "C" fn llama_memory_seq_div(
     seq_id: llama_seq_id,
     p0: llama_pos,
     p1: llama_pos,
-    d: c_int,
+    d: i32,
 ) {
-    let _ = (mem, seq_id, p0, p1, d);
-    not_implemented("llama_memory_seq_div", ())
+    guard("llama_memory_seq_div", (), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { memory(mem) }?;
+        let s = seq(c, seq_id)?;
+        if d <= 1 {
+            return Err(Error::invalid(format!("divisor d = {d} must be greater than 1")));
+        }
+        c.kv.cells.seq_div(s, p0, p1, d);
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
-    let _ = (mem, seq_id);
-    not_implemented("llama_memory_seq_pos_min", -1)
+    guard("llama_memory_seq_pos_min", -1, || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { memory(mem) }?;
+        let s = seq(c, seq_id)?;
+        Ok(c.kv.cells.seq_pos_min(s).unwrap_or(-1))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
-    let _ = (mem, seq_id);
-    not_implemented("llama_memory_seq_pos_max", -1)
+    guard("llama_memory_seq_pos_max", -1, || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { memory(mem) }?;
+        let s = seq(c, seq_id)?;
+        Ok(c.kv.cells.seq_pos_max(s).unwrap_or(-1))
+    })
 }
 
+/// The supported architectures rotate keys by position, which a K-shift can redo.
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_can_shift(mem: llama_memory_t) -> bool {
-    let _ = mem;
-    not_implemented("llama_memory_can_shift", false)
+    guard("llama_memory_can_shift", false, || {
+        // SAFETY: forwarded contract.
+        unsafe { memory(mem) }?;
+        Ok(true)
+    })
 }

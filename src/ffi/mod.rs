@@ -42,7 +42,10 @@ fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            let at = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
             PANIC_AT.with(|p| *p.borrow_mut() = at);
         }));
     });
@@ -90,7 +93,10 @@ pub(crate) fn guard<T>(name: &'static str, fail: T, body: impl FnOnce() -> Resul
         }
         Err(payload) => {
             let at = PANIC_AT.with(|p| std::mem::take(&mut *p.borrow_mut()));
-            report(name, &Error::Internal(format!("{} (at {at})", panic_message(payload.as_ref()))));
+            report(
+                name,
+                &Error::Internal(format!("{} (at {at})", panic_message(payload.as_ref()))),
+            );
             fail
         }
     }
@@ -116,8 +122,8 @@ mod tests {
     #[test]
     fn committed_header_equals_generated() {
         let generated = include_str!(concat!(env!("OUT_DIR"), "/llama.h"));
-        let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/llama.h"))
-            .expect("include/llama.h");
+        let committed =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/llama.h")).expect("include/llama.h");
         assert!(
             generated == committed,
             "include/llama.h differs from what cbindgen generates: build without CI set to regenerate it, then commit it"
@@ -129,7 +135,10 @@ mod tests {
         let r = guard("probe_fn", -7, || -> Result<i32> { panic!("boom {}", 1) });
         assert_eq!(r, -7);
         let msg = last_error();
-        assert!(msg.starts_with("probe_fn: internal error: boom 1 (at src/ffi/mod.rs:"), "{msg}");
+        assert!(
+            msg.starts_with("probe_fn: internal error: boom 1 (at src/ffi/mod.rs:"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -297,7 +297,9 @@ pub unsafe extern "C" fn llama_model_rope_type(model: *const llama_model) -> Rop
     let none = RopeType(llama_rope_type::LLAMA_ROPE_TYPE_NONE as c_int);
     guard("llama_model_rope_type", none, || {
         // SAFETY: forwarded contract.
-        Ok(RopeType(unsafe { self::model(model) }?.arch.rope_type()))
+        Ok(unsafe { self::model(model) }?
+            .arch
+            .map_or(none, |a| RopeType(a.rope_type())))
     })
 }
 

@@ -3,7 +3,9 @@
 
 use super::strings::c_str;
 use super::types::*;
+use crate::context::{self, FlashAttn};
 use crate::error::{Error, Result};
+use crate::ggml::{AbortCallback, EvalCallback};
 use crate::model::{self, KvOverride, LoadParams, OverrideValue};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -242,4 +244,81 @@ pub extern "C" fn llama_sampler_chain_default_params() -> llama_sampler_chain_pa
 #[no_mangle]
 pub extern "C" fn llama_model_quantize_default_params() -> llama_model_quantize_params {
     quantize_default_params()
+}
+
+/// Check and convert `llama_context_params`.
+///
+/// # Safety
+/// The callbacks in `p` must be callable with their data from the computing thread while the
+/// context lives (llama.h leaves that to the caller).
+pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context::Params> {
+    let enum_in = |what: &str, v: c_int, ok: &[c_int]| -> Result<c_int> {
+        if ok.contains(&v) {
+            Ok(v)
+        } else {
+            Err(Error::invalid(format!("{what} = {v} is not a valid value")))
+        }
+    };
+    let fa = enum_in("flash_attn_type", p.flash_attn_type.0, &[-1, 0, 1])?;
+    let attention = enum_in("attention_type", p.attention_type.0, &[-1, 0, 1])?;
+    if enum_in("ctx_type", p.ctx_type.0, &[0, 1])? != 0 {
+        return Err(Error::NotImplemented("multi-token-prediction contexts (ctx_type MTP)"));
+    }
+    match enum_in("rope_scaling_type", p.rope_scaling_type.0, &[-1, 0, 1, 2, 3])? {
+        2 | 3 => return Err(Error::NotImplemented("YaRN and LongRoPE rope scaling")),
+        _ => {}
+    }
+    match enum_in("pooling_type", p.pooling_type.0, &[-1, 0, 1, 2, 3, 4])? {
+        -1 | 0 => {}
+        _ => return Err(Error::NotImplemented("pooled embeddings (pooling_type)")),
+    }
+    if p.n_samplers > 0 && !p.samplers.is_null() {
+        return Err(Error::NotImplemented(
+            "backend samplers (llama_context_params.samplers)",
+        ));
+    }
+    if p.n_seq_max as usize > super::misc::MAX_PARALLEL_SEQUENCES {
+        return Err(Error::invalid(format!(
+            "n_seq_max = {} exceeds llama_max_parallel_sequences() = {}",
+            p.n_seq_max,
+            super::misc::MAX_PARALLEL_SEQUENCES
+        )));
+    }
+    // SAFETY: forwarded contract on the callbacks.
+    let abort = p
+        .abort_callback
+        .map(|f| unsafe { AbortCallback::new(f, p.abort_callback_data) });
+    // SAFETY: as above.
+    let cb_eval = p.cb_eval.map(|f| unsafe { EvalCallback::new(f, p.cb_eval_user_data) });
+    Ok(context::Params {
+        n_ctx: p.n_ctx,
+        n_batch: p.n_batch,
+        n_ubatch: p.n_ubatch,
+        n_seq_max: p.n_seq_max,
+        n_threads: p.n_threads,
+        n_threads_batch: p.n_threads_batch,
+        type_k: p.type_k,
+        type_v: p.type_v,
+        flash_attn: match fa {
+            -1 => FlashAttn::Auto,
+            0 => FlashAttn::Off,
+            _ => FlashAttn::On,
+        },
+        kv_unified: p.kv_unified,
+        causal: match attention {
+            -1 => None,
+            a => Some(a == 0),
+        },
+        embeddings: p.embeddings,
+        no_perf: p.no_perf,
+        rope_freq_base: p.rope_freq_base,
+        rope_freq_scale: p.rope_freq_scale,
+        yarn_ext_factor: p.yarn_ext_factor,
+        yarn_attn_factor: p.yarn_attn_factor,
+        yarn_beta_fast: p.yarn_beta_fast,
+        yarn_beta_slow: p.yarn_beta_slow,
+        yarn_orig_ctx: p.yarn_orig_ctx,
+        abort,
+        cb_eval,
+    })
 }

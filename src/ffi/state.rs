@@ -184,13 +184,3 @@ pub unsafe extern "C" fn llama_state_seq_set_data_ext(
     let _ = (ctx, src, size, dest_seq_id, flags);
     not_implemented("llama_state_seq_set_data_ext", 0)
 }
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_batch_ext_set_embd_state(
-    batch: *mut llama_batch_ext,
-    idx: i32,
-    embd: llama_embd,
-) -> bool {
-    let _ = (batch, idx, embd);
-    not_implemented("llama_batch_ext_set_embd_state", false)
-}

@@ -3,11 +3,17 @@
 //! ggml aborts the process on many invalid inputs (GGML_ASSERT). Callers validate first; these
 //! wrappers document what they rely on.
 
+mod backend;
 mod buffer;
 mod context;
+mod graph;
 
+pub use backend::{
+    tensor_get_f32, tensor_set, AbortCallback, ComputeStatus, CpuBackend, EvalCallback, OwnedBuffer, Scheduler,
+};
 pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};
+pub use graph::{Graph, OpResult, ROPE_NEOX, ROPE_NORMAL};
 
 use crate::log::{self, Level};
 use std::ffi::{c_char, c_void, CStr};
@@ -115,6 +121,15 @@ pub fn has_rpc() -> bool {
     unsafe { !ggml_sys::ggml_backend_reg_by_name(c"RPC".as_ptr()).is_null() }
 }
 
+/// Bytes of `n` elements of type `t` laid out in a row (whole blocks for quantized types).
+pub fn row_size(t: RawType, n: i64) -> usize {
+    if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {
+        return 0;
+    }
+    // SAFETY: a size computation for a valid type.
+    unsafe { ggml_sys::ggml_row_size(t, n) }
+}
+
 /// ggml's name of a tensor type ("f32", "q4_K", ...), for messages.
 pub fn type_name(t: RawType) -> String {
     if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {
@@ -124,4 +139,40 @@ pub fn type_name(t: RawType) -> String {
     unsafe { CStr::from_ptr(ggml_sys::ggml_type_name(t)) }
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parking_lot::Mutex;
+    use std::sync::Arc;
+
+    #[test]
+    fn ggml_log_lines_reach_the_engine_log() {
+        init();
+        let _sink = log::TEST_SINK_LOCK.lock();
+        let seen: Arc<Mutex<String>> = Arc::default();
+        let s = seen.clone();
+        log::set_sink(Some(Arc::new(move |_, t| s.lock().push_str(t))));
+        // SAFETY: a small self-contained context; ggml_graph_print only reads the graph and logs.
+        unsafe {
+            let ctx = ggml_sys::ggml_init(ggml_sys::ggml_init_params {
+                mem_size: 1 << 20,
+                mem_buffer: std::ptr::null_mut(),
+                no_alloc: true,
+            });
+            let t = ggml_sys::ggml_new_tensor_1d(ctx, ggml_sys::ggml_type_GGML_TYPE_F32, 4);
+            let g = ggml_sys::ggml_new_graph(ctx);
+            ggml_sys::ggml_build_forward_expand(g, ggml_sys::ggml_scale(ctx, t, 2.0));
+            ggml_sys::ggml_graph_print(g);
+            ggml_sys::ggml_free(ctx);
+        }
+        log::set_sink(None);
+        assert!(seen.lock().contains("=== GRAPH ==="), "ggml's log line did not arrive");
+    }
+
+    #[test]
+    fn system_info_lists_the_cpu_backend() {
+        assert!(system_info().starts_with("CPU : "), "{}", system_info());
+    }
 }

@@ -9,7 +9,7 @@ mod tensor;
 mod value;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::HashMap;
 

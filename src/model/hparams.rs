@@ -26,7 +26,7 @@ pub struct HParams {
     pub n_rot: u32,
     pub rms_eps: f32,
     pub rope_freq_base: f32,
-    /// Base frequency on sliding-window layers (defaults to `rope_freq_base`).
+    /// Base frequency on sliding-window layers (llama.cpp defaults it to 10000, not the global base).
     pub rope_freq_base_swa: f32,
     pub rope_freq_scale: f32,
     pub n_ctx_orig_yarn: u32,
@@ -131,7 +131,7 @@ impl HParams {
             n_rot,
             rms_eps: 0.0,
             rope_freq_base,
-            rope_freq_base_swa: rope_freq_base,
+            rope_freq_base_swa: 10000.0,
             rope_freq_scale,
             n_ctx_orig_yarn: meta
                 .u32_opt(&key("rope.scaling.original_context_length"))?

@@ -7,6 +7,9 @@ pub mod metadata;
 mod storage;
 mod weights;
 
+#[cfg(test)]
+mod tests;
+
 pub use metadata::{KvOverride, OverrideValue};
 pub use storage::LoadMode;
 
@@ -51,13 +54,16 @@ pub struct Model {
     // Field order is drop order: weights reference the storage's bytes.
     weights: Option<Weights>,
     pub vocab: Vocab,
-    pub arch: Arch,
+    /// None for a vocab-only load of an architecture the engine cannot run.
+    pub arch: Option<Arch>,
     /// None for a vocab-only load.
     pub hparams: Option<HParams>,
     /// Non-array metadata as (key, value) text, NUL-terminated, in file order.
     meta: Vec<MetaPair>,
     desc: Vec<u8>,
     ftype: i32,
+    t_start_us: i64,
+    t_load_us: i64,
     n_params: u64,
     n_bytes: u64,
     _files: Vec<Storage>,
@@ -67,6 +73,7 @@ impl Model {
     /// Load a model from one file or from all the splits of one (in order).
     pub fn load(paths: &[String], mut params: LoadParams) -> Result<Model> {
         crate::ggml::init();
+        let t_start_us = crate::ggml::time_us();
         if paths.is_empty() {
             return Err(Error::invalid("no model file given"));
         }
@@ -99,7 +106,13 @@ impl Model {
         let meta = metadata::meta_strings(&ggufs[0]);
         metadata::apply_overrides(&mut ggufs[0], &params.overrides)?;
         let m = Meta(&ggufs[0]);
-        let arch = Arch::from_name(m.str("general.architecture")?)?;
+        let arch_name = m.str("general.architecture")?;
+        // A vocabulary can be read whatever the architecture; running the model needs one we know.
+        let arch = match Arch::from_name(arch_name) {
+            Ok(a) => Some(a),
+            Err(_) if params.vocab_only => None,
+            Err(e) => return Err(e),
+        };
         let vocab = Vocab::from_gguf(&ggufs[0])?;
         let n_vocab = u32::try_from(vocab.n_tokens()).map_err(|_| Error::model("vocabulary too large"))?;
 
@@ -109,20 +122,24 @@ impl Model {
         let ftype = ftype::of(&m, tensors.iter().map(|(_, t)| (t.name.clone(), t.ggml_type)))?;
 
         if params.vocab_only {
+            crate::log_info!("model: loaded the vocabulary of a {arch_name} model ({n_vocab} tokens)");
             return Ok(Model {
                 weights: None,
                 vocab,
                 arch,
                 hparams: None,
                 meta,
-                desc: format!("{} ?B {}", arch.name(), ftype::name(ftype)).into_bytes(),
+                desc: format!("{arch_name} ?B {}", ftype::name(ftype)).into_bytes(),
                 ftype,
+                t_start_us,
+                t_load_us: crate::ggml::time_us() - t_start_us,
                 n_params,
                 n_bytes,
                 _files: files,
             });
         }
 
+        let arch = arch.ok_or_else(|| Error::Internal("architecture checked above".into()))?;
         let hp = HParams::load(arch, &m, n_vocab)?;
         check_tensors_match(&arch.tensors(&hp), &tensors)?;
         if params.check_tensors {
@@ -176,11 +193,13 @@ impl Model {
         Ok(Model {
             weights: Some(weights),
             vocab,
-            arch,
+            arch: Some(arch),
             hparams: Some(hp),
             meta,
             desc,
             ftype,
+            t_start_us,
+            t_load_us: crate::ggml::time_us() - t_start_us,
             n_params,
             n_bytes,
             _files: files,
@@ -212,6 +231,15 @@ impl Model {
     /// "llama 256M Q4_1".
     pub fn desc(&self) -> &[u8] {
         &self.desc
+    }
+
+    /// When loading started and how long it took (ggml clock, microseconds).
+    pub fn t_start_us(&self) -> i64 {
+        self.t_start_us
+    }
+
+    pub fn t_load_us(&self) -> i64 {
+        self.t_load_us
     }
 
     pub fn ftype(&self) -> i32 {

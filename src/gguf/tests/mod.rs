@@ -4,7 +4,7 @@ mod malformed;
 mod meta_string;
 mod real_models;
 mod valid;
-mod writer;
+pub(crate) mod writer;
 
 use crate::error::Error;
 use crate::gguf::GgufFile;

@@ -1,0 +1,491 @@
+//! A batch as the decoder consumes it: token ids, positions, sequence sets and output flags, all
+//! resolved and checked against the model and the cache before anything is touched.
+
+use crate::error::{Error, Result};
+use crate::kv::{Cells, SeqSet, TokenPlace};
+
+/// A batch borrowed from the caller (C arrays, already turned into slices by the FFI layer).
+pub struct BatchInput<'a> {
+    pub tokens: &'a [i32],
+    /// None: continue each sequence after its last cached position.
+    pub pos: Option<&'a [i32]>,
+    /// Per token its sequence ids; None: every token in sequence 0.
+    pub seq_ids: Option<Vec<&'a [i32]>>,
+    /// Per token whether its logits are wanted; None: only the last token's.
+    pub outputs: Option<&'a [i8]>,
+}
+
+/// The batch with every default resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub tokens: Vec<i32>,
+    pub places: Vec<TokenPlace>,
+    pub outputs: Vec<bool>,
+}
+
+impl Batch {
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    pub fn n_outputs(&self) -> usize {
+        self.outputs.iter().filter(|&&o| o).count()
+    }
+}
+
+/// Resolve and validate `b` for a context with `n_vocab` tokens, `n_seq_max` sequences and at most
+/// `n_batch` tokens per call, whose cache currently holds `cells`. Messages say exactly what is
+/// wrong, as llama.cpp's do.
+pub fn resolve(
+    b: &BatchInput,
+    n_vocab: usize,
+    n_seq_max: usize,
+    n_batch: usize,
+    output_all: bool,
+    cells: &Cells,
+) -> Result<Batch> {
+    let n = b.tokens.len();
+    if n == 0 {
+        return Err(Error::invalid("n_tokens == 0: the batch is empty"));
+    }
+    if n > n_batch {
+        return Err(Error::invalid(format!(
+            "n_tokens = {n} exceeds the context's n_batch = {n_batch}; split the batch or create the context with a larger n_batch"
+        )));
+    }
+    for (i, &t) in b.tokens.iter().enumerate() {
+        if t < 0 || t as usize >= n_vocab {
+            return Err(Error::invalid(format!(
+                "invalid token[{i}] = {t} (vocabulary has {n_vocab} tokens)"
+            )));
+        }
+    }
+    let mut seqs = Vec::with_capacity(n);
+    let mut primary = Vec::with_capacity(n);
+    match &b.seq_ids {
+        None => {
+            seqs.resize(n, SeqSet::single(0));
+            primary.resize(n, 0);
+        }
+        Some(ids) => {
+            for (i, ids) in ids.iter().enumerate() {
+                if ids.is_empty() {
+                    return Err(Error::invalid(format!(
+                        "token {i} has no sequence id (n_seq_id[{i}] = 0)"
+                    )));
+                }
+                let mut set = SeqSet::default();
+                for (s, &id) in ids.iter().enumerate() {
+                    if id < 0 || id as usize >= n_seq_max {
+                        return Err(Error::invalid(format!(
+                            "invalid seq_id[{i}][{s}] = {id} (the context has n_seq_max = {n_seq_max})"
+                        )));
+                    }
+                    set.insert(id as usize);
+                }
+                seqs.push(set);
+                primary.push(ids[0] as usize);
+            }
+        }
+    }
+    let pos: Vec<i32> = match b.pos {
+        Some(p) => {
+            if let Some((i, &bad)) = p.iter().enumerate().find(|(_, &p)| p < 0) {
+                return Err(Error::invalid(format!(
+                    "invalid pos[{i}] = {bad}: positions must not be negative"
+                )));
+            }
+            p.to_vec()
+        }
+        None => {
+            // Each sequence continues after its last cached position.
+            let mut next: Vec<Option<i32>> = vec![None; n_seq_max];
+            (0..n)
+                .map(|i| {
+                    let s = primary[i];
+                    let p = next[s].unwrap_or_else(|| cells.seq_pos_max(s).map_or(0, |m| m + 1));
+                    for t in seqs[i].iter() {
+                        next[t] = Some(p + 1);
+                    }
+                    p
+                })
+                .collect()
+        }
+    };
+    check_positions(&pos, &seqs, n_seq_max, cells)?;
+    let outputs = match b.outputs {
+        _ if output_all => vec![true; n],
+        Some(o) => o.iter().map(|&x| x != 0).collect(),
+        None => (0..n).map(|i| i == n - 1).collect(),
+    };
+    let places = (0..n)
+        .map(|i| TokenPlace {
+            pos: pos[i],
+            seqs: seqs[i],
+            primary_seq: primary[i],
+        })
+        .collect();
+    Ok(Batch {
+        tokens: b.tokens.to_vec(),
+        places,
+        outputs,
+    })
+}
+
+/// llama.cpp's consistency rules: each sequence continues right after its last cached position,
+/// its positions in the batch are continuous and never decrease.
+fn check_positions(pos: &[i32], seqs: &[SeqSet], n_seq_max: usize, cells: &Cells) -> Result<()> {
+    for s in 0..n_seq_max {
+        let mut min = i32::MAX;
+        let mut max = i32::MIN;
+        let mut count = 0i64;
+        let mut last = i32::MIN;
+        for (i, set) in seqs.iter().enumerate() {
+            if !set.contains(s) {
+                continue;
+            }
+            if pos[i] < last {
+                return Err(Error::invalid(format!(
+                    "sequence {s} positions are decreasing (not allowed)"
+                )));
+            }
+            last = pos[i];
+            min = min.min(pos[i]);
+            max = max.max(pos[i]);
+            count += 1;
+        }
+        if count == 0 {
+            continue;
+        }
+        if let Some(p0) = cells.seq_pos_max(s) {
+            if min != p0 + 1 {
+                return Err(Error::invalid(format!(
+                    "the tokens of sequence {s} in the batch start at position Y = {min}, but the last position \
+                     in the KV cache for sequence {s} is X = {p0}; positions must remain consecutive: Y = X + 1"
+                )));
+            }
+        }
+        if i64::from(max) - i64::from(min) + 1 > count {
+            return Err(Error::invalid(format!("sequence {s} positions are not continuous")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(tokens: &[i32]) -> BatchInput<'_> {
+        BatchInput {
+            tokens,
+            pos: None,
+            seq_ids: None,
+            outputs: None,
+        }
+    }
+
+    #[test]
+    fn defaults_resolve_like_llama_cpp() {
+        let cells = Cells::new(16);
+        let b = resolve(&input(&[1, 2, 3]), 10, 1, 512, false, &cells).expect("valid");
+        assert_eq!(b.places.iter().map(|p| p.pos).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(b.outputs, [false, false, true]);
+    }
+
+    #[test]
+    fn bad_batches_are_rejected_with_the_reason() {
+        let cells = Cells::new(16);
+        let err = |r: Result<Batch>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err(resolve(&input(&[]), 10, 1, 512, false, &cells)).contains("empty"));
+        assert!(err(resolve(&input(&[1, 10]), 10, 1, 512, false, &cells)).contains("invalid token[1] = 10"));
+        assert!(err(resolve(&input(&[1, -1]), 10, 1, 512, false, &cells)).contains("invalid token[1] = -1"));
+        assert!(err(resolve(&input(&[1; 5]), 10, 1, 4, false, &cells)).contains("exceeds the context's n_batch = 4"));
+        let ids: [&[i32]; 1] = [&[3]];
+        let b = BatchInput {
+            seq_ids: Some(ids.to_vec()),
+            ..input(&[1])
+        };
+        assert!(err(resolve(&b, 10, 2, 512, false, &cells)).contains("invalid seq_id[0][0] = 3"));
+        let pos = [0, 2];
+        let b = BatchInput {
+            pos: Some(&pos),
+            ..input(&[1, 1])
+        };
+        assert!(err(resolve(&b, 10, 1, 512, false, &cells)).contains("not continuous"));
+        let pos = [1, 0];
+        let b = BatchInput {
+            pos: Some(&pos),
+            ..input(&[1, 1])
+        };
+        assert!(err(resolve(&b, 10, 1, 512, false, &cells)).contains("decreasing"));
+    }
+
+    #[test]
+    fn positions_must_continue_the_cache() {
+        let mut cells = Cells::new(16);
+        cells.place(&[0, 1], &[0, 1], &[SeqSet::single(0); 2]);
+        let b = resolve(&input(&[4]), 10, 1, 512, false, &cells).expect("auto position");
+        assert_eq!(b.places[0].pos, 2);
+        let pos = [5];
+        let bad = BatchInput {
+            pos: Some(&pos),
+            ..input(&[4])
+        };
+        let msg = resolve(&bad, 10, 1, 512, false, &cells)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            msg.contains("start at position Y = 5") && msg.contains("X = 1"),
+            "{msg}"
+        );
+    }
+}
+
+/// The extended batch of llama.h (`struct llama_batch_ext`): tokens added one by one with their
+/// sequence ids, explicit positions and output flags, bounded by the context's n_batch.
+#[derive(Debug, Clone)]
+pub struct BatchExt {
+    n_tokens_max: usize,
+    n_seq_max: usize,
+    n_vocab: usize,
+    tokens: Vec<i32>,
+    pos: Vec<i32>,
+    seqs: Vec<Vec<i32>>,
+    outputs: Vec<i8>,
+}
+
+/// Why `BatchExt::add` refused a token; llama.h's codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddError {
+    Full = -1,
+    InvalidToken = -2,
+    InvalidSeq = -3,
+}
+
+impl BatchExt {
+    pub fn new(n_tokens_max: usize, n_seq_max: usize, n_vocab: usize) -> BatchExt {
+        BatchExt {
+            n_tokens_max,
+            n_seq_max,
+            n_vocab,
+            tokens: Vec::new(),
+            pos: Vec::new(),
+            seqs: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.tokens.clear();
+        self.pos.clear();
+        self.seqs.clear();
+        self.outputs.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    fn valid_seq(&self, seq: i32) -> bool {
+        seq >= 0 && (seq as usize) < self.n_seq_max
+    }
+
+    /// Add token `id` (LLAMA_TOKEN_NULL for "set later") in sequence `seq` at position 0, no output.
+    pub fn add(&mut self, seq: i32, id: Option<i32>) -> Result<usize, AddError> {
+        if self.tokens.len() >= self.n_tokens_max {
+            return Err(AddError::Full);
+        }
+        if !self.valid_seq(seq) {
+            return Err(AddError::InvalidSeq);
+        }
+        if let Some(id) = id {
+            if id < 0 || id as usize >= self.n_vocab {
+                return Err(AddError::InvalidToken);
+            }
+        }
+        self.tokens.push(id.unwrap_or(-1));
+        self.pos.push(0);
+        self.seqs.push(vec![seq]);
+        self.outputs.push(0);
+        Ok(self.tokens.len() - 1)
+    }
+
+    /// Also put token `idx` in sequence `seq`.
+    pub fn add_seq(&mut self, idx: i32, seq: i32) -> bool {
+        let valid = self.valid_seq(seq);
+        match usize::try_from(idx).ok().and_then(|i| self.seqs.get_mut(i)) {
+            Some(s) if valid => {
+                if !s.contains(&seq) {
+                    s.push(seq);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn set_pos(&mut self, idx: i32, pos: i32) -> bool {
+        match usize::try_from(idx).ok().and_then(|i| self.pos.get_mut(i)) {
+            Some(p) => {
+                *p = pos;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn set_output(&mut self, idx: i32, value: bool) -> bool {
+        match usize::try_from(idx).ok().and_then(|i| self.outputs.get_mut(i)) {
+            Some(o) => {
+                *o = i8::from(value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The batch as decode input; positions are always explicit.
+    pub fn input(&self) -> BatchInput<'_> {
+        BatchInput {
+            tokens: &self.tokens,
+            pos: Some(&self.pos),
+            seq_ids: Some(self.seqs.iter().map(Vec::as_slice).collect()),
+            outputs: Some(&self.outputs),
+        }
+    }
+}
+
+/// The tokens (batch indices) of one ubatch and how attention groups them: `n_streams` groups of
+/// `len / n_streams` tokens each, stored group after group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ubatch {
+    pub idx: Vec<usize>,
+    pub n_streams: usize,
+}
+
+/// Consecutive chunks of at most `n_ubatch` tokens, in batch order (one attention group each).
+pub fn split_simple(n_tokens: usize, n_ubatch: usize) -> Vec<Ubatch> {
+    (0..n_tokens)
+        .step_by(n_ubatch.max(1))
+        .map(|s| Ubatch {
+            idx: (s..(s + n_ubatch).min(n_tokens)).collect(),
+            n_streams: 1,
+        })
+        .collect()
+}
+
+/// llama.cpp's split for per-sequence caches: each ubatch takes the same number of tokens from
+/// each of a run of sequences with consecutive ids, as many as the shortest of them has left and
+/// `n_ubatch` allows, stored sequence by sequence. Attention then runs per sequence, which decides
+/// the kernel path ggml takes (and so the exact numbers). None when tokens are shared between
+/// sequences, which this split cannot express.
+pub fn split_equal(b: &Batch, n_ubatch: usize) -> Option<Vec<Ubatch>> {
+    if b.places.iter().any(|p| p.seqs.iter().nth(1).is_some()) {
+        return None;
+    }
+    let n_ubatch = n_ubatch.max(1);
+    // Per sequence id: its tokens in batch order and how many were taken.
+    let mut tokens_of: Vec<Vec<usize>> = vec![Vec::new(); crate::kv::MAX_SEQ];
+    for (i, p) in b.places.iter().enumerate() {
+        if let Some(v) = tokens_of.get_mut(p.primary_seq) {
+            v.push(i);
+        }
+    }
+    let mut taken = vec![0usize; crate::kv::MAX_SEQ];
+    let left = |s: usize, taken: &[usize]| tokens_of[s].len() - taken[s];
+    let mut out = Vec::new();
+    loop {
+        // Sequences in the order their first untaken token appears, while ids stay consecutive.
+        let mut seqs: Vec<usize> = Vec::new();
+        for p in &b.places {
+            let s = p.primary_seq;
+            if left(s, &taken) == 0 || seqs.contains(&s) || seqs.last().is_some_and(|&l| s != l + 1) {
+                continue;
+            }
+            seqs.push(s);
+            if seqs.len() > n_ubatch {
+                break;
+            }
+        }
+        if seqs.is_empty() {
+            return Some(out);
+        }
+        let mut per_stream = 0;
+        while seqs.iter().all(|&s| left(s, &taken) > 0) {
+            seqs.iter().for_each(|&s| taken[s] += 1);
+            per_stream += 1;
+            if (per_stream + 1) * seqs.len() > n_ubatch {
+                break;
+            }
+        }
+        let idx = seqs
+            .iter()
+            .flat_map(|&s| tokens_of[s][taken[s] - per_stream..taken[s]].iter().copied())
+            .collect();
+        out.push(Ubatch {
+            idx,
+            n_streams: seqs.len(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    fn batch_of(seq_lens: &[usize]) -> Batch {
+        let mut b = Batch::default();
+        for (s, &n) in seq_lens.iter().enumerate() {
+            for i in 0..n {
+                b.tokens.push(0);
+                b.places.push(TokenPlace {
+                    pos: i as i32,
+                    seqs: SeqSet::single(s),
+                    primary_seq: s,
+                });
+                b.outputs.push(false);
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn equal_split_takes_the_same_count_from_consecutive_sequences() {
+        // The reference multi-sequence batch: prompts of 5, 37, 18 and 4 tokens.
+        let b = batch_of(&[5, 37, 18, 4]);
+        let u = split_equal(&b, 512).expect("no shared tokens");
+        let shape: Vec<(usize, usize)> = u.iter().map(|u| (u.n_streams, u.idx.len())).collect();
+        assert_eq!(shape, [(4, 16), (3, 3), (2, 26), (1, 19)]);
+        assert_eq!(&u[0].idx[..5], &[0, 1, 2, 3, 5]);
+        assert_eq!(u[1].idx, [4, 9, 46]);
+        let mut all: Vec<usize> = u.iter().flat_map(|u| u.idx.clone()).collect();
+        all.sort();
+        assert_eq!(all, (0..64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn equal_split_respects_n_ubatch() {
+        let u = split_equal(&batch_of(&[10, 10]), 7).expect("no shared tokens");
+        assert!(u.iter().all(|u| u.idx.len() <= 7));
+        assert_eq!(u.iter().map(|u| u.idx.len()).sum::<usize>(), 20);
+    }
+
+    #[test]
+    fn simple_split_is_consecutive_chunks() {
+        let u = split_simple(10, 4);
+        assert_eq!(
+            u.iter().map(|u| u.idx.clone()).collect::<Vec<_>>(),
+            [vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9]]
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! One `llama_decode`: check the batch, find cache room for all of it, then per ubatch set the
+//! inputs of the (reused when possible) graph, compute, and copy the requested logits out.
+
+use super::batch::{resolve, split_equal, split_simple, Batch, BatchInput, Ubatch};
+use super::Context;
+use crate::error::{Error, Result};
+use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, TensorRef};
+use crate::graph::{Builder, Shape};
+use crate::kv::TokenPlace;
+
+/// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeStatus {
+    Ok,
+    /// No room in the KV cache; nothing changed.
+    NoSlot,
+    /// The abort callback stopped the computation; finished ubatches stay in the cache.
+    Aborted,
+}
+
+/// f16 bit patterns of the two mask values.
+const F16_ZERO: u16 = 0x0000;
+const F16_NEG_INF: u16 = 0xfc00;
+
+impl Context<'_> {
+    pub fn decode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
+        let t0 = crate::ggml::time_us();
+        let batch = resolve(
+            input,
+            self.n_vocab(),
+            self.params.n_seq_max as usize,
+            self.params.n_batch as usize,
+            self.params.embeddings,
+            &self.kv.cells,
+        )?;
+        self.apply_pending_shift()?;
+
+        // Room for the whole batch first, so "no slot" leaves the cache untouched.
+        let Some((_, undo)) = self.kv.place(&batch.places) else {
+            crate::log_warn!(
+                "decode: no KV cache room for {} tokens ({} of {} cells used)",
+                batch.len(),
+                self.kv.cells.used(),
+                self.kv.size()
+            );
+            return Ok(DecodeStatus::NoSlot);
+        };
+        self.kv.cells.rollback(undo);
+
+        let n_vocab = self.n_vocab();
+        let n_outputs = batch.n_outputs();
+        if self.logits.len() < n_outputs * n_vocab {
+            self.logits.resize(n_outputs * n_vocab, 0.0);
+        }
+        self.output_ids.clear();
+        let mut next_row = 0;
+        for &o in &batch.outputs {
+            self.output_ids.push(if o { next_row } else { -1 });
+            next_row += i32::from(o);
+        }
+        self.n_outputs = 0;
+
+        let n_ubatch = self.params.n_ubatch as usize;
+        // Per-sequence caches (llama.cpp's streams) split the batch per sequence, which also decides
+        // which attention kernel ggml uses; a unified cache takes consecutive chunks.
+        let per_stream = !self.params.kv_unified && self.params.n_seq_max > 1;
+        let ubatches = match per_stream.then(|| split_equal(&batch, n_ubatch)).flatten() {
+            Some(u) => u,
+            None => split_simple(batch.len(), n_ubatch),
+        };
+        let before = self.kv.cells.clone();
+        for ub in &ubatches {
+            match self.decode_ubatch(&batch, ub) {
+                Ok(DecodeStatus::Ok) => {}
+                Ok(DecodeStatus::Aborted) => return Ok(DecodeStatus::Aborted),
+                Ok(DecodeStatus::NoSlot) => {
+                    self.kv.cells = before;
+                    return Ok(DecodeStatus::NoSlot);
+                }
+                Err(e) => {
+                    self.kv.cells = before;
+                    return Err(e);
+                }
+            }
+        }
+        self.n_outputs = n_outputs;
+        let dt = crate::ggml::time_us() - t0;
+        if !self.params.no_perf {
+            if batch.len() > 1 {
+                self.perf.t_p_eval_us += dt;
+                self.perf.n_p_eval += batch.len() as i32;
+            } else {
+                self.perf.t_eval_us += dt;
+                self.perf.n_eval += 1;
+            }
+        }
+        Ok(DecodeStatus::Ok)
+    }
+
+    /// Place, build or reuse, set inputs, compute, copy outputs for one ubatch (the batch tokens
+    /// `ub.idx`, in that order).
+    fn decode_ubatch(&mut self, batch: &Batch, ub: &Ubatch) -> Result<DecodeStatus> {
+        let tokens: Vec<i32> = ub.idx.iter().map(|&i| batch.tokens[i]).collect();
+        let places: Vec<TokenPlace> = ub.idx.iter().map(|&i| batch.places[i]).collect();
+        let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
+        let Some((slots, undo)) = self.kv.place(&places) else {
+            return Ok(DecodeStatus::NoSlot);
+        };
+        let shape = Shape {
+            n_tokens: tokens.len(),
+            n_streams: ub.n_streams,
+            n_outputs: outputs.iter().filter(|&&o| o).count(),
+            n_kv: self.kv.n_kv(),
+        };
+        self.prepare_graph(shape)?;
+        let n_threads = if tokens.len() == 1 {
+            self.params.n_threads
+        } else {
+            self.params.n_threads_batch
+        };
+        self.backend.set_n_threads(n_threads);
+        self.set_inputs(&tokens, &places, &outputs, &slots)?;
+
+        let Some((_, built)) = &self.graph else {
+            return Err(Error::Internal("no graph after preparing one".into()));
+        };
+        match self.sched.compute(&built.graph) {
+            ComputeStatus::Success => {}
+            ComputeStatus::Aborted => {
+                // This ubatch's cells hold nothing valid: take them back, keep the earlier ones.
+                self.kv.cells.rollback(undo);
+                return Ok(DecodeStatus::Aborted);
+            }
+            ComputeStatus::Failed(code) => {
+                return Err(Error::Ggml(format!("graph compute failed with status {code}")));
+            }
+        }
+        // The graph's logit rows follow the ubatch's outputs; each goes to its batch row.
+        let n_vocab = self.n_vocab();
+        let mut rows = vec![0f32; shape.n_outputs * n_vocab];
+        tensor_get_f32(built.logits, &mut rows).map_err(Error::Ggml)?;
+        let dst_rows = ub
+            .idx
+            .iter()
+            .filter(|&&i| batch.outputs[i])
+            .map(|&i| self.output_ids[i] as usize);
+        for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows) {
+            self.logits[dst * n_vocab..(dst + 1) * n_vocab].copy_from_slice(src);
+        }
+        Ok(DecodeStatus::Ok)
+    }
+
+    /// Make the graph for `shape` current: the previous one when the shape repeats (nothing built
+    /// or allocated), otherwise a new one allocated in the reserved compute buffers.
+    fn prepare_graph(&mut self, shape: Shape) -> Result<()> {
+        if self.reuse_graphs && self.graph.as_ref().is_some_and(|(s, _)| *s == shape) {
+            self.counters.graphs_reused += 1;
+            return Ok(());
+        }
+        self.graph = None;
+        let built = Builder::build(self.model, &self.kv, shape, self.params.graph)?;
+        self.sched.alloc(&built.graph).map_err(Error::Ggml)?;
+        self.counters.graphs_built += 1;
+        let size = self.sched.buffer_size(&self.backend);
+        if size > self.counters.compute_buffer_bytes {
+            self.counters.compute_buffer_grows += 1;
+            self.counters.compute_buffer_bytes = size;
+        }
+        self.graph = Some((shape, built));
+        Ok(())
+    }
+
+    fn set_inputs(&self, tokens: &[i32], places: &[TokenPlace], outputs: &[bool], slots: &[usize]) -> Result<()> {
+        let Some((shape, built)) = &self.graph else {
+            return Err(Error::Internal("no graph to set inputs of".into()));
+        };
+        let inp = &built.inputs;
+        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
+        set(inp.tokens, &to_bytes_i32(tokens))?;
+        let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
+        set(inp.pos, &to_bytes_i32(&pos))?;
+        let rows: Vec<u8> = slots.iter().flat_map(|&s| (s as i64).to_le_bytes()).collect();
+        set(inp.kv_rows, &rows)?;
+        let fa = self.params.graph.flash_attn;
+        let causal = self.params.graph.causal;
+        let mask = self.kv.mask(places, shape.n_kv, causal, None);
+        set(inp.mask, &mask_bytes(&mask, fa))?;
+        if let Some(m) = inp.mask_swa {
+            let hp = self
+                .model
+                .hparams
+                .as_ref()
+                .ok_or_else(|| Error::invalid("vocab-only model"))?;
+            let mask = self.kv.mask(places, shape.n_kv, causal, Some(hp.n_swa));
+            set(m, &mask_bytes(&mask, fa))?;
+        }
+        if let Some(ids) = inp.out_ids {
+            let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();
+            set(ids, &to_bytes_i32(&rows))?;
+        }
+        Ok(())
+    }
+}
+
+fn to_bytes_i32(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The mask as the graph's input type: F16 for flash attention, F32 otherwise.
+fn mask_bytes(mask: &[f32], f16: bool) -> Vec<u8> {
+    if f16 {
+        mask.iter()
+            .flat_map(|&m| if m == 0.0 { F16_ZERO } else { F16_NEG_INF }.to_le_bytes())
+            .collect()
+    } else {
+        mask.iter().flat_map(|m| m.to_le_bytes()).collect()
+    }
+}

@@ -1,0 +1,326 @@
+//! `Context`: one inference session over a model. It owns its CPU backend, ONE scheduler (made
+//! here, kept for its life, with compute buffers reserved for the worst case up front), the KV
+//! cache, the last built graph (reused while ubatch shapes repeat), the output buffer and the
+//! performance counters.
+
+pub mod batch;
+mod decode;
+mod perf;
+mod shift;
+
+pub use batch::{AddError, Batch, BatchExt, BatchInput};
+pub use decode::DecodeStatus;
+pub use perf::{Counters, PerfData};
+
+use crate::error::{Error, Result};
+use crate::ggml::{AbortCallback, CpuBackend, EvalCallback, RawType, Scheduler};
+use crate::graph::{Builder, Built, GraphParams, Shape};
+use crate::kv::{KvCache, MAX_SEQ};
+use crate::model::Model;
+
+/// llama.cpp pads context sizes to this.
+const CTX_PAD: u32 = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlashAttn {
+    Auto,
+    On,
+    Off,
+}
+
+/// What `llama_context_params` asks for, converted and range-checked by the FFI layer.
+#[derive(Clone)]
+pub struct Params {
+    /// 0: the model's training context.
+    pub n_ctx: u32,
+    pub n_batch: u32,
+    pub n_ubatch: u32,
+    pub n_seq_max: u32,
+    pub n_threads: i32,
+    pub n_threads_batch: i32,
+    pub type_k: RawType,
+    pub type_v: RawType,
+    pub flash_attn: FlashAttn,
+    pub kv_unified: bool,
+    pub causal: Option<bool>,
+    pub embeddings: bool,
+    pub no_perf: bool,
+    /// 0: the model's value.
+    pub rope_freq_base: f32,
+    pub rope_freq_scale: f32,
+    /// Negative: the default.
+    pub yarn_ext_factor: f32,
+    pub yarn_attn_factor: f32,
+    pub yarn_beta_fast: f32,
+    pub yarn_beta_slow: f32,
+    pub yarn_orig_ctx: u32,
+    pub abort: Option<AbortCallback>,
+    pub cb_eval: Option<EvalCallback>,
+}
+
+/// The values a context actually uses (what the `llama_n_*` getters report).
+#[derive(Debug, Clone, Copy)]
+pub struct Resolved {
+    pub n_ctx: u32,
+    pub n_ctx_seq: u32,
+    pub n_batch: u32,
+    pub n_ubatch: u32,
+    pub n_seq_max: u32,
+    pub n_threads: i32,
+    pub n_threads_batch: i32,
+    pub graph: GraphParams,
+    pub embeddings: bool,
+    pub no_perf: bool,
+    pub kv_unified: bool,
+}
+
+pub struct Context<'m> {
+    pub model: &'m Model,
+    pub params: Resolved,
+    // Drop order: graph, scheduler, cache, then the backend they all use.
+    graph: Option<(Shape, Built)>,
+    sched: Scheduler,
+    pub kv: KvCache,
+    backend: CpuBackend,
+    /// Logits of the last decode's outputs, row-major [n_outputs][n_vocab].
+    logits: Vec<f32>,
+    /// Per token of the last batch, its row in `logits` (-1: no output).
+    output_ids: Vec<i32>,
+    n_outputs: usize,
+    reuse_graphs: bool,
+    pub perf: PerfData,
+    pub counters: Counters,
+}
+
+fn pad(x: u32, n: u32) -> u32 {
+    x.div_ceil(n).saturating_mul(n)
+}
+
+impl<'m> Context<'m> {
+    pub fn new(model: &'m Model, p: Params) -> Result<Context<'m>> {
+        let hp = model.hparams.as_ref().ok_or_else(|| {
+            Error::invalid("the model was loaded with vocab_only; it has no weights to run a context on")
+        })?;
+        let n_seq_max = p.n_seq_max.max(1);
+        if n_seq_max as usize > MAX_SEQ {
+            return Err(Error::invalid(format!("n_seq_max = {n_seq_max} exceeds {MAX_SEQ}")));
+        }
+        let causal = p.causal.unwrap_or(true);
+        let mut n_ctx = pad(if p.n_ctx == 0 { hp.n_ctx_train } else { p.n_ctx }, CTX_PAD);
+        let n_ctx_seq = if p.kv_unified {
+            n_ctx
+        } else {
+            let per = pad(n_ctx / n_seq_max, CTX_PAD);
+            n_ctx = per.saturating_mul(n_seq_max);
+            per
+        };
+        if n_ctx == 0 || n_ctx > (1 << 24) {
+            return Err(Error::invalid(format!("n_ctx = {n_ctx} is out of range")));
+        }
+        if p.n_batch == 0 {
+            return Err(Error::invalid("n_batch must be positive"));
+        }
+        let n_batch = if causal { n_ctx.min(p.n_batch) } else { p.n_batch };
+        let n_ubatch = n_batch.min(if p.n_ubatch == 0 { n_batch } else { p.n_ubatch });
+        check_cache_type("type_k", p.type_k)?;
+        check_cache_type("type_v", p.type_v)?;
+        let flash_attn = p.flash_attn != FlashAttn::Off;
+        if !flash_attn && is_quantized(p.type_v) {
+            return Err(Error::invalid("a quantized V cache (type_v) requires flash attention"));
+        }
+        if p.embeddings {
+            return Err(Error::NotImplemented(
+                "embeddings output (llama_context_params.embeddings)",
+            ));
+        }
+        let graph = GraphParams {
+            flash_attn,
+            causal,
+            freq_base: if p.rope_freq_base == 0.0 {
+                hp.rope_freq_base
+            } else {
+                p.rope_freq_base
+            },
+            freq_scale: if p.rope_freq_scale == 0.0 {
+                hp.rope_freq_scale
+            } else {
+                p.rope_freq_scale
+            },
+            n_ctx_orig: if p.yarn_orig_ctx != 0 {
+                p.yarn_orig_ctx
+            } else {
+                hp.n_ctx_orig_yarn
+            },
+            // YaRN is not supported (the model loader refuses it), so extrapolation mixing is off.
+            ext_factor: p.yarn_ext_factor.max(0.0),
+            attn_factor: if p.yarn_attn_factor >= 0.0 {
+                p.yarn_attn_factor
+            } else {
+                1.0
+            },
+            beta_fast: if p.yarn_beta_fast >= 0.0 {
+                p.yarn_beta_fast
+            } else {
+                32.0
+            },
+            beta_slow: if p.yarn_beta_slow >= 0.0 { p.yarn_beta_slow } else { 1.0 },
+        };
+        let backend = CpuBackend::new(p.n_threads_batch).map_err(Error::Ggml)?;
+        let seq_capacity = if p.kv_unified { n_ctx } else { n_ctx_seq } as usize;
+        let kv = KvCache::new(hp, n_ctx as usize, p.type_k, p.type_v, seq_capacity)?;
+        let sched = Scheduler::new(&backend, crate::graph::max_nodes(model)).map_err(Error::Ggml)?;
+        if let Some(cb) = p.cb_eval {
+            sched.set_eval_callback(cb);
+        }
+        let abort = p.abort;
+        let reuse_graphs = std::env::var("ENGINE_GRAPH_REUSE").map_or(true, |v| v != "0");
+        if !reuse_graphs {
+            crate::log_warn!("context: graph reuse disabled (ENGINE_GRAPH_REUSE=0)");
+        }
+        let mut ctx = Context {
+            model,
+            params: Resolved {
+                n_ctx,
+                n_ctx_seq,
+                n_batch,
+                n_ubatch,
+                n_seq_max,
+                n_threads: p.n_threads.max(1),
+                n_threads_batch: p.n_threads_batch.max(1),
+                graph,
+                embeddings: p.embeddings,
+                no_perf: p.no_perf,
+                kv_unified: p.kv_unified,
+            },
+            graph: None,
+            sched,
+            kv,
+            backend,
+            logits: Vec::new(),
+            output_ids: Vec::new(),
+            n_outputs: 0,
+            reuse_graphs,
+            perf: PerfData::new(model),
+            counters: Counters::default(),
+        };
+        ctx.set_abort(abort);
+        ctx.reserve()?;
+        crate::log_info!(
+            "context: n_ctx = {n_ctx} (per sequence {n_ctx_seq}), n_batch = {n_batch}, n_ubatch = {n_ubatch}, \
+             n_seq_max = {n_seq_max}, flash_attn = {flash_attn}, compute buffer {:.2} MiB",
+            ctx.sched.buffer_size(&ctx.backend) as f64 / (1024.0 * 1024.0)
+        );
+        Ok(ctx)
+    }
+
+    /// Size the compute buffers once, for the largest graph this context can run, then for the
+    /// single-token graph generation uses.
+    fn reserve(&mut self) -> Result<()> {
+        let n_ubatch = self.params.n_ubatch as usize;
+        for n_tokens in [n_ubatch, 1] {
+            let shape = Shape {
+                n_tokens,
+                n_streams: 1,
+                n_outputs: n_tokens,
+                n_kv: self.kv.size(),
+            };
+            let built = Builder::build(self.model, &self.kv, shape, self.params.graph)?;
+            self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
+        }
+        self.counters.compute_buffer_bytes = self.sched.buffer_size(&self.backend);
+        Ok(())
+    }
+
+    pub fn n_vocab(&self) -> usize {
+        self.model.vocab.n_tokens()
+    }
+
+    pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) {
+        self.params.n_threads = n_threads.max(1);
+        self.params.n_threads_batch = n_threads_batch.max(1);
+    }
+
+    /// Switch causal attention on or off; the graph inputs (the mask) change, not the graph.
+    pub fn set_causal(&mut self, causal: bool) {
+        self.params.graph.causal = causal;
+    }
+
+    /// Install or remove the abort callback.
+    pub fn set_abort(&mut self, cb: Option<AbortCallback>) {
+        self.backend.set_abort_callback(cb);
+    }
+
+    /// Logits of output row `i` (negative: from the end), as llama_get_logits_ith resolves it.
+    pub fn logits_ith(&self, i: i32) -> Result<&[f32]> {
+        let n_vocab = self.n_vocab();
+        let row = if i < 0 {
+            let j = self.n_outputs as i64 + i64::from(i);
+            if j < 0 {
+                return Err(Error::invalid(format!(
+                    "invalid logits id {i}: negative index out of range [-{}, 0)",
+                    self.n_outputs
+                )));
+            }
+            j as usize
+        } else {
+            let Some(&j) = self.output_ids.get(i as usize) else {
+                return Err(Error::invalid(format!(
+                    "invalid logits id {i}: out of range [0, {}) of the last batch",
+                    self.output_ids.len()
+                )));
+            };
+            if j < 0 {
+                return Err(Error::invalid(format!(
+                    "invalid logits id {i}: batch.logits[{i}] was not set, so there are no logits for it"
+                )));
+            }
+            j as usize
+        };
+        self.logits
+            .get(row * n_vocab..(row + 1) * n_vocab)
+            .ok_or_else(|| Error::invalid(format!("invalid logits id {i}: no output for it")))
+    }
+
+    /// All output rows of the last decode, [n_outputs][n_vocab].
+    pub fn logits(&self) -> &[f32] {
+        &self.logits[..self.n_outputs * self.n_vocab()]
+    }
+
+    pub fn n_outputs(&self) -> usize {
+        self.n_outputs
+    }
+}
+
+fn is_quantized(t: RawType) -> bool {
+    !matches!(
+        t,
+        ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 | ggml_sys::ggml_type_GGML_TYPE_BF16
+    )
+}
+
+/// KV cache types ggml can write rows of and attend over on the CPU.
+fn check_cache_type(what: &str, t: RawType) -> Result<()> {
+    use ggml_sys::*;
+    let ok = [
+        ggml_type_GGML_TYPE_F32,
+        ggml_type_GGML_TYPE_F16,
+        ggml_type_GGML_TYPE_BF16,
+        ggml_type_GGML_TYPE_Q8_0,
+        ggml_type_GGML_TYPE_Q4_0,
+        ggml_type_GGML_TYPE_Q4_1,
+        ggml_type_GGML_TYPE_Q5_0,
+        ggml_type_GGML_TYPE_Q5_1,
+        ggml_type_GGML_TYPE_IQ4_NL,
+    ];
+    if ok.contains(&t) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what} = {} is not a supported KV cache type",
+            crate::ggml::type_name(t)
+        )))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

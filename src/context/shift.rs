@@ -1,0 +1,31 @@
+//! Applying position changes to the cache: keys were rotated for their old positions, so after
+//! `seq_add`/`seq_div` they are rotated by the difference before the next decode reads them. The
+//! pass goes through the context's one scheduler like any other graph.
+
+use super::Context;
+use crate::error::{Error, Result};
+use crate::ggml::{tensor_set, ComputeStatus};
+use crate::graph::build_shift;
+
+impl Context<'_> {
+    pub(super) fn apply_pending_shift(&mut self) -> Result<()> {
+        let Some(deltas) = self.kv.cells.pending_shift() else {
+            return Ok(());
+        };
+        let bytes: Vec<u8> = deltas.iter().flat_map(|d| d.to_le_bytes()).collect();
+        let shift = build_shift(self.model, &self.kv, self.params.graph)?;
+        // The scheduler now plans the shift graph; the cached decode graph must be re-allocated.
+        self.graph = None;
+        self.sched.alloc(&shift.graph).map_err(Error::Ggml)?;
+        tensor_set(shift.deltas, &bytes).map_err(Error::Ggml)?;
+        self.backend.set_n_threads(self.params.n_threads_batch);
+        match self.sched.compute(&shift.graph) {
+            ComputeStatus::Success => {}
+            ComputeStatus::Aborted => return Err(Error::Cancelled("K-shift aborted by the abort callback".into())),
+            ComputeStatus::Failed(code) => return Err(Error::Ggml(format!("K-shift failed with status {code}"))),
+        }
+        self.kv.cells.shift_applied();
+        self.counters.k_shifts += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,254 @@
+//! The CPU backend, the scheduler that runs graphs on it, and backend buffers that own memory.
+
+use super::{Arena, TensorRef};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+/// A caller-supplied abort check (llama.h's `ggml_abort_callback` and its data), polled by the CPU
+/// backend between graph nodes.
+#[derive(Clone, Copy)]
+pub struct AbortCallback {
+    f: unsafe extern "C" fn(*mut c_void) -> bool,
+    data: *mut c_void,
+}
+
+impl AbortCallback {
+    /// # Safety
+    /// `f` must be callable with `data` from the thread that computes, for as long as the callback
+    /// is installed (llama.h leaves this to the caller of `llama_set_abort_callback`).
+    pub unsafe fn new(f: unsafe extern "C" fn(*mut c_void) -> bool, data: *mut c_void) -> AbortCallback {
+        AbortCallback { f, data }
+    }
+}
+
+/// A caller-supplied observer of computed nodes (llama.h's `cb_eval`, ggml's sched eval callback).
+#[derive(Clone, Copy)]
+pub struct EvalCallback {
+    f: unsafe extern "C" fn(*mut ggml_sys::ggml_tensor, bool, *mut c_void) -> bool,
+    data: *mut c_void,
+}
+
+impl EvalCallback {
+    /// # Safety
+    /// `f` must be callable with `data` from the computing thread while the context lives.
+    pub unsafe fn new(
+        f: unsafe extern "C" fn(*mut ggml_sys::ggml_tensor, bool, *mut c_void) -> bool,
+        data: *mut c_void,
+    ) -> EvalCallback {
+        EvalCallback { f, data }
+    }
+}
+
+pub struct CpuBackend {
+    raw: NonNull<ggml_sys::ggml_backend>,
+}
+
+// SAFETY: a backend is driven by one context, which is used by one thread at a time (llama.h's rule).
+unsafe impl Send for CpuBackend {}
+
+impl CpuBackend {
+    pub fn new(n_threads: i32) -> Result<CpuBackend, String> {
+        super::init();
+        // SAFETY: plain constructor; NULL on failure.
+        let raw = NonNull::new(unsafe { ggml_sys::ggml_backend_cpu_init() }).ok_or("ggml_backend_cpu_init failed")?;
+        let b = CpuBackend { raw };
+        b.set_n_threads(n_threads);
+        Ok(b)
+    }
+
+    /// At least one thread; ggml asserts on fewer.
+    pub fn set_n_threads(&self, n: i32) {
+        // SAFETY: the backend is a CPU backend; the count is clamped to >= 1.
+        unsafe { ggml_sys::ggml_backend_cpu_set_n_threads(self.raw.as_ptr(), n.max(1)) }
+    }
+
+    /// Install (or with `None` remove) the abort check.
+    pub fn set_abort_callback(&self, cb: Option<AbortCallback>) {
+        // SAFETY: an AbortCallback's maker vouched that it is callable (see `AbortCallback::new`);
+        // a NULL callback disables the check.
+        unsafe {
+            match cb {
+                Some(c) => ggml_sys::ggml_backend_cpu_set_abort_callback(self.raw.as_ptr(), Some(c.f), c.data),
+                None => ggml_sys::ggml_backend_cpu_set_abort_callback(self.raw.as_ptr(), None, std::ptr::null_mut()),
+            }
+        }
+    }
+
+    pub(crate) fn raw(&self) -> ggml_sys::ggml_backend_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for CpuBackend {
+    fn drop(&mut self) {
+        // SAFETY: freed once, after the scheduler that used it (the context drops it last).
+        unsafe { ggml_sys::ggml_backend_free(self.raw.as_ptr()) }
+    }
+}
+
+/// Memory a backend buffer type allocated for all tensors of an arena (the KV cache).
+pub struct OwnedBuffer {
+    raw: NonNull<ggml_sys::ggml_backend_buffer>,
+}
+
+// SAFETY: the buffer is plain memory owned by this value.
+unsafe impl Send for OwnedBuffer {}
+// SAFETY: shared access only reads its size.
+unsafe impl Sync for OwnedBuffer {}
+
+impl OwnedBuffer {
+    /// Allocate CPU memory for every tensor in `arena` and point them at it.
+    pub fn for_arena_cpu(arena: &Arena) -> Result<OwnedBuffer, String> {
+        // SAFETY: the arena's tensors are fresh (no data); ggml returns NULL when allocation fails.
+        let raw = unsafe {
+            ggml_sys::ggml_backend_alloc_ctx_tensors_from_buft(arena.as_ptr(), ggml_sys::ggml_backend_cpu_buffer_type())
+        };
+        NonNull::new(raw)
+            .map(|raw| OwnedBuffer { raw })
+            .ok_or_else(|| "cannot allocate the buffer (out of memory?)".to_string())
+    }
+
+    pub fn size(&self) -> usize {
+        // SAFETY: live buffer.
+        unsafe { ggml_sys::ggml_backend_buffer_get_size(self.raw.as_ptr()) }
+    }
+
+    pub fn clear(&self, value: u8) {
+        // SAFETY: live buffer.
+        unsafe { ggml_sys::ggml_backend_buffer_clear(self.raw.as_ptr(), value) }
+    }
+}
+
+impl Drop for OwnedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { ggml_sys::ggml_backend_buffer_free(self.raw.as_ptr()) }
+    }
+}
+
+/// Copy `data` into a host tensor. The tensor must be allocated and hold exactly `data.len()` bytes
+/// (checked).
+pub fn tensor_set(t: TensorRef, data: &[u8]) -> Result<(), String> {
+    if t.nbytes() != data.len() {
+        return Err(format!(
+            "input of {} bytes for a tensor of {} bytes",
+            data.len(),
+            t.nbytes()
+        ));
+    }
+    // SAFETY: the tensor is allocated (checked by the caller's protocol: after sched alloc) and the
+    // size matches; ggml asserts on the range, which the check above satisfies.
+    unsafe {
+        if (*t.as_ptr()).data.is_null() || (*t.as_ptr()).buffer.is_null() {
+            return Err("tensor has no memory".to_string());
+        }
+        ggml_sys::ggml_backend_tensor_set(t.as_ptr(), data.as_ptr().cast(), 0, data.len());
+    }
+    Ok(())
+}
+
+/// Copy the first `out.len()` values of an F32 tensor.
+pub fn tensor_get_f32(t: TensorRef, out: &mut [f32]) -> Result<(), String> {
+    let bytes = std::mem::size_of_val(out);
+    if t.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 || bytes > t.nbytes() {
+        return Err(format!(
+            "read of {} f32 values from a tensor of {} bytes",
+            out.len(),
+            t.nbytes()
+        ));
+    }
+    // SAFETY: the range lies inside the tensor and the tensor is allocated (both checked); any bit
+    // pattern is a valid f32.
+    unsafe {
+        if (*t.as_ptr()).data.is_null() || (*t.as_ptr()).buffer.is_null() {
+            return Err("tensor has no memory".to_string());
+        }
+        ggml_sys::ggml_backend_tensor_get(t.as_ptr(), out.as_mut_ptr().cast(), 0, bytes);
+    }
+    Ok(())
+}
+
+/// Result of running a graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComputeStatus {
+    Success,
+    Aborted,
+    Failed(i32),
+}
+
+/// The one scheduler of a context: plans graphs over the backends and owns the compute buffers.
+pub struct Scheduler {
+    raw: NonNull<ggml_sys::ggml_backend_sched>,
+}
+
+// SAFETY: used by one context, one thread at a time.
+unsafe impl Send for Scheduler {}
+
+impl Scheduler {
+    /// A scheduler over `backend` able to hold graphs of up to `max_nodes` nodes.
+    pub fn new(backend: &CpuBackend, max_nodes: usize) -> Result<Scheduler, String> {
+        let mut backends = [backend.raw()];
+        // SAFETY: one valid backend; NULL buffer types mean each backend's default; no parallel
+        // copies; ggml keeps its own copy of the array.
+        let raw = unsafe {
+            ggml_sys::ggml_backend_sched_new(backends.as_mut_ptr(), std::ptr::null_mut(), 1, max_nodes, false, true)
+        };
+        NonNull::new(raw)
+            .map(|raw| Scheduler { raw })
+            .ok_or_else(|| "ggml_backend_sched_new failed".to_string())
+    }
+
+    /// Size the compute buffers for `graph` (call with the worst case first).
+    pub fn reserve(&self, graph: &super::Graph) -> Result<(), String> {
+        // SAFETY: the graph belongs to a live graph arena.
+        if unsafe { ggml_sys::ggml_backend_sched_reserve(self.raw.as_ptr(), graph.raw()) } {
+            Ok(())
+        } else {
+            Err("cannot reserve compute buffers (out of memory?)".to_string())
+        }
+    }
+
+    /// Plan and place `graph`'s tensors in the compute buffers (after a reset).
+    pub fn alloc(&self, graph: &super::Graph) -> Result<(), String> {
+        // SAFETY: as above; reset first so the scheduler forgets the previous graph.
+        let ok = unsafe {
+            ggml_sys::ggml_backend_sched_reset(self.raw.as_ptr());
+            ggml_sys::ggml_backend_sched_alloc_graph(self.raw.as_ptr(), graph.raw())
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err("cannot allocate the compute graph".to_string())
+        }
+    }
+
+    /// Run `graph`, which must be the graph last passed to [`Scheduler::alloc`].
+    pub fn compute(&self, graph: &super::Graph) -> ComputeStatus {
+        // SAFETY: the graph is allocated in this scheduler.
+        let status = unsafe { ggml_sys::ggml_backend_sched_graph_compute(self.raw.as_ptr(), graph.raw()) };
+        match status {
+            ggml_sys::ggml_status_GGML_STATUS_SUCCESS => ComputeStatus::Success,
+            ggml_sys::ggml_status_GGML_STATUS_ABORTED => ComputeStatus::Aborted,
+            other => ComputeStatus::Failed(other),
+        }
+    }
+
+    /// Bytes of compute buffer held for `backend`.
+    pub fn buffer_size(&self, backend: &CpuBackend) -> usize {
+        // SAFETY: the backend is one of the scheduler's.
+        unsafe { ggml_sys::ggml_backend_sched_get_buffer_size(self.raw.as_ptr(), backend.raw()) }
+    }
+
+    /// Have `cb` observe (and possibly stop) each node as it is computed (llama.h's `cb_eval`).
+    pub fn set_eval_callback(&self, cb: EvalCallback) {
+        // SAFETY: an EvalCallback's maker vouched that it is callable (see `EvalCallback::new`).
+        unsafe { ggml_sys::ggml_backend_sched_set_eval_callback(self.raw.as_ptr(), Some(cb.f), cb.data) }
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        // SAFETY: freed once, before the backends it references.
+        unsafe { ggml_sys::ggml_backend_sched_free(self.raw.as_ptr()) }
+    }
+}

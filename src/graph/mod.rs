@@ -1,0 +1,403 @@
+//! Building the compute graph of one ubatch shape: the input tensors every architecture declares and
+//! the layer primitives (norms, rotary embedding, attention over the KV cache, gated FFNs, output
+//! head) the architectures wire together.
+
+use crate::arch::Arch;
+use crate::error::{Error, Result};
+use crate::ggml::{Graph, RawType, TensorRef};
+use crate::kv::KvCache;
+use crate::model::hparams::HParams;
+use crate::model::Model;
+
+/// Everything that decides a graph's structure. Two ubatches with equal shapes run the same graph;
+/// only the input tensors' contents differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub n_tokens: usize,
+    /// Attention groups: the tokens are `n_streams` runs of `n_tokens / n_streams` (one per
+    /// sequence), each attending on its own, as llama.cpp's per-sequence streams do.
+    pub n_streams: usize,
+    /// Rows of logits to compute (the tokens whose outputs were requested).
+    pub n_outputs: usize,
+    /// Cells of the KV cache attention covers.
+    pub n_kv: usize,
+}
+
+/// Context parameters the graph depends on (fixed for the life of a context).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GraphParams {
+    pub flash_attn: bool,
+    pub causal: bool,
+    pub freq_base: f32,
+    pub freq_scale: f32,
+    pub n_ctx_orig: u32,
+    pub ext_factor: f32,
+    pub attn_factor: f32,
+    pub beta_fast: f32,
+    pub beta_slow: f32,
+}
+
+/// The inputs of a built graph, set before every compute.
+pub struct Inputs {
+    /// Token ids, I32 [n_tokens].
+    pub tokens: TensorRef,
+    /// Positions, I32 [n_tokens].
+    pub pos: TensorRef,
+    /// Cache rows the new K/V land in, I64 [n_tokens].
+    pub kv_rows: TensorRef,
+    /// Attention mask [n_kv, n_tokens] (F16 with flash attention, F32 otherwise).
+    pub mask: TensorRef,
+    /// The sliding-window mask, for architectures with such layers.
+    pub mask_swa: Option<TensorRef>,
+    /// Rows of the last layer to keep (the requested outputs), I32 [n_outputs]; None when all are.
+    pub out_ids: Option<TensorRef>,
+}
+
+/// A graph ready to run: its inputs and its logits output [n_vocab, n_outputs].
+pub struct Built {
+    pub graph: Graph,
+    pub inputs: Inputs,
+    pub logits: TensorRef,
+}
+
+/// Mask element type for the chosen attention path.
+pub fn mask_type(flash_attn: bool) -> RawType {
+    if flash_attn {
+        ggml_sys::ggml_type_GGML_TYPE_F16
+    } else {
+        ggml_sys::ggml_type_GGML_TYPE_F32
+    }
+}
+
+/// Enough graph nodes for any supported architecture (llama.cpp allows 8 per weight tensor).
+pub fn max_nodes(model: &Model) -> usize {
+    let n_layer = model.hparams.as_ref().map_or(0, |h| h.n_layer as usize);
+    (n_layer * 64).max(1024)
+}
+
+pub struct Builder<'a> {
+    pub g: Graph,
+    pub model: &'a Model,
+    pub hp: &'a HParams,
+    pub kv: &'a KvCache,
+    pub shape: Shape,
+    pub params: GraphParams,
+    pub inputs: Inputs,
+}
+
+fn ggml_err(e: String) -> Error {
+    Error::Ggml(format!("graph: {e}"))
+}
+
+impl<'a> Builder<'a> {
+    /// Build the graph of `shape` for `model`'s architecture.
+    pub fn build(model: &'a Model, kv: &'a KvCache, shape: Shape, params: GraphParams) -> Result<Built> {
+        let hp = model
+            .hparams
+            .as_ref()
+            .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
+        let mut g = Graph::new(max_nodes(model)).map_err(ggml_err)?;
+        let (nt, nk) = (shape.n_tokens as i64, shape.n_kv as i64);
+        let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
+        let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
+        let pos = g.input(i32t, &[nt], "inp_pos").map_err(ggml_err)?;
+        let kv_rows = g
+            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "inp_kv_rows")
+            .map_err(ggml_err)?;
+        let mask = g
+            .input(mask_type(params.flash_attn), &[nk, nt], "inp_mask")
+            .map_err(ggml_err)?;
+        let mask_swa = if hp.n_swa > 0 {
+            Some(
+                g.input(mask_type(params.flash_attn), &[nk, nt], "inp_mask_swa")
+                    .map_err(ggml_err)?,
+            )
+        } else {
+            None
+        };
+        let out_ids = if shape.n_outputs < shape.n_tokens {
+            Some(
+                g.input(i32t, &[shape.n_outputs as i64], "inp_out_ids")
+                    .map_err(ggml_err)?,
+            )
+        } else {
+            None
+        };
+        let mut b = Builder {
+            g,
+            model,
+            hp,
+            kv,
+            shape,
+            params,
+            inputs: Inputs {
+                tokens,
+                pos,
+                kv_rows,
+                mask,
+                mask_swa,
+                out_ids,
+            },
+        };
+        let logits = match hp.arch {
+            Arch::Llama | Arch::Qwen2 => crate::arch::llama::build(&mut b)?,
+            Arch::Gemma3 => crate::arch::gemma3::build(&mut b)?,
+        };
+        b.g.output(logits);
+        Ok(Built {
+            graph: b.g,
+            inputs: b.inputs,
+            logits,
+        })
+    }
+
+    /// A weight tensor; `None` when the (optional) tensor is absent.
+    pub fn weight_opt(&self, name: &str) -> Option<TensorRef> {
+        self.model.weights().and_then(|w| w.get(name))
+    }
+
+    pub fn weight(&self, name: &str) -> Result<TensorRef> {
+        self.weight_opt(name)
+            .ok_or_else(|| Error::model(format!("missing tensor '{name}'")))
+    }
+
+    /// `blk.{il}.{name}`.
+    pub fn layer_weight(&self, il: usize, name: &str) -> Result<TensorRef> {
+        self.weight(&format!("blk.{il}.{name}"))
+    }
+
+    pub fn layer_weight_opt(&self, il: usize, name: &str) -> Option<TensorRef> {
+        self.weight_opt(&format!("blk.{il}.{name}"))
+    }
+
+    /// Token embeddings of the input tokens, [n_embd, n_tokens].
+    pub fn embed_tokens(&mut self) -> Result<TensorRef> {
+        let table = self.weight("token_embd.weight")?;
+        self.g.get_rows(table, self.inputs.tokens).map_err(ggml_err)
+    }
+
+    /// RMS norm of `x` scaled by the weight `w`.
+    pub fn rms_norm(&mut self, x: TensorRef, w: TensorRef) -> Result<TensorRef> {
+        let n = self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err)?;
+        self.g.mul(n, w).map_err(ggml_err)
+    }
+
+    /// `w x` plus the bias `b` when there is one.
+    pub fn linear(&mut self, w: TensorRef, b: Option<TensorRef>, x: TensorRef) -> Result<TensorRef> {
+        let y = self.g.mul_mat(w, x).map_err(ggml_err)?;
+        match b {
+            Some(b) => self.g.add(y, b).map_err(ggml_err),
+            None => Ok(y),
+        }
+    }
+
+    /// View [n_embd_head * n_head, n_tokens] as [n_embd_head, n_head, n_tokens].
+    pub fn heads(&mut self, x: TensorRef, head_dim: u32, n_head: u32) -> Result<TensorRef> {
+        self.g
+            .reshape(x, &[i64::from(head_dim), i64::from(n_head), self.shape.n_tokens as i64])
+            .map_err(ggml_err)
+    }
+
+    /// Rotate `x` ([head_dim, n_head, n_tokens]) by the input positions.
+    pub fn rope(&mut self, x: TensorRef, freq_base: f32, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
+        let p = self.params;
+        let mode = self.hp.arch.rope_type();
+        self.g
+            .rope(
+                x,
+                self.inputs.pos,
+                freq_factors,
+                self.hp.n_rot as i32,
+                mode,
+                p.n_ctx_orig as i32,
+                freq_base,
+                p.freq_scale,
+                p.ext_factor,
+                p.attn_factor,
+                p.beta_fast,
+                p.beta_slow,
+            )
+            .map_err(ggml_err)
+    }
+
+    /// Store this ubatch's K and V ([head_dim, n_head_kv, n_tokens]) in layer `il`'s cache rows,
+    /// attend with `q` ([head_dim, n_head, n_tokens]) over the first n_kv cells, and return the
+    /// heads' outputs merged, [n_embd_head_v * n_head, n_tokens].
+    pub fn attention(
+        &mut self,
+        il: usize,
+        q: TensorRef,
+        k: TensorRef,
+        v: TensorRef,
+        kq_scale: f32,
+        sliding: bool,
+    ) -> Result<TensorRef> {
+        let hp = self.hp;
+        let nt = self.shape.n_tokens as i64;
+        let n_kv = self.shape.n_kv as i64;
+        let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
+        let n_head_kv = i64::from(hp.n_head_kv[il]);
+        let (kc, vc) = (self.kv.k(il), self.kv.v(il));
+
+        // Write first: the attention below reads the cache, including these rows.
+        let k2 = self.g.reshape(k, &[hk * n_head_kv, nt]).map_err(ggml_err)?;
+        let k_store = self.g.set_rows(kc, k2, self.inputs.kv_rows).map_err(ggml_err)?;
+        self.g.expand(k_store);
+        let v2 = self.g.reshape(v, &[hv * n_head_kv, nt]).map_err(ggml_err)?;
+        let v_store = self.g.set_rows(vc, v2, self.inputs.kv_rows).map_err(ggml_err)?;
+        self.g.expand(v_store);
+
+        let row = |t: TensorRef, n: i64| crate::ggml::row_size(t.ggml_type(), n);
+        let mask = if sliding {
+            self.inputs
+                .mask_swa
+                .ok_or_else(|| Error::model("sliding-window layer without a window"))?
+        } else {
+            self.inputs.mask
+        };
+
+        // Streams split the tokens; each sees every cell (zero stride) and the mask keeps them apart.
+        let ns = self.shape.n_streams.max(1) as i64;
+        let tps = nt / ns;
+        let n_head = i64::from(hp.n_head[il]);
+        let (ekb, evb) = (row(kc, hk), row(vc, hv));
+        let q = self.g.reshape(q, &[hk, n_head, tps, ns]).map_err(ggml_err)?;
+        let kview = self
+            .g
+            .view(kc, &[hk, n_head_kv, n_kv, ns], &[ekb, row(kc, hk * n_head_kv), 0], 0)
+            .map_err(ggml_err)?;
+        let vview = self
+            .g
+            .view(vc, &[hv, n_head_kv, n_kv, ns], &[evb, row(vc, hv * n_head_kv), 0], 0)
+            .map_err(ggml_err)?;
+        let mask = self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?;
+
+        // [head_dim, tokens, heads, streams].
+        let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let kp = self.g.permute(kview, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let vp = self.g.permute(vview, [0, 2, 1, 3]).map_err(ggml_err)?;
+        if self.params.flash_attn {
+            // Result [head_dim_v, n_head, tokens, streams].
+            let o = self.g.flash_attn(q, kp, vp, mask, kq_scale).map_err(ggml_err)?;
+            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+        } else {
+            let kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
+            let kq = self.g.soft_max(kq, mask, kq_scale).map_err(ggml_err)?;
+            // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head].
+            let vt = self.g.permute(vp, [1, 0, 2, 3]).map_err(ggml_err)?;
+            let vt = self.g.cont(vt).map_err(ggml_err)?;
+            let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?;
+            let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?; // [head_dim, n_head, tokens, streams]
+            let o = self.g.cont(o).map_err(ggml_err)?;
+            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+        }
+    }
+
+    /// Keep only the rows of the requested outputs (applied once, in the last layer).
+    pub fn select_outputs(&mut self, x: TensorRef) -> Result<TensorRef> {
+        match self.inputs.out_ids {
+            Some(ids) => self.g.get_rows(x, ids).map_err(ggml_err),
+            None => Ok(x),
+        }
+    }
+
+    /// down(act(gate x) * up x), with SiLU (`gelu` false) or GELU.
+    pub fn gated_ffn(&mut self, il: usize, x: TensorRef, gelu: bool) -> Result<TensorRef> {
+        let up_w = self.layer_weight(il, "ffn_up.weight")?;
+        let up_b = self.layer_weight_opt(il, "ffn_up.bias");
+        let gate_w = self.layer_weight(il, "ffn_gate.weight")?;
+        let gate_b = self.layer_weight_opt(il, "ffn_gate.bias");
+        let down_w = self.layer_weight(il, "ffn_down.weight")?;
+        let down_b = self.layer_weight_opt(il, "ffn_down.bias");
+        let up = self.linear(up_w, up_b, x)?;
+        let gate = self.linear(gate_w, gate_b, x)?;
+        let h = if gelu {
+            self.g.geglu(gate, up)
+        } else {
+            self.g.swiglu(gate, up)
+        }
+        .map_err(ggml_err)?;
+        self.linear(down_w, down_b, h)
+    }
+
+    /// Final norm and the output head ([n_vocab, n_outputs] logits). Models without a separate
+    /// head reuse the token embeddings.
+    pub fn output_head(&mut self, x: TensorRef) -> Result<TensorRef> {
+        let norm_w = self.weight("output_norm.weight")?;
+        let x = self.rms_norm(x, norm_w)?;
+        let head = match self.weight_opt("output.weight") {
+            Some(w) => w,
+            None => self.weight("token_embd.weight")?,
+        };
+        let bias = self.weight_opt("output.bias");
+        self.linear(head, bias, x)
+    }
+
+    pub fn add(&mut self, a: TensorRef, b: TensorRef) -> Result<TensorRef> {
+        self.g.add(a, b).map_err(ggml_err)
+    }
+
+    pub fn scale(&mut self, a: TensorRef, s: f32) -> Result<TensorRef> {
+        self.g.scale(a, s).map_err(ggml_err)
+    }
+
+    pub fn tanh(&mut self, a: TensorRef) -> Result<TensorRef> {
+        self.g.tanh(a).map_err(ggml_err)
+    }
+}
+
+/// The K-shift graph: re-rotate every layer's cached keys by each cell's position change, after
+/// `llama_memory_seq_add/div` moved positions. Input: the per-cell deltas, I32 [size].
+pub struct ShiftGraph {
+    pub graph: Graph,
+    pub deltas: TensorRef,
+}
+
+pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<ShiftGraph> {
+    let hp = model
+        .hparams
+        .as_ref()
+        .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
+    let mut g = Graph::new(max_nodes(model)).map_err(ggml_err)?;
+    let size = kv.size() as i64;
+    let deltas = g
+        .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")
+        .map_err(ggml_err)?;
+    for il in 0..hp.n_layer as usize {
+        let k = kv.k(il);
+        let heads = g
+            .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])
+            .map_err(ggml_err)?;
+        let sliding = hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false);
+        let base = if sliding && hp.arch == Arch::Gemma3 {
+            hp.rope_freq_base_swa
+        } else {
+            params.freq_base
+        };
+        // Rotation needs float input; quantized caches go through f32 and back.
+        let src = match k.ggml_type() {
+            ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 => heads,
+            _ => g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?,
+        };
+        let factors = model.weights().and_then(|w| w.get("rope_freqs.weight"));
+        let rotated = g
+            .rope(
+                src,
+                deltas,
+                factors,
+                hp.n_rot as i32,
+                hp.arch.rope_type(),
+                params.n_ctx_orig as i32,
+                base,
+                params.freq_scale,
+                params.ext_factor,
+                params.attn_factor,
+                params.beta_fast,
+                params.beta_slow,
+            )
+            .map_err(ggml_err)?;
+        let stored = g.copy_into(rotated, heads).map_err(ggml_err)?;
+        g.expand(stored);
+    }
+    Ok(ShiftGraph { graph: g, deltas })
+}

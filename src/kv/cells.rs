@@ -1,0 +1,328 @@
+//! The bookkeeping of the KV cache: for each cell, the position it holds and the sequences it
+//! belongs to. Pure data, no tensors: the attention mask and the cache writes are derived from it.
+
+/// Up to 256 sequence ids (llama.h's `llama_max_parallel_sequences`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SeqSet([u64; 4]);
+
+pub const MAX_SEQ: usize = 256;
+
+impl SeqSet {
+    pub fn single(s: usize) -> SeqSet {
+        let mut set = SeqSet::default();
+        set.insert(s);
+        set
+    }
+
+    pub fn insert(&mut self, s: usize) {
+        if let Some(w) = self.0.get_mut(s / 64) {
+            *w |= 1 << (s % 64);
+        }
+    }
+
+    pub fn remove(&mut self, s: usize) {
+        if let Some(w) = self.0.get_mut(s / 64) {
+            *w &= !(1 << (s % 64));
+        }
+    }
+
+    pub fn contains(&self, s: usize) -> bool {
+        self.0.get(s / 64).is_some_and(|w| w & (1 << (s % 64)) != 0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+
+    pub fn intersects(&self, other: &SeqSet) -> bool {
+        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64)
+                .filter(move |b| bits & (1u64 << b) != 0)
+                .map(move |b| w * 64 + b)
+        })
+    }
+}
+
+/// A snapshot taken before placing a ubatch, to put the cells back if the step fails.
+pub struct Undo {
+    slots: Vec<usize>,
+    used: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cells {
+    /// Position per cell; `EMPTY` when the cell holds nothing.
+    pos: Vec<i32>,
+    seqs: Vec<SeqSet>,
+    /// Pending position change per cell since its K was written (applied by a K-shift).
+    shift: Vec<i32>,
+    has_shift: bool,
+    used: usize,
+}
+
+const EMPTY: i32 = -1;
+
+/// Resolve llama.h's range convention: p0 < 0 means 0, p1 < 0 means infinity.
+fn range(p0: i32, p1: i32) -> (i32, i32) {
+    (p0.max(0), if p1 < 0 { i32::MAX } else { p1 })
+}
+
+impl Cells {
+    pub fn new(n: usize) -> Cells {
+        Cells {
+            pos: vec![EMPTY; n],
+            seqs: vec![SeqSet::default(); n],
+            shift: vec![0; n],
+            has_shift: false,
+            used: 0,
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        self.pos.len()
+    }
+
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    pub fn pos(&self, i: usize) -> Option<i32> {
+        self.pos.get(i).copied().filter(|&p| p != EMPTY)
+    }
+
+    pub fn seqs(&self, i: usize) -> SeqSet {
+        self.seqs.get(i).copied().unwrap_or_default()
+    }
+
+    /// One past the highest occupied cell (the part of the cache attention must look at).
+    pub fn used_max_p1(&self) -> usize {
+        self.pos.iter().rposition(|&p| p != EMPTY).map_or(0, |i| i + 1)
+    }
+
+    fn free(&mut self, i: usize) {
+        if self.pos[i] != EMPTY {
+            self.pos[i] = EMPTY;
+            self.seqs[i] = SeqSet::default();
+            self.shift[i] = 0;
+            self.used -= 1;
+        }
+    }
+
+    /// Cells currently holding `seq`.
+    pub fn n_cells_of(&self, seq: usize) -> usize {
+        self.seqs.iter().filter(|s| s.contains(seq)).count()
+    }
+
+    /// Free cells for `n` tokens, lowest first. None when the cache cannot take them.
+    pub fn find_slots(&self, n: usize) -> Option<Vec<usize>> {
+        if self.size() - self.used < n {
+            return None;
+        }
+        Some(
+            self.pos
+                .iter()
+                .enumerate()
+                .filter(|(_, &p)| p == EMPTY)
+                .map(|(i, _)| i)
+                .take(n)
+                .collect(),
+        )
+    }
+
+    /// Occupy `slots` with the given positions and sequence sets; returns what undoes it.
+    pub fn place(&mut self, slots: &[usize], pos: &[i32], seqs: &[SeqSet]) -> Undo {
+        let undo = Undo {
+            slots: slots.to_vec(),
+            used: self.used,
+        };
+        for ((&c, &p), s) in slots.iter().zip(pos).zip(seqs) {
+            debug_assert_eq!(self.pos[c], EMPTY);
+            self.pos[c] = p;
+            self.seqs[c] = *s;
+            self.shift[c] = 0;
+            self.used += 1;
+        }
+        undo
+    }
+
+    /// Put the cells back as they were before `place`.
+    pub fn rollback(&mut self, undo: Undo) {
+        for c in undo.slots {
+            self.pos[c] = EMPTY;
+            self.seqs[c] = SeqSet::default();
+            self.shift[c] = 0;
+        }
+        self.used = undo.used;
+    }
+
+    pub fn clear(&mut self) {
+        let n = self.size();
+        *self = Cells::new(n);
+    }
+
+    /// Remove `seq` (any sequence when `seq` is None) from cells with positions in [p0, p1).
+    pub fn seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) {
+        let (p0, p1) = range(p0, p1);
+        for i in 0..self.size() {
+            let p = self.pos[i];
+            if p == EMPTY || p < p0 || p >= p1 {
+                continue;
+            }
+            match seq {
+                None => self.free(i),
+                Some(s) if self.seqs[i].contains(s) => {
+                    self.seqs[i].remove(s);
+                    if self.seqs[i].is_empty() {
+                        self.free(i);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Add `dst` to every cell of `src` with a position in [p0, p1).
+    pub fn seq_cp(&mut self, src: usize, dst: usize, p0: i32, p1: i32) {
+        let (p0, p1) = range(p0, p1);
+        for i in 0..self.size() {
+            let p = self.pos[i];
+            if p != EMPTY && p >= p0 && p < p1 && self.seqs[i].contains(src) {
+                self.seqs[i].insert(dst);
+            }
+        }
+    }
+
+    /// Drop every cell that does not belong to `seq`, and every other sequence from the rest.
+    pub fn seq_keep(&mut self, seq: usize) {
+        for i in 0..self.size() {
+            if self.pos[i] == EMPTY {
+                continue;
+            }
+            if self.seqs[i].contains(seq) {
+                self.seqs[i] = SeqSet::single(seq);
+            } else {
+                self.free(i);
+            }
+        }
+    }
+
+    /// Move the positions of `seq`'s cells in [p0, p1) by `delta`; cells pushed below 0 are freed.
+    /// As in llama.cpp, a cell shared with other sequences moves for them too.
+    pub fn seq_add(&mut self, seq: usize, p0: i32, p1: i32, delta: i32) {
+        let (p0, p1) = range(p0, p1);
+        if delta == 0 || p0 >= p1 {
+            return;
+        }
+        for i in 0..self.size() {
+            let p = self.pos[i];
+            if p == EMPTY || p < p0 || p >= p1 || !self.seqs[i].contains(seq) {
+                continue;
+            }
+            let np = p.saturating_add(delta);
+            if np < 0 {
+                self.free(i);
+            } else {
+                self.pos[i] = np;
+                self.shift[i] = self.shift[i].saturating_add(np - p);
+                self.has_shift = true;
+            }
+        }
+    }
+
+    /// Divide the positions of `seq`'s cells in [p0, p1) by `d` (d > 1).
+    pub fn seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) {
+        let (p0, p1) = range(p0, p1);
+        if d <= 1 || p0 >= p1 {
+            return;
+        }
+        for i in 0..self.size() {
+            let p = self.pos[i];
+            if p == EMPTY || p < p0 || p >= p1 || !self.seqs[i].contains(seq) {
+                continue;
+            }
+            let np = p / d;
+            self.pos[i] = np;
+            self.shift[i] = self.shift[i].saturating_add(np - p);
+            self.has_shift = true;
+        }
+    }
+
+    pub fn seq_pos_min(&self, seq: usize) -> Option<i32> {
+        (0..self.size())
+            .filter(|&i| self.pos[i] != EMPTY && self.seqs[i].contains(seq))
+            .map(|i| self.pos[i])
+            .min()
+    }
+
+    pub fn seq_pos_max(&self, seq: usize) -> Option<i32> {
+        (0..self.size())
+            .filter(|&i| self.pos[i] != EMPTY && self.seqs[i].contains(seq))
+            .map(|i| self.pos[i])
+            .max()
+    }
+
+    /// Pending K-shift per cell, if positions moved since the keys were computed.
+    pub fn pending_shift(&self) -> Option<&[i32]> {
+        self.has_shift.then_some(&self.shift[..])
+    }
+
+    pub fn shift_applied(&mut self) {
+        self.shift.iter_mut().for_each(|s| *s = 0);
+        self.has_shift = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(c: &mut Cells, seq: usize, positions: std::ops::Range<i32>) {
+        let n = positions.len();
+        let slots = c.find_slots(n).expect("room");
+        let pos: Vec<i32> = positions.collect();
+        c.place(&slots, &pos, &vec![SeqSet::single(seq); n]);
+    }
+
+    #[test]
+    fn slots_are_found_lowest_first_and_rollback_restores_everything() {
+        let mut c = Cells::new(8);
+        fill(&mut c, 0, 0..3);
+        c.seq_rm(Some(0), 1, 2);
+        assert_eq!(c.find_slots(2), Some(vec![1, 3]));
+        let before = (c.pos.clone(), c.seqs.clone(), c.used);
+        let undo = c.place(&[1, 3], &[7, 8], &[SeqSet::single(1); 2]);
+        assert_eq!(c.used(), 4);
+        c.rollback(undo);
+        assert_eq!((c.pos.clone(), c.seqs.clone(), c.used), before);
+        assert_eq!(c.find_slots(7), None);
+    }
+
+    #[test]
+    fn sequence_operations_follow_llama_h() {
+        let mut c = Cells::new(16);
+        fill(&mut c, 0, 0..5);
+        c.seq_cp(0, 1, -1, -1);
+        assert_eq!((c.seq_pos_min(1), c.seq_pos_max(1)), (Some(0), Some(4)));
+        // Removing seq 1 leaves the shared cells to seq 0.
+        c.seq_rm(Some(1), 2, -1);
+        assert_eq!(c.seq_pos_max(1), Some(1));
+        assert_eq!(c.used(), 5);
+        c.seq_keep(1);
+        assert_eq!(c.used(), 2);
+        assert_eq!(c.seq_pos_max(0), None);
+        c.seq_add(1, 0, -1, 10);
+        assert_eq!((c.seq_pos_min(1), c.seq_pos_max(1)), (Some(10), Some(11)));
+        assert!(c.pending_shift().is_some_and(|s| s.contains(&10)));
+        c.seq_div(1, -1, -1, 2);
+        assert_eq!((c.seq_pos_min(1), c.seq_pos_max(1)), (Some(5), Some(5)));
+        c.seq_add(1, -1, -1, -100);
+        assert_eq!(c.used(), 0);
+        fill(&mut c, 3, 0..2);
+        c.seq_rm(None, -1, -1);
+        assert_eq!(c.used(), 0);
+    }
+}

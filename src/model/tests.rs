@@ -1,0 +1,313 @@
+//! Model-level validation over tiny synthetic GGUF files: what a well-formed file must also satisfy
+//! to be a model we can load.
+
+use super::{KvOverride, LoadMode, LoadParams, Model, OverrideValue};
+use crate::error::Error;
+use crate::gguf::tests::writer::{File, Kv, Tensor};
+use crate::gguf::{Array, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const E: i64 = 8; // n_embd
+const FF: i64 = 16; // n_ff
+const V: i64 = 4; // n_vocab
+const HEAD: i64 = 4; // head size (2 heads, 1 kv head)
+
+fn kvs(n_layer: u32) -> Vec<Kv> {
+    let s = |x: &str| Value::Str(x.as_bytes().to_vec());
+    vec![
+        Kv::new("general.architecture", s("llama")),
+        Kv::new("llama.block_count", Value::U32(n_layer)),
+        Kv::new("llama.context_length", Value::U32(64)),
+        Kv::new("llama.embedding_length", Value::U32(E as u32)),
+        Kv::new("llama.feed_forward_length", Value::U32(FF as u32)),
+        Kv::new("llama.attention.head_count", Value::U32(2)),
+        Kv::new("llama.attention.head_count_kv", Value::U32(1)),
+        Kv::new("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
+        Kv::new("tokenizer.ggml.model", s("llama")),
+        Kv::new(
+            "tokenizer.ggml.tokens",
+            Value::Array(Array::Str(vec![
+                b"<unk>".to_vec(),
+                b"<s>".to_vec(),
+                b"</s>".to_vec(),
+                b"a".to_vec(),
+            ])),
+        ),
+        Kv::new(
+            "tokenizer.ggml.scores",
+            Value::Array(Array::F32(vec![0.0, 0.0, 0.0, -1.0])),
+        ),
+        Kv::new("tokenizer.ggml.token_type", Value::Array(Array::I32(vec![2, 3, 3, 1]))),
+        Kv::new("tokenizer.ggml.bos_token_id", Value::U32(1)),
+        Kv::new("tokenizer.ggml.eos_token_id", Value::U32(2)),
+    ]
+}
+
+/// (name, dims) of every tensor a one-layer model of the sizes above has.
+fn tensor_shapes() -> Vec<(&'static str, Vec<i64>)> {
+    vec![
+        ("token_embd.weight", vec![E, V]),
+        ("output_norm.weight", vec![E]),
+        ("blk.0.attn_norm.weight", vec![E]),
+        ("blk.0.attn_q.weight", vec![E, 2 * HEAD]),
+        ("blk.0.attn_k.weight", vec![E, HEAD]),
+        ("blk.0.attn_v.weight", vec![E, HEAD]),
+        ("blk.0.attn_output.weight", vec![2 * HEAD, E]),
+        ("blk.0.ffn_norm.weight", vec![E]),
+        ("blk.0.ffn_gate.weight", vec![E, FF]),
+        ("blk.0.ffn_up.weight", vec![E, FF]),
+        ("blk.0.ffn_down.weight", vec![FF, E]),
+    ]
+}
+
+/// A valid one-layer f32 model; `edit` may change it before it is written.
+fn model_file(edit: impl FnOnce(&mut File)) -> Vec<u8> {
+    let mut f = File::new();
+    f.kvs = kvs(1);
+    let mut offset = 0;
+    for (name, dims) in tensor_shapes() {
+        let t = Tensor::new(name, 0, &dims, offset);
+        offset = (offset + t.size()).next_multiple_of(32);
+        f.tensors.push(t);
+    }
+    edit(&mut f);
+    f.bytes()
+}
+
+fn write_temp(bytes: &[u8]) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let p = std::env::temp_dir().join(format!(
+        "engine-model-test-{}-{}.gguf",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&p, bytes).expect("write temp model");
+    p
+}
+
+fn load(bytes: &[u8], params: LoadParams) -> Result<Model, Error> {
+    let path = write_temp(bytes);
+    let r = Model::load(&[path.to_string_lossy().into_owned()], params);
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
+fn load_err(bytes: &[u8]) -> String {
+    match load(bytes, LoadParams::default()) {
+        Ok(_) => panic!("an invalid model was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn set_kv(f: &mut File, key: &str, v: Value) {
+    f.kvs.retain(|kv| kv.key != key.as_bytes());
+    f.kvs.push(Kv::new(key, v));
+}
+
+#[test]
+fn a_valid_tiny_model_loads_with_its_weights_in_place() {
+    for mode in [LoadMode::Map, LoadMode::Read] {
+        let params = LoadParams {
+            mode,
+            ..LoadParams::default()
+        };
+        let m = load(&model_file(|_| {}), params).expect("valid model");
+        let hp = m.hparams.as_ref().expect("hparams");
+        assert_eq!(
+            (hp.n_embd, hp.n_layer, hp.n_head[0], hp.n_head_kv[0], hp.n_ff[0]),
+            (8, 1, 2, 1, 16)
+        );
+        assert_eq!((hp.n_embd_head_k, hp.n_rot, hp.n_vocab), (4, 4, 4));
+        let w = m
+            .weights()
+            .expect("weights")
+            .get("blk.0.ffn_down.weight")
+            .expect("tensor");
+        assert_eq!(w.ne(), [FF, E, 1, 1]);
+        assert_eq!(
+            m.n_params(),
+            tensor_shapes()
+                .iter()
+                .map(|(_, d)| d.iter().product::<i64>() as u64)
+                .sum()
+        );
+    }
+}
+
+#[test]
+fn missing_and_mistyped_keys_are_named() {
+    let msg = load_err(&model_file(|f| f.kvs.retain(|kv| kv.key != b"llama.block_count")));
+    assert!(msg.contains("required key 'llama.block_count' is missing"), "{msg}");
+    let msg = load_err(&model_file(|f| {
+        set_kv(f, "llama.embedding_length", Value::Str(b"8".to_vec()))
+    }));
+    assert!(
+        msg.contains("key 'llama.embedding_length' has type str but an integer was expected"),
+        "{msg}"
+    );
+    let msg = load_err(&model_file(|f| {
+        set_kv(f, "llama.attention.layer_norm_rms_epsilon", Value::U32(1))
+    }));
+    assert!(
+        msg.contains("'llama.attention.layer_norm_rms_epsilon' has type u32 but a float was expected"),
+        "{msg}"
+    );
+    let msg = load_err(&model_file(|f| f.kvs.retain(|kv| kv.key != b"general.architecture")));
+    assert!(msg.contains("required key 'general.architecture' is missing"), "{msg}");
+}
+
+#[test]
+fn unknown_architectures_are_refused_by_name() {
+    let file = model_file(|f| set_kv(f, "general.architecture", Value::Str(b"mamba".to_vec())));
+    let msg = load_err(&file);
+    assert!(msg.contains("unknown or unsupported architecture 'mamba'"), "{msg}");
+    // Its vocabulary can still be read.
+    let params = LoadParams {
+        vocab_only: true,
+        ..LoadParams::default()
+    };
+    let m = load(&file, params).expect("vocab-only load of an unknown architecture");
+    assert_eq!((m.arch, m.vocab.n_tokens()), (None, 4));
+}
+
+#[test]
+fn absurd_counts_are_refused() {
+    let msg = load_err(&model_file(|f| set_kv(f, "llama.block_count", Value::U32(100_000))));
+    assert!(msg.contains("absurd layer count 100000"), "{msg}");
+    let msg = load_err(&model_file(|f| set_kv(f, "llama.block_count", Value::U32(0))));
+    assert!(msg.contains("absurd layer count 0"), "{msg}");
+    let msg = load_err(&model_file(|f| {
+        set_kv(f, "llama.attention.head_count_kv", Value::U32(3))
+    }));
+    assert!(msg.contains("head_count_kv' = 3 is out of range"), "{msg}");
+    let msg = load_err(&model_file(|f| {
+        set_kv(f, "llama.embedding_length", Value::U32(u32::MAX))
+    }));
+    assert!(
+        msg.contains("'llama.embedding_length' = 4294967295 is out of range"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn shapes_must_agree_with_the_hyper_parameters() {
+    // A block count of 2 requires layer-1 tensors the file does not have.
+    let msg = load_err(&model_file(|f| set_kv(f, "llama.block_count", Value::U32(2))));
+    assert!(msg.contains("missing tensor 'blk.1.attn_norm.weight'"), "{msg}");
+    // A wider embedding contradicts every tensor's shape.
+    let msg = load_err(&model_file(|f| set_kv(f, "llama.embedding_length", Value::U32(16))));
+    assert!(
+        msg.contains("has shape [8, 4] but the hyper-parameters require [16, 4]"),
+        "{msg}"
+    );
+    let msg = load_err(&model_file(|f| f.tensors.retain(|t| t.name != b"blk.0.ffn_up.weight")));
+    assert!(msg.contains("missing tensor 'blk.0.ffn_up.weight'"), "{msg}");
+    let msg = load_err(&model_file(|f| {
+        let end = f.tensors.iter().map(|t| t.offset + t.size()).max().unwrap_or(0);
+        f.tensors
+            .push(Tensor::new("blk.0.mystery.weight", 0, &[E], end.next_multiple_of(32)));
+    }));
+    assert!(msg.contains("unexpected tensor 'blk.0.mystery.weight'"), "{msg}");
+}
+
+#[test]
+fn overrides_change_what_the_model_reads_and_wrong_kinds_are_refused() {
+    let over = |key: &str, value| LoadParams {
+        overrides: vec![KvOverride {
+            key: key.to_string(),
+            value,
+        }],
+        ..LoadParams::default()
+    };
+    let m = load(
+        &model_file(|_| {}),
+        over("llama.context_length", OverrideValue::Int(128)),
+    )
+    .expect("override");
+    assert_eq!(m.hparams.as_ref().map(|h| h.n_ctx_train), Some(128));
+    // The metadata API shows the file's own value, as llama.cpp does.
+    assert_eq!(m.meta_value(b"llama.context_length"), Some(&b"64\0"[..]));
+    let err = load(
+        &model_file(|_| {}),
+        over("llama.context_length", OverrideValue::Float(1.0)),
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        err.contains("override of 'llama.context_length' has the wrong type"),
+        "{err}"
+    );
+    let err = load(
+        &model_file(|_| {}),
+        over("llama.context_length", OverrideValue::Int(-1)),
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(err.contains("wrong type"), "{err}");
+}
+
+#[test]
+fn splits_load_together_and_must_be_complete_and_in_order() {
+    // Split the tiny model into two files: metadata and the first tensors in split 0, the rest in 1.
+    let split = |no: u16, names: &[&str]| {
+        let mut f = File::new();
+        if no == 0 {
+            f.kvs = kvs(1);
+        }
+        f.kvs.push(Kv::new("split.no", Value::U16(no)));
+        f.kvs.push(Kv::new("split.count", Value::U16(2)));
+        let mut offset = 0;
+        for (name, dims) in tensor_shapes().into_iter().filter(|(n, _)| names.contains(n)) {
+            let t = Tensor::new(name, 0, &dims, offset);
+            offset = (offset + t.size()).next_multiple_of(32);
+            f.tensors.push(t);
+        }
+        f.bytes()
+    };
+    let names: Vec<&str> = tensor_shapes().iter().map(|(n, _)| *n).collect();
+    let (first, second) = names.split_at(5);
+    let p0 = write_temp(&split(0, first));
+    let p1 = write_temp(&split(1, second));
+    let paths = [p0.to_string_lossy().into_owned(), p1.to_string_lossy().into_owned()];
+    let m = Model::load(&paths, LoadParams::default()).expect("two splits");
+    assert!(m.weights().and_then(|w| w.get("blk.0.ffn_down.weight")).is_some());
+    let err = Model::load(&paths[..1], LoadParams::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("belongs to a model of 2 split files but 1 were given"),
+        "{err}"
+    );
+    let swapped = [paths[1].clone(), paths[0].clone()];
+    let err = Model::load(&swapped, LoadParams::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(!err.is_empty(), "splits out of order must fail");
+    for p in [p0, p1] {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+#[test]
+fn the_progress_callback_can_cancel() {
+    let mut calls = 0;
+    let mut cb = |_: f32| {
+        calls += 1;
+        false
+    };
+    let params = LoadParams {
+        progress: Some(&mut cb),
+        ..LoadParams::default()
+    };
+    let err = load(&model_file(|_| {}), params)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("cancelled"), "{err}");
+    assert_eq!(calls, 1);
+}
