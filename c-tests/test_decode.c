@@ -49,6 +49,17 @@ static int decode(struct llama_context *ctx, const llama_token *t, int n, llama_
     return rc;
 }
 
+static int n_evaluated = 0;
+
+static bool count_nodes(struct ggml_tensor *t, bool ask, void *data) {
+    (void)t;
+    (void)data;
+    if (!ask) {
+        n_evaluated++;
+    }
+    return true;
+}
+
 static bool abort_now(void *data) {
     (void)data;
     return true;
@@ -203,6 +214,43 @@ int main(void) {
     CHECK(llama_memory_seq_pos_max(mem, 7) == -1 && tu_log_contains("seq_id 7 is out of range"), "bad seq id");
     llama_memory_seq_rm(mem, -1, -1, -1);
     CHECK(llama_memory_seq_pos_max(mem, 1) == -1, "seq_rm of every sequence");
+    llama_free(ctx);
+
+    /* The extended batch API, as llama.cpp's own examples use it, gives the same logits. */
+    ctx = new_ctx(1024, 512, 2);
+    CHECK(decode(ctx, toks, n, 0, 0) == 0, "llama_decode");
+    float *want = malloc(sizeof(float) * (size_t)n_vocab);
+    memcpy(want, llama_get_logits_ith(ctx, -1), sizeof(float) * (size_t)n_vocab);
+    llama_memory_clear(llama_get_memory(ctx), true);
+    struct llama_batch_ext *be = llama_batch_ext_init(ctx);
+    for (int i = 0; i < n; i++) {
+        int32_t idx = llama_batch_ext_add_token(be, 0, toks[i]);
+        CHECK(idx == i, "add_token index %d", idx);
+        llama_pos p = i;
+        CHECK(llama_batch_ext_set_pos(be, idx, &p), "set_pos");
+    }
+    CHECK(llama_batch_ext_set_output_logits(be, n - 1, true), "set_output");
+    CHECK(llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, be) == 0, "llama_process");
+    CHECK(memcmp(want, llama_get_logits_ith(ctx, -1), sizeof(float) * (size_t)n_vocab) == 0, "same logits");
+    free(want);
+    CHECK(llama_batch_ext_add_token(be, 5, toks[0]) == -3, "invalid sequence id");
+    CHECK(llama_batch_ext_add_token(be, 0, n_vocab) == -2, "invalid token id");
+    CHECK(!llama_batch_ext_set_pos(be, 99, &n), "set_pos out of range");
+    llama_batch_ext_clear(be);
+    for (int i = 0; i < 512; i++) {
+        llama_batch_ext_add_token(be, 0, toks[0]);
+    }
+    CHECK(llama_batch_ext_add_token(be, 0, toks[0]) == -1, "the batch is full at n_batch");
+    llama_batch_ext_free(be);
+    llama_batch_ext_free(NULL);
+    llama_free(ctx);
+
+    /* cb_eval sees every computed node. */
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 256;
+    cp.cb_eval = count_nodes;
+    ctx = llama_init_from_model(model, cp);
+    CHECK(ctx && decode(ctx, toks, n, 0, 0) == 0 && n_evaluated > 100, "cb_eval saw %d nodes", n_evaluated);
     llama_free(ctx);
 
     llama_model_free(model);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what building needs on a fresh Debian machine, only when missing:
-# cmake and a C/C++ compiler (ggml is built with CMake) and libclang (for the ggml bindings).
+# cmake and a C/C++ compiler (ggml is built with CMake), libclang (for the ggml bindings), python3 and
+# pkg-config (the tests use them).
 set -euo pipefail
 
 missing=()
@@ -8,6 +9,7 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v g++ >/dev/null 2>&1 || missing+=(build-essential)
 dpkg -s libclang-dev >/dev/null 2>&1 || missing+=(libclang-dev)
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 
 if [ ${#missing[@]} -gt 0 ]; then
     echo "installing: ${missing[*]}" >&2
