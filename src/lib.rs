@@ -14,6 +14,7 @@ pub mod gguf;
 pub mod graph;
 pub mod kv;
 pub mod model;
+pub mod sampling;
 pub mod vocab;
 
 pub use error::{Error, Result};

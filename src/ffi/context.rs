@@ -236,6 +236,16 @@ pub unsafe extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -
     })
 }
 
+/// The logits of output `idx` for the samplers (`llama_sampler_sample`).
+///
+/// # Safety
+/// `ctx` must be NULL or a live context; the slice is valid until the next decode.
+pub(crate) unsafe fn output_logits<'a>(ctx: *mut llama_context, idx: i32) -> crate::Result<&'a [f32]> {
+    // SAFETY: forwarded contract.
+    let c = unsafe { ctx_mut(ctx) }?;
+    c.logits_ith(idx)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn llama_attach_threadpool(
     ctx: *mut llama_context,

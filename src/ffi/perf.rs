@@ -1,8 +1,8 @@
 //! Performance counters.
 
+use super::guard;
 use super::handle::{self, Ctx};
 use super::types::*;
-use super::{guard, not_implemented};
 
 /// What llama_perf_context reports: milliseconds, and at least 1 in the token counts (as llama.cpp,
 /// so per-token averages never divide by zero).
@@ -80,24 +80,34 @@ pub unsafe extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_sampler(chain: *const llama_sampler) -> llama_perf_sampler_data {
-    let _ = chain;
-    not_implemented(
-        "llama_perf_sampler",
-        llama_perf_sampler_data {
-            t_sample_ms: 0.0,
-            n_sample: 0,
-        },
-    )
+    let zero = llama_perf_sampler_data {
+        t_sample_ms: 0.0,
+        n_sample: 0,
+    };
+    // SAFETY: NULL or a live sampler (contract).
+    guard("llama_perf_sampler", zero, || unsafe {
+        super::sampler::chain_perf(chain)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_sampler_print(chain: *const llama_sampler) {
-    let _ = chain;
-    not_implemented("llama_perf_sampler_print", ())
+    guard("llama_perf_sampler_print", (), || {
+        // SAFETY: NULL or a live sampler (contract).
+        let d = unsafe { super::sampler::chain_perf(chain) }?;
+        crate::log_info!(
+            "llama_perf_sampler_print:    samplers time = {:10.2} ms / {:5} runs",
+            d.t_sample_ms,
+            d.n_sample
+        );
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_sampler_reset(chain: *mut llama_sampler) {
-    let _ = chain;
-    not_implemented("llama_perf_sampler_reset", ())
+    // SAFETY: NULL or a live sampler (contract).
+    guard("llama_perf_sampler_reset", (), || unsafe {
+        super::sampler::chain_perf_reset(chain)
+    })
 }

@@ -1,8 +1,618 @@
-//! The sampler API.
+//! The sampler API: `struct llama_sampler` objects around the Rust samplers of `crate::sampling`, the
+//! chain (which holds C sampler pointers, ours or the caller's), and calls through any sampler's vtable.
+//!
+//! A built-in sampler is a `llama_sampler` whose `iface` is `RUST_IFACE` and whose `ctx` owns a
+//! `Box<dyn Sampler>`; a chain's `iface` is `CHAIN_IFACE` and its `ctx` owns a `Chain`. Samplers made
+//! with `llama_sampler_init` carry the caller's vtable and context. Every `llama_sampler` is a
+//! `Box<llama_sampler>` allocated here, so `llama_sampler_free` can release any of them.
+//!
+//! The vtable functions run on the caller's thread, inside whatever llama_sampler_* call reached them.
 
-use super::not_implemented;
 use super::types::*;
-use std::ffi::c_char;
+use super::{guard, strings::c_str};
+use crate::error::{Error, Result};
+use crate::sampling::{self, Candidates, Sampler, TokenData, TokenVocab};
+use crate::vocab::Vocab;
+use std::ffi::{c_char, CStr};
+use std::mem::{align_of, offset_of, size_of};
+use std::ptr;
+use std::time::Instant;
+
+// `llama_token_data` arrays are handed to the samplers as `TokenData` slices.
+const _: () = {
+    assert!(size_of::<TokenData>() == size_of::<llama_token_data>());
+    assert!(align_of::<TokenData>() == align_of::<llama_token_data>());
+    assert!(offset_of!(TokenData, id) == offset_of!(llama_token_data, id));
+    assert!(offset_of!(TokenData, logit) == offset_of!(llama_token_data, logit));
+    assert!(offset_of!(TokenData, p) == offset_of!(llama_token_data, p));
+};
+
+type BoxedSampler = Box<dyn Sampler>;
+
+static RUST_IFACE: llama_sampler_i = llama_sampler_i {
+    name: Some(rs_name),
+    accept: Some(rs_accept),
+    apply: Some(rs_apply),
+    reset: Some(rs_reset),
+    clone: Some(rs_clone),
+    free: Some(rs_free),
+    backend_init: None,
+    backend_accept: None,
+    backend_apply: None,
+    backend_set_input: None,
+    backend_reset: None,
+    copy_state: Some(rs_copy_state),
+};
+
+static CHAIN_IFACE: llama_sampler_i = llama_sampler_i {
+    name: Some(chain_name),
+    accept: Some(chain_accept),
+    apply: Some(chain_apply),
+    reset: Some(chain_reset),
+    clone: Some(chain_clone),
+    free: Some(chain_free),
+    backend_init: None,
+    backend_accept: None,
+    backend_apply: None,
+    backend_set_input: None,
+    backend_reset: None,
+    copy_state: Some(chain_copy_state),
+};
+
+/// C only reads through `iface`; the vtables are immutable statics.
+fn iface_ptr(i: &'static llama_sampler_i) -> *mut llama_sampler_i {
+    ptr::from_ref(i).cast_mut()
+}
+
+struct Chain {
+    no_perf: bool,
+    samplers: Vec<*mut llama_sampler>,
+    /// Reused by `llama_sampler_sample` for the candidate array.
+    cur: Vec<TokenData>,
+    t_sample_us: i64,
+    n_sample: i32,
+}
+
+fn new_sampler(iface: *mut llama_sampler_i, ctx: llama_sampler_context_t) -> *mut llama_sampler {
+    Box::into_raw(Box::new(llama_sampler { iface, ctx }))
+}
+
+fn wrap(s: BoxedSampler) -> *mut llama_sampler {
+    new_sampler(iface_ptr(&RUST_IFACE), Box::into_raw(Box::new(s)).cast())
+}
+
+fn new_chain(no_perf: bool) -> *mut llama_sampler {
+    let chain = Chain {
+        no_perf,
+        samplers: Vec::new(),
+        cur: Vec::new(),
+        t_sample_us: 0,
+        n_sample: 0,
+    };
+    new_sampler(iface_ptr(&CHAIN_IFACE), Box::into_raw(Box::new(chain)).cast())
+}
+
+/// # Safety
+/// `smpl` must be NULL or a live sampler.
+unsafe fn is(smpl: *const llama_sampler, iface: &'static llama_sampler_i) -> bool {
+    // SAFETY: non-NULL samplers are live by the caller's contract.
+    !smpl.is_null() && ptr::eq(unsafe { (*smpl).iface }, iface)
+}
+
+/// The Rust sampler behind a built-in `llama_sampler`, or None for other samplers.
+///
+/// # Safety
+/// `smpl` must be NULL or a live sampler, not otherwise borrowed while the result is used.
+unsafe fn rust_sampler<'a>(smpl: *const llama_sampler) -> Option<&'a mut BoxedSampler> {
+    // SAFETY: forwarded contract; a RUST_IFACE sampler's ctx is the `Box<BoxedSampler>` from `wrap`.
+    unsafe {
+        is(smpl, &RUST_IFACE)
+            .then(|| (*smpl).ctx.cast::<BoxedSampler>().as_mut())
+            .flatten()
+    }
+}
+
+/// The chain behind a chain `llama_sampler`, or an error naming `what` for other samplers.
+///
+/// # Safety
+/// `smpl` must be NULL or a live sampler, not otherwise borrowed while the result is used.
+unsafe fn as_chain<'a>(smpl: *const llama_sampler) -> Result<&'a mut Chain> {
+    // SAFETY: forwarded contract; a CHAIN_IFACE sampler's ctx is the `Box<Chain>` from `new_chain`.
+    unsafe {
+        is(smpl, &CHAIN_IFACE)
+            .then(|| (*smpl).ctx.cast::<Chain>().as_mut())
+            .flatten()
+    }
+    .ok_or_else(|| Error::invalid("the sampler is not a chain (made by llama_sampler_chain_init)"))
+}
+
+/// Run `f` on the candidates of a C array and write back what it changed (size, data start,
+/// selection, sorted flag).
+///
+/// # Safety
+/// `cur_p` must be NULL or point to an array whose `data` holds `size` elements.
+unsafe fn with_candidates<R>(cur_p: *mut llama_token_data_array, f: impl FnOnce(&mut Candidates) -> R) -> Result<R> {
+    // SAFETY: non-NULL by the check, valid by the caller's contract.
+    let arr = unsafe { cur_p.as_mut() }.ok_or_else(|| Error::invalid("cur_p is NULL"))?;
+    if arr.size > isize::MAX as usize / size_of::<TokenData>() {
+        return Err(Error::invalid(format!("cur_p->size {} is impossible", arr.size)));
+    }
+    let data: &mut [TokenData] = if arr.size == 0 {
+        &mut []
+    } else if arr.data.is_null() {
+        return Err(Error::invalid("cur_p->data is NULL"));
+    } else {
+        // SAFETY: `data` holds `size` elements (contract), and TokenData has llama_token_data's layout.
+        unsafe { std::slice::from_raw_parts_mut(arr.data.cast::<TokenData>(), arr.size) }
+    };
+    // Read as a byte: a C bool other than 0/1 must not become an invalid Rust bool.
+    // SAFETY: `sorted` is a one-byte field of the live struct.
+    let sorted = unsafe { ptr::addr_of!(arr.sorted).cast::<u8>().read() } != 0;
+    let mut cur = Candidates::new(data, arr.selected, sorted);
+    let r = f(&mut cur);
+    let (offset, len, selected, sorted) = (cur.offset(), cur.len(), cur.selected, cur.sorted);
+    if offset > 0 {
+        // SAFETY: `offset <= size`, so the result stays within (or one past) the caller's array.
+        arr.data = unsafe { arr.data.add(offset) };
+    }
+    arr.size = len;
+    arr.selected = selected;
+    arr.sorted = sorted;
+    Ok(r)
+}
+
+// Calls through any sampler's vtable, with the NULL checks llama.cpp's wrappers make.
+
+/// # Safety
+/// `smpl` must be NULL or a live sampler whose vtable functions honour their contracts.
+unsafe fn call_accept(smpl: *mut llama_sampler, token: llama_token) {
+    // SAFETY: forwarded contract.
+    if let Some(f) = unsafe { smpl.as_ref().and_then(|s| s.iface.as_ref()).and_then(|i| i.accept) } {
+        // SAFETY: the sampler's own function on the sampler.
+        unsafe { f(smpl, token) };
+    }
+}
+
+/// # Safety
+/// As `call_accept`; `cur_p` valid for the sampler's apply.
+unsafe fn call_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) -> Result<()> {
+    // SAFETY: forwarded contract.
+    let f = unsafe { smpl.as_ref().and_then(|s| s.iface.as_ref()).and_then(|i| i.apply) };
+    let f = f.ok_or_else(|| Error::invalid("the sampler has no apply function"))?;
+    // SAFETY: the sampler's own function on the sampler.
+    unsafe { f(smpl, cur_p) };
+    Ok(())
+}
+
+/// # Safety
+/// As `call_accept`.
+unsafe fn call_reset(smpl: *mut llama_sampler) {
+    // SAFETY: forwarded contract.
+    if let Some(f) = unsafe { smpl.as_ref().and_then(|s| s.iface.as_ref()).and_then(|i| i.reset) } {
+        // SAFETY: the sampler's own function on the sampler.
+        unsafe { f(smpl) };
+    }
+}
+
+/// A new sampler with `smpl`'s configuration and state.
+///
+/// # Safety
+/// As `call_accept`.
+unsafe fn call_clone(smpl: *const llama_sampler) -> Result<*mut llama_sampler> {
+    // SAFETY: forwarded contract.
+    let s = unsafe { smpl.as_ref() }.ok_or_else(|| Error::invalid("smpl is NULL"))?;
+    // SAFETY: forwarded contract.
+    match unsafe { s.iface.as_ref() }.and_then(|i| i.clone) {
+        // SAFETY: the sampler's own function on the sampler.
+        Some(f) => Ok(unsafe { f(smpl) }),
+        // A sampler without state is cloned by sharing its vtable.
+        None if s.ctx.is_null() => Ok(new_sampler(s.iface, ptr::null_mut())),
+        None => Err(Error::invalid("the sampler does not support cloning")),
+    }
+}
+
+/// # Safety
+/// `smpl` must be NULL or a sampler allocated here (by any llama_sampler_* constructor), not used again.
+unsafe fn call_free(smpl: *mut llama_sampler) {
+    if smpl.is_null() {
+        return;
+    }
+    // SAFETY: live sampler by contract.
+    if let Some(f) = unsafe { (*smpl).iface.as_ref() }.and_then(|i| i.free) {
+        // SAFETY: the sampler's own function on the sampler; it releases `ctx`.
+        unsafe { f(smpl) };
+    }
+    // SAFETY: every llama_sampler comes from `new_sampler`'s Box.
+    drop(unsafe { Box::from_raw(smpl) });
+}
+
+// The vtable of the built-in samplers.
+
+unsafe extern "C" fn rs_name(smpl: *const llama_sampler) -> *const c_char {
+    guard("llama_sampler_name", ptr::null(), || {
+        // SAFETY: called through our vtable on a live sampler.
+        let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
+        Ok(s.name().as_ptr())
+    })
+}
+
+unsafe extern "C" fn rs_accept(smpl: *mut llama_sampler, token: llama_token) {
+    guard("llama_sampler_accept", (), || {
+        // SAFETY: called through our vtable on a live sampler.
+        let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
+        s.accept(token);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn rs_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
+    guard("llama_sampler_apply", (), || {
+        // SAFETY: called through our vtable on a live sampler.
+        let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
+        // SAFETY: the caller's array, per llama_sampler_apply's contract.
+        unsafe { with_candidates(cur_p, |c| s.apply(c)) }
+    })
+}
+
+unsafe extern "C" fn rs_reset(smpl: *mut llama_sampler) {
+    guard("llama_sampler_reset", (), || {
+        // SAFETY: called through our vtable on a live sampler.
+        let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
+        s.reset();
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn rs_clone(smpl: *const llama_sampler) -> *mut llama_sampler {
+    guard("llama_sampler_clone", ptr::null_mut(), || {
+        // SAFETY: called through our vtable on a live sampler.
+        let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
+        Ok(wrap(s.box_clone()))
+    })
+}
+
+unsafe extern "C" fn rs_free(smpl: *mut llama_sampler) {
+    guard("llama_sampler_free", (), || {
+        if !smpl.is_null() {
+            // SAFETY: called through our vtable: ctx is `wrap`'s box, released once here.
+            let ctx = unsafe { std::mem::replace(&mut (*smpl).ctx, ptr::null_mut()) };
+            if !ctx.is_null() {
+                // SAFETY: as above.
+                drop(unsafe { Box::from_raw(ctx.cast::<BoxedSampler>()) });
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Same-type built-in samplers: `dst` takes a copy of `src`'s configuration and state.
+unsafe extern "C" fn rs_copy_state(src: *const llama_sampler, dst: *mut llama_sampler) {
+    guard("llama_sampler_copy", (), || {
+        // SAFETY: called through our vtable on live samplers.
+        let s = unsafe { rust_sampler(src) }.ok_or_else(|| Error::invalid("src is not a built-in sampler"))?;
+        let copy = s.box_clone();
+        // SAFETY: as above; `src != dst` (llama_sampler_copy checks), so the borrows are distinct.
+        let d = unsafe { rust_sampler(dst) }.ok_or_else(|| Error::invalid("dst is not a built-in sampler"))?;
+        if (**d).type_id() != (*copy).type_id() {
+            return Err(Error::invalid(format!(
+                "cannot copy a '{}' sampler into a '{}' one",
+                copy.name().to_string_lossy(),
+                d.name().to_string_lossy()
+            )));
+        }
+        *d = copy;
+        Ok(())
+    })
+}
+
+// The chain's vtable. A child may be the caller's sampler calling back into this API, so the chain
+// is borrowed only briefly, never across a call into a child.
+
+/// # Safety
+/// `smpl` must be a live chain.
+unsafe fn chain_child(smpl: *const llama_sampler, i: usize) -> Option<*mut llama_sampler> {
+    // SAFETY: forwarded contract; the borrow ends here.
+    unsafe { as_chain(smpl) }.ok().and_then(|c| c.samplers.get(i).copied())
+}
+
+/// Add the time since `t0` to the chain's sampling time (None: the chain does not measure).
+///
+/// # Safety
+/// `smpl` must be a live chain, not otherwise borrowed.
+unsafe fn add_time(smpl: *mut llama_sampler, t0: Option<Instant>) {
+    if let Some(t0) = t0 {
+        // SAFETY: forwarded contract.
+        if let Ok(c) = unsafe { as_chain(smpl) } {
+            c.t_sample_us += i64::try_from(t0.elapsed().as_micros()).unwrap_or(i64::MAX);
+        }
+    }
+}
+
+/// # Safety
+/// `smpl` must be a live chain.
+unsafe fn perf_start(smpl: *const llama_sampler) -> Option<Instant> {
+    // SAFETY: forwarded contract.
+    unsafe { as_chain(smpl) }
+        .ok()
+        .filter(|c| !c.no_perf)
+        .map(|_| Instant::now())
+}
+
+unsafe extern "C" fn chain_name(_smpl: *const llama_sampler) -> *const c_char {
+    c"chain".as_ptr()
+}
+
+unsafe extern "C" fn chain_accept(smpl: *mut llama_sampler, token: llama_token) {
+    guard("llama_sampler_accept", (), || {
+        // SAFETY: called through our vtable on a live chain.
+        let t0 = unsafe { perf_start(smpl) };
+        for i in 0.. {
+            // SAFETY: as above; each child is live while the chain owns it.
+            let Some(child) = (unsafe { chain_child(smpl, i) }) else {
+                break;
+            };
+            // SAFETY: as above.
+            unsafe { call_accept(child, token) };
+        }
+        // SAFETY: as above.
+        unsafe { add_time(smpl, t0) };
+        // SAFETY: as above.
+        let c = unsafe { as_chain(smpl) }?;
+        c.n_sample = c.n_sample.saturating_add(1);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn chain_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
+    guard("llama_sampler_apply", (), || {
+        // SAFETY: called through our vtable on a live chain.
+        let t0 = unsafe { perf_start(smpl) };
+        for i in 0.. {
+            // SAFETY: as above; each child is live while the chain owns it.
+            let Some(child) = (unsafe { chain_child(smpl, i) }) else {
+                break;
+            };
+            // SAFETY: as above. A child without apply is skipped silently, as llama.cpp does.
+            let _skipped = unsafe { call_apply(child, cur_p) };
+        }
+        // SAFETY: as above.
+        unsafe { add_time(smpl, t0) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn chain_reset(smpl: *mut llama_sampler) {
+    guard("llama_sampler_reset", (), || {
+        for i in 0.. {
+            // SAFETY: called through our vtable on a live chain; children live while owned.
+            let Some(child) = (unsafe { chain_child(smpl, i) }) else {
+                break;
+            };
+            // SAFETY: as above.
+            unsafe { call_reset(child) };
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn chain_clone(smpl: *const llama_sampler) -> *mut llama_sampler {
+    guard("llama_sampler_clone", ptr::null_mut(), || {
+        // SAFETY: called through our vtable on a live chain.
+        let no_perf = unsafe { as_chain(smpl) }?.no_perf;
+        let result = new_chain(no_perf);
+        for i in 0.. {
+            // SAFETY: as above; children live while owned.
+            let Some(child) = (unsafe { chain_child(smpl, i) }) else {
+                break;
+            };
+            // SAFETY: as above.
+            match unsafe { call_clone(child) } {
+                Ok(c) if !c.is_null() => {
+                    // SAFETY: `result` is the chain just made, not borrowed elsewhere.
+                    unsafe { as_chain(result) }?.samplers.push(c);
+                }
+                failed => {
+                    // SAFETY: `result` and the clones it holds are ours to free.
+                    unsafe { call_free(result) };
+                    return Err(failed
+                        .err()
+                        .unwrap_or_else(|| Error::invalid("a sampler of the chain failed to clone")));
+                }
+            }
+        }
+        Ok(result)
+    })
+}
+
+unsafe extern "C" fn chain_free(smpl: *mut llama_sampler) {
+    guard("llama_sampler_free", (), || {
+        // SAFETY: called through our vtable on a live chain: ctx is `new_chain`'s box, released once here.
+        let ctx = unsafe { std::mem::replace(&mut (*smpl).ctx, ptr::null_mut()) };
+        if !ctx.is_null() {
+            // SAFETY: as above.
+            let c = unsafe { Box::from_raw(ctx.cast::<Chain>()) };
+            for child in c.samplers {
+                // SAFETY: the chain owns its children.
+                unsafe { call_free(child) };
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Chains of the same shape: each child copies its counterpart, and the perf counters follow.
+unsafe extern "C" fn chain_copy_state(src: *const llama_sampler, dst: *mut llama_sampler) {
+    guard("llama_sampler_copy", (), || {
+        // SAFETY: called through our vtable on live chains (distinct, checked by llama_sampler_copy).
+        let (s, d) = unsafe { (as_chain(src)?, as_chain(dst)?) };
+        if s.samplers.len() != d.samplers.len() {
+            return Err(Error::invalid("cannot copy between chains of different lengths"));
+        }
+        let pairs: Vec<_> = s.samplers.iter().copied().zip(d.samplers.iter().copied()).collect();
+        (d.no_perf, d.t_sample_us, d.n_sample) = (s.no_perf, s.t_sample_us, s.n_sample);
+        for (a, b) in pairs {
+            // SAFETY: children of live chains.
+            unsafe { copy(a, b) }?;
+        }
+        Ok(())
+    })
+}
+
+/// `llama_sampler_copy`'s logic: the same vtable is required; `copy_state` if the sampler has one,
+/// else `dst` takes the state of a clone of `src`.
+///
+/// # Safety
+/// `src` and `dst` must be NULL or live samplers.
+unsafe fn copy(src: *const llama_sampler, dst: *mut llama_sampler) -> Result<()> {
+    if src.is_null() || dst.is_null() || ptr::eq(src, dst) {
+        return Ok(());
+    }
+    // SAFETY: live samplers by contract.
+    let (si, di) = unsafe { ((*src).iface, (*dst).iface) };
+    if si != di {
+        return Err(Error::invalid("cannot copy between different sampler types"));
+    }
+    // SAFETY: as above.
+    if let Some(f) = unsafe { di.as_ref() }.and_then(|i| i.copy_state) {
+        // SAFETY: the sampler's own function on two samplers of its type.
+        unsafe { f(src, dst) };
+        return Ok(());
+    }
+    // SAFETY: as above.
+    let tmp = unsafe { call_clone(src) }?;
+    if tmp.is_null() {
+        return Err(Error::invalid("the sampler failed to clone"));
+    }
+    // SAFETY: `dst` is live; its old state goes, the clone's moves in, the clone's shell is dropped.
+    unsafe {
+        if let Some(f) = di.as_ref().and_then(|i| i.free) {
+            f(dst);
+        }
+        (*dst).ctx = std::mem::replace(&mut (*tmp).ctx, ptr::null_mut());
+        drop(Box::from_raw(tmp));
+    }
+    Ok(())
+}
+
+/// The steps of `llama_sampler_sample` once the logits row is known: candidates for every token,
+/// apply, read the selection, accept it. A selection that is missing, or that every sampler masked
+/// away (logit -inf, e.g. a grammar allowing nothing), is an error rather than a token.
+///
+/// # Safety
+/// `smpl` must be a live sampler.
+unsafe fn sample_logits(smpl: *mut llama_sampler, logits: &[f32]) -> Result<llama_token> {
+    // SAFETY: forwarded contract; the buffer is taken out so no borrow of the chain is kept.
+    let mut cur = unsafe { as_chain(smpl) }
+        .map(|c| std::mem::take(&mut c.cur))
+        .unwrap_or_default();
+    cur.clear();
+    cur.extend(logits.iter().enumerate().map(|(id, &logit)| TokenData {
+        id: id as llama_token,
+        logit,
+        p: 0.0,
+    }));
+    let mut arr = llama_token_data_array {
+        data: cur.as_mut_ptr().cast(),
+        size: cur.len(),
+        selected: -1,
+        sorted: false,
+    };
+    // SAFETY: `arr` describes `cur`, alive for the call.
+    let applied = unsafe { call_apply(smpl, &mut arr) };
+    let chosen = applied.and_then(|()| {
+        let i = usize::try_from(arr.selected)
+            .ok()
+            .filter(|&i| i < arr.size)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "the samplers selected no candidate (selected = {})",
+                    arr.selected
+                ))
+            })?;
+        // SAFETY: a sampler may move `data` (within `cur`, or to memory of its own), but `data`
+        // holds `size` elements by the array's contract, and `i < size`.
+        Ok(unsafe { *arr.data.add(i).cast::<TokenData>() })
+    });
+    // SAFETY: as above.
+    if let Ok(c) = unsafe { as_chain(smpl) } {
+        c.cur = cur;
+    }
+    let chosen = chosen?;
+    if chosen.logit == f32::NEG_INFINITY {
+        return Err(Error::invalid(
+            "every candidate was masked (logit -inf), e.g. by a grammar that allows nothing here",
+        ));
+    }
+    // SAFETY: forwarded contract.
+    unsafe { call_accept(smpl, chosen.id) };
+    Ok(chosen.id)
+}
+
+/// A vocabulary handle for the samplers that keep one (grammar, infill).
+///
+/// # Safety
+/// `vocab` must be NULL or a live vocabulary; llama.h requires the model to outlive the sampler,
+/// which is what the `'static` stands for.
+unsafe fn sampler_vocab(vocab: *const llama_vocab) -> Result<&'static Vocab> {
+    // SAFETY: forwarded contract.
+    unsafe { super::handle::vocab(vocab) }
+}
+
+/// A list of C strings (NULL entries become None).
+///
+/// # Safety
+/// `list` must be NULL (with `n == 0`) or hold `n` pointers, each NULL or a NUL-terminated string.
+unsafe fn c_str_list<'a>(list: *const *const c_char, n: usize, what: &str) -> Result<Vec<Option<&'a [u8]>>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if list.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL but its count is {n}")));
+    }
+    // SAFETY: `list` holds `n` pointers (contract).
+    let ptrs = unsafe { std::slice::from_raw_parts(list, n) };
+    // SAFETY: each non-NULL entry is a NUL-terminated string (contract).
+    Ok(ptrs
+        .iter()
+        .map(|&p| (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes()))
+        .collect())
+}
+
+/// # Safety
+/// `p` must be NULL (with `n == 0`) or hold `n` elements.
+unsafe fn c_slice<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL but its count is {n}")));
+    }
+    // SAFETY: `p` holds `n` elements (contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The (time in ms, runs) of a chain, for llama_perf_sampler.
+///
+/// # Safety
+/// `smpl` must be NULL or a live sampler.
+pub(super) unsafe fn chain_perf(smpl: *const llama_sampler) -> Result<llama_perf_sampler_data> {
+    // SAFETY: forwarded contract.
+    let c = unsafe { as_chain(smpl) }?;
+    Ok(llama_perf_sampler_data {
+        t_sample_ms: 1e-3 * c.t_sample_us as f64,
+        n_sample: c.n_sample.max(0),
+    })
+}
+
+/// # Safety
+/// `smpl` must be NULL or a live sampler.
+pub(super) unsafe fn chain_perf_reset(smpl: *mut llama_sampler) -> Result<()> {
+    // SAFETY: forwarded contract.
+    let c = unsafe { as_chain(smpl) }?;
+    c.t_sample_us = 0;
+    c.n_sample = 0;
+    Ok(())
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_sampler(
@@ -10,8 +620,22 @@ pub unsafe extern "C" fn llama_set_sampler(
     seq_id: llama_seq_id,
     smpl: *mut llama_sampler,
 ) -> bool {
-    let _ = (ctx, seq_id, smpl);
-    not_implemented("llama_set_sampler", false)
+    guard("llama_set_sampler", false, || {
+        if ctx.is_null() {
+            return Err(Error::invalid("ctx is NULL"));
+        }
+        if smpl.is_null() {
+            return Ok(true);
+        }
+        // Sampling runs on the CPU after decoding; there is no backend sampling to attach to.
+        // SAFETY: live sampler by contract.
+        let name = unsafe { CStr::from_ptr(llama_sampler_name(smpl)) };
+        crate::log_warn!(
+            "llama_set_sampler: sampler '{}' for seq_id = {seq_id}, cannot be offloaded to the backend",
+            name.to_string_lossy()
+        );
+        Ok(false)
+    })
 }
 
 #[no_mangle]
@@ -19,139 +643,195 @@ pub unsafe extern "C" fn llama_sampler_init(
     iface: *mut llama_sampler_i,
     ctx: llama_sampler_context_t,
 ) -> *mut llama_sampler {
-    let _ = (iface, ctx);
-    not_implemented("llama_sampler_init", std::ptr::null_mut())
+    guard("llama_sampler_init", ptr::null_mut(), || Ok(new_sampler(iface, ctx)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_name(smpl: *const llama_sampler) -> *const c_char {
-    let _ = smpl;
-    not_implemented("llama_sampler_name", std::ptr::null())
+    guard("llama_sampler_name", c"(null)".as_ptr(), || {
+        // SAFETY: NULL or live by contract.
+        let s = unsafe { smpl.as_ref() }.ok_or_else(|| Error::invalid("smpl is NULL"))?;
+        // SAFETY: as above.
+        match unsafe { s.iface.as_ref() }.and_then(|i| i.name) {
+            // SAFETY: the sampler's own function on the sampler.
+            Some(f) => Ok(unsafe { f(smpl) }),
+            None => Ok(c"(null)".as_ptr()),
+        }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_accept(smpl: *mut llama_sampler, token: llama_token) {
-    let _ = (smpl, token);
-    not_implemented("llama_sampler_accept", ())
+    guard("llama_sampler_accept", (), || {
+        // SAFETY: NULL or live by contract.
+        unsafe { call_accept(smpl, token) };
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
-    let _ = (smpl, cur_p);
-    not_implemented("llama_sampler_apply", ())
+    guard("llama_sampler_apply", (), || {
+        if smpl.is_null() {
+            return Ok(());
+        }
+        // SAFETY: live sampler and array by contract.
+        unsafe { call_apply(smpl, cur_p) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_reset(smpl: *mut llama_sampler) {
-    let _ = smpl;
-    not_implemented("llama_sampler_reset", ())
+    guard("llama_sampler_reset", (), || {
+        // SAFETY: NULL or live by contract.
+        unsafe { call_reset(smpl) };
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_clone(smpl: *const llama_sampler) -> *mut llama_sampler {
-    let _ = smpl;
-    not_implemented("llama_sampler_clone", std::ptr::null_mut())
+    guard("llama_sampler_clone", ptr::null_mut(), || {
+        if smpl.is_null() {
+            return Ok(ptr::null_mut());
+        }
+        // SAFETY: live sampler by contract.
+        unsafe { call_clone(smpl) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_copy(src: *const llama_sampler, dst: *mut llama_sampler) {
-    let _ = (src, dst);
-    not_implemented("llama_sampler_copy", ())
+    // SAFETY: NULL or live by contract.
+    guard("llama_sampler_copy", (), || unsafe { copy(src, dst) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_free(smpl: *mut llama_sampler) {
-    let _ = smpl;
-    not_implemented("llama_sampler_free", ())
+    guard("llama_sampler_free", (), || {
+        // SAFETY: NULL or a sampler from this library, freed once (contract).
+        unsafe { call_free(smpl) };
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_init(params: llama_sampler_chain_params) -> *mut llama_sampler {
-    let _ = params;
-    not_implemented("llama_sampler_chain_init", std::ptr::null_mut())
+    guard("llama_sampler_chain_init", ptr::null_mut(), || {
+        Ok(new_chain(params.no_perf))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_add(chain: *mut llama_sampler, smpl: *mut llama_sampler) {
-    let _ = (chain, smpl);
-    not_implemented("llama_sampler_chain_add", ())
+    guard("llama_sampler_chain_add", (), || {
+        if smpl.is_null() || ptr::eq(smpl, chain) {
+            return Err(Error::invalid("smpl is NULL or the chain itself"));
+        }
+        // SAFETY: NULL or live by contract.
+        unsafe { as_chain(chain) }?.samplers.push(smpl);
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_get(chain: *mut llama_sampler, i: i32) -> *mut llama_sampler {
-    let _ = (chain, i);
-    not_implemented("llama_sampler_chain_get", std::ptr::null_mut())
+    guard("llama_sampler_chain_get", ptr::null_mut(), || {
+        // SAFETY: NULL or live by contract.
+        if !unsafe { is(chain, &CHAIN_IFACE) } {
+            return Ok(ptr::null_mut());
+        }
+        if i == -1 {
+            return Ok(chain);
+        }
+        // SAFETY: a live chain (checked).
+        let c = unsafe { as_chain(chain) }?;
+        Ok(usize::try_from(i)
+            .ok()
+            .and_then(|i| c.samplers.get(i).copied())
+            .unwrap_or(ptr::null_mut()))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_n(chain: *const llama_sampler) -> i32 {
-    let _ = chain;
-    not_implemented("llama_sampler_chain_n", -1)
+    guard("llama_sampler_chain_n", -1, || {
+        // SAFETY: NULL or live by contract.
+        Ok(i32::try_from(unsafe { as_chain(chain) }?.samplers.len()).unwrap_or(i32::MAX))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_remove(chain: *mut llama_sampler, i: i32) -> *mut llama_sampler {
-    let _ = (chain, i);
-    not_implemented("llama_sampler_chain_remove", std::ptr::null_mut())
+    guard("llama_sampler_chain_remove", ptr::null_mut(), || {
+        // SAFETY: NULL or live by contract.
+        let c = unsafe { as_chain(chain) }?;
+        match usize::try_from(i).ok().filter(|&i| i < c.samplers.len()) {
+            Some(i) => Ok(c.samplers.remove(i)),
+            None => Ok(ptr::null_mut()),
+        }
+    })
+}
+
+/// The body of a constructor: the sampler, or NULL with the reason logged.
+fn make(name: &'static str, f: impl FnOnce() -> Result<BoxedSampler>) -> *mut llama_sampler {
+    guard(name, ptr::null_mut(), || f().map(wrap))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_greedy() -> *mut llama_sampler {
-    not_implemented("llama_sampler_init_greedy", std::ptr::null_mut())
+    make("llama_sampler_init_greedy", || Ok(Box::new(sampling::Greedy)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_dist(seed: u32) -> *mut llama_sampler {
-    let _ = seed;
-    not_implemented("llama_sampler_init_dist", std::ptr::null_mut())
+    make("llama_sampler_init_dist", || Ok(Box::new(sampling::Dist::new(seed))))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_top_k(k: i32) -> *mut llama_sampler {
-    let _ = k;
-    not_implemented("llama_sampler_init_top_k", std::ptr::null_mut())
+    make("llama_sampler_init_top_k", || Ok(sampling::TopK::boxed(k)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_top_p(p: f32, min_keep: usize) -> *mut llama_sampler {
-    let _ = (p, min_keep);
-    not_implemented("llama_sampler_init_top_p", std::ptr::null_mut())
+    make("llama_sampler_init_top_p", || Ok(sampling::TopP::boxed(p, min_keep)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_min_p(p: f32, min_keep: usize) -> *mut llama_sampler {
-    let _ = (p, min_keep);
-    not_implemented("llama_sampler_init_min_p", std::ptr::null_mut())
+    make("llama_sampler_init_min_p", || Ok(sampling::MinP::boxed(p, min_keep)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_typical(p: f32, min_keep: usize) -> *mut llama_sampler {
-    let _ = (p, min_keep);
-    not_implemented("llama_sampler_init_typical", std::ptr::null_mut())
+    make("llama_sampler_init_typical", || {
+        Ok(sampling::Typical::boxed(p, min_keep))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_temp(t: f32) -> *mut llama_sampler {
-    let _ = t;
-    not_implemented("llama_sampler_init_temp", std::ptr::null_mut())
+    make("llama_sampler_init_temp", || Ok(sampling::Temp::boxed(t)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_temp_ext(t: f32, delta: f32, exponent: f32) -> *mut llama_sampler {
-    let _ = (t, delta, exponent);
-    not_implemented("llama_sampler_init_temp_ext", std::ptr::null_mut())
+    make("llama_sampler_init_temp_ext", || {
+        Ok(sampling::TempExt::boxed(t, delta, exponent))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_xtc(p: f32, t: f32, min_keep: usize, seed: u32) -> *mut llama_sampler {
-    let _ = (p, t, min_keep, seed);
-    not_implemented("llama_sampler_init_xtc", std::ptr::null_mut())
+    make("llama_sampler_init_xtc", || {
+        Ok(sampling::Xtc::boxed(p, t, min_keep, seed))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_top_n_sigma(n: f32) -> *mut llama_sampler {
-    let _ = n;
-    not_implemented("llama_sampler_init_top_n_sigma", std::ptr::null_mut())
+    make("llama_sampler_init_top_n_sigma", || Ok(sampling::TopNSigma::boxed(n)))
 }
 
 #[no_mangle]
@@ -162,14 +842,53 @@ pub unsafe extern "C" fn llama_sampler_init_mirostat(
     eta: f32,
     m: i32,
 ) -> *mut llama_sampler {
-    let _ = (n_vocab, seed, tau, eta, m);
-    not_implemented("llama_sampler_init_mirostat", std::ptr::null_mut())
+    make("llama_sampler_init_mirostat", || {
+        Ok(Box::new(sampling::Mirostat::new(n_vocab, seed, tau, eta, m)))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_mirostat_v2(seed: u32, tau: f32, eta: f32) -> *mut llama_sampler {
-    let _ = (seed, tau, eta);
-    not_implemented("llama_sampler_init_mirostat_v2", std::ptr::null_mut())
+    make("llama_sampler_init_mirostat_v2", || {
+        Ok(Box::new(sampling::MirostatV2::new(seed, tau, eta)))
+    })
+}
+
+/// The grammar constructors' shared body. An empty (or NULL) grammar string gives a sampler that does
+/// nothing, as in llama.cpp; a non-empty one needs the vocabulary and a root rule name.
+///
+/// # Safety
+/// Pointers as the three public constructors document them.
+unsafe fn init_grammar(
+    name: &'static str,
+    vocab: *const llama_vocab,
+    grammar_str: *const c_char,
+    grammar_root: *const c_char,
+    lazy: bool,
+    trigger_patterns: Vec<Vec<u8>>,
+    trigger_tokens: (*const llama_token, usize),
+) -> *mut llama_sampler {
+    make(name, || {
+        // SAFETY: NULL or NUL-terminated (contract).
+        let source = if grammar_str.is_null() {
+            &[][..]
+        } else {
+            unsafe { c_str(grammar_str, "grammar_str") }?
+        };
+        if source.is_empty() {
+            return Ok(Box::new(sampling::GrammarSampler::empty()));
+        }
+        // SAFETY: as above.
+        let root = unsafe { c_str(grammar_root, "grammar_root") }?;
+        // SAFETY: NULL or live, kept alive by the caller as long as the sampler (contract).
+        let vocab: &'static dyn TokenVocab = unsafe { sampler_vocab(vocab) }?;
+        // SAFETY: `trigger_tokens` holds its count of tokens (contract).
+        let tokens = unsafe { c_slice(trigger_tokens.0, trigger_tokens.1, "trigger_tokens") }?;
+        let patterns: Vec<&[u8]> = trigger_patterns.iter().map(Vec::as_slice).collect();
+        Ok(Box::new(sampling::GrammarSampler::new(
+            vocab, source, root, lazy, &patterns, tokens,
+        )?))
+    })
 }
 
 #[no_mangle]
@@ -178,8 +897,18 @@ pub unsafe extern "C" fn llama_sampler_init_grammar(
     grammar_str: *const c_char,
     grammar_root: *const c_char,
 ) -> *mut llama_sampler {
-    let _ = (vocab, grammar_str, grammar_root);
-    not_implemented("llama_sampler_init_grammar", std::ptr::null_mut())
+    // SAFETY: forwarded contract.
+    unsafe {
+        init_grammar(
+            "llama_sampler_init_grammar",
+            vocab,
+            grammar_str,
+            grammar_root,
+            false,
+            Vec::new(),
+            (ptr::null(), 0),
+        )
+    }
 }
 
 #[deprecated]
@@ -193,16 +922,33 @@ pub unsafe extern "C" fn llama_sampler_init_grammar_lazy(
     trigger_tokens: *const llama_token,
     num_trigger_tokens: usize,
 ) -> *mut llama_sampler {
-    let _ = (
-        vocab,
-        grammar_str,
-        grammar_root,
-        trigger_words,
-        num_trigger_words,
-        trigger_tokens,
-        num_trigger_tokens,
-    );
-    not_implemented("llama_sampler_init_grammar_lazy", std::ptr::null_mut())
+    const NAME: &str = "llama_sampler_init_grammar_lazy";
+    // The words become one pattern, as llama.cpp builds it.
+    let patterns = guard(NAME, None, || {
+        // SAFETY: `trigger_words` holds its count of strings (contract).
+        let words = unsafe { c_str_list(trigger_words, num_trigger_words, "trigger_words") }?;
+        let words: Vec<&[u8]> = words.into_iter().map(Option::unwrap_or_default).collect();
+        Ok(Some(if words.is_empty() {
+            Vec::new()
+        } else {
+            vec![sampling::grammar::trigger_words_pattern(&words)]
+        }))
+    });
+    let Some(patterns) = patterns else {
+        return ptr::null_mut();
+    };
+    // SAFETY: forwarded contract.
+    unsafe {
+        init_grammar(
+            NAME,
+            vocab,
+            grammar_str,
+            grammar_root,
+            true,
+            patterns,
+            (trigger_tokens, num_trigger_tokens),
+        )
+    }
 }
 
 #[no_mangle]
@@ -215,16 +961,30 @@ pub unsafe extern "C" fn llama_sampler_init_grammar_lazy_patterns(
     trigger_tokens: *const llama_token,
     num_trigger_tokens: usize,
 ) -> *mut llama_sampler {
-    let _ = (
-        vocab,
-        grammar_str,
-        grammar_root,
-        trigger_patterns,
-        num_trigger_patterns,
-        trigger_tokens,
-        num_trigger_tokens,
-    );
-    not_implemented("llama_sampler_init_grammar_lazy_patterns", std::ptr::null_mut())
+    const NAME: &str = "llama_sampler_init_grammar_lazy_patterns";
+    let patterns = guard(NAME, None, || {
+        // SAFETY: `trigger_patterns` holds its count of strings (contract).
+        let list = unsafe { c_str_list(trigger_patterns, num_trigger_patterns, "trigger_patterns") }?;
+        let patterns: Option<Vec<Vec<u8>>> = list.into_iter().map(|p| p.map(<[u8]>::to_vec)).collect();
+        patterns
+            .map(Some)
+            .ok_or_else(|| Error::invalid("a trigger pattern is NULL"))
+    });
+    let Some(patterns) = patterns else {
+        return ptr::null_mut();
+    };
+    // SAFETY: forwarded contract.
+    unsafe {
+        init_grammar(
+            NAME,
+            vocab,
+            grammar_str,
+            grammar_root,
+            true,
+            patterns,
+            (trigger_tokens, num_trigger_tokens),
+        )
+    }
 }
 
 #[no_mangle]
@@ -235,8 +995,16 @@ pub unsafe extern "C" fn llama_sampler_init_penalties(
     penalty_freq: f32,
     penalty_present: f32,
 ) -> *mut llama_sampler {
-    let _ = (n_vocab, penalty_last_n, penalty_repeat, penalty_freq, penalty_present);
-    not_implemented("llama_sampler_init_penalties", std::ptr::null_mut())
+    // n_vocab is unused on the CPU path, as in llama.cpp.
+    let _ = n_vocab;
+    make("llama_sampler_init_penalties", || {
+        Ok(sampling::Penalties::boxed(
+            penalty_last_n,
+            penalty_repeat,
+            penalty_freq,
+            penalty_present,
+        ))
+    })
 }
 
 #[no_mangle]
@@ -249,22 +1017,32 @@ pub unsafe extern "C" fn llama_sampler_init_dry(
     seq_breakers: *mut *const c_char,
     num_breakers: usize,
 ) -> *mut llama_sampler {
-    let _ = (
-        vocab,
-        dry_multiplier,
-        dry_base,
-        dry_allowed_length,
-        dry_penalty_last_n,
-        seq_breakers,
-        num_breakers,
-    );
-    not_implemented("llama_sampler_init_dry", std::ptr::null_mut())
+    make("llama_sampler_init_dry", || {
+        // SAFETY: `seq_breakers` holds its count of strings (contract).
+        let breakers = unsafe { c_str_list(seq_breakers, num_breakers, "seq_breakers") }?;
+        let breakers: Vec<&[u8]> = breakers.into_iter().map(Option::unwrap_or_default).collect();
+        let vocab: Option<&dyn TokenVocab> = if vocab.is_null() {
+            None
+        } else {
+            // SAFETY: a live vocabulary (contract), only used during this call.
+            Some(unsafe { sampler_vocab(vocab) }?)
+        };
+        sampling::Dry::boxed(
+            vocab,
+            dry_multiplier,
+            dry_base,
+            dry_allowed_length,
+            dry_penalty_last_n,
+            &breakers,
+        )
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_adaptive_p(target: f32, decay: f32, seed: u32) -> *mut llama_sampler {
-    let _ = (target, decay, seed);
-    not_implemented("llama_sampler_init_adaptive_p", std::ptr::null_mut())
+    make("llama_sampler_init_adaptive_p", || {
+        Ok(Box::new(sampling::AdaptiveP::new(target, decay, seed)))
+    })
 }
 
 #[no_mangle]
@@ -273,20 +1051,57 @@ pub unsafe extern "C" fn llama_sampler_init_logit_bias(
     n_logit_bias: i32,
     logit_bias: *const llama_logit_bias,
 ) -> *mut llama_sampler {
-    let _ = (n_vocab, n_logit_bias, logit_bias);
-    not_implemented("llama_sampler_init_logit_bias", std::ptr::null_mut())
+    let _ = n_vocab;
+    make("llama_sampler_init_logit_bias", || {
+        let n = usize::try_from(n_logit_bias).unwrap_or(0);
+        // SAFETY: `logit_bias` holds `n_logit_bias` entries (contract).
+        let biases = unsafe { c_slice(logit_bias, n, "logit_bias") }?;
+        Ok(sampling::LogitBias::boxed(
+            biases.iter().map(|b| (b.token, b.bias)).collect(),
+        ))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_infill(vocab: *const llama_vocab) -> *mut llama_sampler {
-    let _ = vocab;
-    not_implemented("llama_sampler_init_infill", std::ptr::null_mut())
+    make("llama_sampler_init_infill", || {
+        // SAFETY: NULL or live, kept alive by the caller as long as the sampler (contract).
+        let vocab = unsafe { sampler_vocab(vocab) }?;
+        Ok(Box::new(sampling::Infill::new(vocab)))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_get_seed(smpl: *const llama_sampler) -> u32 {
-    let _ = smpl;
-    not_implemented("llama_sampler_get_seed", 0)
+    guard("llama_sampler_get_seed", LLAMA_DEFAULT_SEED, || {
+        if smpl.is_null() {
+            return Err(Error::invalid("smpl is NULL"));
+        }
+        // SAFETY: live sampler by contract.
+        unsafe { Ok(seed_of(smpl)) }
+    })
+}
+
+/// The seed of a seeded sampler, or of a chain's last seeded sampler; `LLAMA_DEFAULT_SEED` otherwise.
+///
+/// # Safety
+/// `smpl` must be a live sampler.
+unsafe fn seed_of(smpl: *const llama_sampler) -> u32 {
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe { rust_sampler(smpl) } {
+        return s.seed().unwrap_or(LLAMA_DEFAULT_SEED);
+    }
+    // SAFETY: as above; the children are copied out before recursing.
+    let children = unsafe { as_chain(smpl) }
+        .map(|c| c.samplers.clone())
+        .unwrap_or_default();
+    children
+        .iter()
+        .rev()
+        // SAFETY: children of a live chain.
+        .map(|&c| unsafe { seed_of(c) })
+        .find(|&s| s != LLAMA_DEFAULT_SEED)
+        .unwrap_or(LLAMA_DEFAULT_SEED)
 }
 
 #[no_mangle]
@@ -295,6 +1110,80 @@ pub unsafe extern "C" fn llama_sampler_sample(
     ctx: *mut llama_context,
     idx: i32,
 ) -> llama_token {
-    let _ = (smpl, ctx, idx);
-    not_implemented("llama_sampler_sample", LLAMA_TOKEN_NULL)
+    guard("llama_sampler_sample", LLAMA_TOKEN_NULL, || {
+        if smpl.is_null() {
+            return Err(Error::invalid("smpl is NULL"));
+        }
+        // SAFETY: NULL or a live context (contract); the row is read before the next decode.
+        let logits = unsafe { super::context::output_logits(ctx, idx) }?;
+        // SAFETY: live sampler by contract.
+        unsafe { sample_logits(smpl, logits) }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain_of(samplers: Vec<*mut llama_sampler>) -> *mut llama_sampler {
+        let c = new_chain(false);
+        for s in samplers {
+            // SAFETY: a fresh chain and fresh samplers.
+            unsafe { llama_sampler_chain_add(c, s) };
+        }
+        c
+    }
+
+    #[test]
+    fn sample_applies_selects_and_accepts() {
+        // SAFETY: constructors of this module.
+        let c = chain_of(unsafe { vec![llama_sampler_init_top_k(2), llama_sampler_init_greedy()] });
+        let logits = [0.5f32, 3.0, -1.0, 2.0];
+        // SAFETY: a live chain.
+        assert_eq!(unsafe { sample_logits(c, &logits) }.unwrap(), 1);
+        // SAFETY: as above.
+        let perf = unsafe { chain_perf(c) }.unwrap();
+        assert_eq!(perf.n_sample, 1);
+        // SAFETY: as above; freed once.
+        unsafe { llama_sampler_free(c) };
+    }
+
+    #[test]
+    fn sample_follows_a_moved_data_pointer() {
+        // XTC drops the head of the array: the selection indexes the moved array.
+        // SAFETY: constructors of this module.
+        let c = chain_of(unsafe { vec![llama_sampler_init_xtc(1.0, 0.1, 1, 5), llama_sampler_init_greedy()] });
+        let logits = [0.0f32, 5.0, 4.9, -9.0];
+        // Both 5.0 and 4.9 are above 10%: the top one goes, greedy takes the next.
+        // SAFETY: a live chain.
+        assert_eq!(unsafe { sample_logits(c, &logits) }.unwrap(), 2);
+        // SAFETY: freed once.
+        unsafe { llama_sampler_free(c) };
+    }
+
+    #[test]
+    fn sample_refuses_a_fully_masked_row_and_an_empty_selection() {
+        // SAFETY: constructors of this module.
+        let c = chain_of(unsafe { vec![llama_sampler_init_dist(1)] });
+        let masked = [f32::NEG_INFINITY; 4];
+        // SAFETY: a live chain.
+        let err = unsafe { sample_logits(c, &masked) }.unwrap_err();
+        assert!(err.to_string().contains("every candidate was masked"), "{err}");
+        // SAFETY: as above.
+        assert_eq!(unsafe { chain_perf(c) }.unwrap().n_sample, 0, "nothing accepted");
+        // SAFETY: as above; an empty row selects nothing.
+        assert!(unsafe { sample_logits(c, &[]) }.is_err());
+        // SAFETY: freed once.
+        unsafe { llama_sampler_free(c) };
+    }
+
+    #[test]
+    fn a_lone_sampler_samples_without_a_chain() {
+        // SAFETY: constructor of this module.
+        let g = unsafe { llama_sampler_init_greedy() };
+        // SAFETY: a live sampler.
+        assert_eq!(unsafe { sample_logits(g, &[1.0, 0.0, 7.0]) }.unwrap(), 2);
+        // SAFETY: freed once.
+        unsafe { llama_sampler_free(g) };
+    }
 }

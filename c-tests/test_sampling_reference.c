@@ -1,0 +1,136 @@
+/* Seeded generation equals llama.cpp's: every sequence of ../shared/reference/<model>/sampling.jsonl
+ * (a sampler chain and a seed, 32 tokens after a prompt) is reproduced token for token through
+ * llama_sampler_sample for SmolLM2.
+ *
+ * Gemma 3's reference logits are not reproducible here, not even by llama.cpp 0.3.36 itself (its
+ * native build differs from them by up to 2.8, see src/context/tests.rs), so its sequences part ways
+ * as soon as the decoded logits do. What is checked for Gemma 3 is the sampling alone: the chain
+ * applied to llama.cpp's own logits for the prompt (last_logits_N.f32) draws the reference's first
+ * token for every seed. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define N_GEN 32
+
+/* The chain named "penalties(n_vocab,64,1.1,0,0) top_k(40) top_p(0.95,1) min_p(0.05,1) temp(0.8) dist(seed)". */
+static struct llama_sampler *reference_chain(const struct llama_vocab *vocab, uint32_t seed) {
+    struct llama_sampler *c = llama_sampler_chain_init(llama_sampler_chain_default_params());
+    llama_sampler_chain_add(c, llama_sampler_init_penalties(llama_vocab_n_tokens(vocab), 64, 1.1f, 0.0f, 0.0f));
+    llama_sampler_chain_add(c, llama_sampler_init_top_k(40));
+    llama_sampler_chain_add(c, llama_sampler_init_top_p(0.95f, 1));
+    llama_sampler_chain_add(c, llama_sampler_init_min_p(0.05f, 1));
+    llama_sampler_chain_add(c, llama_sampler_init_temp(0.8f));
+    llama_sampler_chain_add(c, llama_sampler_init_dist(seed));
+    return c;
+}
+
+static int decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos pos0) {
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    b.n_tokens = n;
+    for (int i = 0; i < n; i++) {
+        b.token[i] = t[i];
+        b.pos[i] = pos0 + i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = i == n - 1;
+    }
+    int rc = llama_decode(ctx, b);
+    llama_batch_free(b);
+    return rc;
+}
+
+/* The chain applied to llama.cpp's logits row for `prompt_no` selects this token. */
+static llama_token sample_reference_row(struct llama_sampler *chain, const char *ref, long long prompt_no, int n_vocab) {
+    char name[64];
+    snprintf(name, sizeof name, "last_logits_%lld.f32", prompt_no);
+    size_t len = 0;
+    char *raw = tu_read_file(tu_ref_path(ref, name), &len);
+    CHECK(len == sizeof(float) * (size_t)n_vocab, "%s: %s has %zu bytes", ref, name, len);
+    llama_token_data *data = malloc(sizeof(llama_token_data) * (size_t)n_vocab);
+    for (int i = 0; i < n_vocab; i++) {
+        float l;
+        memcpy(&l, raw + sizeof(float) * (size_t)i, sizeof l);
+        data[i] = (llama_token_data){i, l, 0.0f};
+    }
+    llama_token_data_array arr = {data, (size_t)n_vocab, -1, false};
+    llama_sampler_apply(chain, &arr);
+    llama_token t = arr.selected >= 0 ? arr.data[arr.selected].id : LLAMA_TOKEN_NULL;
+    free(data);
+    free(raw);
+    return t;
+}
+
+static void check_model(const char *file, const char *ref, bool decoded) {
+    struct llama_model *model = tu_load(file, false);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 1024;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    CHECK(ctx != NULL, "%s: no context: %s", file, llama_engine_last_error());
+    if (!ctx) {
+        llama_model_free(model);
+        return;
+    }
+    char *data = tu_read_file(tu_ref_path(ref, "sampling.jsonl"), NULL);
+    int n_lines = 0;
+    for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
+        long long seed = 0, prompt_no = 0, ids[1024], expected[N_GEN];
+        CHECK(tu_json_int(line, "seed", &seed) && tu_json_int(line, "prompt", &prompt_no), "%s: bad line", ref);
+        int n_prompt = tu_json_int_array(line, "prompt_ids", ids, 1024);
+        int n_exp = tu_json_int_array(line, "generated", expected, N_GEN);
+        CHECK(n_prompt > 0 && n_exp == N_GEN, "%s: bad arrays", ref);
+        if (n_prompt <= 0 || n_exp != N_GEN) {
+            continue;
+        }
+        llama_memory_clear(llama_get_memory(ctx), true);
+        llama_token prompt[1024];
+        for (int i = 0; i < n_prompt; i++) {
+            prompt[i] = (llama_token)ids[i];
+        }
+        struct llama_sampler *chain = reference_chain(vocab, (uint32_t)seed);
+        CHECK(llama_sampler_get_seed(chain) == (uint32_t)seed, "seed");
+        if (!decoded) {
+            llama_token t = sample_reference_row(chain, ref, prompt_no, llama_vocab_n_tokens(vocab));
+            CHECK(t == expected[0], "%s prompt %lld seed %lld: first token %d, llama.cpp %lld", ref, prompt_no, seed, t,
+                  expected[0]);
+            llama_sampler_free(chain);
+            n_lines++;
+            continue;
+        }
+        int rc = decode(ctx, prompt, n_prompt, 0);
+        CHECK(rc == 0, "%s prompt %lld: decode returned %d", ref, prompt_no, rc);
+        int first_diff = -1;
+        for (int i = 0; i < N_GEN && rc == 0; i++) {
+            llama_token t = llama_sampler_sample(chain, ctx, -1);
+            if (t != expected[i] && first_diff < 0) {
+                first_diff = i;
+                fprintf(stderr, "%s prompt %lld seed %lld: token %d is %d, llama.cpp sampled %lld\n", ref, prompt_no,
+                        seed, i, t, expected[i]);
+            }
+            if (first_diff >= 0) {
+                break; /* the sequences diverge from here */
+            }
+            rc = decode(ctx, &t, 1, n_prompt + i);
+        }
+        CHECK(first_diff < 0, "%s prompt %lld seed %lld differs from token %d on", ref, prompt_no, seed, first_diff);
+        struct llama_perf_sampler_data perf = llama_perf_sampler(chain);
+        CHECK(perf.n_sample == N_GEN || first_diff >= 0, "n_sample %d", perf.n_sample);
+        llama_sampler_free(chain);
+        n_lines++;
+    }
+    CHECK(n_lines == 8, "%s: %d sequences checked", ref, n_lines);
+    free(data);
+    llama_free(ctx);
+    llama_model_free(model);
+}
+
+int main(void) {
+    tu_capture_log();
+    llama_backend_init();
+    check_model(SMOLLM2_FILE, SMOLLM2_REF, true);
+    check_model(GEMMA3_FILE, GEMMA3_REF, false);
+    llama_backend_free();
+    return tu_finish("test_sampling_reference");
+}

@@ -1,0 +1,54 @@
+//! Greedy: select the first candidate with the highest logit.
+
+use super::{Candidates, Sampler};
+use std::ffi::CStr;
+
+#[derive(Clone, Default)]
+pub struct Greedy;
+
+impl Sampler for Greedy {
+    fn name(&self) -> &'static CStr {
+        c"greedy"
+    }
+
+    fn apply(&mut self, cur: &mut Candidates<'_>) {
+        let data = cur.data();
+        if data.is_empty() {
+            // llama.cpp would report index 0 of an empty array; an invalid index must not escape.
+            cur.selected = -1;
+            return;
+        }
+        let mut best = 0;
+        for i in 1..data.len() {
+            if data[i].logit > data[best].logit {
+                best = i;
+            }
+        }
+        cur.selected = best as i64;
+    }
+
+    fn box_clone(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::candidates::test_util::*;
+    use super::*;
+
+    #[test]
+    fn picks_the_first_maximum() {
+        let mut v = from_logits(&[1.0, 5.0, 5.0, -2.0]);
+        let mut c = Candidates::new(&mut v, -1, false);
+        Greedy.apply(&mut c);
+        assert_eq!(c.selected, 1);
+    }
+
+    #[test]
+    fn empty_selects_nothing() {
+        let mut c = Candidates::new(&mut [], 3, false);
+        Greedy.apply(&mut c);
+        assert_eq!(c.selected, -1);
+    }
+}

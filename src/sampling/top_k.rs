@@ -1,0 +1,77 @@
+//! Top-k: keep the k highest logits, sorted.
+
+use super::candidates::apply_top_k;
+use super::{Candidates, Empty, Sampler};
+use std::ffi::CStr;
+
+#[derive(Clone)]
+pub struct TopK {
+    k: i32,
+}
+
+impl TopK {
+    /// `k <= 0` is a no-op sampler ("?top-k").
+    pub fn boxed(k: i32) -> Box<dyn Sampler> {
+        if k <= 0 {
+            Box::new(Empty::new(c"?top-k"))
+        } else {
+            Box::new(TopK { k })
+        }
+    }
+}
+
+impl Sampler for TopK {
+    fn name(&self) -> &'static CStr {
+        c"top-k"
+    }
+
+    fn apply(&mut self, cur: &mut Candidates<'_>) {
+        apply_top_k(cur, self.k);
+    }
+
+    fn box_clone(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::candidates::test_util::*;
+    use super::super::Dist;
+    use super::*;
+
+    fn run(k: i32, expected: &[f32]) {
+        let mut v = from_probs(&[0.1, 0.2, 0.3, 0.4]);
+        let mut c = Candidates::new(&mut v, -1, false);
+        TopK::boxed(k).apply(&mut c);
+        Dist::new(0).apply(&mut c);
+        assert_probs(&c, expected);
+    }
+
+    #[test]
+    fn keeps_the_k_best_sorted() {
+        run(1, &[1.0]);
+        run(3, &[0.44444, 0.33333, 0.22222]);
+        run(4, &[0.4, 0.3, 0.2, 0.1]);
+        run(0, &[0.1, 0.2, 0.3, 0.4]);
+        run(1000, &[0.4, 0.3, 0.2, 0.1]);
+    }
+
+    #[test]
+    fn noop_is_named_like_llama_cpp() {
+        assert_eq!(TopK::boxed(0).name(), c"?top-k");
+        assert_eq!(TopK::boxed(-5).name(), c"?top-k");
+        assert_eq!(TopK::boxed(5).name(), c"top-k");
+    }
+
+    #[test]
+    fn large_vocab_keeps_the_top() {
+        let logits: Vec<f32> = (0..10000).map(|i| (i as f32).ln()).collect();
+        let mut v = from_logits(&logits);
+        let mut c = Candidates::new(&mut v, -1, false);
+        TopK::boxed(100).apply(&mut c);
+        assert_eq!(c.len(), 100);
+        assert_eq!(c.data()[0].id, 9999);
+        assert_eq!(c.data()[99].id, 9900);
+    }
+}
