@@ -3,18 +3,14 @@
  *
  * Usage: decode_bench LIB.so MODEL.gguf [N_PROMPT] [N_GEN] [THREADS] [REPS]
  * Prints one line per measurement: library, model, phase, tokens, best time, tokens per second. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "llama.h"
+#include "dl.h"
 
 #define FN(name) static __typeof__(name) *p_##name
-FN(llama_backend_init);
-FN(llama_log_set);
 FN(llama_model_default_params);
-FN(llama_model_load_from_file);
 FN(llama_model_get_vocab);
 FN(llama_vocab_n_tokens);
 FN(llama_context_default_params);
@@ -29,18 +25,7 @@ FN(llama_time_us);
 FN(llama_free);
 FN(llama_model_free);
 
-static void *lib;
-
-static void *sym(const char *name) {
-    void *p = dlsym(lib, name);
-    if (!p) {
-        fprintf(stderr, "missing symbol %s\n", name);
-        exit(1);
-    }
-    return p;
-}
-
-#define LOAD(name) p_##name = (__typeof__(p_##name))sym(#name)
+#define LOAD(name) p_##name = (__typeof__(p_##name))dl_sym(#name)
 
 static void quiet(enum ggml_log_level level, const char *text, void *ud) {
     (void)level;
@@ -85,15 +70,8 @@ int main(int argc, char **argv) {
     const int n_gen = argc > 4 ? atoi(argv[4]) : 128;
     const int threads = argc > 5 ? atoi(argv[5]) : 2;
     const int reps = argc > 6 ? atoi(argv[6]) : 3;
-    lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
-        return 1;
-    }
-    LOAD(llama_backend_init);
-    LOAD(llama_log_set);
+    dl_open(argv[1]);
     LOAD(llama_model_default_params);
-    LOAD(llama_model_load_from_file);
     LOAD(llama_model_get_vocab);
     LOAD(llama_vocab_n_tokens);
     LOAD(llama_context_default_params);
@@ -108,13 +86,8 @@ int main(int argc, char **argv) {
     LOAD(llama_free);
     LOAD(llama_model_free);
 
-    p_llama_log_set(quiet, NULL);
-    p_llama_backend_init();
-    struct llama_model *model = p_llama_model_load_from_file(argv[2], p_llama_model_default_params());
-    if (!model) {
-        fprintf(stderr, "cannot load %s\n", argv[2]);
-        return 1;
-    }
+    dl_init(quiet);
+    struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
     const int n_vocab = p_llama_vocab_n_tokens(p_llama_model_get_vocab(model));
     struct llama_context_params cp = p_llama_context_default_params();
     cp.n_ctx = (uint32_t)(n_prompt + n_gen + 16);

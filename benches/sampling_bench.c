@@ -9,25 +9,12 @@
 // and accepts the token). One-token decode steps are timed the same way, for scale.
 // Prints the median and mean time per token in microseconds.
 // Build: cc -O2 -I include -I <ggml include> -o sampling_bench benches/sampling_bench.c -ldl
-#include "llama.h"
+#include "dl.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define LOAD(name)                                                                  \
-    typeof(&name) p_##name = (typeof(&name))dlsym(lib, #name);                      \
-    if (!p_##name) {                                                                \
-        fprintf(stderr, "%s: missing symbol %s\n", argv[1], #name);                 \
-        return 1;                                                                   \
-    }
-
-static void quiet(enum ggml_log_level level, const char *text, void *user) {
-    (void)user;
-    if (level >= GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
-}
 
 static double now_us(void) {
     struct timespec ts;
@@ -63,28 +50,36 @@ int main(int argc, char **argv) {
     }
     int iters = argc > 3 ? atoi(argv[3]) : 200;
     if (iters < 1) iters = 1;
-    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "%s\n", dlerror());
-        return 1;
-    }
-    LOAD(llama_log_set) LOAD(llama_backend_init) LOAD(llama_model_default_params) LOAD(llama_model_load_from_file)
-    LOAD(llama_model_get_vocab) LOAD(llama_vocab_n_tokens) LOAD(llama_context_default_params)
-    LOAD(llama_init_from_model) LOAD(llama_tokenize) LOAD(llama_batch_get_one) LOAD(llama_decode)
-    LOAD(llama_sampler_chain_default_params) LOAD(llama_sampler_chain_init) LOAD(llama_sampler_chain_add)
-    LOAD(llama_sampler_init_penalties) LOAD(llama_sampler_init_top_k) LOAD(llama_sampler_init_top_p)
-    LOAD(llama_sampler_init_min_p) LOAD(llama_sampler_init_temp) LOAD(llama_sampler_init_dist)
-    LOAD(llama_sampler_init_greedy) LOAD(llama_sampler_init_typical) LOAD(llama_sampler_init_mirostat_v2)
-    LOAD(llama_sampler_init_grammar) LOAD(llama_sampler_sample) LOAD(llama_sampler_reset) LOAD(llama_sampler_free)
-    LOAD(llama_memory_clear) LOAD(llama_get_memory) LOAD(llama_free) LOAD(llama_model_free)
+    dl_open(argv[1]);
+    DL_LOAD(llama_model_default_params);
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_vocab_n_tokens);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_batch_get_one);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_sampler_chain_default_params);
+    DL_LOAD(llama_sampler_chain_init);
+    DL_LOAD(llama_sampler_chain_add);
+    DL_LOAD(llama_sampler_init_penalties);
+    DL_LOAD(llama_sampler_init_top_k);
+    DL_LOAD(llama_sampler_init_top_p);
+    DL_LOAD(llama_sampler_init_min_p);
+    DL_LOAD(llama_sampler_init_temp);
+    DL_LOAD(llama_sampler_init_dist);
+    DL_LOAD(llama_sampler_init_greedy);
+    DL_LOAD(llama_sampler_init_typical);
+    DL_LOAD(llama_sampler_init_mirostat_v2);
+    DL_LOAD(llama_sampler_init_grammar);
+    DL_LOAD(llama_sampler_sample);
+    DL_LOAD(llama_sampler_reset);
+    DL_LOAD(llama_sampler_free);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_model_free);
 
-    p_llama_log_set(quiet, NULL);
-    p_llama_backend_init();
-    struct llama_model *model = p_llama_model_load_from_file(argv[2], p_llama_model_default_params());
-    if (!model) {
-        fprintf(stderr, "cannot load %s\n", argv[2]);
-        return 1;
-    }
+    dl_init(dl_log_errors);
+    struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
     int n_vocab = p_llama_vocab_n_tokens(vocab);
     struct llama_context_params cp = p_llama_context_default_params();

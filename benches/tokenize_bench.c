@@ -7,22 +7,13 @@
 // non-Latin scripts) is tokenized REPEATS times (default 5) with add_special and parse_special.
 // Prints the token count, the best and median time and the throughput in MB/s.
 // Build: cc -O2 -I include -o tokenize_bench benches/tokenize_bench.c -ldl
-#include "llama.h"
+#include "dl.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define LOAD(name) typeof(&name) p_##name = (typeof(&name))dlsym(lib, #name); \
-    if (!p_##name) { fprintf(stderr, "%s: missing symbol %s\n", argv[1], #name); return 1; }
-
-static void quiet(enum ggml_log_level level, const char *text, void *user) {
-    (void)user;
-    if (level >= GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
-}
 
 static double now(void) {
     struct timespec ts;
@@ -67,18 +58,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s LIBRARY MODEL [TEXT_FILE] [REPEATS]\n", argv[0]);
         return 2;
     }
-    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 1; }
-    LOAD(llama_log_set) LOAD(llama_backend_init) LOAD(llama_model_default_params)
-    LOAD(llama_model_load_from_file) LOAD(llama_model_get_vocab) LOAD(llama_tokenize) LOAD(llama_model_free)
+    dl_open(argv[1]);
+    DL_LOAD(llama_model_default_params);
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_model_free);
 
-    p_llama_log_set(quiet, NULL);
-    p_llama_backend_init();
+    dl_init(dl_log_errors);
     struct llama_model_params mp = p_llama_model_default_params();
     mp.vocab_only = true;
     double t0 = now();
-    struct llama_model *model = p_llama_model_load_from_file(argv[2], mp);
-    if (!model) { fprintf(stderr, "cannot load %s\n", argv[2]); return 1; }
+    struct llama_model *model = dl_load_model(argv[2], mp);
     double t_load = now() - t0;
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
 

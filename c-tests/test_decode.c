@@ -33,22 +33,6 @@ static int argmax(const float *l, int n) {
     return best;
 }
 
-/* Decode `n` tokens of sequence `seq` from position `pos0`, logits for the last one. */
-static int decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos pos0, llama_seq_id seq) {
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    b.n_tokens = n;
-    for (int i = 0; i < n; i++) {
-        b.token[i] = t[i];
-        b.pos[i] = pos0 + i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = seq;
-        b.logits[i] = i == n - 1;
-    }
-    int rc = llama_decode(ctx, b);
-    llama_batch_free(b);
-    return rc;
-}
-
 static int n_evaluated = 0;
 
 static bool count_nodes(struct ggml_tensor *t, bool ask, void *data) {
@@ -129,14 +113,14 @@ int main(void) {
     /* Invalid batches: -1 with the reason in the log, and the cache untouched. */
     tu_log_clear();
     llama_token bad_token = n_vocab;
-    CHECK(decode(ctx, &bad_token, 1, n, 0) == -1, "out-of-range token");
+    CHECK(tu_decode(ctx, &bad_token, 1, n, 0) == -1, "out-of-range token");
     CHECK(tu_log_contains("invalid token[0]"), "token error logged");
-    CHECK(decode(ctx, toks, 1, n + 5, 0) == -1, "position gap");
+    CHECK(tu_decode(ctx, toks, 1, n + 5, 0) == -1, "position gap");
     CHECK(tu_log_contains("Y = X + 1"), "position error logged");
-    CHECK(decode(ctx, toks, 1, n, 3) == -1, "seq id out of range");
+    CHECK(tu_decode(ctx, toks, 1, n, 3) == -1, "seq id out of range");
     CHECK(tu_log_contains("invalid seq_id[0][0] = 3"), "seq error logged");
     llama_token many[600] = {0};
-    CHECK(decode(ctx, many, 600, n, 0) == -1, "more than n_batch");
+    CHECK(tu_decode(ctx, many, 600, n, 0) == -1, "more than n_batch");
     CHECK(tu_log_contains("exceeds the context's n_batch"), "n_batch error logged");
     struct llama_batch empty = llama_batch_get_one(toks, 0);
     CHECK(llama_decode(ctx, empty) == -1, "empty batch");
@@ -148,7 +132,7 @@ int main(void) {
     /* Greedy generation reuses the graph. */
     llama_token next = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
     for (int i = 0; i < 32; i++) {
-        CHECK(decode(ctx, &next, 1, n + i, 0) == 0, "generation step %d", i);
+        CHECK(tu_decode(ctx, &next, 1, n + i, 0) == 0, "generation step %d", i);
         next = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
     }
     struct llama_perf_context_data pd = llama_perf_context(ctx);
@@ -161,15 +145,15 @@ int main(void) {
     /* A full cache: 1, and nothing changed. */
     ctx = new_ctx(256, 256, 1);
     mem = llama_get_memory(ctx);
-    CHECK(decode(ctx, many, 200, 0, 0) == 0, "200 tokens fit");
-    CHECK(decode(ctx, many, 100, 200, 0) == 1, "100 more do not");
+    CHECK(tu_decode(ctx, many, 200, 0, 0) == 0, "200 tokens fit");
+    CHECK(tu_decode(ctx, many, 100, 200, 0) == 1, "100 more do not");
     CHECK(llama_memory_seq_pos_max(mem, 0) == 199, "cache as it was: %d", llama_memory_seq_pos_max(mem, 0));
-    CHECK(decode(ctx, many, 56, 200, 0) == 0, "the rest still fits");
+    CHECK(tu_decode(ctx, many, 56, 200, 0) == 0, "the rest still fits");
 
     /* Abort: 2. */
     llama_memory_clear(mem, true);
     llama_set_abort_callback(ctx, abort_now, NULL);
-    CHECK(decode(ctx, toks, n, 0, 0) == 2, "aborted");
+    CHECK(tu_decode(ctx, toks, n, 0, 0) == 2, "aborted");
     CHECK(llama_memory_seq_pos_max(mem, 0) == -1, "the aborted ubatch left nothing");
     llama_set_abort_callback(ctx, NULL, NULL);
     llama_free(ctx);
@@ -181,16 +165,16 @@ int main(void) {
     ctx = new_ctx(1024, 512, 1);
     mem = llama_get_memory(ctx);
     llama_token probe = 28;
-    CHECK(decode(ctx, toks, n, 0, 0) == 0, "prompt");
-    CHECK(decode(ctx, &probe, 1, n, 0) == 0, "probe at n");
+    CHECK(tu_decode(ctx, toks, n, 0, 0) == 0, "prompt");
+    CHECK(tu_decode(ctx, &probe, 1, n, 0) == 0, "probe at n");
     float *before = malloc(sizeof(float) * (size_t)n_vocab);
     memcpy(before, llama_get_logits_ith(ctx, -1), sizeof(float) * (size_t)n_vocab);
     llama_memory_clear(mem, true);
-    CHECK(decode(ctx, toks, n, 0, 0) == 0, "prompt again");
+    CHECK(tu_decode(ctx, toks, n, 0, 0) == 0, "prompt again");
     CHECK(llama_memory_can_shift(mem), "can shift");
     llama_memory_seq_add(mem, 0, 0, -1, 10);
     CHECK(llama_memory_seq_pos_min(mem, 0) == 10 && llama_memory_seq_pos_max(mem, 0) == n + 9, "shifted positions");
-    CHECK(decode(ctx, &probe, 1, n + 10, 0) == 0, "probe at n+10 after the shift");
+    CHECK(tu_decode(ctx, &probe, 1, n + 10, 0) == 0, "probe at n+10 after the shift");
     float *after = llama_get_logits_ith(ctx, -1);
     float maxdiff = 0;
     for (int i = 0; i < n_vocab; i++) {
@@ -204,10 +188,10 @@ int main(void) {
     /* Memory operations on sequences, with out-of-range ids refused (not aborted). */
     ctx = new_ctx(1024, 512, 2);
     mem = llama_get_memory(ctx);
-    CHECK(decode(ctx, toks, n, 0, 0) == 0, "seq 0");
+    CHECK(tu_decode(ctx, toks, n, 0, 0) == 0, "seq 0");
     llama_memory_seq_cp(mem, 0, 1, -1, -1);
     CHECK(llama_memory_seq_pos_max(mem, 1) == n - 1, "seq_cp");
-    CHECK(decode(ctx, &probe, 1, n, 1) == 0, "seq 1 continues on the shared prefix");
+    CHECK(tu_decode(ctx, &probe, 1, n, 1) == 0, "seq 1 continues on the shared prefix");
     llama_memory_seq_keep(mem, 1);
     CHECK(llama_memory_seq_pos_max(mem, 0) == -1 && llama_memory_seq_pos_max(mem, 1) == n, "seq_keep");
     tu_log_clear();
@@ -218,7 +202,7 @@ int main(void) {
 
     /* The extended batch API, as llama.cpp's own examples use it, gives the same logits. */
     ctx = new_ctx(1024, 512, 2);
-    CHECK(decode(ctx, toks, n, 0, 0) == 0, "llama_decode");
+    CHECK(tu_decode(ctx, toks, n, 0, 0) == 0, "llama_decode");
     float *want = malloc(sizeof(float) * (size_t)n_vocab);
     memcpy(want, llama_get_logits_ith(ctx, -1), sizeof(float) * (size_t)n_vocab);
     llama_memory_clear(llama_get_memory(ctx), true);
@@ -250,7 +234,7 @@ int main(void) {
     cp.n_ctx = 256;
     cp.cb_eval = count_nodes;
     ctx = llama_init_from_model(model, cp);
-    CHECK(ctx && decode(ctx, toks, n, 0, 0) == 0 && n_evaluated > 100, "cb_eval saw %d nodes", n_evaluated);
+    CHECK(ctx && tu_decode(ctx, toks, n, 0, 0) == 0 && n_evaluated > 100, "cb_eval saw %d nodes", n_evaluated);
     llama_free(ctx);
 
     llama_model_free(model);

@@ -26,21 +26,6 @@ static struct llama_sampler *reference_chain(const struct llama_vocab *vocab, ui
     return c;
 }
 
-static int decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos pos0) {
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    b.n_tokens = n;
-    for (int i = 0; i < n; i++) {
-        b.token[i] = t[i];
-        b.pos[i] = pos0 + i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = 0;
-        b.logits[i] = i == n - 1;
-    }
-    int rc = llama_decode(ctx, b);
-    llama_batch_free(b);
-    return rc;
-}
-
 /* The chain applied to llama.cpp's logits row for `prompt_no` selects this token. */
 static llama_token sample_reference_row(struct llama_sampler *chain, const char *ref, long long prompt_no, int n_vocab) {
     char name[64];
@@ -99,7 +84,7 @@ static void check_model(const char *file, const char *ref, bool decoded) {
             n_lines++;
             continue;
         }
-        int rc = decode(ctx, prompt, n_prompt, 0);
+        int rc = tu_decode(ctx, prompt, n_prompt, 0, 0);
         CHECK(rc == 0, "%s prompt %lld: decode returned %d", ref, prompt_no, rc);
         int first_diff = -1;
         for (int i = 0; i < N_GEN && rc == 0; i++) {
@@ -112,7 +97,7 @@ static void check_model(const char *file, const char *ref, bool decoded) {
             if (first_diff >= 0) {
                 break; /* the sequences diverge from here */
             }
-            rc = decode(ctx, &t, 1, n_prompt + i);
+            rc = tu_decode(ctx, &t, 1, n_prompt + i, 0);
         }
         CHECK(first_diff < 0, "%s prompt %lld seed %lld differs from token %d on", ref, prompt_no, seed, first_diff);
         struct llama_perf_sampler_data perf = llama_perf_sampler(chain);

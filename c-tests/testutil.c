@@ -215,3 +215,18 @@ struct llama_model *tu_load(const char *file, bool vocab_only) {
     }
     return m;
 }
+
+int tu_decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos pos0, llama_seq_id seq) {
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    b.n_tokens = n;
+    for (int i = 0; i < n; i++) {
+        b.token[i] = t[i];
+        b.pos[i] = pos0 + i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = seq;
+        b.logits[i] = i == n - 1;
+    }
+    int rc = llama_decode(ctx, b);
+    llama_batch_free(b);
+    return rc;
+}

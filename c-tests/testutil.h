@@ -1,5 +1,6 @@
 /* Helpers shared by the C tests: locating models and reference data, a minimal JSON reader for the
- * flat reference files, log capture, and check macros that count failures instead of aborting. */
+ * flat reference files, log capture, loading and decoding, and check macros that count failures
+ * instead of aborting. */
 #ifndef ENGINE_TESTUTIL_H
 #define ENGINE_TESTUTIL_H
 
@@ -60,5 +61,9 @@ bool tu_log_contains(const char *needle);
 
 /* Load a model with default parameters (optionally vocab only); exits on failure. */
 struct llama_model *tu_load(const char *file, bool vocab_only);
+
+/* Decode the `n` tokens `t` as one batch of sequence `seq` at positions pos0, pos0 + 1, ..., with
+ * logits for the last one only. Returns llama_decode's result. */
+int tu_decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos pos0, llama_seq_id seq);
 
 #endif

@@ -147,6 +147,7 @@ int main(int argc, char **argv) {
     }
     const double secs = (double)(llama_time_us() - t_start) / 1e6;
     printf("\n");
+    fflush(stdout);
     fprintf(stderr, "decoded %d tokens in %.2f s, speed: %.2f t/s\n", n_decode, secs, secs > 0 ? n_decode / secs : 0.0);
     llama_perf_sampler_print(smpl);
     llama_perf_context_print(ctx);

@@ -2,7 +2,7 @@
 //! moving average of the chosen tokens' original probabilities, then draw.
 
 use super::candidates::softmax;
-use super::rng::{discrete, resolve_seed, Mt19937};
+use super::rng::SeededRng;
 use super::{Candidates, Sampler, Token, TOKEN_NULL};
 use std::ffi::CStr;
 
@@ -14,8 +14,7 @@ const INV_WIDTH: f32 = 1.0 / DISTRIBUTION_WIDTH;
 pub struct AdaptiveP {
     target: f32,
     decay: f32,
-    seed: u32,
-    rng: Mt19937,
+    rng: SeededRng,
     weighted_sum: f32,
     total_weight: f32,
     original_probs: Vec<f32>,
@@ -40,19 +39,12 @@ impl AdaptiveP {
         AdaptiveP {
             target,
             decay,
-            seed,
-            rng: Mt19937::new(resolve_seed(seed)),
+            rng: SeededRng::new(seed),
             weighted_sum: target / (1.0 - decay),
             total_weight: 1.0 / (1.0 - decay),
             original_probs: Vec::new(),
             pending: None,
         }
-    }
-
-    fn draw(&mut self, cur: &mut Candidates<'_>) -> usize {
-        let idx = discrete(cur.data().iter().map(|d| d.p), &mut self.rng);
-        cur.selected = idx as i64;
-        idx
     }
 }
 
@@ -68,7 +60,7 @@ impl Sampler for AdaptiveP {
         }
         softmax(cur, false);
         if self.target < 0.0 {
-            self.draw(cur);
+            self.rng.select(cur);
             return;
         }
         self.original_probs.clear();
@@ -91,7 +83,7 @@ impl Sampler for AdaptiveP {
             d.logit = PEAK_LOGIT_VALUE - SHARPNESS * dist * dist / (1.0 + dist);
         }
         softmax(cur, false);
-        let idx = self.draw(cur);
+        let idx = self.rng.select(cur);
         self.pending = Some((cur.data()[idx].id, idx));
     }
 
@@ -111,12 +103,12 @@ impl Sampler for AdaptiveP {
         self.weighted_sum = self.target / (1.0 - self.decay);
         self.total_weight = 1.0 / (1.0 - self.decay);
         self.pending = None;
-        self.rng = Mt19937::new(resolve_seed(self.seed));
+        self.rng.reset();
     }
 
     /// llama.cpp's clone starts a fresh random stream from the seed and copies only the averages.
     fn box_clone(&self) -> Box<dyn Sampler> {
-        let mut c = AdaptiveP::new(self.target, self.decay, self.seed);
+        let mut c = AdaptiveP::new(self.target, self.decay, self.rng.seed());
         c.weighted_sum = self.weighted_sum;
         c.total_weight = self.total_weight;
         c.pending = self.pending;

@@ -165,6 +165,16 @@ pub(super) fn sort_top(cur: &mut Candidates<'_>, npartial: usize) {
     cur.sorted = true;
 }
 
+/// The highest logit of non-empty candidates: the first when sorted, else `std::max` over them in order
+/// (so a NaN behaves as in llama.cpp).
+pub(super) fn max_logit(cur: &Candidates<'_>) -> f32 {
+    let data = cur.data();
+    if cur.sorted {
+        return data[0].logit;
+    }
+    data[1..].iter().fold(data[0].logit, |m, d| cxx_max(m, d.logit))
+}
+
 /// Probabilities from logits (llama.cpp's softmax, float accumulation), sorting first if asked.
 pub(super) fn softmax(cur: &mut Candidates<'_>, do_sort: bool) {
     if cur.is_empty() {
@@ -174,14 +184,8 @@ pub(super) fn softmax(cur: &mut Candidates<'_>, do_sort: bool) {
         let n = cur.len();
         sort_top(cur, n);
     }
-    let sorted = cur.sorted;
+    let max_l = max_logit(cur);
     let data = cur.data_mut();
-    let mut max_l = data[0].logit;
-    if !sorted {
-        for d in &data[1..] {
-            max_l = cxx_max(max_l, d.logit);
-        }
-    }
     let mut cum_sum = 0.0f32;
     for d in data.iter_mut() {
         d.p = (d.logit - max_l).exp();

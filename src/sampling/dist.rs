@@ -1,24 +1,19 @@
 //! Dist: draw a candidate from the softmax of the logits with a seeded `std::mt19937`.
 
-use super::candidates::cxx_max;
-use super::rng::{resolve_seed, Mt19937};
+use super::candidates::max_logit;
+use super::rng::SeededRng;
 use super::{Candidates, Sampler};
 use std::ffi::CStr;
 
 #[derive(Clone)]
 pub struct Dist {
-    seed: u32,
-    seed_cur: u32,
-    rng: Mt19937,
+    rng: SeededRng,
 }
 
 impl Dist {
     pub fn new(seed: u32) -> Self {
-        let seed_cur = resolve_seed(seed);
         Dist {
-            seed,
-            seed_cur,
-            rng: Mt19937::new(seed_cur),
+            rng: SeededRng::new(seed),
         }
     }
 }
@@ -38,24 +33,18 @@ impl Sampler for Dist {
         cur.selected = 0;
         if cur.len() == 1 {
             // One draw per output even here, as llama.cpp keeps its stream aligned this way.
-            self.rng.uniform_f64();
+            self.rng.generator().uniform_f64();
             cur.data_mut()[0].p = 1.0;
             return;
         }
-        let sorted = cur.sorted;
+        let max_l = max_logit(cur);
         let data = cur.data_mut();
-        let mut max_l = data[0].logit;
-        if !sorted {
-            for d in &data[1..] {
-                max_l = cxx_max(max_l, d.logit);
-            }
-        }
         let mut sum_cum = 0.0f64;
         for d in data.iter_mut() {
             d.p = (d.logit - max_l).exp();
             sum_cum += f64::from(d.p);
         }
-        let rnd = self.rng.uniform_f64();
+        let rnd = self.rng.generator().uniform_f64();
         let sum_tgt = sum_cum * rnd;
         let mut sum_run = 0.0f64;
         let mut found = None;
@@ -74,8 +63,7 @@ impl Sampler for Dist {
     }
 
     fn reset(&mut self) {
-        self.seed_cur = resolve_seed(self.seed);
-        self.rng = Mt19937::new(self.seed_cur);
+        self.rng.reset();
     }
 
     fn box_clone(&self) -> Box<dyn Sampler> {
@@ -83,13 +71,14 @@ impl Sampler for Dist {
     }
 
     fn seed(&self) -> Option<u32> {
-        Some(self.seed_cur)
+        Some(self.rng.current_seed())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::candidates::test_util::*;
+    use super::super::rng::Mt19937;
     use super::*;
 
     fn draw(s: &mut Dist, logits: &[f32]) -> i64 {

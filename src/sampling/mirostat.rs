@@ -2,43 +2,67 @@
 //! seeded draw (`std::discrete_distribution`).
 
 use super::candidates::{apply_top_k, cvtt_i32, softmax};
-use super::rng::{discrete, resolve_seed, Mt19937};
+use super::rng::SeededRng;
 use super::{Candidates, Sampler};
 use std::cmp::Ordering;
 use std::ffi::CStr;
 use std::hint::black_box;
 
-/// Draw from the current probabilities, select the draw and return -log2 of its probability.
-fn draw_and_surprise(cur: &mut Candidates<'_>, rng: &mut Mt19937) -> f32 {
-    let idx = discrete(cur.data().iter().map(|d| d.p), rng);
-    cur.selected = idx as i64;
-    -cur.data()[idx].p.log2()
+/// What both versions steer with: the target surprise tau, the learning rate eta, the running maximum
+/// surprise mu (2·tau at the start) and the random stream.
+#[derive(Clone)]
+struct Steering {
+    tau: f32,
+    eta: f32,
+    mu: f32,
+    rng: SeededRng,
+}
+
+impl Steering {
+    fn new(seed: u32, tau: f32, eta: f32) -> Self {
+        Steering {
+            tau,
+            eta,
+            mu: 2.0 * tau,
+            rng: SeededRng::new(seed),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.mu = 2.0 * self.tau;
+        self.rng.reset();
+    }
+
+    /// One step of either version: sorted probabilities, `truncate` (given mu) keeps what the version
+    /// allows, then renormalise, draw and move mu against the error of the drawn candidate's surprise
+    /// (-log2 of its probability).
+    fn apply(&mut self, cur: &mut Candidates<'_>, truncate: impl FnOnce(&mut Candidates<'_>, f32)) {
+        if cur.is_empty() {
+            cur.selected = -1;
+            return;
+        }
+        softmax(cur, true);
+        truncate(cur, self.mu);
+        softmax(cur, true);
+        let idx = self.rng.select(cur);
+        let observed_surprise = -cur.data()[idx].p.log2();
+        self.mu -= self.eta * (observed_surprise - self.tau);
+    }
 }
 
 #[derive(Clone)]
 pub struct Mirostat {
     n_vocab: i32,
-    seed: u32,
-    seed_cur: u32,
-    tau: f32,
-    eta: f32,
     m: i32,
-    mu: f32,
-    rng: Mt19937,
+    steering: Steering,
 }
 
 impl Mirostat {
     pub fn new(n_vocab: i32, seed: u32, tau: f32, eta: f32, m: i32) -> Self {
-        let seed_cur = resolve_seed(seed);
         Mirostat {
             n_vocab,
-            seed,
-            seed_cur,
-            tau,
-            eta,
             m,
-            mu: 2.0 * tau,
-            rng: Mt19937::new(seed_cur),
+            steering: Steering::new(seed, tau, eta),
         }
     }
 }
@@ -51,37 +75,29 @@ impl Sampler for Mirostat {
     /// Estimate the Zipf exponent s_hat from the top m probabilities, derive k from it and mu, keep the
     /// top k and draw.
     fn apply(&mut self, cur: &mut Candidates<'_>) {
-        if cur.is_empty() {
-            cur.selected = -1;
-            return;
-        }
-        softmax(cur, true);
-        let data = cur.data();
-        let n_terms = (self.m as usize).wrapping_sub(1).min(data.len() - 1);
-        let mut sum_ti_bi = 0.0f32;
-        let mut sum_ti_sq = 0.0f32;
-        for i in 0..n_terms {
-            let t_i = ((i + 2) as f32 / (i + 1) as f32).ln();
-            let b_i = (data[i].p / data[i + 1].p).ln();
-            sum_ti_bi += t_i * b_i;
-            sum_ti_sq += t_i * t_i;
-        }
-        let s_hat = sum_ti_bi / sum_ti_sq;
-        let epsilon_hat = s_hat - 1.0;
-        // black_box keeps LLVM from turning powf(2, x) into exp2f(x), whose rounding may differ.
-        let k = ((epsilon_hat * black_box(2.0f32).powf(self.mu)) / (1.0 - (self.n_vocab as f32).powf(-epsilon_hat)))
-            .powf(1.0 / s_hat);
-
-        apply_top_k(cur, cvtt_i32(k).max(1));
-        softmax(cur, true);
-        let observed_surprise = draw_and_surprise(cur, &mut self.rng);
-        self.mu -= self.eta * (observed_surprise - self.tau);
+        let (n_vocab, m) = (self.n_vocab, self.m);
+        self.steering.apply(cur, |cur, mu| {
+            let data = cur.data();
+            let n_terms = (m as usize).wrapping_sub(1).min(data.len() - 1);
+            let mut sum_ti_bi = 0.0f32;
+            let mut sum_ti_sq = 0.0f32;
+            for i in 0..n_terms {
+                let t_i = ((i + 2) as f32 / (i + 1) as f32).ln();
+                let b_i = (data[i].p / data[i + 1].p).ln();
+                sum_ti_bi += t_i * b_i;
+                sum_ti_sq += t_i * t_i;
+            }
+            let s_hat = sum_ti_bi / sum_ti_sq;
+            let epsilon_hat = s_hat - 1.0;
+            // black_box keeps LLVM from turning powf(2, x) into exp2f(x), whose rounding may differ.
+            let k = ((epsilon_hat * black_box(2.0f32).powf(mu)) / (1.0 - (n_vocab as f32).powf(-epsilon_hat)))
+                .powf(1.0 / s_hat);
+            apply_top_k(cur, cvtt_i32(k).max(1));
+        });
     }
 
     fn reset(&mut self) {
-        self.mu = 2.0 * self.tau;
-        self.seed_cur = resolve_seed(self.seed);
-        self.rng = Mt19937::new(self.seed_cur);
+        self.steering.reset();
     }
 
     fn box_clone(&self) -> Box<dyn Sampler> {
@@ -89,30 +105,19 @@ impl Sampler for Mirostat {
     }
 
     fn seed(&self) -> Option<u32> {
-        Some(self.seed_cur)
+        Some(self.steering.rng.current_seed())
     }
 }
 
 #[derive(Clone)]
 pub struct MirostatV2 {
-    seed: u32,
-    seed_cur: u32,
-    tau: f32,
-    eta: f32,
-    mu: f32,
-    rng: Mt19937,
+    steering: Steering,
 }
 
 impl MirostatV2 {
     pub fn new(seed: u32, tau: f32, eta: f32) -> Self {
-        let seed_cur = resolve_seed(seed);
         MirostatV2 {
-            seed,
-            seed_cur,
-            tau,
-            eta,
-            mu: 2.0 * tau,
-            rng: Mt19937::new(seed_cur),
+            steering: Steering::new(seed, tau, eta),
         }
     }
 }
@@ -124,27 +129,19 @@ impl Sampler for MirostatV2 {
 
     /// Keep the sorted prefix whose surprise stays within mu (at least one), renormalise and draw.
     fn apply(&mut self, cur: &mut Candidates<'_>) {
-        if cur.is_empty() {
-            cur.selected = -1;
-            return;
-        }
-        softmax(cur, true);
-        // Stops at the first surprise above mu; NaN does not stop it (llama.cpp's find_if of `> mu`).
-        let keep = cur
-            .data()
-            .iter()
-            .take_while(|d| (-d.p.log2()).partial_cmp(&self.mu) != Some(Ordering::Greater))
-            .count();
-        cur.truncate(keep.max(1));
-        softmax(cur, true);
-        let observed_surprise = draw_and_surprise(cur, &mut self.rng);
-        self.mu -= self.eta * (observed_surprise - self.tau);
+        self.steering.apply(cur, |cur, mu| {
+            // Stops at the first surprise above mu; NaN does not stop it (llama.cpp's find_if of `> mu`).
+            let keep = cur
+                .data()
+                .iter()
+                .take_while(|d| (-d.p.log2()).partial_cmp(&mu) != Some(Ordering::Greater))
+                .count();
+            cur.truncate(keep.max(1));
+        });
     }
 
     fn reset(&mut self) {
-        self.mu = 2.0 * self.tau;
-        self.seed_cur = resolve_seed(self.seed);
-        self.rng = Mt19937::new(self.seed_cur);
+        self.steering.reset();
     }
 
     fn box_clone(&self) -> Box<dyn Sampler> {
@@ -152,7 +149,7 @@ impl Sampler for MirostatV2 {
     }
 
     fn seed(&self) -> Option<u32> {
-        Some(self.seed_cur)
+        Some(self.steering.rng.current_seed())
     }
 }
 
@@ -170,7 +167,7 @@ mod tests {
         s.apply(&mut c);
         assert_probs(&c, &[0.4 / 0.7, 0.3 / 0.7]);
         let chosen = c.selected_data().unwrap().p;
-        assert!((s.mu - (2.0 - 0.1 * (-chosen.log2() - 1.0))).abs() < 1e-6);
+        assert!((s.steering.mu - (2.0 - 0.1 * (-chosen.log2() - 1.0))).abs() < 1e-6);
     }
 
     #[test]
@@ -184,7 +181,7 @@ mod tests {
         assert_eq!(ids(&c), vec![1, 3]);
         assert_probs(&c, &[2.0 / 3.0, 1.0 / 3.0]);
         let p = c.selected_data().unwrap().p;
-        assert!((s.mu - (2.0 - 0.1 * (-p.log2() - 1.0))).abs() < 1e-6);
+        assert!((s.steering.mu - (2.0 - 0.1 * (-p.log2() - 1.0))).abs() < 1e-6);
     }
 
     #[test]
@@ -197,9 +194,9 @@ mod tests {
             s.apply(&mut c);
             assert!(c.selected_data().is_some());
         }
-        let mu = s.mu;
+        let mu = s.steering.mu;
         s.reset();
-        assert_eq!(s.mu, 10.0);
+        assert_eq!(s.steering.mu, 10.0);
         assert_ne!(mu, 10.0);
     }
 

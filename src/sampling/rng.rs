@@ -2,7 +2,7 @@
 //! output into floating-point numbers (`std::generate_canonical`, `uniform_real_distribution`,
 //! `discrete_distribution`), reproduced operation by operation so a seed gives the same draws.
 
-use super::DEFAULT_SEED;
+use super::{Candidates, DEFAULT_SEED};
 
 const N: usize = 624;
 const M: usize = 397;
@@ -77,9 +77,55 @@ impl Mt19937 {
     }
 }
 
+/// The random state of a seeded sampler: the seed it was given, the seed in use (drawn anew on every
+/// reset when the given one is `LLAMA_DEFAULT_SEED`) and the generator started from the latter.
+#[derive(Clone)]
+pub struct SeededRng {
+    seed: u32,
+    seed_cur: u32,
+    rng: Mt19937,
+}
+
+impl SeededRng {
+    pub fn new(seed: u32) -> Self {
+        let seed_cur = resolve_seed(seed);
+        SeededRng {
+            seed,
+            seed_cur,
+            rng: Mt19937::new(seed_cur),
+        }
+    }
+
+    /// Back to the start of the stream, through a fresh random seed if the given one asked for it.
+    pub fn reset(&mut self) {
+        *self = SeededRng::new(self.seed);
+    }
+
+    /// The seed the sampler was created with.
+    pub fn seed(&self) -> u32 {
+        self.seed
+    }
+
+    /// The seed the current stream started from (what `llama_sampler_get_seed` reports).
+    pub fn current_seed(&self) -> u32 {
+        self.seed_cur
+    }
+
+    pub fn generator(&mut self) -> &mut Mt19937 {
+        &mut self.rng
+    }
+
+    /// Select a candidate drawn by its probability (`std::discrete_distribution`) and return its index.
+    pub fn select(&mut self, cur: &mut Candidates<'_>) -> usize {
+        let idx = discrete(cur.data().iter().map(|d| d.p), &mut self.rng);
+        cur.selected = idx as i64;
+        idx
+    }
+}
+
 /// The seed a sampler uses: `seed` itself, or a fresh random one for `LLAMA_DEFAULT_SEED`
 /// (llama.cpp asks `std::random_device`, which reads the OS entropy source).
-pub fn resolve_seed(seed: u32) -> u32 {
+fn resolve_seed(seed: u32) -> u32 {
     if seed != DEFAULT_SEED {
         return seed;
     }
@@ -106,7 +152,7 @@ pub fn resolve_seed(seed: u32) -> u32 {
 /// `std::discrete_distribution<int>(weights)(rng)` as libstdc++ computes it: the weights as doubles,
 /// normalised by their sum, cumulated (last forced to 1), then a lower_bound of one canonical double.
 /// Fewer than two weights return 0 without drawing.
-pub fn discrete(weights: impl ExactSizeIterator<Item = f32> + Clone, rng: &mut Mt19937) -> usize {
+fn discrete(weights: impl ExactSizeIterator<Item = f32> + Clone, rng: &mut Mt19937) -> usize {
     let n = weights.len();
     if n < 2 {
         return 0;

@@ -2,7 +2,7 @@
 //! the least likely of them.
 
 use super::candidates::softmax;
-use super::rng::{resolve_seed, Mt19937};
+use super::rng::SeededRng;
 use super::{Candidates, Empty, Sampler};
 use std::ffi::CStr;
 
@@ -11,8 +11,7 @@ pub struct Xtc {
     probability: f32,
     threshold: f32,
     min_keep: usize,
-    seed: u32,
-    rng: Mt19937,
+    rng: SeededRng,
 }
 
 impl Xtc {
@@ -25,8 +24,7 @@ impl Xtc {
             probability: p,
             threshold: t,
             min_keep,
-            seed,
-            rng: Mt19937::new(resolve_seed(seed)),
+            rng: SeededRng::new(seed),
         })
     }
 }
@@ -40,7 +38,7 @@ impl Sampler for Xtc {
         if self.probability <= 0.0 || self.threshold > 0.5 || cur.len() < 2 {
             return;
         }
-        if self.rng.uniform_f32() > self.probability {
+        if self.rng.generator().uniform_f32() > self.probability {
             return;
         }
         softmax(cur, true);
@@ -56,7 +54,7 @@ impl Sampler for Xtc {
     }
 
     fn reset(&mut self) {
-        self.rng = Mt19937::new(resolve_seed(self.seed));
+        self.rng.reset();
     }
 
     fn box_clone(&self) -> Box<dyn Sampler> {

@@ -1,0 +1,65 @@
+/* Loading the llama.h library under test with dlopen, and the start every benchmark makes with it
+ * (log, backend, model), shared by the benchmark programs so that one binary times libengine.so and
+ * llama.cpp's libllama.so alike. A library that cannot be loaded, lacks a symbol or cannot load the
+ * model ends the program with status 1. */
+#ifndef ENGINE_BENCH_DL_H
+#define ENGINE_BENCH_DL_H
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "llama.h"
+
+static void *dl_lib;
+static const char *dl_path;
+
+static void dl_open(const char *path) {
+    dl_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl_lib) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        exit(1);
+    }
+    dl_path = path;
+}
+
+static void *dl_sym(const char *name) {
+    void *p = dlsym(dl_lib, name);
+    if (!p) {
+        fprintf(stderr, "%s: missing symbol %s\n", dl_path, name);
+        exit(1);
+    }
+    return p;
+}
+
+/* Declares p_NAME with the type of llama.h's NAME and resolves it in the library. */
+#define DL_LOAD(name) __typeof__(&name) p_##name = (__typeof__(&name))dl_sym(#name)
+
+/* The start every benchmark makes: the library's log through `log`, then its backend. */
+static void dl_init(ggml_log_callback log) {
+    DL_LOAD(llama_log_set);
+    DL_LOAD(llama_backend_init);
+    p_llama_log_set(log, NULL);
+    p_llama_backend_init();
+}
+
+/* The model at `path`, loaded with `mp`; exits if it cannot be loaded. */
+static struct llama_model *dl_load_model(const char *path, struct llama_model_params mp) {
+    DL_LOAD(llama_model_load_from_file);
+    struct llama_model *model = p_llama_model_load_from_file(path, mp);
+    if (!model) {
+        fprintf(stderr, "cannot load %s\n", path);
+        exit(1);
+    }
+    return model;
+}
+
+/* A log callback that shows only errors, so a benchmark's output stays readable. */
+static inline void dl_log_errors(enum ggml_log_level level, const char *text, void *user) {
+    (void)user;
+    if (level >= GGML_LOG_LEVEL_ERROR) {
+        fputs(text, stderr);
+    }
+}
+
+#endif
