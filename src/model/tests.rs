@@ -172,6 +172,17 @@ fn unknown_architectures_are_refused_by_name() {
 }
 
 #[test]
+fn special_token_ids_outside_the_vocabulary_are_refused() {
+    let msg = load_err(&model_file(|f| {
+        set_kv(f, "tokenizer.ggml.bos_token_id", Value::U32(99))
+    }));
+    assert!(
+        msg.contains("'tokenizer.ggml.bos_token_id' = 99 is outside the vocabulary of 4 tokens"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn absurd_counts_are_refused() {
     let msg = load_err(&model_file(|f| set_kv(f, "llama.block_count", Value::U32(100_000))));
     assert!(msg.contains("absurd layer count 100000"), "{msg}");

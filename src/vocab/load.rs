@@ -469,8 +469,9 @@ fn read_attrs(meta: Meta, n: usize) -> Result<Vec<u32>> {
     }
 }
 
-/// Special token ids from the metadata; a default outside the vocabulary is dropped, an id from the
-/// file outside it is ignored (both with a warning), as llama.cpp does.
+/// Special token ids from the metadata. A default outside the vocabulary is dropped with a warning,
+/// as llama.cpp does; an id the file states outside it makes the file invalid (llama.cpp only warns,
+/// but such a file is corrupt and the load must say so).
 fn read_special_ids(meta: Meta, n: usize, ids: &mut SpecialIds) -> Result<()> {
     type Slot = fn(&mut SpecialIds) -> &mut i32;
     let slots: [(&str, Slot); 17] = [
@@ -501,10 +502,11 @@ fn read_special_ids(meta: Meta, n: usize, ids: &mut SpecialIds) -> Result<()> {
         }
         if let Some(new) = get_u32(meta, key)? {
             if new as usize >= n {
-                crate::log_warn!("bad special token: '{key}' = {new}, using the default id {id}");
-            } else {
-                *id = new as i32;
+                return Err(err(format!(
+                    "special token '{key}' = {new} is outside the vocabulary of {n} tokens"
+                )));
             }
+            *id = new as i32;
         }
     }
     Ok(())

@@ -715,8 +715,14 @@ fn bpe_flags_come_from_the_pre_tokenizer_and_metadata() {
     let v = tiny_bpe("gpt-2", vec![("tokenizer.ggml.add_bos_token", Value::Bool(true))]).unwrap();
     // BOS 11 is inside this vocabulary, so it stays.
     assert_eq!(v.tokenize(b"", true, false).unwrap(), [11]);
-    let v = tiny_bpe("olmo", vec![("tokenizer.ggml.eos_token_id", Value::U32(5000))]).unwrap();
-    assert_eq!(v.special_ids().eos, 11, "an id outside the vocabulary is ignored");
+    let e = tiny_bpe("olmo", vec![("tokenizer.ggml.eos_token_id", Value::U32(5000))])
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string()
+            .contains("'tokenizer.ggml.eos_token_id' = 5000 is outside the vocabulary"),
+        "{e}"
+    );
 }
 
 #[test]
