@@ -61,13 +61,15 @@ impl Arch {
     }
 }
 
-/// One expected tensor: its GGUF name, its shape (ggml order, innermost first) and whether a file
-/// may leave it out.
+/// One expected tensor: its GGUF name, its shape (ggml order, innermost first), whether a file
+/// may leave it out, and whether the graph uses it only as the left operand of matrix products
+/// (such weights may be stored in a layout only those products read: `ggml::ExtraBufferType`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorSpec {
     pub name: String,
     pub shape: Vec<u64>,
     pub required: bool,
+    pub matmul_only: bool,
 }
 
 impl TensorSpec {
@@ -76,6 +78,14 @@ impl TensorSpec {
             name: name.into(),
             shape: shape.iter().map(|&d| d.into()).collect(),
             required,
+            matmul_only: false,
+        }
+    }
+
+    fn matmul(name: impl Into<String>, shape: &[u32], required: bool) -> TensorSpec {
+        TensorSpec {
+            matmul_only: true,
+            ..TensorSpec::new(name, shape, required)
         }
     }
 }
@@ -86,7 +96,7 @@ fn common_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
     let (e, v) = (hp.n_embd, hp.n_vocab);
     specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
     specs.push(TensorSpec::new("output_norm.weight", &[e], true));
-    specs.push(TensorSpec::new("output.weight", &[e, v], false));
+    specs.push(TensorSpec::matmul("output.weight", &[e, v], false));
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         let q = hp.n_embd_head_k * hp.n_head[il];
@@ -94,16 +104,16 @@ fn common_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
         let vv = hp.n_embd_head_v * hp.n_head_kv[il];
         let ff = hp.n_ff[il];
         specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-        specs.push(TensorSpec::new(b("attn_q.weight"), &[e, q], true));
-        specs.push(TensorSpec::new(b("attn_k.weight"), &[e, k], true));
-        specs.push(TensorSpec::new(b("attn_v.weight"), &[e, vv], true));
+        specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, q], true));
+        specs.push(TensorSpec::matmul(b("attn_k.weight"), &[e, k], true));
+        specs.push(TensorSpec::matmul(b("attn_v.weight"), &[e, vv], true));
         specs.push(TensorSpec::new(b("attn_q.bias"), &[q], false));
         specs.push(TensorSpec::new(b("attn_k.bias"), &[k], false));
         specs.push(TensorSpec::new(b("attn_v.bias"), &[vv], false));
-        specs.push(TensorSpec::new(b("attn_output.weight"), &[q, e], true));
+        specs.push(TensorSpec::matmul(b("attn_output.weight"), &[q, e], true));
         specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
-        specs.push(TensorSpec::new(b("ffn_gate.weight"), &[e, ff], true));
-        specs.push(TensorSpec::new(b("ffn_up.weight"), &[e, ff], true));
-        specs.push(TensorSpec::new(b("ffn_down.weight"), &[ff, e], true));
+        specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+        specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+        specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
     }
 }

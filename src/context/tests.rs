@@ -137,14 +137,15 @@ const SMOLLM2_TOL: Tolerance = Tolerance {
     greedy_margin: 0.05,
 };
 
-/// Gemma 3's reference is not reproducible even by llama.cpp: the same build (0.3.36, native, 2
-/// threads) run here differs from it by up to 2.8 (prompt 1) while matching to 1e-6 elsewhere
-/// (prompt 4 at n_ubatch 512), and its K-quant kernels (ggml 0.25) differ slightly from the ggml we
-/// link (0.9.8). We stay within 1.6 of the reference; the bar is set to that scale.
+/// Gemma 3 (this Q4_K_M file) turns last-bit kernel differences into logit differences of whole
+/// units: with an F32 KV cache, llama.cpp and we already differ by 1.4 at the first token. Its
+/// reference is not reproducible even by llama.cpp: the same build (0.3.36, native, 2 threads) run
+/// here differs from it by up to 2.77 (prompt 1, n_ubatch 512; we get the same 2.77 there) while
+/// matching to 1e-6 elsewhere (prompt 4 at n_ubatch 512). The bar is set to that scale.
 const GEMMA3_TOL: Tolerance = Tolerance {
-    logit: 2.0,
-    tie: 2.0,
-    greedy_margin: 2.0,
+    logit: 3.0,
+    tie: 3.0,
+    greedy_margin: 3.0,
 };
 
 /// Our logits at one position agree with llama.cpp's top 10 within `tol`.
@@ -183,8 +184,8 @@ fn decode_all(ctx: &mut Context, ids: &[i32]) -> Vec<Vec<f32>> {
         .collect()
 }
 
-fn logits_match_reference(model: (&str, &str), tol: Tolerance) {
-    let m = load(model.0);
+fn logits_match_reference(model: (&str, &str), load_params: LoadParams, tol: Tolerance) {
+    let m = Model::load(&[model_path(model.0)], load_params).expect("model loads");
     let text = std::fs::read_to_string(reference_dir(model.1).join("logits.jsonl")).expect("logits.jsonl");
     for line in text.lines() {
         let prompt = json_int(line, "prompt").expect("prompt");
@@ -207,7 +208,7 @@ fn logits_match_reference(model: (&str, &str), tol: Tolerance) {
 
 #[test]
 fn smollm2_logits_match_llama_cpp_at_every_position() {
-    logits_match_reference(SMOLLM2, SMOLLM2_TOL);
+    logits_match_reference(SMOLLM2, LoadParams::default(), SMOLLM2_TOL);
 }
 
 fn argmax(l: &[f32]) -> i32 {
@@ -387,7 +388,49 @@ fn generation_reuses_the_graph_and_never_grows_buffers() {
 
 #[test]
 fn gemma3_logits_match_llama_cpp_at_every_position() {
-    logits_match_reference(GEMMA3, GEMMA3_TOL);
+    logits_match_reference(GEMMA3, LoadParams::default(), GEMMA3_TOL);
+}
+
+/// The same with every weight read from the file mapping: the plain kernels instead of the
+/// repacked Q4_K ones (llama.h's `use_extra_bufts = false`).
+#[test]
+fn gemma3_logits_match_llama_cpp_without_repacked_weights() {
+    let params = LoadParams {
+        extra_bufts: false,
+        ..LoadParams::default()
+    };
+    logits_match_reference(GEMMA3, params, GEMMA3_TOL);
+}
+
+/// With `use_extra_bufts` (llama.h's default) the matrix weights the CPU backend can repack are
+/// moved to its CPU_REPACK buffer (on x86 with AVX2: Q4_K); everything else stays a view of the
+/// file's bytes, and the embedding table, which is also read row by row, always does.
+#[test]
+fn extra_buffer_types_hold_only_repackable_matrix_weights() {
+    // ggml's name for CPU buffers over memory it does not own: here, the file's bytes.
+    const MAPPED: &str = "CPU_Mapped";
+    let where_is = |m: &Model, name: &str| {
+        m.weights()
+            .and_then(|w| w.get(name))
+            .and_then(|t| t.buffer_type_name())
+            .expect("placed weight")
+    };
+    let repacking = LoadParams::default();
+    let m = Model::load(&[model_path(GEMMA3.0)], repacking).expect("model loads");
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert_eq!(where_is(&m, "blk.0.attn_output.weight"), "CPU_REPACK", "Q4_K matrix");
+    }
+    assert_eq!(where_is(&m, "blk.0.attn_q.weight"), MAPPED, "Q5_0 has no x86 repacking");
+    assert_eq!(where_is(&m, "token_embd.weight"), MAPPED, "the embedding table");
+    assert_eq!(where_is(&m, "blk.0.attn_norm.weight"), MAPPED);
+
+    let plain = LoadParams {
+        extra_bufts: false,
+        ..LoadParams::default()
+    };
+    let m = Model::load(&[model_path(GEMMA3.0)], plain).expect("model loads");
+    assert_eq!(where_is(&m, "blk.0.attn_output.weight"), MAPPED);
 }
 
 #[test]

@@ -152,6 +152,7 @@ pub(crate) unsafe fn model_load_params<'p>(p: &llama_model_params) -> Result<(Lo
             mlock,
             vocab_only: p.vocab_only,
             check_tensors: p.check_tensors,
+            extra_bufts: p.use_extra_bufts,
             overrides,
             progress: None,
         },

@@ -1,6 +1,6 @@
 //! The CPU backend, the scheduler that runs graphs on it, and backend buffers that own memory.
 
-use super::{Arena, TensorRef};
+use super::{Arena, ExtraBufferType, TensorRef};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -99,10 +99,28 @@ unsafe impl Sync for OwnedBuffer {}
 impl OwnedBuffer {
     /// Allocate CPU memory for every tensor in `arena` and point them at it.
     pub fn for_arena_cpu(arena: &Arena) -> Result<OwnedBuffer, String> {
-        // SAFETY: the arena's tensors are fresh (no data); ggml returns NULL when allocation fails.
-        let raw = unsafe {
-            ggml_sys::ggml_backend_alloc_ctx_tensors_from_buft(arena.as_ptr(), ggml_sys::ggml_backend_cpu_buffer_type())
+        // SAFETY: the CPU buffer type is static.
+        Self::for_arena(arena, unsafe { ggml_sys::ggml_backend_cpu_buffer_type() })
+    }
+
+    /// Allocate memory of an extra buffer type for every (weight) tensor in `arena`; data then
+    /// goes in through [`tensor_set`], which converts it to the buffer type's layout.
+    pub fn for_weights_in(arena: &Arena, buft: ExtraBufferType) -> Result<OwnedBuffer, String> {
+        let b = Self::for_arena(arena, buft.raw())?;
+        // SAFETY: live buffer; the usage tells the scheduler these are weights.
+        unsafe {
+            ggml_sys::ggml_backend_buffer_set_usage(
+                b.raw.as_ptr(),
+                ggml_sys::ggml_backend_buffer_usage_GGML_BACKEND_BUFFER_USAGE_WEIGHTS,
+            )
         };
+        Ok(b)
+    }
+
+    fn for_arena(arena: &Arena, buft: ggml_sys::ggml_backend_buffer_type_t) -> Result<OwnedBuffer, String> {
+        // SAFETY: the arena's tensors are fresh (no data) and the buffer type is live; ggml returns
+        // NULL when allocation fails.
+        let raw = unsafe { ggml_sys::ggml_backend_alloc_ctx_tensors_from_buft(arena.as_ptr(), buft) };
         NonNull::new(raw)
             .map(|raw| OwnedBuffer { raw })
             .ok_or_else(|| "cannot allocate the buffer (out of memory?)".to_string())
@@ -179,6 +197,8 @@ pub enum ComputeStatus {
 /// The one scheduler of a context: plans graphs over the backends and owns the compute buffers.
 pub struct Scheduler {
     raw: NonNull<ggml_sys::ggml_backend_sched>,
+    /// The one backend it schedules on; its owner keeps it alive longer than the scheduler.
+    backend: ggml_sys::ggml_backend_t,
 }
 
 // SAFETY: used by one context, one thread at a time.
@@ -194,12 +214,39 @@ impl Scheduler {
             ggml_sys::ggml_backend_sched_new(backends.as_mut_ptr(), std::ptr::null_mut(), 1, max_nodes, false, true)
         };
         NonNull::new(raw)
-            .map(|raw| Scheduler { raw })
+            .map(|raw| Scheduler {
+                raw,
+                backend: backend.raw(),
+            })
             .ok_or_else(|| "ggml_backend_sched_new failed".to_string())
+    }
+
+    /// Every node of `graph` must be one the backend can run with its operands where they are
+    /// (a weight in a repacked buffer feeds nothing but matrix products); ggml would abort otherwise.
+    fn check_supported(&self, graph: &super::Graph) -> Result<(), String> {
+        for i in 0..graph.n_nodes() {
+            // SAFETY: i is below the node count; the backend is alive (see the field).
+            let (node, ok) = unsafe {
+                let node = ggml_sys::ggml_graph_node(graph.raw(), i);
+                (node, ggml_sys::ggml_backend_supports_op(self.backend, node))
+            };
+            if !ok {
+                // SAFETY: a live node; its name is a NUL-terminated array and ggml_op_desc a static string.
+                let (name, op) = unsafe {
+                    (
+                        std::ffi::CStr::from_ptr((*node).name.as_ptr()).to_string_lossy(),
+                        std::ffi::CStr::from_ptr(ggml_sys::ggml_op_desc(node)).to_string_lossy(),
+                    )
+                };
+                return Err(format!("the backend cannot run graph node '{name}' ({op})"));
+            }
+        }
+        Ok(())
     }
 
     /// Size the compute buffers for `graph` (call with the worst case first).
     pub fn reserve(&self, graph: &super::Graph) -> Result<(), String> {
+        self.check_supported(graph)?;
         // SAFETY: the graph belongs to a live graph arena.
         if unsafe { ggml_sys::ggml_backend_sched_reserve(self.raw.as_ptr(), graph.raw()) } {
             Ok(())
@@ -210,6 +257,7 @@ impl Scheduler {
 
     /// Plan and place `graph`'s tensors in the compute buffers (after a reset).
     pub fn alloc(&self, graph: &super::Graph) -> Result<(), String> {
+        self.check_supported(graph)?;
         // SAFETY: as above; reset first so the scheduler forgets the previous graph.
         let ok = unsafe {
             ggml_sys::ggml_backend_sched_reset(self.raw.as_ptr());

@@ -30,6 +30,20 @@ impl TensorRef {
         unsafe { (*self.as_ptr()).ne }
     }
 
+    /// The name of the buffer type holding the tensor's data ("CPU", "CPU_REPACK", ...), if any.
+    pub fn buffer_type_name(self) -> Option<String> {
+        // SAFETY: reading a live tensor; a non-NULL buffer is alive while the tensor is used, and
+        // buffer type names are static strings.
+        unsafe {
+            let buf = (*self.as_ptr()).buffer;
+            if buf.is_null() {
+                return None;
+            }
+            let name = ggml_sys::ggml_backend_buft_name(ggml_sys::ggml_backend_buffer_get_type(buf));
+            Some(std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned())
+        }
+    }
+
     pub fn ggml_type(self) -> RawType {
         // SAFETY: reading a plain field of a live tensor.
         unsafe { (*self.as_ptr()).type_ }

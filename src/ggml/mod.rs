@@ -6,6 +6,7 @@
 mod backend;
 mod buffer;
 mod context;
+mod extra_buft;
 mod graph;
 
 pub use backend::{
@@ -13,6 +14,7 @@ pub use backend::{
 };
 pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};
+pub use extra_buft::{cpu_extra_buffer_types, ExtraBufferType};
 pub use graph::{Graph, OpResult, ROPE_NEOX, ROPE_NORMAL};
 
 use crate::log::{self, Level};

@@ -19,7 +19,7 @@ use crate::gguf::{GgufFile, TensorInfo};
 use crate::vocab::Vocab;
 use hparams::HParams;
 use metadata::Meta;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use storage::Storage;
 use weights::{FileTensors, Weights};
 
@@ -29,6 +29,8 @@ pub struct LoadParams<'p> {
     pub mlock: bool,
     pub vocab_only: bool,
     pub check_tensors: bool,
+    /// Let the CPU backend keep matrix weights in faster layouts (a copy; llama.h's `use_extra_bufts`).
+    pub extra_bufts: bool,
     pub overrides: Vec<KvOverride>,
     /// Called with the fraction loaded (0..=1); returning false cancels the load.
     pub progress: Option<&'p mut dyn FnMut(f32) -> bool>,
@@ -41,6 +43,7 @@ impl Default for LoadParams<'_> {
             mlock: false,
             vocab_only: false,
             check_tensors: false,
+            extra_bufts: true,
             overrides: Vec::new(),
             progress: None,
         }
@@ -141,7 +144,8 @@ impl Model {
 
         let arch = arch.ok_or_else(|| Error::Internal("architecture checked above".into()))?;
         let hp = HParams::load(arch, &m, n_vocab)?;
-        check_tensors_match(&arch.tensors(&hp), &tensors)?;
+        let specs = arch.tensors(&hp);
+        check_tensors_match(&specs, &tensors)?;
         if params.check_tensors {
             for (fi, t) in &tensors {
                 let g = &ggufs[*fi];
@@ -169,7 +173,12 @@ impl Model {
             .collect();
         let read_share = if params.mode == LoadMode::Read { 0.5 } else { 0.0 };
         let mut place_progress = |f: f32| progress(read_share + (1.0 - read_share) * f);
-        let weights = Weights::place(&per_file, &mut place_progress)?;
+        let repackable: HashSet<&str> = specs
+            .iter()
+            .filter(|s| params.extra_bufts && s.matmul_only)
+            .map(|s| s.name.as_str())
+            .collect();
+        let weights = Weights::place(&per_file, &repackable, &mut place_progress)?;
         if !progress(1.0) {
             return Err(Error::Cancelled(
                 "model loading cancelled by the progress callback".into(),

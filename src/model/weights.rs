@@ -1,11 +1,15 @@
 //! Weight tensors placed in CPU backend buffers that view the model's file bytes (no copy), or a
-//! copy of the data section when the file's alignment does not satisfy ggml.
+//! copy of the data section when the file's alignment does not satisfy ggml. Matrix weights the
+//! CPU backend multiplies faster in a repacked layout are copied into such a buffer instead.
 
 use crate::error::{Error, Result};
-use crate::ggml::{Arena, HostBuffer, TensorRef, CPU_BUFFER_ALIGNMENT};
+use crate::ggml::{
+    cpu_extra_buffer_types, tensor_set, Arena, ExtraBufferType, HostBuffer, OwnedBuffer, TensorRef,
+    CPU_BUFFER_ALIGNMENT,
+};
 use crate::gguf::TensorInfo;
 use memmap2::MmapMut;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// One file's tensors and where its data section lies in its bytes.
 pub struct FileTensors<'a> {
@@ -16,7 +20,8 @@ pub struct FileTensors<'a> {
 }
 
 pub struct Weights {
-    // Held for their lifetime only. Declared first: buffers are released before the arena and copies.
+    // Held for their lifetime only. Declared first: buffers are released before the arenas and copies.
+    _repacked: Vec<(OwnedBuffer, Arena)>,
     _buffers: Vec<HostBuffer>,
     _arena: Arena,
     /// Data sections that had to be copied to satisfy ggml's alignment.
@@ -25,15 +30,21 @@ pub struct Weights {
 }
 
 impl Weights {
-    /// Create a ggml tensor for every tensor of every file and point it at its data.
+    /// Create a ggml tensor for every tensor of every file and point it at its data; the tensors
+    /// named in `repackable` go to the CPU backend's extra buffer types where one supports them.
     /// `progress` gets the fraction of bytes placed; returning false cancels.
-    pub fn place(files: &[FileTensors], progress: &mut dyn FnMut(f32) -> bool) -> Result<Weights> {
+    pub fn place(
+        files: &[FileTensors],
+        repackable: &HashSet<&str>,
+        progress: &mut dyn FnMut(f32) -> bool,
+    ) -> Result<Weights> {
         let n_tensors: usize = files.iter().map(|f| f.tensors.len()).sum();
         let total: u64 = files.iter().map(|f| f.data_size).sum::<u64>().max(1);
         let mut arena = Arena::new(n_tensors).map_err(Error::Ggml)?;
         let mut buffers = Vec::new();
         let mut copies = Vec::new();
         let mut by_name = HashMap::with_capacity(n_tensors);
+        let mut to_repack = Vec::new();
         let mut done = 0u64;
         for f in files {
             if f.tensors.is_empty() {
@@ -61,13 +72,7 @@ impl Weights {
                 b
             };
             for info in &f.tensors {
-                let ne: Vec<i64> = info.ne[..info.n_dims as usize]
-                    .iter()
-                    .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
-                    .collect();
-                let t = arena
-                    .new_tensor(info.ggml_type, &ne, &info.name)
-                    .map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))?;
+                let t = new_tensor(&mut arena, info)?;
                 if t.nbytes() as u64 != info.size {
                     return Err(Error::model(format!(
                         "tensor '{}': ggml computes {} bytes but the file describes {}",
@@ -81,6 +86,12 @@ impl Weights {
                     .place(t, offset)
                     .map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))?;
                 by_name.insert(info.name.clone(), t);
+                if repackable.contains(info.name.as_str()) {
+                    let bytes = data
+                        .get(offset..offset + t.nbytes())
+                        .ok_or_else(|| Error::Internal(format!("tensor '{}' placed outside its data", info.name)))?;
+                    to_repack.push((*info, bytes, t));
+                }
                 done += info.size;
                 if !progress(done as f32 / total as f32) {
                     return Err(Error::Cancelled(
@@ -90,7 +101,9 @@ impl Weights {
             }
             buffers.push(buffer);
         }
+        let repacked = repack(&to_repack, &mut by_name)?;
         Ok(Weights {
+            _repacked: repacked,
             _buffers: buffers,
             _arena: arena,
             _copies: copies,
@@ -101,4 +114,56 @@ impl Weights {
     pub fn get(&self, name: &str) -> Option<TensorRef> {
         self.by_name.get(name).copied()
     }
+}
+
+fn new_tensor(arena: &mut Arena, info: &TensorInfo) -> Result<TensorRef> {
+    let ne: Vec<i64> = info.ne[..info.n_dims as usize]
+        .iter()
+        .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
+        .collect();
+    arena
+        .new_tensor(info.ggml_type, &ne, &info.name)
+        .map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))
+}
+
+/// A weight that may be repacked: its description, its bytes in the file and its view of them.
+type Candidate<'a> = (&'a TensorInfo, &'a [u8], TensorRef);
+
+/// Copy each candidate into the first extra buffer type that can multiply it, converting it to
+/// that type's layout, and point `by_name` at the copy. Candidates no buffer type takes stay views
+/// of the file.
+fn repack(candidates: &[Candidate], by_name: &mut HashMap<String, TensorRef>) -> Result<Vec<(OwnedBuffer, Arena)>> {
+    let bufts = cpu_extra_buffer_types();
+    let mut groups: Vec<(ExtraBufferType, Vec<Candidate>)> = Vec::new();
+    for &c in candidates {
+        let Some(buft) = bufts.iter().copied().find(|b| b.supports_matmul(c.2)) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(b, _)| *b == buft) {
+            Some((_, g)) => g.push(c),
+            None => groups.push((buft, vec![c])),
+        }
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (buft, group) in groups {
+        let mut arena = Arena::new(group.len()).map_err(Error::Ggml)?;
+        let tensors = group
+            .iter()
+            .map(|(info, _, _)| new_tensor(&mut arena, info))
+            .collect::<Result<Vec<_>>>()?;
+        let buffer = OwnedBuffer::for_weights_in(&arena, buft)
+            .map_err(|e| Error::model(format!("weights for {}: {e}", buft.name())))?;
+        for (t, (info, bytes, _)) in tensors.iter().zip(&group) {
+            tensor_set(*t, bytes).map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))?;
+            by_name.insert(info.name.clone(), *t);
+        }
+        crate::log_info!(
+            "model: {} weight tensors ({:.2} MiB) repacked for {}",
+            group.len(),
+            buffer.size() as f64 / (1024.0 * 1024.0),
+            buft.name()
+        );
+        out.push((buffer, arena));
+    }
+    Ok(out)
 }

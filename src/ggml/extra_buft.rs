@@ -1,0 +1,139 @@
+//! The CPU backend's extra buffer types: weight storage in layouts its matrix kernels read faster
+//! (ggml's "CPU_REPACK" interleaves quantized rows; AMX or KleidiAI where compiled in). A tensor
+//! stored in one is usable only by the ops the buffer type supports, and its bytes are rewritten
+//! on upload, so it cannot be a view of the file.
+
+use super::{Arena, TensorRef};
+use std::ffi::CStr;
+use std::ptr::NonNull;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ExtraBufferType(NonNull<ggml_sys::ggml_backend_buffer_type>);
+
+// SAFETY: buffer types are static descriptors owned by ggml for the life of the process.
+unsafe impl Send for ExtraBufferType {}
+// SAFETY: as above; queries do not mutate them.
+unsafe impl Sync for ExtraBufferType {}
+
+/// The extra buffer types of the CPU device, in ggml's order of preference.
+pub fn cpu_extra_buffer_types() -> Vec<ExtraBufferType> {
+    super::init();
+    let mut out = Vec::new();
+    // SAFETY: the CPU registry is static and has one device; the proc address, when present, has
+    // the type ggml documents for that name and returns a NULL-terminated static array.
+    unsafe {
+        let reg = ggml_sys::ggml_backend_cpu_reg();
+        let dev = ggml_sys::ggml_backend_reg_dev_get(reg, 0);
+        let proc = ggml_sys::ggml_backend_reg_get_proc_address(reg, c"ggml_backend_dev_get_extra_bufts".as_ptr());
+        if dev.is_null() || proc.is_null() {
+            return out;
+        }
+        let get: ggml_sys::ggml_backend_dev_get_extra_bufts_t = std::mem::transmute(proc);
+        let Some(get) = get else { return out };
+        let mut p = get(dev);
+        while !p.is_null() {
+            match NonNull::new(*p) {
+                Some(b) => out.push(ExtraBufferType(b)),
+                None => break,
+            }
+            p = p.add(1);
+        }
+    }
+    out
+}
+
+impl ExtraBufferType {
+    pub fn name(self) -> String {
+        // SAFETY: a live buffer type; its name is a static string.
+        unsafe { CStr::from_ptr(ggml_sys::ggml_backend_buft_name(self.0.as_ptr())) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Whether `weight` (2-D), stored in this buffer type, can be the left operand of a matrix
+    /// product with f32 activations. Asks the device with a stand-in tensor; `weight` is untouched.
+    pub fn supports_matmul(self, weight: TensorRef) -> bool {
+        let ne = weight.ne();
+        if ne[2] != 1 || ne[3] != 1 {
+            return false;
+        }
+        let Ok(mut arena) = Arena::new(3) else { return false };
+        let (Ok(w), Ok(x)) = (
+            arena.new_tensor(weight.ggml_type(), &ne[..2], "w"),
+            arena.new_tensor(ggml_sys::ggml_type_GGML_TYPE_F32, &[ne[0], 1], "x"),
+        ) else {
+            return false;
+        };
+        // SAFETY: w and x are live tensors of the arena with equal row lengths (ggml_mul_mat's
+        // requirement) and the arena has room for the product. The zero-sized buffer only carries
+        // the buffer type the device inspects; nothing is read from or written to it, and it is
+        // detached and freed before the arena goes.
+        unsafe {
+            let op = ggml_sys::ggml_mul_mat(arena.as_ptr(), w.as_ptr(), x.as_ptr());
+            let dummy = ggml_sys::ggml_backend_buft_alloc_buffer(self.0.as_ptr(), 0);
+            if op.is_null() || dummy.is_null() {
+                return false;
+            }
+            (*w.as_ptr()).buffer = dummy;
+            let dev = ggml_sys::ggml_backend_buft_get_device(self.0.as_ptr());
+            let ok = !dev.is_null() && ggml_sys::ggml_backend_dev_supports_op(dev, op);
+            (*w.as_ptr()).buffer = std::ptr::null_mut();
+            ggml_sys::ggml_backend_buffer_free(dummy);
+            ok
+        }
+    }
+
+    pub(crate) fn raw(self) -> ggml_sys::ggml_backend_buffer_type_t {
+        self.0.as_ptr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ggml::{tensor_set, CpuBackend, Graph, OwnedBuffer, Scheduler};
+
+    /// Where the machine has a repacking buffer type for Q4_0 (x86 with AVX2, ARM with dot
+    /// products), a weight stored there feeds matrix products, and a graph that reads it any other
+    /// way is refused with an error before ggml could abort on it.
+    #[test]
+    fn repacked_weights_feed_only_matrix_products() {
+        let mut arena = Arena::new(1).expect("arena");
+        let w = arena
+            .new_tensor(ggml_sys::ggml_type_GGML_TYPE_Q4_0, &[64, 8], "w")
+            .expect("tensor");
+        let buft = cpu_extra_buffer_types().into_iter().find(|b| b.supports_matmul(w));
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            assert!(
+                buft.is_some(),
+                "no extra buffer type takes a Q4_0 matrix on an AVX2 machine"
+            );
+        }
+        let Some(buft) = buft else { return };
+        let _buffer = OwnedBuffer::for_weights_in(&arena, buft).expect("buffer");
+        assert_eq!(w.buffer_type_name().as_deref(), Some(buft.name().as_str()));
+        tensor_set(w, &vec![0u8; w.nbytes()]).expect("upload converts the layout");
+
+        let backend = CpuBackend::new(1).expect("backend");
+        let sched = Scheduler::new(&backend, 16).expect("scheduler");
+        let mut product = Graph::new(16).expect("graph");
+        let x = product
+            .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[64, 3], "x")
+            .expect("x");
+        let y = product.mul_mat(w, x).expect("mul_mat");
+        product.output(y);
+        sched.reserve(&product).expect("a product over a repacked weight runs");
+
+        let mut lookup = Graph::new(16).expect("graph");
+        let rows = lookup
+            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[2], "rows")
+            .expect("rows");
+        let r = lookup.get_rows(w, rows).expect("get_rows");
+        lookup.output(r);
+        let err = sched
+            .reserve(&lookup)
+            .expect_err("a row lookup cannot read repacked data");
+        assert!(err.contains("cannot run graph node"), "{err}");
+    }
+}
