@@ -83,25 +83,11 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
         let sliding = hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false);
-        let freq_base = match std::env::var("DBG_BASE").as_deref() {
-            Ok("swa") => hp.rope_freq_base_swa,
-            Ok("glob") => b.params.freq_base,
-            Ok("swap") => {
-                if sliding {
-                    b.params.freq_base
-                } else {
-                    hp.rope_freq_base_swa
-                }
-            }
-            _ => {
-                if sliding {
-                    hp.rope_freq_base_swa
-                } else {
-                    b.params.freq_base
-                }
-            }
+        let freq_base = if sliding {
+            hp.rope_freq_base_swa
+        } else {
+            b.params.freq_base
         };
-        let sliding = sliding && std::env::var("DBG_NOSWA").is_err();
         let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
         let cur = b.rms_norm(x, attn_norm)?;
         let (wq, wk, wv) = (
