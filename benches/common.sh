@@ -4,18 +4,13 @@
 models="${ENGINE_MODEL_DIR:-$HOME/.cache/engine/models}"
 bench_models=(SmolLM2-135M-Instruct.Q4_1.gguf gemma-3-270m-q4_k_m.gguf)
 
-# build_bench NAME: build libengine.so and compile benches/NAME_bench.c against our llama.h and ggml's
-# headers (found through cargo metadata) into target/NAME_bench, whose path it leaves in $bin.
+# build_bench NAME: build libengine.so and compile benches/NAME_bench.c against our llama.h and the
+# headers of the ggml we build (vendor/README.md) into target/NAME_bench, whose path it leaves in $bin.
 build_bench() {
+    scripts/fetch-ggml.sh
     cargo build --release --lib
-    local ggml_include
-    ggml_include="$(cargo metadata --format-version 1 | python3 -c '
-import json, os, sys
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] == "qts_ggml_sys":
-        print(os.path.join(os.path.dirname(p["manifest_path"]), "vendor/ggml/include"))')"
     bin="target/$1_bench"
-    cc -O2 -Wall -Wextra -I include -I "$ggml_include" -o "$bin" "benches/$1_bench.c" -ldl
+    cc -O2 -Wall -Wextra -I include -I "${GGML_SRC:-.ggml/ggml}/include" -o "$bin" "benches/$1_bench.c" -ldl
 }
 
 # run_bench LIBLLAMA ARG: run $bin with each model and ARG, against libengine.so and then LIBLLAMA

@@ -18,3 +18,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# ggml's source (llama.cpp 0.3.36's), which the build needs before cargo runs.
+"$(dirname "$0")/fetch-ggml.sh"

@@ -19,9 +19,9 @@ const fn tt(name: &'static str, block_size: u64, type_size: u64) -> Option<TypeT
     })
 }
 
-/// ggml 0.9.8's `type_traits` (names, blck_size, type_size), indexed by `enum ggml_type`.
+/// ggml's `type_traits` (0.25.3, llama.cpp 0.3.36's) (names, blck_size, type_size), indexed by `enum ggml_type`.
 /// `None` marks ids whose support ggml removed.
-static TYPES: [Option<TypeTraits>; 41] = [
+static TYPES: [Option<TypeTraits>; 43] = [
     tt("f32", 1, 4),        // 0
     tt("f16", 1, 2),        // 1
     tt("q4_0", 32, 18),     // 2
@@ -63,6 +63,8 @@ static TYPES: [Option<TypeTraits>; 41] = [
     None,                   // 38: iq4_nl_8_8, removed
     tt("mxfp4", 32, 17),    // 39
     tt("nvfp4", 64, 36),    // 40
+    tt("q1_0", 128, 18),    // 41
+    tt("q2_0", 64, 18),     // 42
 ];
 
 /// The block geometry of a ggml type id, or `None` for ids ggml does not know or no longer supports.

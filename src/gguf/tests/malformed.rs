@@ -266,7 +266,7 @@ fn bools_other_than_0_and_1_are_rejected() {
 
 #[test]
 fn unknown_tensor_types_are_rejected() {
-    for ggml_type in [41u32, 1000, u32::MAX] {
+    for ggml_type in [43u32, 1000, u32::MAX] {
         let mut f = File::sample();
         f.tensors[1].ggml_type = ggml_type;
         assert_rejected(

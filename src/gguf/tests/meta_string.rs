@@ -124,6 +124,8 @@ fn type_table_matches_ggml() {
         (35, "tq2_0", 256, 66),
         (39, "mxfp4", 32, 17),
         (40, "nvfp4", 64, 36),
+        (41, "q1_0", 128, 18),
+        (42, "q2_0", 64, 18),
     ];
     for (id, name, block, size) in facts {
         let t = type_traits(id);
@@ -132,9 +134,9 @@ fn type_table_matches_ggml() {
             Some((name, block, size))
         );
     }
-    for id in [4, 5, 31, 32, 33, 36, 37, 38, 41, u32::MAX] {
+    for id in [4, 5, 31, 32, 33, 36, 37, 38, 43, u32::MAX] {
         assert!(type_traits(id).is_none(), "type {id}");
     }
-    let known = (0..=40).filter(|&id| type_traits(id).is_some()).count();
-    assert_eq!(known, 41 - 8);
+    let known = (0..=42).filter(|&id| type_traits(id).is_some()).count();
+    assert_eq!(known, 43 - 8);
 }
