@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Do libengine.so and llama.cpp's libllama.so compute the same? One program (benches/compare_bench.c)
+# prints tokenizations, logits (a hash of every row's bits), multi-sequence batches and seeded
+# generations for each test model through each library; this reports where the outputs first differ.
+# Not a test (llama.cpp is not part of the build or CI); exits 1 if anything differs.
+#
+#   benches/compare.sh [LIBLLAMA.so]     (default: $LIBLLAMA, else benches/llama-cpp.sh provides one)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+libllama="${1:-${LIBLLAMA:-$(benches/llama-cpp.sh)}}"
+scripts/fetch-models.sh >/dev/null
+
+. benches/common.sh
+build_bench compare
+
+status=0
+for model in "${bench_models[@]}"; do
+    out="$(mktemp -d)"
+    "$bin" "$PWD/target/release/libengine.so" "$models/$model" >"$out/engine"
+    "$bin" "$libllama" "$models/$model" >"$out/llama"
+    lines=$(wc -l <"$out/llama")
+    if cmp -s "$out/engine" "$out/llama"; then
+        echo "$model: identical ($lines lines: tokenization, logits bits, multi-sequence, sampling)"
+    else
+        status=1
+        echo "$model: $(diff "$out/engine" "$out/llama" | grep -c '^<') of $lines lines differ; first difference:"
+        diff "$out/engine" "$out/llama" | head -n 4 | cut -c1-200
+    fi
+    rm -rf "$out"
+done
+exit "$status"

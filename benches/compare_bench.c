@@ -1,0 +1,284 @@
+// What a llama.h library computes, printed so that two libraries can be compared line by line:
+// tokenization and detokenization of generated texts, the logits of whole prompts (a hash of every
+// row's bits, and its top 3) at n_ubatch 512 and 7, several sequences in one batch, and seeded
+// generation through sampler chains of every family.
+//
+//   compare_bench LIBRARY MODEL
+//
+// LIBRARY is loaded with dlopen (libengine.so, or llama.cpp's libllama.so). benches/compare.sh runs
+// it against both and reports the first difference.
+// Build: cc -O2 -I include -I <ggml include> -o compare_bench benches/compare_bench.c -ldl
+#include "dl.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *PROMPTS[] = {
+    "The capital of France is",
+    "<start_of_turn>user\nName three rivers.<end_of_turn>\n<start_of_turn>model\n",
+    "<|im_start|>user\nWrite a haiku about rain.<|im_end|>\n<|im_start|>assistant\n",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+    "In 1492, Columbus sailed across the Atlantic. The voyage",
+    "Les mathématiques sont la reine des sciences, et l'arithmétique",
+};
+#define N_PROMPTS (int)(sizeof PROMPTS / sizeof *PROMPTS)
+
+static const char *PIECES[] = {
+    " ", "  ", "\n", "\n\n", "\t", "Hello", "world", "don't", "I'm", "'s", "123", "4567", "3.14", "x=y+z",
+    "    return", "<start_of_turn>", "<end_of_turn>", "<bos>", "<|im_start|>", "<|im_end|>", "<|endoftext|>",
+    "日本語", "中文", "Привет", "مرحبا", "😀", "👍🏽", "e\xcc\x81", "ß", "\xc2\xa0", "…", "CamelCase", "naïve",
+};
+#define N_PIECES (int)(sizeof PIECES / sizeof *PIECES)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t next_u32(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 33);
+}
+
+static uint64_t hash_bits(const float *v, int n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], sizeof u);
+        h = (h ^ u) * 1099511628211ull;
+    }
+    return h;
+}
+
+static void print_row(const float *row, int n_vocab) {
+    int top[3] = {-1, -1, -1};
+    for (int i = 0; i < n_vocab; i++) {
+        for (int k = 0; k < 3; k++) {
+            if (top[k] < 0 || row[i] > row[top[k]]) {
+                for (int j = 2; j > k; j--) top[j] = top[j - 1];
+                top[k] = i;
+                break;
+            }
+        }
+    }
+    printf(" %016llx top %d %d %d\n", (unsigned long long)hash_bits(row, n_vocab), top[0], top[1], top[2]);
+}
+
+static struct llama_sampler *make_chain(int c, uint32_t seed, const struct llama_vocab *vocab, int n_vocab) {
+    DL_LOAD(llama_sampler_chain_init);
+    DL_LOAD(llama_sampler_chain_default_params);
+    DL_LOAD(llama_sampler_chain_add);
+    DL_LOAD(llama_sampler_init_greedy);
+    DL_LOAD(llama_sampler_init_dist);
+    DL_LOAD(llama_sampler_init_top_k);
+    DL_LOAD(llama_sampler_init_top_p);
+    DL_LOAD(llama_sampler_init_min_p);
+    DL_LOAD(llama_sampler_init_typical);
+    DL_LOAD(llama_sampler_init_temp);
+    DL_LOAD(llama_sampler_init_temp_ext);
+    DL_LOAD(llama_sampler_init_xtc);
+    DL_LOAD(llama_sampler_init_top_n_sigma);
+    DL_LOAD(llama_sampler_init_mirostat);
+    DL_LOAD(llama_sampler_init_mirostat_v2);
+    DL_LOAD(llama_sampler_init_penalties);
+    DL_LOAD(llama_sampler_init_dry);
+    DL_LOAD(llama_sampler_init_logit_bias);
+    DL_LOAD(llama_sampler_init_grammar);
+    struct llama_sampler *s = p_llama_sampler_chain_init(p_llama_sampler_chain_default_params());
+    static const char *breakers[] = {"\n", ":", "\"", "*"};
+    llama_logit_bias bias[2] = {{13, -5.0f}, {11, 3.0f}};
+    switch (c) {
+    case 0:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_greedy());
+        return s;
+    case 1:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_k(40));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_p(0.9f, 1));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(0.8f));
+        break;
+    case 2:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_min_p(0.05f, 1));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(1.3f));
+        break;
+    case 3:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_penalties(n_vocab, 64, 1.3f, 0.2f, 0.1f));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_typical(0.7f, 1));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp_ext(0.9f, 0.3f, 1.5f));
+        break;
+    case 4:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_k(100));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_xtc(0.5f, 0.1f, 1, seed));
+        break;
+    case 5:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_n_sigma(1.5f));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(1.0f));
+        break;
+    case 6:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_mirostat(n_vocab, seed, 5.0f, 0.1f, 100));
+        return s;
+    case 7:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(0.7f));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_mirostat_v2(seed, 4.0f, 0.2f));
+        return s;
+    case 8:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_dry(vocab, 0.8f, 1.75f, 2, 128, breakers, 4));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_k(50));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(0.9f));
+        break;
+    case 9:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_logit_bias(n_vocab, 2, bias));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_p(0.95f, 1));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(1.1f));
+        break;
+    default:
+        p_llama_sampler_chain_add(
+            s, p_llama_sampler_init_grammar(vocab, "root ::= \"{\" ws \"\\\"n\\\"\" ws \":\" ws [0-9]+ ws \"}\"\nws ::= [ ]?",
+                                            "root"));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(1.0f));
+        break;
+    }
+    p_llama_sampler_chain_add(s, p_llama_sampler_init_dist(seed));
+    return s;
+}
+#define N_CHAINS 11
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s LIBRARY MODEL\n", argv[0]);
+        return 2;
+    }
+    dl_open(argv[1]);
+    dl_init(dl_log_errors);
+    DL_LOAD(llama_model_default_params);
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_vocab_n_tokens);
+    DL_LOAD(llama_vocab_is_eog);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_detokenize);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_batch_get_one);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_sampler_sample);
+    DL_LOAD(llama_sampler_free);
+    struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
+    const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
+    int n_vocab = p_llama_vocab_n_tokens(vocab);
+    static char text[4096], out[1 << 16];
+    static llama_token ids[4096];
+
+    for (int t = 0; t < 300; t++) {
+        int len = 0, n_pieces = 1 + (int)(next_u32() % 12);
+        for (int p = 0; p < n_pieces && len < 3000; p++) {
+            if (next_u32() % 8 == 0) {
+                text[len++] = (char)(next_u32() % 256 | 1); // a byte that may break UTF-8
+            } else {
+                const char *s = PIECES[next_u32() % N_PIECES];
+                memcpy(text + len, s, strlen(s));
+                len += (int)strlen(s);
+            }
+        }
+        for (int mode = 0; mode < 4; mode++) {
+            int n = p_llama_tokenize(vocab, text, len, ids, 4096, mode & 1, mode >> 1);
+            printf("tok %d.%d %d:", t, mode, n);
+            for (int i = 0; i < n; i++) printf(" %d", ids[i]);
+            for (int flags = 0; flags < 4 && n >= 0; flags++) {
+                int d = p_llama_detokenize(vocab, ids, n, out, sizeof out, flags & 1, flags >> 1);
+                printf(" |%d:", d);
+                for (int i = 0; i < d; i++) printf("%02x", (unsigned char)out[i]);
+            }
+            printf("\n");
+        }
+    }
+
+    for (int ub = 0; ub < 2; ub++) {
+        for (int p = 0; p < N_PROMPTS; p++) {
+            int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
+            struct llama_context_params cp = p_llama_context_default_params();
+            cp.n_ctx = 1024;
+            cp.n_ubatch = ub ? 7 : 512;
+            struct llama_context *ctx = p_llama_init_from_model(model, cp);
+            struct llama_batch b = p_llama_batch_init(n, 0, 1);
+            for (int i = 0; i < n; i++) {
+                b.token[i] = ids[i];
+                b.pos[i] = i;
+                b.n_seq_id[i] = 1;
+                b.seq_id[i][0] = 0;
+                b.logits[i] = 1;
+            }
+            b.n_tokens = n;
+            int rc = p_llama_decode(ctx, b);
+            for (int i = 0; i < n && rc == 0; i++) {
+                printf("logits ub%d p%d pos %d:", cp.n_ubatch, p, i);
+                print_row(p_llama_get_logits_ith(ctx, i), n_vocab);
+            }
+            printf("decode ub%d p%d rc %d\n", cp.n_ubatch, p, rc);
+            p_llama_batch_free(b);
+            p_llama_free(ctx);
+        }
+    }
+
+    for (int unified = 0; unified < 2; unified++) {
+        struct llama_context_params cp = p_llama_context_default_params();
+        cp.n_ctx = 2048;
+        cp.n_seq_max = 4;
+        cp.kv_unified = unified;
+        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_batch b = p_llama_batch_init(512, 0, 1);
+        int last[4];
+        b.n_tokens = 0;
+        for (int s = 0; s < 4; s++) {
+            int n = p_llama_tokenize(vocab, PROMPTS[s + 2], (int)strlen(PROMPTS[s + 2]), ids, 4096, true, true);
+            for (int i = 0; i < n; i++) {
+                int j = b.n_tokens++;
+                b.token[j] = ids[i];
+                b.pos[j] = i;
+                b.n_seq_id[j] = 1;
+                b.seq_id[j][0] = s;
+                b.logits[j] = i == n - 1;
+            }
+            last[s] = b.n_tokens - 1;
+        }
+        int rc = p_llama_decode(ctx, b);
+        for (int s = 0; s < 4 && rc == 0; s++) {
+            printf("multiseq unified %d seq %d:", unified, s);
+            print_row(p_llama_get_logits_ith(ctx, last[s]), n_vocab);
+        }
+        printf("multiseq unified %d rc %d\n", unified, rc);
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+    }
+
+    for (int p = 0; p < 3; p++) {
+        int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
+        for (int c = 0; c < N_CHAINS; c++) {
+            for (uint32_t seed = 1; seed <= (c ? 3u : 1u); seed++) {
+                struct llama_context_params cp = p_llama_context_default_params();
+                cp.n_ctx = 1024;
+                struct llama_context *ctx = p_llama_init_from_model(model, cp);
+                struct llama_sampler *s = make_chain(c, seed * 7919u, vocab, n_vocab);
+                llama_token toks[4096];
+                memcpy(toks, ids, sizeof(llama_token) * (size_t)n);
+                struct llama_batch b = p_llama_batch_get_one(toks, n);
+                printf("sample p%d chain %d seed %u:", p, c, seed);
+                for (int i = 0; i < 16; i++) {
+                    if (p_llama_decode(ctx, b) != 0) {
+                        printf(" decode-failed");
+                        break;
+                    }
+                    llama_token t = p_llama_sampler_sample(s, ctx, -1);
+                    printf(" %d", t);
+                    if (p_llama_vocab_is_eog(vocab, t)) break;
+                    toks[0] = t;
+                    b = p_llama_batch_get_one(toks, 1);
+                }
+                printf("\n");
+                p_llama_sampler_free(s);
+                p_llama_free(ctx);
+            }
+        }
+    }
+    return 0;
+}
