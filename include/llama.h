@@ -570,6 +570,13 @@ int32_t llama_process(struct llama_context *ctx,
                       enum llama_process_type type,
                       struct llama_batch_ext *batch);
 
+// Format `chat` with the template `tmpl` (a builtin name or a model's Jinja template, recognised
+// by its markers; NULL means chatml). Returns the formatted length and copies it to `buf` as
+// `strncpy(buf, text, length)` would; -1 for a template none of the known formats matches.
+//
+// # Safety
+// `tmpl` is NULL or a NUL-terminated string; `chat` points to `n_msg` messages whose strings are
+// NUL-terminated; `buf` is NULL or valid for `length` bytes (llama.h's contract).
 int32_t llama_chat_apply_template(const char *tmpl,
                                   const struct llama_chat_message *chat,
                                   size_t n_msg,
@@ -577,6 +584,10 @@ int32_t llama_chat_apply_template(const char *tmpl,
                                   char *buf,
                                   int32_t length);
 
+// The names of the builtin templates: up to `len` of them into `output`; returns how many exist.
+//
+// # Safety
+// `output` is NULL or valid for writing `len` pointers.
 int32_t llama_chat_builtin_templates(const char **output, size_t len);
 
 // # Safety

@@ -7,6 +7,7 @@ pub mod error;
 pub mod log;
 
 pub mod arch;
+pub mod chat;
 pub mod context;
 pub mod ffi;
 pub mod ggml;
