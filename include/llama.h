@@ -1057,10 +1057,12 @@ size_t llama_get_state_size(struct llama_context *ctx);
 
 size_t llama_state_get_data(struct llama_context *ctx, uint8_t *dst, size_t size);
 
+// Deprecated: `dst` must hold `llama_state_get_size` bytes.
 size_t llama_copy_state_data(struct llama_context *ctx, uint8_t *dst);
 
 size_t llama_state_set_data(struct llama_context *ctx, const uint8_t *src, size_t size);
 
+// Deprecated: reads as much as the state data at `src` says it holds.
 size_t llama_set_state_data(struct llama_context *ctx, const uint8_t *src);
 
 bool llama_state_load_file(struct llama_context *ctx,
@@ -1103,6 +1105,8 @@ size_t llama_state_seq_save_file(struct llama_context *ctx,
                                  const llama_token *tokens,
                                  size_t n_token_count);
 
+// Restores sequence `dest_seq_id` from a file and returns the file's size. With `tokens_out`
+// NULL it only reads the token count (into `n_token_count_out`) and returns the size of the head.
 size_t llama_state_seq_load_file(struct llama_context *ctx,
                                  const char *filepath,
                                  llama_seq_id dest_seq_id,

@@ -7,6 +7,7 @@ pub mod batch;
 mod decode;
 mod perf;
 mod shift;
+mod state;
 
 pub use batch::{AddError, Batch, BatchExt, BatchInput};
 pub use decode::DecodeStatus;

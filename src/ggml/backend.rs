@@ -165,6 +165,37 @@ pub fn tensor_set(t: TensorRef, data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// Copy `data` into bytes `[offset, offset + data.len())` of an allocated tensor (checked).
+pub fn tensor_write(t: TensorRef, offset: usize, data: &[u8]) -> Result<(), String> {
+    check_range(t, offset, data.len())?;
+    // SAFETY: the tensor is allocated and the range lies inside it (checked).
+    unsafe { ggml_sys::ggml_backend_tensor_set(t.as_ptr(), data.as_ptr().cast(), offset, data.len()) };
+    Ok(())
+}
+
+/// Copy bytes `[offset, offset + out.len())` of an allocated tensor into `out` (checked).
+pub fn tensor_read(t: TensorRef, offset: usize, out: &mut [u8]) -> Result<(), String> {
+    check_range(t, offset, out.len())?;
+    // SAFETY: as above.
+    unsafe { ggml_sys::ggml_backend_tensor_get(t.as_ptr(), out.as_mut_ptr().cast(), offset, out.len()) };
+    Ok(())
+}
+
+fn check_range(t: TensorRef, offset: usize, len: usize) -> Result<(), String> {
+    // SAFETY: reading plain fields of a live tensor.
+    let allocated = unsafe { !(*t.as_ptr()).data.is_null() && !(*t.as_ptr()).buffer.is_null() };
+    if !allocated {
+        return Err("tensor has no memory".to_string());
+    }
+    if offset.checked_add(len).is_none_or(|end| end > t.nbytes()) {
+        return Err(format!(
+            "bytes [{offset}, +{len}) outside a tensor of {} bytes",
+            t.nbytes()
+        ));
+    }
+    Ok(())
+}
+
 /// Copy the first `out.len()` values of an F32 tensor.
 pub fn tensor_get_f32(t: TensorRef, out: &mut [f32]) -> Result<(), String> {
     let bytes = std::mem::size_of_val(out);

@@ -4,8 +4,10 @@
 //! streams are.
 
 mod cells;
+mod state;
 
 pub use cells::{Cells, SeqSet, Undo, MAX_SEQ};
+pub use state::{read_string, write_string, Layout, SliceSource, Source};
 
 use crate::error::{Error, Result};
 use crate::ggml::{Arena, OwnedBuffer, RawType, TensorRef};

@@ -1,0 +1,75 @@
+//! Saving and restoring what a context has computed, in llama.cpp's layout: the architecture's
+//! name, then the KV cache (`kv::Layout` says how llama.cpp would have laid this one out). A
+//! sequence's state is its cells alone.
+
+use super::Context;
+use crate::error::{Error, Result};
+use crate::kv::{read_string, write_string, Layout, Source};
+
+impl Context<'_> {
+    fn state_layout(&self) -> Layout {
+        let hp = self.model.hparams.as_ref();
+        let swa = hp
+            .filter(|hp| hp.n_swa > 0 && hp.swa_layers.iter().any(|&s| s))
+            .map(|hp| (hp.swa_layers.clone(), hp.n_swa));
+        Layout {
+            unified: self.params.kv_unified,
+            n_seq_max: self.params.n_seq_max as usize,
+            v_trans: !self.params.graph.flash_attn,
+            swa,
+        }
+    }
+
+    fn arch_name(&self) -> &'static str {
+        self.model.arch.map_or("", |a| a.name())
+    }
+
+    fn check_seq(&self, seq: i32) -> Result<usize> {
+        usize::try_from(seq)
+            .ok()
+            .filter(|&s| s < self.params.n_seq_max as usize)
+            .ok_or_else(|| Error::invalid(format!("seq_id {seq} outside [0, {})", self.params.n_seq_max)))
+    }
+
+    /// The whole state as bytes. Pending position shifts are applied first, so the keys saved
+    /// match the positions saved.
+    pub fn state_save(&mut self) -> Result<Vec<u8>> {
+        self.apply_pending_shift()?;
+        let mut out = Vec::new();
+        write_string(&mut out, self.arch_name());
+        self.kv.state_write(&self.state_layout(), None, false, &mut out)?;
+        Ok(out)
+    }
+
+    /// Restore a whole state written by `state_save` (or by llama.cpp with the same model and
+    /// cache parameters). Nothing changes when the data is refused.
+    pub fn state_load(&mut self, src: &mut dyn Source) -> Result<()> {
+        let arch = read_string(src)?;
+        if arch != self.arch_name().as_bytes() {
+            return Err(Error::invalid(format!(
+                "state data is for architecture '{}', this model is '{}'",
+                String::from_utf8_lossy(&arch),
+                self.arch_name()
+            )));
+        }
+        let layout = self.state_layout();
+        self.kv.state_read(&layout, None, false, src)
+    }
+
+    /// One sequence's cells as bytes; `swa_only` keeps just the sliding-window layers' part.
+    pub fn seq_state_save(&mut self, seq: i32, swa_only: bool) -> Result<Vec<u8>> {
+        let seq = self.check_seq(seq)?;
+        self.apply_pending_shift()?;
+        let mut out = Vec::new();
+        self.kv
+            .state_write(&self.state_layout(), Some(seq), swa_only, &mut out)?;
+        Ok(out)
+    }
+
+    /// Replace sequence `dest` with the cells in `src` (any sequence's saved state).
+    pub fn seq_state_load(&mut self, dest: i32, swa_only: bool, src: &mut dyn Source) -> Result<()> {
+        let dest = self.check_seq(dest)?;
+        let layout = self.state_layout();
+        self.kv.state_read(&layout, Some(dest), swa_only, src)
+    }
+}

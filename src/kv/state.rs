@@ -1,0 +1,507 @@
+//! The cache's contents as bytes, in the layout llama.cpp 0.3.36 writes for its KV cache, so that
+//! session files and `llama_state_*` data move between the two engines. That layout follows
+//! llama.cpp's structure: a cache has `n_stream` streams (one, or one per sequence when the cache
+//! is not unified) and a model with sliding-window layers has two caches, the full-attention
+//! layers' and the sliding ones', written one after the other. Our one pool of cells is written and
+//! read in those terms.
+//!
+//! Per cache: `u32 n_stream`, then per stream `u32 cell_count` and, when non-zero, per cell
+//! `i32 pos, u32 n_seq, i32 seq[n_seq]`, then `u32 v_trans, u32 n_layer`, per layer
+//! `i32 k_type, u64 k_row_bytes` and the cells' K rows, then per layer either
+//! `i32 v_type, u64 v_row_bytes` and the V rows, or (V transposed) `i32 v_type, u32 v_elem_bytes,
+//! u32 n_embd_v` and the V values column by column.
+
+use super::{KvCache, SeqSet};
+use crate::error::{Error, Result};
+use crate::ggml::{row_size, tensor_read, tensor_write, TensorRef};
+use std::collections::{HashMap, VecDeque};
+
+/// How llama.cpp would lay out this cache.
+pub struct Layout {
+    /// One stream, or one per sequence (`kv_unified = false`).
+    pub unified: bool,
+    pub n_seq_max: usize,
+    /// V stored transposed, as llama.cpp does without flash attention.
+    pub v_trans: bool,
+    /// Per layer, whether it is a sliding-window layer, and the window; None without such layers.
+    pub swa: Option<(Vec<bool>, u32)>,
+}
+
+impl Layout {
+    fn n_stream(&self) -> usize {
+        if self.unified {
+            1
+        } else {
+            self.n_seq_max
+        }
+    }
+
+    /// The layers of each cache, and whether it is the sliding-window one.
+    fn caches(&self, n_layer: usize) -> Vec<(Vec<usize>, bool)> {
+        match &self.swa {
+            None => vec![((0..n_layer).collect(), false)],
+            Some((flags, _)) => vec![
+                (
+                    (0..n_layer)
+                        .filter(|&il| !flags.get(il).copied().unwrap_or(false))
+                        .collect(),
+                    false,
+                ),
+                (
+                    (0..n_layer)
+                        .filter(|&il| flags.get(il).copied().unwrap_or(false))
+                        .collect(),
+                    true,
+                ),
+            ],
+        }
+    }
+}
+
+/// Bytes to read from: a slice, or (for llama.h's deprecated unbounded calls) caller memory.
+pub trait Source {
+    fn take(&mut self, n: usize) -> Result<&[u8]>;
+    /// Bytes taken so far.
+    fn consumed(&self) -> usize;
+}
+
+pub struct SliceSource<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> SliceSource<'a> {
+    pub fn new(data: &'a [u8]) -> SliceSource<'a> {
+        SliceSource { data, at: 0 }
+    }
+}
+
+impl Source for SliceSource<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "state data ends at byte {} but {n} more bytes are needed at byte {}",
+                    self.data.len(),
+                    self.at
+                ))
+            })?;
+        let s = &self.data[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+
+    fn consumed(&self) -> usize {
+        self.at
+    }
+}
+
+fn u32_of(src: &mut dyn Source) -> Result<u32> {
+    let b = src.take(4)?;
+    Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn i32_of(src: &mut dyn Source) -> Result<i32> {
+    Ok(u32_of(src)? as i32)
+}
+
+fn u64_of(src: &mut dyn Source) -> Result<u64> {
+    let b = src.take(8)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    Ok(u64::from_le_bytes(a))
+}
+
+/// llama.cpp's length-prefixed string.
+pub fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+pub fn read_string(src: &mut dyn Source) -> Result<Vec<u8>> {
+    let n = u32_of(src)? as usize;
+    Ok(src.take(n)?.to_vec())
+}
+
+/// A cell's rows, one per layer of its cache.
+type Rows = Vec<Vec<u8>>;
+
+/// One cell as the data describes it, with its K and V rows.
+struct StagedCell {
+    pos: i32,
+    seqs: SeqSet,
+    k: Rows,
+    v: Rows,
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::invalid(format!("state data: {}", msg.into()))
+}
+
+impl KvCache {
+    fn k_row(&self, il: usize) -> usize {
+        let t = self.k(il);
+        row_size(t.ggml_type(), t.ne()[0])
+    }
+
+    fn v_row(&self, il: usize) -> usize {
+        let t = self.v(il);
+        row_size(t.ggml_type(), t.ne()[0])
+    }
+
+    /// The cells a stream holds for `seq` (all sequences when None), in cell order, each with the
+    /// sequence ids written for it.
+    fn stream_cells(
+        &self,
+        layout: &Layout,
+        stream: usize,
+        seq: Option<usize>,
+        window: Option<u32>,
+    ) -> Vec<(usize, Vec<usize>)> {
+        let mut out = Vec::new();
+        for i in 0..self.size() {
+            let Some(pos) = self.cells.pos(i) else { continue };
+            let seqs = self.cells.seqs(i);
+            let in_stream = layout.unified || seqs.contains(stream);
+            let ids: Vec<usize> = match seq {
+                Some(q) if seqs.contains(q) && (layout.unified || q == stream) => vec![q],
+                Some(_) => continue,
+                None if layout.unified => seqs.iter().collect(),
+                None => vec![stream],
+            };
+            if !in_stream {
+                continue;
+            }
+            // A sequence's cells that its sliding window no longer sees are not part of it.
+            if let (Some(q), Some(w)) = (seq, window) {
+                if self.cells.seq_pos_max(q).is_some_and(|p1| p1 - pos >= w as i32) {
+                    continue;
+                }
+            }
+            out.push((i, ids));
+        }
+        out
+    }
+
+    /// Append the state of `seq` (every sequence when None) to `out`. `swa_only` leaves out the
+    /// full-attention layers' cache of a sliding-window model (llama.h's PARTIAL_ONLY flag).
+    pub fn state_write(&self, layout: &Layout, seq: Option<usize>, swa_only: bool, out: &mut Vec<u8>) -> Result<()> {
+        let n_layer = self.layers.len();
+        for (layers, sliding) in layout.caches(n_layer) {
+            if swa_only && layout.swa.is_some() && !sliding {
+                continue;
+            }
+            let window = if sliding {
+                layout.swa.as_ref().map(|(_, w)| *w)
+            } else {
+                None
+            };
+            out.extend_from_slice(&(layout.n_stream() as u32).to_le_bytes());
+            for stream in 0..layout.n_stream() {
+                let cells = self.stream_cells(layout, stream, seq, window);
+                out.extend_from_slice(&(cells.len() as u32).to_le_bytes());
+                if cells.is_empty() {
+                    continue;
+                }
+                for (i, ids) in &cells {
+                    let pos = self.cells.pos(*i).unwrap_or_default();
+                    out.extend_from_slice(&pos.to_le_bytes());
+                    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+                    for &s in ids {
+                        out.extend_from_slice(&(s as i32).to_le_bytes());
+                    }
+                }
+                self.write_rows(layout, &layers, &cells, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_rows(
+        &self,
+        layout: &Layout,
+        layers: &[usize],
+        cells: &[(usize, Vec<usize>)],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        out.extend_from_slice(&u32::from(layout.v_trans).to_le_bytes());
+        out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
+        let copy = |t: TensorRef, offset: usize, n: usize, out: &mut Vec<u8>| -> Result<()> {
+            let start = out.len();
+            out.resize(start + n, 0);
+            tensor_read(t, offset, &mut out[start..]).map_err(Error::Ggml)
+        };
+        for &il in layers {
+            let (t, row) = (self.k(il), self.k_row(il));
+            out.extend_from_slice(&(t.ggml_type() as i32).to_le_bytes());
+            out.extend_from_slice(&(row as u64).to_le_bytes());
+            for (i, _) in cells {
+                copy(t, i * row, row, out)?;
+            }
+        }
+        for &il in layers {
+            let (t, row) = (self.v(il), self.v_row(il));
+            out.extend_from_slice(&(t.ggml_type() as i32).to_le_bytes());
+            if !layout.v_trans {
+                out.extend_from_slice(&(row as u64).to_le_bytes());
+                for (i, _) in cells {
+                    copy(t, i * row, row, out)?;
+                }
+                continue;
+            }
+            let (el, width) = self.v_element(il)?;
+            out.extend_from_slice(&(el as u32).to_le_bytes());
+            out.extend_from_slice(&(width as u32).to_le_bytes());
+            for j in 0..width {
+                for (i, _) in cells {
+                    copy(t, i * row + j * el, el, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes per V element and elements per row, for the transposed layout (plain types only).
+    fn v_element(&self, il: usize) -> Result<(usize, usize)> {
+        let t = self.v(il);
+        let el = row_size(t.ggml_type(), 1);
+        let width = t.ne()[0] as usize;
+        if el == 0 || row_size(t.ggml_type(), t.ne()[0]) != el * width {
+            return Err(Error::invalid(
+                "a quantized V cache cannot be laid out transposed (that needs flash attention)",
+            ));
+        }
+        Ok((el, width))
+    }
+
+    /// Read the state of one sequence into `dest`, or (None) of the whole cache, from `src`. The
+    /// data is checked completely before the cache changes; on error the cache is as it was.
+    pub fn state_read(
+        &mut self,
+        layout: &Layout,
+        dest: Option<usize>,
+        swa_only: bool,
+        src: &mut dyn Source,
+    ) -> Result<()> {
+        if swa_only && layout.swa.is_some() {
+            return Err(Error::NotImplemented(
+                "restoring only the sliding-window layers of a sequence (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY)",
+            ));
+        }
+        let n_layer = self.layers.len();
+        let mut full: Vec<StagedCell> = Vec::new();
+        let mut sliding_rows: HashMap<(i32, SeqSet), VecDeque<(Rows, Rows)>> = HashMap::new();
+        for (layers, sliding) in layout.caches(n_layer) {
+            let n_stream = u32_of(src)? as usize;
+            if n_stream != layout.n_stream() {
+                return Err(bad(format!(
+                    "{n_stream} streams, this context has {} (kv_unified and n_seq_max must match)",
+                    layout.n_stream()
+                )));
+            }
+            for _ in 0..n_stream {
+                let cells = self.read_stream(layout, &layers, dest, src)?;
+                if sliding {
+                    for c in cells {
+                        sliding_rows.entry((c.pos, c.seqs)).or_default().push_back((c.k, c.v));
+                    }
+                } else {
+                    full.extend(cells);
+                }
+            }
+        }
+        // A sliding-window model's cells come from the full layers' cache; its sliding layers'
+        // rows are matched by position and sequences, in order where several cells share both
+        // (cells outside every window have none).
+        if let Some((flags, _)) = &layout.swa {
+            for c in &mut full {
+                let (k, v) = sliding_rows
+                    .get_mut(&(c.pos, c.seqs))
+                    .and_then(VecDeque::pop_front)
+                    .unzip();
+                c.k = merge_layers(flags, std::mem::take(&mut c.k), k, |il| self.k_row(il));
+                c.v = merge_layers(flags, std::mem::take(&mut c.v), v, |il| self.v_row(il));
+            }
+            let unmatched: usize = sliding_rows.values().map(VecDeque::len).sum();
+            if unmatched > 0 {
+                return Err(bad(format!(
+                    "{unmatched} cells of the sliding-window layers are not among the full layers' cells"
+                )));
+            }
+        }
+        self.apply_staged(dest, full)
+    }
+
+    fn read_stream(
+        &self,
+        layout: &Layout,
+        layers: &[usize],
+        dest: Option<usize>,
+        src: &mut dyn Source,
+    ) -> Result<Vec<StagedCell>> {
+        let n = u32_of(src)? as usize;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if n > self.size() {
+            return Err(bad(format!("{n} cells, the cache has {}", self.size())));
+        }
+        let mut cells = Vec::with_capacity(n);
+        for _ in 0..n {
+            let pos = i32_of(src)?;
+            let n_seq = u32_of(src)? as usize;
+            if dest.is_some() && n_seq != 1 {
+                return Err(bad(format!("a sequence's cell lists {n_seq} sequences, not 1")));
+            }
+            if pos < 0 {
+                return Err(bad(format!("negative position {pos}")));
+            }
+            let mut seqs = SeqSet::default();
+            for _ in 0..n_seq {
+                let s = i32_of(src)?;
+                if s < 0 || s as usize >= layout.n_seq_max {
+                    return Err(bad(format!("sequence id {s} outside [0, {})", layout.n_seq_max)));
+                }
+                seqs.insert(s as usize);
+            }
+            if let Some(d) = dest {
+                seqs = SeqSet::single(d);
+            }
+            cells.push(StagedCell {
+                pos,
+                seqs,
+                k: Vec::with_capacity(layers.len()),
+                v: Vec::with_capacity(layers.len()),
+            });
+        }
+        let v_trans = u32_of(src)? != 0;
+        let n_layer = u32_of(src)? as usize;
+        if n_layer != layers.len() {
+            return Err(bad(format!("{n_layer} layers, this cache has {}", layers.len())));
+        }
+        if v_trans != layout.v_trans {
+            return Err(bad(format!(
+                "V is {}transposed but this context keeps it {}transposed (flash attention must match)",
+                if v_trans { "" } else { "not " },
+                if layout.v_trans { "" } else { "not " }
+            )));
+        }
+        for &il in layers {
+            let t = self.k(il);
+            let row = self.k_row(il);
+            check_type(src, t, il, "key")?;
+            check_size(u64_of(src)?, row, il, "key row")?;
+            for c in cells.iter_mut() {
+                c.k.push(src.take(row)?.to_vec());
+            }
+        }
+        for &il in layers {
+            let t = self.v(il);
+            let row = self.v_row(il);
+            check_type(src, t, il, "value")?;
+            if !v_trans {
+                check_size(u64_of(src)?, row, il, "value row")?;
+                for c in cells.iter_mut() {
+                    c.v.push(src.take(row)?.to_vec());
+                }
+                continue;
+            }
+            let (el, width) = self.v_element(il)?;
+            check_size(u64::from(u32_of(src)?), el, il, "value element")?;
+            check_size(u64::from(u32_of(src)?), width, il, "value width")?;
+            for c in cells.iter_mut() {
+                c.v.push(vec![0; row]);
+            }
+            for j in 0..width {
+                for c in cells.iter_mut() {
+                    let last = c.v.len() - 1;
+                    c.v[last][j * el..(j + 1) * el].copy_from_slice(src.take(el)?);
+                }
+            }
+        }
+        Ok(cells)
+    }
+
+    fn apply_staged(&mut self, dest: Option<usize>, cells: Vec<StagedCell>) -> Result<()> {
+        // Cells `dest` holds alone are freed before placing; the ones it shares stay.
+        let free_after = match dest {
+            None => self.size(),
+            Some(d) => {
+                let alone = (0..self.size())
+                    .filter(|&i| self.cells.seqs(i) == SeqSet::single(d))
+                    .count();
+                self.size() - self.cells.used() + alone
+            }
+        };
+        if cells.len() > free_after {
+            return Err(bad(format!("{} cells do not fit ({free_after} free)", cells.len())));
+        }
+        if dest.is_some() && cells.len() > self.seq_capacity {
+            return Err(bad(format!(
+                "{} cells exceed a sequence's share of the cache ({})",
+                cells.len(),
+                self.seq_capacity
+            )));
+        }
+        match dest {
+            None => self.cells.clear(),
+            Some(d) => self.cells.seq_rm(Some(d), -1, -1),
+        }
+        let slots = self
+            .cells
+            .find_slots(cells.len())
+            .ok_or_else(|| Error::Internal("state restore: free cells vanished".into()))?;
+        let pos: Vec<i32> = cells.iter().map(|c| c.pos).collect();
+        let seqs: Vec<SeqSet> = cells.iter().map(|c| c.seqs).collect();
+        self.cells.place(&slots, &pos, &seqs);
+        for (c, &slot) in cells.iter().zip(&slots) {
+            for il in 0..self.layers.len() {
+                tensor_write(self.k(il), slot * self.k_row(il), &c.k[il]).map_err(Error::Ggml)?;
+                tensor_write(self.v(il), slot * self.v_row(il), &c.v[il]).map_err(Error::Ggml)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rows for every layer, from the full layers' rows and the sliding layers' (zeros where a cell has
+/// none: it is outside every window, so no sliding layer reads it).
+fn merge_layers(sliding: &[bool], full: Rows, window: Option<Rows>, row_len: impl Fn(usize) -> usize) -> Rows {
+    let mut full = full.into_iter();
+    let mut window = window.map(Vec::into_iter);
+    sliding
+        .iter()
+        .enumerate()
+        .map(|(il, &is_sliding)| {
+            if is_sliding {
+                window
+                    .as_mut()
+                    .and_then(Iterator::next)
+                    .unwrap_or_else(|| vec![0; row_len(il)])
+            } else {
+                full.next().unwrap_or_default()
+            }
+        })
+        .collect()
+}
+
+fn check_type(src: &mut dyn Source, t: TensorRef, il: usize, what: &str) -> Result<()> {
+    let ty = i32_of(src)?;
+    if ty != t.ggml_type() as i32 {
+        return Err(bad(format!(
+            "layer {il}: {what} type {ty}, this cache has {} (type_k/type_v must match)",
+            t.ggml_type()
+        )));
+    }
+    Ok(())
+}
+
+fn check_size(got: u64, want: usize, il: usize, what: &str) -> Result<()> {
+    if got != want as u64 {
+        return Err(bad(format!("layer {il}: {what} of {got} bytes, this cache has {want}")));
+    }
+    Ok(())
+}
