@@ -619,7 +619,6 @@ const struct llama_model *llama_get_model(const struct llama_context *ctx);
 
 llama_memory_t llama_get_memory(const struct llama_context *ctx);
 
-// Generation contexts do not pool (pooled embeddings are refused at creation).
 enum llama_pooling_type llama_pooling_type(const struct llama_context *ctx);
 
 void llama_set_n_threads(struct llama_context *ctx, int32_t n_threads, int32_t n_threads_batch);
@@ -628,7 +627,6 @@ int32_t llama_n_threads(struct llama_context *ctx);
 
 int32_t llama_n_threads_batch(struct llama_context *ctx);
 
-// Embeddings output is not implemented: turning it off is accepted, turning it on is refused.
 void llama_set_embeddings(struct llama_context *ctx, bool embeddings);
 
 void llama_set_causal_attn(struct llama_context *ctx, bool causal_attn);
@@ -659,11 +657,14 @@ void llama_attach_threadpool(struct llama_context *ctx,
 
 void llama_detach_threadpool(struct llama_context *ctx);
 
+// The last decode's embeddings, [n_outputs][n_embd]; NULL when embeddings are off or pooled.
 float *llama_get_embeddings(struct llama_context *ctx);
 
 float *llama_get_embeddings_ith(struct llama_context *ctx, int32_t i);
 
-float *llama_get_embeddings_seq(struct llama_context *ctx, llama_seq_id seq_id);
+// The pooled embedding of a sequence; NULL when there is none (as in llama.cpp, without a log line).
+float *llama_get_embeddings_seq(struct llama_context *ctx,
+                                llama_seq_id seq_id);
 
 llama_token llama_get_sampled_token_ith(struct llama_context *ctx, int32_t i);
 

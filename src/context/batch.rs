@@ -117,11 +117,14 @@ pub fn resolve(
         }
     };
     check_positions(&pos, &seqs, n_seq_max, cells)?;
-    let outputs = match b.outputs {
-        _ if output_all => vec![true; n],
+    let mut outputs: Vec<bool> = match b.outputs {
         Some(o) => o.iter().map(|&x| x != 0).collect(),
         None => (0..n).map(|i| i == n - 1).collect(),
     };
+    if output_all && outputs.iter().any(|&o| !o) {
+        crate::log_warn!("decode: embeddings need every token's output; computing all of them");
+        outputs.fill(true);
+    }
     let places = (0..n)
         .map(|i| TokenPlace {
             pos: pos[i],

@@ -5,7 +5,7 @@ use super::batch::{resolve, split_equal, split_simple, Batch, BatchInput, Ubatch
 use super::Context;
 use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, TensorRef};
-use crate::graph::{Builder, Shape};
+use crate::graph::{Builder, Pooling, Shape};
 use crate::kv::TokenPlace;
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
@@ -52,6 +52,10 @@ impl Context<'_> {
         if self.logits.len() < n_outputs * n_vocab {
             self.logits.resize(n_outputs * n_vocab, 0.0);
         }
+        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n_outputs * self.n_embd() {
+            self.embd.resize(n_outputs * self.n_embd(), 0.0);
+        }
+        self.embd_seq.clear();
         self.output_ids.clear();
         let mut next_row = 0;
         for &o in &batch.outputs {
@@ -106,11 +110,16 @@ impl Context<'_> {
         let Some((slots, undo)) = self.kv.place(&places) else {
             return Ok(DecodeStatus::NoSlot);
         };
+        // The ubatch's sequences in id order: their index is their row of pooled embeddings.
+        let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
         let shape = Shape {
             n_tokens: tokens.len(),
             n_streams: ub.n_streams,
             n_outputs: outputs.iter().filter(|&&o| o).count(),
             n_kv: self.kv.n_kv(),
+            n_seqs: self.pooled_seqs(seqs.len()),
         };
         self.prepare_graph(shape)?;
         let n_threads = if tokens.len() == 1 {
@@ -119,7 +128,7 @@ impl Context<'_> {
             self.params.n_threads_batch
         };
         self.backend.set_n_threads(n_threads);
-        self.set_inputs(&tokens, &places, &outputs, &slots)?;
+        self.set_inputs(&tokens, &places, &outputs, &slots, &seqs)?;
 
         let Some((_, built)) = &self.graph else {
             return Err(Error::Internal("no graph after preparing one".into()));
@@ -144,8 +153,27 @@ impl Context<'_> {
             .iter()
             .filter(|&&i| batch.outputs[i])
             .map(|&i| self.output_ids[i] as usize);
-        for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows) {
+        for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows.clone()) {
             self.logits[dst * n_vocab..(dst + 1) * n_vocab].copy_from_slice(src);
+        }
+        if let (Some(embd), Some(pooling)) = (built.embd, self.params.graph.embeddings) {
+            let n_embd = self.n_embd();
+            let n_rows = if pooling == Pooling::None {
+                shape.n_outputs
+            } else {
+                seqs.len()
+            };
+            let mut rows = vec![0f32; n_rows * n_embd];
+            tensor_get_f32(embd, &mut rows).map_err(Error::Ggml)?;
+            if pooling == Pooling::None {
+                for (src, dst) in rows.chunks_exact(n_embd).zip(dst_rows) {
+                    self.embd[dst * n_embd..(dst + 1) * n_embd].copy_from_slice(src);
+                }
+            } else {
+                for (src, &seq) in rows.chunks_exact(n_embd).zip(&seqs) {
+                    self.embd_seq.insert(seq, src.to_vec());
+                }
+            }
         }
         Ok(DecodeStatus::Ok)
     }
@@ -170,7 +198,14 @@ impl Context<'_> {
         Ok(())
     }
 
-    fn set_inputs(&self, tokens: &[i32], places: &[TokenPlace], outputs: &[bool], slots: &[usize]) -> Result<()> {
+    fn set_inputs(
+        &self,
+        tokens: &[i32],
+        places: &[TokenPlace],
+        outputs: &[bool],
+        slots: &[usize],
+        seqs: &[usize],
+    ) -> Result<()> {
         let Some((shape, built)) = &self.graph else {
             return Err(Error::Internal("no graph to set inputs of".into()));
         };
@@ -197,6 +232,43 @@ impl Context<'_> {
         if let Some(ids) = inp.out_ids {
             let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();
             set(ids, &to_bytes_i32(&rows))?;
+        }
+        let seq_idx = |s: usize| seqs.iter().position(|&x| x == s).unwrap_or(0);
+        if let Some(w) = inp.mean {
+            // Each sequence's tokens weigh 1/count in its column.
+            let n = places.len();
+            let mut count = vec![0u32; seqs.len()];
+            places
+                .iter()
+                .for_each(|p| p.seqs.iter().for_each(|s| count[seq_idx(s)] += 1));
+            let mut m = vec![0f32; n * seqs.len()];
+            for (i, p) in places.iter().enumerate() {
+                for s in p.seqs.iter() {
+                    let k = seq_idx(s);
+                    m[k * n + i] = 1.0 / count[k] as f32;
+                }
+            }
+            set(w, &m.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())?;
+        }
+        if let Some(c) = inp.cls {
+            // Each sequence's first token (lowest position, earliest row) or last one (highest
+            // position, latest row), as llama.cpp picks them.
+            let last = self.params.pooling == Pooling::Last;
+            let mut target: Vec<Option<(i32, i32)>> = vec![None; seqs.len()];
+            for (i, p) in places.iter().enumerate() {
+                for s in p.seqs.iter() {
+                    let t = &mut target[seq_idx(s)];
+                    let better = match *t {
+                        None => true,
+                        Some((pos, _)) => (last && p.pos >= pos) || (!last && p.pos < pos),
+                    };
+                    if better {
+                        *t = Some((p.pos, i as i32));
+                    }
+                }
+            }
+            let rows: Vec<i32> = target.iter().map(|t| t.map_or(0, |(_, r)| r)).collect();
+            set(c, &to_bytes_i32(&rows))?;
         }
         Ok(())
     }

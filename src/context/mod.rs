@@ -15,9 +15,10 @@ pub use perf::{Counters, PerfData};
 
 use crate::error::{Error, Result};
 use crate::ggml::{AbortCallback, CpuBackend, EvalCallback, RawType, Scheduler};
-use crate::graph::{Builder, Built, GraphParams, Shape};
+use crate::graph::{Builder, Built, GraphParams, Pooling, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::Model;
+use std::collections::BTreeMap;
 
 /// llama.cpp pads context sizes to this.
 const CTX_PAD: u32 = 256;
@@ -45,6 +46,8 @@ pub struct Params {
     pub kv_unified: bool,
     pub causal: Option<bool>,
     pub embeddings: bool,
+    /// None: the model's choice (none for the architectures we run).
+    pub pooling: Option<Pooling>,
     pub no_perf: bool,
     /// 0: the model's value.
     pub rope_freq_base: f32,
@@ -71,6 +74,7 @@ pub struct Resolved {
     pub n_threads_batch: i32,
     pub graph: GraphParams,
     pub embeddings: bool,
+    pub pooling: Pooling,
     pub no_perf: bool,
     pub kv_unified: bool,
 }
@@ -85,6 +89,10 @@ pub struct Context<'m> {
     backend: CpuBackend,
     /// Logits of the last decode's outputs, row-major [n_outputs][n_vocab].
     logits: Vec<f32>,
+    /// With embeddings and no pooling: the outputs' embeddings, [n_outputs][n_embd].
+    embd: Vec<f32>,
+    /// With pooled embeddings: each sequence's, from the last decode that held it.
+    embd_seq: BTreeMap<usize, Vec<f32>>,
     /// Per token of the last batch, its row in `logits` (-1: no output).
     output_ids: Vec<i32>,
     n_outputs: usize,
@@ -129,11 +137,7 @@ impl<'m> Context<'m> {
         if !flash_attn && is_quantized(p.type_v) {
             return Err(Error::invalid("a quantized V cache (type_v) requires flash attention"));
         }
-        if p.embeddings {
-            return Err(Error::NotImplemented(
-                "embeddings output (llama_context_params.embeddings)",
-            ));
-        }
+        let pooling = p.pooling.unwrap_or(Pooling::None);
         let graph = GraphParams {
             flash_attn,
             causal,
@@ -165,6 +169,7 @@ impl<'m> Context<'m> {
                 32.0
             },
             beta_slow: if p.yarn_beta_slow >= 0.0 { p.yarn_beta_slow } else { 1.0 },
+            embeddings: p.embeddings.then_some(pooling),
         };
         let backend = CpuBackend::new(p.n_threads_batch).map_err(Error::Ggml)?;
         let seq_capacity = if p.kv_unified { n_ctx } else { n_ctx_seq } as usize;
@@ -190,6 +195,7 @@ impl<'m> Context<'m> {
                 n_threads_batch: p.n_threads_batch.max(1),
                 graph,
                 embeddings: p.embeddings,
+                pooling,
                 no_perf: p.no_perf,
                 kv_unified: p.kv_unified,
             },
@@ -198,6 +204,8 @@ impl<'m> Context<'m> {
             kv,
             backend,
             logits: Vec::new(),
+            embd: Vec::new(),
+            embd_seq: BTreeMap::new(),
             output_ids: Vec::new(),
             n_outputs: 0,
             reuse_graphs,
@@ -224,6 +232,7 @@ impl<'m> Context<'m> {
                 n_streams: 1,
                 n_outputs: n_tokens,
                 n_kv: self.kv.size(),
+                n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
             };
             let built = Builder::build(self.model, &self.kv, shape, self.params.graph)?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
@@ -251,14 +260,69 @@ impl<'m> Context<'m> {
         self.backend.set_abort_callback(cb);
     }
 
+    /// Turn embeddings output on or off (llama_set_embeddings); the next decode builds its graph.
+    pub fn set_embeddings(&mut self, on: bool) {
+        self.params.embeddings = on;
+        self.params.graph.embeddings = on.then_some(self.params.pooling);
+        self.graph = None;
+    }
+
+    /// The `n_seqs` of a graph shape: sequences when embeddings are pooled, else 0.
+    pub(super) fn pooled_seqs(&self, n: usize) -> usize {
+        match self.params.graph.embeddings {
+            Some(p) if p != Pooling::None => n,
+            _ => 0,
+        }
+    }
+
+    fn n_embd(&self) -> usize {
+        self.model.hparams.as_ref().map_or(0, |hp| hp.n_embd as usize)
+    }
+
     /// Logits of output row `i` (negative: from the end), as llama_get_logits_ith resolves it.
     pub fn logits_ith(&self, i: i32) -> Result<&[f32]> {
         let n_vocab = self.n_vocab();
-        let row = if i < 0 {
+        let row = self.output_row(i, "logits")?;
+        self.logits
+            .get(row * n_vocab..(row + 1) * n_vocab)
+            .ok_or_else(|| Error::invalid(format!("invalid logits id {i}: no output for it")))
+    }
+
+    /// Embeddings of output row `i` (negative: from the end), when embeddings are on and not pooled.
+    pub fn embeddings_ith(&self, i: i32) -> Result<&[f32]> {
+        if !self.params.embeddings || self.params.pooling != Pooling::None {
+            return Err(Error::invalid(
+                "no per-token embeddings: the context has embeddings off or pooled (use llama_get_embeddings_seq)",
+            ));
+        }
+        let n = self.n_embd();
+        let row = self.output_row(i, "embeddings")?;
+        self.embd
+            .get(row * n..(row + 1) * n)
+            .ok_or_else(|| Error::invalid(format!("invalid embeddings id {i}: no output for it")))
+    }
+
+    /// All output rows' embeddings of the last decode, [n_outputs][n_embd]; None without them.
+    pub fn embeddings(&self) -> Option<&[f32]> {
+        let on = self.params.embeddings && self.params.pooling == Pooling::None;
+        on.then(|| &self.embd[..(self.n_outputs * self.n_embd()).min(self.embd.len())])
+    }
+
+    /// The pooled embedding of sequence `seq` from the last decode that held it.
+    pub fn embeddings_seq(&self, seq: i32) -> Option<&[f32]> {
+        usize::try_from(seq)
+            .ok()
+            .and_then(|s| self.embd_seq.get(&s))
+            .map(Vec::as_slice)
+    }
+
+    /// The row of output `i` (as llama.h resolves `_ith` indices) among the last decode's outputs.
+    fn output_row(&self, i: i32, what: &str) -> Result<usize> {
+        Ok(if i < 0 {
             let j = self.n_outputs as i64 + i64::from(i);
             if j < 0 {
                 return Err(Error::invalid(format!(
-                    "invalid logits id {i}: negative index out of range [-{}, 0)",
+                    "invalid {what} id {i}: negative index out of range [-{}, 0)",
                     self.n_outputs
                 )));
             }
@@ -266,20 +330,17 @@ impl<'m> Context<'m> {
         } else {
             let Some(&j) = self.output_ids.get(i as usize) else {
                 return Err(Error::invalid(format!(
-                    "invalid logits id {i}: out of range [0, {}) of the last batch",
+                    "invalid {what} id {i}: out of range [0, {}) of the last batch",
                     self.output_ids.len()
                 )));
             };
             if j < 0 {
                 return Err(Error::invalid(format!(
-                    "invalid logits id {i}: batch.logits[{i}] was not set, so there are no logits for it"
+                    "invalid {what} id {i}: batch.logits[{i}] was not set, so there is no output for it"
                 )));
             }
             j as usize
-        };
-        self.logits
-            .get(row * n_vocab..(row + 1) * n_vocab)
-            .ok_or_else(|| Error::invalid(format!("invalid logits id {i}: no output for it")))
+        })
     }
 
     /// All output rows of the last decode, [n_outputs][n_vocab].

@@ -46,6 +46,7 @@ pub(crate) fn params(n_ctx: u32, n_ubatch: u32, n_seq_max: u32) -> Params {
         kv_unified: false,
         causal: None,
         embeddings: false,
+        pooling: None,
         no_perf: false,
         rope_freq_base: 0.0,
         rope_freq_scale: 0.0,

@@ -6,6 +6,7 @@ use super::types::*;
 use super::{guard, not_implemented};
 use crate::context::Context;
 use crate::ggml::AbortCallback;
+use crate::graph::Pooling;
 use std::ffi::c_void;
 
 /// # Safety
@@ -110,17 +111,22 @@ pub unsafe extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_me
     unsafe { param_getter("llama_get_memory", ctx, std::ptr::null_mut(), memory_handle) }
 }
 
-/// Generation contexts do not pool (pooled embeddings are refused at creation).
 #[no_mangle]
 pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> PoolingType {
-    let none = PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_NONE as std::ffi::c_int);
     // SAFETY: forwarded contract.
     unsafe {
         param_getter(
             "llama_pooling_type",
             ctx,
             PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as std::ffi::c_int),
-            |_| none,
+            |c| {
+                PoolingType(match c.params.pooling {
+                    Pooling::None => llama_pooling_type::LLAMA_POOLING_TYPE_NONE,
+                    Pooling::Mean => llama_pooling_type::LLAMA_POOLING_TYPE_MEAN,
+                    Pooling::Cls => llama_pooling_type::LLAMA_POOLING_TYPE_CLS,
+                    Pooling::Last => llama_pooling_type::LLAMA_POOLING_TYPE_LAST,
+                } as std::ffi::c_int)
+            },
         )
     }
 }
@@ -146,15 +152,11 @@ pub unsafe extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
     unsafe { param_getter("llama_n_threads_batch", ctx, -1, |c| c.params.n_threads_batch) }
 }
 
-/// Embeddings output is not implemented: turning it off is accepted, turning it on is refused.
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
     guard("llama_set_embeddings", (), || {
         // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?;
-        if embeddings {
-            return Err(crate::Error::NotImplemented("embeddings output (llama_set_embeddings)"));
-        }
+        unsafe { ctx_mut(ctx) }?.set_embeddings(embeddings);
         Ok(())
     })
 }
@@ -262,22 +264,33 @@ pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
     not_implemented("llama_detach_threadpool", ())
 }
 
+/// The last decode's embeddings, [n_outputs][n_embd]; NULL when embeddings are off or pooled.
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
-    let _ = ctx;
-    not_implemented("llama_get_embeddings", std::ptr::null_mut())
+    guard("llama_get_embeddings", std::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { ctx_mut(ctx) }?;
+        Ok(c.embeddings().map_or(std::ptr::null_mut(), |e| e.as_ptr().cast_mut()))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    let _ = (ctx, i);
-    not_implemented("llama_get_embeddings_ith", std::ptr::null_mut())
+    guard("llama_get_embeddings_ith", std::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { ctx_mut(ctx) }?.embeddings_ith(i)?.as_ptr().cast_mut())
+    })
 }
 
+/// The pooled embedding of a sequence; NULL when there is none (as in llama.cpp, without a log line).
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_id: llama_seq_id) -> *mut f32 {
-    let _ = (ctx, seq_id);
-    not_implemented("llama_get_embeddings_seq", std::ptr::null_mut())
+    guard("llama_get_embeddings_seq", std::ptr::null_mut(), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { ctx_mut(ctx) }?;
+        Ok(c.embeddings_seq(seq_id)
+            .map_or(std::ptr::null_mut(), |e| e.as_ptr().cast_mut()))
+    })
 }
 
 #[no_mangle]

@@ -6,6 +6,7 @@ use super::types::*;
 use crate::context::{self, FlashAttn};
 use crate::error::{Error, Result};
 use crate::ggml::{AbortCallback, EvalCallback};
+use crate::graph::Pooling;
 use crate::model::{self, KvOverride, LoadParams, OverrideValue};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -269,10 +270,14 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         2 | 3 => return Err(Error::NotImplemented("YaRN and LongRoPE rope scaling")),
         _ => {}
     }
-    match enum_in("pooling_type", p.pooling_type.0, &[-1, 0, 1, 2, 3, 4])? {
-        -1 | 0 => {}
-        _ => return Err(Error::NotImplemented("pooled embeddings (pooling_type)")),
-    }
+    let pooling = match enum_in("pooling_type", p.pooling_type.0, &[-1, 0, 1, 2, 3, 4])? {
+        -1 => None,
+        0 => Some(Pooling::None),
+        1 => Some(Pooling::Mean),
+        2 => Some(Pooling::Cls),
+        3 => Some(Pooling::Last),
+        _ => return Err(Error::NotImplemented("rank pooling (a classifier head)")),
+    };
     if p.n_samplers > 0 && !p.samplers.is_null() {
         return Err(Error::NotImplemented(
             "backend samplers (llama_context_params.samplers)",
@@ -311,6 +316,7 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
             a => Some(a == 0),
         },
         embeddings: p.embeddings,
+        pooling,
         no_perf: p.no_perf,
         rope_freq_base: p.rope_freq_base,
         rope_freq_scale: p.rope_freq_scale,

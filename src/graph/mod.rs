@@ -21,6 +21,22 @@ pub struct Shape {
     pub n_outputs: usize,
     /// Cells of the KV cache attention covers.
     pub n_kv: usize,
+    /// Sequences the ubatch holds, when embeddings are pooled per sequence (0 otherwise).
+    pub n_seqs: usize,
+}
+
+/// How embeddings are reduced (llama.h's `enum llama_pooling_type`; RANK needs a classifier head
+/// none of our architectures has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// One embedding per output token.
+    None,
+    /// Per sequence: the mean over its tokens in the ubatch.
+    Mean,
+    /// Per sequence: its first token's.
+    Cls,
+    /// Per sequence: its last token's.
+    Last,
 }
 
 /// Context parameters the graph depends on (fixed for the life of a context).
@@ -35,6 +51,8 @@ pub struct GraphParams {
     pub attn_factor: f32,
     pub beta_fast: f32,
     pub beta_slow: f32,
+    /// Output the final-norm hidden states too, pooled so (llama.h's `embeddings`).
+    pub embeddings: Option<Pooling>,
 }
 
 /// The inputs of a built graph, set before every compute.
@@ -51,13 +69,19 @@ pub struct Inputs {
     pub mask_swa: Option<TensorRef>,
     /// Rows of the last layer to keep (the requested outputs), I32 [n_outputs]; None when all are.
     pub out_ids: Option<TensorRef>,
+    /// Mean pooling weights, F32 [n_tokens, n_seqs]: 1/len where a token belongs to a sequence.
+    pub mean: Option<TensorRef>,
+    /// First or last pooling: the row of each sequence's token, I32 [n_seqs].
+    pub cls: Option<TensorRef>,
 }
 
-/// A graph ready to run: its inputs and its logits output [n_vocab, n_outputs].
+/// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] and, with embeddings,
+/// the embeddings output ([n_embd, n_outputs], or [n_embd, n_seqs] pooled).
 pub struct Built {
     pub graph: Graph,
     pub inputs: Inputs,
     pub logits: TensorRef,
+    pub embd: Option<TensorRef>,
 }
 
 /// Mask element type for the chosen attention path.
@@ -83,6 +107,8 @@ pub struct Builder<'a> {
     pub shape: Shape,
     pub params: GraphParams,
     pub inputs: Inputs,
+    /// The final-norm hidden states the output head reads (the embeddings).
+    hidden: Option<TensorRef>,
 }
 
 fn ggml_err(e: String) -> Error {
@@ -137,18 +163,57 @@ impl<'a> Builder<'a> {
                 mask,
                 mask_swa,
                 out_ids,
+                mean: None,
+                cls: None,
             },
+            hidden: None,
         };
         let logits = match hp.arch {
             Arch::Llama | Arch::Qwen2 => crate::arch::llama::build(&mut b)?,
             Arch::Gemma3 => crate::arch::gemma3::build(&mut b)?,
         };
         b.g.output(logits);
+        let embd = match params.embeddings {
+            Some(pooling) => Some(b.pooled_embeddings(pooling)?),
+            None => None,
+        };
         Ok(Built {
             graph: b.g,
             inputs: b.inputs,
             logits,
+            embd,
         })
+    }
+
+    /// The final-norm hidden states, reduced per sequence as `pooling` says, as a graph output.
+    fn pooled_embeddings(&mut self, pooling: Pooling) -> Result<TensorRef> {
+        let h = self
+            .hidden
+            .ok_or_else(|| Error::Internal("the architecture built no output head".into()))?;
+        let (nt, ns) = (self.shape.n_tokens as i64, self.shape.n_seqs as i64);
+        let out = match pooling {
+            Pooling::None => h,
+            Pooling::Mean => {
+                let w = self
+                    .g
+                    .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[nt, ns], "inp_mean")
+                    .map_err(ggml_err)?;
+                self.inputs.mean = Some(w);
+                let ht = self.g.permute(h, [1, 0, 2, 3]).map_err(ggml_err)?;
+                let ht = self.g.cont(ht).map_err(ggml_err)?;
+                self.g.mul_mat(ht, w).map_err(ggml_err)?
+            }
+            Pooling::Cls | Pooling::Last => {
+                let rows = self
+                    .g
+                    .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[ns], "inp_cls")
+                    .map_err(ggml_err)?;
+                self.inputs.cls = Some(rows);
+                self.g.get_rows(h, rows).map_err(ggml_err)?
+            }
+        };
+        self.g.output(out);
+        Ok(out)
     }
 
     /// A weight tensor; `None` when the (optional) tensor is absent.
@@ -325,6 +390,7 @@ impl<'a> Builder<'a> {
     pub fn output_head(&mut self, x: TensorRef) -> Result<TensorRef> {
         let norm_w = self.weight("output_norm.weight")?;
         let x = self.rms_norm(x, norm_w)?;
+        self.hidden = Some(x);
         let head = match self.weight_opt("output.weight") {
             Some(w) => w,
             None => self.weight("token_embd.weight")?,
