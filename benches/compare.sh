@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Do libengine.so and llama.cpp's libllama.so compute the same? One program (benches/compare_bench.c)
-# prints tokenizations, logits (a hash of every row's bits), multi-sequence batches and seeded
-# generations for each test model through each library; this reports where the outputs first differ.
+# prints tokenizations, logits and saved states (hashes of their bits), multi-sequence batches,
+# embeddings and seeded generations for each test model through each library; this reports where the
+# outputs first differ.
 # Not a test (llama.cpp is not part of the build or CI); exits 1 if anything differs.
 #
 #   benches/compare.sh [LIBLLAMA.so]     (default: $LIBLLAMA, else benches/llama-cpp.sh provides one)
@@ -21,7 +22,7 @@ for model in "${bench_models[@]}"; do
     "$bin" "$libllama" "$models/$model" >"$out/llama"
     lines=$(wc -l <"$out/llama")
     if cmp -s "$out/engine" "$out/llama"; then
-        echo "$model: identical ($lines lines: tokenization, logits bits, multi-sequence, sampling)"
+        echo "$model: identical ($lines lines: tokenization, logits and state bits, multi-sequence, embeddings, sampling)"
     else
         status=1
         echo "$model: $(diff "$out/engine" "$out/llama" | grep -c '^<') of $lines lines differ; first difference:"

@@ -1,7 +1,8 @@
 // What a llama.h library computes, printed so that two libraries can be compared line by line:
 // tokenization and detokenization of generated texts, the logits of whole prompts (a hash of every
-// row's bits, and its top 3) at n_ubatch 512 and 7, several sequences in one batch, and seeded
-// generation through sampler chains of every family.
+// row's bits, and its top 3) at n_ubatch 512 and 7 and the saved state's bytes, several sequences
+// in one batch, embeddings with every pooling, and seeded generation through sampler chains of
+// every family.
 //
 //   compare_bench LIBRARY MODEL
 //
@@ -163,6 +164,8 @@ int main(int argc, char **argv) {
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_sampler_sample);
     DL_LOAD(llama_sampler_free);
+    DL_LOAD(llama_state_get_size);
+    DL_LOAD(llama_state_get_data);
     struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
     int n_vocab = p_llama_vocab_n_tokens(vocab);
@@ -215,6 +218,16 @@ int main(int argc, char **argv) {
                 print_row(p_llama_get_logits_ith(ctx, i), n_vocab);
             }
             printf("decode ub%d p%d rc %d\n", cp.n_ubatch, p, rc);
+            if (rc == 0) {
+                /* The saved state, byte for byte (llama.cpp's layout). */
+                size_t size = p_llama_state_get_size(ctx);
+                unsigned char *state = malloc(size);
+                size_t got = p_llama_state_get_data(ctx, state, size);
+                uint64_t h = 1469598103934665603ull;
+                for (size_t i = 0; i < got; i++) h = (h ^ state[i]) * 1099511628211ull;
+                printf("state ub%d p%d %zu bytes %016llx\n", cp.n_ubatch, p, got, (unsigned long long)h);
+                free(state);
+            }
             p_llama_batch_free(b);
             p_llama_free(ctx);
         }
@@ -247,6 +260,44 @@ int main(int argc, char **argv) {
             print_row(p_llama_get_logits_ith(ctx, last[s]), n_vocab);
         }
         printf("multiseq unified %d rc %d\n", unified, rc);
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+    }
+
+    DL_LOAD(llama_get_embeddings);
+    DL_LOAD(llama_get_embeddings_seq);
+    DL_LOAD(llama_model_n_embd);
+    int n_embd = p_llama_model_n_embd(model);
+    for (int pooling = LLAMA_POOLING_TYPE_NONE; pooling <= LLAMA_POOLING_TYPE_LAST; pooling++) {
+        struct llama_context_params cp = p_llama_context_default_params();
+        cp.n_ctx = 1024;
+        cp.n_seq_max = 2;
+        cp.kv_unified = true;
+        cp.embeddings = true;
+        cp.pooling_type = pooling;
+        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_batch b = p_llama_batch_init(512, 0, 1);
+        b.n_tokens = 0;
+        for (int s = 0; s < 2; s++) {
+            int n = p_llama_tokenize(vocab, PROMPTS[s], (int)strlen(PROMPTS[s]), ids, 4096, true, true);
+            for (int i = 0; i < n; i++) {
+                int j = b.n_tokens++;
+                b.token[j] = ids[i];
+                b.pos[j] = i;
+                b.n_seq_id[j] = 1;
+                b.seq_id[j][0] = s;
+                b.logits[j] = 1;
+            }
+        }
+        int rc = p_llama_decode(ctx, b);
+        printf("embeddings pooling %d rc %d:", pooling, rc);
+        if (rc == 0 && pooling == LLAMA_POOLING_TYPE_NONE) {
+            printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings(ctx), b.n_tokens * n_embd));
+        }
+        for (int s = 0; s < 2 && rc == 0 && pooling != LLAMA_POOLING_TYPE_NONE; s++) {
+            printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings_seq(ctx, s), n_embd));
+        }
+        printf("\n");
         p_llama_batch_free(b);
         p_llama_free(ctx);
     }
