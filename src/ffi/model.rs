@@ -7,20 +7,29 @@ use super::types::*;
 use super::{guard, not_implemented};
 use crate::error::{Error, Result};
 use crate::model::hparams::HParams;
-use crate::model::{MetaPair, Model};
+use crate::model::{FileSource, MetaPair, Model};
 use std::ffi::{c_char, c_int, c_void};
+use std::os::fd::FromRawFd;
 
 /// Load from `paths` with the caller's parameters, wiring the C progress callback.
 ///
 /// # Safety
 /// Pointers inside `params` must be valid as llama.h documents.
 unsafe fn load(paths: Vec<String>, params: &llama_model_params) -> Result<*mut llama_model> {
+    let sources: Vec<FileSource> = paths.into_iter().map(FileSource::Path).collect();
+    // SAFETY: forwarded contract.
+    unsafe { load_from(&sources, params) }
+}
+
+/// # Safety
+/// As [`load`].
+unsafe fn load_from(sources: &[FileSource], params: &llama_model_params) -> Result<*mut llama_model> {
     // SAFETY: forwarded contract.
     let (mut lp, progress) = unsafe { model_load_params(params) }?;
     let mut progress: Option<Progress> = progress;
     let mut call = |p: f32| progress.as_mut().is_none_or(|cb| cb.call(p));
     lp.progress = Some(&mut call);
-    let m = Model::load(&paths, lp)?;
+    let m = Model::load_from(sources, lp)?;
     Ok(model_into_raw(m))
 }
 
@@ -131,8 +140,36 @@ pub unsafe extern "C" fn llama_model_load_from_file_ptr(
     file: *mut libc::FILE,
     params: llama_model_params,
 ) -> *mut llama_model {
-    let _ = (file, params);
-    not_implemented("llama_model_load_from_file_ptr", std::ptr::null_mut())
+    guard("llama_model_load_from_file_ptr", std::ptr::null_mut(), || {
+        if file.is_null() {
+            return Err(Error::invalid("file is NULL"));
+        }
+        // SAFETY: a live FILE* by the contract; ftello accounts for what stdio has buffered, so
+        // the GGUF starts where the caller's reads have got to.
+        let (fd, start) = unsafe { (libc::fileno(file), libc::ftello(file)) };
+        if fd < 0 || start < 0 {
+            return Err(Error::invalid("file has no usable descriptor or position"));
+        }
+        // SAFETY: `fd` is open (the caller's); dup gives the model its own descriptor to own,
+        // which it reads by position only, so the caller's offset does not move.
+        let own = unsafe { libc::dup(fd) };
+        if own < 0 {
+            return Err(Error::io(
+                "cannot duplicate the descriptor of",
+                format!("FILE* (fd {fd})"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `own` is a fresh descriptor nothing else owns.
+        let owned = unsafe { std::fs::File::from_raw_fd(own) };
+        let source = FileSource::Open {
+            file: owned,
+            start: start as u64,
+            name: format!("FILE* (fd {fd}, from byte {start})"),
+        };
+        // SAFETY: forwarded contract.
+        unsafe { load_from(std::slice::from_ref(&source), &params) }
+    })
 }
 
 #[no_mangle]

@@ -11,7 +11,7 @@ mod weights;
 mod tests;
 
 pub use metadata::{KvOverride, OverrideValue};
-pub use storage::LoadMode;
+pub use storage::{FileSource, LoadMode};
 
 use crate::arch::{Arch, TensorSpec};
 use crate::error::{Error, Result};
@@ -74,27 +74,33 @@ pub struct Model {
 
 impl Model {
     /// Load a model from one file or from all the splits of one (in order).
-    pub fn load(paths: &[String], mut params: LoadParams) -> Result<Model> {
+    pub fn load(paths: &[String], params: LoadParams) -> Result<Model> {
+        let sources: Vec<FileSource> = paths.iter().map(|p| FileSource::Path(p.clone())).collect();
+        Model::load_from(&sources, params)
+    }
+
+    /// Load a model from files given by path or already open (one, or all splits in order).
+    pub fn load_from(sources: &[FileSource], mut params: LoadParams) -> Result<Model> {
         crate::ggml::init();
         let t_start_us = crate::ggml::time_us();
-        if paths.is_empty() {
+        if sources.is_empty() {
             return Err(Error::invalid("no model file given"));
         }
+        let names: Vec<String> = sources.iter().map(|s| s.name().to_string()).collect();
         let mut no_progress = |_: f32| true;
         let progress: &mut dyn FnMut(f32) -> bool = match params.progress.take() {
             Some(p) => p,
             None => &mut no_progress,
         };
         // Reading (in Read mode) and placing tensors each take half of the progress range.
-        let n_files = paths.len() as f32;
-        let mut files = Vec::with_capacity(paths.len());
-        for (i, path) in paths.iter().enumerate() {
+        let n_files = names.len() as f32;
+        let mut files = Vec::with_capacity(names.len());
+        for (i, source) in sources.iter().enumerate() {
             let mut read_progress = |f: f32| progress(0.5 * (i as f32 + f) / n_files);
-            let storage = Storage::open(path, 0, params.mode, &mut read_progress)?;
-            files.push(storage);
+            files.push(Storage::open(source, params.mode, &mut read_progress)?);
         }
         let mut ggufs = Vec::with_capacity(files.len());
-        for (path, storage) in paths.iter().zip(&files) {
+        for (path, storage) in names.iter().zip(&files) {
             let g = GgufFile::parse(storage.bytes()).map_err(|e| match e {
                 Error::Gguf { at, msg } => Error::Gguf {
                     at,
@@ -104,7 +110,7 @@ impl Model {
             })?;
             ggufs.push(g);
         }
-        check_splits(paths, &ggufs)?;
+        check_splits(&names, &ggufs)?;
 
         let meta = metadata::meta_strings(&ggufs[0]);
         metadata::apply_overrides(&mut ggufs[0], &params.overrides)?;
@@ -185,7 +191,7 @@ impl Model {
             ));
         }
         if params.mlock {
-            for (path, f) in paths.iter().zip(&files) {
+            for (path, f) in names.iter().zip(&files) {
                 if let Err(e) = f.lock() {
                     crate::log_warn!("model: cannot lock '{path}' in memory (mlock): {e}; continuing without");
                 }

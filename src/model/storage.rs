@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::fs::File;
-use std::io::Read;
+use std::os::unix::fs::FileExt;
 
 /// How the file's bytes get into memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,10 +28,21 @@ impl Storage {
         }
     }
 
-    /// Open `path` in `mode`, reporting read progress (0..1) through `progress`; a `false` from it
-    /// cancels. `start` skips a prefix (a GGUF embedded in a larger file).
-    pub fn open(path: &str, start: u64, mode: LoadMode, progress: &mut dyn FnMut(f32) -> bool) -> Result<Storage> {
-        let file = File::open(path).map_err(|e| Error::io("cannot open model file", path, e))?;
+    /// The bytes of `source` in `mode`, reporting read progress (0..1) through `progress`; a
+    /// `false` from it cancels.
+    pub fn open(source: &FileSource, mode: LoadMode, progress: &mut dyn FnMut(f32) -> bool) -> Result<Storage> {
+        let (file, start) = match source {
+            FileSource::Path(path) => (
+                File::open(path).map_err(|e| Error::io("cannot open model file", path, e))?,
+                0,
+            ),
+            FileSource::Open { file, start, .. } => (
+                file.try_clone()
+                    .map_err(|e| Error::io("cannot use the open file of", source.name(), e))?,
+                *start,
+            ),
+        };
+        let path = source.name();
         let len = file
             .metadata()
             .map_err(|e| Error::io("cannot stat model file", path, e))?
@@ -60,27 +71,39 @@ impl Storage {
     }
 }
 
-fn read_all(
-    mut file: File,
-    path: &str,
-    start: u64,
-    size: usize,
-    progress: &mut dyn FnMut(f32) -> bool,
-) -> Result<MmapMut> {
+/// Where a model file's bytes come from.
+pub enum FileSource {
+    Path(String),
+    /// A file the caller opened, read from `start` on (a GGUF embedded in a larger file) without
+    /// moving its offset; `name` describes it in messages.
+    Open {
+        file: File,
+        start: u64,
+        name: String,
+    },
+}
+
+impl FileSource {
+    pub fn name(&self) -> &str {
+        match self {
+            FileSource::Path(p) => p,
+            FileSource::Open { name, .. } => name,
+        }
+    }
+}
+
+fn read_all(file: File, path: &str, start: u64, size: usize, progress: &mut dyn FnMut(f32) -> bool) -> Result<MmapMut> {
     // Anonymous memory is page aligned, which keeps tensor data aligned as ggml wants.
     let mut mem = MmapOptions::new()
         .len(size)
         .map_anon()
         .map_err(|e| Error::io("cannot allocate memory for model file", path, e))?;
-    if start > 0 {
-        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))
-            .map_err(|e| Error::io("cannot seek in model file", path, e))?;
-    }
     const CHUNK: usize = 16 << 20;
     let mut done = 0;
     while done < size {
         let end = (done + CHUNK).min(size);
-        file.read_exact(&mut mem[done..end])
+        // Positioned reads leave the file's offset alone (it may be the caller's).
+        file.read_exact_at(&mut mem[done..end], start + done as u64)
             .map_err(|e| Error::io("cannot read model file", path, e))?;
         done = end;
         if !progress(done as f32 / size as f32) {
