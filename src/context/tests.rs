@@ -594,3 +594,49 @@ fn state_of_a_sequence_with_shared_cells_restores_exactly() {
         "sequence 1 continues otherwise"
     );
 }
+
+/// Random and corrupted state data never panics: each restore either succeeds or is refused, and a
+/// refused one leaves the cache as it was.
+#[test]
+fn corrupted_state_data_is_refused_cleanly() {
+    let m = load(SMOLLM2.0);
+    let mut ctx = Context::new(&m, params(256, 64, 1)).expect("context");
+    decode_in_seq(&mut ctx, 0, &[1, 504, 3458, 282], 0);
+    let good = ctx.state_save().expect("save");
+    let mut state = 0x9e37_79b9_u32;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    for round in 0..300 {
+        let mut data = if round % 2 == 0 {
+            let n = (next() % 4000) as usize;
+            (0..n).map(|_| next() as u8).collect::<Vec<u8>>()
+        } else {
+            good.clone()
+        };
+        // Flip a few bytes (or cut the tail) of the valid state, anywhere.
+        for _ in 0..1 + next() % 4 {
+            if data.is_empty() {
+                break;
+            }
+            let at = next() as usize % data.len();
+            if next() % 5 == 0 {
+                data.truncate(at);
+            } else {
+                data[at] ^= 1 << (next() % 8);
+            }
+        }
+        let used = ctx.kv.cells.used();
+        if ctx.state_load(&mut crate::kv::SliceSource::new(&data)).is_err() {
+            assert_eq!(
+                ctx.kv.cells.used(),
+                used,
+                "round {round}: a refused restore changed the cache"
+            );
+        }
+        let _ = ctx.seq_state_load(0, false, &mut crate::kv::SliceSource::new(&data));
+    }
+}
