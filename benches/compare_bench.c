@@ -49,6 +49,19 @@ static uint64_t hash_bits(const float *v, int n) {
     return h;
 }
 
+/* Append `n` tokens as sequence `seq` at positions 0.., with an output at every token or only the
+ * last. */
+static void append_seq(struct llama_batch *b, const llama_token *ids, int n, llama_seq_id seq, bool all_outputs) {
+    for (int i = 0; i < n; i++) {
+        int j = b->n_tokens++;
+        b->token[j] = ids[i];
+        b->pos[j] = i;
+        b->n_seq_id[j] = 1;
+        b->seq_id[j][0] = seq;
+        b->logits[j] = all_outputs || i == n - 1;
+    }
+}
+
 static void print_row(const float *row, int n_vocab) {
     int top[3] = {-1, -1, -1};
     for (int i = 0; i < n_vocab; i++) {
@@ -204,14 +217,8 @@ int main(int argc, char **argv) {
             cp.n_ubatch = ub ? 7 : 512;
             struct llama_context *ctx = p_llama_init_from_model(model, cp);
             struct llama_batch b = p_llama_batch_init(n, 0, 1);
-            for (int i = 0; i < n; i++) {
-                b.token[i] = ids[i];
-                b.pos[i] = i;
-                b.n_seq_id[i] = 1;
-                b.seq_id[i][0] = 0;
-                b.logits[i] = 1;
-            }
-            b.n_tokens = n;
+            b.n_tokens = 0;
+            append_seq(&b, ids, n, 0, true);
             int rc = p_llama_decode(ctx, b);
             for (int i = 0; i < n && rc == 0; i++) {
                 printf("logits ub%d p%d pos %d:", cp.n_ubatch, p, i);
@@ -244,14 +251,7 @@ int main(int argc, char **argv) {
         b.n_tokens = 0;
         for (int s = 0; s < 4; s++) {
             int n = p_llama_tokenize(vocab, PROMPTS[s + 2], (int)strlen(PROMPTS[s + 2]), ids, 4096, true, true);
-            for (int i = 0; i < n; i++) {
-                int j = b.n_tokens++;
-                b.token[j] = ids[i];
-                b.pos[j] = i;
-                b.n_seq_id[j] = 1;
-                b.seq_id[j][0] = s;
-                b.logits[j] = i == n - 1;
-            }
+            append_seq(&b, ids, n, s, false);
             last[s] = b.n_tokens - 1;
         }
         int rc = p_llama_decode(ctx, b);
@@ -280,14 +280,7 @@ int main(int argc, char **argv) {
         b.n_tokens = 0;
         for (int s = 0; s < 2; s++) {
             int n = p_llama_tokenize(vocab, PROMPTS[s], (int)strlen(PROMPTS[s]), ids, 4096, true, true);
-            for (int i = 0; i < n; i++) {
-                int j = b.n_tokens++;
-                b.token[j] = ids[i];
-                b.pos[j] = i;
-                b.n_seq_id[j] = 1;
-                b.seq_id[j][0] = s;
-                b.logits[j] = 1;
-            }
+            append_seq(&b, ids, n, s, true);
         }
         int rc = p_llama_decode(ctx, b);
         printf("embeddings pooling %d rc %d:", pooling, rc);
