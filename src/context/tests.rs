@@ -61,15 +61,22 @@ pub(crate) fn params(n_ctx: u32, n_ubatch: u32, n_seq_max: u32) -> Params {
 }
 
 /// Minimal JSON field readers for the reference lines (flat objects of numbers and arrays).
-pub(crate) fn json_ints(line: &str, key: &str) -> Vec<i64> {
+fn json_numbers<T: std::str::FromStr>(line: &str, key: &str) -> Vec<T>
+where
+    T::Err: std::fmt::Debug,
+{
     let start = line.find(&format!("\"{key}\":[")).map(|i| i + key.len() + 4);
     let Some(start) = start else { return Vec::new() };
     let end = line[start..].find(']').map_or(line.len(), |e| start + e);
     line[start..end]
         .split(',')
         .filter(|s| !s.is_empty())
-        .map(|s| s.trim().parse().expect("int"))
+        .map(|s| s.trim().parse().expect("number"))
         .collect()
+}
+
+pub(crate) fn json_ints(line: &str, key: &str) -> Vec<i64> {
+    json_numbers(line, key)
 }
 
 pub(crate) fn json_int(line: &str, key: &str) -> Option<i64> {
@@ -258,14 +265,7 @@ fn greedy_matches_reference(model: (&str, &str), tol: Tolerance) {
 }
 
 pub(crate) fn json_floats(line: &str, key: &str) -> Vec<f32> {
-    let start = line.find(&format!("\"{key}\":[")).map(|i| i + key.len() + 4);
-    let Some(start) = start else { return Vec::new() };
-    let end = line[start..].find(']').map_or(line.len(), |e| start + e);
-    line[start..end]
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(|s| s.trim().parse().expect("float"))
-        .collect()
+    json_numbers(line, key)
 }
 
 #[test]
