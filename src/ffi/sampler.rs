@@ -911,6 +911,26 @@ pub unsafe extern "C" fn llama_sampler_init_grammar(
     }
 }
 
+/// A lazy grammar sampler from trigger patterns already read (None: reading them failed and was
+/// reported).
+///
+/// # Safety
+/// As [`init_grammar`].
+unsafe fn init_lazy(
+    name: &'static str,
+    vocab: *const llama_vocab,
+    grammar_str: *const c_char,
+    grammar_root: *const c_char,
+    patterns: Option<Vec<Vec<u8>>>,
+    triggers: (*const llama_token, usize),
+) -> *mut llama_sampler {
+    let Some(patterns) = patterns else {
+        return ptr::null_mut();
+    };
+    // SAFETY: forwarded contract.
+    unsafe { init_grammar(name, vocab, grammar_str, grammar_root, true, patterns, triggers) }
+}
+
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_grammar_lazy(
@@ -934,17 +954,13 @@ pub unsafe extern "C" fn llama_sampler_init_grammar_lazy(
             vec![sampling::grammar::trigger_words_pattern(&words)]
         }))
     });
-    let Some(patterns) = patterns else {
-        return ptr::null_mut();
-    };
     // SAFETY: forwarded contract.
     unsafe {
-        init_grammar(
+        init_lazy(
             NAME,
             vocab,
             grammar_str,
             grammar_root,
-            true,
             patterns,
             (trigger_tokens, num_trigger_tokens),
         )
@@ -970,17 +986,13 @@ pub unsafe extern "C" fn llama_sampler_init_grammar_lazy_patterns(
             .map(Some)
             .ok_or_else(|| Error::invalid("a trigger pattern is NULL"))
     });
-    let Some(patterns) = patterns else {
-        return ptr::null_mut();
-    };
     // SAFETY: forwarded contract.
     unsafe {
-        init_grammar(
+        init_lazy(
             NAME,
             vocab,
             grammar_str,
             grammar_root,
-            true,
             patterns,
             (trigger_tokens, num_trigger_tokens),
         )

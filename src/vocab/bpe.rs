@@ -7,6 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::spans::{is_live, join, Linked, Span};
 use super::store::{FastMap, Strings, TextIndex};
 use super::unicode;
 
@@ -156,11 +157,8 @@ impl Bpe {
         let syms = &mut work.symbols;
         syms.clear();
         syms.extend(word.iter().enumerate().map(|(i, &b)| Symbol {
-            start: i as u32,
-            len: 1,
+            span: Span::linked(i, word.len(), i, 1),
             id: self.byte_symbol[usize::from(b)],
-            prev: i as i32 - 1,
-            next: if i + 1 == word.len() { -1 } else { i as i32 + 1 },
         }));
         let heap = &mut work.heap;
         heap.clear();
@@ -169,31 +167,23 @@ impl Bpe {
         }
         while let Some(Reverse((_, left, right, size, merged))) = heap.pop() {
             let (l, r) = (left as usize, right as usize);
-            let (ll, rl) = (syms[l].len, syms[r].len);
-            // Stale: one side was merged away or grew since the pair was queued.
-            if ll == 0 || rl == 0 || ll + rl != size {
+            if !is_live(syms, l, r, size) {
                 continue;
             }
             syms[l].id = merged;
-            syms[l].len += rl;
-            syms[r].len = 0;
-            syms[l].next = syms[r].next;
-            let after = syms[r].next;
-            if after >= 0 {
-                syms[after as usize].prev = left as i32;
+            let (prev, next) = join(syms, l, r);
+            if let Some(p) = prev {
+                self.push_pair(syms, p, l, heap);
             }
-            if syms[l].prev >= 0 {
-                self.push_pair(syms, syms[l].prev as usize, l, heap);
-            }
-            if syms[l].next >= 0 {
-                self.push_pair(syms, l, syms[l].next as usize, heap);
+            if let Some(n) = next {
+                self.push_pair(syms, l, n, heap);
             }
         }
-        for s in syms.iter().filter(|s| s.len > 0) {
+        for s in syms.iter().filter(|s| s.span.len > 0) {
             if s.id < self.n_tokens {
                 out.push(s.id as i32);
             } else {
-                let bytes = &word[s.start as usize..(s.start + s.len) as usize];
+                let bytes = &word[s.span.start as usize..(s.span.start + s.span.len) as usize];
                 for &b in bytes {
                     let (n, ids) = self.fallback[usize::from(b)];
                     out.extend_from_slice(&ids[..usize::from(n)]);
@@ -208,7 +198,13 @@ impl Bpe {
             return;
         }
         if let Some(&(rank, merged)) = self.merges.get(&((u64::from(a) << 32) | u64::from(b))) {
-            heap.push(Reverse((rank, l as u32, r as u32, syms[l].len + syms[r].len, merged)));
+            heap.push(Reverse((
+                rank,
+                l as u32,
+                r as u32,
+                syms[l].span.len + syms[r].span.len,
+                merged,
+            )));
         }
     }
 }
@@ -217,13 +213,21 @@ impl Bpe {
 /// leftmost, goes first.
 type Pair = (u32, u32, u32, u32, u32);
 
+/// A span and the symbol id its text is (`NONE` when it is no token or merge result).
 #[derive(Clone, Copy)]
 pub(super) struct Symbol {
-    start: u32,
-    len: u32,
+    span: Span,
     id: u32,
-    prev: i32,
-    next: i32,
+}
+
+impl Linked for Symbol {
+    fn span(&self) -> &Span {
+        &self.span
+    }
+
+    fn span_mut(&mut self) -> &mut Span {
+        &mut self.span
+    }
 }
 
 /// Words up to this many bytes are remembered, up to this many of them per tokenization.

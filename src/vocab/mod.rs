@@ -8,6 +8,7 @@
 mod bpe;
 mod load;
 mod pretok;
+mod spans;
 mod special;
 mod spm;
 mod stl_order;

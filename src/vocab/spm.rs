@@ -2,23 +2,16 @@
 //! characters, repeatedly join the adjacent pair whose joined text is the token with the highest
 //! score; pieces that end up not being tokens fall back to byte tokens.
 
+use super::spans::{is_live, join, Span};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-
-#[derive(Clone, Copy)]
-struct Symbol {
-    start: usize,
-    len: usize,
-    prev: isize,
-    next: isize,
-}
 
 /// A queued join; the highest score, then the leftmost, goes first.
 struct Pair {
     score: f32,
     left: usize,
     right: usize,
-    size: usize,
+    size: u32,
 }
 
 impl PartialEq for Pair {
@@ -61,24 +54,27 @@ pub(super) fn tokenize<E>(
     mut bytes: impl FnMut(&[u8], &mut Vec<i32>) -> Result<(), E>,
     out: &mut Vec<i32>,
 ) -> Result<(), E> {
-    let mut syms = Vec::with_capacity(text.len());
+    // One span per UTF-8 character (a truncated one at the end keeps its bytes).
+    let char_len = |at: usize| utf8_len(text[at]).min(text.len() - at);
+    let mut n_chars = 0;
     let mut at = 0;
     while at < text.len() {
-        let len = utf8_len(text[at]).min(text.len() - at);
-        let i = syms.len() as isize;
-        syms.push(Symbol {
-            start: at,
-            len,
-            prev: i - 1,
-            next: if at + len == text.len() { -1 } else { i + 1 },
-        });
+        at += char_len(at);
+        n_chars += 1;
+    }
+    let mut syms = Vec::with_capacity(n_chars);
+    at = 0;
+    while at < text.len() {
+        let len = char_len(at);
+        syms.push(Span::linked(syms.len(), n_chars, at, len));
         at += len;
     }
 
     let mut heap = BinaryHeap::new();
-    let push = |syms: &[Symbol], heap: &mut BinaryHeap<Pair>, l: usize, r: usize| {
+    let push = |syms: &[Span], heap: &mut BinaryHeap<Pair>, l: usize, r: usize| {
         let size = syms[l].len + syms[r].len;
-        if let Some((_, score)) = token(&text[syms[l].start..syms[l].start + size]) {
+        let start = syms[l].start as usize;
+        if let Some((_, score)) = token(&text[start..start + size as usize]) {
             heap.push(Pair {
                 score,
                 left: l,
@@ -91,29 +87,22 @@ pub(super) fn tokenize<E>(
         push(&syms, &mut heap, i - 1, i);
     }
     while let Some(Pair { left, right, size, .. }) = heap.pop() {
-        let (ll, rl) = (syms[left].len, syms[right].len);
-        if ll == 0 || rl == 0 || ll + rl != size {
+        if !is_live(&syms, left, right, size) {
             continue;
         }
-        syms[left].len += rl;
-        syms[right].len = 0;
-        syms[left].next = syms[right].next;
-        let after = syms[right].next;
-        if after >= 0 {
-            syms[after as usize].prev = left as isize;
+        let (prev, next) = join(&mut syms, left, right);
+        if let Some(p) = prev {
+            push(&syms, &mut heap, p, left);
         }
-        if syms[left].prev >= 0 {
-            push(&syms, &mut heap, syms[left].prev as usize, left);
-        }
-        if syms[left].next >= 0 {
-            push(&syms, &mut heap, left, syms[left].next as usize);
+        if let Some(n) = next {
+            push(&syms, &mut heap, left, n);
         }
     }
 
     let mut i = if syms.is_empty() { -1 } else { 0 };
     while i >= 0 {
         let s = syms[i as usize];
-        let piece = &text[s.start..s.start + s.len];
+        let piece = &text[s.start as usize..(s.start + s.len) as usize];
         match token(piece) {
             Some((id, _)) => out.push(id as i32),
             None => bytes(piece, out)?,
