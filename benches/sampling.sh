@@ -5,7 +5,7 @@
 #   benches/sampling.sh [LIBLLAMA.so] [ITERATIONS]
 #
 # LIBLLAMA.so defaults to $LIBLLAMA; without one only libengine.so is measured. llama.cpp's library
-# comes e.g. from `pip install llama-cpp-python==0.3.36` (site-packages/llama_cpp/lib/libllama.so).
+# comes from benches/llama-cpp.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

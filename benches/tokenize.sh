@@ -5,7 +5,7 @@
 #   benches/tokenize.sh [LIBLLAMA.so] [TEXT_FILE]
 #
 # LIBLLAMA.so defaults to $LIBLLAMA; without one only libengine.so is measured. llama.cpp's library
-# comes e.g. from `pip install llama-cpp-python==0.3.36` (site-packages/llama_cpp/lib/libllama.so).
+# comes from benches/llama-cpp.sh.
 # Without TEXT_FILE the benchmark generates a 2 MB text (prose, code, numbers, several scripts).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -56,7 +56,7 @@ int main(void) {
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
 
     /* Reference prompt 0, n_ubatch 512: our top-10 at the last position within 0.1 of llama.cpp's. */
-    char *line = tu_read_file(tu_ref_path(SMOLLM2_REF, "logits.jsonl"), NULL);
+    char *line = tu_read_reference(SMOLLM2_REF, "logits.jsonl");
     long long ids[256];
     int n = tu_json_int_array(line, "ids", ids, 256);
     llama_token toks[256];

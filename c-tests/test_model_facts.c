@@ -6,7 +6,7 @@
 #include <string.h>
 
 static void check_facts(const char *file, const char *ref) {
-    char *facts = tu_read_file(tu_ref_path(ref, "vocab_facts.json"), NULL);
+    char *facts = tu_read_reference(ref, "vocab_facts.json");
     struct llama_model *m = tu_load(file, false);
     const struct llama_vocab *v = llama_model_get_vocab(m);
     long long want;

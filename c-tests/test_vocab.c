@@ -57,7 +57,7 @@ static void check_detok(const struct llama_vocab *v, const llama_token *ids, int
 }
 
 static void check_tokenize(const struct llama_vocab *v, const char *ref) {
-    char *file = tu_read_file(tu_ref_path(ref, "tokenize.jsonl"), NULL);
+    char *file = tu_read_reference(ref, "tokenize.jsonl");
     char *cursor = file, *line;
     long long *want = malloc(sizeof(long long) * 65536);
     int lineno = 0;
@@ -123,7 +123,7 @@ static void check_piece(const struct llama_vocab *v, llama_token id, bool specia
 }
 
 static void check_pieces(const struct llama_vocab *v, const char *ref) {
-    char *file = tu_read_file(tu_ref_path(ref, "pieces.jsonl"), NULL);
+    char *file = tu_read_reference(ref, "pieces.jsonl");
     char *cursor = file, *line;
     int n = 0;
     while ((line = next_line(&cursor)) != NULL) {
@@ -150,7 +150,7 @@ static void check_pieces(const struct llama_vocab *v, const char *ref) {
 }
 
 static void check_getters(const struct llama_vocab *v, const char *ref) {
-    char *facts = tu_read_file(tu_ref_path(ref, "vocab_facts.json"), NULL);
+    char *facts = tu_read_reference(ref, "vocab_facts.json");
     long long want;
     CHECK(tu_json_int(facts, "n_tokens", &want) && llama_vocab_n_tokens(v) == want && llama_n_vocab(v) == want,
           "%s: n_tokens", ref);

@@ -43,7 +43,7 @@ const char *tu_model_path(const char *file) {
 const char *tu_ref_path(const char *model_ref, const char *file) {
     const char *dir = getenv("ENGINE_REFERENCE_DIR");
     char *p = next_path();
-    snprintf(p, sizeof path_buf[0], "%s/%s/%s", dir && *dir ? dir : "../shared/reference", model_ref, file);
+    snprintf(p, sizeof path_buf[0], "%s/%s/%s", dir && *dir ? dir : "tests/reference", model_ref, file);
     return p;
 }
 
@@ -67,6 +67,17 @@ char *tu_read_file(const char *path, size_t *len) {
         *len = (size_t)n;
     }
     return buf;
+}
+
+char *tu_read_reference(const char *model_ref, const char *file) {
+    char *text = tu_read_file(tu_ref_path(model_ref, file), NULL);
+    static const char header[] = "{\"recorded\":";
+    if (strncmp(text, header, sizeof header - 1) == 0) {
+        char *rest = strchr(text, '\n');
+        rest = rest ? rest + 1 : text + strlen(text);
+        memmove(text, rest, strlen(rest) + 1);
+    }
+    return text;
 }
 
 /* Pointer just past `"key":` (and spaces), or NULL. */
@@ -137,7 +148,7 @@ int tu_json_str(const char *json, const char *key, char *out, size_t cap) {
     return (int)(q - p);
 }
 
-int tu_json_int_array(const char *json, const char *key, long long *out, int cap) {
+int tu_json_double_array(const char *json, const char *key, double *out, int cap) {
     const char *p = value_of(json, key);
     int n = 0;
     if (!p || *p != '[') {
@@ -146,7 +157,7 @@ int tu_json_int_array(const char *json, const char *key, long long *out, int cap
     p++;
     while (*p && *p != ']') {
         char *end;
-        long long v = strtoll(p, &end, 10);
+        double v = strtod(p, &end);
         if (end == p) {
             return -1;
         }
@@ -160,6 +171,16 @@ int tu_json_int_array(const char *json, const char *key, long long *out, int cap
         }
     }
     return n < cap ? n : cap;
+}
+
+int tu_json_int_array(const char *json, const char *key, long long *out, int cap) {
+    double *d = malloc(sizeof(double) * (size_t)(cap > 0 ? cap : 1));
+    int n = tu_json_double_array(json, key, d, cap);
+    for (int i = 0; i < n; i++) {
+        out[i] = (long long)d[i];
+    }
+    free(d);
+    return n;
 }
 
 int tu_hex_decode(const char *hex, unsigned char *out, size_t cap) {

@@ -40,6 +40,10 @@ const char *tu_ref_path(const char *model_ref, const char *file);
 /* Whole file, NUL-terminated; exits on failure. The caller frees it. */
 char *tu_read_file(const char *path, size_t *len);
 
+/* A reference file (recorded by scripts/record-reference.sh) without its first line, which says
+ * which llama.cpp and CPU recorded it. The caller frees it. */
+char *tu_read_reference(const char *model_ref, const char *file);
+
 /* Minimal readers for one-line JSON objects (keys unique, no nesting beyond arrays). */
 bool tu_json_int(const char *json, const char *key, long long *out);
 bool tu_json_double(const char *json, const char *key, double *out);
@@ -49,6 +53,8 @@ bool tu_json_is_null(const char *json, const char *key);
 int tu_json_str(const char *json, const char *key, char *out, size_t cap);
 /* A flat array of integers; returns the count (up to cap) or -1. */
 int tu_json_int_array(const char *json, const char *key, long long *out, int cap);
+/* A flat array of numbers; returns the count (up to cap) or -1. */
+int tu_json_double_array(const char *json, const char *key, double *out, int cap);
 
 /* Decode lowercase/uppercase hex into bytes; returns the byte count or -1. */
 int tu_hex_decode(const char *hex, unsigned char *out, size_t cap);

@@ -2,7 +2,8 @@
 # The ggml that llama.cpp 0.3.36 ships (ggml 0.25.3, the one the pinned llama.h includes), taken
 # from the llama-cpp-python 0.3.36 sdist on PyPI: downloaded once into a cache, sha256-checked, and
 # its ggml directory extracted into .ggml/ggml, which .cargo/config.toml hands to qts_ggml_sys as
-# GGML_SRC. Nothing of it is committed (.ggml is ignored by git). See vendor/README.md.
+# GGML_SRC. The pinned llama.h itself goes to .ggml/pinned/llama.h: the ABI check holds our header
+# against it. Nothing of it is committed (.ggml is ignored by git). See vendor/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,8 @@ sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 dest=.ggml
 name="llama_cpp_python-$version"
 
-if [ "$(cat "$dest/SOURCE" 2>/dev/null)" = "$sha256" ] && [ -f "$dest/ggml/include/ggml.h" ]; then
+if [ "$(cat "$dest/SOURCE" 2>/dev/null)" = "$sha256" ] && [ -f "$dest/ggml/include/ggml.h" ] \
+    && [ -f "$dest/pinned/llama.h" ]; then
     exit 0
 fi
 
@@ -33,6 +35,8 @@ fi
 rm -rf "$dest"
 mkdir -p "$dest"
 tar -xzf "$sdist" -C "$dest" --strip-components=3 "$name/vendor/llama.cpp/ggml"
+mkdir -p "$dest/pinned"
+tar -xzf "$sdist" -O "$name/vendor/llama.cpp/include/llama.h" >"$dest/pinned/llama.h"
 # The sdist leaves out ggml's pkg-config template, which ggml's CMakeLists configures when it is the
 # top-level project (as under qts_ggml_sys); we do not use the result.
 printf 'Name: ggml\nDescription: ggml from llama-cpp-python %s\nVersion: @GGML_VERSION@\n' "$version" >"$dest/ggml/ggml.pc.in"

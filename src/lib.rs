@@ -18,4 +18,7 @@ pub mod model;
 pub mod sampling;
 pub mod vocab;
 
+#[cfg(test)]
+pub(crate) mod test_data;
+
 pub use error::{Error, Result};

@@ -1,32 +1,9 @@
 //! Decoding against what llama.cpp computed for the same models and prompts
-//! (`../shared/reference/<model>/`), plus the graph-reuse and allocation guarantees.
+//! (`tests/reference/<model>/`), plus the graph-reuse and allocation guarantees.
 
 use super::{BatchInput, Context, DecodeStatus, FlashAttn, Params};
 use crate::model::{LoadParams, Model};
-use std::path::PathBuf;
-
-pub(crate) fn model_path(file: &str) -> String {
-    let dir = std::env::var("ENGINE_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/engine/models"));
-    let p = dir.join(file);
-    assert!(
-        p.exists(),
-        "model {} is missing: run scripts/fetch-models.sh",
-        p.display()
-    );
-    p.to_string_lossy().into_owned()
-}
-
-pub(crate) fn reference_dir(model_ref: &str) -> PathBuf {
-    std::env::var("ENGINE_REFERENCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/reference")))
-        .join(model_ref)
-}
-
-pub(crate) const SMOLLM2: (&str, &str) = ("SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct-q4_1");
-pub(crate) const GEMMA3: (&str, &str) = ("gemma-3-270m-q4_k_m.gguf", "gemma3-270m-q4_k_m");
+pub(crate) use crate::test_data::{model_path, reference_lines, GEMMA3, SMOLLM2};
 
 pub(crate) fn load(file: &str) -> Model {
     Model::load(&[model_path(file)], LoadParams::default()).expect("model loads")
@@ -137,23 +114,32 @@ struct Tolerance {
     greedy_margin: f32,
 }
 
-/// The issue's bar for SmolLM2: logits within 0.1, top-1 equal except near-ties (< 0.1), greedy
-/// equal while the reference margin is at least 0.05. We meet it with differences around 1e-6.
-const SMOLLM2_TOL: Tolerance = Tolerance {
+/// The reference was recorded on this machine kind, where our logits equal llama.cpp's bit for bit
+/// (`benches/compare.sh`); the bar leaves room only for a CPU of the same kind with other kernels:
+/// logits within 0.1, top-1 equal except near-ties (< 0.1), greedy equal while the reference margin
+/// is at least 0.05.
+const TOL: Tolerance = Tolerance {
     logit: 0.1,
     tie: 0.1,
     greedy_margin: 0.05,
 };
+const SMOLLM2_TOL: Tolerance = TOL;
+const GEMMA3_TOL: Tolerance = TOL;
 
-/// Gemma 3 (this Q4_K_M file) turns last-bit kernel differences into logit differences of whole
-/// units. Its reference is not reproducible even by llama.cpp: the same build (0.3.36, native, 2
-/// threads) run here differs from it by up to 2.77 (prompt 1, n_ubatch 512) while matching to 1e-6
-/// elsewhere (prompt 4 at n_ubatch 512); our logits equal that build's bit for bit, so we are off
-/// by the same amounts. The bar is set to that scale.
-const GEMMA3_TOL: Tolerance = Tolerance {
+/// Gemma 3 (Q4_K_M) turns last-bit kernel differences into logit differences of whole units: with
+/// other kernels than the reference's (plain instead of repacked Q4_K) it stays within this.
+const GEMMA3_OTHER_KERNELS_TOL: Tolerance = Tolerance {
     logit: 3.0,
     tie: 3.0,
     greedy_margin: 3.0,
+};
+
+/// Gemma 3's four-sequence batch differs from llama.cpp by up to 0.15 on its longest sequence
+/// because its ubatch is not grouped as llama.cpp groups it (issue #9): bounded here until it is.
+const GEMMA3_MULTISEQ_TOL: Tolerance = Tolerance {
+    logit: 0.3,
+    tie: 0.3,
+    greedy_margin: 0.3,
 };
 
 /// Our logits at one position agree with llama.cpp's top 10 within `tol`.
@@ -194,8 +180,8 @@ fn decode_all(ctx: &mut Context, ids: &[i32]) -> Vec<Vec<f32>> {
 
 fn logits_match_reference(model: (&str, &str), load_params: LoadParams, tol: Tolerance) {
     let m = Model::load(&[model_path(model.0)], load_params).expect("model loads");
-    let text = std::fs::read_to_string(reference_dir(model.1).join("logits.jsonl")).expect("logits.jsonl");
-    for line in text.lines() {
+    let text = reference_lines(model.1, "logits.jsonl");
+    for line in &text {
         let prompt = json_int(line, "prompt").expect("prompt");
         let n_ubatch = json_int(line, "n_ubatch").expect("n_ubatch") as u32;
         let ids: Vec<i32> = json_ints(line, "ids").into_iter().map(|x| x as i32).collect();
@@ -227,8 +213,8 @@ fn argmax(l: &[f32]) -> i32 {
 /// step where the reference's own margin between its best two tokens is below the tolerance's.
 fn greedy_matches_reference(model: (&str, &str), tol: Tolerance) {
     let m = load(model.0);
-    let text = std::fs::read_to_string(reference_dir(model.1).join("greedy.jsonl")).expect("greedy.jsonl");
-    for line in text.lines() {
+    let text = reference_lines(model.1, "greedy.jsonl");
+    for line in &text {
         let prompt: Vec<i32> = json_ints(line, "prompt_ids").into_iter().map(|x| x as i32).collect();
         let want: Vec<i32> = json_ints(line, "generated").into_iter().map(|x| x as i32).collect();
         let margins = json_floats(line, "top2_margin");
@@ -275,9 +261,9 @@ fn smollm2_greedy_continuations_match_llama_cpp() {
 
 /// The first four prompts of `model`'s reference, as token ids.
 fn reference_prompts(model_ref: &str) -> Vec<Vec<i32>> {
-    let logits = std::fs::read_to_string(reference_dir(model_ref).join("logits.jsonl")).expect("logits.jsonl");
+    let logits = reference_lines(model_ref, "logits.jsonl");
     logits
-        .lines()
+        .iter()
         .filter(|l| json_int(l, "n_ubatch") == Some(512))
         .map(|l| json_ints(l, "ids").into_iter().map(|x| x as i32).collect())
         .collect()
@@ -324,8 +310,8 @@ fn multiseq_matches_reference(model: (&str, &str), tol: Tolerance) {
     let m = load(model.0);
     let prompts: Vec<Vec<i32>> = reference_prompts(model.1).into_iter().take(4).collect();
     let ours = decode_sequences(&m, &prompts, false);
-    let reference = std::fs::read_to_string(reference_dir(model.1).join("multiseq.jsonl")).expect("multiseq.jsonl");
-    for line in reference.lines() {
+    let reference = reference_lines(model.1, "multiseq.jsonl");
+    for line in &reference {
         let s = json_int(line, "seq").expect("seq") as usize;
         let top = &line[line.find("\"top10\":").expect("top10") + 8..line.len() - 1];
         let rows = json_top10_rows(&format!("{{\"top10\":[{top}]}}"));
@@ -400,7 +386,7 @@ fn gemma3_logits_match_llama_cpp_without_repacked_weights() {
         extra_bufts: false,
         ..LoadParams::default()
     };
-    logits_match_reference(GEMMA3, params, GEMMA3_TOL);
+    logits_match_reference(GEMMA3, params, GEMMA3_OTHER_KERNELS_TOL);
 }
 
 /// With `use_extra_bufts` (llama.h's default) the matrix weights the CPU backend can repack are
@@ -441,7 +427,7 @@ fn gemma3_greedy_continuations_match_llama_cpp() {
 
 #[test]
 fn gemma3_four_sequences_in_one_batch_match_llama_cpp() {
-    multiseq_matches_reference(GEMMA3, GEMMA3_TOL);
+    multiseq_matches_reference(GEMMA3, GEMMA3_MULTISEQ_TOL);
 }
 
 /// One model serves several contexts on several threads at once, each getting the same answer as
@@ -483,9 +469,9 @@ fn attention_without_flash_attention_agrees() {
     };
     let m = load(SMOLLM2.0);
     let prompts = reference_prompts(SMOLLM2.1);
-    let text = std::fs::read_to_string(reference_dir(SMOLLM2.1).join("logits.jsonl")).expect("logits.jsonl");
+    let text = reference_lines(SMOLLM2.1, "logits.jsonl");
     let line = text
-        .lines()
+        .iter()
         .find(|l| json_int(l, "prompt") == Some(1))
         .expect("prompt 1");
     let rows = json_top10_rows(line);

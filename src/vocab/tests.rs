@@ -3,32 +3,18 @@
 //! built in memory for the rules that the models do not exercise.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use super::pretok::{Cpts, PreTokenizer};
 use super::*;
 use crate::gguf::{Array, GgufFile, Value};
+use crate::test_data::reference_lines;
 
 // ---------------------------------------------------------------------------------------------
 // The test models and their reference data
 
-fn model_dir() -> PathBuf {
-    match std::env::var_os("ENGINE_MODEL_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/engine/models"),
-    }
-}
-
-fn reference_dir() -> PathBuf {
-    match std::env::var_os("ENGINE_REFERENCE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/reference"),
-    }
-}
-
 fn load_model(file: &str) -> Vocab {
-    let path = model_dir().join(file);
+    let path = crate::test_data::model_dir().join(file);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "cannot read test model {} ({e}); run scripts/fetch-models.sh",
@@ -58,18 +44,8 @@ fn gemma3() -> &'static Vocab {
     V.get_or_init(|| load_model("gemma-3-270m-q4_k_m.gguf"))
 }
 
-const SMOLLM2_REF: &str = "smollm2-135m-instruct-q4_1";
-const GEMMA3_REF: &str = "gemma3-270m-q4_k_m";
-
-fn reference_lines(model: &str, file: &str) -> Vec<String> {
-    let path = reference_dir().join(model).join(file);
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read reference {} ({e})", path.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
-}
+const SMOLLM2_REF: &str = crate::test_data::SMOLLM2.1;
+const GEMMA3_REF: &str = crate::test_data::GEMMA3.1;
 
 /// The raw text of `"key":` in a flat one-line JSON object (the reference files have no nesting
 /// beyond arrays of numbers, and no escapes in strings).
