@@ -209,6 +209,44 @@ fn argmax(l: &[f32]) -> i32 {
     top_k(l, 1)[0].0
 }
 
+/// A prompt over two ubatches with logits for its last token only, as every chat turn sends it:
+/// the ubatches without outputs still fill the cache, and the last row is llama.cpp's.
+fn long_prompt_matches_reference(model: (&str, &str), tol: Tolerance) {
+    let m = load(model.0);
+    for line in reference_lines(model.1, "long.jsonl") {
+        let n_ubatch = json_int(&line, "n_ubatch").expect("n_ubatch") as u32;
+        let ids: Vec<i32> = json_ints(&line, "ids").into_iter().map(|x| x as i32).collect();
+        assert!(ids.len() > 2 * n_ubatch as usize, "the prompt spans several ubatches");
+        let mut ctx = Context::new(&m, params(4096, n_ubatch, 1)).expect("context");
+        let input = BatchInput {
+            tokens: &ids,
+            pos: None,
+            seq_ids: None,
+            outputs: None,
+        };
+        assert_eq!(ctx.decode(&input).expect("decode"), DecodeStatus::Ok);
+        assert_eq!(ctx.n_outputs(), 1);
+        let what = format!("{} long prompt of {} tokens, ubatch {n_ubatch}", model.1, ids.len());
+        check_position(
+            ctx.logits_ith(-1).expect("last row"),
+            &json_top10_rows(&line)[0],
+            tol,
+            &what,
+        );
+        assert_eq!(ctx.kv.cells.used(), ids.len(), "{what}: every token is cached");
+    }
+}
+
+#[test]
+fn smollm2_long_prompt_with_last_logits_matches_llama_cpp() {
+    long_prompt_matches_reference(SMOLLM2, SMOLLM2_TOL);
+}
+
+#[test]
+fn gemma3_long_prompt_with_last_logits_matches_llama_cpp() {
+    long_prompt_matches_reference(GEMMA3, GEMMA3_TOL);
+}
+
 /// Greedy continuation, one token per decode, equal to llama.cpp's token for token up to the first
 /// step where the reference's own margin between its best two tokens is below the tolerance's.
 fn greedy_matches_reference(model: (&str, &str), tol: Tolerance) {

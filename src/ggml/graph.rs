@@ -77,14 +77,15 @@ impl Graph {
             .ok_or_else(|| format!("ggml returned NULL for {what}"))
     }
 
-    /// A new input tensor (marked as such, so the scheduler gives it its own memory).
+    /// A new input tensor (marked as such, so the scheduler gives it its own memory). A dimension
+    /// may be 0: a ubatch without outputs selects no rows, as in llama.cpp.
     pub fn input(&mut self, t: RawType, ne: &[i64], name: &str) -> OpResult {
         self.room()?;
-        if ne.is_empty() || ne.len() > 4 || ne.iter().any(|&n| n <= 0) {
+        if ne.is_empty() || ne.len() > 4 || ne.iter().any(|&n| n < 0) {
             return Err(format!("bad input shape {ne:?} for {name}"));
         }
         let cname = std::ffi::CString::new(name).map_err(|_| "NUL in a tensor name".to_string())?;
-        // SAFETY: valid type (from ggml's own constants), 1..=4 positive dims, pool has room.
+        // SAFETY: valid type (from ggml's own constants), 1..=4 non-negative dims, pool has room.
         let p = unsafe {
             let p = ggml_sys::ggml_new_tensor(self.ctx.as_ptr(), t, ne.len() as i32, ne.as_ptr());
             if !p.is_null() {
@@ -133,9 +134,13 @@ impl Graph {
         )
     }
 
+    /// ggml's broadcast rule: an empty `b` repeats only into an empty `a`.
     fn can_repeat(b: TensorRef, a: TensorRef) -> bool {
         let (an, bn) = (a.ne(), b.ne());
-        (0..4).all(|i| bn[i] > 0 && an[i] % bn[i] == 0)
+        if bn.contains(&0) {
+            return an.contains(&0);
+        }
+        (0..4).all(|i| an[i] % bn[i] == 0)
     }
 
     pub fn mul(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
