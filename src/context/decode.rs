@@ -24,6 +24,11 @@ const F16_NEG_INF: u16 = 0xfc00;
 
 impl Context<'_> {
     pub fn decode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
+        if !self.can_decode() {
+            return Err(Error::invalid(
+                "the model was loaded vocab-only: this context can tokenize and apply chat templates, not decode",
+            ));
+        }
         let t0 = crate::ggml::time_us();
         let batch = resolve(
             input,

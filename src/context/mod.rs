@@ -106,16 +106,22 @@ fn pad(x: u32, n: u32) -> u32 {
 }
 
 impl<'m> Context<'m> {
+    /// A context over `model`. On a vocab-only model (no hyper-parameters, no weights) it is what
+    /// llama.cpp gives there: tokenizer, chat templates and parameter getters work, it has no
+    /// memory, and decoding is refused.
     pub fn new(model: &'m Model, p: Params) -> Result<Context<'m>> {
-        let hp = model.hparams.as_ref().ok_or_else(|| {
-            Error::invalid("the model was loaded with vocab_only; it has no weights to run a context on")
-        })?;
+        let hp = model.hparams.as_ref();
         let n_seq_max = p.n_seq_max.max(1);
         if n_seq_max as usize > MAX_SEQ {
             return Err(Error::invalid(format!("n_seq_max = {n_seq_max} exceeds {MAX_SEQ}")));
         }
         let causal = p.causal.unwrap_or(true);
-        let mut n_ctx = pad(if p.n_ctx == 0 { hp.n_ctx_train } else { p.n_ctx }, CTX_PAD);
+        let n_ctx_asked = if p.n_ctx == 0 {
+            hp.map_or(0, |h| h.n_ctx_train)
+        } else {
+            p.n_ctx
+        };
+        let mut n_ctx = pad(n_ctx_asked, CTX_PAD);
         let n_ctx_seq = if p.kv_unified {
             n_ctx
         } else {
@@ -123,13 +129,19 @@ impl<'m> Context<'m> {
             n_ctx = per.saturating_mul(n_seq_max);
             per
         };
-        if n_ctx == 0 || n_ctx > (1 << 24) {
+        if n_ctx_seq == 0 && !p.kv_unified {
+            return Err(Error::invalid(
+                "n_ctx_seq == 0: give n_ctx (the model has no training context to default to)",
+            ));
+        }
+        if (n_ctx == 0 && hp.is_some()) || n_ctx > (1 << 24) {
             return Err(Error::invalid(format!("n_ctx = {n_ctx} is out of range")));
         }
         if p.n_batch == 0 {
             return Err(Error::invalid("n_batch must be positive"));
         }
-        let n_batch = if causal { n_ctx.min(p.n_batch) } else { p.n_batch };
+        // Bounded by the context size asked for, before padding, as llama.cpp bounds it.
+        let n_batch = if causal { n_ctx_asked.min(p.n_batch) } else { p.n_batch };
         let n_ubatch = n_batch.min(if p.n_ubatch == 0 { n_batch } else { p.n_ubatch });
         check_cache_type("type_k", p.type_k)?;
         check_cache_type("type_v", p.type_v)?;
@@ -142,19 +154,19 @@ impl<'m> Context<'m> {
             flash_attn,
             causal,
             freq_base: if p.rope_freq_base == 0.0 {
-                hp.rope_freq_base
+                hp.map_or(0.0, |h| h.rope_freq_base)
             } else {
                 p.rope_freq_base
             },
             freq_scale: if p.rope_freq_scale == 0.0 {
-                hp.rope_freq_scale
+                hp.map_or(0.0, |h| h.rope_freq_scale)
             } else {
                 p.rope_freq_scale
             },
             n_ctx_orig: if p.yarn_orig_ctx != 0 {
                 p.yarn_orig_ctx
             } else {
-                hp.n_ctx_orig_yarn
+                hp.map_or(0, |h| h.n_ctx_orig_yarn)
             },
             // YaRN is not supported (the model loader refuses it), so extrapolation mixing is off.
             ext_factor: p.yarn_ext_factor.max(0.0),
@@ -173,7 +185,10 @@ impl<'m> Context<'m> {
         };
         let backend = CpuBackend::new(p.n_threads_batch).map_err(Error::Ggml)?;
         let seq_capacity = if p.kv_unified { n_ctx } else { n_ctx_seq } as usize;
-        let kv = KvCache::new(hp, n_ctx as usize, p.type_k, p.type_v, seq_capacity)?;
+        let kv = match hp {
+            Some(hp) => KvCache::new(hp, n_ctx as usize, p.type_k, p.type_v, seq_capacity)?,
+            None => KvCache::without_layers(n_ctx as usize),
+        };
         let sched = Scheduler::new(&backend, crate::graph::max_nodes(model)).map_err(Error::Ggml)?;
         if let Some(cb) = p.cb_eval {
             sched.set_eval_callback(cb);
@@ -213,6 +228,10 @@ impl<'m> Context<'m> {
             counters: Counters::default(),
         };
         ctx.set_abort(abort);
+        if hp.is_none() {
+            crate::log_info!("context: on a vocab-only model: tokenizer only, no memory, decoding is refused");
+            return Ok(ctx);
+        }
         ctx.reserve()?;
         crate::log_info!(
             "context: n_ctx = {n_ctx} (per sequence {n_ctx_seq}), n_batch = {n_batch}, n_ubatch = {n_ubatch}, \
@@ -239,6 +258,11 @@ impl<'m> Context<'m> {
         }
         self.counters.compute_buffer_bytes = self.sched.buffer_size(&self.backend);
         Ok(())
+    }
+
+    /// Whether the model has weights to run (it was not loaded vocab-only).
+    pub fn can_decode(&self) -> bool {
+        self.model.hparams.is_some()
     }
 
     pub fn n_vocab(&self) -> usize {

@@ -664,3 +664,37 @@ fn corrupted_state_data_is_refused_cleanly() {
         let _ = ctx.seq_state_load(0, false, &mut crate::kv::SliceSource::new(&data));
     }
 }
+
+/// A context on a vocab-only model, as llama.cpp gives one: the sizes llama.cpp resolves (n_batch
+/// bounded by the n_ctx asked for, before padding), no memory, and a decode refused with a reason.
+#[test]
+fn a_context_on_a_vocab_only_model_resolves_sizes_and_refuses_to_decode() {
+    let vocab_only = LoadParams {
+        vocab_only: true,
+        ..LoadParams::default()
+    };
+    let m = Model::load(&[model_path(SMOLLM2.0)], vocab_only).expect("vocab-only load");
+    let mut ctx = Context::new(&m, params(1000, 512, 3)).expect("context");
+    let r = ctx.params;
+    assert_eq!((r.n_ctx, r.n_ctx_seq, r.n_batch, r.n_ubatch), (1536, 512, 1000, 512));
+    assert!(!ctx.can_decode());
+    let input = BatchInput {
+        tokens: &[1, 2],
+        pos: None,
+        seq_ids: None,
+        outputs: None,
+    };
+    let err = ctx.decode(&input).expect_err("no weights to decode with");
+    assert!(err.to_string().contains("vocab-only"), "{err}");
+    assert!(ctx.logits_ith(-1).is_err());
+    // Without n_ctx there is no training context to default to: refused, as llama.cpp refuses it.
+    assert!(Context::new(&m, params(0, 512, 1)).is_err());
+}
+
+/// n_batch is bounded by the n_ctx asked for, not by the padded one (llama.cpp's order).
+#[test]
+fn n_batch_is_bounded_by_the_context_size_asked_for() {
+    let m = load(SMOLLM2.0);
+    let ctx = Context::new(&m, params(1000, 512, 1)).expect("context");
+    assert_eq!((ctx.params.n_ctx, ctx.params.n_batch), (1024, 1000));
+}

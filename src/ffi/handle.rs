@@ -70,9 +70,14 @@ pub(crate) unsafe fn ctx_free(p: *mut llama_context) {
     }
 }
 
-/// The memory handle of a context is the context itself (its KV cache lives inside).
+/// The memory handle of a context is the context itself (its KV cache lives inside). A context on
+/// a vocab-only model has no memory: NULL, as in llama.cpp.
 pub(crate) fn memory_handle(c: &Ctx) -> llama_memory_t {
-    (c as *const Ctx).cast_mut().cast()
+    if c.can_decode() {
+        (c as *const Ctx).cast_mut().cast()
+    } else {
+        std::ptr::null_mut()
+    }
 }
 
 /// # Safety

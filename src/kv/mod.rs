@@ -29,9 +29,9 @@ pub struct KvCache {
     pub cells: Cells,
     /// (K, V) per layer, each [n_embd_gqa, size].
     layers: Vec<(TensorRef, TensorRef)>,
-    // The buffer holds the tensors' memory; the arena their descriptions.
-    buffer: OwnedBuffer,
-    _arena: Arena,
+    /// The tensors' memory and descriptions; None for a cache without layers (a context on a
+    /// vocab-only model).
+    storage: Option<(OwnedBuffer, Arena)>,
     /// Cells one sequence may hold (all of them in a unified cache).
     seq_capacity: usize,
 }
@@ -59,10 +59,19 @@ impl KvCache {
         Ok(KvCache {
             cells: Cells::new(size),
             layers,
-            buffer,
-            _arena: arena,
+            storage: Some((buffer, arena)),
             seq_capacity,
         })
+    }
+
+    /// A cache with cells but no layers: what a context on a vocab-only model holds.
+    pub fn without_layers(size: usize) -> KvCache {
+        KvCache {
+            cells: Cells::new(size),
+            layers: Vec::new(),
+            storage: None,
+            seq_capacity: size,
+        }
     }
 
     pub fn k(&self, il: usize) -> TensorRef {
@@ -78,7 +87,7 @@ impl KvCache {
     }
 
     pub fn bytes(&self) -> usize {
-        self.buffer.size()
+        self.storage.as_ref().map_or(0, |(b, _)| b.size())
     }
 
     /// Cells attention must cover for the current contents, padded so graphs keep their shape.
@@ -139,8 +148,8 @@ impl KvCache {
     /// Forget everything; with `data`, also zero the tensors.
     pub fn clear(&mut self, data: bool) {
         self.cells.clear();
-        if data {
-            self.buffer.clear(0);
+        if let (true, Some((buffer, _))) = (data, &self.storage) {
+            buffer.clear(0);
         }
     }
 }
