@@ -95,6 +95,8 @@ pub struct Context<'m> {
     embd_seq: BTreeMap<usize, Vec<f32>>,
     /// Per token of the last batch, its row in `logits` (-1: no output).
     output_ids: Vec<i32>,
+    /// Every token id in order: the candidates llama.h reports when no backend sampler ran.
+    all_token_ids: Vec<i32>,
     n_outputs: usize,
     reuse_graphs: bool,
     pub perf: PerfData,
@@ -222,6 +224,7 @@ impl<'m> Context<'m> {
             embd: Vec::new(),
             embd_seq: BTreeMap::new(),
             output_ids: Vec::new(),
+            all_token_ids: (0..model.vocab.n_tokens() as i32).collect(),
             n_outputs: 0,
             reuse_graphs,
             perf: PerfData::new(model),
@@ -374,6 +377,11 @@ impl<'m> Context<'m> {
 
     pub fn n_outputs(&self) -> usize {
         self.n_outputs
+    }
+
+    /// 0, 1, ..., n_vocab - 1 (mutable because llama.h hands it out as `llama_token *`).
+    pub fn all_token_ids_mut(&mut self) -> &mut [i32] {
+        &mut self.all_token_ids
     }
 }
 

@@ -1,7 +1,8 @@
 //! LoRA adapters and control vectors.
 
-use super::not_implemented;
+use super::handle::ctx_mut;
 use super::types::*;
+use super::{guard, not_implemented};
 use std::ffi::c_char;
 
 #[no_mangle]
@@ -88,8 +89,17 @@ pub unsafe extern "C" fn llama_set_adapters_lora(
     n_adapters: usize,
     scales: *mut f32,
 ) -> i32 {
-    let _ = (ctx, adapters, n_adapters, scales);
-    not_implemented("llama_set_adapters_lora", -1)
+    let _ = scales;
+    if n_adapters > 0 && !adapters.is_null() {
+        return not_implemented("llama_set_adapters_lora", -1);
+    }
+    // No adapters: what the context already has. `common` sets this at every start and llama-server
+    // on every batch, so it succeeds quietly.
+    guard("llama_set_adapters_lora", -1, || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx_mut(ctx) }?;
+        Ok(0)
+    })
 }
 
 #[no_mangle]
@@ -101,6 +111,14 @@ pub unsafe extern "C" fn llama_set_adapter_cvec(
     il_start: i32,
     il_end: i32,
 ) -> i32 {
-    let _ = (ctx, data, len, n_embd, il_start, il_end);
-    not_implemented("llama_set_adapter_cvec", -1)
+    let _ = (len, n_embd, il_start, il_end);
+    if !data.is_null() {
+        return not_implemented("llama_set_adapter_cvec", -1);
+    }
+    // NULL data clears the control vector, which this context never has: done.
+    guard("llama_set_adapter_cvec", -1, || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx_mut(ctx) }?;
+        Ok(0)
+    })
 }

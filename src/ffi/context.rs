@@ -1,9 +1,9 @@
 //! Context creation, its getters and setters, and reading outputs.
 
+use super::guard;
 use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, Ctx};
 use super::params::context_params;
 use super::types::*;
-use super::{guard, not_implemented};
 use crate::context::Context;
 use crate::ggml::AbortCallback;
 use crate::graph::Pooling;
@@ -248,20 +248,37 @@ pub(crate) unsafe fn output_logits<'a>(ctx: *mut llama_context, idx: i32) -> cra
     c.logits_ith(idx)
 }
 
+/// A threadpool comes from the client's own ggml, which is not the one linked (privately) into this
+/// library, so its threads cannot run our graphs. Attaching is accepted and the context keeps
+/// computing with its own `n_threads` / `n_threads_batch` (what a pool built from the same
+/// parameters would give); what the pool's parameters add beyond the count (CPU mask, priority,
+/// polling, strict placement) does not apply.
 #[no_mangle]
 pub unsafe extern "C" fn llama_attach_threadpool(
     ctx: *mut llama_context,
     threadpool: ggml_threadpool_t,
     threadpool_batch: ggml_threadpool_t,
 ) {
-    let _ = (ctx, threadpool, threadpool_batch);
-    not_implemented("llama_attach_threadpool", ())
+    let _ = (threadpool, threadpool_batch);
+    guard("llama_attach_threadpool", (), || {
+        // SAFETY: forwarded contract.
+        let c = unsafe { ctx_mut(ctx) }?;
+        crate::log_debug!(
+            "llama_attach_threadpool: computing with this context's own {} / {} threads (the pool belongs to another ggml)",
+            c.params.n_threads,
+            c.params.n_threads_batch
+        );
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
-    let _ = ctx;
-    not_implemented("llama_detach_threadpool", ())
+    guard("llama_detach_threadpool", (), || {
+        // SAFETY: forwarded contract.
+        unsafe { ctx_mut(ctx) }?;
+        Ok(())
+    })
 }
 
 /// The last decode's embeddings, [n_outputs][n_embd]; NULL when embeddings are off or pooled.
@@ -293,44 +310,81 @@ pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_i
     })
 }
 
+/// The `llama_get_sampled_*` getters answer as llama.cpp does when no backend sampler ran, which is
+/// always the case here (backend samplers are not run in the graph): no token, no probabilities or
+/// logits, the whole vocabulary as candidates, n_vocab logits to read from `llama_get_logits_ith`.
+/// `common` asks these for every token, so they answer without a log line.
+///
+/// # Safety
+/// `p` must be NULL or a live context.
+unsafe fn sampled_getter<T>(name: &'static str, p: *mut llama_context, fail: T, f: impl FnOnce(&mut Ctx) -> T) -> T {
+    guard(name, fail, || {
+        // SAFETY: forwarded contract.
+        Ok(f(unsafe { ctx_mut(p) }?))
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_token_ith(ctx: *mut llama_context, i: i32) -> llama_token {
-    let _ = (ctx, i);
-    not_implemented("llama_get_sampled_token_ith", LLAMA_TOKEN_NULL)
+    let _ = i;
+    // SAFETY: forwarded contract.
+    unsafe {
+        sampled_getter("llama_get_sampled_token_ith", ctx, LLAMA_TOKEN_NULL, |_| {
+            LLAMA_TOKEN_NULL
+        })
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    let _ = (ctx, i);
-    not_implemented("llama_get_sampled_probs_ith", std::ptr::null_mut())
+    let _ = i;
+    // SAFETY: forwarded contract.
+    unsafe {
+        sampled_getter("llama_get_sampled_probs_ith", ctx, std::ptr::null_mut(), |_| {
+            std::ptr::null_mut()
+        })
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    let _ = (ctx, i);
-    not_implemented("llama_get_sampled_probs_count_ith", 0)
+    let _ = i;
+    // SAFETY: forwarded contract.
+    unsafe { sampled_getter("llama_get_sampled_probs_count_ith", ctx, 0, |_| 0) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    let _ = (ctx, i);
-    not_implemented("llama_get_sampled_logits_ith", std::ptr::null_mut())
+    let _ = i;
+    // SAFETY: forwarded contract.
+    unsafe {
+        sampled_getter("llama_get_sampled_logits_ith", ctx, std::ptr::null_mut(), |_| {
+            std::ptr::null_mut()
+        })
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    let _ = (ctx, i);
-    not_implemented("llama_get_sampled_logits_count_ith", 0)
+    let _ = i;
+    // SAFETY: forwarded contract.
+    unsafe { sampled_getter("llama_get_sampled_logits_count_ith", ctx, 0, |c| c.n_vocab() as u32) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_ith(ctx: *mut llama_context, i: i32) -> *mut llama_token {
-    let _ = (ctx, i);
-    not_implemented("llama_get_sampled_candidates_ith", std::ptr::null_mut())
+    let _ = i;
+    // SAFETY: forwarded contract.
+    unsafe {
+        sampled_getter("llama_get_sampled_candidates_ith", ctx, std::ptr::null_mut(), |c| {
+            c.all_token_ids_mut().as_mut_ptr()
+        })
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    let _ = (ctx, i);
-    not_implemented("llama_get_sampled_candidates_count_ith", 0)
+    let _ = i;
+    // SAFETY: forwarded contract.
+    unsafe { sampled_getter("llama_get_sampled_candidates_count_ith", ctx, 0, |_| 0) }
 }

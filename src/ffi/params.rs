@@ -279,9 +279,13 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         _ => return Err(Error::NotImplemented("rank pooling (a classifier head)")),
     };
     if p.n_samplers > 0 && !p.samplers.is_null() {
-        return Err(Error::NotImplemented(
-            "backend samplers (llama_context_params.samplers)",
-        ));
+        // Accepted (common's --backend-sampling passes them), not run in the graph: the sampled
+        // getters then say nothing was sampled, and the client samples on the CPU as it would
+        // without them.
+        crate::log_warn!(
+            "context: {} backend sampler(s) given; sampling stays on the CPU (backend sampling is not supported yet)",
+            p.n_samplers
+        );
     }
     if p.n_seq_max as usize > super::misc::MAX_PARALLEL_SEQUENCES {
         return Err(Error::invalid(format!(

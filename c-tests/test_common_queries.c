@@ -1,0 +1,79 @@
+/* What llama.cpp's `common` library (llama-server, llama-cli, ...) asks at every start and every
+ * token gets llama.cpp's answers, quietly: the llama_get_sampled_* getters when no backend sampler
+ * ran, setting zero LoRA adapters, clearing the control vector, attaching and detaching a
+ * threadpool (the context keeps its own thread counts), and backend samplers in the context
+ * params (accepted; sampling stays on the CPU). */
+#include "testutil.h"
+
+#include <string.h>
+
+int main(void) {
+    tu_capture_log();
+    llama_backend_init();
+    struct llama_model *model = tu_load(SMOLLM2_FILE, false);
+    int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+
+    struct llama_sampler *greedy = llama_sampler_init_greedy();
+    struct llama_sampler_seq_config config = {0, greedy};
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 512;
+    cp.n_threads = 2;
+    cp.n_threads_batch = 2;
+    cp.samplers = &config;
+    cp.n_samplers = 1;
+    tu_log_clear();
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    CHECK(ctx != NULL, "backend samplers in the params are accepted: %s", llama_engine_last_error());
+    if (!ctx) {
+        return tu_finish("test_common_queries");
+    }
+
+    tu_log_clear();
+    CHECK(llama_set_adapters_lora(ctx, NULL, 0, NULL) == 0, "zero LoRA adapters");
+    CHECK(llama_set_adapter_cvec(ctx, NULL, 0, llama_model_n_embd(model), 0, 0) == 0, "clearing the control vector");
+    /* A pool of the client's own ggml: any non-NULL handle; the engine never runs it. */
+    ggml_threadpool_t pool = (ggml_threadpool_t)(void *)&config;
+    llama_attach_threadpool(ctx, pool, pool);
+    CHECK(llama_n_threads(ctx) == 2 && llama_n_threads_batch(ctx) == 2, "thread counts kept");
+
+    llama_token prompt[16];
+    int n = llama_tokenize(llama_model_get_vocab(model), "The capital of France is", 24, prompt, 16, true, false);
+    CHECK(llama_decode(ctx, llama_batch_get_one(prompt, n)) == 0, "decode with a threadpool attached");
+    CHECK(llama_get_logits_ith(ctx, -1) != NULL, "logits");
+
+    /* No backend sampler ran: llama.cpp's answers. */
+    CHECK(llama_get_sampled_token_ith(ctx, -1) == LLAMA_TOKEN_NULL, "no sampled token");
+    CHECK(llama_get_sampled_probs_ith(ctx, -1) == NULL, "no probabilities");
+    CHECK(llama_get_sampled_probs_count_ith(ctx, -1) == 0, "no probability count");
+    CHECK(llama_get_sampled_logits_ith(ctx, -1) == NULL, "no sampled logits");
+    CHECK(llama_get_sampled_logits_count_ith(ctx, -1) == (uint32_t)n_vocab, "n_vocab logits to read");
+    CHECK(llama_get_sampled_candidates_count_ith(ctx, -1) == 0, "no candidate count");
+    const llama_token *ids = llama_get_sampled_candidates_ith(ctx, -1);
+    CHECK(ids != NULL, "the whole vocabulary as candidates");
+    for (int i = 0; ids && i < n_vocab; i++) {
+        if (ids[i] != i) {
+            CHECK(ids[i] == i, "candidate %d is %d", i, ids[i]);
+            break;
+        }
+    }
+    llama_detach_threadpool(ctx);
+    CHECK(llama_decode(ctx, llama_batch_get_one(&prompt[0], 1)) == 0, "decode after detaching");
+    CHECK(!tu_log_contains("not implemented") && !tu_log_contains("invalid"), "nothing was logged as an error");
+
+    /* What is really missing still says so. */
+    tu_log_clear();
+    float data[4] = {0};
+    CHECK(llama_set_adapter_cvec(ctx, data, 4, 1, 0, 0) == -1, "a real control vector is refused");
+    CHECK(tu_log_contains("not implemented yet: llama_set_adapter_cvec"), "and says so");
+
+    /* NULL contexts are refused, not dereferenced. */
+    CHECK(llama_get_sampled_logits_count_ith(NULL, 0) == 0 && llama_get_sampled_candidates_ith(NULL, 0) == NULL,
+          "NULL context");
+    CHECK(llama_set_adapters_lora(NULL, NULL, 0, NULL) == -1, "NULL context for adapters");
+
+    llama_free(ctx);
+    llama_sampler_free(greedy);
+    llama_model_free(model);
+    llama_backend_free();
+    return tu_finish("test_common_queries");
+}
