@@ -651,6 +651,11 @@ float *llama_get_logits(struct llama_context *ctx);
 
 float *llama_get_logits_ith(struct llama_context *ctx, int32_t i);
 
+// A threadpool comes from the client's own ggml, which is not the one linked (privately) into this
+// library, so its threads cannot run our graphs. Attaching is accepted and the context keeps
+// computing with its own `n_threads` / `n_threads_batch` (what a pool built from the same
+// parameters would give); what the pool's parameters add beyond the count (CPU mask, priority,
+// polling, strict placement) does not apply.
 void llama_attach_threadpool(struct llama_context *ctx,
                              ggml_threadpool_t threadpool,
                              ggml_threadpool_t threadpool_batch);
