@@ -1,5 +1,6 @@
 //! Generates `include/llama.h` from `src/ffi/` (only: engine internals stay out of the header) with
-//! cbindgen and sets the SONAME.
+//! cbindgen, compiles the library's one C++ file (`src/ffi/memory_breakdown.cpp`, see
+//! `src/ffi/llama_ext.rs`) and sets the SONAME.
 //!
 //! The header is always written to `$OUT_DIR/llama.h`. Outside CI it is also copied to
 //! `include/llama.h` when it changed, so a developer's build keeps the committed header current; in
@@ -11,9 +12,20 @@ fn main() {
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=CI");
+    println!("cargo:rerun-if-env-changed=GGML_SRC");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libengine.so.0");
 
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+
+    // The ggml headers of the tree qts_ggml_sys builds (GGML_SRC, set by .cargo/config.toml).
+    let ggml = PathBuf::from(std::env::var("GGML_SRC").expect("GGML_SRC (see vendor/README.md)"));
+    cc::Build::new()
+        .cpp(true)
+        .std("c++17")
+        .file(root.join("src/ffi/memory_breakdown.cpp"))
+        .include(ggml.join("include"))
+        .warnings_into_errors(true)
+        .compile("engine_cxx");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
     let header = cbindgen::Builder::new()

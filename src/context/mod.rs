@@ -14,7 +14,7 @@ pub use decode::DecodeStatus;
 pub use perf::{Counters, PerfData};
 
 use crate::error::{Error, Result};
-use crate::ggml::{AbortCallback, CpuBackend, EvalCallback, RawType, Scheduler};
+use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler};
 use crate::graph::{Builder, Built, GraphParams, Pooling, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::Model;
@@ -377,6 +377,22 @@ impl<'m> Context<'m> {
 
     pub fn n_outputs(&self) -> usize {
         self.n_outputs
+    }
+
+    /// Bytes per buffer type as (model weights, this context's cache, compute buffers), ordered by
+    /// buffer type: what llama.cpp's `llama_get_memory_breakdown` reports.
+    pub fn memory_breakdown(&self) -> Vec<(BufferTypeId, [usize; 3])> {
+        let mut out: BTreeMap<BufferTypeId, [usize; 3]> = BTreeMap::new();
+        let weights = self.model.weights().map(|w| w.memory_breakdown()).unwrap_or_default();
+        for (part, entries) in [(0, weights), (1, self.kv.memory_breakdown())] {
+            for (buft, bytes) in entries {
+                out.entry(buft).or_default()[part] += bytes;
+            }
+        }
+        if self.can_decode() {
+            out.entry(self.sched.buffer_type(&self.backend)).or_default()[2] += self.sched.buffer_size(&self.backend);
+        }
+        out.into_iter().collect()
     }
 
     /// 0, 1, ..., n_vocab - 1 (mutable because llama.h hands it out as `llama_token *`).

@@ -24,6 +24,8 @@ mod strings;
 mod vocab;
 // Last, so the extensions close the generated header.
 mod engine_ext;
+/// cbindgen:ignore
+mod llama_ext;
 
 use crate::error::{Error, Result};
 use std::cell::RefCell;

@@ -86,6 +86,26 @@ impl Drop for CpuBackend {
     }
 }
 
+/// A ggml buffer type by identity: llama.cpp's memory breakdown is keyed by these addresses, and
+/// clients read them back through ggml's buffer-type interface (`ggml_backend_buft_name`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BufferTypeId(usize);
+
+impl BufferTypeId {
+    pub fn addr(self) -> usize {
+        self.0
+    }
+
+    /// The buffer type of a live buffer.
+    ///
+    /// # Safety
+    /// `buf` must be a live ggml buffer.
+    pub(super) unsafe fn of(buf: *mut ggml_sys::ggml_backend_buffer) -> BufferTypeId {
+        // SAFETY: forwarded contract.
+        BufferTypeId(unsafe { ggml_sys::ggml_backend_buffer_get_type(buf) } as usize)
+    }
+}
+
 /// Memory a backend buffer type allocated for all tensors of an arena (the KV cache).
 pub struct OwnedBuffer {
     raw: NonNull<ggml_sys::ggml_backend_buffer>,
@@ -129,6 +149,11 @@ impl OwnedBuffer {
     pub fn size(&self) -> usize {
         // SAFETY: live buffer.
         unsafe { ggml_sys::ggml_backend_buffer_get_size(self.raw.as_ptr()) }
+    }
+
+    pub fn buffer_type(&self) -> BufferTypeId {
+        // SAFETY: live buffer.
+        unsafe { BufferTypeId::of(self.raw.as_ptr()) }
     }
 
     pub fn clear(&self, value: u8) {
@@ -322,6 +347,12 @@ impl Scheduler {
     pub fn buffer_size(&self, backend: &CpuBackend) -> usize {
         // SAFETY: the backend is one of the scheduler's.
         unsafe { ggml_sys::ggml_backend_sched_get_buffer_size(self.raw.as_ptr(), backend.raw()) }
+    }
+
+    /// The buffer type of the compute buffers held for `backend`.
+    pub fn buffer_type(&self, backend: &CpuBackend) -> BufferTypeId {
+        // SAFETY: the backend is one of the scheduler's; buffer types are static objects.
+        BufferTypeId(unsafe { ggml_sys::ggml_backend_sched_get_buffer_type(self.raw.as_ptr(), backend.raw()) } as usize)
     }
 
     /// Have `cb` observe (and possibly stop) each node as it is computed (llama.h's `cb_eval`).

@@ -50,6 +50,15 @@ impl HostBuffer {
         })
     }
 
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn buffer_type(&self) -> super::BufferTypeId {
+        // SAFETY: live buffer.
+        unsafe { super::BufferTypeId::of(self.buf.as_ptr()) }
+    }
+
     /// Point `t` at `offset` bytes into the buffer. Checks the bounds ggml asserts on.
     pub fn place(&self, t: TensorRef, offset: usize) -> Result<(), String> {
         if offset.checked_add(t.nbytes()).is_none_or(|end| end > self.size) {

@@ -10,8 +10,8 @@ mod extra_buft;
 mod graph;
 
 pub use backend::{
-    tensor_get_f32, tensor_read, tensor_set, tensor_write, AbortCallback, ComputeStatus, CpuBackend, EvalCallback,
-    OwnedBuffer, Scheduler,
+    tensor_get_f32, tensor_read, tensor_set, tensor_write, AbortCallback, BufferTypeId, ComputeStatus, CpuBackend,
+    EvalCallback, OwnedBuffer, Scheduler,
 };
 pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};

@@ -86,6 +86,11 @@ impl KvCache {
         self.cells.size()
     }
 
+    /// Bytes held per buffer type (one CPU buffer, or none without layers).
+    pub fn memory_breakdown(&self) -> Vec<(crate::ggml::BufferTypeId, usize)> {
+        self.storage.iter().map(|(b, _)| (b.buffer_type(), b.size())).collect()
+    }
+
     pub fn bytes(&self) -> usize {
         self.storage.as_ref().map_or(0, |(b, _)| b.size())
     }

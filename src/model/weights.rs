@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::ggml::{
-    cpu_extra_buffer_types, tensor_set, Arena, ExtraBufferType, HostBuffer, OwnedBuffer, TensorRef,
+    cpu_extra_buffer_types, tensor_set, Arena, BufferTypeId, ExtraBufferType, HostBuffer, OwnedBuffer, TensorRef,
     CPU_BUFFER_ALIGNMENT,
 };
 use crate::gguf::TensorInfo;
@@ -20,9 +20,9 @@ pub struct FileTensors<'a> {
 }
 
 pub struct Weights {
-    // Held for their lifetime only. Declared first: buffers are released before the arenas and copies.
-    _repacked: Vec<(OwnedBuffer, Arena)>,
-    _buffers: Vec<HostBuffer>,
+    // Declared first: buffers are released before the arenas and copies.
+    repacked: Vec<(OwnedBuffer, Arena)>,
+    buffers: Vec<HostBuffer>,
     _arena: Arena,
     /// Data sections that had to be copied to satisfy ggml's alignment.
     _copies: Vec<MmapMut>,
@@ -103,8 +103,8 @@ impl Weights {
         }
         let repacked = repack(&to_repack, &mut by_name)?;
         Ok(Weights {
-            _repacked: repacked,
-            _buffers: buffers,
+            repacked,
+            buffers,
             _arena: arena,
             _copies: copies,
             by_name,
@@ -113,6 +113,13 @@ impl Weights {
 
     pub fn get(&self, name: &str) -> Option<TensorRef> {
         self.by_name.get(name).copied()
+    }
+
+    /// Bytes held per buffer type: the views of the file and the repacked copies.
+    pub fn memory_breakdown(&self) -> Vec<(BufferTypeId, usize)> {
+        let views = self.buffers.iter().map(|b| (b.buffer_type(), b.size()));
+        let copies = self.repacked.iter().map(|(b, _)| (b.buffer_type(), b.size()));
+        views.chain(copies).collect()
     }
 }
 

@@ -1,0 +1,208 @@
+//! llama.cpp's staging API (`src/llama-ext.h` in its source, not part of llama.h), which its
+//! `common` library and llama-cpp-python's `llama_cpp_ext.py` call with C++ linkage: the symbols are
+//! the Itanium-mangled names of those C++ functions, exported here with C calling conventions that
+//! match them on x86-64 and AArch64 (pointers, integers and bools in registers; a returned
+//! `std::map` through the caller's return slot, which the only C++ of the library fills, see
+//! `memory_breakdown.cpp`). They are not in `include/llama.h` (the module is `cbindgen:ignore`).
+//!
+//! The answers are those llama.cpp gives for the models the engine runs on the CPU: no offload
+//! devices, no experts, no next-token-prediction heads, no extracted layer inputs.
+
+use super::guard;
+use super::handle::{ctx, model};
+use super::types::{llama_context, llama_model};
+use crate::error::Error;
+use std::ffi::c_void;
+
+/// One row of the memory breakdown as `memory_breakdown.cpp` reads it.
+#[repr(C)]
+struct BreakdownEntry {
+    buft: usize,
+    model: usize,
+    context: usize,
+    compute: usize,
+}
+
+extern "C" {
+    /// Constructs `std::map<ggml_backend_buffer_type_t, llama_memory_breakdown_data>` in `slot`
+    /// with `entries`; 0 when all went in, -1 when memory ran out (the map is valid either way).
+    fn engine_memory_breakdown_construct(slot: *mut c_void, entries: *const BreakdownEntry, n: usize) -> i32;
+}
+
+/// `int32_t llama_model_n_expert(const llama_model *)`
+#[export_name = "_Z20llama_model_n_expertPK11llama_model"]
+pub unsafe extern "C" fn ext_model_n_expert(m: *const llama_model) -> i32 {
+    guard("llama_model_n_expert", 0, || {
+        // SAFETY: NULL or a live model by contract.
+        unsafe { model(m) }?;
+        Ok(0)
+    })
+}
+
+/// `int32_t llama_model_n_devices(const llama_model *)`: the offload devices the model uses; none
+/// on the CPU backend.
+#[export_name = "_Z21llama_model_n_devicesPK11llama_model"]
+pub unsafe extern "C" fn ext_model_n_devices(m: *const llama_model) -> i32 {
+    guard("llama_model_n_devices", 0, || {
+        // SAFETY: NULL or a live model by contract.
+        unsafe { model(m) }?;
+        Ok(0)
+    })
+}
+
+/// `ggml_backend_dev_t llama_model_get_device(const llama_model *, int)`: NULL out of range, as
+/// in llama.cpp; every index is out of range without offload devices.
+#[export_name = "_Z22llama_model_get_devicePK11llama_modeli"]
+pub unsafe extern "C" fn ext_model_get_device(m: *const llama_model, i: i32) -> *mut c_void {
+    let _ = i;
+    guard("llama_model_get_device", std::ptr::null_mut(), || {
+        // SAFETY: NULL or a live model by contract.
+        unsafe { model(m) }?;
+        Ok(std::ptr::null_mut())
+    })
+}
+
+/// `llama_memory_breakdown llama_get_memory_breakdown(const llama_context *)`: bytes of model
+/// weights, cache and compute buffers per buffer type. The map is returned by value, so the caller
+/// passes the slot to construct it in (the first argument), which is also returned.
+///
+/// # Safety
+/// `slot` must be the caller's uninitialised return slot for the map, as the C++ ABI passes it.
+#[export_name = "_Z26llama_get_memory_breakdownPK13llama_context"]
+pub unsafe extern "C" fn ext_get_memory_breakdown(slot: *mut c_void, c: *const llama_context) -> *mut c_void {
+    let entries = guard("llama_get_memory_breakdown", Vec::new(), || {
+        // SAFETY: NULL or a live context by contract.
+        let c = unsafe { ctx(c) }?;
+        Ok(c.memory_breakdown()
+            .into_iter()
+            .map(|(buft, [model, context, compute])| BreakdownEntry {
+                buft: buft.addr(),
+                model,
+                context,
+                compute,
+            })
+            .collect())
+    });
+    // The map must exist in the slot whatever happened above: the caller will destroy it.
+    // SAFETY: the slot is the caller's return slot; entries is a live array of its length.
+    if unsafe { engine_memory_breakdown_construct(slot, entries.as_ptr(), entries.len()) } != 0 {
+        guard("llama_get_memory_breakdown", (), || {
+            Err(Error::Internal("out of memory building the breakdown map".into()))
+        });
+    }
+    slot
+}
+
+/// `void llama_set_embeddings_nextn(llama_context *, bool value, bool masked)`: the models the
+/// engine runs have no next-token-prediction head, so there is nothing to switch.
+#[export_name = "_Z26llama_set_embeddings_nextnP13llama_contextbb"]
+pub unsafe extern "C" fn ext_set_embeddings_nextn(c: *mut llama_context, value: bool, masked: bool) {
+    let _ = (value, masked);
+    guard("llama_set_embeddings_nextn", (), || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx(c) }?;
+        Ok(())
+    })
+}
+
+/// `void llama_set_nextn_layer_offset(llama_context *, int32_t)`: no next-token-prediction blocks.
+#[export_name = "_Z28llama_set_nextn_layer_offsetP13llama_contexti"]
+pub unsafe extern "C" fn ext_set_nextn_layer_offset(c: *mut llama_context, offset: i32) {
+    let _ = offset;
+    guard("llama_set_nextn_layer_offset", (), || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx(c) }?;
+        Ok(())
+    })
+}
+
+/// `float * llama_get_embeddings_nextn(llama_context *)`: NULL, as llama.cpp answers without them.
+#[export_name = "_Z26llama_get_embeddings_nextnP13llama_context"]
+pub unsafe extern "C" fn ext_get_embeddings_nextn(c: *mut llama_context) -> *mut f32 {
+    guard("llama_get_embeddings_nextn", std::ptr::null_mut(), || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx(c) }?;
+        Ok(std::ptr::null_mut())
+    })
+}
+
+/// `float * llama_get_embeddings_nextn_ith(llama_context *, int32_t)`: NULL and an error line, as
+/// in llama.cpp.
+#[export_name = "_Z30llama_get_embeddings_nextn_ithP13llama_contexti"]
+pub unsafe extern "C" fn ext_get_embeddings_nextn_ith(c: *mut llama_context, i: i32) -> *mut f32 {
+    guard("llama_get_embeddings_nextn_ith", std::ptr::null_mut(), || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx(c) }?;
+        Err(Error::invalid(format!(
+            "invalid nextn embeddings id {i}: no nextn embeddings"
+        )))
+    })
+}
+
+/// `void llama_set_embeddings_layer_inp(llama_context *, uint32_t lid, bool)`: layer inputs are not
+/// extracted; asking for them is recorded nowhere, and reading them answers NULL.
+#[export_name = "_Z30llama_set_embeddings_layer_inpP13llama_contextjb"]
+pub unsafe extern "C" fn ext_set_embeddings_layer_inp(c: *mut llama_context, lid: u32, value: bool) {
+    guard("llama_set_embeddings_layer_inp", (), || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx(c) }?;
+        if value {
+            crate::log_warn!(
+                "llama_set_embeddings_layer_inp: the input of layer {lid} is not extracted by this engine"
+            );
+        }
+        Ok(())
+    })
+}
+
+/// `float * llama_get_embeddings_layer_inp(llama_context *, uint32_t lid)`: NULL with an error
+/// line (llama.cpp aborts when the layer's input was not extracted).
+#[export_name = "_Z30llama_get_embeddings_layer_inpP13llama_contextj"]
+pub unsafe extern "C" fn ext_get_embeddings_layer_inp(c: *mut llama_context, lid: u32) -> *mut f32 {
+    guard("llama_get_embeddings_layer_inp", std::ptr::null_mut(), || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx(c) }?;
+        Err(Error::invalid(format!("the input of layer {lid} was not extracted")))
+    })
+}
+
+/// `llama_context * llama_get_ctx_other(llama_context *)`: the paired context of a
+/// multi-token-prediction context; NULL for the default contexts the engine makes.
+#[export_name = "_Z19llama_get_ctx_otherP13llama_context"]
+pub unsafe extern "C" fn ext_get_ctx_other(c: *mut llama_context) -> *mut llama_context {
+    guard("llama_get_ctx_other", std::ptr::null_mut(), || {
+        // SAFETY: NULL or a live context by contract.
+        unsafe { ctx(c) }?;
+        Ok(std::ptr::null_mut())
+    })
+}
+
+/// `int32_t llama_model_dflash_selector_top_k(const llama_model *)`: 0 without a DFlash head.
+#[export_name = "_Z33llama_model_dflash_selector_top_kPK11llama_model"]
+pub unsafe extern "C" fn ext_model_dflash_selector_top_k(m: *const llama_model) -> i32 {
+    guard("llama_model_dflash_selector_top_k", 0, || {
+        // SAFETY: NULL or a live model by contract.
+        unsafe { model(m) }?;
+        Ok(0)
+    })
+}
+
+/// `const int32_t * llama_model_target_layer_ids(const llama_model *)`: NULL, no draft-model layers.
+#[export_name = "_Z28llama_model_target_layer_idsPK11llama_model"]
+pub unsafe extern "C" fn ext_model_target_layer_ids(m: *const llama_model) -> *const i32 {
+    guard("llama_model_target_layer_ids", std::ptr::null(), || {
+        // SAFETY: NULL or a live model by contract.
+        unsafe { model(m) }?;
+        Ok(std::ptr::null())
+    })
+}
+
+/// `uint32_t llama_model_target_layer_ids_n(const llama_model *)`: 0.
+#[export_name = "_Z30llama_model_target_layer_ids_nPK11llama_model"]
+pub unsafe extern "C" fn ext_model_target_layer_ids_n(m: *const llama_model) -> u32 {
+    guard("llama_model_target_layer_ids_n", 0, || {
+        // SAFETY: NULL or a live model by contract.
+        unsafe { model(m) }?;
+        Ok(0)
+    })
+}
