@@ -1,115 +1,79 @@
-/* Every *_default_params value and global query equals ../shared/llama-h/defaults.json. */
+/* Every *_default_params value and global query equals what llama.cpp 0.3.36 returns (its
+ * llama_model_default_params(), llama_context_default_params(), llama_sampler_chain_default_params(),
+ * llama_max_devices() and friends; pointers are NULL where 0 is expected). */
 #include "testutil.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-/* The text of the JSON object named `name` inside `json` (copied into `out`). */
-static void object_of(const char *json, const char *name, char *out, size_t cap) {
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\":{", name);
-    const char *p = strstr(json, pat);
-    if (!p) {
-        fprintf(stderr, "defaults.json has no %s\n", name);
-        exit(2);
-    }
-    p += strlen(pat);
-    const char *q = strchr(p, '}');
-    size_t n = (size_t)(q - p) < cap - 1 ? (size_t)(q - p) : cap - 1;
-    memcpy(out, p, n);
-    out[n] = 0;
-}
-
-static void check_num(const char *obj, const char *key, double actual) {
-    double want;
-    bool b;
-    if (tu_json_bool(obj, key, &b)) {
-        want = b;
-    } else if (tu_json_is_null(obj, key)) {
-        want = 0; /* NULL pointers */
-    } else {
-        CHECK(tu_json_double(obj, key, &want), "key %s missing", key);
-    }
-    CHECK(actual == want, "%s = %g, expected %g", key, actual, want);
-}
+#define EXPECT(actual, want)                                                                   \
+    CHECK((double)(actual) == (double)(want), "%s = %g, llama.cpp gives %g", #actual, (double)(actual), \
+          (double)(want))
 
 int main(void) {
-    const char *dir = getenv("ENGINE_REFERENCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/../llama-h/defaults.json", dir ? dir : "../shared/reference");
-    char *json = tu_read_file(path, NULL);
-    char obj[8192];
-
     struct llama_model_params mp = llama_model_default_params();
-    object_of(json, "llama_model_default_params", obj, sizeof obj);
-    check_num(obj, "devices", mp.devices != NULL);
-    check_num(obj, "tensor_buft_overrides", mp.tensor_buft_overrides != NULL);
-    check_num(obj, "n_gpu_layers", mp.n_gpu_layers);
-    check_num(obj, "split_mode", mp.split_mode);
-    check_num(obj, "load_mode", mp.load_mode);
-    check_num(obj, "lazy_mode", mp.lazy_mode);
-    check_num(obj, "main_gpu", mp.main_gpu);
-    check_num(obj, "tensor_split", mp.tensor_split != NULL);
-    check_num(obj, "progress_callback", mp.progress_callback != NULL);
-    check_num(obj, "progress_callback_user_data", mp.progress_callback_user_data != NULL);
-    check_num(obj, "kv_overrides", mp.kv_overrides != NULL);
-    check_num(obj, "vocab_only", mp.vocab_only);
-    check_num(obj, "check_tensors", mp.check_tensors);
-    check_num(obj, "use_extra_bufts", mp.use_extra_bufts);
-    check_num(obj, "no_host", mp.no_host);
-    check_num(obj, "no_alloc", mp.no_alloc);
-    check_num(obj, "load_mtp", mp.load_mtp);
+    EXPECT(mp.devices != NULL, 0);
+    EXPECT(mp.tensor_buft_overrides != NULL, 0);
+    EXPECT(mp.n_gpu_layers, -1);
+    EXPECT(mp.split_mode, 1);
+    EXPECT(mp.load_mode, -1);
+    EXPECT(mp.lazy_mode, 1);
+    EXPECT(mp.main_gpu, 0);
+    EXPECT(mp.tensor_split != NULL, 0);
+    EXPECT(mp.progress_callback != NULL, 0);
+    EXPECT(mp.progress_callback_user_data != NULL, 0);
+    EXPECT(mp.kv_overrides != NULL, 0);
+    EXPECT(mp.vocab_only, 0);
+    EXPECT(mp.check_tensors, 0);
+    EXPECT(mp.use_extra_bufts, 1);
+    EXPECT(mp.no_host, 0);
+    EXPECT(mp.no_alloc, 0);
+    EXPECT(mp.load_mtp, 0);
 
     struct llama_context_params cp = llama_context_default_params();
-    object_of(json, "llama_context_default_params", obj, sizeof obj);
-    check_num(obj, "n_ctx", cp.n_ctx);
-    check_num(obj, "n_batch", cp.n_batch);
-    check_num(obj, "n_ubatch", cp.n_ubatch);
-    check_num(obj, "n_seq_max", cp.n_seq_max);
-    check_num(obj, "n_rs_seq", cp.n_rs_seq);
-    check_num(obj, "n_outputs_max", cp.n_outputs_max);
-    check_num(obj, "n_outputs_max_per_seq", cp.n_outputs_max_per_seq);
+    EXPECT(cp.n_ctx, 512);
+    EXPECT(cp.n_batch, 2048);
+    EXPECT(cp.n_ubatch, 512);
+    EXPECT(cp.n_seq_max, 1);
+    EXPECT(cp.n_rs_seq, 0);
+    EXPECT(cp.n_outputs_max, 0);
+    EXPECT(cp.n_outputs_max_per_seq, 1);
     /* The one allowed difference: min(4, cores available) threads. */
     CHECK(cp.n_threads >= 1 && cp.n_threads <= 4, "n_threads = %d", cp.n_threads);
     CHECK(cp.n_threads_batch == cp.n_threads, "n_threads_batch = %d", cp.n_threads_batch);
-    check_num(obj, "ctx_type", cp.ctx_type);
-    check_num(obj, "rope_scaling_type", cp.rope_scaling_type);
-    check_num(obj, "pooling_type", cp.pooling_type);
-    check_num(obj, "attention_type", cp.attention_type);
-    check_num(obj, "flash_attn_type", cp.flash_attn_type);
-    check_num(obj, "rope_freq_base", cp.rope_freq_base);
-    check_num(obj, "rope_freq_scale", cp.rope_freq_scale);
-    check_num(obj, "yarn_ext_factor", cp.yarn_ext_factor);
-    check_num(obj, "yarn_attn_factor", cp.yarn_attn_factor);
-    check_num(obj, "yarn_beta_fast", cp.yarn_beta_fast);
-    check_num(obj, "yarn_beta_slow", cp.yarn_beta_slow);
-    check_num(obj, "yarn_orig_ctx", cp.yarn_orig_ctx);
-    check_num(obj, "defrag_thold", cp.defrag_thold);
-    check_num(obj, "cb_eval", cp.cb_eval != NULL);
-    check_num(obj, "cb_eval_user_data", cp.cb_eval_user_data != NULL);
-    check_num(obj, "type_k", cp.type_k);
-    check_num(obj, "type_v", cp.type_v);
-    check_num(obj, "abort_callback", cp.abort_callback != NULL);
-    check_num(obj, "abort_callback_data", cp.abort_callback_data != NULL);
-    check_num(obj, "embeddings", cp.embeddings);
-    check_num(obj, "offload_kqv", cp.offload_kqv);
-    check_num(obj, "no_perf", cp.no_perf);
-    check_num(obj, "op_offload", cp.op_offload);
-    check_num(obj, "swa_full", cp.swa_full);
-    check_num(obj, "kv_unified", cp.kv_unified);
-    check_num(obj, "samplers", cp.samplers != NULL);
-    check_num(obj, "n_samplers", (double)cp.n_samplers);
-    check_num(obj, "ctx_other", cp.ctx_other != NULL);
+    EXPECT(cp.ctx_type, 0);
+    EXPECT(cp.rope_scaling_type, -1);
+    EXPECT(cp.pooling_type, -1);
+    EXPECT(cp.attention_type, -1);
+    EXPECT(cp.flash_attn_type, -1);
+    EXPECT(cp.rope_freq_base, 0);
+    EXPECT(cp.rope_freq_scale, 0);
+    EXPECT(cp.yarn_ext_factor, -1);
+    EXPECT(cp.yarn_attn_factor, -1);
+    EXPECT(cp.yarn_beta_fast, -1);
+    EXPECT(cp.yarn_beta_slow, -1);
+    EXPECT(cp.yarn_orig_ctx, 0);
+    EXPECT(cp.defrag_thold, -1);
+    EXPECT(cp.cb_eval != NULL, 0);
+    EXPECT(cp.cb_eval_user_data != NULL, 0);
+    EXPECT(cp.type_k, 1);
+    EXPECT(cp.type_v, 1);
+    EXPECT(cp.abort_callback != NULL, 0);
+    EXPECT(cp.abort_callback_data != NULL, 0);
+    EXPECT(cp.embeddings, 0);
+    EXPECT(cp.offload_kqv, 1);
+    EXPECT(cp.no_perf, 1);
+    EXPECT(cp.op_offload, 1);
+    EXPECT(cp.swa_full, 1);
+    EXPECT(cp.kv_unified, 0);
+    EXPECT(cp.samplers != NULL, 0);
+    EXPECT((double)cp.n_samplers, 0);
+    EXPECT(cp.ctx_other != NULL, 0);
 
     struct llama_sampler_chain_params sp = llama_sampler_chain_default_params();
-    object_of(json, "llama_sampler_chain_default_params", obj, sizeof obj);
-    check_num(obj, "no_perf", sp.no_perf);
+    EXPECT(sp.no_perf, 1);
 
-    check_num(json, "llama_max_devices", (double)llama_max_devices());
-    check_num(json, "llama_max_parallel_sequences", (double)llama_max_parallel_sequences());
-    check_num(json, "llama_supports_mmap", llama_supports_mmap());
-    check_num(json, "llama_supports_mlock", llama_supports_mlock());
+    EXPECT((double)llama_max_devices(), 16);
+    EXPECT((double)llama_max_parallel_sequences(), 256);
+    EXPECT(llama_supports_mmap(), 1);
+    EXPECT(llama_supports_mlock(), 1);
 
-    free(json);
     return tu_finish("test_defaults");
 }

@@ -105,16 +105,6 @@ bool tu_json_int(const char *json, const char *key, long long *out) {
     return end != p;
 }
 
-bool tu_json_double(const char *json, const char *key, double *out) {
-    const char *p = value_of(json, key);
-    char *end;
-    if (!p) {
-        return false;
-    }
-    *out = strtod(p, &end);
-    return end != p;
-}
-
 bool tu_json_bool(const char *json, const char *key, bool *out) {
     const char *p = value_of(json, key);
     if (p && strncmp(p, "true", 4) == 0) {
@@ -126,11 +116,6 @@ bool tu_json_bool(const char *json, const char *key, bool *out) {
         return true;
     }
     return false;
-}
-
-bool tu_json_is_null(const char *json, const char *key) {
-    const char *p = value_of(json, key);
-    return p && strncmp(p, "null", 4) == 0;
 }
 
 int tu_json_str(const char *json, const char *key, char *out, size_t cap) {

@@ -46,9 +46,7 @@ char *tu_read_reference(const char *model_ref, const char *file);
 
 /* Minimal readers for one-line JSON objects (keys unique, no nesting beyond arrays). */
 bool tu_json_int(const char *json, const char *key, long long *out);
-bool tu_json_double(const char *json, const char *key, double *out);
 bool tu_json_bool(const char *json, const char *key, bool *out);
-bool tu_json_is_null(const char *json, const char *key);
 /* A string value without escapes (hex strings); returns its length or -1. */
 int tu_json_str(const char *json, const char *key, char *out, size_t cap);
 /* A flat array of integers; returns the count (up to cap) or -1. */

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """The README's API coverage table, derived from the code: an exported function is "not yet" when
-its body calls not_implemented(), "works" otherwise. `--write` updates README.md; `--check` (the
-test suite) fails when the README is out of date or a pinned function is not exported."""
-import json, pathlib, re, sys
+its body calls not_implemented(), "works" otherwise. The functions, in header order, are those of
+the pinned llama.h (.ggml/pinned/llama.h, from scripts/fetch-ggml.sh). `--write` updates README.md;
+`--check` (the test suite) fails when the README is out of date or a pinned function is not
+exported."""
+import pathlib, re, sys
+
+import llama_h
 
 root = pathlib.Path(__file__).resolve().parent.parent
-abi = json.loads((root / "../shared/llama-h/abi.json").read_text())
-pinned = [f["name"] for f in abi["functions"]]
+header_facts = llama_h.facts(root / ".ggml/pinned/llama.h", [root / ".ggml/ggml/include"])
+pinned = [f["name"] for f in header_facts["functions"]]
 
 status = {}
 for path in sorted((root / "src/ffi").glob("*.rs")):

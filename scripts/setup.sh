@@ -19,5 +19,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# libclang for Python (a PyPI wheel with its own libclang.so): the ABI check reads llama.h with it.
+if ! python3 -c 'import clang.cindex' >/dev/null 2>&1; then
+    echo "installing: libclang (Python, from PyPI)" >&2
+    # A Debian-managed python3 refuses plain installs (PEP 668); this package touches nothing of it.
+    python3 -m pip install --quiet libclang==18.1.1 >&2 \
+        || python3 -m pip install --quiet --break-system-packages libclang==18.1.1 >&2
+fi
+
 # ggml's source (llama.cpp 0.3.36's), which the build needs before cargo runs.
 "$(dirname "$0")/fetch-ggml.sh"

@@ -1,6 +1,6 @@
 //! engine: a drop-in replacement for llama.cpp's C API (llama.h), written in Rust over ggml.
 //!
-//! Layers (see DESIGN.md): `ffi` is the C surface; below it the engine types in plain Rust.
+//! Layers (docs/architecture.md): `ffi` is the C surface; below it the engine types in plain Rust.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod error;

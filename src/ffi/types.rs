@@ -1,6 +1,7 @@
 //! `#[repr(C)]` mirrors of everything llama.h declares: enums, structs, typedefs, callback types and
 //! `#define`s. cbindgen turns this file into `include/llama.h`; the layout asserts at the bottom hold
-//! the Rust side to the pinned ABI facts (`../shared/llama-h/abi.json`).
+//! the Rust side to the pinned llama.h's layout (the sdist's header; `scripts/abi_check.py` checks
+//! the generated header against it item by item).
 //!
 //! A C enum is emitted from a Rust `#[repr(C)] enum` that only provides the constants. Values that
 //! arrive from C are held in a `#[repr(transparent)]` integer newtype (`SplitMode`, `Ftype`, ...) which
