@@ -80,6 +80,7 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
     let head = hp.n_embd_head_k;
     let mut x = b.embed_tokens()?;
     x = b.scale(x, (hp.n_embd as f32).sqrt())?;
+    x = b.name(x, "inp_scaled", None);
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
         let sliding = hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false);
@@ -88,8 +89,10 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
         } else {
             b.params.freq_base
         };
+        let l = Some(il);
         let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
         let cur = b.rms_norm(x, attn_norm)?;
+        let cur = b.name(cur, "attn_norm", l);
         let (wq, wk, wv) = (
             b.layer_weight(il, "attn_q.weight")?,
             b.layer_weight(il, "attn_k.weight")?,
@@ -109,7 +112,9 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
         let k = b.rope(k, freq_base, None)?;
         // Gemma scales the queries before attention instead of the scores.
         let q = b.scale(q, hp.attn_scale)?;
+        let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
         let att = b.attention(il, q, k, v, 1.0, sliding)?;
+        let att = b.name(att, "kqv_out", l);
         let wo = b.layer_weight(il, "attn_output.weight")?;
         let mut att = b.linear(wo, None, att)?;
         let mut residual = x;
@@ -119,13 +124,19 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
         }
         let post_attn = b.layer_weight(il, "post_attention_norm.weight")?;
         let att = b.rms_norm(att, post_attn)?;
+        let att = b.name(att, "attn_post_norm", l);
         let h = b.add(att, residual)?;
+        let h = b.name(h, "sa_out", l);
         let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
         let cur = b.rms_norm(h, ffn_norm)?;
+        let cur = b.name(cur, "ffn_norm", l);
         let ffn = b.gated_ffn(il, cur, true)?;
+        let ffn = b.name(ffn, "ffn_out", l);
         let post_ffn = b.layer_weight(il, "post_ffw_norm.weight")?;
         let ffn = b.rms_norm(ffn, post_ffn)?;
+        let ffn = b.name(ffn, "ffn_post_norm", l);
         x = b.add(ffn, h)?;
+        x = b.name(x, "l_out", l);
     }
     let mut logits = b.output_head(x)?;
     let cap = hp.final_logit_softcap;
@@ -134,5 +145,5 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
         logits = b.tanh(logits)?;
         logits = b.scale(logits, cap)?;
     }
-    Ok(logits)
+    Ok(b.name(logits, "result_output", None))
 }

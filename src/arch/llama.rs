@@ -77,8 +77,10 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
     let mut x = b.embed_tokens()?;
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
+        let l = Some(il);
         let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
         let cur = b.rms_norm(x, attn_norm)?;
+        let cur = b.name(cur, "attn_norm", l);
         let q = linear_of(b, il, "attn_q", cur)?;
         let k = linear_of(b, il, "attn_k", cur)?;
         let v = linear_of(b, il, "attn_v", cur)?;
@@ -87,20 +89,28 @@ pub fn build(b: &mut Builder) -> Result<TensorRef> {
         let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
         let q = b.rope(q, b.params.freq_base, rope_factors)?;
         let k = b.rope(k, b.params.freq_base, rope_factors)?;
+        let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
         let att = b.attention(il, q, k, v, kq_scale, false)?;
-        let mut att = linear_of(b, il, "attn_output", att)?;
+        let att = b.name(att, "kqv_out", l);
+        let att = linear_of(b, il, "attn_output", att)?;
+        let mut att = b.name(att, "attn_out", l);
         let mut residual = x;
         if il == n_layer - 1 {
             att = b.select_outputs(att)?;
             residual = b.select_outputs(residual)?;
         }
         let h = b.add(att, residual)?;
+        let h = b.name(h, "ffn_inp", l);
         let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
         let cur = b.rms_norm(h, ffn_norm)?;
+        let cur = b.name(cur, "ffn_norm", l);
         let ffn = b.gated_ffn(il, cur, false)?;
+        let ffn = b.name(ffn, "ffn_out", l);
         x = b.add(ffn, h)?;
+        x = b.name(x, "l_out", l);
     }
-    b.output_head(x)
+    let logits = b.output_head(x)?;
+    Ok(b.name(logits, "result_output", None))
 }
 
 /// `blk.{il}.{name}.weight` times `x`, plus `blk.{il}.{name}.bias` when present.

@@ -97,6 +97,16 @@ impl Graph {
         Self::wrap(p, name)
     }
 
+    /// Name `t` (what `cb_eval` callbacks and ggml's debugging see). Longer names are cut at
+    /// ggml's limit.
+    pub fn set_name(&mut self, t: TensorRef, name: &str) {
+        let mut bytes: Vec<u8> = name.bytes().filter(|&c| c != 0).take(63).collect();
+        bytes.push(0);
+        // SAFETY: the tensor belongs to this graph's context; the name is NUL-terminated and fits
+        // ggml's 64-byte name field, which ggml_set_name copies into.
+        unsafe { ggml_sys::ggml_set_name(t.as_ptr(), bytes.as_ptr().cast()) };
+    }
+
     /// Make `t` part of the graph's outputs (computed, kept readable after compute).
     pub fn output(&mut self, t: TensorRef) {
         // SAFETY: the tensor belongs to this graph's context (or a weight arena), both alive.

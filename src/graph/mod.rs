@@ -238,7 +238,19 @@ impl<'a> Builder<'a> {
     /// Token embeddings of the input tokens, [n_embd, n_tokens].
     pub fn embed_tokens(&mut self) -> Result<TensorRef> {
         let table = self.weight("token_embd.weight")?;
-        self.g.get_rows(table, self.inputs.tokens).map_err(ggml_err)
+        let x = self.g.get_rows(table, self.inputs.tokens).map_err(ggml_err)?;
+        Ok(self.name(x, "inp_embd", None))
+    }
+
+    /// Give `t` the name llama.cpp's graphs give the same value ("attn_norm-3", "result_norm"),
+    /// which `cb_eval` clients select tensors by (llama-eval-callback, llama-imatrix,
+    /// llama-cvector-generator's `l_out-N`).
+    pub fn name(&mut self, t: TensorRef, name: &str, il: Option<usize>) -> TensorRef {
+        match il {
+            Some(il) => self.g.set_name(t, &format!("{name}-{il}")),
+            None => self.g.set_name(t, name),
+        }
+        t
     }
 
     /// RMS norm of `x` scaled by the weight `w`.
@@ -390,6 +402,7 @@ impl<'a> Builder<'a> {
     pub fn output_head(&mut self, x: TensorRef) -> Result<TensorRef> {
         let norm_w = self.weight("output_norm.weight")?;
         let x = self.rms_norm(x, norm_w)?;
+        let x = self.name(x, "result_norm", None);
         self.hidden = Some(x);
         let head = match self.weight_opt("output.weight") {
             Some(w) => w,
