@@ -264,6 +264,57 @@ int main(int argc, char **argv) {
         p_llama_free(ctx);
     }
 
+    /* Short chats beside a long document (longer than a ubatch), then greedy steps of all four
+     * sequences together: where each sequence's keys land in the cache decides the bits. */
+    for (int unified = 0; unified < 2; unified++) {
+        struct llama_context_params cp = p_llama_context_default_params();
+        cp.n_ctx = 4096;
+        cp.n_batch = 2048;
+        cp.n_seq_max = 4;
+        cp.kv_unified = unified;
+        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_batch b = p_llama_batch_init(2048, 0, 1);
+        int last[4], next_pos[4];
+        b.n_tokens = 0;
+        for (int s = 0; s < 4; s++) {
+            int n = 0;
+            for (int r = 0; s == 3 ? n < 700 : r < 1; r++) {
+                const char *text = PROMPTS[(s + r) % N_PROMPTS];
+                n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
+            }
+            append_seq(&b, ids, n, s, false);
+            last[s] = b.n_tokens - 1;
+            next_pos[s] = n;
+        }
+        int rc = p_llama_decode(ctx, b);
+        for (int step = 0; step < 4 && rc == 0; step++) {
+            llama_token tok[4];
+            for (int s = 0; s < 4; s++) {
+                const float *row = p_llama_get_logits_ith(ctx, last[s]);
+                printf("multiseq long unified %d step %d seq %d:", unified, step, s);
+                print_row(row, n_vocab);
+                tok[s] = 0;
+                for (int i = 1; i < n_vocab; i++) {
+                    if (row[i] > row[tok[s]]) tok[s] = i;
+                }
+            }
+            b.n_tokens = 0;
+            for (int s = 0; s < 4; s++) {
+                b.token[s] = tok[s];
+                b.pos[s] = next_pos[s]++;
+                b.n_seq_id[s] = 1;
+                b.seq_id[s][0] = s;
+                b.logits[s] = 1;
+                last[s] = s;
+                b.n_tokens++;
+            }
+            rc = p_llama_decode(ctx, b);
+        }
+        printf("multiseq long unified %d rc %d\n", unified, rc);
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+    }
+
     DL_LOAD(llama_get_embeddings);
     DL_LOAD(llama_get_embeddings_seq);
     DL_LOAD(llama_model_n_embd);

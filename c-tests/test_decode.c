@@ -192,8 +192,14 @@ int main(void) {
     llama_memory_seq_cp(mem, 0, 1, -1, -1);
     CHECK(llama_memory_seq_pos_max(mem, 1) == n - 1, "seq_cp");
     CHECK(tu_decode(ctx, &probe, 1, n, 1) == 0, "seq 1 continues on the shared prefix");
+    /* The default split cache keeps each sequence in its own stream: keeping sequence 1 leaves
+     * sequence 0's stream alone, and only whole sequences can be copied between streams (llama.cpp
+     * aborts on a partial copy; we refuse it). */
     llama_memory_seq_keep(mem, 1);
-    CHECK(llama_memory_seq_pos_max(mem, 0) == -1 && llama_memory_seq_pos_max(mem, 1) == n, "seq_keep");
+    CHECK(llama_memory_seq_pos_max(mem, 0) == n - 1 && llama_memory_seq_pos_max(mem, 1) == n, "seq_keep");
+    tu_log_clear();
+    llama_memory_seq_cp(mem, 1, 0, 2, 4);
+    CHECK(tu_log_contains("only whole sequences") && llama_memory_seq_pos_max(mem, 0) == n - 1, "partial copy");
     tu_log_clear();
     CHECK(llama_memory_seq_pos_max(mem, 7) == -1 && tu_log_contains("seq_id 7 is out of range"), "bad seq id");
     llama_memory_seq_rm(mem, -1, -1, -1);

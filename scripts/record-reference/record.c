@@ -12,6 +12,8 @@
 #include <string.h>
 
 #define N_CTX 4096
+/* Tokens of the long fourth sequence in multiseq_long.jsonl. */
+#define N_MULTISEQ_LONG 700
 #define N_GREEDY 64
 #define N_SAMPLED 32
 #define N_TOP 10
@@ -351,7 +353,7 @@ static void record_logits(struct llama_model *m, const struct prompt *ps, const 
 
 /* A prompt longer than two ubatches with logits for its last token only: every prompt turn of a
  * chat client. The text repeats the prompts until it is long enough. */
-static void record_long(struct llama_model *m, const struct prompt *ps, const char *dir) {
+static llama_token *record_long(struct llama_model *m, const struct prompt *ps, const char *dir) {
     const struct llama_vocab *v = llama_model_get_vocab(m);
     int n_vocab = llama_vocab_n_tokens(v);
     size_t cap = 1 << 16, len = 0;
@@ -377,8 +379,11 @@ static void record_long(struct llama_model *m, const struct prompt *ps, const ch
         llama_free(ctx);
     }
     fclose(f);
-    free(ids);
     free(text);
+    if (n < N_MULTISEQ_LONG) {
+        die("long text: %d tokens, fewer than %d", n, N_MULTISEQ_LONG);
+    }
+    return ids;
 }
 
 static void record_greedy(struct llama_model *m, const struct prompt *ps, const char *dir) {
@@ -448,31 +453,30 @@ static void record_sampling(struct llama_model *m, const struct prompt *ps, cons
     fclose(f);
 }
 
-/* The first four prompts in one batch as sequences 0..3 (llama.cpp's default per-sequence cache). */
-static void record_multiseq(struct llama_model *m, const struct prompt *ps, const char *dir) {
+/* Four sequences in one batch (llama.cpp's default per-sequence cache), logits at each one's last
+ * token, written to `file` with each sequence's length. */
+static void record_four_sequences(struct llama_model *m, const llama_token *const ids[4], const int n[4],
+                                  const char *dir, const char *file) {
     int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m));
-    int total = 0;
-    for (int p = 0; p < 4; p++) {
-        total += ps[p].n;
-    }
+    int total = n[0] + n[1] + n[2] + n[3];
     struct llama_batch b = llama_batch_init(total, 0, 1);
     int last[4];
     for (int p = 0; p < 4; p++) {
-        for (int i = 0; i < ps[p].n; i++) {
+        for (int i = 0; i < n[p]; i++) {
             int k = b.n_tokens++;
-            b.token[k] = ps[p].ids[i];
+            b.token[k] = ids[p][i];
             b.pos[k] = i;
             b.n_seq_id[k] = 1;
             b.seq_id[k][0] = p;
-            b.logits[k] = (int8_t)(i == ps[p].n - 1);
+            b.logits[k] = (int8_t)(i == n[p] - 1);
             last[p] = k;
         }
     }
     struct llama_context *ctx = new_context(m, 512, 4);
     int rc = llama_decode(ctx, b);
-    FILE *f = open_out(dir, "multiseq.jsonl");
+    FILE *f = open_out(dir, file);
     for (int p = 0; p < 4; p++) {
-        fprintf(f, "{\"seq\":%d,\"prompt\":%d,\"rc\":%d,\"top10\":", p, p, rc);
+        fprintf(f, "{\"seq\":%d,\"n_tokens\":%d,\"rc\":%d,\"top10\":", p, n[p], rc);
         if (rc == 0) {
             put_top(f, llama_get_logits_ith(ctx, last[p]), n_vocab);
         } else {
@@ -483,6 +487,18 @@ static void record_multiseq(struct llama_model *m, const struct prompt *ps, cons
     fclose(f);
     llama_free(ctx);
     llama_batch_free(b);
+}
+
+/* The first four prompts as sequences 0..3; then the first three with, as the fourth, the start of
+ * long.jsonl's text, longer than a ubatch (a server's slots: short chats beside a long document). */
+static void record_multiseq(struct llama_model *m, const struct prompt *ps, const llama_token *long_ids,
+                            const char *dir) {
+    const llama_token *ids[4] = {ps[0].ids, ps[1].ids, ps[2].ids, ps[3].ids};
+    int n[4] = {ps[0].n, ps[1].n, ps[2].n, ps[3].n};
+    record_four_sequences(m, ids, n, dir, "multiseq.jsonl");
+    ids[3] = long_ids;
+    n[3] = N_MULTISEQ_LONG;
+    record_four_sequences(m, ids, n, dir, "multiseq_long.jsonl");
 }
 
 /* Pooled embeddings of one sentence (one sequence, n_ctx 512, unified cache): every value of the
@@ -545,10 +561,11 @@ int main(int argc, char **argv) {
     record_tokenize(m, argv[2]);
     record_pieces(m, argv[2]);
     record_logits(m, ps, argv[2]);
-    record_long(m, ps, argv[2]);
+    llama_token *long_ids = record_long(m, ps, argv[2]);
     record_greedy(m, ps, argv[2]);
     record_sampling(m, ps, argv[2]);
-    record_multiseq(m, ps, argv[2]);
+    record_multiseq(m, ps, long_ids, argv[2]);
+    free(long_ids);
     record_embeddings(m, argv[2]);
     for (int p = 0; p < N_PROMPTS; p++) {
         free(ps[p].text);

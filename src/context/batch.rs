@@ -2,7 +2,7 @@
 //! resolved and checked against the model and the cache before anything is touched.
 
 use crate::error::{Error, Result};
-use crate::kv::{Cells, SeqSet, TokenPlace};
+use crate::kv::{SeqSet, TokenPlace};
 
 /// A batch borrowed from the caller (C arrays, already turned into slices by the FFI layer).
 pub struct BatchInput<'a> {
@@ -38,7 +38,7 @@ impl Batch {
 }
 
 /// Resolve and validate `b` for a context with `n_vocab` tokens, `n_seq_max` sequences and at most
-/// `n_batch` tokens per call, whose cache currently holds `cells`. Messages say exactly what is
+/// `n_batch` tokens per call, whose cache holds sequences up to `seq_pos_max`. Messages say exactly what is
 /// wrong, as llama.cpp's do.
 pub fn resolve(
     b: &BatchInput,
@@ -46,7 +46,7 @@ pub fn resolve(
     n_seq_max: usize,
     n_batch: usize,
     output_all: bool,
-    cells: &Cells,
+    seq_pos_max: &dyn Fn(usize) -> Option<i32>,
 ) -> Result<Batch> {
     let n = b.tokens.len();
     if n == 0 {
@@ -107,7 +107,7 @@ pub fn resolve(
             (0..n)
                 .map(|i| {
                     let s = primary[i];
-                    let p = next[s].unwrap_or_else(|| cells.seq_pos_max(s).map_or(0, |m| m + 1));
+                    let p = next[s].unwrap_or_else(|| seq_pos_max(s).map_or(0, |m| m + 1));
                     for t in seqs[i].iter() {
                         next[t] = Some(p + 1);
                     }
@@ -116,7 +116,7 @@ pub fn resolve(
                 .collect()
         }
     };
-    check_positions(&pos, &seqs, n_seq_max, cells)?;
+    check_positions(&pos, &seqs, n_seq_max, seq_pos_max)?;
     let mut outputs: Vec<bool> = match b.outputs {
         Some(o) => o.iter().map(|&x| x != 0).collect(),
         None => (0..n).map(|i| i == n - 1).collect(),
@@ -141,7 +141,12 @@ pub fn resolve(
 
 /// llama.cpp's consistency rules: each sequence continues right after its last cached position,
 /// its positions in the batch are continuous and never decrease.
-fn check_positions(pos: &[i32], seqs: &[SeqSet], n_seq_max: usize, cells: &Cells) -> Result<()> {
+fn check_positions(
+    pos: &[i32],
+    seqs: &[SeqSet],
+    n_seq_max: usize,
+    seq_pos_max: &dyn Fn(usize) -> Option<i32>,
+) -> Result<()> {
     for s in 0..n_seq_max {
         let mut min = i32::MAX;
         let mut max = i32::MIN;
@@ -164,7 +169,7 @@ fn check_positions(pos: &[i32], seqs: &[SeqSet], n_seq_max: usize, cells: &Cells
         if count == 0 {
             continue;
         }
-        if let Some(p0) = cells.seq_pos_max(s) {
+        if let Some(p0) = seq_pos_max(s) {
             if min != p0 + 1 {
                 return Err(Error::invalid(format!(
                     "the tokens of sequence {s} in the batch start at position Y = {min}, but the last position \
@@ -194,15 +199,14 @@ mod tests {
 
     #[test]
     fn defaults_resolve_like_llama_cpp() {
-        let cells = Cells::new(16);
-        let b = resolve(&input(&[1, 2, 3]), 10, 1, 512, false, &cells).expect("valid");
+        let b = resolve(&input(&[1, 2, 3]), 10, 1, 512, false, &|_| None).expect("valid");
         assert_eq!(b.places.iter().map(|p| p.pos).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!(b.outputs, [false, false, true]);
     }
 
     #[test]
     fn bad_batches_are_rejected_with_the_reason() {
-        let cells = Cells::new(16);
+        let cells = |_| None;
         let err = |r: Result<Batch>| r.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err(resolve(&input(&[]), 10, 1, 512, false, &cells)).contains("empty"));
         assert!(err(resolve(&input(&[1, 10]), 10, 1, 512, false, &cells)).contains("invalid token[1] = 10"));
@@ -230,8 +234,7 @@ mod tests {
 
     #[test]
     fn positions_must_continue_the_cache() {
-        let mut cells = Cells::new(16);
-        cells.place(&[0, 1], &[0, 1], &[SeqSet::single(0); 2]);
+        let cells = |s| (s == 0).then_some(1);
         let b = resolve(&input(&[4]), 10, 1, 512, false, &cells).expect("auto position");
         assert_eq!(b.places[0].pos, 2);
         let pos = [5];

@@ -6,7 +6,7 @@ use super::Context;
 use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, TensorRef};
 use crate::graph::{Builder, Pooling, Shape};
-use crate::kv::TokenPlace;
+use crate::kv::{Placement, TokenPlace};
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,27 +30,55 @@ impl Context<'_> {
             ));
         }
         let t0 = crate::ggml::time_us();
+        let kv = &self.kv;
         let batch = resolve(
             input,
             self.n_vocab(),
             self.params.n_seq_max as usize,
             self.params.n_batch as usize,
             self.params.embeddings,
-            &self.kv.cells,
+            &|s| kv.seq_pos_max(s),
         )?;
         self.apply_pending_shift()?;
 
-        // Room for the whole batch first, so "no slot" leaves the cache untouched.
-        let Some((_, undo)) = self.kv.place(&batch.places) else {
+        // A split cache (one stream per sequence) takes the same count of tokens from consecutive
+        // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
+        // cache takes consecutive chunks. As llama.cpp splits.
+        let n_ubatch = self.params.n_ubatch as usize;
+        let ubatches = if self.kv.n_stream() > 1 {
+            let Some(u) = split_equal(&batch, n_ubatch) else {
+                crate::log_error!(
+                    "decode: a token belongs to several sequences, which needs one cache for all of them: \
+                     create the context with kv_unified = true"
+                );
+                return Ok(DecodeStatus::NoSlot);
+            };
+            u
+        } else {
+            split_simple(batch.len(), n_ubatch)
+        };
+        let places_of = |ub: &Ubatch| -> Vec<TokenPlace> { ub.idx.iter().map(|&i| batch.places[i]).collect() };
+
+        // Room for every ubatch first, placed in turn as they will be, so that "no slot" leaves
+        // the cache untouched.
+        let mut trial = Vec::with_capacity(ubatches.len());
+        for ub in &ubatches {
+            match self.kv.place(&places_of(ub)) {
+                Some(p) => trial.push(p),
+                None => break,
+            }
+        }
+        let fits = trial.len() == ubatches.len();
+        trial.into_iter().rev().for_each(|p| self.kv.rollback(p));
+        if !fits {
             crate::log_warn!(
                 "decode: no KV cache room for {} tokens ({} of {} cells used)",
                 batch.len(),
-                self.kv.cells.used(),
+                self.kv.used(),
                 self.kv.size()
             );
             return Ok(DecodeStatus::NoSlot);
-        };
-        self.kv.cells.rollback(undo);
+        }
 
         let n_vocab = self.n_vocab();
         let n_outputs = batch.n_outputs();
@@ -69,25 +97,14 @@ impl Context<'_> {
         }
         self.n_outputs = 0;
 
-        let n_ubatch = self.params.n_ubatch as usize;
-        // Per-sequence caches (llama.cpp's streams) split the batch per sequence, which also decides
-        // which attention kernel ggml uses; a unified cache takes consecutive chunks.
-        let per_stream = !self.params.kv_unified && self.params.n_seq_max > 1;
-        let ubatches = match per_stream.then(|| split_equal(&batch, n_ubatch)).flatten() {
-            Some(u) => u,
-            None => split_simple(batch.len(), n_ubatch),
-        };
-        let before = self.kv.cells.clone();
+        // Each finished ubatch's placement, to take back if a later one fails.
+        let mut done = Vec::with_capacity(ubatches.len());
         for ub in &ubatches {
-            match self.decode_ubatch(&batch, ub) {
-                Ok(DecodeStatus::Ok) => {}
-                Ok(DecodeStatus::Aborted) => return Ok(DecodeStatus::Aborted),
-                Ok(DecodeStatus::NoSlot) => {
-                    self.kv.cells = before;
-                    return Ok(DecodeStatus::NoSlot);
-                }
+            match self.decode_ubatch(&batch, ub, places_of(ub)) {
+                Ok(Some(placement)) => done.push(placement),
+                Ok(None) => return Ok(DecodeStatus::Aborted),
                 Err(e) => {
-                    self.kv.cells = before;
+                    done.into_iter().rev().for_each(|p| self.kv.rollback(p));
                     return Err(e);
                 }
             }
@@ -107,14 +124,15 @@ impl Context<'_> {
     }
 
     /// Place, build or reuse, set inputs, compute, copy outputs for one ubatch (the batch tokens
-    /// `ub.idx`, in that order).
-    fn decode_ubatch(&mut self, batch: &Batch, ub: &Ubatch) -> Result<DecodeStatus> {
+    /// `ub.idx`, in that order, at `places`). Returns where it went in the cache, or None when the
+    /// abort callback stopped it (its cells are free again; earlier ubatches stay).
+    fn decode_ubatch(&mut self, batch: &Batch, ub: &Ubatch, places: Vec<TokenPlace>) -> Result<Option<Placement>> {
         let tokens: Vec<i32> = ub.idx.iter().map(|&i| batch.tokens[i]).collect();
-        let places: Vec<TokenPlace> = ub.idx.iter().map(|&i| batch.places[i]).collect();
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
-        let Some((slots, undo)) = self.kv.place(&places) else {
-            return Ok(DecodeStatus::NoSlot);
-        };
+        let placement = self
+            .kv
+            .place(&places)
+            .ok_or_else(|| Error::Internal("KV cache room found for the batch vanished".into()))?;
         // The ubatch's sequences in id order: their index is their row of pooled embeddings.
         let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
         seqs.sort_unstable();
@@ -122,10 +140,41 @@ impl Context<'_> {
         let shape = Shape {
             n_tokens: tokens.len(),
             n_streams: ub.n_streams,
+            first_stream: placement.streams.0,
             n_outputs: outputs.iter().filter(|&&o| o).count(),
-            n_kv: self.kv.n_kv(),
+            n_kv: self.kv.n_kv(placement.streams),
             n_seqs: self.pooled_seqs(seqs.len()),
         };
+        let status = self
+            .compute_ubatch(shape, &tokens, &places, &outputs, &placement.rows, &seqs)
+            .and_then(|status| match status {
+                ComputeStatus::Success => self.copy_outputs(batch, ub, shape, &seqs).map(|()| true),
+                ComputeStatus::Aborted => Ok(false),
+                ComputeStatus::Failed(code) => Err(Error::Ggml(format!("graph compute failed with status {code}"))),
+            });
+        match status {
+            Ok(true) => Ok(Some(placement)),
+            // Aborted: this ubatch's cells hold nothing valid; earlier ubatches stay.
+            Ok(false) => {
+                self.kv.rollback(placement);
+                Ok(None)
+            }
+            Err(e) => {
+                self.kv.rollback(placement);
+                Err(e)
+            }
+        }
+    }
+
+    fn compute_ubatch(
+        &mut self,
+        shape: Shape,
+        tokens: &[i32],
+        places: &[TokenPlace],
+        outputs: &[bool],
+        rows: &[usize],
+        seqs: &[usize],
+    ) -> Result<ComputeStatus> {
         self.prepare_graph(shape)?;
         let n_threads = if tokens.len() == 1 {
             self.params.n_threads
@@ -133,22 +182,18 @@ impl Context<'_> {
             self.params.n_threads_batch
         };
         self.backend.set_n_threads(n_threads);
-        self.set_inputs(&tokens, &places, &outputs, &slots, &seqs)?;
-
+        self.set_inputs(tokens, places, outputs, rows, seqs)?;
         let Some((_, built)) = &self.graph else {
             return Err(Error::Internal("no graph after preparing one".into()));
         };
-        match self.sched.compute(&built.graph) {
-            ComputeStatus::Success => {}
-            ComputeStatus::Aborted => {
-                // This ubatch's cells hold nothing valid: take them back, keep the earlier ones.
-                self.kv.cells.rollback(undo);
-                return Ok(DecodeStatus::Aborted);
-            }
-            ComputeStatus::Failed(code) => {
-                return Err(Error::Ggml(format!("graph compute failed with status {code}")));
-            }
-        }
+        Ok(self.sched.compute(&built.graph))
+    }
+
+    /// Copy the ubatch's logits (and embeddings) to their rows of the batch's outputs.
+    fn copy_outputs(&mut self, batch: &Batch, ub: &Ubatch, shape: Shape, seqs: &[usize]) -> Result<()> {
+        let Some((_, built)) = &self.graph else {
+            return Err(Error::Internal("no graph after computing one".into()));
+        };
         // The graph's logit rows follow the ubatch's outputs; each goes to its batch row.
         let n_vocab = self.n_vocab();
         let mut rows = vec![0f32; shape.n_outputs * n_vocab];
@@ -175,12 +220,12 @@ impl Context<'_> {
                     self.embd[dst * n_embd..(dst + 1) * n_embd].copy_from_slice(src);
                 }
             } else {
-                for (src, &seq) in rows.chunks_exact(n_embd).zip(&seqs) {
+                for (src, &seq) in rows.chunks_exact(n_embd).zip(seqs) {
                     self.embd_seq.insert(seq, src.to_vec());
                 }
             }
         }
-        Ok(DecodeStatus::Ok)
+        Ok(())
     }
 
     /// Make the graph for `shape` current: the previous one when the shape repeats (nothing built
@@ -208,7 +253,7 @@ impl Context<'_> {
         tokens: &[i32],
         places: &[TokenPlace],
         outputs: &[bool],
-        slots: &[usize],
+        rows: &[usize],
         seqs: &[usize],
     ) -> Result<()> {
         let Some((shape, built)) = &self.graph else {
@@ -219,7 +264,7 @@ impl Context<'_> {
         set(inp.tokens, &to_bytes_i32(tokens))?;
         let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
         set(inp.pos, &to_bytes_i32(&pos))?;
-        let rows: Vec<u8> = slots.iter().flat_map(|&s| (s as i64).to_le_bytes()).collect();
+        let rows: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
         set(inp.kv_rows, &rows)?;
         let fa = self.params.graph.flash_attn;
         let causal = self.params.graph.causal;

@@ -186,9 +186,9 @@ impl<'m> Context<'m> {
             embeddings: p.embeddings.then_some(pooling),
         };
         let backend = CpuBackend::new(p.n_threads_batch).map_err(Error::Ggml)?;
-        let seq_capacity = if p.kv_unified { n_ctx } else { n_ctx_seq } as usize;
+        let n_stream = if p.kv_unified { 1 } else { n_seq_max };
         let kv = match hp {
-            Some(hp) => KvCache::new(hp, n_ctx as usize, p.type_k, p.type_v, seq_capacity)?,
+            Some(hp) => KvCache::new(hp, n_ctx_seq as usize, n_stream as usize, p.type_k, p.type_v)?,
             None => KvCache::without_layers(n_ctx as usize),
         };
         let sched = Scheduler::new(&backend, crate::graph::max_nodes(model)).map_err(Error::Ggml)?;
@@ -252,8 +252,9 @@ impl<'m> Context<'m> {
             let shape = Shape {
                 n_tokens,
                 n_streams: 1,
+                first_stream: 0,
                 n_outputs: n_tokens,
-                n_kv: self.kv.size(),
+                n_kv: self.kv.stream_size(),
                 n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
             };
             let built = Builder::build(self.model, &self.kv, shape, self.params.graph)?;

@@ -9,7 +9,7 @@ use crate::graph::build_shift;
 
 impl Context<'_> {
     pub(super) fn apply_pending_shift(&mut self) -> Result<()> {
-        let Some(deltas) = self.kv.cells.pending_shift() else {
+        let Some(deltas) = self.kv.pending_shift() else {
             return Ok(());
         };
         let bytes: Vec<u8> = deltas.iter().flat_map(|d| d.to_le_bytes()).collect();
@@ -24,7 +24,7 @@ impl Context<'_> {
             ComputeStatus::Aborted => return Err(Error::Cancelled("K-shift aborted by the abort callback".into())),
             ComputeStatus::Failed(code) => return Err(Error::Ggml(format!("K-shift failed with status {code}"))),
         }
-        self.kv.cells.shift_applied();
+        self.kv.shift_applied();
         self.counters.k_shifts += 1;
         Ok(())
     }

@@ -13,7 +13,6 @@ impl Context<'_> {
             .filter(|hp| hp.n_swa > 0 && hp.swa_layers.iter().any(|&s| s))
             .map(|hp| (hp.swa_layers.clone(), hp.n_swa));
         Layout {
-            unified: self.params.kv_unified,
             n_seq_max: self.params.n_seq_max as usize,
             v_trans: !self.params.graph.flash_attn,
             swa,

@@ -35,7 +35,7 @@ pub unsafe extern "C" fn llama_memory_seq_rm(
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = if seq_id < 0 { None } else { Some(seq(c, seq_id)?) };
-        c.kv.cells.seq_rm(s, p0, p1);
+        c.kv.seq_rm(s, p0, p1);
         Ok(true)
     })
 }
@@ -52,8 +52,7 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let (src, dst) = (seq(c, seq_id_src)?, seq(c, seq_id_dst)?);
-        c.kv.cells.seq_cp(src, dst, p0, p1);
-        Ok(())
+        c.kv.seq_cp(src, dst, p0, p1)
     })
 }
 
@@ -63,7 +62,7 @@ pub unsafe extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llam
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
-        c.kv.cells.seq_keep(s);
+        c.kv.seq_keep(s);
         Ok(())
     })
 }
@@ -81,7 +80,7 @@ pub unsafe extern "C" fn llama_memory_seq_add(
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
-        c.kv.cells.seq_add(s, p0, p1, delta);
+        c.kv.seq_add(s, p0, p1, delta);
         Ok(())
     })
 }
@@ -98,10 +97,10 @@ pub unsafe extern "C" fn llama_memory_seq_div(
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
-        if d <= 1 {
-            return Err(Error::invalid(format!("divisor d = {d} must be greater than 1")));
+        if d < 1 {
+            return Err(Error::invalid(format!("divisor d = {d} must be positive")));
         }
-        c.kv.cells.seq_div(s, p0, p1, d);
+        c.kv.seq_div(s, p0, p1, d);
         Ok(())
     })
 }
@@ -112,7 +111,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: l
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
-        Ok(c.kv.cells.seq_pos_min(s).unwrap_or(-1))
+        Ok(c.kv.seq_pos_min(s).unwrap_or(-1))
     })
 }
 
@@ -122,7 +121,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: l
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
-        Ok(c.kv.cells.seq_pos_max(s).unwrap_or(-1))
+        Ok(c.kv.seq_pos_max(s).unwrap_or(-1))
     })
 }
 

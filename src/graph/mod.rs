@@ -17,6 +17,8 @@ pub struct Shape {
     /// Attention groups: the tokens are `n_streams` runs of `n_tokens / n_streams` (one per
     /// sequence), each attending on its own, as llama.cpp's per-sequence streams do.
     pub n_streams: usize,
+    /// The KV cache stream the first group attends to (the others follow it).
+    pub first_stream: usize,
     /// Rows of logits to compute (the tokens whose outputs were requested).
     pub n_outputs: usize,
     /// Cells of the KV cache attention covers.
@@ -333,19 +335,35 @@ impl<'a> Builder<'a> {
             self.inputs.mask
         };
 
-        // Streams split the tokens; each sees every cell (zero stride) and the mask keeps them apart.
+        // Each group of tokens attends to its own stream's cells.
         let ns = self.shape.n_streams.max(1) as i64;
         let tps = nt / ns;
         let n_head = i64::from(hp.n_head[il]);
         let (ekb, evb) = (row(kc, hk), row(vc, hv));
+        let stream_rows = self.kv.stream_size() as i64;
+        let (k_stream, v_stream) = (
+            row(kc, hk * n_head_kv * stream_rows),
+            row(vc, hv * n_head_kv * stream_rows),
+        );
+        let s0 = self.shape.first_stream;
         let q = self.g.reshape(q, &[hk, n_head, tps, ns]).map_err(ggml_err)?;
         let kview = self
             .g
-            .view(kc, &[hk, n_head_kv, n_kv, ns], &[ekb, row(kc, hk * n_head_kv), 0], 0)
+            .view(
+                kc,
+                &[hk, n_head_kv, n_kv, ns],
+                &[ekb, row(kc, hk * n_head_kv), k_stream],
+                k_stream * s0,
+            )
             .map_err(ggml_err)?;
         let vview = self
             .g
-            .view(vc, &[hv, n_head_kv, n_kv, ns], &[evb, row(vc, hv * n_head_kv), 0], 0)
+            .view(
+                vc,
+                &[hv, n_head_kv, n_kv, ns],
+                &[evb, row(vc, hv * n_head_kv), v_stream],
+                v_stream * s0,
+            )
             .map_err(ggml_err)?;
         let mask = self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?;
 

@@ -51,6 +51,7 @@ impl SeqSet {
 pub struct Undo {
     slots: Vec<usize>,
     used: usize,
+    head: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +63,10 @@ pub struct Cells {
     shift: Vec<i32>,
     has_shift: bool,
     used: usize,
+    /// Where the next search for free cells starts (llama.cpp's `head`): just after the last
+    /// placed cell, or moved back to the first cell a removal freed. Which cells a token gets
+    /// decides the order attention sums in, so it follows llama.cpp exactly.
+    head: usize,
 }
 
 const EMPTY: i32 = -1;
@@ -79,6 +84,7 @@ impl Cells {
             shift: vec![0; n],
             has_shift: false,
             used: 0,
+            head: 0,
         }
     }
 
@@ -112,25 +118,39 @@ impl Cells {
         }
     }
 
+    /// After freeing cells starting at `first_freed`, searches start there if it is earlier.
+    fn head_back_to(&mut self, first_freed: Option<usize>) {
+        if let Some(i) = first_freed.filter(|&i| i < self.head) {
+            self.head = i;
+        }
+    }
+
     /// Cells currently holding `seq`.
     pub fn n_cells_of(&self, seq: usize) -> usize {
         self.seqs.iter().filter(|s| s.contains(seq)).count()
     }
 
-    /// Free cells for `n` tokens, lowest first. None when the cache cannot take them.
+    /// Free cells for `n` tokens, searched as llama.cpp searches: from the head (or from the start
+    /// when enough cells before the head are free), wrapping around once. None when they do not fit.
     pub fn find_slots(&self, n: usize) -> Option<Vec<usize>> {
-        if self.size() - self.used < n {
+        let size = self.size();
+        if n > size || size - self.used < n {
             return None;
         }
-        Some(
-            self.pos
-                .iter()
-                .enumerate()
-                .filter(|(_, &p)| p == EMPTY)
-                .map(|(i, _)| i)
-                .take(n)
-                .collect(),
-        )
+        let mut at = if self.head > self.used + 2 * n { 0 } else { self.head };
+        let mut found = Vec::with_capacity(n);
+        let mut tested = 0;
+        while found.len() < n && tested < size {
+            if at >= size {
+                at = 0;
+            }
+            if self.pos[at] == EMPTY {
+                found.push(at);
+            }
+            at += 1;
+            tested += 1;
+        }
+        (found.len() == n).then_some(found)
     }
 
     /// Occupy `slots` with the given positions and sequence sets; returns what undoes it.
@@ -138,6 +158,7 @@ impl Cells {
         let undo = Undo {
             slots: slots.to_vec(),
             used: self.used,
+            head: self.head,
         };
         for ((&c, &p), s) in slots.iter().zip(pos).zip(seqs) {
             debug_assert_eq!(self.pos[c], EMPTY);
@@ -145,6 +166,9 @@ impl Cells {
             self.seqs[c] = *s;
             self.shift[c] = 0;
             self.used += 1;
+        }
+        if let Some(&last) = slots.last() {
+            self.head = last + 1;
         }
         undo
     }
@@ -157,6 +181,7 @@ impl Cells {
             self.shift[c] = 0;
         }
         self.used = undo.used;
+        self.head = undo.head;
     }
 
     pub fn clear(&mut self) {
@@ -164,9 +189,20 @@ impl Cells {
         *self = Cells::new(n);
     }
 
+    /// Empty the cells and fill them from the first one with `pos` and `seqs` (a whole-state
+    /// restore); searches start from the beginning again, as in llama.cpp.
+    pub fn restore(&mut self, pos: &[i32], seqs: &[SeqSet]) -> Vec<usize> {
+        self.clear();
+        let slots: Vec<usize> = (0..pos.len().min(self.size())).collect();
+        self.place(&slots, pos, seqs);
+        self.head = 0;
+        slots
+    }
+
     /// Remove `seq` (any sequence when `seq` is None) from cells with positions in [p0, p1).
     pub fn seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) {
         let (p0, p1) = range(p0, p1);
+        let mut first_freed = None;
         for i in 0..self.size() {
             let p = self.pos[i];
             if p == EMPTY || p < p0 || p >= p1 {
@@ -176,13 +212,16 @@ impl Cells {
                 None => self.free(i),
                 Some(s) if self.seqs[i].contains(s) => {
                     self.seqs[i].remove(s);
-                    if self.seqs[i].is_empty() {
-                        self.free(i);
+                    if !self.seqs[i].is_empty() {
+                        continue;
                     }
+                    self.free(i);
                 }
-                Some(_) => {}
+                Some(_) => continue,
             }
+            first_freed.get_or_insert(i);
         }
+        self.head_back_to(first_freed);
     }
 
     /// Add `dst` to every cell of `src` with a position in [p0, p1).
@@ -198,6 +237,7 @@ impl Cells {
 
     /// Drop every cell that does not belong to `seq`, and every other sequence from the rest.
     pub fn seq_keep(&mut self, seq: usize) {
+        let mut first_freed = None;
         for i in 0..self.size() {
             if self.pos[i] == EMPTY {
                 continue;
@@ -206,17 +246,36 @@ impl Cells {
                 self.seqs[i] = SeqSet::single(seq);
             } else {
                 self.free(i);
+                first_freed.get_or_insert(i);
             }
         }
+        self.head_back_to(first_freed);
+    }
+
+    /// Make these cells a copy of `src`'s cells of sequence `from`, now holding sequence `to`
+    /// (with their pending shifts): a sequence copied to another stream.
+    pub fn copy_sequence(&mut self, src: &Cells, from: usize, to: usize) {
+        *self = Cells::new(self.size());
+        for i in 0..self.size().min(src.size()) {
+            if src.pos[i] != EMPTY && src.seqs[i].contains(from) {
+                self.pos[i] = src.pos[i];
+                self.seqs[i] = SeqSet::single(to);
+                self.shift[i] = src.shift[i];
+                self.has_shift |= src.shift[i] != 0;
+                self.used += 1;
+            }
+        }
+        self.head = src.head;
     }
 
     /// Move the positions of `seq`'s cells in [p0, p1) by `delta`; cells pushed below 0 are freed.
     /// As in llama.cpp, a cell shared with other sequences moves for them too.
     pub fn seq_add(&mut self, seq: usize, p0: i32, p1: i32, delta: i32) {
         let (p0, p1) = range(p0, p1);
-        if delta == 0 || p0 >= p1 {
+        if delta == 0 || p0 == p1 {
             return;
         }
+        let mut first_freed = None;
         for i in 0..self.size() {
             let p = self.pos[i];
             if p == EMPTY || p < p0 || p >= p1 || !self.seqs[i].contains(seq) {
@@ -225,18 +284,21 @@ impl Cells {
             let np = p.saturating_add(delta);
             if np < 0 {
                 self.free(i);
+                first_freed.get_or_insert(i);
             } else {
                 self.pos[i] = np;
                 self.shift[i] = self.shift[i].saturating_add(np - p);
                 self.has_shift = true;
             }
         }
+        // As llama.cpp: the next search starts at the first freed cell, or at the beginning.
+        self.head = first_freed.unwrap_or(0);
     }
 
     /// Divide the positions of `seq`'s cells in [p0, p1) by `d` (d > 1).
     pub fn seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) {
         let (p0, p1) = range(p0, p1);
-        if d <= 1 || p0 >= p1 {
+        if d <= 1 || p0 == p1 {
             return;
         }
         for i in 0..self.size() {
@@ -299,6 +361,42 @@ mod tests {
         c.rollback(undo);
         assert_eq!((c.pos.clone(), c.seqs.clone(), c.used), before);
         assert_eq!(c.find_slots(7), None);
+    }
+
+    /// Cells are searched from the head, as llama.cpp searches them, not lowest first: the cells a
+    /// token gets decide the order attention sums in.
+    #[test]
+    fn slots_are_searched_from_the_head_and_wrap_around() {
+        let mut c = Cells::new(8);
+        fill(&mut c, 0, 0..4);
+        fill(&mut c, 1, 0..4);
+        assert_eq!(c.head, 8);
+        c.seq_rm(Some(0), 0, 2);
+        assert_eq!(c.head, 0, "removal moves the head back to the first freed cell");
+        // Shifting positions below zero frees cells 4 and 5 and puts the head on the first.
+        c.seq_add(1, 0, 2, -5);
+        assert_eq!((c.used(), c.head), (4, 4));
+        assert_eq!(c.find_slots(3), Some(vec![4, 5, 0]));
+        let undo = c.place(&[4, 5, 0], &[9, 10, 11], &[SeqSet::single(2); 3]);
+        assert_eq!(c.head, 1);
+        c.rollback(undo);
+        assert_eq!(c.head, 4);
+        // A shift that frees nothing restarts the search from the beginning.
+        c.seq_add(1, -1, -1, 1);
+        assert_eq!(c.head, 0);
+    }
+
+    #[test]
+    fn a_sequence_copied_to_another_stream_keeps_positions_and_pending_shifts() {
+        let mut a = Cells::new(8);
+        fill(&mut a, 0, 0..3);
+        a.seq_add(0, 1, -1, 2);
+        let mut b = Cells::new(8);
+        fill(&mut b, 1, 0..5);
+        b.copy_sequence(&a, 0, 1);
+        assert_eq!((b.used(), b.seq_pos_min(1), b.seq_pos_max(1)), (3, Some(0), Some(4)));
+        assert_eq!(b.pending_shift().map(|s| s[..3].to_vec()), Some(vec![0, 2, 2]));
+        assert_eq!(b.head, a.head);
     }
 
     #[test]

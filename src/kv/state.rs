@@ -2,8 +2,8 @@
 //! session files and `llama_state_*` data move between the two engines. That layout follows
 //! llama.cpp's structure: a cache has `n_stream` streams (one, or one per sequence when the cache
 //! is not unified) and a model with sliding-window layers has two caches, the full-attention
-//! layers' and the sliding ones', written one after the other. Our one pool of cells is written and
-//! read in those terms.
+//! layers' and the sliding ones', written one after the other. Our one cache serves both kinds of
+//! layers with the same cells, so it is written as the two and read back from them.
 //!
 //! Per cache: `u32 n_stream`, then per stream `u32 cell_count` and, when non-zero, per cell
 //! `i32 pos, u32 n_seq, i32 seq[n_seq]`, then `u32 v_trans, u32 n_layer`, per layer
@@ -11,15 +11,13 @@
 //! `i32 v_type, u64 v_row_bytes` and the V rows, or (V transposed) `i32 v_type, u32 v_elem_bytes,
 //! u32 n_embd_v` and the V values column by column.
 
-use super::{KvCache, SeqSet};
+use super::{KvCache, SeqSet, TokenPlace};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, tensor_read, tensor_write, TensorRef};
 use std::collections::{HashMap, VecDeque};
 
 /// How llama.cpp would lay out this cache.
 pub struct Layout {
-    /// One stream, or one per sequence (`kv_unified = false`).
-    pub unified: bool,
     pub n_seq_max: usize,
     /// V stored transposed, as llama.cpp does without flash attention.
     pub v_trans: bool,
@@ -28,14 +26,6 @@ pub struct Layout {
 }
 
 impl Layout {
-    fn n_stream(&self) -> usize {
-        if self.unified {
-            1
-        } else {
-            self.n_seq_max
-        }
-    }
-
     /// The layers of each cache, and whether it is the sliding-window one.
     fn caches(&self, n_layer: usize) -> Vec<(Vec<usize>, bool)> {
         match &self.swa {
@@ -131,6 +121,8 @@ type Rows = Vec<Vec<u8>>;
 
 /// One cell as the data describes it, with its K and V rows.
 struct StagedCell {
+    /// The stream the data puts it in.
+    stream: usize,
     pos: i32,
     seqs: SeqSet,
     k: Rows,
@@ -152,36 +144,27 @@ impl KvCache {
         row_size(t.ggml_type(), t.ne()[0])
     }
 
-    /// The cells a stream holds for `seq` (all sequences when None), in cell order, each with the
-    /// sequence ids written for it.
-    fn stream_cells(
-        &self,
-        layout: &Layout,
-        stream: usize,
-        seq: Option<usize>,
-        window: Option<u32>,
-    ) -> Vec<(usize, Vec<usize>)> {
+    /// The cells stream `stream` holds for `seq` (all sequences when None), in cell order, each as
+    /// its row in the tensors and the sequence ids written for it.
+    fn stream_cells(&self, stream: usize, seq: Option<usize>, window: Option<u32>) -> Vec<(usize, Vec<usize>)> {
+        let cells = self.stream(stream);
+        let first_row = stream * self.stream_size();
         let mut out = Vec::new();
-        for i in 0..self.size() {
-            let Some(pos) = self.cells.pos(i) else { continue };
-            let seqs = self.cells.seqs(i);
-            let in_stream = layout.unified || seqs.contains(stream);
+        for i in 0..cells.size() {
+            let Some(pos) = cells.pos(i) else { continue };
+            let seqs = cells.seqs(i);
             let ids: Vec<usize> = match seq {
-                Some(q) if seqs.contains(q) && (layout.unified || q == stream) => vec![q],
+                Some(q) if seqs.contains(q) => vec![q],
                 Some(_) => continue,
-                None if layout.unified => seqs.iter().collect(),
-                None => vec![stream],
+                None => seqs.iter().collect(),
             };
-            if !in_stream {
-                continue;
-            }
             // A sequence's cells that its sliding window no longer sees are not part of it.
             if let (Some(q), Some(w)) = (seq, window) {
-                if self.cells.seq_pos_max(q).is_some_and(|p1| p1 - pos >= w as i32) {
+                if cells.seq_pos_max(q).is_some_and(|p1| p1 - pos >= w as i32) {
                     continue;
                 }
             }
-            out.push((i, ids));
+            out.push((first_row + i, ids));
         }
         out
     }
@@ -199,15 +182,16 @@ impl KvCache {
             } else {
                 None
             };
-            out.extend_from_slice(&(layout.n_stream() as u32).to_le_bytes());
-            for stream in 0..layout.n_stream() {
-                let cells = self.stream_cells(layout, stream, seq, window);
+            out.extend_from_slice(&(self.n_stream() as u32).to_le_bytes());
+            for stream in 0..self.n_stream() {
+                let cells = self.stream_cells(stream, seq, window);
                 out.extend_from_slice(&(cells.len() as u32).to_le_bytes());
                 if cells.is_empty() {
                     continue;
                 }
-                for (i, ids) in &cells {
-                    let pos = self.cells.pos(*i).unwrap_or_default();
+                let first_row = stream * self.stream_size();
+                for (row, ids) in &cells {
+                    let pos = self.stream(stream).pos(row - first_row).unwrap_or_default();
                     out.extend_from_slice(&pos.to_le_bytes());
                     out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
                     for &s in ids {
@@ -293,20 +277,23 @@ impl KvCache {
         }
         let n_layer = self.layers.len();
         let mut full: Vec<StagedCell> = Vec::new();
-        let mut sliding_rows: HashMap<(i32, SeqSet), VecDeque<(Rows, Rows)>> = HashMap::new();
+        let mut sliding_rows: HashMap<(usize, i32, SeqSet), VecDeque<(Rows, Rows)>> = HashMap::new();
         for (layers, sliding) in layout.caches(n_layer) {
             let n_stream = u32_of(src)? as usize;
-            if n_stream != layout.n_stream() {
+            if n_stream != self.n_stream() {
                 return Err(bad(format!(
                     "{n_stream} streams, this context has {} (kv_unified and n_seq_max must match)",
-                    layout.n_stream()
+                    self.n_stream()
                 )));
             }
-            for _ in 0..n_stream {
-                let cells = self.read_stream(layout, &layers, dest, src)?;
+            for stream in 0..n_stream {
+                let cells = self.read_stream(layout, &layers, stream, dest, src)?;
                 if sliding {
                     for c in cells {
-                        sliding_rows.entry((c.pos, c.seqs)).or_default().push_back((c.k, c.v));
+                        sliding_rows
+                            .entry((c.stream, c.pos, c.seqs))
+                            .or_default()
+                            .push_back((c.k, c.v));
                     }
                 } else {
                     full.extend(cells);
@@ -314,12 +301,12 @@ impl KvCache {
             }
         }
         // A sliding-window model's cells come from the full layers' cache; its sliding layers'
-        // rows are matched by position and sequences, in order where several cells share both
-        // (cells outside every window have none).
+        // rows are matched by stream, position and sequences, in order where several cells share
+        // them (cells outside every window have none).
         if let Some((flags, _)) = &layout.swa {
             for c in &mut full {
                 let (k, v) = sliding_rows
-                    .get_mut(&(c.pos, c.seqs))
+                    .get_mut(&(c.stream, c.pos, c.seqs))
                     .and_then(VecDeque::pop_front)
                     .unzip();
                 c.k = merge_layers(flags, std::mem::take(&mut c.k), k, |il| self.k_row(il));
@@ -339,6 +326,7 @@ impl KvCache {
         &self,
         layout: &Layout,
         layers: &[usize],
+        stream: usize,
         dest: Option<usize>,
         src: &mut dyn Source,
     ) -> Result<Vec<StagedCell>> {
@@ -346,8 +334,11 @@ impl KvCache {
         if n == 0 {
             return Ok(Vec::new());
         }
-        if n > self.size() {
-            return Err(bad(format!("{n} cells, the cache has {}", self.size())));
+        if n > self.stream_size() {
+            return Err(bad(format!(
+                "{n} cells, a stream of this cache has {}",
+                self.stream_size()
+            )));
         }
         let mut cells = Vec::with_capacity(n);
         for _ in 0..n {
@@ -365,12 +356,20 @@ impl KvCache {
                 if s < 0 || s as usize >= layout.n_seq_max {
                     return Err(bad(format!("sequence id {s} outside [0, {})", layout.n_seq_max)));
                 }
-                seqs.insert(s as usize);
+                let s = s as usize;
+                if dest.is_none() && self.stream_of(s) != stream {
+                    return Err(bad(format!(
+                        "stream {stream} lists sequence {s}, which this context keeps in stream {}",
+                        self.stream_of(s)
+                    )));
+                }
+                seqs.insert(s);
             }
             if let Some(d) = dest {
                 seqs = SeqSet::single(d);
             }
             cells.push(StagedCell {
+                stream: dest.map_or(stream, |d| self.stream_of(d)),
                 pos,
                 seqs,
                 k: Vec::with_capacity(layers.len()),
@@ -426,41 +425,56 @@ impl KvCache {
     }
 
     fn apply_staged(&mut self, dest: Option<usize>, cells: Vec<StagedCell>) -> Result<()> {
-        // Cells `dest` holds alone are freed before placing; the ones it shares stay.
-        let free_after = match dest {
-            None => self.size(),
+        let placed: Vec<usize> = match dest {
+            None => {
+                let mut per_stream = vec![(Vec::new(), Vec::new()); self.n_stream()];
+                for c in &cells {
+                    per_stream[c.stream].0.push(c.pos);
+                    per_stream[c.stream].1.push(c.seqs);
+                }
+                self.clear(true);
+                let first_rows: Vec<usize> = (0..self.n_stream()).map(|s| s * self.stream_size()).collect();
+                let mut rows_of: Vec<std::vec::IntoIter<usize>> = per_stream
+                    .iter()
+                    .enumerate()
+                    .map(|(s, (pos, seqs))| {
+                        let slots = self.stream_mut(s).restore(pos, seqs);
+                        slots
+                            .into_iter()
+                            .map(|c| first_rows[s] + c)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                    })
+                    .collect();
+                cells.iter().filter_map(|c| rows_of[c.stream].next()).collect()
+            }
             Some(d) => {
-                let alone = (0..self.size())
-                    .filter(|&i| self.cells.seqs(i) == SeqSet::single(d))
-                    .count();
-                self.size() - self.cells.used() + alone
+                let stream = self.stream_of(d);
+                let held = self.stream(stream);
+                // Cells `d` holds alone are freed before placing; the ones it shares stay.
+                let alone = (0..held.size()).filter(|&i| held.seqs(i) == SeqSet::single(d)).count();
+                let free_after = held.size() - held.used() + alone;
+                if cells.len() > free_after {
+                    return Err(bad(format!("{} cells do not fit ({free_after} free)", cells.len())));
+                }
+                self.seq_rm(Some(d), -1, -1);
+                let tokens: Vec<TokenPlace> = cells
+                    .iter()
+                    .map(|c| TokenPlace {
+                        pos: c.pos,
+                        seqs: c.seqs,
+                        primary_seq: d,
+                    })
+                    .collect();
+                self.place(&tokens)
+                    .ok_or_else(|| Error::Internal("state restore: free cells vanished".into()))?
+                    .rows
             }
         };
-        if cells.len() > free_after {
-            return Err(bad(format!("{} cells do not fit ({free_after} free)", cells.len())));
-        }
-        if dest.is_some() && cells.len() > self.seq_capacity {
-            return Err(bad(format!(
-                "{} cells exceed a sequence's share of the cache ({})",
-                cells.len(),
-                self.seq_capacity
-            )));
-        }
-        match dest {
-            None => self.cells.clear(),
-            Some(d) => self.cells.seq_rm(Some(d), -1, -1),
-        }
-        let slots = self
-            .cells
-            .find_slots(cells.len())
-            .ok_or_else(|| Error::Internal("state restore: free cells vanished".into()))?;
-        let pos: Vec<i32> = cells.iter().map(|c| c.pos).collect();
-        let seqs: Vec<SeqSet> = cells.iter().map(|c| c.seqs).collect();
-        self.cells.place(&slots, &pos, &seqs);
-        for (c, &slot) in cells.iter().zip(&slots) {
+        for (c, &row) in cells.iter().zip(&placed) {
             for il in 0..self.layers.len() {
-                tensor_write(self.k(il), slot * self.k_row(il), &c.k[il]).map_err(Error::Ggml)?;
-                tensor_write(self.v(il), slot * self.v_row(il), &c.v[il]).map_err(Error::Ggml)?;
+                tensor_write(self.k(il), row * self.k_row(il), &c.k[il]).map_err(Error::Ggml)?;
+                tensor_write(self.v(il), row * self.v_row(il), &c.v[il]).map_err(Error::Ggml)?;
             }
         }
         Ok(())
