@@ -6,7 +6,7 @@ use super::bpe::Bpe;
 use super::pretok::PreTokenizer;
 use super::special::Specials;
 use super::store::{Strings, TextIndex};
-use super::{attr, stl_order, unicode, Model, SpecialIds, Vocab, TOKEN_NULL};
+use super::{attr, stl_order, unicode, Model, SpecialIds, Vocab, VocabType, TOKEN_NULL};
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
 
@@ -255,24 +255,30 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         get_str(meta, "tokenizer.ggml.model")?.ok_or_else(|| err("key not found in model: tokenizer.ggml.model"))?;
     let pre_name = get_str(meta, "tokenizer.ggml.pre")?.unwrap_or_default();
 
-    let spm = match model_name {
-        b"llama" => true,
-        b"gpt2" => false,
-        b"no_vocab" | b"none" | b"bert" | b"t5" | b"rwkv" | b"plamo2" | b"gemma4" | b"hybriddna" | b"whitespace"
-        | b"test" => {
+    let kind = match model_name {
+        b"llama" => VocabType::Spm,
+        b"gpt2" => VocabType::Bpe,
+        b"test" => VocabType::Test,
+        b"no_vocab" | b"none" | b"bert" | b"t5" | b"rwkv" | b"plamo2" | b"gemma4" | b"hybriddna" | b"whitespace" => {
             return Err(err(format!(
                 "tokenizer '{}' (tokenizer.ggml.model) is not supported yet; supported: 'llama' \
-                 (SentencePiece) and 'gpt2' (byte-level BPE)",
+                 (SentencePiece), 'gpt2' (byte-level BPE) and 'test' (llama.cpp's dummy tokenizer)",
                 String::from_utf8_lossy(model_name)
             )))
         }
         other => return Err(err(format!("unknown tokenizer: '{}'", String::from_utf8_lossy(other)))),
     };
+    let spm = kind == VocabType::Spm;
 
     // Defaults by vocabulary type, before the metadata overrides them.
+    let (bos, eos) = match kind {
+        VocabType::Spm => (1, 2),
+        VocabType::Bpe => (11, 11),
+        VocabType::Test => (TOKEN_NULL, TOKEN_NULL),
+    };
     let mut ids = SpecialIds {
-        bos: if spm { 1 } else { 11 },
-        eos: if spm { 2 } else { 11 },
+        bos,
+        eos,
         eot: TOKEN_NULL,
         eom: TOKEN_NULL,
         unk: if spm { 0 } else { TOKEN_NULL },
@@ -287,21 +293,24 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         fim_rep: TOKEN_NULL,
         fim_sep: TOKEN_NULL,
     };
-    let (pre, mut add_bos, mut add_sep, mut add_space_prefix, clean_spaces, ignore_merges) = if spm {
-        (None, true, false, true, false, false)
-    } else {
-        let c = pre_config(pre_name)?;
-        if c.no_bos {
-            ids.bos = TOKEN_NULL;
+    let (pre, mut add_bos, mut add_sep, mut add_space_prefix, clean_spaces, ignore_merges) = match kind {
+        VocabType::Spm => (None, true, false, true, false, false),
+        // Only BPE vocabularies have pre-tokenizers; the test tokenizer keeps llama.cpp's defaults.
+        VocabType::Test => (None, false, false, false, false, false),
+        VocabType::Bpe => {
+            let c = pre_config(pre_name)?;
+            if c.no_bos {
+                ids.bos = TOKEN_NULL;
+            }
+            (
+                Some(c.pre),
+                c.add_bos,
+                c.add_sep,
+                false,
+                c.clean_spaces,
+                c.ignore_merges,
+            )
         }
-        (
-            Some(c.pre),
-            c.add_bos,
-            c.add_sep,
-            false,
-            c.clean_spaces,
-            c.ignore_merges,
-        )
     };
     let mut add_eos = false;
     if let Some(v) = get_bool(meta, "tokenizer.ggml.add_space_prefix")? {
@@ -345,31 +354,35 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
     })?;
     let token_of = |s: &[u8]| text_index.get(s, |i| Some(texts.get(i)));
 
-    let model = if spm {
-        let mut byte_tokens = Box::new([None; 256]);
-        for (b, slot) in byte_tokens.iter_mut().enumerate() {
-            *slot = token_of(format!("<0x{b:02X}>").as_bytes()).or_else(|| token_of(&[b as u8]));
+    let model = match kind {
+        VocabType::Spm => {
+            let mut byte_tokens = Box::new([None; 256]);
+            for (b, slot) in byte_tokens.iter_mut().enumerate() {
+                *slot = token_of(format!("<0x{b:02X}>").as_bytes()).or_else(|| token_of(&[b as u8]));
+            }
+            Model::Spm { byte_tokens }
         }
-        Model::Spm { byte_tokens }
-    } else {
-        let merges = match get_array(meta, "tokenizer.ggml.merges")? {
-            Some(Array::Str(m)) => m.as_slice(),
-            Some(other) => {
-                return Err(err(format!(
-                    "invalid gguf type for tokenizer.ggml.merges: array of {}",
-                    other.type_name()
-                )))
+        VocabType::Test => Model::Test,
+        VocabType::Bpe => {
+            let merges = match get_array(meta, "tokenizer.ggml.merges")? {
+                Some(Array::Str(m)) => m.as_slice(),
+                Some(other) => {
+                    return Err(err(format!(
+                        "invalid gguf type for tokenizer.ggml.merges: array of {}",
+                        other.type_name()
+                    )))
+                }
+                None => {
+                    return Err(err(
+                        "cannot find tokenizer merges in model file (tokenizer.ggml.merges)",
+                    ))
+                }
+            };
+            let bpe = Bpe::new(&texts, |s| token_of(s), merges, ignore_merges).map_err(err)?;
+            Model::Bpe {
+                pre: pre.unwrap_or(PreTokenizer::Default),
+                bpe: Box::new(bpe),
             }
-            None => {
-                return Err(err(
-                    "cannot find tokenizer merges in model file (tokenizer.ggml.merges)",
-                ))
-            }
-        };
-        let bpe = Bpe::new(&texts, |s| token_of(s), merges, ignore_merges).map_err(err)?;
-        Model::Bpe {
-            pre: pre.unwrap_or(PreTokenizer::Default),
-            bpe: Box::new(bpe),
         }
     };
 
@@ -400,7 +413,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             },
             |id| id as i32,
         ),
-        Model::Bpe { .. } => match vocab.tokenize(b"\n", false, false)?.first() {
+        Model::Bpe { .. } | Model::Test => match vocab.tokenize(b"\n", false, false)?.first() {
             Some(&id) => id,
             None => {
                 crate::log_warn!("the vocabulary has no newline token; using the padding token");
@@ -431,7 +444,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
     let special_ids: Vec<u32> = (0..n as u32)
         .filter(|&i| attrs[i as usize] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0)
         .collect();
-    vocab.pieces = render_pieces(texts, attrs, spm)?;
+    vocab.pieces = render_pieces(texts, attrs, kind)?;
     model_specific_attrs(meta, &token_of, &special_ids, attrs)?;
     vocab.specials = Specials::new(special_ids, |id| texts.get(id as usize));
     Ok(vocab)
@@ -658,18 +671,21 @@ fn end_of_generation(
 }
 
 /// `llama_token_to_piece(special = true)` of every token.
-fn render_pieces(texts: &Strings, attrs: &[u32], spm: bool) -> Result<Strings> {
+fn render_pieces(texts: &Strings, attrs: &[u32], kind: VocabType) -> Result<Strings> {
     let n = texts.len();
     let mut pieces = Strings::with_capacity(n, texts.total_len());
     for (i, &a) in attrs.iter().enumerate() {
         let t = texts.get(i);
         let full = || err("token pieces exceed 4 GiB");
-        if a & (attr::UNKNOWN | attr::CONTROL | attr::USER_DEFINED) != 0 {
+        if kind == VocabType::Test {
+            // The test tokenizer renders every token as its id in hex.
+            pieces.push(format!("{i:x}").as_bytes()).ok_or_else(full)?;
+        } else if a & (attr::UNKNOWN | attr::CONTROL | attr::USER_DEFINED) != 0 {
             pieces.push(t).ok_or_else(full)?;
         } else if a & attr::NORMAL != 0 {
             pieces
                 .push_with(|out| {
-                    if spm {
+                    if kind == VocabType::Spm {
                         unescape_spaces(t, out)
                     } else {
                         decode_bpe_piece(t, out)

@@ -1,8 +1,10 @@
 //! The vocabulary and its tokenizers, read from a GGUF file's `tokenizer.ggml.*` metadata and
 //! behaving exactly as llama.cpp's (same token ids for the same bytes, same pieces, same attributes).
 //!
-//! Two vocabulary types: byte-level BPE (`gpt2`) with the pre-tokenizer named by
-//! `tokenizer.ggml.pre`, and SentencePiece (`llama`). A `Vocab` is immutable after loading and is
+//! Three vocabulary types: byte-level BPE (`gpt2`) with the pre-tokenizer named by
+//! `tokenizer.ggml.pre`, SentencePiece (`llama`), and llama.cpp's dummy tokenizer for tests
+//! (`test`: a hash of each 5-byte chunk picks the token, a token's piece is its id in hex), which
+//! the dummy models of llama.cpp's own tests use. A `Vocab` is immutable after loading and is
 //! shared by any number of threads.
 
 mod bpe;
@@ -46,6 +48,7 @@ pub(crate) const TOKEN_NULL: i32 = -1;
 pub enum VocabType {
     Spm = 1,
     Bpe = 2,
+    Test = 7,
 }
 
 /// Token ids with a role. `TOKEN_NULL` when the vocabulary has none.
@@ -79,6 +82,19 @@ enum Model {
         pre: PreTokenizer,
         bpe: Box<Bpe>,
     },
+    Test,
+}
+
+/// Bytes per token of the `test` tokenizer.
+const TEST_CHUNK: usize = 5;
+
+/// The `test` tokenizer's token for one chunk: a base-31 rolling hash of its bytes, modulo the
+/// vocabulary size (wrapping as llama.cpp's 64-bit arithmetic does).
+fn test_chunk_token(chunk: &[u8], n_vocab: usize) -> i32 {
+    let hash = chunk
+        .iter()
+        .fold(0u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    (hash % n_vocab.max(1) as u64) as i32
 }
 
 pub struct Vocab {
@@ -123,6 +139,7 @@ impl Vocab {
         match self.model {
             Model::Spm { .. } => VocabType::Spm,
             Model::Bpe { .. } => VocabType::Bpe,
+            Model::Test => VocabType::Test,
         }
     }
 
@@ -226,6 +243,20 @@ impl Vocab {
             },
         );
         let mut out = Vec::new();
+        if let Model::Test = self.model {
+            // llama.cpp's test tokenizer adds no special tokens, whatever the vocabulary says.
+            for f in fragments {
+                match f {
+                    Fragment::Text(a, b) => out.extend(
+                        text[a..b]
+                            .chunks(TEST_CHUNK)
+                            .map(|c| test_chunk_token(c, self.n_tokens())),
+                    ),
+                    Fragment::Token(id) => out.push(id as i32),
+                }
+            }
+            return Ok(out);
+        }
         if add_special && self.add_bos {
             out.push(self.required(self.ids.bos, "BOS")?);
         }
@@ -274,6 +305,7 @@ impl Vocab {
                     }
                 }
             }
+            Model::Test => {}
         }
         if add_special {
             if self.add_bos && out.get(1) == Some(&self.ids.bos) {

@@ -857,3 +857,34 @@ fn utf8_is_decoded_as_llama_cpp_does() {
         assert_eq!(unicode::char_to_byte(unicode::byte_to_char(b)), Some(b));
     }
 }
+
+/// llama.cpp's dummy tokenizer (`test`, used by the dummy models of llama.cpp's own tests): every
+/// 5 bytes of text hash to a token, special tokens are still split out, nothing is ever added, and
+/// a token's piece is its id in hex. Expected ids from llama.cpp's formula (base-31 hash mod n_vocab).
+#[test]
+fn test_tokenizer_hashes_chunks_and_renders_ids_in_hex() {
+    let names: Vec<String> = (0..128).map(|i| format!("tok_{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut types = vec![1; 128];
+    types[7] = 4; // user-defined: always split out of the text
+    let v = build(vec![
+        ("tokenizer.ggml.model", Value::Str(b"test".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&names)),
+        ("tokenizer.ggml.scores", Value::Array(Array::F32(vec![0.0; 128]))),
+        ("tokenizer.ggml.token_type", Value::Array(Array::I32(types))),
+        ("tokenizer.ggml.add_bos_token", Value::Bool(true)),
+    ])
+    .unwrap();
+    assert_eq!(v.vocab_type(), VocabType::Test);
+    let ids = v.special_ids();
+    assert_eq!(
+        (ids.bos, ids.eos, ids.unk, ids.nl),
+        (TOKEN_NULL, TOKEN_NULL, TOKEN_NULL, 10)
+    );
+    assert_eq!(v.tokenize(b"hello world!", true, false).unwrap(), [82, 50, 61]);
+    assert_eq!(v.tokenize(b"hellotok_7d!", false, false).unwrap(), [82, 7, 61]);
+    assert_eq!(v.tokenize(b"", true, false).unwrap(), [] as [i32; 0]);
+    assert_eq!(v.piece(100, 0, false).unwrap(), b"64");
+    assert_eq!(v.piece(7, 0, true).unwrap(), b"7");
+    assert_eq!(v.detokenize(&[1, 100, 127], false, false).unwrap().text, b"1647f");
+}
