@@ -3,7 +3,7 @@
 # prints tokenizations, logits and saved states (hashes of their bits), multi-sequence batches,
 # embeddings and seeded generations for each test model through each library; this reports where the
 # outputs first differ.
-# Not a test (llama.cpp is not part of the build or CI); exits 1 if anything differs.
+# Part of the test suite (scripts/test.sh runs it last); exits 1 if anything differs.
 #
 #   benches/compare.sh [LIBLLAMA.so]     (default: $LIBLLAMA, else benches/llama-cpp.sh provides one)
 set -euo pipefail

@@ -315,6 +315,42 @@ int main(int argc, char **argv) {
         p_llama_free(ctx);
     }
 
+    /* One prompt longer than a ubatch with logits for its last token only (how every chat starts),
+     * then greedy steps (single-token attention over 512 cells and more splits the cells among the
+     * threads); again with a small ubatch and without flash attention. */
+    for (int small = 0; small < 2; small++) {
+        struct llama_context_params cp = p_llama_context_default_params();
+        cp.n_ctx = 2048;
+        cp.n_batch = 2048;
+        cp.n_ubatch = small ? 64 : 512;
+        if (small) {
+            cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        }
+        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        int n = 0;
+        for (int r = 0; n < 1100; r++) {
+            const char *text = PROMPTS[r % N_PROMPTS];
+            n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
+        }
+        struct llama_batch b = p_llama_batch_init(n, 0, 1);
+        b.n_tokens = 0;
+        append_seq(&b, ids, n, 0, false);
+        int rc = p_llama_decode(ctx, b);
+        for (int step = 0; step < 4 && rc == 0; step++) {
+            const float *row = p_llama_get_logits_ith(ctx, -1);
+            printf("long prompt ubatch %d step %d:", cp.n_ubatch, step);
+            print_row(row, n_vocab);
+            llama_token tok = 0;
+            for (int i = 1; i < n_vocab; i++) {
+                if (row[i] > row[tok]) tok = i;
+            }
+            rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
+        }
+        printf("long prompt ubatch %d tokens %d rc %d\n", cp.n_ubatch, n, rc);
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+    }
+
     DL_LOAD(llama_get_embeddings);
     DL_LOAD(llama_get_embeddings_seq);
     DL_LOAD(llama_model_n_embd);

@@ -1,6 +1,6 @@
-/* Embeddings through the public API: mean-pooled values equal llama.cpp 0.3.36's (recorded in
- * tests/reference/<model>/embeddings.jsonl), per-token embeddings with every pooling agree with each other (first and last
- * tokens exactly, the mean closely), logits are the same with embeddings on or off, the getters
+/* Embeddings through the public API (their bits equal llama.cpp's: benches/compare.sh, which the
+ * test suite runs on this machine): per-token embeddings with every pooling agree with each other
+ * (first and last tokens exactly, the mean closely), logits are the same with embeddings on or off, the getters
  * answer NULL where there is nothing (off, pooled, out of range, unknown sequence), and
  * llama_set_embeddings switches an existing context. */
 #include "testutil.h"
@@ -47,27 +47,19 @@ static void decode_two(struct llama_context *ctx, const struct llama_vocab *v, i
     llama_batch_free(batch);
 }
 
-static void check_model(const char *file, const char *ref) {
+static void check_model(const char *file) {
     struct llama_model *m = tu_load(file, false);
     const struct llama_vocab *v = llama_model_get_vocab(m);
     int ne = llama_model_n_embd(m), nv = llama_vocab_n_tokens(v);
     int n_a, n_b;
 
-    /* One sequence, mean pooling: llama.cpp's numbers. */
+    /* One sequence, mean pooling. */
     struct llama_context *one = new_ctx(m, true, LLAMA_POOLING_TYPE_MEAN);
     llama_token a[64];
     int n = llama_tokenize(v, PROMPT_A, (int)strlen(PROMPT_A), a, 64, true, false);
     CHECK(llama_decode(one, llama_batch_get_one(a, n)) == 0, "decode");
     const float *mean = llama_get_embeddings_seq(one, 0);
     CHECK(mean != NULL, "a pooled embedding for sequence 0");
-    char *recorded = tu_read_reference(ref, "embeddings.jsonl"); /* its first line: mean pooling */
-    double mean_ref[4096];
-    CHECK(strstr(recorded, "\"pooling\":1,") != NULL, "%s: the first line holds the mean", ref);
-    CHECK(tu_json_double_array(recorded, "embd", mean_ref, 4096) == ne, "%s: %d values recorded", ref, ne);
-    for (int i = 0; mean && i < ne; i++) {
-        CHECK(fabs(mean[i] - mean_ref[i]) < 1e-3, "%s: mean[%d] = %f, llama.cpp %f", file, i, mean[i], mean_ref[i]);
-    }
-    free(recorded);
     CHECK(llama_pooling_type(one) == LLAMA_POOLING_TYPE_MEAN, "pooling type reported");
     CHECK(llama_get_embeddings(one) == NULL && llama_get_embeddings_ith(one, 0) == NULL,
           "no per-token embeddings when pooled");
@@ -143,8 +135,8 @@ static void check_model(const char *file, const char *ref) {
 int main(void) {
     tu_capture_log();
     llama_backend_init();
-    check_model(SMOLLM2_FILE, SMOLLM2_REF);
-    check_model(GEMMA3_FILE, GEMMA3_REF);
+    check_model(SMOLLM2_FILE);
+    check_model(GEMMA3_FILE);
 
     /* Rank pooling needs a classifier head, which these models lack. */
     struct llama_model *m = tu_load(SMOLLM2_FILE, false);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: set-up, lints, Rust tests, then the C tests via CMake/ctest.
+# The whole test suite, from a fresh clone: set-up, lints, Rust tests, the C tests via CMake/ctest,
+# then the live comparison with llama.cpp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,3 +15,7 @@ cargo test --release
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure
+
+# Bit-identity with llama.cpp itself: its libllama.so built for this CPU from the sdist our ggml
+# comes from (once, then cached), both libraries run on the same inputs, any differing bit fails.
+benches/compare.sh

@@ -12,10 +12,6 @@
 #include <string.h>
 
 #define N_CTX 4096
-/* Tokens of the long fourth sequence in multiseq_long.jsonl. */
-#define N_MULTISEQ_LONG 700
-#define N_GREEDY 64
-#define N_SAMPLED 32
 #define N_TOP 10
 #define PIECE_STRIDE 29
 
@@ -207,20 +203,6 @@ static void put_top(FILE *f, const float *row, int n_vocab) {
     fputc(']', f);
 }
 
-static int argmax_margin(const float *row, int n_vocab, float *margin) {
-    int a = 0, b = -1;
-    for (int id = 1; id < n_vocab; id++) {
-        if (row[id] > row[a]) {
-            b = a;
-            a = id;
-        } else if (b < 0 || row[id] > row[b]) {
-            b = id;
-        }
-    }
-    *margin = row[a] - row[b];
-    return a;
-}
-
 /* ---- the files ---- */
 
 static void record_facts(const struct llama_model *m, const char *dir) {
@@ -351,191 +333,6 @@ static void record_logits(struct llama_model *m, const struct prompt *ps, const 
     fclose(f);
 }
 
-/* A prompt longer than two ubatches with logits for its last token only: every prompt turn of a
- * chat client. The text repeats the prompts until it is long enough. */
-static llama_token *record_long(struct llama_model *m, const struct prompt *ps, const char *dir) {
-    const struct llama_vocab *v = llama_model_get_vocab(m);
-    int n_vocab = llama_vocab_n_tokens(v);
-    size_t cap = 1 << 16, len = 0;
-    char *text = calloc(cap, 1);
-    for (int i = 0; len < 5000; i++) {
-        const char *s = ps[i % N_PROMPTS].text;
-        len += (size_t)snprintf(text + len, cap - len, "%s%s", i ? "\n" : "", s);
-    }
-    llama_token *ids;
-    int n = tokenize(v, text, len, true, true, &ids);
-    FILE *f = open_out(dir, "long.jsonl");
-    const uint32_t ubatches[] = {512, 100};
-    for (int u = 0; u < 2; u++) {
-        struct llama_context *ctx = new_context(m, ubatches[u], 1);
-        int rc = decode(ctx, ids, n, 0, 0, false);
-        fprintf(f, "{\"n_ubatch\":%u,\"ids\":", ubatches[u]);
-        put_ids(f, ids, n);
-        fprintf(f, ",\"rc\":%d,\"top10\":[", rc);
-        if (rc == 0) {
-            put_top(f, llama_get_logits_ith(ctx, -1), n_vocab);
-        }
-        fputs("]}\n", f);
-        llama_free(ctx);
-    }
-    fclose(f);
-    free(text);
-    if (n < N_MULTISEQ_LONG) {
-        die("long text: %d tokens, fewer than %d", n, N_MULTISEQ_LONG);
-    }
-    return ids;
-}
-
-static void record_greedy(struct llama_model *m, const struct prompt *ps, const char *dir) {
-    int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m));
-    FILE *f = open_out(dir, "greedy.jsonl");
-    for (int p = 0; p < 4; p++) {
-        struct llama_context *ctx = new_context(m, 512, 1);
-        llama_token gen[N_GREEDY];
-        float margin[N_GREEDY];
-        int rc = decode(ctx, ps[p].ids, ps[p].n, 0, 0, false);
-        for (int i = 0; i < N_GREEDY && rc == 0; i++) {
-            gen[i] = argmax_margin(llama_get_logits_ith(ctx, -1), n_vocab, &margin[i]);
-            rc = decode(ctx, &gen[i], 1, ps[p].n + i, 0, true);
-        }
-        if (rc != 0) {
-            die("greedy: decode returned %d", rc);
-        }
-        fprintf(f, "{\"prompt\":%d,\"prompt_ids\":", p);
-        put_ids(f, ps[p].ids, ps[p].n);
-        fputs(",\"generated\":", f);
-        put_ids(f, gen, N_GREEDY);
-        fputs(",\"top2_margin\":[", f);
-        for (int i = 0; i < N_GREEDY; i++) {
-            fprintf(f, "%s%.5f", i ? "," : "", margin[i]);
-        }
-        fputs("]}\n", f);
-        llama_free(ctx);
-    }
-    fclose(f);
-}
-
-static void record_sampling(struct llama_model *m, const struct prompt *ps, const char *dir) {
-    const struct llama_vocab *v = llama_model_get_vocab(m);
-    FILE *f = open_out(dir, "sampling.jsonl");
-    const uint32_t seeds[] = {42, 1234};
-    for (int p = 0; p < 4; p++) {
-        for (int s = 0; s < 2; s++) {
-            struct llama_context *ctx = new_context(m, 512, 1);
-            struct llama_sampler *c = llama_sampler_chain_init(llama_sampler_chain_default_params());
-            llama_sampler_chain_add(c, llama_sampler_init_penalties(llama_vocab_n_tokens(v), 64, 1.1f, 0.0f, 0.0f));
-            llama_sampler_chain_add(c, llama_sampler_init_top_k(40));
-            llama_sampler_chain_add(c, llama_sampler_init_top_p(0.95f, 1));
-            llama_sampler_chain_add(c, llama_sampler_init_min_p(0.05f, 1));
-            llama_sampler_chain_add(c, llama_sampler_init_temp(0.8f));
-            llama_sampler_chain_add(c, llama_sampler_init_dist(seeds[s]));
-            llama_token gen[N_SAMPLED];
-            int rc = decode(ctx, ps[p].ids, ps[p].n, 0, 0, false);
-            for (int i = 0; i < N_SAMPLED && rc == 0; i++) {
-                gen[i] = llama_sampler_sample(c, ctx, -1);
-                rc = decode(ctx, &gen[i], 1, ps[p].n + i, 0, true);
-            }
-            if (rc != 0) {
-                die("sampling: decode returned %d", rc);
-            }
-            fprintf(f,
-                    "{\"prompt\":%d,\"seed\":%u,\"chain\":\"penalties(n_vocab,64,1.1,0,0) top_k(40) top_p(0.95,1) "
-                    "min_p(0.05,1) temp(0.8) dist(seed)\",\"prompt_ids\":",
-                    p, seeds[s]);
-            put_ids(f, ps[p].ids, ps[p].n);
-            fputs(",\"generated\":", f);
-            put_ids(f, gen, N_SAMPLED);
-            fputs("}\n", f);
-            llama_sampler_free(c);
-            llama_free(ctx);
-        }
-    }
-    fclose(f);
-}
-
-/* Four sequences in one batch (llama.cpp's default per-sequence cache), logits at each one's last
- * token, written to `file` with each sequence's length. */
-static void record_four_sequences(struct llama_model *m, const llama_token *const ids[4], const int n[4],
-                                  const char *dir, const char *file) {
-    int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m));
-    int total = n[0] + n[1] + n[2] + n[3];
-    struct llama_batch b = llama_batch_init(total, 0, 1);
-    int last[4];
-    for (int p = 0; p < 4; p++) {
-        for (int i = 0; i < n[p]; i++) {
-            int k = b.n_tokens++;
-            b.token[k] = ids[p][i];
-            b.pos[k] = i;
-            b.n_seq_id[k] = 1;
-            b.seq_id[k][0] = p;
-            b.logits[k] = (int8_t)(i == n[p] - 1);
-            last[p] = k;
-        }
-    }
-    struct llama_context *ctx = new_context(m, 512, 4);
-    int rc = llama_decode(ctx, b);
-    FILE *f = open_out(dir, file);
-    for (int p = 0; p < 4; p++) {
-        fprintf(f, "{\"seq\":%d,\"n_tokens\":%d,\"rc\":%d,\"top10\":", p, n[p], rc);
-        if (rc == 0) {
-            put_top(f, llama_get_logits_ith(ctx, last[p]), n_vocab);
-        } else {
-            fputs("[]", f);
-        }
-        fputs("}\n", f);
-    }
-    fclose(f);
-    llama_free(ctx);
-    llama_batch_free(b);
-}
-
-/* The first four prompts as sequences 0..3; then the first three with, as the fourth, the start of
- * long.jsonl's text, longer than a ubatch (a server's slots: short chats beside a long document). */
-static void record_multiseq(struct llama_model *m, const struct prompt *ps, const llama_token *long_ids,
-                            const char *dir) {
-    const llama_token *ids[4] = {ps[0].ids, ps[1].ids, ps[2].ids, ps[3].ids};
-    int n[4] = {ps[0].n, ps[1].n, ps[2].n, ps[3].n};
-    record_four_sequences(m, ids, n, dir, "multiseq.jsonl");
-    ids[3] = long_ids;
-    n[3] = N_MULTISEQ_LONG;
-    record_four_sequences(m, ids, n, dir, "multiseq_long.jsonl");
-}
-
-/* Pooled embeddings of one sentence (one sequence, n_ctx 512, unified cache): every value of the
- * mean, first-token and last-token pooling. */
-static void record_embeddings(struct llama_model *m, const char *dir) {
-    const struct llama_vocab *v = llama_model_get_vocab(m);
-    static const char text[] = "The capital of France is Paris.";
-    llama_token *ids;
-    int n = tokenize(v, text, strlen(text), true, false, &ids);
-    FILE *f = open_out(dir, "embeddings.jsonl");
-    const enum llama_pooling_type poolings[] = {LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_CLS, LLAMA_POOLING_TYPE_LAST};
-    for (int k = 0; k < 3; k++) {
-        struct llama_context_params cp = llama_context_default_params();
-        cp.n_ctx = 512;
-        cp.n_seq_max = 2;
-        cp.kv_unified = true;
-        cp.embeddings = true;
-        cp.pooling_type = poolings[k];
-        cp.n_threads = cp.n_threads_batch = 2;
-        struct llama_context *ctx = llama_init_from_model(m, cp);
-        if (!ctx || llama_decode(ctx, llama_batch_get_one(ids, n)) != 0) {
-            die("embeddings: no context or no decode");
-        }
-        const float *e = llama_get_embeddings_seq(ctx, 0);
-        fputs("{\"text_hex\":\"", f);
-        put_hex(f, text, strlen(text));
-        fprintf(f, "\",\"pooling\":%d,\"embd\":[", (int)poolings[k]);
-        for (int i = 0; i < llama_model_n_embd(m); i++) {
-            fprintf(f, "%s%.6f", i ? "," : "", e[i]);
-        }
-        fputs("]}\n", f);
-        llama_free(ctx);
-    }
-    fclose(f);
-    free(ids);
-}
-
 static void quiet(enum ggml_log_level level, const char *text, void *user) {
     (void)user;
     if (level >= GGML_LOG_LEVEL_ERROR) {
@@ -561,12 +358,6 @@ int main(int argc, char **argv) {
     record_tokenize(m, argv[2]);
     record_pieces(m, argv[2]);
     record_logits(m, ps, argv[2]);
-    llama_token *long_ids = record_long(m, ps, argv[2]);
-    record_greedy(m, ps, argv[2]);
-    record_sampling(m, ps, argv[2]);
-    record_multiseq(m, ps, long_ids, argv[2]);
-    free(long_ids);
-    record_embeddings(m, argv[2]);
     for (int p = 0; p < N_PROMPTS; p++) {
         free(ps[p].text);
         free(ps[p].ids);

@@ -1,6 +1,7 @@
 //! The `*_default_params` functions and the conversion of caller-filled parameter structs into
 //! checked engine parameters.
 
+use super::entry::entry;
 use super::strings::c_str;
 use super::types::*;
 use crate::context::{self, FlashAttn};
@@ -10,11 +11,10 @@ use crate::graph::Pooling;
 use crate::model::{self, KvOverride, LoadParams, OverrideValue};
 use std::ffi::{c_char, c_int, c_void};
 
-/// llama.cpp uses 4 threads by default; on a smaller machine that would oversubscribe the cores.
-pub(crate) fn default_n_threads() -> i32 {
-    let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-    cores.min(4) as i32
-}
+/// llama.cpp's default thread count (`GGML_DEFAULT_N_THREADS`), whatever the machine: ggml's
+/// single-token flash attention over 512 or more cells splits the cells among the threads, so the
+/// count decides the bits of the result.
+const DEFAULT_N_THREADS: i32 = 4;
 
 pub(crate) fn model_default_params() -> llama_model_params {
     llama_model_params {
@@ -39,7 +39,6 @@ pub(crate) fn model_default_params() -> llama_model_params {
 }
 
 pub(crate) fn context_default_params() -> llama_context_params {
-    let n_threads = default_n_threads();
     llama_context_params {
         n_ctx: 512,
         n_batch: 2048,
@@ -48,8 +47,8 @@ pub(crate) fn context_default_params() -> llama_context_params {
         n_rs_seq: 0,
         n_outputs_max: 0,
         n_outputs_max_per_seq: 1,
-        n_threads,
-        n_threads_batch: n_threads,
+        n_threads: DEFAULT_N_THREADS,
+        n_threads_batch: DEFAULT_N_THREADS,
         ctx_type: ContextType(llama_context_type::LLAMA_CONTEXT_TYPE_DEFAULT as c_int),
         rope_scaling_type: RopeScalingType(llama_rope_scaling_type::LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED as c_int),
         pooling_type: PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as c_int),
@@ -230,22 +229,22 @@ pub(crate) unsafe fn path_arg(p: *const c_char, what: &str) -> Result<String> {
 
 #[no_mangle]
 pub extern "C" fn llama_model_default_params() -> llama_model_params {
-    model_default_params()
+    entry!(model_default_params(), { Ok(model_default_params()) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_context_default_params() -> llama_context_params {
-    context_default_params()
+    entry!(context_default_params(), { Ok(context_default_params()) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_chain_default_params() -> llama_sampler_chain_params {
-    sampler_chain_default_params()
+    entry!(sampler_chain_default_params(), { Ok(sampler_chain_default_params()) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_model_quantize_default_params() -> llama_model_quantize_params {
-    quantize_default_params()
+    entry!(quantize_default_params(), { Ok(quantize_default_params()) })
 }
 
 /// Check and convert `llama_context_params`.
