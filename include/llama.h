@@ -761,6 +761,8 @@ bool llama_supports_mmap(void);
 
 bool llama_supports_mlock(void);
 
+// The engine runs every layer on the CPU whatever `n_gpu_layers` says, so it offloads nothing,
+// even when ggml was built with a GPU or RPC backend.
 bool llama_supports_gpu_offload(void);
 
 bool llama_supports_rpc(void);

@@ -19,6 +19,7 @@ use crate::graph::{Builder, Built, GraphParams, Pooling, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::Model;
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// llama.cpp pads context sizes to this.
 const CTX_PAD: u32 = 256;
@@ -309,15 +310,34 @@ impl<'m> Context<'m> {
 
     /// Logits of output row `i` (negative: from the end), as llama_get_logits_ith resolves it.
     pub fn logits_ith(&self, i: i32) -> Result<&[f32]> {
-        let n_vocab = self.n_vocab();
-        let row = self.output_row(i, "logits")?;
-        self.logits
-            .get(row * n_vocab..(row + 1) * n_vocab)
-            .ok_or_else(|| Error::invalid(format!("invalid logits id {i}: no output for it")))
+        let rows = self.logits_rows(i)?;
+        Ok(&self.logits[rows])
     }
 
-    /// Embeddings of output row `i` (negative: from the end), when embeddings are on and not pooled.
-    pub fn embeddings_ith(&self, i: i32) -> Result<&[f32]> {
+    /// The same, writable: llama.h hands out the logits buffer for clients to change in place.
+    pub fn logits_ith_mut(&mut self, i: i32) -> Result<&mut [f32]> {
+        let rows = self.logits_rows(i)?;
+        Ok(&mut self.logits[rows])
+    }
+
+    fn logits_rows(&self, i: i32) -> Result<Range<usize>> {
+        let n_vocab = self.n_vocab();
+        let row = self.output_row(i, "logits")?;
+        let rows = row * n_vocab..(row + 1) * n_vocab;
+        if rows.end > self.logits.len() {
+            return Err(Error::invalid(format!("invalid logits id {i}: no output for it")));
+        }
+        Ok(rows)
+    }
+
+    /// Embeddings of output row `i` (negative: from the end), when embeddings are on and not
+    /// pooled; writable (llama.h hands the buffer out mutably).
+    pub fn embeddings_ith_mut(&mut self, i: i32) -> Result<&mut [f32]> {
+        let rows = self.embeddings_rows(i)?;
+        Ok(&mut self.embd[rows])
+    }
+
+    fn embeddings_rows(&self, i: i32) -> Result<Range<usize>> {
         if !self.params.embeddings || self.params.pooling != Pooling::None {
             return Err(Error::invalid(
                 "no per-token embeddings: the context has embeddings off or pooled (use llama_get_embeddings_seq)",
@@ -325,23 +345,27 @@ impl<'m> Context<'m> {
         }
         let n = self.n_embd();
         let row = self.output_row(i, "embeddings")?;
-        self.embd
-            .get(row * n..(row + 1) * n)
-            .ok_or_else(|| Error::invalid(format!("invalid embeddings id {i}: no output for it")))
+        let rows = row * n..(row + 1) * n;
+        if rows.end > self.embd.len() {
+            return Err(Error::invalid(format!("invalid embeddings id {i}: no output for it")));
+        }
+        Ok(rows)
     }
 
-    /// All output rows' embeddings of the last decode, [n_outputs][n_embd]; None without them.
-    pub fn embeddings(&self) -> Option<&[f32]> {
+    /// All output rows' embeddings of the last decode, [n_outputs][n_embd], writable (llama.h
+    /// hands the buffer out mutably); None without them.
+    pub fn embeddings_mut(&mut self) -> Option<&mut [f32]> {
         let on = self.params.embeddings && self.params.pooling == Pooling::None;
-        on.then(|| &self.embd[..(self.n_outputs * self.n_embd()).min(self.embd.len())])
+        let n = (self.n_outputs * self.n_embd()).min(self.embd.len());
+        on.then(|| &mut self.embd[..n])
     }
 
-    /// The pooled embedding of sequence `seq` from the last decode that held it.
-    pub fn embeddings_seq(&self, seq: i32) -> Option<&[f32]> {
+    /// The pooled embedding of sequence `seq` from the last decode that held it, writable.
+    pub fn embeddings_seq_mut(&mut self, seq: i32) -> Option<&mut [f32]> {
         usize::try_from(seq)
             .ok()
-            .and_then(|s| self.embd_seq.get(&s))
-            .map(Vec::as_slice)
+            .and_then(|s| self.embd_seq.get_mut(&s))
+            .map(Vec::as_mut_slice)
     }
 
     /// The row of output `i` (as llama.h resolves `_ith` indices) among the last decode's outputs.
@@ -371,9 +395,11 @@ impl<'m> Context<'m> {
         })
     }
 
-    /// All output rows of the last decode, [n_outputs][n_vocab].
-    pub fn logits(&self) -> &[f32] {
-        &self.logits[..self.n_outputs * self.n_vocab()]
+    /// All output rows of the last decode, [n_outputs][n_vocab], writable (llama.h hands the
+    /// buffer out mutably).
+    pub fn logits_mut(&mut self) -> &mut [f32] {
+        let n = self.n_outputs * self.n_vocab();
+        &mut self.logits[..n]
     }
 
     pub fn n_outputs(&self) -> usize {

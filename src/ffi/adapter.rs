@@ -1,8 +1,9 @@
 //! LoRA adapters and control vectors.
 
+use super::entry::entry;
 use super::handle::ctx_mut;
 use super::types::*;
-use super::{guard, not_implemented};
+use crate::error::Error;
 use std::ffi::c_char;
 
 #[no_mangle]
@@ -11,7 +12,7 @@ pub unsafe extern "C" fn llama_adapter_lora_init(
     path_lora: *const c_char,
 ) -> *mut llama_adapter_lora {
     let _ = (model, path_lora);
-    not_implemented("llama_adapter_lora_init", std::ptr::null_mut())
+    entry!(std::ptr::null_mut(), not_implemented)
 }
 
 #[no_mangle]
@@ -20,7 +21,7 @@ pub unsafe extern "C" fn llama_adapter_lora_init_from_file_ptr(
     file: *mut libc::FILE,
 ) -> *mut llama_adapter_lora {
     let _ = (model, file);
-    not_implemented("llama_adapter_lora_init_from_file_ptr", std::ptr::null_mut())
+    entry!(std::ptr::null_mut(), not_implemented)
 }
 
 #[no_mangle]
@@ -31,13 +32,13 @@ pub unsafe extern "C" fn llama_adapter_meta_val_str(
     buf_size: usize,
 ) -> i32 {
     let _ = (adapter, key, buf, buf_size);
-    not_implemented("llama_adapter_meta_val_str", -1)
+    entry!(-1, not_implemented)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_adapter_meta_count(adapter: *const llama_adapter_lora) -> i32 {
     let _ = adapter;
-    not_implemented("llama_adapter_meta_count", -1)
+    entry!(-1, not_implemented)
 }
 
 #[no_mangle]
@@ -48,7 +49,7 @@ pub unsafe extern "C" fn llama_adapter_meta_key_by_index(
     buf_size: usize,
 ) -> i32 {
     let _ = (adapter, i, buf, buf_size);
-    not_implemented("llama_adapter_meta_key_by_index", -1)
+    entry!(-1, not_implemented)
 }
 
 #[no_mangle]
@@ -59,19 +60,19 @@ pub unsafe extern "C" fn llama_adapter_meta_val_str_by_index(
     buf_size: usize,
 ) -> i32 {
     let _ = (adapter, i, buf, buf_size);
-    not_implemented("llama_adapter_meta_val_str_by_index", -1)
+    entry!(-1, not_implemented)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_adapter_lora_free(adapter: *mut llama_adapter_lora) {
     let _ = adapter;
-    not_implemented("llama_adapter_lora_free", ())
+    entry!((), not_implemented)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_adapter_get_alora_n_invocation_tokens(adapter: *const llama_adapter_lora) -> u64 {
     let _ = adapter;
-    not_implemented("llama_adapter_get_alora_n_invocation_tokens", 0)
+    entry!(0, not_implemented)
 }
 
 #[no_mangle]
@@ -79,7 +80,7 @@ pub unsafe extern "C" fn llama_adapter_get_alora_invocation_tokens(
     adapter: *const llama_adapter_lora,
 ) -> *const llama_token {
     let _ = adapter;
-    not_implemented("llama_adapter_get_alora_invocation_tokens", std::ptr::null())
+    entry!(std::ptr::null(), not_implemented)
 }
 
 #[no_mangle]
@@ -90,12 +91,12 @@ pub unsafe extern "C" fn llama_set_adapters_lora(
     scales: *mut f32,
 ) -> i32 {
     let _ = scales;
-    if n_adapters > 0 && !adapters.is_null() {
-        return not_implemented("llama_set_adapters_lora", -1);
-    }
-    // No adapters: what the context already has. `common` sets this at every start and llama-server
-    // on every batch, so it succeeds quietly.
-    guard("llama_set_adapters_lora", -1, || {
+    entry!(-1, {
+        if n_adapters > 0 && !adapters.is_null() {
+            return Err(Error::NotImplemented("llama_set_adapters_lora"));
+        }
+        // No adapters: what the context already has. `common` sets this at every start and
+        // llama-server on every batch, so it succeeds quietly.
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx_mut(ctx) }?;
         Ok(0)
@@ -112,11 +113,11 @@ pub unsafe extern "C" fn llama_set_adapter_cvec(
     il_end: i32,
 ) -> i32 {
     let _ = (len, n_embd, il_start, il_end);
-    if !data.is_null() {
-        return not_implemented("llama_set_adapter_cvec", -1);
-    }
-    // NULL data clears the control vector, which this context never has: done.
-    guard("llama_set_adapter_cvec", -1, || {
+    entry!(-1, {
+        if !data.is_null() {
+            return Err(Error::NotImplemented("llama_set_adapter_cvec"));
+        }
+        // NULL data clears the control vector, which this context never has: done.
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx_mut(ctx) }?;
         Ok(0)

@@ -1,20 +1,22 @@
 //! Batches, decode, encode and the extended batch API.
 
+use super::entry::entry;
 use super::handle::{self, batch_ext, batch_ext_free, batch_ext_into_raw, ctx_mut};
 use super::types::*;
-use super::{guard, not_implemented};
 use crate::context::{AddError, BatchExt, BatchInput, DecodeStatus};
-use crate::error::Error;
+use crate::error::{Error, Result};
 use std::ffi::c_void;
 
 /// A batch over the caller's token array: sequence 0, positions and outputs left to the decoder.
 #[no_mangle]
 pub extern "C" fn llama_batch_get_one(tokens: *mut llama_token, n_tokens: i32) -> llama_batch {
-    llama_batch {
-        n_tokens,
-        token: tokens,
-        ..EMPTY_BATCH
-    }
+    entry!(EMPTY_BATCH, {
+        Ok(llama_batch {
+            n_tokens,
+            token: tokens,
+            ..EMPTY_BATCH
+        })
+    })
 }
 
 const EMPTY_BATCH: llama_batch = llama_batch {
@@ -37,7 +39,7 @@ fn c_alloc<T>(n: usize) -> *mut T {
 /// `n_seq_max` sequence ids; zero-initialised. `seq_id` has one more entry, NULL, marking its end.
 #[no_mangle]
 pub extern "C" fn llama_batch_init(n_tokens: i32, embd: i32, n_seq_max: i32) -> llama_batch {
-    guard("llama_batch_init", EMPTY_BATCH, || {
+    entry!(EMPTY_BATCH, {
         let (Ok(n), Ok(e), Ok(s)) = (
             usize::try_from(n_tokens),
             usize::try_from(embd),
@@ -116,7 +118,7 @@ unsafe fn free_batch(b: llama_batch) {
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_free(batch: llama_batch) {
     // SAFETY: the caller passes a batch made by llama_batch_init (whose seq_id ends with NULL).
-    guard("llama_batch_free", (), || {
+    entry!((), {
         unsafe { free_batch(batch) };
         Ok(())
     })
@@ -125,7 +127,7 @@ pub unsafe extern "C" fn llama_batch_free(batch: llama_batch) {
 #[no_mangle]
 pub unsafe extern "C" fn llama_encode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
     let _ = (ctx, batch);
-    not_implemented("llama_encode", -1)
+    entry!(-1, not_implemented)
 }
 
 /// llama.h's return code for a decode outcome; the one place where decode errors become numbers.
@@ -135,7 +137,7 @@ fn decode_code(name: &'static str, r: crate::Result<DecodeStatus>) -> i32 {
         Ok(DecodeStatus::NoSlot) => 1,
         Ok(DecodeStatus::Aborted) => 2,
         Err(e) => {
-            super::report(name, &e);
+            super::entry::report(name, &e);
             match e {
                 Error::InvalidArgument(_) => -1,
                 // A failed allocation or computation is fatal (< -1).
@@ -203,7 +205,7 @@ unsafe fn batch_input<'a>(b: &'a llama_batch) -> crate::Result<BatchInput<'a>> {
 /// (finished ubatches stay), -1 for an invalid batch, and < -1 for a fatal error.
 #[no_mangle]
 pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
-    guard("llama_decode", -3, || {
+    entry!(-3, {
         // SAFETY: forwarded contract (a live context, used by this thread only).
         let c = unsafe { ctx_mut(ctx) };
         // SAFETY: forwarded contract on the batch arrays.
@@ -214,7 +216,7 @@ pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batc
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_batch_ext {
-    guard("llama_batch_ext_init", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
         let c = unsafe { handle::ctx(ctx) }?;
         let b = BatchExt::new(c.params.n_batch as usize, c.params.n_seq_max as usize, c.n_vocab());
@@ -224,7 +226,7 @@ pub unsafe extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut l
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_free(batch: *mut llama_batch_ext) {
-    guard("llama_batch_ext_free", (), || {
+    entry!((), {
         // SAFETY: the caller frees a live handle once.
         unsafe { batch_ext_free(batch) };
         Ok(())
@@ -233,7 +235,7 @@ pub unsafe extern "C" fn llama_batch_ext_free(batch: *mut llama_batch_ext) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
-    guard("llama_batch_ext_clear", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { batch_ext(batch) }?.clear();
         Ok(())
@@ -244,29 +246,29 @@ pub unsafe extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
 ///
 /// # Safety
 /// `batch` must be NULL or a live batch handle.
-unsafe fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32, id: Option<i32>) -> i32 {
-    guard(name, -1, || {
-        // SAFETY: forwarded contract.
-        let b = unsafe { batch_ext(batch) }?;
-        match b.add(seq_id, id) {
-            Ok(i) => Ok(i as i32),
-            Err(e) => {
-                let why = match e {
-                    AddError::Full => format!("the batch is full ({} tokens)", b.len()),
-                    AddError::InvalidToken => format!("invalid token id {}", id.unwrap_or(-1)),
-                    AddError::InvalidSeq => format!("invalid sequence id {seq_id}"),
-                };
-                crate::log_error!("{name}: {why}");
-                Ok(e as i32)
-            }
+unsafe fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32, id: Option<i32>) -> Result<i32> {
+    // SAFETY: forwarded contract.
+    let b = unsafe { batch_ext(batch) }?;
+    match b.add(seq_id, id) {
+        Ok(i) => Ok(i as i32),
+        Err(e) => {
+            let why = match e {
+                AddError::Full => format!("the batch is full ({} tokens)", b.len()),
+                AddError::InvalidToken => format!("invalid token id {}", id.unwrap_or(-1)),
+                AddError::InvalidSeq => format!("invalid sequence id {seq_id}"),
+            };
+            crate::log_error!("{name}: {why}");
+            Ok(e as i32)
         }
-    })
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add(batch: *mut llama_batch_ext, seq_id: llama_seq_id) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { add_token("llama_batch_ext_add", batch, seq_id, None) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        unsafe { add_token("llama_batch_ext_add", batch, seq_id, None) }
+    })
 }
 
 #[no_mangle]
@@ -275,8 +277,10 @@ pub unsafe extern "C" fn llama_batch_ext_add_token(
     seq_id: llama_seq_id,
     id: llama_token,
 ) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { add_token("llama_batch_ext_add_token", batch, seq_id, Some(id)) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        unsafe { add_token("llama_batch_ext_add_token", batch, seq_id, Some(id)) }
+    })
 }
 
 /// Embedding inputs are not implemented: refused as an invalid embedding (-2).
@@ -287,12 +291,12 @@ pub unsafe extern "C" fn llama_batch_ext_add_embd(
     embd: llama_embd,
 ) -> i32 {
     let _ = (batch, seq_id, embd);
-    not_implemented("llama_batch_ext_add_embd", -2)
+    entry!(-2, not_implemented)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add_seq(batch: *mut llama_batch_ext, idx: i32, seq_id: llama_seq_id) -> bool {
-    guard("llama_batch_ext_add_seq", false, || {
+    entry!(false, {
         // SAFETY: forwarded contract.
         Ok(unsafe { batch_ext(batch) }?.add_seq(idx, seq_id))
     })
@@ -305,7 +309,7 @@ pub unsafe extern "C" fn llama_batch_ext_set_embd_token(
     embd: llama_embd,
 ) -> bool {
     let _ = (batch, idx, embd);
-    not_implemented("llama_batch_ext_set_embd_token", false)
+    entry!(false, not_implemented)
 }
 
 /// llama.cpp does not implement this either (it always returns false).
@@ -316,19 +320,21 @@ pub unsafe extern "C" fn llama_batch_ext_set_embd_state(
     embd: llama_embd,
 ) -> bool {
     let _ = (batch, idx, embd);
-    not_implemented("llama_batch_ext_set_embd_state", false)
+    entry!(false, not_implemented)
 }
 
 /// Output embeddings and logits are the same flag (llama.h: "for now, this is equivalent").
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_output_embd(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { llama_batch_ext_set_output_logits(batch, idx, value) }
+    entry!(false, {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { llama_batch_ext_set_output_logits(batch, idx, value) })
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    guard("llama_batch_ext_set_output_logits", false, || {
+    entry!(false, {
         // SAFETY: forwarded contract.
         Ok(unsafe { batch_ext(batch) }?.set_output(idx, value))
     })
@@ -338,7 +344,7 @@ pub unsafe extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_bat
 /// `pos` must be NULL or point to one position (text tokens have one).
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_pos(batch: *mut llama_batch_ext, idx: i32, pos: *const llama_pos) -> bool {
-    guard("llama_batch_ext_set_pos", false, || {
+    entry!(false, {
         // SAFETY: forwarded contract.
         let b = unsafe { batch_ext(batch) }?;
         // SAFETY: one readable position, or NULL.
@@ -356,7 +362,7 @@ pub unsafe extern "C" fn llama_process(
     r#type: ProcessType,
     batch: *mut llama_batch_ext,
 ) -> i32 {
-    guard("llama_process", -3, || {
+    entry!(-3, {
         if r#type.0 == llama_process_type::LLAMA_PROCESS_TYPE_ENCODE as std::ffi::c_int {
             return Err(Error::NotImplemented("llama_process(ENCODE)"));
         }

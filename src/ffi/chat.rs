@@ -1,6 +1,6 @@
 //! Chat templates.
 
-use super::guard;
+use super::entry::entry;
 use super::strings::c_str;
 use super::types::*;
 use crate::chat::{self, Message, BUILTIN};
@@ -23,7 +23,7 @@ pub unsafe extern "C" fn llama_chat_apply_template(
     buf: *mut c_char,
     length: i32,
 ) -> i32 {
-    guard("llama_chat_apply_template", -1, || {
+    entry!(-1, {
         let tmpl = if tmpl.is_null() {
             b"chatml".as_slice()
         } else {
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn llama_chat_apply_template(
 /// `output` is NULL or valid for writing `len` pointers.
 #[no_mangle]
 pub unsafe extern "C" fn llama_chat_builtin_templates(output: *mut *const c_char, len: usize) -> i32 {
-    guard("llama_chat_builtin_templates", -1, || {
+    entry!(-1, {
         if output.is_null() && len > 0 {
             crate::log_warn!("llama_chat_builtin_templates: output is NULL with len = {len}; only counting");
         } else {

@@ -1,10 +1,11 @@
 //! Context creation, its getters and setters, and reading outputs.
 
-use super::guard;
+use super::entry::entry;
 use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, Ctx};
 use super::params::context_params;
 use super::types::*;
 use crate::context::Context;
+use crate::error::Result;
 use crate::ggml::AbortCallback;
 use crate::graph::Pooling;
 use std::ffi::c_void;
@@ -17,7 +18,7 @@ pub unsafe extern "C" fn llama_init_from_model(
     model: *mut llama_model,
     params: llama_context_params,
 ) -> *mut llama_context {
-    guard("llama_init_from_model", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: the caller keeps the model alive until the context is freed (llama.h's contract),
         // so the borrow may live as long as the context.
         let m = unsafe { self::model(model) }?;
@@ -34,13 +35,15 @@ pub unsafe extern "C" fn llama_new_context_with_model(
     model: *mut llama_model,
     params: llama_context_params,
 ) -> *mut llama_context {
-    // SAFETY: forwarded contract.
-    unsafe { llama_init_from_model(model, params) }
+    entry!(std::ptr::null_mut(), {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { llama_init_from_model(model, params) })
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_free(ctx: *mut llama_context) {
-    guard("llama_free", (), || {
+    entry!((), {
         // SAFETY: the caller frees a live handle once.
         unsafe { ctx_free(ctx) };
         Ok(())
@@ -51,89 +54,85 @@ pub unsafe extern "C" fn llama_free(ctx: *mut llama_context) {
 ///
 /// # Safety
 /// `p` must be NULL or a live context.
-unsafe fn param_getter<T>(name: &'static str, p: *const llama_context, fail: T, f: impl FnOnce(&Ctx) -> T) -> T {
-    guard(name, fail, || {
-        // SAFETY: forwarded contract.
-        Ok(f(unsafe { ctx(p) }?))
-    })
+unsafe fn param_getter<T>(p: *const llama_context, f: impl FnOnce(&Ctx) -> T) -> Result<T> {
+    // SAFETY: forwarded contract.
+    Ok(f(unsafe { ctx(p) }?))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_ctx(ctx: *const llama_context) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_ctx", ctx, 0, |c| c.params.n_ctx) }
+    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_ctx) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_ctx_seq(ctx: *const llama_context) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_ctx_seq", ctx, 0, |c| c.params.n_ctx_seq) }
+    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_ctx_seq) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_batch(ctx: *const llama_context) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_batch", ctx, 0, |c| c.params.n_batch) }
+    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_batch) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_ubatch(ctx: *const llama_context) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_ubatch", ctx, 0, |c| c.params.n_ubatch) }
+    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_ubatch) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_seq_max(ctx: *const llama_context) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_seq_max", ctx, 0, |c| c.params.n_seq_max) }
+    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_seq_max) } })
 }
 
 /// Recurrent-state snapshots do not apply to the supported (attention-only) architectures.
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_rs_seq", ctx, 0, |_| 0) }
+    entry!(0, { unsafe { param_getter(ctx, |_| 0) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_model {
     // SAFETY: forwarded contract.
-    unsafe {
-        param_getter("llama_get_model", ctx, std::ptr::null(), |c| {
-            (c.model as *const crate::model::Model).cast()
-        })
-    }
+    entry!(std::ptr::null(), {
+        unsafe { param_getter(ctx, |c| (c.model as *const crate::model::Model).cast()) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_get_memory", ctx, std::ptr::null_mut(), memory_handle) }
+    entry!(std::ptr::null_mut(), { unsafe { param_getter(ctx, memory_handle) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> PoolingType {
     // SAFETY: forwarded contract.
-    unsafe {
-        param_getter(
-            "llama_pooling_type",
-            ctx,
-            PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as std::ffi::c_int),
-            |c| {
-                PoolingType(match c.params.pooling {
-                    Pooling::None => llama_pooling_type::LLAMA_POOLING_TYPE_NONE,
-                    Pooling::Mean => llama_pooling_type::LLAMA_POOLING_TYPE_MEAN,
-                    Pooling::Cls => llama_pooling_type::LLAMA_POOLING_TYPE_CLS,
-                    Pooling::Last => llama_pooling_type::LLAMA_POOLING_TYPE_LAST,
-                } as std::ffi::c_int)
-            },
-        )
-    }
+    entry!(
+        PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as std::ffi::c_int),
+        {
+            unsafe {
+                param_getter(ctx, |c| {
+                    PoolingType(match c.params.pooling {
+                        Pooling::None => llama_pooling_type::LLAMA_POOLING_TYPE_NONE,
+                        Pooling::Mean => llama_pooling_type::LLAMA_POOLING_TYPE_MEAN,
+                        Pooling::Cls => llama_pooling_type::LLAMA_POOLING_TYPE_CLS,
+                        Pooling::Last => llama_pooling_type::LLAMA_POOLING_TYPE_LAST,
+                    } as std::ffi::c_int)
+                })
+            }
+        }
+    )
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
-    guard("llama_set_n_threads", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { ctx_mut(ctx) }?.set_n_threads(n_threads, n_threads_batch);
         Ok(())
@@ -143,18 +142,18 @@ pub unsafe extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads:
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_threads(ctx: *mut llama_context) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_threads", ctx, -1, |c| c.params.n_threads) }
+    entry!(-1, { unsafe { param_getter(ctx, |c| c.params.n_threads) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_n_threads_batch", ctx, -1, |c| c.params.n_threads_batch) }
+    entry!(-1, { unsafe { param_getter(ctx, |c| c.params.n_threads_batch) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
-    guard("llama_set_embeddings", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { ctx_mut(ctx) }?.set_embeddings(embeddings);
         Ok(())
@@ -163,7 +162,7 @@ pub unsafe extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embedding
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_attn: bool) {
-    guard("llama_set_causal_attn", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { ctx_mut(ctx) }?.set_causal(causal_attn);
         Ok(())
@@ -173,7 +172,7 @@ pub unsafe extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_a
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
     // SAFETY: forwarded contract.
-    unsafe { param_getter("llama_get_causal_attn", ctx, false, |c| c.params.graph.causal) }
+    entry!(false, { unsafe { param_getter(ctx, |c| c.params.graph.causal) } })
 }
 
 /// Warm-up runs are the caller's business (llama.h deprecates this); accepted and ignored.
@@ -181,7 +180,7 @@ pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> boo
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
     let _ = warmup;
-    guard("llama_set_warmup", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { ctx_mut(ctx) }?;
         Ok(())
@@ -196,7 +195,7 @@ pub unsafe extern "C" fn llama_set_abort_callback(
     abort_callback: ggml_abort_callback,
     abort_callback_data: *mut c_void,
 ) {
-    guard("llama_set_abort_callback", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let cb = abort_callback.map(|f| unsafe { AbortCallback::new(f, abort_callback_data) });
         // SAFETY: forwarded contract.
@@ -208,7 +207,7 @@ pub unsafe extern "C" fn llama_set_abort_callback(
 /// Computation is synchronous on the CPU: when llama_decode returns, results are ready.
 #[no_mangle]
 pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
-    guard("llama_synchronize", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { ctx_mut(ctx) }?;
         Ok(())
@@ -217,24 +216,26 @@ pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
-    guard("llama_get_logits", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
         let c = unsafe { ctx_mut(ctx) }?;
-        let l = c.logits();
+        // Pointers into the context's buffers are made from mutable borrows: clients write through
+        // them (biases applied in place before sampling), as llama.h allows.
+        let l = c.logits_mut();
         Ok(if l.is_empty() {
             std::ptr::null_mut()
         } else {
-            l.as_ptr().cast_mut()
+            l.as_mut_ptr()
         })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    guard("llama_get_logits_ith", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
         let c = unsafe { ctx_mut(ctx) }?;
-        Ok(c.logits_ith(i)?.as_ptr().cast_mut())
+        Ok(c.logits_ith_mut(i)?.as_mut_ptr())
     })
 }
 
@@ -260,7 +261,7 @@ pub unsafe extern "C" fn llama_attach_threadpool(
     threadpool_batch: ggml_threadpool_t,
 ) {
     let _ = (threadpool, threadpool_batch);
-    guard("llama_attach_threadpool", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let c = unsafe { ctx_mut(ctx) }?;
         crate::log_debug!(
@@ -274,7 +275,7 @@ pub unsafe extern "C" fn llama_attach_threadpool(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
-    guard("llama_detach_threadpool", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { ctx_mut(ctx) }?;
         Ok(())
@@ -284,29 +285,29 @@ pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
 /// The last decode's embeddings, [n_outputs][n_embd]; NULL when embeddings are off or pooled.
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
-    guard("llama_get_embeddings", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
         let c = unsafe { ctx_mut(ctx) }?;
-        Ok(c.embeddings().map_or(std::ptr::null_mut(), |e| e.as_ptr().cast_mut()))
+        Ok(c.embeddings_mut().map_or(std::ptr::null_mut(), |e| e.as_mut_ptr()))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    guard("llama_get_embeddings_ith", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
-        Ok(unsafe { ctx_mut(ctx) }?.embeddings_ith(i)?.as_ptr().cast_mut())
+        Ok(unsafe { ctx_mut(ctx) }?.embeddings_ith_mut(i)?.as_mut_ptr())
     })
 }
 
 /// The pooled embedding of a sequence; NULL when there is none (as in llama.cpp, without a log line).
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_id: llama_seq_id) -> *mut f32 {
-    guard("llama_get_embeddings_seq", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
         let c = unsafe { ctx_mut(ctx) }?;
-        Ok(c.embeddings_seq(seq_id)
-            .map_or(std::ptr::null_mut(), |e| e.as_ptr().cast_mut()))
+        Ok(c.embeddings_seq_mut(seq_id)
+            .map_or(std::ptr::null_mut(), |e| e.as_mut_ptr()))
     })
 }
 
@@ -317,74 +318,64 @@ pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_i
 ///
 /// # Safety
 /// `p` must be NULL or a live context.
-unsafe fn sampled_getter<T>(name: &'static str, p: *mut llama_context, fail: T, f: impl FnOnce(&mut Ctx) -> T) -> T {
-    guard(name, fail, || {
-        // SAFETY: forwarded contract.
-        Ok(f(unsafe { ctx_mut(p) }?))
-    })
+unsafe fn sampled_getter<T>(p: *mut llama_context, f: impl FnOnce(&mut Ctx) -> T) -> Result<T> {
+    // SAFETY: forwarded contract.
+    Ok(f(unsafe { ctx_mut(p) }?))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_token_ith(ctx: *mut llama_context, i: i32) -> llama_token {
     let _ = i;
     // SAFETY: forwarded contract.
-    unsafe {
-        sampled_getter("llama_get_sampled_token_ith", ctx, LLAMA_TOKEN_NULL, |_| {
-            LLAMA_TOKEN_NULL
-        })
-    }
+    entry!(LLAMA_TOKEN_NULL, {
+        unsafe { sampled_getter(ctx, |_| LLAMA_TOKEN_NULL) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
     let _ = i;
     // SAFETY: forwarded contract.
-    unsafe {
-        sampled_getter("llama_get_sampled_probs_ith", ctx, std::ptr::null_mut(), |_| {
-            std::ptr::null_mut()
-        })
-    }
+    entry!(std::ptr::null_mut(), {
+        unsafe { sampled_getter(ctx, |_| std::ptr::null_mut()) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
     let _ = i;
     // SAFETY: forwarded contract.
-    unsafe { sampled_getter("llama_get_sampled_probs_count_ith", ctx, 0, |_| 0) }
+    entry!(0, { unsafe { sampled_getter(ctx, |_| 0) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
     let _ = i;
     // SAFETY: forwarded contract.
-    unsafe {
-        sampled_getter("llama_get_sampled_logits_ith", ctx, std::ptr::null_mut(), |_| {
-            std::ptr::null_mut()
-        })
-    }
+    entry!(std::ptr::null_mut(), {
+        unsafe { sampled_getter(ctx, |_| std::ptr::null_mut()) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
     let _ = i;
     // SAFETY: forwarded contract.
-    unsafe { sampled_getter("llama_get_sampled_logits_count_ith", ctx, 0, |c| c.n_vocab() as u32) }
+    entry!(0, { unsafe { sampled_getter(ctx, |c| c.n_vocab() as u32) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_ith(ctx: *mut llama_context, i: i32) -> *mut llama_token {
     let _ = i;
     // SAFETY: forwarded contract.
-    unsafe {
-        sampled_getter("llama_get_sampled_candidates_ith", ctx, std::ptr::null_mut(), |c| {
-            c.all_token_ids_mut().as_mut_ptr()
-        })
-    }
+    entry!(std::ptr::null_mut(), {
+        unsafe { sampled_getter(ctx, |c| c.all_token_ids_mut().as_mut_ptr()) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
     let _ = i;
     // SAFETY: forwarded contract.
-    unsafe { sampled_getter("llama_get_sampled_candidates_count_ith", ctx, 0, |_| 0) }
+    entry!(0, { unsafe { sampled_getter(ctx, |_| 0) } })
 }

@@ -8,7 +8,7 @@
 //! The answers are those llama.cpp gives for the models the engine runs on the CPU: no offload
 //! devices, no experts, no next-token-prediction heads, no extracted layer inputs.
 
-use super::guard;
+use super::entry::entry;
 use super::handle::{ctx, model};
 use super::types::{llama_context, llama_model};
 use crate::error::Error;
@@ -31,8 +31,8 @@ extern "C" {
 
 /// `int32_t llama_model_n_expert(const llama_model *)`
 #[export_name = "_Z20llama_model_n_expertPK11llama_model"]
-pub unsafe extern "C" fn ext_model_n_expert(m: *const llama_model) -> i32 {
-    guard("llama_model_n_expert", 0, || {
+pub unsafe extern "C" fn llama_model_n_expert(m: *const llama_model) -> i32 {
+    entry!(0, {
         // SAFETY: NULL or a live model by contract.
         unsafe { model(m) }?;
         Ok(0)
@@ -42,8 +42,8 @@ pub unsafe extern "C" fn ext_model_n_expert(m: *const llama_model) -> i32 {
 /// `int32_t llama_model_n_devices(const llama_model *)`: the offload devices the model uses; none
 /// on the CPU backend.
 #[export_name = "_Z21llama_model_n_devicesPK11llama_model"]
-pub unsafe extern "C" fn ext_model_n_devices(m: *const llama_model) -> i32 {
-    guard("llama_model_n_devices", 0, || {
+pub unsafe extern "C" fn llama_model_n_devices(m: *const llama_model) -> i32 {
+    entry!(0, {
         // SAFETY: NULL or a live model by contract.
         unsafe { model(m) }?;
         Ok(0)
@@ -53,9 +53,9 @@ pub unsafe extern "C" fn ext_model_n_devices(m: *const llama_model) -> i32 {
 /// `ggml_backend_dev_t llama_model_get_device(const llama_model *, int)`: NULL out of range, as
 /// in llama.cpp; every index is out of range without offload devices.
 #[export_name = "_Z22llama_model_get_devicePK11llama_modeli"]
-pub unsafe extern "C" fn ext_model_get_device(m: *const llama_model, i: i32) -> *mut c_void {
+pub unsafe extern "C" fn llama_model_get_device(m: *const llama_model, i: i32) -> *mut c_void {
     let _ = i;
-    guard("llama_model_get_device", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: NULL or a live model by contract.
         unsafe { model(m) }?;
         Ok(std::ptr::null_mut())
@@ -69,36 +69,36 @@ pub unsafe extern "C" fn ext_model_get_device(m: *const llama_model, i: i32) -> 
 /// # Safety
 /// `slot` must be the caller's uninitialised return slot for the map, as the C++ ABI passes it.
 #[export_name = "_Z26llama_get_memory_breakdownPK13llama_context"]
-pub unsafe extern "C" fn ext_get_memory_breakdown(slot: *mut c_void, c: *const llama_context) -> *mut c_void {
-    let entries = guard("llama_get_memory_breakdown", Vec::new(), || {
+pub unsafe extern "C" fn llama_get_memory_breakdown(slot: *mut c_void, c: *const llama_context) -> *mut c_void {
+    entry!(slot, {
         // SAFETY: NULL or a live context by contract.
-        let c = unsafe { ctx(c) }?;
-        Ok(c.memory_breakdown()
-            .into_iter()
-            .map(|(buft, [model, context, compute])| BreakdownEntry {
-                buft: buft.addr(),
-                model,
-                context,
-                compute,
-            })
-            .collect())
-    });
-    // The map must exist in the slot whatever happened above: the caller will destroy it.
-    // SAFETY: the slot is the caller's return slot; entries is a live array of its length.
-    if unsafe { engine_memory_breakdown_construct(slot, entries.as_ptr(), entries.len()) } != 0 {
-        guard("llama_get_memory_breakdown", (), || {
-            Err(Error::Internal("out of memory building the breakdown map".into()))
+        let entries = unsafe { ctx(c) }.map(|c| {
+            c.memory_breakdown()
+                .into_iter()
+                .map(|(buft, [model, context, compute])| BreakdownEntry {
+                    buft: buft.addr(),
+                    model,
+                    context,
+                    compute,
+                })
+                .collect::<Vec<_>>()
         });
-    }
-    slot
+        // The map must exist in the slot whatever happened above: the caller will destroy it.
+        let list = entries.as_deref().unwrap_or_default();
+        // SAFETY: the slot is the caller's return slot; `list` is a live array of its length.
+        if unsafe { engine_memory_breakdown_construct(slot, list.as_ptr(), list.len()) } != 0 {
+            return Err(Error::Internal("out of memory building the breakdown map".into()));
+        }
+        entries.map(|_| slot)
+    })
 }
 
 /// `void llama_set_embeddings_nextn(llama_context *, bool value, bool masked)`: the models the
 /// engine runs have no next-token-prediction head, so there is nothing to switch.
 #[export_name = "_Z26llama_set_embeddings_nextnP13llama_contextbb"]
-pub unsafe extern "C" fn ext_set_embeddings_nextn(c: *mut llama_context, value: bool, masked: bool) {
+pub unsafe extern "C" fn llama_set_embeddings_nextn(c: *mut llama_context, value: bool, masked: bool) {
     let _ = (value, masked);
-    guard("llama_set_embeddings_nextn", (), || {
+    entry!((), {
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx(c) }?;
         Ok(())
@@ -107,9 +107,9 @@ pub unsafe extern "C" fn ext_set_embeddings_nextn(c: *mut llama_context, value: 
 
 /// `void llama_set_nextn_layer_offset(llama_context *, int32_t)`: no next-token-prediction blocks.
 #[export_name = "_Z28llama_set_nextn_layer_offsetP13llama_contexti"]
-pub unsafe extern "C" fn ext_set_nextn_layer_offset(c: *mut llama_context, offset: i32) {
+pub unsafe extern "C" fn llama_set_nextn_layer_offset(c: *mut llama_context, offset: i32) {
     let _ = offset;
-    guard("llama_set_nextn_layer_offset", (), || {
+    entry!((), {
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx(c) }?;
         Ok(())
@@ -118,8 +118,8 @@ pub unsafe extern "C" fn ext_set_nextn_layer_offset(c: *mut llama_context, offse
 
 /// `float * llama_get_embeddings_nextn(llama_context *)`: NULL, as llama.cpp answers without them.
 #[export_name = "_Z26llama_get_embeddings_nextnP13llama_context"]
-pub unsafe extern "C" fn ext_get_embeddings_nextn(c: *mut llama_context) -> *mut f32 {
-    guard("llama_get_embeddings_nextn", std::ptr::null_mut(), || {
+pub unsafe extern "C" fn llama_get_embeddings_nextn(c: *mut llama_context) -> *mut f32 {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx(c) }?;
         Ok(std::ptr::null_mut())
@@ -129,8 +129,8 @@ pub unsafe extern "C" fn ext_get_embeddings_nextn(c: *mut llama_context) -> *mut
 /// `float * llama_get_embeddings_nextn_ith(llama_context *, int32_t)`: NULL and an error line, as
 /// in llama.cpp.
 #[export_name = "_Z30llama_get_embeddings_nextn_ithP13llama_contexti"]
-pub unsafe extern "C" fn ext_get_embeddings_nextn_ith(c: *mut llama_context, i: i32) -> *mut f32 {
-    guard("llama_get_embeddings_nextn_ith", std::ptr::null_mut(), || {
+pub unsafe extern "C" fn llama_get_embeddings_nextn_ith(c: *mut llama_context, i: i32) -> *mut f32 {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx(c) }?;
         Err(Error::invalid(format!(
@@ -142,8 +142,8 @@ pub unsafe extern "C" fn ext_get_embeddings_nextn_ith(c: *mut llama_context, i: 
 /// `void llama_set_embeddings_layer_inp(llama_context *, uint32_t lid, bool)`: layer inputs are not
 /// extracted; asking for them is recorded nowhere, and reading them answers NULL.
 #[export_name = "_Z30llama_set_embeddings_layer_inpP13llama_contextjb"]
-pub unsafe extern "C" fn ext_set_embeddings_layer_inp(c: *mut llama_context, lid: u32, value: bool) {
-    guard("llama_set_embeddings_layer_inp", (), || {
+pub unsafe extern "C" fn llama_set_embeddings_layer_inp(c: *mut llama_context, lid: u32, value: bool) {
+    entry!((), {
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx(c) }?;
         if value {
@@ -158,8 +158,8 @@ pub unsafe extern "C" fn ext_set_embeddings_layer_inp(c: *mut llama_context, lid
 /// `float * llama_get_embeddings_layer_inp(llama_context *, uint32_t lid)`: NULL with an error
 /// line (llama.cpp aborts when the layer's input was not extracted).
 #[export_name = "_Z30llama_get_embeddings_layer_inpP13llama_contextj"]
-pub unsafe extern "C" fn ext_get_embeddings_layer_inp(c: *mut llama_context, lid: u32) -> *mut f32 {
-    guard("llama_get_embeddings_layer_inp", std::ptr::null_mut(), || {
+pub unsafe extern "C" fn llama_get_embeddings_layer_inp(c: *mut llama_context, lid: u32) -> *mut f32 {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx(c) }?;
         Err(Error::invalid(format!("the input of layer {lid} was not extracted")))
@@ -169,8 +169,8 @@ pub unsafe extern "C" fn ext_get_embeddings_layer_inp(c: *mut llama_context, lid
 /// `llama_context * llama_get_ctx_other(llama_context *)`: the paired context of a
 /// multi-token-prediction context; NULL for the default contexts the engine makes.
 #[export_name = "_Z19llama_get_ctx_otherP13llama_context"]
-pub unsafe extern "C" fn ext_get_ctx_other(c: *mut llama_context) -> *mut llama_context {
-    guard("llama_get_ctx_other", std::ptr::null_mut(), || {
+pub unsafe extern "C" fn llama_get_ctx_other(c: *mut llama_context) -> *mut llama_context {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: NULL or a live context by contract.
         unsafe { ctx(c) }?;
         Ok(std::ptr::null_mut())
@@ -179,8 +179,8 @@ pub unsafe extern "C" fn ext_get_ctx_other(c: *mut llama_context) -> *mut llama_
 
 /// `int32_t llama_model_dflash_selector_top_k(const llama_model *)`: 0 without a DFlash head.
 #[export_name = "_Z33llama_model_dflash_selector_top_kPK11llama_model"]
-pub unsafe extern "C" fn ext_model_dflash_selector_top_k(m: *const llama_model) -> i32 {
-    guard("llama_model_dflash_selector_top_k", 0, || {
+pub unsafe extern "C" fn llama_model_dflash_selector_top_k(m: *const llama_model) -> i32 {
+    entry!(0, {
         // SAFETY: NULL or a live model by contract.
         unsafe { model(m) }?;
         Ok(0)
@@ -189,8 +189,8 @@ pub unsafe extern "C" fn ext_model_dflash_selector_top_k(m: *const llama_model) 
 
 /// `const int32_t * llama_model_target_layer_ids(const llama_model *)`: NULL, no draft-model layers.
 #[export_name = "_Z28llama_model_target_layer_idsPK11llama_model"]
-pub unsafe extern "C" fn ext_model_target_layer_ids(m: *const llama_model) -> *const i32 {
-    guard("llama_model_target_layer_ids", std::ptr::null(), || {
+pub unsafe extern "C" fn llama_model_target_layer_ids(m: *const llama_model) -> *const i32 {
+    entry!(std::ptr::null(), {
         // SAFETY: NULL or a live model by contract.
         unsafe { model(m) }?;
         Ok(std::ptr::null())
@@ -199,8 +199,8 @@ pub unsafe extern "C" fn ext_model_target_layer_ids(m: *const llama_model) -> *c
 
 /// `uint32_t llama_model_target_layer_ids_n(const llama_model *)`: 0.
 #[export_name = "_Z30llama_model_target_layer_ids_nPK11llama_model"]
-pub unsafe extern "C" fn ext_model_target_layer_ids_n(m: *const llama_model) -> u32 {
-    guard("llama_model_target_layer_ids_n", 0, || {
+pub unsafe extern "C" fn llama_model_target_layer_ids_n(m: *const llama_model) -> u32 {
+    entry!(0, {
         // SAFETY: NULL or a live model by contract.
         unsafe { model(m) }?;
         Ok(0)

@@ -1,6 +1,7 @@
 //! Logging: `llama_log_set` / `llama_log_get`. Engine and ggml lines both reach the callback; it may
 //! be called from ggml's worker threads as well as the caller's.
 
+use super::entry::entry;
 use super::types::*;
 use crate::log::{self, Level};
 use parking_lot::Mutex;
@@ -27,41 +28,47 @@ unsafe extern "C" fn default_log_callback(level: ggml_log_level, text: *const c_
 /// `log_callback` must be safe to call from any thread with `user_data` until it is replaced.
 #[no_mangle]
 pub unsafe extern "C" fn llama_log_set(log_callback: ggml_log_callback, user_data: *mut c_void) {
-    crate::ggml::init();
-    let Some(cb) = log_callback else {
-        *CURRENT.lock() = None;
-        log::set_sink(None);
-        return;
-    };
-    let ud = user_data as usize;
-    *CURRENT.lock() = Some((cb, ud));
-    log::set_sink(Some(Arc::new(move |level: Level, text: &str| {
-        let Ok(c) = CString::new(text.replace('\0', "\\0")) else {
-            return;
+    entry!((), {
+        crate::ggml::init();
+        let Some(cb) = log_callback else {
+            *CURRENT.lock() = None;
+            log::set_sink(None);
+            return Ok(());
         };
-        // SAFETY: the caller registered `cb` with `ud` and promised it is callable from any thread.
-        unsafe { cb(level as ggml_log_level, c.as_ptr(), ud as *mut c_void) };
-    })));
+        let ud = user_data as usize;
+        *CURRENT.lock() = Some((cb, ud));
+        log::set_sink(Some(Arc::new(move |level: Level, text: &str| {
+            let Ok(c) = CString::new(text.replace('\0', "\\0")) else {
+                return;
+            };
+            // SAFETY: the caller registered `cb` with `ud` and promised it is callable from any thread.
+            unsafe { cb(level as ggml_log_level, c.as_ptr(), ud as *mut c_void) };
+        })));
+        Ok(())
+    })
 }
 
 /// # Safety
 /// Each pointer must be NULL or valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn llama_log_get(log_callback: *mut ggml_log_callback, user_data: *mut *mut c_void) {
-    let (cb, ud) = match *CURRENT.lock() {
-        Some((cb, ud)) => (cb, ud as *mut c_void),
-        None => (
-            default_log_callback as unsafe extern "C" fn(_, _, _),
-            std::ptr::null_mut(),
-        ),
-    };
-    // SAFETY: the caller passes writable pointers or NULL.
-    unsafe {
-        if let Some(p) = log_callback.as_mut() {
-            *p = Some(cb);
+    entry!((), {
+        let (cb, ud) = match *CURRENT.lock() {
+            Some((cb, ud)) => (cb, ud as *mut c_void),
+            None => (
+                default_log_callback as unsafe extern "C" fn(_, _, _),
+                std::ptr::null_mut(),
+            ),
+        };
+        // SAFETY: the caller passes writable pointers or NULL.
+        unsafe {
+            if let Some(p) = log_callback.as_mut() {
+                *p = Some(cb);
+            }
+            if let Some(p) = user_data.as_mut() {
+                *p = ud;
+            }
         }
-        if let Some(p) = user_data.as_mut() {
-            *p = ud;
-        }
-    }
+        Ok(())
+    })
 }

@@ -1,7 +1,7 @@
 //! KV-cache (memory) sequence operations. Sequence ids outside [0, n_seq_max) are refused with a
 //! log line (llama.cpp aborts on them); a negative id means "any sequence" where llama.h says so.
 
-use super::guard;
+use super::entry::entry;
 use super::handle::{memory, Ctx};
 use super::types::*;
 use crate::error::{Error, Result};
@@ -16,7 +16,7 @@ fn seq(c: &Ctx, seq_id: llama_seq_id) -> Result<usize> {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_clear(mem: llama_memory_t, data: bool) {
-    guard("llama_memory_clear", (), || {
+    entry!((), {
         // SAFETY: forwarded contract (a memory handle of a live context).
         unsafe { memory(mem) }?.kv.clear(data);
         Ok(())
@@ -31,7 +31,7 @@ pub unsafe extern "C" fn llama_memory_seq_rm(
     p0: llama_pos,
     p1: llama_pos,
 ) -> bool {
-    guard("llama_memory_seq_rm", false, || {
+    entry!(false, {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = if seq_id < 0 { None } else { Some(seq(c, seq_id)?) };
@@ -48,7 +48,7 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
     p0: llama_pos,
     p1: llama_pos,
 ) {
-    guard("llama_memory_seq_cp", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let (src, dst) = (seq(c, seq_id_src)?, seq(c, seq_id_dst)?);
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llama_seq_id) {
-    guard("llama_memory_seq_keep", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn llama_memory_seq_add(
     p1: llama_pos,
     delta: llama_pos,
 ) {
-    guard("llama_memory_seq_add", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn llama_memory_seq_div(
     p1: llama_pos,
     d: i32,
 ) {
-    guard("llama_memory_seq_div", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn llama_memory_seq_div(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
-    guard("llama_memory_seq_pos_min", -1, || {
+    entry!(-1, {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
@@ -117,7 +117,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: l
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
-    guard("llama_memory_seq_pos_max", -1, || {
+    entry!(-1, {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
         let s = seq(c, seq_id)?;
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: l
 /// The supported architectures rotate keys by position, which a K-shift can redo.
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_can_shift(mem: llama_memory_t) -> bool {
-    guard("llama_memory_can_shift", false, || {
+    entry!(false, {
         // SAFETY: forwarded contract.
         unsafe { memory(mem) }?;
         Ok(true)

@@ -1,6 +1,6 @@
 //! Library-wide queries: names of enum values, version, backend setup, system facts, split paths.
 
-use super::guard;
+use super::entry::entry;
 use super::strings::{c_str, write_c_str};
 use super::types::*;
 use crate::error::Error;
@@ -15,12 +15,12 @@ fn static_c(s: &'static [u8]) -> *const c_char {
 
 #[no_mangle]
 pub extern "C" fn llama_ftype_name(ftype: Ftype) -> *const c_char {
-    static_c(crate::model::ftype::name_c(ftype.0))
+    entry!(std::ptr::null(), { Ok(static_c(crate::model::ftype::name_c(ftype.0))) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_flash_attn_type_name(flash_attn_type: FlashAttnType) -> *const c_char {
-    guard("llama_flash_attn_type_name", std::ptr::null(), || {
+    entry!(std::ptr::null(), {
         Ok(static_c(match flash_attn_type.0 {
             v if v == llama_flash_attn_type::LLAMA_FLASH_ATTN_TYPE_AUTO as c_int => b"auto\0",
             v if v == llama_flash_attn_type::LLAMA_FLASH_ATTN_TYPE_DISABLED as c_int => b"disabled\0",
@@ -41,7 +41,7 @@ const LOAD_MODE_NAMES: [(llama_load_mode, &[u8]); 6] = [
 
 #[no_mangle]
 pub extern "C" fn llama_load_mode_name(load_mode: LoadMode) -> *const c_char {
-    guard("llama_load_mode_name", std::ptr::null(), || {
+    entry!(std::ptr::null(), {
         LOAD_MODE_NAMES
             .iter()
             .find(|(m, _)| *m as c_int == load_mode.0)
@@ -56,8 +56,7 @@ pub extern "C" fn llama_load_mode_name(load_mode: LoadMode) -> *const c_char {
 /// `str` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn llama_load_mode_from_str(str: *const c_char) -> LoadMode {
-    let auto = LoadMode(llama_load_mode::LLAMA_LOAD_MODE_AUTO as c_int);
-    guard("llama_load_mode_from_str", auto, || {
+    entry!(LoadMode(llama_load_mode::LLAMA_LOAD_MODE_AUTO as c_int), {
         // SAFETY: forwarded contract.
         let s = unsafe { c_str(str, "str") }?;
         LOAD_MODE_NAMES
@@ -70,12 +69,14 @@ pub unsafe extern "C" fn llama_load_mode_from_str(str: *const c_char) -> LoadMod
 
 #[no_mangle]
 pub extern "C" fn llama_version() -> *const c_char {
-    static_c(concat!(env!("CARGO_PKG_VERSION"), "-engine\0").as_bytes())
+    entry!(std::ptr::null(), {
+        Ok(static_c(concat!(env!("CARGO_PKG_VERSION"), "-engine\0").as_bytes()))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_backend_init() {
-    guard("llama_backend_init", (), || {
+    entry!((), {
         crate::ggml::init();
         Ok(())
     })
@@ -83,23 +84,23 @@ pub extern "C" fn llama_backend_init() {
 
 /// Nothing to release: ggml's backends are static and contexts free their own resources.
 #[no_mangle]
-pub extern "C" fn llama_backend_free() {}
+pub extern "C" fn llama_backend_free() {
+    entry!((), { Ok(()) })
+}
 
 #[no_mangle]
 pub extern "C" fn llama_numa_init(numa: ggml_numa_strategy) {
-    guard("llama_numa_init", (), || {
-        crate::ggml::numa_init(numa).map_err(Error::invalid)
-    })
+    entry!((), { crate::ggml::numa_init(numa).map_err(Error::invalid) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_time_us() -> i64 {
-    guard("llama_time_us", 0, || Ok(crate::ggml::time_us()))
+    entry!(0, { Ok(crate::ggml::time_us()) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_max_devices() -> usize {
-    16
+    entry!(0, { Ok(16) })
 }
 
 /// The largest `n_seq_max` a context accepts.
@@ -107,36 +108,34 @@ pub(crate) const MAX_PARALLEL_SEQUENCES: usize = 256;
 
 #[no_mangle]
 pub extern "C" fn llama_max_parallel_sequences() -> usize {
-    MAX_PARALLEL_SEQUENCES
+    entry!(0, { Ok(MAX_PARALLEL_SEQUENCES) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_max_tensor_buft_overrides() -> usize {
-    4096
+    entry!(0, { Ok(4096) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_supports_mmap() -> bool {
-    true
+    entry!(false, { Ok(true) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_supports_mlock() -> bool {
-    true
+    entry!(false, { Ok(true) })
 }
 
+/// The engine runs every layer on the CPU whatever `n_gpu_layers` says, so it offloads nothing,
+/// even when ggml was built with a GPU or RPC backend.
 #[no_mangle]
 pub extern "C" fn llama_supports_gpu_offload() -> bool {
-    guard(
-        "llama_supports_gpu_offload",
-        false,
-        || Ok(crate::ggml::has_gpu_device()),
-    )
+    entry!(false, { Ok(false) })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_supports_rpc() -> bool {
-    guard("llama_supports_rpc", false, || Ok(crate::ggml::has_rpc()))
+    entry!(false, { Ok(crate::ggml::has_rpc()) })
 }
 
 /// "<prefix>-%05d-of-%05d.gguf" with the 1-based split number; the length, or 0 if it does not fit.
@@ -151,7 +150,7 @@ pub unsafe extern "C" fn llama_split_path(
     split_no: i32,
     split_count: i32,
 ) -> i32 {
-    guard("llama_split_path", 0, || {
+    entry!(0, {
         // SAFETY: forwarded contract.
         let prefix = unsafe { c_str(path_prefix, "path_prefix") }?;
         let mut s = prefix.to_vec();
@@ -176,7 +175,7 @@ pub unsafe extern "C" fn llama_split_prefix(
     split_no: i32,
     split_count: i32,
 ) -> i32 {
-    guard("llama_split_prefix", 0, || {
+    entry!(0, {
         // SAFETY: forwarded contract.
         let path = unsafe { c_str(split_path, "split_path") }?;
         let suffix = format!("-{:05}-of-{:05}.gguf", i64::from(split_no) + 1, split_count);
@@ -193,8 +192,8 @@ pub unsafe extern "C" fn llama_split_prefix(
 
 #[no_mangle]
 pub extern "C" fn llama_print_system_info() -> *const c_char {
-    static INFO: OnceLock<CString> = OnceLock::new();
-    guard("llama_print_system_info", std::ptr::null(), || {
+    entry!(std::ptr::null(), {
+        static INFO: OnceLock<CString> = OnceLock::new();
         Ok(INFO
             .get_or_init(|| CString::new(crate::ggml::system_info()).unwrap_or_default())
             .as_ptr())

@@ -1,10 +1,10 @@
 //! Model loading and the model getters.
 
+use super::entry::entry;
 use super::handle::{model, model_free, model_into_raw, vocab_handle};
 use super::params::{model_load_params, path_arg, Progress};
 use super::strings::{c_str, write_c_str};
 use super::types::*;
-use super::{guard, not_implemented};
 use crate::error::{Error, Result};
 use crate::model::hparams::HParams;
 use crate::model::{FileSource, MetaPair, Model};
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn llama_model_load_from_file(
     path_model: *const c_char,
     params: llama_model_params,
 ) -> *mut llama_model {
-    guard("llama_model_load_from_file", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
         let path = unsafe { path_arg(path_model, "path_model") }?;
         // SAFETY: forwarded contract.
@@ -76,8 +76,10 @@ pub unsafe extern "C" fn llama_load_model_from_file(
     path_model: *const c_char,
     params: llama_model_params,
 ) -> *mut llama_model {
-    // SAFETY: forwarded contract.
-    unsafe { llama_model_load_from_file(path_model, params) }
+    entry!(std::ptr::null_mut(), {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { llama_model_load_from_file(path_model, params) })
+    })
 }
 
 /// # Safety
@@ -88,7 +90,7 @@ pub unsafe extern "C" fn llama_model_load_from_splits(
     n_paths: usize,
     params: llama_model_params,
 ) -> *mut llama_model {
-    guard("llama_model_load_from_splits", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         if paths.is_null() || n_paths == 0 {
             return Err(Error::invalid("paths is NULL or empty"));
         }
@@ -108,7 +110,7 @@ pub unsafe extern "C" fn llama_model_load_from_splits(
 /// `model` must be NULL or a live model handle, freed only once.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_free(model: *mut llama_model) {
-    guard("llama_model_free", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         unsafe { model_free(model) };
         Ok(())
@@ -120,8 +122,11 @@ pub unsafe extern "C" fn llama_model_free(model: *mut llama_model) {
 #[deprecated(note = "use llama_model_free instead")]
 #[no_mangle]
 pub unsafe extern "C" fn llama_free_model(model: *mut llama_model) {
-    // SAFETY: forwarded contract.
-    unsafe { llama_model_free(model) }
+    entry!((), {
+        // SAFETY: forwarded contract.
+        unsafe { llama_model_free(model) };
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -132,7 +137,7 @@ pub unsafe extern "C" fn llama_model_init_from_user(
     params: llama_model_params,
 ) -> *mut llama_model {
     let _ = (metadata, set_tensor_data, set_tensor_data_ud, params);
-    not_implemented("llama_model_init_from_user", std::ptr::null_mut())
+    entry!(std::ptr::null_mut(), not_implemented)
 }
 
 #[no_mangle]
@@ -140,7 +145,7 @@ pub unsafe extern "C" fn llama_model_load_from_file_ptr(
     file: *mut libc::FILE,
     params: llama_model_params,
 ) -> *mut llama_model {
-    guard("llama_model_load_from_file_ptr", std::ptr::null_mut(), || {
+    entry!(std::ptr::null_mut(), {
         if file.is_null() {
             return Err(Error::invalid("file is NULL"));
         }
@@ -175,7 +180,7 @@ pub unsafe extern "C" fn llama_model_load_from_file_ptr(
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_save_to_file(model: *const llama_model, path_model: *const c_char) {
     let _ = (model, path_model);
-    not_implemented("llama_model_save_to_file", ())
+    entry!((), not_implemented)
 }
 
 #[no_mangle]
@@ -186,25 +191,17 @@ pub unsafe extern "C" fn llama_model_quantize(
 ) -> u32 {
     let _ = (fname_inp, fname_out, params);
     // llama.h: 0 means success, so failure is any other value.
-    not_implemented("llama_model_quantize", 1)
+    entry!(1, not_implemented)
 }
 
 /// A getter over the model's hyper-parameters; a vocab-only model reports `none`.
 ///
 /// # Safety
 /// `p` must be NULL or a live model handle.
-unsafe fn hp_getter<T: Copy>(
-    name: &'static str,
-    p: *const llama_model,
-    fail: T,
-    none: T,
-    f: impl FnOnce(&HParams) -> T,
-) -> T {
-    guard(name, fail, || {
-        // SAFETY: forwarded contract.
-        let m = unsafe { model(p) }?;
-        Ok(m.hparams.as_ref().map_or(none, f))
-    })
+unsafe fn hp_getter<T: Copy>(p: *const llama_model, none: T, f: impl FnOnce(&HParams) -> T) -> Result<T> {
+    // SAFETY: forwarded contract.
+    let m = unsafe { model(p) }?;
+    Ok(m.hparams.as_ref().map_or(none, f))
 }
 
 fn i32_of(v: u32) -> i32 {
@@ -216,77 +213,73 @@ fn i32_of(v: u32) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_ctx_train(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_ctx_train", model, -1, 0, |h| i32_of(h.n_ctx_train)) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_ctx_train)) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_embd(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_embd", model, -1, 0, |h| i32_of(h.n_embd)) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_embd)) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_embd_inp(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_embd_inp", model, -1, 0, |h| i32_of(h.n_embd)) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_embd)) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_embd_out(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_embd_out", model, -1, 0, |h| i32_of(h.n_embd)) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_embd)) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_layer(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_layer", model, -1, 0, |h| i32_of(h.n_layer)) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_layer)) } })
 }
 
 /// No supported architecture has multi-token-prediction layers.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_layer_nextn(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_layer_nextn", model, -1, 0, |_| 0) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |_| 0) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_head(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_head", model, -1, 0, |h| i32_of(h.n_head[0])) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_head[0])) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_head_kv(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_head_kv", model, -1, 0, |h| i32_of(h.n_head_kv[0])) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_head_kv[0])) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_swa(model: *const llama_model) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_swa", model, -1, 0, |h| i32_of(h.n_swa)) }
+    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_swa)) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_rope_freq_scale_train(model: *const llama_model) -> f32 {
     // SAFETY: forwarded contract.
-    unsafe {
-        hp_getter("llama_model_rope_freq_scale_train", model, 0.0, 0.0, |h| {
-            h.rope_freq_scale
-        })
-    }
+    entry!(0.0, { unsafe { hp_getter(model, 0.0, |h| { h.rope_freq_scale }) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_cls_out(model: *const llama_model) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { hp_getter("llama_model_n_cls_out", model, 0, 0, |h| h.cls_labels.len() as u32) }
+    entry!(0, { unsafe { hp_getter(model, 0, |h| h.cls_labels.len() as u32) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_cls_label(model: *const llama_model, i: u32) -> *const c_char {
-    guard("llama_model_cls_label", std::ptr::null(), || {
+    entry!(std::ptr::null(), {
         // SAFETY: forwarded contract.
         let m = unsafe { self::model(model) }?;
         Ok(m.cls_label(i as usize).map_or(std::ptr::null(), |l| l.as_ptr().cast()))
@@ -296,47 +289,56 @@ pub unsafe extern "C" fn llama_model_cls_label(model: *const llama_model, i: u32
 #[deprecated(note = "use llama_model_n_ctx_train instead")]
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_ctx_train(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { llama_model_n_ctx_train(model) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { llama_model_n_ctx_train(model) })
+    })
 }
 
 #[deprecated(note = "use llama_model_n_embd instead")]
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_embd(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { llama_model_n_embd(model) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { llama_model_n_embd(model) })
+    })
 }
 
 #[deprecated(note = "use llama_model_n_layer instead")]
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_layer(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { llama_model_n_layer(model) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { llama_model_n_layer(model) })
+    })
 }
 
 #[deprecated(note = "use llama_model_n_head instead")]
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_head(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { llama_model_n_head(model) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { llama_model_n_head(model) })
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_get_vocab(model: *const llama_model) -> *const llama_vocab {
-    guard("llama_model_get_vocab", std::ptr::null(), || {
+    entry!(std::ptr::null(), {
         // SAFETY: forwarded contract.
         Ok(vocab_handle(&unsafe { self::model(model) }?.vocab))
     })
 }
 
+const NO_ROPE: RopeType = RopeType(llama_rope_type::LLAMA_ROPE_TYPE_NONE as c_int);
+
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_rope_type(model: *const llama_model) -> RopeType {
-    let none = RopeType(llama_rope_type::LLAMA_ROPE_TYPE_NONE as c_int);
-    guard("llama_model_rope_type", none, || {
+    entry!(NO_ROPE, {
         // SAFETY: forwarded contract.
         Ok(unsafe { self::model(model) }?
             .arch
-            .map_or(none, |a| RopeType(a.rope_type())))
+            .map_or(NO_ROPE, |a| RopeType(a.rope_type())))
     })
 }
 
@@ -349,7 +351,7 @@ pub unsafe extern "C" fn llama_model_meta_val_str(
     buf: *mut c_char,
     buf_size: usize,
 ) -> i32 {
-    guard("llama_model_meta_val_str", -1, || {
+    entry!(-1, {
         // SAFETY: an empty string is written on failure, as llama.h promises.
         unsafe { write_c_str(buf, buf_size, b"") };
         // SAFETY: forwarded contract.
@@ -366,7 +368,7 @@ pub unsafe extern "C" fn llama_model_meta_val_str(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_meta_count(model: *const llama_model) -> i32 {
-    guard("llama_model_meta_count", -1, || {
+    entry!(-1, {
         // SAFETY: forwarded contract.
         Ok(unsafe { self::model(model) }?.meta().len() as i32)
     })
@@ -375,25 +377,22 @@ pub unsafe extern "C" fn llama_model_meta_count(model: *const llama_model) -> i3
 /// # Safety
 /// `buf` valid for `buf_size` bytes.
 unsafe fn meta_by_index(
-    name: &'static str,
     model: *const llama_model,
     i: i32,
     buf: *mut c_char,
     buf_size: usize,
     pick: fn(&MetaPair) -> &[u8],
-) -> i32 {
-    guard(name, -1, || {
-        // SAFETY: an empty string is written on failure, as llama.h promises.
-        unsafe { write_c_str(buf, buf_size, b"") };
-        // SAFETY: forwarded contract.
-        let m = unsafe { self::model(model) }?;
-        let Some(kv) = usize::try_from(i).ok().and_then(|i| m.meta().get(i)) else {
-            return Ok(-1);
-        };
-        let s = pick(kv);
-        // SAFETY: forwarded contract; strip the stored NUL.
-        Ok(unsafe { write_c_str(buf, buf_size, &s[..s.len() - 1]) })
-    })
+) -> Result<i32> {
+    // SAFETY: an empty string is written on failure, as llama.h promises.
+    unsafe { write_c_str(buf, buf_size, b"") };
+    // SAFETY: forwarded contract.
+    let m = unsafe { self::model(model) }?;
+    let Some(kv) = usize::try_from(i).ok().and_then(|i| m.meta().get(i)) else {
+        return Ok(-1);
+    };
+    let s = pick(kv);
+    // SAFETY: forwarded contract; strip the stored NUL.
+    Ok(unsafe { write_c_str(buf, buf_size, &s[..s.len() - 1]) })
 }
 
 #[no_mangle]
@@ -403,8 +402,10 @@ pub unsafe extern "C" fn llama_model_meta_key_by_index(
     buf: *mut c_char,
     buf_size: usize,
 ) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { meta_by_index("llama_model_meta_key_by_index", model, i, buf, buf_size, |kv| &kv.0) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        unsafe { meta_by_index(model, i, buf, buf_size, |kv| &kv.0) }
+    })
 }
 
 #[no_mangle]
@@ -414,33 +415,37 @@ pub unsafe extern "C" fn llama_model_meta_val_str_by_index(
     buf: *mut c_char,
     buf_size: usize,
 ) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe { meta_by_index("llama_model_meta_val_str_by_index", model, i, buf, buf_size, |kv| &kv.1) }
+    entry!(-1, {
+        // SAFETY: forwarded contract.
+        unsafe { meta_by_index(model, i, buf, buf_size, |kv| &kv.1) }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_model_meta_key_str(key: ModelMetaKey) -> *const c_char {
-    let name: &'static [u8] = match key.0 {
-        0 => b"general.sampling.sequence\0",
-        1 => b"general.sampling.top_k\0",
-        2 => b"general.sampling.top_p\0",
-        3 => b"general.sampling.min_p\0",
-        4 => b"general.sampling.xtc_probability\0",
-        5 => b"general.sampling.xtc_threshold\0",
-        6 => b"general.sampling.temp\0",
-        7 => b"general.sampling.penalty_last_n\0",
-        8 => b"general.sampling.penalty_repeat\0",
-        9 => b"general.sampling.mirostat\0",
-        10 => b"general.sampling.mirostat_tau\0",
-        11 => b"general.sampling.mirostat_eta\0",
-        _ => return std::ptr::null(),
-    };
-    name.as_ptr().cast()
+    entry!(std::ptr::null(), {
+        let name: &'static [u8] = match key.0 {
+            0 => b"general.sampling.sequence\0",
+            1 => b"general.sampling.top_k\0",
+            2 => b"general.sampling.top_p\0",
+            3 => b"general.sampling.min_p\0",
+            4 => b"general.sampling.xtc_probability\0",
+            5 => b"general.sampling.xtc_threshold\0",
+            6 => b"general.sampling.temp\0",
+            7 => b"general.sampling.penalty_last_n\0",
+            8 => b"general.sampling.penalty_repeat\0",
+            9 => b"general.sampling.mirostat\0",
+            10 => b"general.sampling.mirostat_tau\0",
+            11 => b"general.sampling.mirostat_eta\0",
+            k => return Err(Error::invalid(format!("unknown model meta key {k}"))),
+        };
+        Ok(name.as_ptr().cast())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_desc(model: *const llama_model, buf: *mut c_char, buf_size: usize) -> i32 {
-    guard("llama_model_desc", -1, || {
+    entry!(-1, {
         // SAFETY: forwarded contract.
         let m = unsafe { self::model(model) }?;
         // SAFETY: `buf` valid for `buf_size` bytes.
@@ -450,8 +455,7 @@ pub unsafe extern "C" fn llama_model_desc(model: *const llama_model, buf: *mut c
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_ftype(model: *const llama_model) -> Ftype {
-    let guessed = Ftype(llama_ftype::LLAMA_FTYPE_GUESSED as c_int);
-    guard("llama_model_ftype", guessed, || {
+    entry!(Ftype(llama_ftype::LLAMA_FTYPE_GUESSED as c_int), {
         // SAFETY: forwarded contract.
         Ok(Ftype(unsafe { self::model(model) }?.ftype()))
     })
@@ -459,7 +463,7 @@ pub unsafe extern "C" fn llama_model_ftype(model: *const llama_model) -> Ftype {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_size(model: *const llama_model) -> u64 {
-    guard("llama_model_size", 0, || {
+    entry!(0, {
         // SAFETY: forwarded contract.
         Ok(unsafe { self::model(model) }?.size())
     })
@@ -467,7 +471,7 @@ pub unsafe extern "C" fn llama_model_size(model: *const llama_model) -> u64 {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_params(model: *const llama_model) -> u64 {
-    guard("llama_model_n_params", 0, || {
+    entry!(0, {
         // SAFETY: forwarded contract.
         Ok(unsafe { self::model(model) }?.n_params())
     })
@@ -480,7 +484,7 @@ pub unsafe extern "C" fn llama_model_n_params(model: *const llama_model) -> u64 
 /// `name` NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_chat_template(model: *const llama_model, name: *const c_char) -> *const c_char {
-    guard("llama_model_chat_template", std::ptr::null(), || {
+    entry!(std::ptr::null(), {
         // SAFETY: forwarded contract.
         let m = unsafe { self::model(model) }?;
         let key = if name.is_null() {
@@ -495,48 +499,56 @@ pub unsafe extern "C" fn llama_model_chat_template(model: *const llama_model, na
 }
 
 /// None of the supported architectures is an encoder, recurrent, hybrid or diffusion model.
-unsafe fn arch_flag(name: &'static str, p: *const llama_model, value: bool) -> bool {
-    guard(name, false, || {
-        // SAFETY: forwarded contract.
-        unsafe { model(p) }?;
-        Ok(value)
-    })
+unsafe fn arch_flag(p: *const llama_model, value: bool) -> Result<bool> {
+    // SAFETY: forwarded contract.
+    unsafe { model(p) }?;
+    Ok(value)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_encoder(model: *const llama_model) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { arch_flag("llama_model_has_encoder", model, false) }
+    entry!(false, {
+        // SAFETY: forwarded contract.
+        unsafe { arch_flag(model, false) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_decoder(model: *const llama_model) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { arch_flag("llama_model_has_decoder", model, true) }
+    entry!(false, {
+        // SAFETY: forwarded contract.
+        unsafe { arch_flag(model, true) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_recurrent(model: *const llama_model) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { arch_flag("llama_model_is_recurrent", model, false) }
+    entry!(false, {
+        // SAFETY: forwarded contract.
+        unsafe { arch_flag(model, false) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_hybrid(model: *const llama_model) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { arch_flag("llama_model_is_hybrid", model, false) }
+    entry!(false, {
+        // SAFETY: forwarded contract.
+        unsafe { arch_flag(model, false) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_diffusion(model: *const llama_model) -> bool {
-    // SAFETY: forwarded contract.
-    unsafe { arch_flag("llama_model_is_diffusion", model, false) }
+    entry!(false, {
+        // SAFETY: forwarded contract.
+        unsafe { arch_flag(model, false) }
+    })
 }
 
 /// Only encoder-decoder models have a decoder start token.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_decoder_start_token(model: *const llama_model) -> llama_token {
-    guard("llama_model_decoder_start_token", LLAMA_TOKEN_NULL, || {
+    entry!(LLAMA_TOKEN_NULL, {
         // SAFETY: forwarded contract.
         unsafe { self::model(model) }?;
         Ok(LLAMA_TOKEN_NULL)

@@ -1,13 +1,13 @@
 //! Training (not implemented).
 
-use super::not_implemented;
+use super::entry::entry;
 use super::types::*;
 use std::ffi::c_void;
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_opt_param_filter_all(tensor: *const ggml_tensor, userdata: *mut c_void) -> bool {
     let _ = (tensor, userdata);
-    not_implemented("llama_opt_param_filter_all", false)
+    entry!(false, not_implemented)
 }
 
 #[no_mangle]
@@ -17,7 +17,7 @@ pub unsafe extern "C" fn llama_opt_init(
     lopt_params: llama_opt_params,
 ) {
     let _ = (lctx, model, lopt_params);
-    not_implemented("llama_opt_init", ())
+    entry!((), not_implemented)
 }
 
 #[no_mangle]
@@ -39,5 +39,5 @@ pub unsafe extern "C" fn llama_opt_epoch(
         callback_train,
         callback_eval,
     );
-    not_implemented("llama_opt_epoch", ())
+    entry!((), not_implemented)
 }

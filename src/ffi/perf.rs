@@ -1,6 +1,6 @@
 //! Performance counters.
 
-use super::guard;
+use super::entry::entry;
 use super::handle::{self, Ctx};
 use super::types::*;
 
@@ -31,7 +31,7 @@ const NO_CONTEXT_DATA: llama_perf_context_data = llama_perf_context_data {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_perf_context_data {
-    guard("llama_perf_context", NO_CONTEXT_DATA, || {
+    entry!(NO_CONTEXT_DATA, {
         // SAFETY: forwarded contract.
         Ok(context_data(unsafe { handle::ctx(ctx) }?))
     })
@@ -39,7 +39,7 @@ pub unsafe extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
-    guard("llama_perf_context_print", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let d = context_data(unsafe { handle::ctx(ctx) }?);
         let now_ms = 1e-3 * crate::ggml::time_us() as f64;
@@ -69,7 +69,7 @@ pub unsafe extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
-    guard("llama_perf_context_reset", (), || {
+    entry!((), {
         // SAFETY: forwarded contract.
         let c = unsafe { handle::ctx_mut(ctx) }?;
         c.perf.reset();
@@ -78,21 +78,22 @@ pub unsafe extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
     })
 }
 
+const NO_SAMPLER_PERF: llama_perf_sampler_data = llama_perf_sampler_data {
+    t_sample_ms: 0.0,
+    n_sample: 0,
+};
+
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_sampler(chain: *const llama_sampler) -> llama_perf_sampler_data {
-    let zero = llama_perf_sampler_data {
-        t_sample_ms: 0.0,
-        n_sample: 0,
-    };
-    // SAFETY: NULL or a live sampler (contract).
-    guard("llama_perf_sampler", zero, || unsafe {
-        super::sampler::chain_perf(chain)
+    entry!(NO_SAMPLER_PERF, {
+        // SAFETY: NULL or a live sampler (contract).
+        unsafe { super::sampler::chain_perf(chain) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_sampler_print(chain: *const llama_sampler) {
-    guard("llama_perf_sampler_print", (), || {
+    entry!((), {
         // SAFETY: NULL or a live sampler (contract).
         let d = unsafe { super::sampler::chain_perf(chain) }?;
         crate::log_info!(
@@ -106,8 +107,8 @@ pub unsafe extern "C" fn llama_perf_sampler_print(chain: *const llama_sampler) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_sampler_reset(chain: *mut llama_sampler) {
-    // SAFETY: NULL or a live sampler (contract).
-    guard("llama_perf_sampler_reset", (), || unsafe {
-        super::sampler::chain_perf_reset(chain)
+    entry!((), {
+        // SAFETY: NULL or a live sampler (contract).
+        unsafe { super::sampler::chain_perf_reset(chain) }
     })
 }

@@ -8,8 +8,9 @@
 //!
 //! The vtable functions run on the caller's thread, inside whatever llama_sampler_* call reached them.
 
+use super::entry::entry;
+use super::strings::c_str;
 use super::types::*;
-use super::{guard, strings::c_str};
 use crate::error::{Error, Result};
 use crate::sampling::{self, Candidates, Sampler, TokenData, TokenVocab};
 use crate::vocab::Vocab;
@@ -229,7 +230,7 @@ unsafe fn call_free(smpl: *mut llama_sampler) {
 // The vtable of the built-in samplers.
 
 unsafe extern "C" fn rs_name(smpl: *const llama_sampler) -> *const c_char {
-    guard("llama_sampler_name", ptr::null(), || {
+    entry!(as "llama_sampler_name", ptr::null(), {
         // SAFETY: called through our vtable on a live sampler.
         let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
         Ok(s.name().as_ptr())
@@ -237,7 +238,7 @@ unsafe extern "C" fn rs_name(smpl: *const llama_sampler) -> *const c_char {
 }
 
 unsafe extern "C" fn rs_accept(smpl: *mut llama_sampler, token: llama_token) {
-    guard("llama_sampler_accept", (), || {
+    entry!(as "llama_sampler_accept", (), {
         // SAFETY: called through our vtable on a live sampler.
         let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
         s.accept(token);
@@ -246,7 +247,7 @@ unsafe extern "C" fn rs_accept(smpl: *mut llama_sampler, token: llama_token) {
 }
 
 unsafe extern "C" fn rs_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
-    guard("llama_sampler_apply", (), || {
+    entry!(as "llama_sampler_apply", (), {
         // SAFETY: called through our vtable on a live sampler.
         let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
         // SAFETY: the caller's array, per llama_sampler_apply's contract.
@@ -255,7 +256,7 @@ unsafe extern "C" fn rs_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_
 }
 
 unsafe extern "C" fn rs_reset(smpl: *mut llama_sampler) {
-    guard("llama_sampler_reset", (), || {
+    entry!(as "llama_sampler_reset", (), {
         // SAFETY: called through our vtable on a live sampler.
         let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
         s.reset();
@@ -264,7 +265,7 @@ unsafe extern "C" fn rs_reset(smpl: *mut llama_sampler) {
 }
 
 unsafe extern "C" fn rs_clone(smpl: *const llama_sampler) -> *mut llama_sampler {
-    guard("llama_sampler_clone", ptr::null_mut(), || {
+    entry!(as "llama_sampler_clone", ptr::null_mut(), {
         // SAFETY: called through our vtable on a live sampler.
         let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
         Ok(wrap(s.box_clone()))
@@ -272,7 +273,7 @@ unsafe extern "C" fn rs_clone(smpl: *const llama_sampler) -> *mut llama_sampler 
 }
 
 unsafe extern "C" fn rs_free(smpl: *mut llama_sampler) {
-    guard("llama_sampler_free", (), || {
+    entry!(as "llama_sampler_free", (), {
         if !smpl.is_null() {
             // SAFETY: called through our vtable: ctx is `wrap`'s box, released once here.
             let ctx = unsafe { std::mem::replace(&mut (*smpl).ctx, ptr::null_mut()) };
@@ -287,7 +288,7 @@ unsafe extern "C" fn rs_free(smpl: *mut llama_sampler) {
 
 /// Same-type built-in samplers: `dst` takes a copy of `src`'s configuration and state.
 unsafe extern "C" fn rs_copy_state(src: *const llama_sampler, dst: *mut llama_sampler) {
-    guard("llama_sampler_copy", (), || {
+    entry!(as "llama_sampler_copy", (), {
         // SAFETY: called through our vtable on live samplers.
         let s = unsafe { rust_sampler(src) }.ok_or_else(|| Error::invalid("src is not a built-in sampler"))?;
         let copy = s.box_clone();
@@ -343,7 +344,7 @@ unsafe extern "C" fn chain_name(_smpl: *const llama_sampler) -> *const c_char {
 }
 
 unsafe extern "C" fn chain_accept(smpl: *mut llama_sampler, token: llama_token) {
-    guard("llama_sampler_accept", (), || {
+    entry!(as "llama_sampler_accept", (), {
         // SAFETY: called through our vtable on a live chain.
         let t0 = unsafe { perf_start(smpl) };
         for i in 0.. {
@@ -364,7 +365,7 @@ unsafe extern "C" fn chain_accept(smpl: *mut llama_sampler, token: llama_token) 
 }
 
 unsafe extern "C" fn chain_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
-    guard("llama_sampler_apply", (), || {
+    entry!(as "llama_sampler_apply", (), {
         // SAFETY: called through our vtable on a live chain.
         let t0 = unsafe { perf_start(smpl) };
         for i in 0.. {
@@ -382,7 +383,7 @@ unsafe extern "C" fn chain_apply(smpl: *mut llama_sampler, cur_p: *mut llama_tok
 }
 
 unsafe extern "C" fn chain_reset(smpl: *mut llama_sampler) {
-    guard("llama_sampler_reset", (), || {
+    entry!(as "llama_sampler_reset", (), {
         for i in 0.. {
             // SAFETY: called through our vtable on a live chain; children live while owned.
             let Some(child) = (unsafe { chain_child(smpl, i) }) else {
@@ -396,7 +397,7 @@ unsafe extern "C" fn chain_reset(smpl: *mut llama_sampler) {
 }
 
 unsafe extern "C" fn chain_clone(smpl: *const llama_sampler) -> *mut llama_sampler {
-    guard("llama_sampler_clone", ptr::null_mut(), || {
+    entry!(as "llama_sampler_clone", ptr::null_mut(), {
         // SAFETY: called through our vtable on a live chain.
         let no_perf = unsafe { as_chain(smpl) }?.no_perf;
         let result = new_chain(no_perf);
@@ -425,7 +426,7 @@ unsafe extern "C" fn chain_clone(smpl: *const llama_sampler) -> *mut llama_sampl
 }
 
 unsafe extern "C" fn chain_free(smpl: *mut llama_sampler) {
-    guard("llama_sampler_free", (), || {
+    entry!(as "llama_sampler_free", (), {
         // SAFETY: called through our vtable on a live chain: ctx is `new_chain`'s box, released once here.
         let ctx = unsafe { std::mem::replace(&mut (*smpl).ctx, ptr::null_mut()) };
         if !ctx.is_null() {
@@ -442,7 +443,7 @@ unsafe extern "C" fn chain_free(smpl: *mut llama_sampler) {
 
 /// Chains of the same shape: each child copies its counterpart, and the perf counters follow.
 unsafe extern "C" fn chain_copy_state(src: *const llama_sampler, dst: *mut llama_sampler) {
-    guard("llama_sampler_copy", (), || {
+    entry!(as "llama_sampler_copy", (), {
         // SAFETY: called through our vtable on live chains (distinct, checked by llama_sampler_copy).
         let (s, d) = unsafe { (as_chain(src)?, as_chain(dst)?) };
         if s.samplers.len() != d.samplers.len() {
@@ -620,7 +621,7 @@ pub unsafe extern "C" fn llama_set_sampler(
     seq_id: llama_seq_id,
     smpl: *mut llama_sampler,
 ) -> bool {
-    guard("llama_set_sampler", false, || {
+    entry!(false, {
         if ctx.is_null() {
             return Err(Error::invalid("ctx is NULL"));
         }
@@ -643,26 +644,28 @@ pub unsafe extern "C" fn llama_sampler_init(
     iface: *mut llama_sampler_i,
     ctx: llama_sampler_context_t,
 ) -> *mut llama_sampler {
-    guard("llama_sampler_init", ptr::null_mut(), || Ok(new_sampler(iface, ctx)))
+    entry!(ptr::null_mut(), { Ok(new_sampler(iface, ctx)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_name(smpl: *const llama_sampler) -> *const c_char {
-    guard("llama_sampler_name", c"(null)".as_ptr(), || {
+    entry!(c"(null)".as_ptr(), {
         // SAFETY: NULL or live by contract.
         let s = unsafe { smpl.as_ref() }.ok_or_else(|| Error::invalid("smpl is NULL"))?;
         // SAFETY: as above.
-        match unsafe { s.iface.as_ref() }.and_then(|i| i.name) {
+        let name = match unsafe { s.iface.as_ref() }.and_then(|i| i.name) {
             // SAFETY: the sampler's own function on the sampler.
-            Some(f) => Ok(unsafe { f(smpl) }),
-            None => Ok(c"(null)".as_ptr()),
-        }
+            Some(f) => unsafe { f(smpl) },
+            None => ptr::null(),
+        };
+        // A client sampler may name itself NULL; llama.cpp prints "(null)" for it.
+        Ok(if name.is_null() { c"(null)".as_ptr() } else { name })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_accept(smpl: *mut llama_sampler, token: llama_token) {
-    guard("llama_sampler_accept", (), || {
+    entry!((), {
         // SAFETY: NULL or live by contract.
         unsafe { call_accept(smpl, token) };
         Ok(())
@@ -671,7 +674,7 @@ pub unsafe extern "C" fn llama_sampler_accept(smpl: *mut llama_sampler, token: l
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
-    guard("llama_sampler_apply", (), || {
+    entry!((), {
         if smpl.is_null() {
             return Ok(());
         }
@@ -682,7 +685,7 @@ pub unsafe extern "C" fn llama_sampler_apply(smpl: *mut llama_sampler, cur_p: *m
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_reset(smpl: *mut llama_sampler) {
-    guard("llama_sampler_reset", (), || {
+    entry!((), {
         // SAFETY: NULL or live by contract.
         unsafe { call_reset(smpl) };
         Ok(())
@@ -691,7 +694,7 @@ pub unsafe extern "C" fn llama_sampler_reset(smpl: *mut llama_sampler) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_clone(smpl: *const llama_sampler) -> *mut llama_sampler {
-    guard("llama_sampler_clone", ptr::null_mut(), || {
+    entry!(ptr::null_mut(), {
         if smpl.is_null() {
             return Ok(ptr::null_mut());
         }
@@ -702,13 +705,15 @@ pub unsafe extern "C" fn llama_sampler_clone(smpl: *const llama_sampler) -> *mut
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_copy(src: *const llama_sampler, dst: *mut llama_sampler) {
-    // SAFETY: NULL or live by contract.
-    guard("llama_sampler_copy", (), || unsafe { copy(src, dst) })
+    entry!((), {
+        // SAFETY: NULL or live by contract.
+        unsafe { copy(src, dst) }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_free(smpl: *mut llama_sampler) {
-    guard("llama_sampler_free", (), || {
+    entry!((), {
         // SAFETY: NULL or a sampler from this library, freed once (contract).
         unsafe { call_free(smpl) };
         Ok(())
@@ -717,14 +722,12 @@ pub unsafe extern "C" fn llama_sampler_free(smpl: *mut llama_sampler) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_init(params: llama_sampler_chain_params) -> *mut llama_sampler {
-    guard("llama_sampler_chain_init", ptr::null_mut(), || {
-        Ok(new_chain(params.no_perf))
-    })
+    entry!(ptr::null_mut(), { Ok(new_chain(params.no_perf)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_add(chain: *mut llama_sampler, smpl: *mut llama_sampler) {
-    guard("llama_sampler_chain_add", (), || {
+    entry!((), {
         if smpl.is_null() || ptr::eq(smpl, chain) {
             return Err(Error::invalid("smpl is NULL or the chain itself"));
         }
@@ -736,7 +739,7 @@ pub unsafe extern "C" fn llama_sampler_chain_add(chain: *mut llama_sampler, smpl
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_get(chain: *mut llama_sampler, i: i32) -> *mut llama_sampler {
-    guard("llama_sampler_chain_get", ptr::null_mut(), || {
+    entry!(ptr::null_mut(), {
         // SAFETY: NULL or live by contract.
         if !unsafe { is(chain, &CHAIN_IFACE) } {
             return Ok(ptr::null_mut());
@@ -755,7 +758,7 @@ pub unsafe extern "C" fn llama_sampler_chain_get(chain: *mut llama_sampler, i: i
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_n(chain: *const llama_sampler) -> i32 {
-    guard("llama_sampler_chain_n", -1, || {
+    entry!(-1, {
         // SAFETY: NULL or live by contract.
         Ok(i32::try_from(unsafe { as_chain(chain) }?.samplers.len()).unwrap_or(i32::MAX))
     })
@@ -763,7 +766,7 @@ pub unsafe extern "C" fn llama_sampler_chain_n(chain: *const llama_sampler) -> i
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_remove(chain: *mut llama_sampler, i: i32) -> *mut llama_sampler {
-    guard("llama_sampler_chain_remove", ptr::null_mut(), || {
+    entry!(ptr::null_mut(), {
         // SAFETY: NULL or live by contract.
         let c = unsafe { as_chain(chain) }?;
         match usize::try_from(i).ok().filter(|&i| i < c.samplers.len()) {
@@ -774,64 +777,62 @@ pub unsafe extern "C" fn llama_sampler_chain_remove(chain: *mut llama_sampler, i
 }
 
 /// The body of a constructor: the sampler, or NULL with the reason logged.
-fn make(name: &'static str, f: impl FnOnce() -> Result<BoxedSampler>) -> *mut llama_sampler {
-    guard(name, ptr::null_mut(), || f().map(wrap))
+fn make(f: impl FnOnce() -> Result<BoxedSampler>) -> Result<*mut llama_sampler> {
+    f().map(wrap)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_greedy() -> *mut llama_sampler {
-    make("llama_sampler_init_greedy", || Ok(Box::new(sampling::Greedy)))
+    entry!(ptr::null_mut(), { make(|| Ok(Box::new(sampling::Greedy))) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_dist(seed: u32) -> *mut llama_sampler {
-    make("llama_sampler_init_dist", || Ok(Box::new(sampling::Dist::new(seed))))
+    entry!(ptr::null_mut(), { make(|| Ok(Box::new(sampling::Dist::new(seed)))) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_top_k(k: i32) -> *mut llama_sampler {
-    make("llama_sampler_init_top_k", || Ok(sampling::TopK::boxed(k)))
+    entry!(ptr::null_mut(), { make(|| Ok(sampling::TopK::boxed(k))) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_top_p(p: f32, min_keep: usize) -> *mut llama_sampler {
-    make("llama_sampler_init_top_p", || Ok(sampling::TopP::boxed(p, min_keep)))
+    entry!(ptr::null_mut(), { make(|| Ok(sampling::TopP::boxed(p, min_keep))) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_min_p(p: f32, min_keep: usize) -> *mut llama_sampler {
-    make("llama_sampler_init_min_p", || Ok(sampling::MinP::boxed(p, min_keep)))
+    entry!(ptr::null_mut(), { make(|| Ok(sampling::MinP::boxed(p, min_keep))) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_typical(p: f32, min_keep: usize) -> *mut llama_sampler {
-    make("llama_sampler_init_typical", || {
-        Ok(sampling::Typical::boxed(p, min_keep))
-    })
+    entry!(ptr::null_mut(), { make(|| Ok(sampling::Typical::boxed(p, min_keep))) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_temp(t: f32) -> *mut llama_sampler {
-    make("llama_sampler_init_temp", || Ok(sampling::Temp::boxed(t)))
+    entry!(ptr::null_mut(), { make(|| Ok(sampling::Temp::boxed(t))) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_temp_ext(t: f32, delta: f32, exponent: f32) -> *mut llama_sampler {
-    make("llama_sampler_init_temp_ext", || {
-        Ok(sampling::TempExt::boxed(t, delta, exponent))
+    entry!(ptr::null_mut(), {
+        make(|| Ok(sampling::TempExt::boxed(t, delta, exponent)))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_xtc(p: f32, t: f32, min_keep: usize, seed: u32) -> *mut llama_sampler {
-    make("llama_sampler_init_xtc", || {
-        Ok(sampling::Xtc::boxed(p, t, min_keep, seed))
+    entry!(ptr::null_mut(), {
+        make(|| Ok(sampling::Xtc::boxed(p, t, min_keep, seed)))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_top_n_sigma(n: f32) -> *mut llama_sampler {
-    make("llama_sampler_init_top_n_sigma", || Ok(sampling::TopNSigma::boxed(n)))
+    entry!(ptr::null_mut(), { make(|| Ok(sampling::TopNSigma::boxed(n))) })
 }
 
 #[no_mangle]
@@ -842,15 +843,15 @@ pub unsafe extern "C" fn llama_sampler_init_mirostat(
     eta: f32,
     m: i32,
 ) -> *mut llama_sampler {
-    make("llama_sampler_init_mirostat", || {
-        Ok(Box::new(sampling::Mirostat::new(n_vocab, seed, tau, eta, m)))
+    entry!(ptr::null_mut(), {
+        make(|| Ok(Box::new(sampling::Mirostat::new(n_vocab, seed, tau, eta, m))))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_mirostat_v2(seed: u32, tau: f32, eta: f32) -> *mut llama_sampler {
-    make("llama_sampler_init_mirostat_v2", || {
-        Ok(Box::new(sampling::MirostatV2::new(seed, tau, eta)))
+    entry!(ptr::null_mut(), {
+        make(|| Ok(Box::new(sampling::MirostatV2::new(seed, tau, eta))))
     })
 }
 
@@ -860,15 +861,14 @@ pub unsafe extern "C" fn llama_sampler_init_mirostat_v2(seed: u32, tau: f32, eta
 /// # Safety
 /// Pointers as the three public constructors document them.
 unsafe fn init_grammar(
-    name: &'static str,
     vocab: *const llama_vocab,
     grammar_str: *const c_char,
     grammar_root: *const c_char,
     lazy: bool,
     trigger_patterns: Vec<Vec<u8>>,
     trigger_tokens: (*const llama_token, usize),
-) -> *mut llama_sampler {
-    make(name, || {
+) -> Result<*mut llama_sampler> {
+    make(|| {
         // SAFETY: NULL or NUL-terminated (contract).
         let source = if grammar_str.is_null() {
             &[][..]
@@ -897,38 +897,10 @@ pub unsafe extern "C" fn llama_sampler_init_grammar(
     grammar_str: *const c_char,
     grammar_root: *const c_char,
 ) -> *mut llama_sampler {
-    // SAFETY: forwarded contract.
-    unsafe {
-        init_grammar(
-            "llama_sampler_init_grammar",
-            vocab,
-            grammar_str,
-            grammar_root,
-            false,
-            Vec::new(),
-            (ptr::null(), 0),
-        )
-    }
-}
-
-/// A lazy grammar sampler from trigger patterns already read (None: reading them failed and was
-/// reported).
-///
-/// # Safety
-/// As [`init_grammar`].
-unsafe fn init_lazy(
-    name: &'static str,
-    vocab: *const llama_vocab,
-    grammar_str: *const c_char,
-    grammar_root: *const c_char,
-    patterns: Option<Vec<Vec<u8>>>,
-    triggers: (*const llama_token, usize),
-) -> *mut llama_sampler {
-    let Some(patterns) = patterns else {
-        return ptr::null_mut();
-    };
-    // SAFETY: forwarded contract.
-    unsafe { init_grammar(name, vocab, grammar_str, grammar_root, true, patterns, triggers) }
+    entry!(ptr::null_mut(), {
+        // SAFETY: forwarded contract.
+        unsafe { init_grammar(vocab, grammar_str, grammar_root, false, Vec::new(), (ptr::null(), 0)) }
+    })
 }
 
 #[deprecated]
@@ -942,29 +914,20 @@ pub unsafe extern "C" fn llama_sampler_init_grammar_lazy(
     trigger_tokens: *const llama_token,
     num_trigger_tokens: usize,
 ) -> *mut llama_sampler {
-    const NAME: &str = "llama_sampler_init_grammar_lazy";
-    // The words become one pattern, as llama.cpp builds it.
-    let patterns = guard(NAME, None, || {
+    entry!(ptr::null_mut(), {
         // SAFETY: `trigger_words` holds its count of strings (contract).
         let words = unsafe { c_str_list(trigger_words, num_trigger_words, "trigger_words") }?;
         let words: Vec<&[u8]> = words.into_iter().map(Option::unwrap_or_default).collect();
-        Ok(Some(if words.is_empty() {
+        // The words become one pattern, as llama.cpp builds it.
+        let patterns = if words.is_empty() {
             Vec::new()
         } else {
             vec![sampling::grammar::trigger_words_pattern(&words)]
-        }))
-    });
-    // SAFETY: forwarded contract.
-    unsafe {
-        init_lazy(
-            NAME,
-            vocab,
-            grammar_str,
-            grammar_root,
-            patterns,
-            (trigger_tokens, num_trigger_tokens),
-        )
-    }
+        };
+        let triggers = (trigger_tokens, num_trigger_tokens);
+        // SAFETY: forwarded contract.
+        unsafe { init_grammar(vocab, grammar_str, grammar_root, true, patterns, triggers) }
+    })
 }
 
 #[no_mangle]
@@ -977,26 +940,15 @@ pub unsafe extern "C" fn llama_sampler_init_grammar_lazy_patterns(
     trigger_tokens: *const llama_token,
     num_trigger_tokens: usize,
 ) -> *mut llama_sampler {
-    const NAME: &str = "llama_sampler_init_grammar_lazy_patterns";
-    let patterns = guard(NAME, None, || {
+    entry!(ptr::null_mut(), {
         // SAFETY: `trigger_patterns` holds its count of strings (contract).
         let list = unsafe { c_str_list(trigger_patterns, num_trigger_patterns, "trigger_patterns") }?;
         let patterns: Option<Vec<Vec<u8>>> = list.into_iter().map(|p| p.map(<[u8]>::to_vec)).collect();
-        patterns
-            .map(Some)
-            .ok_or_else(|| Error::invalid("a trigger pattern is NULL"))
-    });
-    // SAFETY: forwarded contract.
-    unsafe {
-        init_lazy(
-            NAME,
-            vocab,
-            grammar_str,
-            grammar_root,
-            patterns,
-            (trigger_tokens, num_trigger_tokens),
-        )
-    }
+        let patterns = patterns.ok_or_else(|| Error::invalid("a trigger pattern is NULL"))?;
+        let triggers = (trigger_tokens, num_trigger_tokens);
+        // SAFETY: forwarded contract.
+        unsafe { init_grammar(vocab, grammar_str, grammar_root, true, patterns, triggers) }
+    })
 }
 
 #[no_mangle]
@@ -1009,13 +961,15 @@ pub unsafe extern "C" fn llama_sampler_init_penalties(
 ) -> *mut llama_sampler {
     // n_vocab is unused on the CPU path, as in llama.cpp.
     let _ = n_vocab;
-    make("llama_sampler_init_penalties", || {
-        Ok(sampling::Penalties::boxed(
-            penalty_last_n,
-            penalty_repeat,
-            penalty_freq,
-            penalty_present,
-        ))
+    entry!(ptr::null_mut(), {
+        make(|| {
+            Ok(sampling::Penalties::boxed(
+                penalty_last_n,
+                penalty_repeat,
+                penalty_freq,
+                penalty_present,
+            ))
+        })
     })
 }
 
@@ -1029,31 +983,33 @@ pub unsafe extern "C" fn llama_sampler_init_dry(
     seq_breakers: *mut *const c_char,
     num_breakers: usize,
 ) -> *mut llama_sampler {
-    make("llama_sampler_init_dry", || {
-        // SAFETY: `seq_breakers` holds its count of strings (contract).
-        let breakers = unsafe { c_str_list(seq_breakers, num_breakers, "seq_breakers") }?;
-        let breakers: Vec<&[u8]> = breakers.into_iter().map(Option::unwrap_or_default).collect();
-        let vocab: Option<&dyn TokenVocab> = if vocab.is_null() {
-            None
-        } else {
-            // SAFETY: a live vocabulary (contract), only used during this call.
-            Some(unsafe { sampler_vocab(vocab) }?)
-        };
-        sampling::Dry::boxed(
-            vocab,
-            dry_multiplier,
-            dry_base,
-            dry_allowed_length,
-            dry_penalty_last_n,
-            &breakers,
-        )
+    entry!(ptr::null_mut(), {
+        make(|| {
+            // SAFETY: `seq_breakers` holds its count of strings (contract).
+            let breakers = unsafe { c_str_list(seq_breakers, num_breakers, "seq_breakers") }?;
+            let breakers: Vec<&[u8]> = breakers.into_iter().map(Option::unwrap_or_default).collect();
+            let vocab: Option<&dyn TokenVocab> = if vocab.is_null() {
+                None
+            } else {
+                // SAFETY: a live vocabulary (contract), only used during this call.
+                Some(unsafe { sampler_vocab(vocab) }?)
+            };
+            sampling::Dry::boxed(
+                vocab,
+                dry_multiplier,
+                dry_base,
+                dry_allowed_length,
+                dry_penalty_last_n,
+                &breakers,
+            )
+        })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_adaptive_p(target: f32, decay: f32, seed: u32) -> *mut llama_sampler {
-    make("llama_sampler_init_adaptive_p", || {
-        Ok(Box::new(sampling::AdaptiveP::new(target, decay, seed)))
+    entry!(ptr::null_mut(), {
+        make(|| Ok(Box::new(sampling::AdaptiveP::new(target, decay, seed))))
     })
 }
 
@@ -1064,28 +1020,32 @@ pub unsafe extern "C" fn llama_sampler_init_logit_bias(
     logit_bias: *const llama_logit_bias,
 ) -> *mut llama_sampler {
     let _ = n_vocab;
-    make("llama_sampler_init_logit_bias", || {
-        let n = usize::try_from(n_logit_bias).unwrap_or(0);
-        // SAFETY: `logit_bias` holds `n_logit_bias` entries (contract).
-        let biases = unsafe { c_slice(logit_bias, n, "logit_bias") }?;
-        Ok(sampling::LogitBias::boxed(
-            biases.iter().map(|b| (b.token, b.bias)).collect(),
-        ))
+    entry!(ptr::null_mut(), {
+        make(|| {
+            let n = usize::try_from(n_logit_bias).unwrap_or(0);
+            // SAFETY: `logit_bias` holds `n_logit_bias` entries (contract).
+            let biases = unsafe { c_slice(logit_bias, n, "logit_bias") }?;
+            Ok(sampling::LogitBias::boxed(
+                biases.iter().map(|b| (b.token, b.bias)).collect(),
+            ))
+        })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_infill(vocab: *const llama_vocab) -> *mut llama_sampler {
-    make("llama_sampler_init_infill", || {
-        // SAFETY: NULL or live, kept alive by the caller as long as the sampler (contract).
-        let vocab = unsafe { sampler_vocab(vocab) }?;
-        Ok(Box::new(sampling::Infill::new(vocab)))
+    entry!(ptr::null_mut(), {
+        make(|| {
+            // SAFETY: NULL or live, kept alive by the caller as long as the sampler (contract).
+            let vocab = unsafe { sampler_vocab(vocab) }?;
+            Ok(Box::new(sampling::Infill::new(vocab)))
+        })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_get_seed(smpl: *const llama_sampler) -> u32 {
-    guard("llama_sampler_get_seed", LLAMA_DEFAULT_SEED, || {
+    entry!(LLAMA_DEFAULT_SEED, {
         if smpl.is_null() {
             return Err(Error::invalid("smpl is NULL"));
         }
@@ -1122,7 +1082,7 @@ pub unsafe extern "C" fn llama_sampler_sample(
     ctx: *mut llama_context,
     idx: i32,
 ) -> llama_token {
-    guard("llama_sampler_sample", LLAMA_TOKEN_NULL, || {
+    entry!(LLAMA_TOKEN_NULL, {
         if smpl.is_null() {
             return Err(Error::invalid("smpl is NULL"));
         }

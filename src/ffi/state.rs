@@ -1,7 +1,7 @@
 //! State save and restore: llama.cpp's state data and session files (`kv::Layout` describes the
 //! layout). Sizes and reads report failure as 0 (false for the file calls) with a log line.
 
-use super::guard;
+use super::entry::entry;
 use super::handle::{ctx_mut, Ctx};
 use super::strings::c_str;
 use super::types::*;
@@ -28,7 +28,9 @@ fn seq_data(c: &mut Ctx, seq: llama_seq_id, flags: llama_state_seq_flags) -> Res
 }
 
 /// Caller memory of unknown length (llama.h's deprecated calls without a size): read as far as the
-/// data says it goes, as llama.cpp does.
+/// data says it goes, as llama.cpp does, but every count in it is checked against what this context
+/// could have written before the bytes it announces are taken (`kv::state`), so corrupt data is
+/// refused instead of read past.
 struct UnboundedSource {
     p: *const u8,
     at: usize,
@@ -88,52 +90,48 @@ fn swa_only(flags: llama_state_seq_flags) -> bool {
 
 /// # Safety
 /// `ctx` is NULL or a live context handle used by this thread only.
-unsafe fn state_size(name: &'static str, ctx: *mut llama_context) -> usize {
+unsafe fn state_size(ctx: *mut llama_context) -> Result<usize> {
     // SAFETY: forwarded contract.
-    guard(name, 0, || Ok(unsafe { ctx_mut(ctx) }?.state_save()?.len()))
+    Ok(unsafe { ctx_mut(ctx) }?.state_save()?.len())
 }
 
 /// # Safety
 /// As [`state_size`]; `dst` is valid for `size` bytes.
-unsafe fn state_get(name: &'static str, ctx: *mut llama_context, dst: *mut u8, size: usize) -> usize {
-    guard(name, 0, || {
-        // SAFETY: forwarded contract.
-        let data = unsafe { ctx_mut(ctx) }?.state_save()?;
-        // SAFETY: forwarded contract.
-        unsafe { copy_out(&data, dst, size) }
-    })
+unsafe fn state_get(ctx: *mut llama_context, dst: *mut u8, size: usize) -> Result<usize> {
+    // SAFETY: forwarded contract.
+    let data = unsafe { ctx_mut(ctx) }?.state_save()?;
+    // SAFETY: forwarded contract.
+    unsafe { copy_out(&data, dst, size) }
 }
 
 /// # Safety
 /// As [`state_size`]; `src` as [`source`].
-unsafe fn state_set(name: &'static str, ctx: *mut llama_context, src: *const u8, size: usize) -> usize {
-    guard(name, 0, || {
-        // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) }?;
-        // SAFETY: forwarded contract.
-        let mut src = unsafe { source(src, size) }?;
-        c.state_load(src.as_mut())?;
-        Ok(src.consumed())
-    })
+unsafe fn state_set(ctx: *mut llama_context, src: *const u8, size: usize) -> Result<usize> {
+    // SAFETY: forwarded contract.
+    let c = unsafe { ctx_mut(ctx) }?;
+    // SAFETY: forwarded contract.
+    let mut src = unsafe { source(src, size) }?;
+    c.state_load(src.as_mut())?;
+    Ok(src.consumed())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_state_get_size(ctx: *mut llama_context) -> usize {
     // SAFETY: llama.h's contract on `ctx`.
-    unsafe { state_size("llama_state_get_size", ctx) }
+    entry!(0, { unsafe { state_size(ctx) } })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_state_size(ctx: *mut llama_context) -> usize {
     // SAFETY: llama.h's contract on `ctx`.
-    unsafe { state_size("llama_get_state_size", ctx) }
+    entry!(0, { unsafe { state_size(ctx) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_state_get_data(ctx: *mut llama_context, dst: *mut u8, size: usize) -> usize {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe { state_get("llama_state_get_data", ctx, dst, size) }
+    entry!(0, { unsafe { state_get(ctx, dst, size) } })
 }
 
 /// Deprecated: `dst` must hold `llama_state_get_size` bytes.
@@ -141,13 +139,13 @@ pub unsafe extern "C" fn llama_state_get_data(ctx: *mut llama_context, dst: *mut
 #[no_mangle]
 pub unsafe extern "C" fn llama_copy_state_data(ctx: *mut llama_context, dst: *mut u8) -> usize {
     // SAFETY: llama.h's contract: `dst` holds the whole state.
-    unsafe { state_get("llama_copy_state_data", ctx, dst, usize::MAX) }
+    entry!(0, { unsafe { state_get(ctx, dst, usize::MAX) } })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_state_set_data(ctx: *mut llama_context, src: *const u8, size: usize) -> usize {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe { state_set("llama_state_set_data", ctx, src, size) }
+    entry!(0, { unsafe { state_set(ctx, src, size) } })
 }
 
 /// Deprecated: reads as much as the state data at `src` says it holds.
@@ -155,7 +153,7 @@ pub unsafe extern "C" fn llama_state_set_data(ctx: *mut llama_context, src: *con
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_state_data(ctx: *mut llama_context, src: *const u8) -> usize {
     // SAFETY: llama.h's contract: `src` holds state data.
-    unsafe { state_set("llama_set_state_data", ctx, src, usize::MAX) }
+    entry!(0, { unsafe { state_set(ctx, src, usize::MAX) } })
 }
 
 /// The tokens argument of the save calls.
@@ -255,42 +253,36 @@ unsafe fn tokens_out(tokens: &[llama_token], out: *mut llama_token, count: *mut 
 /// # Safety
 /// llama.h's contract for `llama_state_save_file`.
 unsafe fn save_file(
-    name: &'static str,
     ctx: *mut llama_context,
     path: *const c_char,
     tokens: *const llama_token,
     n: usize,
-) -> bool {
-    guard(name, false, || {
-        // SAFETY: forwarded contract.
-        let (c, path, tokens) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?, tokens_in(tokens, n)?) };
-        let body = c.state_save()?;
-        write_file(path, &file_head(SESSION_MAGIC, SESSION_VERSION, tokens)?, &body)?;
-        Ok(true)
-    })
+) -> Result<bool> {
+    // SAFETY: forwarded contract.
+    let (c, path, tokens) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?, tokens_in(tokens, n)?) };
+    let body = c.state_save()?;
+    write_file(path, &file_head(SESSION_MAGIC, SESSION_VERSION, tokens)?, &body)?;
+    Ok(true)
 }
 
 /// # Safety
 /// llama.h's contract for `llama_state_load_file`.
 unsafe fn load_file(
-    name: &'static str,
     ctx: *mut llama_context,
     path: *const c_char,
     out: *mut llama_token,
     capacity: usize,
     count: *mut usize,
-) -> bool {
-    guard(name, false, || {
-        // SAFETY: forwarded contract.
-        let (c, path) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?) };
-        let (tokens, rest) = read_file(path, SESSION_MAGIC, SESSION_VERSION)?;
-        check_tokens_out(&tokens, out, capacity, count)?;
-        let mut src = SliceSource::new(&rest);
-        load_exactly(c, &mut src, rest.len())?;
-        // SAFETY: forwarded contract.
-        unsafe { tokens_out(&tokens, out, count) };
-        Ok(true)
-    })
+) -> Result<bool> {
+    // SAFETY: forwarded contract.
+    let (c, path) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?) };
+    let (tokens, rest) = read_file(path, SESSION_MAGIC, SESSION_VERSION)?;
+    check_tokens_out(&tokens, out, capacity, count)?;
+    let mut src = SliceSource::new(&rest);
+    load_exactly(c, &mut src, rest.len())?;
+    // SAFETY: forwarded contract.
+    unsafe { tokens_out(&tokens, out, count) };
+    Ok(true)
 }
 
 /// Restore a whole state that must use all `len` bytes of `src`.
@@ -314,16 +306,9 @@ pub unsafe extern "C" fn llama_state_load_file(
     n_token_count_out: *mut usize,
 ) -> bool {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe {
-        load_file(
-            "llama_state_load_file",
-            ctx,
-            path_session,
-            tokens_out,
-            n_token_capacity,
-            n_token_count_out,
-        )
-    }
+    entry!(false, {
+        unsafe { load_file(ctx, path_session, tokens_out, n_token_capacity, n_token_count_out) }
+    })
 }
 
 #[deprecated]
@@ -336,16 +321,9 @@ pub unsafe extern "C" fn llama_load_session_file(
     n_token_count_out: *mut usize,
 ) -> bool {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe {
-        load_file(
-            "llama_load_session_file",
-            ctx,
-            path_session,
-            tokens_out,
-            n_token_capacity,
-            n_token_count_out,
-        )
-    }
+    entry!(false, {
+        unsafe { load_file(ctx, path_session, tokens_out, n_token_capacity, n_token_count_out) }
+    })
 }
 
 #[no_mangle]
@@ -356,7 +334,9 @@ pub unsafe extern "C" fn llama_state_save_file(
     n_token_count: usize,
 ) -> bool {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe { save_file("llama_state_save_file", ctx, path_session, tokens, n_token_count) }
+    entry!(false, {
+        unsafe { save_file(ctx, path_session, tokens, n_token_count) }
+    })
 }
 
 #[deprecated]
@@ -368,67 +348,58 @@ pub unsafe extern "C" fn llama_save_session_file(
     n_token_count: usize,
 ) -> bool {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe { save_file("llama_save_session_file", ctx, path_session, tokens, n_token_count) }
+    entry!(false, {
+        unsafe { save_file(ctx, path_session, tokens, n_token_count) }
+    })
 }
 
 /// # Safety
 /// `ctx` is NULL or a live context handle used by this thread only.
-unsafe fn seq_size(
-    name: &'static str,
-    ctx: *mut llama_context,
-    seq: llama_seq_id,
-    flags: llama_state_seq_flags,
-) -> usize {
+unsafe fn seq_size(ctx: *mut llama_context, seq: llama_seq_id, flags: llama_state_seq_flags) -> Result<usize> {
     // SAFETY: forwarded contract.
-    guard(name, 0, || Ok(seq_data(unsafe { ctx_mut(ctx) }?, seq, flags)?.len()))
+    Ok(seq_data(unsafe { ctx_mut(ctx) }?, seq, flags)?.len())
 }
 
 /// # Safety
 /// As [`seq_size`]; `dst` is valid for `size` bytes.
 unsafe fn seq_get(
-    name: &'static str,
     ctx: *mut llama_context,
     dst: *mut u8,
     size: usize,
     seq: llama_seq_id,
     flags: llama_state_seq_flags,
-) -> usize {
-    guard(name, 0, || {
-        // SAFETY: forwarded contract.
-        let data = seq_data(unsafe { ctx_mut(ctx) }?, seq, flags)?;
-        // SAFETY: forwarded contract.
-        unsafe { copy_out(&data, dst, size) }
-    })
+) -> Result<usize> {
+    // SAFETY: forwarded contract.
+    let data = seq_data(unsafe { ctx_mut(ctx) }?, seq, flags)?;
+    // SAFETY: forwarded contract.
+    unsafe { copy_out(&data, dst, size) }
 }
 
 /// # Safety
 /// As [`seq_size`]; `src` is valid for `size` bytes.
 unsafe fn seq_set(
-    name: &'static str,
     ctx: *mut llama_context,
     src: *const u8,
     size: usize,
     dest: llama_seq_id,
     flags: llama_state_seq_flags,
-) -> usize {
-    guard(name, 0, || {
-        // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) }?;
-        // SAFETY: forwarded contract.
-        let mut src = unsafe { source(src, size) }?;
-        let head = src.take(8)?;
-        if head[..4] != SEQ_DATA_MAGIC.to_le_bytes() {
-            return Err(Error::invalid("not sequence state data (wrong magic)"));
-        }
-        c.seq_state_load(dest, swa_only(flags), src.as_mut())?;
-        Ok(src.consumed())
-    })
+) -> Result<usize> {
+    // SAFETY: forwarded contract.
+    let c = unsafe { ctx_mut(ctx) }?;
+    // SAFETY: forwarded contract.
+    let mut src = unsafe { source(src, size) }?;
+    let head = src.take(8)?;
+    if head[..4] != SEQ_DATA_MAGIC.to_le_bytes() {
+        return Err(Error::invalid("not sequence state data (wrong magic)"));
+    }
+    c.seq_state_load(dest, swa_only(flags), src.as_mut())?;
+    Ok(src.consumed())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_state_seq_get_size(ctx: *mut llama_context, seq_id: llama_seq_id) -> usize {
     // SAFETY: llama.h's contract on `ctx`.
-    unsafe { seq_size("llama_state_seq_get_size", ctx, seq_id, LLAMA_STATE_SEQ_FLAGS_NONE) }
+    entry!(0, { unsafe { seq_size(ctx, seq_id, LLAMA_STATE_SEQ_FLAGS_NONE) } })
 }
 
 #[no_mangle]
@@ -439,16 +410,9 @@ pub unsafe extern "C" fn llama_state_seq_get_data(
     seq_id: llama_seq_id,
 ) -> usize {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe {
-        seq_get(
-            "llama_state_seq_get_data",
-            ctx,
-            dst,
-            size,
-            seq_id,
-            LLAMA_STATE_SEQ_FLAGS_NONE,
-        )
-    }
+    entry!(0, {
+        unsafe { seq_get(ctx, dst, size, seq_id, LLAMA_STATE_SEQ_FLAGS_NONE) }
+    })
 }
 
 #[no_mangle]
@@ -459,16 +423,9 @@ pub unsafe extern "C" fn llama_state_seq_set_data(
     dest_seq_id: llama_seq_id,
 ) -> usize {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe {
-        seq_set(
-            "llama_state_seq_set_data",
-            ctx,
-            src,
-            size,
-            dest_seq_id,
-            LLAMA_STATE_SEQ_FLAGS_NONE,
-        )
-    }
+    entry!(0, {
+        unsafe { seq_set(ctx, src, size, dest_seq_id, LLAMA_STATE_SEQ_FLAGS_NONE) }
+    })
 }
 
 #[no_mangle]
@@ -479,7 +436,7 @@ pub unsafe extern "C" fn llama_state_seq_save_file(
     tokens: *const llama_token,
     n_token_count: usize,
 ) -> usize {
-    guard("llama_state_seq_save_file", 0, || {
+    entry!(0, {
         // SAFETY: llama.h's contract on the arguments.
         let (c, path, tokens) = unsafe {
             (
@@ -504,7 +461,7 @@ pub unsafe extern "C" fn llama_state_seq_load_file(
     n_token_capacity: usize,
     n_token_count_out: *mut usize,
 ) -> usize {
-    guard("llama_state_seq_load_file", 0, || {
+    entry!(0, {
         // SAFETY: llama.h's contract on the arguments.
         let (c, path) = unsafe { (ctx_mut(ctx)?, c_str(filepath, "filepath")?) };
         let (tokens, rest) = read_file(path, SEQ_MAGIC, SEQ_VERSION)?;
@@ -533,7 +490,7 @@ pub unsafe extern "C" fn llama_state_seq_get_size_ext(
     flags: llama_state_seq_flags,
 ) -> usize {
     // SAFETY: llama.h's contract on `ctx`.
-    unsafe { seq_size("llama_state_seq_get_size_ext", ctx, seq_id, flags) }
+    entry!(0, { unsafe { seq_size(ctx, seq_id, flags) } })
 }
 
 #[no_mangle]
@@ -545,7 +502,7 @@ pub unsafe extern "C" fn llama_state_seq_get_data_ext(
     flags: llama_state_seq_flags,
 ) -> usize {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe { seq_get("llama_state_seq_get_data_ext", ctx, dst, size, seq_id, flags) }
+    entry!(0, { unsafe { seq_get(ctx, dst, size, seq_id, flags) } })
 }
 
 #[no_mangle]
@@ -557,5 +514,5 @@ pub unsafe extern "C" fn llama_state_seq_set_data_ext(
     flags: llama_state_seq_flags,
 ) -> usize {
     // SAFETY: llama.h's contract on the arguments.
-    unsafe { seq_set("llama_state_seq_set_data_ext", ctx, src, size, dest_seq_id, flags) }
+    entry!(0, { unsafe { seq_set(ctx, src, size, dest_seq_id, flags) } })
 }

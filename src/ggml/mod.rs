@@ -106,18 +106,6 @@ pub fn system_info() -> String {
     s
 }
 
-/// Whether a GPU-like device (or RPC) is compiled in and registered.
-pub fn has_gpu_device() -> bool {
-    init();
-    // SAFETY: plain registry queries.
-    unsafe {
-        !ggml_sys::ggml_backend_dev_by_type(ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_GPU).is_null()
-            || !ggml_sys::ggml_backend_dev_by_type(ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_IGPU)
-                .is_null()
-            || has_rpc()
-    }
-}
-
 pub fn has_rpc() -> bool {
     init();
     // SAFETY: the name is a static NUL-terminated string.

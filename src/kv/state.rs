@@ -111,8 +111,16 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// The longest string state data holds (an architecture name). Every count read from state data is
+/// bounded by what this context could have written before anything that far is read: llama.h's
+/// deprecated setters take caller memory without a size.
+const MAX_STRING: usize = 256;
+
 pub fn read_string(src: &mut dyn Source) -> Result<Vec<u8>> {
     let n = u32_of(src)? as usize;
+    if n > MAX_STRING {
+        return Err(bad(format!("a string of {n} bytes (at most {MAX_STRING} are written)")));
+    }
     Ok(src.take(n)?.to_vec())
 }
 
@@ -346,6 +354,12 @@ impl KvCache {
             let n_seq = u32_of(src)? as usize;
             if dest.is_some() && n_seq != 1 {
                 return Err(bad(format!("a sequence's cell lists {n_seq} sequences, not 1")));
+            }
+            if n_seq > layout.n_seq_max {
+                return Err(bad(format!(
+                    "a cell lists {n_seq} sequences, this context has {}",
+                    layout.n_seq_max
+                )));
             }
             if pos < 0 {
                 return Err(bad(format!("negative position {pos}")));
