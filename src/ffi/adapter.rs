@@ -1,7 +1,6 @@
 //! LoRA adapters and control vectors.
 
 use super::entry::entry;
-use super::handle::ctx_mut;
 use super::types::*;
 use crate::error::Error;
 use std::ffi::c_char;
@@ -98,7 +97,7 @@ pub unsafe extern "C" fn llama_set_adapters_lora(
         // No adapters: what the context already has. `common` sets this at every start and
         // llama-server on every batch, so it succeeds quietly.
         // SAFETY: NULL or a live context by contract.
-        unsafe { ctx_mut(ctx) }?;
+        unsafe { super::handle::ctx(ctx) }?;
         Ok(0)
     })
 }
@@ -119,7 +118,7 @@ pub unsafe extern "C" fn llama_set_adapter_cvec(
         }
         // NULL data clears the control vector, which this context never has: done.
         // SAFETY: NULL or a live context by contract.
-        unsafe { ctx_mut(ctx) }?;
+        unsafe { super::handle::ctx(ctx) }?;
         Ok(0)
     })
 }

@@ -209,7 +209,7 @@ pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batc
         // SAFETY: forwarded contract (a live context, used by this thread only).
         let c = unsafe { ctx_mut(ctx) };
         // SAFETY: forwarded contract on the batch arrays.
-        let r = c.and_then(|c| unsafe { batch_input(&batch) }.and_then(|input| c.decode(&input)));
+        let r = c.and_then(|mut c| unsafe { batch_input(&batch) }.and_then(|input| c.decode(&input)));
         Ok(decode_code("llama_decode", r))
     })
 }
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batc
 pub unsafe extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_batch_ext {
     entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
-        let c = unsafe { handle::ctx(ctx) }?;
+        let c = unsafe { handle::ctx_mut(ctx) }?;
         let b = BatchExt::new(c.params.n_batch as usize, c.params.n_seq_max as usize, c.n_vocab());
         Ok(batch_ext_into_raw(b))
     })
@@ -374,7 +374,7 @@ pub unsafe extern "C" fn llama_process(
         let c = unsafe { ctx_mut(ctx) };
         // SAFETY: forwarded contract.
         let b = unsafe { batch_ext(batch) };
-        let r = c.and_then(|c| b.and_then(|b| c.decode(&b.input())));
+        let r = c.and_then(|mut c| b.and_then(|b| c.decode(&b.input())));
         Ok(decode_code("llama_process", r))
     })
 }

@@ -1,7 +1,7 @@
 //! Context creation, its getters and setters, and reading outputs.
 
 use super::entry::entry;
-use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, Ctx};
+use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, Ctx, CtxCell};
 use super::params::context_params;
 use super::types::*;
 use crate::context::Context;
@@ -45,8 +45,7 @@ pub unsafe extern "C" fn llama_new_context_with_model(
 pub unsafe extern "C" fn llama_free(ctx: *mut llama_context) {
     entry!((), {
         // SAFETY: the caller frees a live handle once.
-        unsafe { ctx_free(ctx) };
-        Ok(())
+        unsafe { ctx_free(ctx) }
     })
 }
 
@@ -54,7 +53,7 @@ pub unsafe extern "C" fn llama_free(ctx: *mut llama_context) {
 ///
 /// # Safety
 /// `p` must be NULL or a live context.
-unsafe fn param_getter<T>(p: *const llama_context, f: impl FnOnce(&Ctx) -> T) -> Result<T> {
+unsafe fn param_getter<T>(p: *const llama_context, f: impl FnOnce(&CtxCell) -> T) -> Result<T> {
     // SAFETY: forwarded contract.
     Ok(f(unsafe { ctx(p) }?))
 }
@@ -142,13 +141,13 @@ pub unsafe extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads:
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_threads(ctx: *mut llama_context) -> i32 {
     // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { param_getter(ctx, |c| c.params.n_threads) } })
+    entry!(-1, { Ok(unsafe { ctx_mut(ctx) }?.params.n_threads) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
     // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { param_getter(ctx, |c| c.params.n_threads_batch) } })
+    entry!(-1, { Ok(unsafe { ctx_mut(ctx) }?.params.n_threads_batch) })
 }
 
 #[no_mangle]
@@ -172,7 +171,7 @@ pub unsafe extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_a
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
     // SAFETY: forwarded contract.
-    entry!(false, { unsafe { param_getter(ctx, |c| c.params.graph.causal) } })
+    entry!(false, { Ok(unsafe { ctx_mut(ctx) }?.params.graph.causal) })
 }
 
 /// Warm-up runs are the caller's business (llama.h deprecates this); accepted and ignored.
@@ -182,7 +181,7 @@ pub unsafe extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool)
     let _ = warmup;
     entry!((), {
         // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?;
+        unsafe { super::handle::ctx(ctx) }?;
         Ok(())
     })
 }
@@ -209,7 +208,7 @@ pub unsafe extern "C" fn llama_set_abort_callback(
 pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
     entry!((), {
         // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?;
+        unsafe { super::handle::ctx(ctx) }?;
         Ok(())
     })
 }
@@ -218,7 +217,7 @@ pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
 pub unsafe extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) }?;
+        let mut c = unsafe { ctx_mut(ctx) }?;
         // Pointers into the context's buffers are made from mutable borrows: clients write through
         // them (biases applied in place before sampling), as llama.h allows.
         let l = c.logits_mut();
@@ -234,19 +233,9 @@ pub unsafe extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
 pub unsafe extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) }?;
+        let mut c = unsafe { ctx_mut(ctx) }?;
         Ok(c.logits_ith_mut(i)?.as_mut_ptr())
     })
-}
-
-/// The logits of output `idx` for the samplers (`llama_sampler_sample`).
-///
-/// # Safety
-/// `ctx` must be NULL or a live context; the slice is valid until the next decode.
-pub(crate) unsafe fn output_logits<'a>(ctx: *mut llama_context, idx: i32) -> crate::Result<&'a [f32]> {
-    // SAFETY: forwarded contract.
-    let c = unsafe { ctx_mut(ctx) }?;
-    c.logits_ith(idx)
 }
 
 /// A threadpool comes from the client's own ggml, which is not the one linked (privately) into this
@@ -277,7 +266,7 @@ pub unsafe extern "C" fn llama_attach_threadpool(
 pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
     entry!((), {
         // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?;
+        unsafe { super::handle::ctx(ctx) }?;
         Ok(())
     })
 }
@@ -287,7 +276,7 @@ pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
 pub unsafe extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) }?;
+        let mut c = unsafe { ctx_mut(ctx) }?;
         Ok(c.embeddings_mut().map_or(std::ptr::null_mut(), |e| e.as_mut_ptr()))
     })
 }
@@ -305,7 +294,7 @@ pub unsafe extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i3
 pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_id: llama_seq_id) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) }?;
+        let mut c = unsafe { ctx_mut(ctx) }?;
         Ok(c.embeddings_seq_mut(seq_id)
             .map_or(std::ptr::null_mut(), |e| e.as_mut_ptr()))
     })
@@ -320,7 +309,7 @@ pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_i
 /// `p` must be NULL or a live context.
 unsafe fn sampled_getter<T>(p: *mut llama_context, f: impl FnOnce(&mut Ctx) -> T) -> Result<T> {
     // SAFETY: forwarded contract.
-    Ok(f(unsafe { ctx_mut(p) }?))
+    Ok(f(&mut *unsafe { ctx_mut(p) }?))
 }
 
 #[no_mangle]

@@ -3,10 +3,11 @@
 //! one of them (vocab inside model). Every function checks for NULL before use.
 
 use super::types::{llama_batch_ext, llama_context, llama_memory_t, llama_model, llama_vocab};
-use crate::context::{BatchExt, Context};
+use crate::context::{BatchExt, Context, Resolved};
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::vocab::Vocab;
+use parking_lot::{Mutex, MutexGuard};
 
 /// # Safety
 /// `p` must be NULL or a handle returned by a model loader and not yet freed.
@@ -43,49 +44,84 @@ pub(crate) fn vocab_handle(v: &Vocab) -> *const llama_vocab {
 /// until the context is freed, which is what the `'static` here stands for.
 pub(crate) type Ctx = Context<'static>;
 
-/// # Safety
-/// `p` must be NULL or a live context handle, used by one thread at a time (llama.h's rule).
-pub(crate) unsafe fn ctx<'a>(p: *const llama_context) -> Result<&'a Ctx> {
-    // SAFETY: non-NULL context handles are `Box<Ctx>` pointers that the caller keeps alive.
-    unsafe { p.cast::<Ctx>().as_ref() }.ok_or_else(|| Error::invalid("ctx is NULL"))
+/// What a context handle points at. The context itself is behind a lock that each call takes for
+/// its duration, so a callback the context is running (abort, eval, a sampler's functions, the log)
+/// that calls back into it cannot make a second `&mut` to it: such a call, or one from a second
+/// thread at the same time, gets its failure value and a log line. What never changes after
+/// creation sits beside the lock, so the getters llama.cpp's callbacks use (`llama_n_ctx`,
+/// `llama_get_model`, ...) answer at any time.
+pub(crate) struct CtxCell {
+    pub model: &'static Model,
+    /// The resolved parameters at creation, for the getters of values that never change.
+    pub params: Resolved,
+    memory: bool,
+    inner: Mutex<Ctx>,
 }
 
 /// # Safety
-/// As [`ctx`], and no other reference to the context may be in use.
-pub(crate) unsafe fn ctx_mut<'a>(p: *mut llama_context) -> Result<&'a mut Ctx> {
-    // SAFETY: as above; one thread at a time means no aliasing borrow exists during the call.
-    unsafe { p.cast::<Ctx>().as_mut() }.ok_or_else(|| Error::invalid("ctx is NULL"))
+/// `p` must be NULL or a live context handle.
+pub(crate) unsafe fn ctx<'a>(p: *const llama_context) -> Result<&'a CtxCell> {
+    // SAFETY: non-NULL context handles are `Box<CtxCell>` pointers that the caller keeps alive; the
+    // cell is only ever shared (its mutable part is behind the lock).
+    unsafe { p.cast::<CtxCell>().as_ref() }.ok_or_else(|| Error::invalid("ctx is NULL"))
+}
+
+/// The context itself, for the length of one call.
+///
+/// # Safety
+/// As [`ctx`].
+pub(crate) unsafe fn ctx_mut<'a>(p: *const llama_context) -> Result<MutexGuard<'a, Ctx>> {
+    // SAFETY: forwarded contract.
+    let cell = unsafe { ctx(p) }?;
+    cell.inner.try_lock().ok_or_else(|| {
+        Error::invalid(
+            "the context is busy: called back from one of its own callbacks (abort, eval, sampler, log) \
+             or from a second thread at the same time",
+        )
+    })
 }
 
 pub(crate) fn ctx_into_raw(c: Ctx) -> *mut llama_context {
-    Box::into_raw(Box::new(c)).cast()
+    let cell = CtxCell {
+        model: c.model,
+        params: c.params,
+        memory: c.can_decode(),
+        inner: Mutex::new(c),
+    };
+    Box::into_raw(Box::new(cell)).cast()
 }
 
 /// # Safety
-/// `p` must be NULL or a handle from `ctx_into_raw`, freed once.
-pub(crate) unsafe fn ctx_free(p: *mut llama_context) {
-    if !p.is_null() {
-        // SAFETY: the handle came from `Box::into_raw` in `ctx_into_raw`.
-        drop(unsafe { Box::from_raw(p.cast::<Ctx>()) });
+/// `p` must be NULL or a handle from `ctx_into_raw`, freed once, not in use by a call.
+pub(crate) unsafe fn ctx_free(p: *mut llama_context) -> Result<()> {
+    if p.is_null() {
+        return Ok(());
     }
+    // SAFETY: forwarded contract.
+    drop(unsafe { ctx_mut(p) }?);
+    // SAFETY: the handle came from `Box::into_raw` in `ctx_into_raw`, and no call holds it.
+    drop(unsafe { Box::from_raw(p.cast::<CtxCell>()) });
+    Ok(())
 }
 
 /// The memory handle of a context is the context itself (its KV cache lives inside). A context on
 /// a vocab-only model has no memory: NULL, as in llama.cpp.
-pub(crate) fn memory_handle(c: &Ctx) -> llama_memory_t {
-    if c.can_decode() {
-        (c as *const Ctx).cast_mut().cast()
+pub(crate) fn memory_handle(c: &CtxCell) -> llama_memory_t {
+    if c.memory {
+        (c as *const CtxCell).cast_mut().cast()
     } else {
         std::ptr::null_mut()
     }
 }
 
 /// # Safety
-/// `p` must be NULL or a memory handle from `llama_get_memory` of a live context, used by the
-/// thread that uses the context.
-pub(crate) unsafe fn memory<'a>(p: llama_memory_t) -> Result<&'a mut Ctx> {
-    // SAFETY: memory handles are context pointers (see `memory_handle`).
-    unsafe { p.cast::<Ctx>().as_mut() }.ok_or_else(|| Error::invalid("mem is NULL"))
+/// `p` must be NULL or a memory handle from `llama_get_memory` of a live context.
+pub(crate) unsafe fn memory<'a>(p: llama_memory_t) -> Result<MutexGuard<'a, Ctx>> {
+    if p.is_null() {
+        return Err(Error::invalid("mem is NULL"));
+    }
+    // SAFETY: memory handles are context handles (see `memory_handle`).
+    unsafe { ctx_mut(p.cast_const().cast()) }
 }
 
 /// # Safety

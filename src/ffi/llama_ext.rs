@@ -9,7 +9,7 @@
 //! devices, no experts, no next-token-prediction heads, no extracted layer inputs.
 
 use super::entry::entry;
-use super::handle::{ctx, model};
+use super::handle::{ctx, ctx_mut, model};
 use super::types::{llama_context, llama_model};
 use crate::error::Error;
 use std::ffi::c_void;
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn llama_model_get_device(m: *const llama_model, i: i32) -
 pub unsafe extern "C" fn llama_get_memory_breakdown(slot: *mut c_void, c: *const llama_context) -> *mut c_void {
     entry!(slot, {
         // SAFETY: NULL or a live context by contract.
-        let entries = unsafe { ctx(c) }.map(|c| {
+        let entries = unsafe { ctx_mut(c) }.map(|c| {
             c.memory_breakdown()
                 .into_iter()
                 .map(|(buft, [model, context, compute])| BreakdownEntry {

@@ -33,8 +33,8 @@ pub unsafe extern "C" fn llama_memory_seq_rm(
 ) -> bool {
     entry!(false, {
         // SAFETY: forwarded contract.
-        let c = unsafe { memory(mem) }?;
-        let s = if seq_id < 0 { None } else { Some(seq(c, seq_id)?) };
+        let mut c = unsafe { memory(mem) }?;
+        let s = if seq_id < 0 { None } else { Some(seq(&c, seq_id)?) };
         c.kv.seq_rm(s, p0, p1);
         Ok(true)
     })
@@ -50,8 +50,8 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
 ) {
     entry!((), {
         // SAFETY: forwarded contract.
-        let c = unsafe { memory(mem) }?;
-        let (src, dst) = (seq(c, seq_id_src)?, seq(c, seq_id_dst)?);
+        let mut c = unsafe { memory(mem) }?;
+        let (src, dst) = (seq(&c, seq_id_src)?, seq(&c, seq_id_dst)?);
         c.kv.seq_cp(src, dst, p0, p1)
     })
 }
@@ -60,8 +60,8 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
 pub unsafe extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llama_seq_id) {
     entry!((), {
         // SAFETY: forwarded contract.
-        let c = unsafe { memory(mem) }?;
-        let s = seq(c, seq_id)?;
+        let mut c = unsafe { memory(mem) }?;
+        let s = seq(&c, seq_id)?;
         c.kv.seq_keep(s);
         Ok(())
     })
@@ -78,8 +78,8 @@ pub unsafe extern "C" fn llama_memory_seq_add(
 ) {
     entry!((), {
         // SAFETY: forwarded contract.
-        let c = unsafe { memory(mem) }?;
-        let s = seq(c, seq_id)?;
+        let mut c = unsafe { memory(mem) }?;
+        let s = seq(&c, seq_id)?;
         c.kv.seq_add(s, p0, p1, delta);
         Ok(())
     })
@@ -95,8 +95,8 @@ pub unsafe extern "C" fn llama_memory_seq_div(
 ) {
     entry!((), {
         // SAFETY: forwarded contract.
-        let c = unsafe { memory(mem) }?;
-        let s = seq(c, seq_id)?;
+        let mut c = unsafe { memory(mem) }?;
+        let s = seq(&c, seq_id)?;
         if d < 1 {
             return Err(Error::invalid(format!("divisor d = {d} must be positive")));
         }
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: l
     entry!(-1, {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
-        let s = seq(c, seq_id)?;
+        let s = seq(&c, seq_id)?;
         Ok(c.kv.seq_pos_min(s).unwrap_or(-1))
     })
 }
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: l
     entry!(-1, {
         // SAFETY: forwarded contract.
         let c = unsafe { memory(mem) }?;
-        let s = seq(c, seq_id)?;
+        let s = seq(&c, seq_id)?;
         Ok(c.kv.seq_pos_max(s).unwrap_or(-1))
     })
 }
@@ -129,8 +129,9 @@ pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: l
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_can_shift(mem: llama_memory_t) -> bool {
     entry!(false, {
-        // SAFETY: forwarded contract.
-        unsafe { memory(mem) }?;
+        if mem.is_null() {
+            return Err(crate::error::Error::invalid("mem is NULL"));
+        }
         Ok(true)
     })
 }

@@ -33,7 +33,7 @@ const NO_CONTEXT_DATA: llama_perf_context_data = llama_perf_context_data {
 pub unsafe extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_perf_context_data {
     entry!(NO_CONTEXT_DATA, {
         // SAFETY: forwarded contract.
-        Ok(context_data(unsafe { handle::ctx(ctx) }?))
+        Ok(context_data(&*unsafe { handle::ctx_mut(ctx) }?))
     })
 }
 
@@ -41,7 +41,7 @@ pub unsafe extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_
 pub unsafe extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
     entry!((), {
         // SAFETY: forwarded contract.
-        let d = context_data(unsafe { handle::ctx(ctx) }?);
+        let d = context_data(&*unsafe { handle::ctx_mut(ctx) }?);
         let now_ms = 1e-3 * crate::ggml::time_us() as f64;
         let per = |ms: f64, n: i32| (ms / f64::from(n), 1e3 / ms * f64::from(n));
         let (p_ms, p_tps) = per(d.t_p_eval_ms, d.n_p_eval);
@@ -71,7 +71,7 @@ pub unsafe extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
 pub unsafe extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
     entry!((), {
         // SAFETY: forwarded contract.
-        let c = unsafe { handle::ctx_mut(ctx) }?;
+        let mut c = unsafe { handle::ctx_mut(ctx) }?;
         c.perf.reset();
         c.counters.graphs_reused = 0;
         Ok(())

@@ -9,6 +9,7 @@
 //! The vtable functions run on the caller's thread, inside whatever llama_sampler_* call reached them.
 
 use super::entry::entry;
+use super::handle::ctx_mut;
 use super::strings::c_str;
 use super::types::*;
 use crate::error::{Error, Result};
@@ -501,8 +502,19 @@ unsafe fn copy(src: *const llama_sampler, dst: *mut llama_sampler) -> Result<()>
 ///
 /// # Safety
 /// `smpl` must be a live sampler.
+#[cfg(test)]
 unsafe fn sample_logits(smpl: *mut llama_sampler, logits: &[f32]) -> Result<llama_token> {
-    // SAFETY: forwarded contract; the buffer is taken out so no borrow of the chain is kept.
+    // SAFETY: forwarded contract.
+    unsafe { sample_candidates(smpl, candidates(smpl, logits)) }
+}
+
+/// One candidate per logit, in the buffer the chain keeps between calls (taken out of it, so no
+/// borrow of the chain is kept).
+///
+/// # Safety
+/// As [`sample_logits`].
+unsafe fn candidates(smpl: *mut llama_sampler, logits: &[f32]) -> Vec<TokenData> {
+    // SAFETY: forwarded contract.
     let mut cur = unsafe { as_chain(smpl) }
         .map(|c| std::mem::take(&mut c.cur))
         .unwrap_or_default();
@@ -512,6 +524,14 @@ unsafe fn sample_logits(smpl: *mut llama_sampler, logits: &[f32]) -> Result<llam
         logit,
         p: 0.0,
     }));
+    cur
+}
+
+/// Apply `smpl` to the candidates, accept and return the selected token.
+///
+/// # Safety
+/// As [`sample_logits`].
+unsafe fn sample_candidates(smpl: *mut llama_sampler, mut cur: Vec<TokenData>) -> Result<llama_token> {
     let mut arr = llama_token_data_array {
         data: cur.as_mut_ptr().cast(),
         size: cur.len(),
@@ -1086,10 +1106,16 @@ pub unsafe extern "C" fn llama_sampler_sample(
         if smpl.is_null() {
             return Err(Error::invalid("smpl is NULL"));
         }
-        // SAFETY: NULL or a live context (contract); the row is read before the next decode.
-        let logits = unsafe { super::context::output_logits(ctx, idx) }?;
+        // The candidates are made while the context is locked; the samplers then run without the
+        // lock, so a client sampler may read the context (llama_get_logits_ith), as in llama.cpp.
+        let cur = {
+            // SAFETY: NULL or a live context (contract).
+            let c = unsafe { ctx_mut(ctx) }?;
+            // SAFETY: live sampler by contract.
+            unsafe { candidates(smpl, c.logits_ith(idx)?) }
+        };
         // SAFETY: live sampler by contract.
-        unsafe { sample_logits(smpl, logits) }
+        unsafe { sample_candidates(smpl, cur) }
     })
 }
 

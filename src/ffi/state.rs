@@ -108,7 +108,7 @@ unsafe fn state_get(ctx: *mut llama_context, dst: *mut u8, size: usize) -> Resul
 /// As [`state_size`]; `src` as [`source`].
 unsafe fn state_set(ctx: *mut llama_context, src: *const u8, size: usize) -> Result<usize> {
     // SAFETY: forwarded contract.
-    let c = unsafe { ctx_mut(ctx) }?;
+    let mut c = unsafe { ctx_mut(ctx) }?;
     // SAFETY: forwarded contract.
     let mut src = unsafe { source(src, size) }?;
     c.state_load(src.as_mut())?;
@@ -259,7 +259,7 @@ unsafe fn save_file(
     n: usize,
 ) -> Result<bool> {
     // SAFETY: forwarded contract.
-    let (c, path, tokens) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?, tokens_in(tokens, n)?) };
+    let (mut c, path, tokens) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?, tokens_in(tokens, n)?) };
     let body = c.state_save()?;
     write_file(path, &file_head(SESSION_MAGIC, SESSION_VERSION, tokens)?, &body)?;
     Ok(true)
@@ -275,11 +275,11 @@ unsafe fn load_file(
     count: *mut usize,
 ) -> Result<bool> {
     // SAFETY: forwarded contract.
-    let (c, path) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?) };
+    let (mut c, path) = unsafe { (ctx_mut(ctx)?, c_str(path, "path_session")?) };
     let (tokens, rest) = read_file(path, SESSION_MAGIC, SESSION_VERSION)?;
     check_tokens_out(&tokens, out, capacity, count)?;
     let mut src = SliceSource::new(&rest);
-    load_exactly(c, &mut src, rest.len())?;
+    load_exactly(&mut c, &mut src, rest.len())?;
     // SAFETY: forwarded contract.
     unsafe { tokens_out(&tokens, out, count) };
     Ok(true)
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn llama_save_session_file(
 /// `ctx` is NULL or a live context handle used by this thread only.
 unsafe fn seq_size(ctx: *mut llama_context, seq: llama_seq_id, flags: llama_state_seq_flags) -> Result<usize> {
     // SAFETY: forwarded contract.
-    Ok(seq_data(unsafe { ctx_mut(ctx) }?, seq, flags)?.len())
+    Ok(seq_data(&mut *unsafe { ctx_mut(ctx) }?, seq, flags)?.len())
 }
 
 /// # Safety
@@ -370,7 +370,7 @@ unsafe fn seq_get(
     flags: llama_state_seq_flags,
 ) -> Result<usize> {
     // SAFETY: forwarded contract.
-    let data = seq_data(unsafe { ctx_mut(ctx) }?, seq, flags)?;
+    let data = seq_data(&mut *unsafe { ctx_mut(ctx) }?, seq, flags)?;
     // SAFETY: forwarded contract.
     unsafe { copy_out(&data, dst, size) }
 }
@@ -385,7 +385,7 @@ unsafe fn seq_set(
     flags: llama_state_seq_flags,
 ) -> Result<usize> {
     // SAFETY: forwarded contract.
-    let c = unsafe { ctx_mut(ctx) }?;
+    let mut c = unsafe { ctx_mut(ctx) }?;
     // SAFETY: forwarded contract.
     let mut src = unsafe { source(src, size) }?;
     let head = src.take(8)?;
@@ -438,7 +438,7 @@ pub unsafe extern "C" fn llama_state_seq_save_file(
 ) -> usize {
     entry!(0, {
         // SAFETY: llama.h's contract on the arguments.
-        let (c, path, tokens) = unsafe {
+        let (mut c, path, tokens) = unsafe {
             (
                 ctx_mut(ctx)?,
                 c_str(filepath, "filepath")?,
@@ -463,7 +463,7 @@ pub unsafe extern "C" fn llama_state_seq_load_file(
 ) -> usize {
     entry!(0, {
         // SAFETY: llama.h's contract on the arguments.
-        let (c, path) = unsafe { (ctx_mut(ctx)?, c_str(filepath, "filepath")?) };
+        let (mut c, path) = unsafe { (ctx_mut(ctx)?, c_str(filepath, "filepath")?) };
         let (tokens, rest) = read_file(path, SEQ_MAGIC, SEQ_VERSION)?;
         let head = 12 + 4 * tokens.len();
         if tokens_out.is_null() {
