@@ -317,14 +317,23 @@ int main(int argc, char **argv) {
 
     /* One prompt longer than a ubatch with logits for its last token only (how every chat starts),
      * then greedy steps (single-token attention over 512 cells and more splits the cells among the
-     * threads); again with a small ubatch and without flash attention. */
-    for (int small = 0; small < 2; small++) {
+     * threads); again with a small ubatch and without flash attention, and with a Q8_0 cache. The
+     * engine does not rotate keys and values before quantizing them as llama.cpp 0.3.36 does
+     * (README: known differences), so the quantized case is compared with llama.cpp's rotation off
+     * (LLAMA_ATTN_ROT_DISABLE, read when a context is made). */
+    for (int variant = 0; variant < 3; variant++) {
         struct llama_context_params cp = p_llama_context_default_params();
         cp.n_ctx = 2048;
         cp.n_batch = 2048;
-        cp.n_ubatch = small ? 64 : 512;
-        if (small) {
+        cp.n_ubatch = variant ? 64 : 512;
+        if (variant == 1) {
             cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        }
+        if (variant == 2) {
+            cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+            cp.type_k = GGML_TYPE_Q8_0;
+            cp.type_v = GGML_TYPE_Q8_0;
+            setenv("LLAMA_ATTN_ROT_DISABLE", "1", 1);
         }
         struct llama_context *ctx = p_llama_init_from_model(model, cp);
         int n = 0;
@@ -338,7 +347,7 @@ int main(int argc, char **argv) {
         int rc = p_llama_decode(ctx, b);
         for (int step = 0; step < 4 && rc == 0; step++) {
             const float *row = p_llama_get_logits_ith(ctx, -1);
-            printf("long prompt ubatch %d step %d:", cp.n_ubatch, step);
+            printf("long prompt variant %d step %d:", variant, step);
             print_row(row, n_vocab);
             llama_token tok = 0;
             for (int i = 1; i < n_vocab; i++) {
@@ -346,8 +355,39 @@ int main(int argc, char **argv) {
             }
             rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
         }
-        printf("long prompt ubatch %d tokens %d rc %d\n", cp.n_ubatch, n, rc);
+        printf("long prompt variant %d tokens %d rc %d\n", variant, n, rc);
+        unsetenv("LLAMA_ATTN_ROT_DISABLE");
         p_llama_batch_free(b);
+        p_llama_free(ctx);
+    }
+
+    /* A sequence's sliding-window layers saved and restored on their own (llama-server's context
+     * checkpoints; the whole state on models without such layers), then decoding goes on. */
+    {
+        DL_LOAD(llama_state_seq_get_size_ext);
+        DL_LOAD(llama_state_seq_get_data_ext);
+        DL_LOAD(llama_state_seq_set_data_ext);
+        struct llama_context_params cp = p_llama_context_default_params();
+        cp.n_ctx = 1024;
+        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
+        int rc = p_llama_decode(ctx, p_llama_batch_get_one(ids, n));
+        size_t size = p_llama_state_seq_get_size_ext(ctx, 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+        unsigned char *state = malloc(size);
+        size_t got = p_llama_state_seq_get_data_ext(ctx, state, size, 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < got; i++) h = (h ^ state[i]) * 1099511628211ull;
+        size_t set = p_llama_state_seq_set_data_ext(ctx, state, got, 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+        printf("partial state %zu bytes %016llx set %zu rc %d\n", got, (unsigned long long)h, set, rc);
+        llama_token tok = 0;
+        const float *row = p_llama_get_logits_ith(ctx, -1);
+        for (int i = 1; i < n_vocab; i++) {
+            if (row[i] > row[tok]) tok = i;
+        }
+        rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
+        printf("partial state next rc %d:", rc);
+        print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+        free(state);
         p_llama_free(ctx);
     }
 

@@ -40,16 +40,6 @@ static void client_sampler_named_null(struct llama_context *ctx) {
     llama_sampler_free(chain);
 }
 
-static int argmax(const float *l, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++) {
-        if (l[i] > l[best]) {
-            best = i;
-        }
-    }
-    return best;
-}
-
 static void logits_written_in_place(struct llama_context *ctx, int n_vocab) {
     float *all = llama_get_logits(ctx);
     CHECK(all != NULL, "logits");
@@ -62,7 +52,7 @@ static void logits_written_in_place(struct llama_context *ctx, int n_vocab) {
             worst = i;
         }
     }
-    CHECK(argmax(all, n_vocab) != worst, "the worst token is not the best");
+    CHECK(tu_argmax(all, n_vocab) != worst, "the worst token is not the best");
     all[worst] = 1e9f; /* a logit bias applied in place */
     CHECK(llama_get_logits_ith(ctx, -1)[worst] == 1e9f, "llama_get_logits_ith sees the write");
     struct llama_sampler *greedy = llama_sampler_init_greedy();

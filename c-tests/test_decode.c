@@ -24,16 +24,6 @@ static struct llama_context *new_ctx(uint32_t n_ctx, uint32_t n_batch, uint32_t 
     return ctx;
 }
 
-static int argmax(const float *l, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++) {
-        if (l[i] > l[best]) {
-            best = i;
-        }
-    }
-    return best;
-}
-
 static int n_evaluated = 0;
 
 static bool count_nodes(struct ggml_tensor *t, bool ask, void *data) {
@@ -105,10 +95,10 @@ int main(void) {
     CHECK(llama_decode(NULL, one) < 0, "NULL context");
 
     /* Greedy generation reuses the graph. */
-    llama_token next = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+    llama_token next = tu_argmax(llama_get_logits_ith(ctx, -1), n_vocab);
     for (int i = 0; i < 32; i++) {
         CHECK(tu_decode(ctx, &next, 1, n + i, 0) == 0, "generation step %d", i);
-        next = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+        next = tu_argmax(llama_get_logits_ith(ctx, -1), n_vocab);
     }
     struct llama_perf_context_data pd = llama_perf_context(ctx);
     CHECK(pd.n_reused >= 31, "graph reused %d times in 32 steps", pd.n_reused);
@@ -156,7 +146,7 @@ int main(void) {
         float d = fabsf(after[i] - before[i]);
         maxdiff = d > maxdiff ? d : maxdiff;
     }
-    CHECK(maxdiff < 1.0f && argmax(after, n_vocab) == argmax(before, n_vocab), "K-shift max diff %f", maxdiff);
+    CHECK(maxdiff < 1.0f && tu_argmax(after, n_vocab) == tu_argmax(before, n_vocab), "K-shift max diff %f", maxdiff);
     free(before);
     llama_free(ctx);
 

@@ -236,3 +236,13 @@ int tu_decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos 
     llama_batch_free(b);
     return rc;
 }
+
+int tu_argmax(const float *l, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        if (l[i] > l[best]) {
+            best = i;
+        }
+    }
+    return best;
+}

@@ -70,4 +70,7 @@ struct llama_model *tu_load(const char *file, bool vocab_only);
  * logits for the last one only. Returns llama_decode's result. */
 int tu_decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos pos0, llama_seq_id seq);
 
+/* The index of the largest of the n values at l (the first one on ties). */
+int tu_argmax(const float *l, int n);
+
 #endif

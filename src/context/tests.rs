@@ -574,3 +574,25 @@ fn n_batch_is_bounded_by_the_context_size_asked_for() {
     let ctx = Context::new(&m, params(1000, 512, 1)).expect("context");
     assert_eq!((ctx.params.n_ctx, ctx.params.n_batch), (1024, 1000));
 }
+
+/// A sequence's sliding-window layers restored on their own (llama-server's context checkpoints of
+/// Gemma 3) land in the cells the sequence still holds; data for a cell it no longer holds is
+/// refused and changes nothing.
+#[test]
+fn sliding_window_layers_restore_into_the_cells_the_sequence_holds() {
+    let m = load(GEMMA3.0);
+    let mut ctx = Context::new(&m, params(1024, 512, 1)).expect("context");
+    decode_all(&mut ctx, &[2, 818, 5279, 529, 7001, 563]);
+    let saved = ctx.seq_state_save(0, true).expect("save");
+    ctx.seq_state_load(0, true, &mut crate::kv::SliceSource::new(&saved))
+        .expect("restore");
+    assert_eq!(ctx.seq_state_save(0, true).expect("save again"), saved);
+
+    ctx.kv.seq_rm(Some(0), 4, -1);
+    let after_rm = ctx.seq_state_save(0, false).expect("whole state");
+    let err = ctx
+        .seq_state_load(0, true, &mut crate::kv::SliceSource::new(&saved))
+        .expect_err("cells 4 and 5 are gone");
+    assert!(err.to_string().contains("no cell at position 4"), "{err}");
+    assert_eq!(ctx.seq_state_save(0, false).expect("whole state"), after_rm);
+}

@@ -279,9 +279,8 @@ impl KvCache {
         src: &mut dyn Source,
     ) -> Result<()> {
         if swa_only && layout.swa.is_some() {
-            return Err(Error::NotImplemented(
-                "restoring only the sliding-window layers of a sequence (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY)",
-            ));
+            let d = dest.ok_or_else(|| bad("only a sequence's state can hold just the sliding-window layers"))?;
+            return self.read_sliding_only(layout, d, src);
         }
         let n_layer = self.layers.len();
         let mut full: Vec<StagedCell> = Vec::new();
@@ -436,6 +435,54 @@ impl KvCache {
             }
         }
         Ok(cells)
+    }
+
+    /// A sequence's sliding-window layers only (llama.h's PARTIAL_ONLY flag; llama-server's
+    /// context checkpoints of sliding-window models). llama.cpp keeps those layers in a cache of
+    /// their own and replaces the sequence's cells there; ours share their cells with the full
+    /// layers, so each saved cell must be one the sequence still holds (same stream, position and
+    /// sequence), and its sliding layers' rows are overwritten. Nothing is written unless every
+    /// cell is found.
+    fn read_sliding_only(&mut self, layout: &Layout, d: usize, src: &mut dyn Source) -> Result<()> {
+        let layers = layout
+            .caches(self.layers.len())
+            .into_iter()
+            .find_map(|(layers, sliding)| sliding.then_some(layers))
+            .unwrap_or_default();
+        let n_stream = u32_of(src)? as usize;
+        if n_stream != self.n_stream() {
+            return Err(bad(format!(
+                "{n_stream} streams, this context has {} (kv_unified and n_seq_max must match)",
+                self.n_stream()
+            )));
+        }
+        let mut staged = Vec::new();
+        for stream in 0..n_stream {
+            staged.extend(self.read_stream(layout, &layers, stream, Some(d), src)?);
+        }
+        let stream = self.stream_of(d);
+        let held = self.stream(stream);
+        let rows = staged
+            .iter()
+            .map(|c| {
+                (0..held.size())
+                    .find(|&i| held.pos(i) == Some(c.pos) && held.seqs(i).contains(d))
+                    .map(|i| stream * self.stream_size() + i)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "sequence {d} has no cell at position {} for the sliding-window layers' rows",
+                            c.pos
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        for (c, &row) in staged.iter().zip(&rows) {
+            for (j, &il) in layers.iter().enumerate() {
+                tensor_write(self.k(il), row * self.k_row(il), &c.k[j]).map_err(Error::Ggml)?;
+                tensor_write(self.v(il), row * self.v_row(il), &c.v[j]).map_err(Error::Ggml)?;
+            }
+        }
+        Ok(())
     }
 
     fn apply_staged(&mut self, dest: Option<usize>, cells: Vec<StagedCell>) -> Result<()> {

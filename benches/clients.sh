@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# llama.cpp's own programs on libllama.so and, unchanged, with libengine.so put in its place: each
+# runs twice with the same arguments, the outputs are compared with timings, addresses and other
+# run-to-run noise taken out, and one line per program says whether they are identical. Not part
+# of the test suite (building the programs takes a while); see the README.
+# Usage: benches/clients.sh [PROGRAM...]   (default: all)     Output and diffs: target/clients/
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+targets=(llama-simple llama-completion llama-cli llama-perplexity llama-embedding llama-parallel
+    llama-lookup llama-speculative-simple llama-retrieval llama-eval-callback llama-imatrix
+    llama-batched llama-bench llama-server test-save-load-state)
+scripts/fetch-models.sh
+bin="$(scripts/llama-cpp.sh "${targets[@]}")" || exit 1
+cargo build --release --lib || exit 1
+
+models="${ENGINE_MODEL_DIR:-$HOME/.cache/engine/models}"
+smollm2="$models/SmolLM2-135M-Instruct.Q4_1.gguf"
+gemma3="$models/gemma-3-270m-q4_k_m.gguf"
+out="$PWD/target/clients"
+swap="$out/swap"
+rm -rf "$out"
+mkdir -p "$swap"
+# The programs find libllama.so.0 through LD_LIBRARY_PATH before their own run path.
+ln -s "$PWD/target/release/libengine.so" "$swap/libllama.so.0"
+ln -s "$PWD/target/release/libengine.so" "$swap/libllama.so"
+
+# A text for perplexity, retrieval and lookups: prose, reproducible.
+text="$out/text.txt"
+python3 - "$text" <<'EOF'
+import sys
+words = ("the river carried small boats past the old mill while children counted them from the bridge "
+         "and their grandmother told of winters when the water froze solid and carts crossed where boats "
+         "now sail").split()
+lines = [" ".join(words[(i * 7) % len(words):] + words[:(i * 7) % len(words)]).capitalize() + "." for i in range(120)]
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+EOF
+
+# Take out what differs between any two runs: timestamps, timings, speeds, memory addresses,
+# thread ids, and the library's own log lines (not the program's output).
+normalize() {
+    sed -E \
+        -e 's/\x08//g' \
+        -e 's/[0-9.]+ minutes/<t> minutes/g' \
+        -e 's/[0-9]+\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWED] //g' \
+        -e 's/as of [0-9-]+ [0-9:]+/as of <date>/' \
+        -e 's/[0-9.]+ seconds per pass - ETA.*$/<t> seconds per pass/' \
+        -e 's/[0-9]+(\.[0-9]+)? (ms|us|s)( per|,|\)| \/)/<t> \2\3/g' \
+        -e 's/[0-9]+(\.[0-9]+)? (tokens|t)\/s/<speed>/g' \
+        -e 's/0x[0-9a-f]{6,}/<addr>/g' \
+        -e 's/(time|took|elapsed)[^|]*$/\1 <t>/' \
+        -e 's/"(t_[a-z_]+|[a-z_]+_ms|[a-z_]+_per_second|[a-z_]+_per_token_ms)": ?[0-9.e+-]+/"\1": <t>/g' \
+        -e 's/"(created|id_slot|id_task|id)": ?[0-9]+/"\1": <n>/g' \
+        -e 's/"id": ?"[A-Za-z0-9-]+"/"id": <id>/g' \
+        -e 's/ in +[0-9.]+ seconds/ in <t> seconds/g' \
+        -e 's/(t_[a-z_]+) = [0-9.]+ ms/\1 = <t> ms/g' \
+        -e 's/~?(llama_context|load|split_equal|state_read_data|state_seq_set_data): .*$//' \
+        -e 's/\.*repack: .*$//' \
+        -e 's/Loading model\.\.\. [-|\\/ ]*/Loading model... /' \
+        -e 's/[0-9.]+ tokens per second/<speed>/g' \
+        -e 's/control-looking token.*$//' \
+        "$1" | grep -vE '^(llama_|load|print_info|llm_load|graph_|sched_|common_perf|init:|main: (build|llama threadpool)|system_info|create_tensor|init_tokenizer|done_getting_tensors|set_abort_callback|resolve_fused_ops|decode:)|^\s*$|^\.+$|load time|sample time|eval time|total time|graphs reused|\| +memory breakdown|MiB' || true
+}
+
+printf '%-32s %s\n' "program" "result"
+# run NAME TIMEOUT ARGS...: the program with ARGS on both libraries. Its input is $feed followed by
+# an input that stays open until the timeout ends the program (for programs that ask for more
+# input until killed), or none.
+run() {
+    local name="$1" secs="$2" prog="$3"
+    shift 3
+    local dir="$out/$name"
+    mkdir -p "$dir"
+    feed_input() { if [ -n "${feed:-}" ]; then printf '%s\n' "$feed"; sleep "$secs"; fi; }
+    (cd "$dir" && feed_input | timeout "$secs" "$bin/$prog" "$@" >ref.out 2>ref.err)
+    local rc_ref=$?
+    (cd "$dir" && feed_input | LD_LIBRARY_PATH="$swap" timeout "$secs" "$bin/$prog" "$@" >eng.out 2>eng.err)
+    local rc_eng=$?
+    compare "$name" "$dir" "$rc_ref" "$rc_eng"
+}
+
+# compare NAME DIR RC_REF RC_ENG: one result line.
+compare() {
+    local name="$1" dir="$2" rc_ref="$3" rc_eng="$4" verdict
+    for side in ref eng; do
+        cat "$dir/$side.out" "$dir/$side.err" >"$dir/$side.all" 2>/dev/null
+        normalize "$dir/$side.all" >"$dir/$side.norm"
+    done
+    if ! diff -q "$dir/ref.norm" "$dir/eng.norm" >/dev/null; then
+        diff "$dir/ref.norm" "$dir/eng.norm" >"$dir/diff.txt"
+        verdict="DIFFERS ($(grep -c '^[<>]' "$dir/diff.txt") lines; $dir/diff.txt)"
+    elif [ "$rc_ref" != "$rc_eng" ]; then
+        verdict="DIFFERS (exit $rc_eng, llama.cpp $rc_ref)"
+    else
+        verdict="identical (exit $rc_ref)"
+    fi
+    if grep -qiE 'not implemented|panicked' "$dir/eng.err" 2>/dev/null; then
+        verdict="$verdict; engine logged: $(grep -iE -m1 'not implemented|panicked' "$dir/eng.err")"
+    fi
+    printf '%-32s %s\n' "$name" "$verdict"
+}
+
+want() { # want NAME: whether NAME was asked for (all when none were)
+    [ ${#selected[@]} -eq 0 ] && return 0
+    local s
+    for s in "${selected[@]}"; do [[ "$1" == "$s"* ]] && return 0; done
+    return 1
+}
+selected=("$@")
+
+long_prompt="$(head -c 5000 "$text" | tr '\n' ' ')"
+for m in smollm2 gemma3; do
+    model="${!m}"
+    common=(-m "$model" -t 2 --seed 42)
+    want llama-simple && run "llama-simple/$m" 300 llama-simple -m "$model" -n 32 "$long_prompt"
+    want llama-completion && run "llama-completion/$m/greedy" 300 llama-completion "${common[@]}" \
+        -p "The capital of France is" -n 48 --temp 0 -no-cnv
+    want llama-completion && run "llama-completion/$m/seeded" 300 llama-completion "${common[@]}" \
+        -p "Once upon a time" -n 48 -no-cnv
+    want llama-cli && run "llama-cli/$m" 300 llama-cli "${common[@]}" -p "What is the capital of France?" \
+        -n 32 --temp 0 -st
+    want llama-perplexity && run "llama-perplexity/$m" 600 llama-perplexity "${common[@]}" -f "$text" -c 128 \
+        --chunks 4 -b 128
+    # KL divergence against llama.cpp's own logits (the base file is written by llama.cpp).
+    if want llama-perplexity; then
+        "$bin/llama-perplexity" "${common[@]}" -f "$text" -c 128 --chunks 4 -b 128 \
+            --kl-divergence-base "$out/kld-base-$m.bin" >/dev/null 2>&1 </dev/null
+        run "llama-perplexity/$m/kl-divergence" 600 llama-perplexity "${common[@]}" -c 128 --chunks 4 -b 128 \
+            --kl-divergence-base "$out/kld-base-$m.bin" --kl-divergence
+    fi
+    want llama-embedding && run "llama-embedding/$m" 300 llama-embedding "${common[@]}" \
+        -p "The capital of France is Paris." --pooling mean
+    want llama-parallel && run "llama-parallel/$m" 600 llama-parallel "${common[@]}" -np 3 -ns 6 -n 32 --temp 0
+    want llama-lookup && run "llama-lookup/$m" 300 llama-lookup "${common[@]}" -p "$long_prompt" -n 32 --temp 0 \
+        -c 4096
+    want llama-speculative-simple && run "llama-speculative-simple/$m" 300 llama-speculative-simple \
+        "${common[@]}" -md "$model" --spec-type draft-simple -p "The capital of France is" -n 32 --temp 0
+    # llama-retrieval asks for queries until killed (at end of input it loops): one query, then it
+    # waits for the next until the timeout.
+    want llama-retrieval && feed="Who counted the boats?" run "llama-retrieval/$m" 60 llama-retrieval \
+        "${common[@]}" --context-file "$text" --chunk-size 200 -c 512 --pooling mean
+    want llama-eval-callback && run "llama-eval-callback/$m" 300 llama-eval-callback "${common[@]}" \
+        -p "The capital" -n 1
+    want llama-imatrix && run "llama-imatrix/$m" 600 llama-imatrix "${common[@]}" -f "$text" -c 128 --chunks 2 \
+        -o "$out/imatrix-$m.gguf"
+    want llama-batched && run "llama-batched/$m" 300 llama-batched "${common[@]}" -p "Hello, my name is" -np 4 \
+        -n 32 -kvu
+    want llama-bench && run "llama-bench/$m" 600 llama-bench -m "$model" -t 2 -p 64 -n 16 -r 1 -o jsonl
+    want test-save-load-state && run "test-save-load-state/$m" 300 test-save-load-state "${common[@]}" \
+        -p "The capital of France is" -n 16
+done
+
+# llama-server: the same requests to a server on each library.
+server_case() { # server_case LIB_DIR_OR_EMPTY OUTFILE MODEL
+    local port=18080 pid
+    if [ -n "$1" ]; then
+        LD_LIBRARY_PATH="$1" "$bin/llama-server" -m "$3" -t 2 -np 2 -c 4096 --port $port --host 127.0.0.1 \
+            --slot-save-path "$out/slots" >"$2.log" 2>&1 &
+    else
+        "$bin/llama-server" -m "$3" -t 2 -np 2 -c 4096 --port $port --host 127.0.0.1 \
+            --slot-save-path "$out/slots" >"$2.log" 2>&1 &
+    fi
+    pid=$!
+    for _ in $(seq 1 120); do
+        curl -s "http://127.0.0.1:$port/health" | grep -q ok && break
+        sleep 0.5
+    done
+    local u="http://127.0.0.1:$port"
+    {
+        curl -s "$u/completion" -d '{"prompt":"The capital of France is","n_predict":24,"temperature":0,"n_probs":3}'
+        echo
+        curl -s "$u/completion" -d '{"prompt":"Once upon a time","n_predict":24,"seed":7,"n_probs":2}'
+        echo
+        curl -s "$u/v1/chat/completions" -d '{"messages":[{"role":"user","content":"Name a color."}],"max_tokens":16,"temperature":0,"logprobs":true,"top_logprobs":2}'
+        echo
+        curl -s "$u/tokenize" -d '{"content":"Hello world! <|im_start|>"}'
+        echo
+        curl -s "$u/detokenize" -d '{"tokens":[1,2,3,100,1000]}'
+        echo
+        curl -s "$u/apply-template" -d '{"messages":[{"role":"user","content":"Hi"}]}'
+        echo
+        curl -s "$u/v1/embeddings" -d '{"input":"The capital of France is Paris."}'
+        echo
+        curl -s "$u/completion" -d '{"prompt":"List three fruits:","n_predict":32,"temperature":0,"json_schema":{"type":"array","items":{"type":"string"},"maxItems":3}}'
+        echo
+        curl -s "$u/slots/0?action=save" -d '{"filename":"slot0.bin"}'
+        echo
+        curl -s "$u/slots/0?action=restore" -d '{"filename":"slot0.bin"}'
+        echo
+        # Two requests at once, on the two slots; printed in a fixed order.
+        curl -s "$u/completion" -d '{"prompt":"One plus one is","n_predict":16,"temperature":0}' >"$2.a" &
+        local a=$!
+        curl -s "$u/completion" -d '{"prompt":"The sky is","n_predict":16,"temperature":0}' >"$2.b" &
+        wait $a $!
+        cat "$2.a" "$2.b"
+        echo
+    } >"$2" 2>&1
+    kill $pid 2>/dev/null
+    wait $pid 2>/dev/null
+}
+if want llama-server && command -v curl >/dev/null; then
+    for m in smollm2 gemma3; do
+        dir="$out/llama-server/$m"
+        mkdir -p "$dir" "$out/slots"
+        server_case "" "$dir/ref.out" "${!m}"
+        : >"$dir/ref.err"
+        server_case "$swap" "$dir/eng.out" "${!m}"
+        grep -iE 'not implemented|panicked|error' "$dir/eng.out.log" >"$dir/eng.err" || true
+        compare "llama-server/$m" "$dir" 0 0
+    done
+fi
