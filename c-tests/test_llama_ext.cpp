@@ -31,6 +31,8 @@ llama_context *llama_get_ctx_other(struct llama_context *ctx);
 int32_t llama_model_dflash_selector_top_k(const struct llama_model *model);
 const int32_t *llama_model_target_layer_ids(const struct llama_model *model);
 uint32_t llama_model_target_layer_ids_n(const struct llama_model *model);
+// llama.cpp's internal unicode.h, which its tokenizer tests call.
+std::string unicode_cpt_to_utf8(uint32_t cpt);
 
 static int failures = 0;
 #define CHECK(cond, what)                                                  \
@@ -42,6 +44,10 @@ static int failures = 0;
     } while (0)
 
 int main() {
+    CHECK(unicode_cpt_to_utf8(0x41) == "A", "one byte");
+    CHECK(unicode_cpt_to_utf8(0x20ac) == "\xe2\x82\xac", "three bytes");
+    CHECK(unicode_cpt_to_utf8(0x1f600) == "\xf0\x9f\x98\x80", "four bytes");
+    CHECK(unicode_cpt_to_utf8(0x110000).empty(), "out of range: empty, where llama.cpp throws");
     const char *dir = std::getenv("ENGINE_MODEL_DIR");
     std::string path = std::string(dir ? dir : std::string(std::getenv("HOME")) + "/.cache/engine/models") +
                        "/SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -27,6 +27,9 @@ extern "C" {
     /// Constructs `std::map<ggml_backend_buffer_type_t, llama_memory_breakdown_data>` in `slot`
     /// with `entries`; 0 when all went in, -1 when memory ran out (the map is valid either way).
     fn engine_memory_breakdown_construct(slot: *mut c_void, entries: *const BreakdownEntry, n: usize) -> i32;
+    /// Constructs a `std::string` in `slot` holding the `n` bytes at `bytes`; 0, or -1 when memory
+    /// ran out (the string is valid, empty, either way).
+    fn engine_string_construct(slot: *mut c_void, bytes: *const u8, n: usize) -> i32;
 }
 
 /// `int32_t llama_model_n_expert(const llama_model *)`
@@ -205,4 +208,61 @@ pub unsafe extern "C" fn llama_model_target_layer_ids_n(m: *const llama_model) -
         unsafe { model(m) }?;
         Ok(0)
     })
+}
+
+/// The UTF-8 bytes of code point `cpt` as llama.cpp's internal `unicode_cpt_to_utf8` writes them:
+/// the usual encoding, surrogates included (three bytes, like any other code point below 0x10000).
+/// None above 0x10FFFF, where llama.cpp throws.
+fn utf8_of(cpt: u32) -> Option<Vec<u8>> {
+    let cont = |shift: u32| 0x80 | ((cpt >> shift) & 0x3f) as u8;
+    Some(match cpt {
+        0..=0x7f => vec![cpt as u8],
+        0x80..=0x7ff => vec![0xc0 | (cpt >> 6) as u8, cont(0)],
+        0x800..=0xffff => vec![0xe0 | (cpt >> 12) as u8, cont(6), cont(0)],
+        0x1_0000..=0x10_ffff => vec![0xf0 | (cpt >> 18) as u8, cont(12), cont(6), cont(0)],
+        _ => return None,
+    })
+}
+
+/// `std::string unicode_cpt_to_utf8(uint32_t)`: not llama.h nor llama-ext.h but llama.cpp's internal
+/// `unicode.h`, which libllama.so exports and llama.cpp's tokenizer tests (test-tokenizer-1-spm, -bpe)
+/// link against. An invalid code point, where llama.cpp throws, gives "" and a log line.
+///
+/// # Safety
+/// `slot` must be the caller's uninitialised return slot for the string, as the C++ ABI passes it.
+#[export_name = "_Z19unicode_cpt_to_utf8B5cxx11j"]
+pub unsafe extern "C" fn unicode_cpt_to_utf8(slot: *mut c_void, cpt: u32) -> *mut c_void {
+    entry!(slot, {
+        let bytes = utf8_of(cpt);
+        let b = bytes.as_deref().unwrap_or_default();
+        // SAFETY: the slot is the caller's return slot; `b` is a live byte array of its length.
+        if unsafe { engine_string_construct(slot, b.as_ptr(), b.len()) } != 0 {
+            return Err(Error::Internal("out of memory building the string".into()));
+        }
+        bytes
+            .map(|_| slot)
+            .ok_or_else(|| Error::invalid(format!("invalid codepoint {cpt:#x}")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utf8_of;
+
+    #[test]
+    fn code_points_encode_as_llama_cpp_encodes_them() {
+        for cpt in (0..0x11_0000)
+            .step_by(7)
+            .chain([0x7f, 0x80, 0x7ff, 0x800, 0xffff, 0x1_0000, 0x10_ffff])
+        {
+            let ours = utf8_of(cpt).expect("in range");
+            match char::from_u32(cpt) {
+                Some(c) => assert_eq!(ours, c.to_string().into_bytes(), "{cpt:#x}"),
+                // Surrogates: the three-byte pattern, which UTF-8 proper forbids.
+                None => assert_eq!(ours.len(), 3, "{cpt:#x}"),
+            }
+        }
+        assert_eq!(utf8_of(0xd800), Some(vec![0xed, 0xa0, 0x80]));
+        assert_eq!(utf8_of(0x11_0000), None);
+    }
 }

@@ -1,10 +1,12 @@
 // The only C++ in libengine.so. llama.cpp's staging API (llama-ext.h) returns its memory breakdown
-// as a std::map by value, and a std::map can only be built by C++. The exported symbol itself is
-// defined in Rust (src/ffi/llama_ext.rs), which receives the caller's return slot and hands it here
-// to construct the map in.
+// as a std::map by value, and llama.cpp's tokenizer tests link against a function returning a
+// std::string: C++ standard containers can only be built by C++. The exported symbols themselves are
+// defined in Rust (src/ffi/llama_ext.rs), which receive the caller's return slot and hand it here to
+// construct the container in.
 #include <cstddef>
 #include <map>
 #include <new>
+#include <string>
 
 #include "ggml-backend.h"
 
@@ -43,6 +45,17 @@ extern "C" int engine_memory_breakdown_construct(void *slot, const entry *entrie
             d.context += entries[i].context;
             d.compute += entries[i].compute;
         }
+    } catch (...) {
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int engine_string_construct(void *slot, const char *bytes, size_t n) noexcept {
+    // As above: the slot holds a valid (empty) string before anything can fail.
+    auto *str = new (slot) std::string();
+    try {
+        str->assign(bytes, n);
     } catch (...) {
         return -1;
     }
