@@ -8,12 +8,16 @@
  * - llama_supports_gpu_offload says what the engine does (it runs every layer on the CPU);
  * - callbacks that call back into the context they run for (abort, eval, a sampler's apply, the
  *   log): the getters llama.cpp's callbacks use answer, calls that would change or read the
- *   context mid-computation get their failure value, and nothing crashes. */
+ *   context mid-computation get their failure value, and nothing crashes;
+ * - llama_batch_free of a batch it did not allocate (llama_batch_get_one's) or of one freed already
+ *   (section 4): a log line, nothing freed. Each in a child process, so a regression fails the
+ *   check instead of ending the test. */
 #include "testutil.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *null_name(const struct llama_sampler *smpl) {
@@ -202,6 +206,34 @@ static void callbacks_calling_back(struct llama_model *model) {
     llama_free(ctx);
 }
 
+/* Runs `fn` in a child process: whether it returned (exit 0) rather than crashed. */
+static bool survives(void (*fn)(void)) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        fn();
+        _exit(tu_failures ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void free_get_one_batch(void) {
+    llama_token t[3] = {1, 2, 3};
+    tu_log_clear();
+    llama_batch_free(llama_batch_get_one(t, 3));
+    CHECK(tu_log_contains("not a batch from llama_batch_init"), "the log says why");
+}
+
+static void free_batch_twice(void) {
+    struct llama_batch b = llama_batch_init(8, 0, 1);
+    llama_batch_free(b);
+    tu_log_clear();
+    llama_batch_free(b);
+    CHECK(tu_log_contains("freed already"), "the log says why");
+}
+
 int main(void) {
     tu_capture_log();
     llama_backend_init();
@@ -221,6 +253,8 @@ int main(void) {
     CHECK(tu_decode(ctx, prompt, 1, 5, 0) == 0, "the context still decodes");
     llama_free(ctx);
     callbacks_calling_back(model);
+    CHECK(survives(free_get_one_batch), "llama_batch_free of a llama_batch_get_one batch");
+    CHECK(survives(free_batch_twice), "llama_batch_free twice");
     llama_model_free(model);
     return tu_finish("test_boundary");
 }

@@ -519,7 +519,7 @@ struct llama_batch llama_batch_get_one(llama_token *tokens, int32_t n_tokens);
 // `n_seq_max` sequence ids; zero-initialised. `seq_id` has one more entry, NULL, marking its end.
 struct llama_batch llama_batch_init(int32_t n_tokens, int32_t embd, int32_t n_seq_max);
 
-// Free a batch from `llama_batch_init`.
+// Free a batch from `llama_batch_init`: what it allocated, once.
 void llama_batch_free(struct llama_batch batch);
 
 int32_t llama_encode(struct llama_context *ctx, struct llama_batch batch);

@@ -5,6 +5,8 @@ use super::handle::{self, batch_ext, batch_ext_free, batch_ext_into_raw, ctx_mut
 use super::types::*;
 use crate::context::{AddError, BatchExt, BatchInput, DecodeStatus};
 use crate::error::{Error, Result};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 
 /// A batch over the caller's token array: sequence 0, positions and outputs left to the decoder.
@@ -33,6 +35,39 @@ const EMPTY_BATCH: llama_batch = llama_batch {
 fn c_alloc<T>(n: usize) -> *mut T {
     // SAFETY: calloc checks `n * size` for overflow itself and returns NULL on failure.
     unsafe { libc::calloc(n.max(1), std::mem::size_of::<T>()).cast() }
+}
+
+/// What `llama_batch_init` allocated, by the address of the batch's `seq_id` array: the arrays and
+/// each token's sequence id list. `llama_batch_free` frees exactly these, once; a batch it does not
+/// know (from `llama_batch_get_one`, freed already, or never a batch) is refused with a log line.
+struct Allocation {
+    arrays: [usize; 6],
+    seq_ids: Vec<usize>,
+}
+
+static BATCHES: Mutex<BTreeMap<usize, Allocation>> = Mutex::new(BTreeMap::new());
+
+impl Allocation {
+    fn of(b: &llama_batch, seq_ids: Vec<usize>) -> Allocation {
+        let arrays = [
+            b.token as usize,
+            b.embd as usize,
+            b.pos as usize,
+            b.n_seq_id as usize,
+            b.seq_id as usize,
+            b.logits as usize,
+        ];
+        Allocation { arrays, seq_ids }
+    }
+
+    /// # Safety
+    /// Every address is 0 or from `c_alloc`, not freed yet.
+    unsafe fn release(self) {
+        for p in self.seq_ids.into_iter().chain(self.arrays) {
+            // SAFETY: per the contract, a calloc'd pointer or NULL.
+            unsafe { libc::free(p as *mut c_void) };
+        }
+    }
 }
 
 /// Room for `n_tokens` tokens (or embeddings of `embd` floats when `embd` > 0), each with up to
@@ -69,57 +104,47 @@ pub extern "C" fn llama_batch_init(n_tokens: i32, embd: i32, n_seq_max: i32) -> 
         let mut ok = [data, b.pos.cast(), b.n_seq_id.cast(), b.seq_id.cast(), b.logits.cast()]
             .iter()
             .all(|p| !p.is_null());
+        let mut seq_ids = Vec::new();
         if ok {
             for i in 0..n {
                 let ids: *mut llama_seq_id = c_alloc(s);
-                // SAFETY: `seq_id` has n + 1 zeroed slots; a NULL entry ends the list for free.
-                unsafe { *b.seq_id.add(i) = ids };
                 if ids.is_null() {
                     ok = false;
                     break;
                 }
+                // SAFETY: `seq_id` has n + 1 zeroed slots; the last stays NULL, as llama.cpp's.
+                unsafe { *b.seq_id.add(i) = ids };
+                seq_ids.push(ids as usize);
             }
         }
+        let allocation = Allocation::of(&b, seq_ids);
         if !ok {
-            // SAFETY: every pointer is NULL or from c_alloc; seq_id entries end at the first NULL.
-            unsafe { free_batch(b) };
+            // SAFETY: every address is 0 or from c_alloc, freed once here.
+            unsafe { allocation.release() };
             return Err(Error::invalid("out of memory allocating the batch"));
         }
+        BATCHES.lock().insert(b.seq_id as usize, allocation);
         Ok(b)
     })
 }
 
-/// # Safety
-/// Every pointer is NULL or from `c_alloc`; `seq_id`, if set, ends with a NULL entry.
-unsafe fn free_batch(b: llama_batch) {
-    // SAFETY: per the contract above, every freed pointer came from calloc.
-    unsafe {
-        if !b.seq_id.is_null() {
-            let mut i = 0;
-            while !(*b.seq_id.add(i)).is_null() {
-                libc::free((*b.seq_id.add(i)).cast());
-                i += 1;
-            }
-        }
-        for p in [
-            b.token.cast::<c_void>(),
-            b.embd.cast(),
-            b.pos.cast(),
-            b.n_seq_id.cast(),
-            b.seq_id.cast(),
-            b.logits.cast(),
-        ] {
-            libc::free(p);
-        }
-    }
-}
-
-/// Free a batch from `llama_batch_init`.
+/// Free a batch from `llama_batch_init`: what it allocated, once.
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_free(batch: llama_batch) {
-    // SAFETY: the caller passes a batch made by llama_batch_init (whose seq_id ends with NULL).
     entry!((), {
-        unsafe { free_batch(batch) };
+        if batch.seq_id.is_null() && batch.token.is_null() && batch.embd.is_null() {
+            // Nothing was allocated (a failed llama_batch_init): like free(NULL).
+            return Ok(());
+        }
+        let allocation = BATCHES.lock().remove(&(batch.seq_id as usize)).ok_or_else(|| {
+            Error::invalid(
+                "not a batch from llama_batch_init, or freed already (a llama_batch_get_one batch \
+                 owns nothing): nothing freed",
+            )
+        })?;
+        // SAFETY: the allocation was recorded by llama_batch_init and is removed from the record
+        // here, so it is freed once.
+        unsafe { allocation.release() };
         Ok(())
     })
 }
