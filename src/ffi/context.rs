@@ -1,7 +1,7 @@
 //! Context creation, its getters and setters, and reading outputs.
 
 use super::entry::entry;
-use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, Ctx, CtxCell};
+use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, model_share, Ctx, CtxCell};
 use super::params::context_params;
 use super::types::*;
 use crate::context::Context;
@@ -19,13 +19,15 @@ pub unsafe extern "C" fn llama_init_from_model(
     params: llama_context_params,
 ) -> *mut llama_context {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: the caller keeps the model alive until the context is freed (llama.h's contract),
-        // so the borrow may live as long as the context.
+        // SAFETY: NULL or a live model handle (contract).
+        let share = unsafe { model_share(model) }?;
+        // SAFETY: the context's handle keeps `share` until after the context is dropped, so the
+        // model outlives the borrow, even when the caller frees its handle first.
         let m = unsafe { self::model(model) }?;
         // SAFETY: forwarded contract on the callbacks.
         let p = unsafe { context_params(&params) }?;
         let c: Ctx = Context::new(m, p)?;
-        Ok(ctx_into_raw(c))
+        Ok(ctx_into_raw(c, share))
     })
 }
 

@@ -8,24 +8,62 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::vocab::Vocab;
 use parking_lot::{Mutex, MutexGuard};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The model handles C holds and has not freed. A model is shared (`Arc`) by its handle and its
+/// contexts, so `llama_model_free` before `llama_free` leaves the model to its last context; the
+/// record makes a second `llama_model_free` of a handle (or of anything that never was one) a
+/// refusal instead of a second release.
+static LIVE_MODELS: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
 /// # Safety
-/// `p` must be NULL or a handle returned by a model loader and not yet freed.
+/// `p` must be NULL or a model handle whose model is alive (its handle not freed, or a context of
+/// it alive).
 pub(crate) unsafe fn model<'a>(p: *const llama_model) -> Result<&'a Model> {
-    // SAFETY: non-NULL model handles are `Box<Model>` pointers that the caller keeps alive.
+    // SAFETY: non-NULL model handles are `Arc<Model>` pointers kept alive by the handle or a context.
     unsafe { p.cast::<Model>().as_ref() }.ok_or_else(|| Error::invalid("model is NULL"))
 }
 
 pub(crate) fn model_into_raw(m: Model) -> *mut llama_model {
-    Box::into_raw(Box::new(m)).cast()
+    let p = Arc::into_raw(Arc::new(m));
+    LIVE_MODELS.lock().insert(p as usize);
+    p.cast_mut().cast()
 }
 
+/// Release the handle's share of the model; refused for a handle that is not live.
+///
 /// # Safety
-/// `p` must be NULL or a handle from `model_into_raw` that is freed only once.
-pub(crate) unsafe fn model_free(p: *mut llama_model) {
-    if !p.is_null() {
-        // SAFETY: the handle came from `Box::into_raw` in `model_into_raw`.
-        drop(unsafe { Box::from_raw(p.cast::<Model>()) });
+/// `p` must be NULL or a pointer C got from a model loader.
+pub(crate) unsafe fn model_free(p: *mut llama_model) -> Result<()> {
+    if p.is_null() {
+        return Ok(());
+    }
+    if !LIVE_MODELS.lock().remove(&(p as usize)) {
+        return Err(Error::invalid(
+            "not a live model handle (freed already, or never a model): nothing freed",
+        ));
+    }
+    // SAFETY: the handle came from `Arc::into_raw` in `model_into_raw` and was live: its share is
+    // released once (the record no longer holds it).
+    drop(unsafe { Arc::from_raw(p.cast_const().cast::<Model>()) });
+    Ok(())
+}
+
+/// A share of the model behind a live handle, for a context to keep it alive.
+///
+/// # Safety
+/// `p` must be NULL or a model handle whose model is alive.
+pub(crate) unsafe fn model_share(p: *const llama_model) -> Result<Arc<Model>> {
+    if p.is_null() {
+        return Err(Error::invalid("model is NULL"));
+    }
+    let p = p.cast::<Model>();
+    // SAFETY: model handles are `Arc::into_raw` pointers whose model is alive (contract): one more
+    // share is taken and handed over.
+    unsafe {
+        Arc::increment_strong_count(p);
+        Ok(Arc::from_raw(p))
     }
 }
 
@@ -56,6 +94,8 @@ pub(crate) struct CtxCell {
     pub params: Resolved,
     memory: bool,
     inner: Mutex<Ctx>,
+    /// The context's share of its model: dropped after the context (fields drop in order).
+    _model: Arc<Model>,
 }
 
 /// # Safety
@@ -81,12 +121,14 @@ pub(crate) unsafe fn ctx_mut<'a>(p: *const llama_context) -> Result<MutexGuard<'
     })
 }
 
-pub(crate) fn ctx_into_raw(c: Ctx) -> *mut llama_context {
+/// The handle of context `c`, which keeps `model` (the model `c` borrows) alive.
+pub(crate) fn ctx_into_raw(c: Ctx, model: Arc<Model>) -> *mut llama_context {
     let cell = CtxCell {
         model: c.model,
         params: c.params,
         memory: c.can_decode(),
         inner: Mutex::new(c),
+        _model: model,
     };
     Box::into_raw(Box::new(cell)).cast()
 }

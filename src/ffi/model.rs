@@ -112,8 +112,7 @@ pub unsafe extern "C" fn llama_model_load_from_splits(
 pub unsafe extern "C" fn llama_model_free(model: *mut llama_model) {
     entry!((), {
         // SAFETY: forwarded contract.
-        unsafe { model_free(model) };
-        Ok(())
+        unsafe { model_free(model) }
     })
 }
 
