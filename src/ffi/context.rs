@@ -101,7 +101,7 @@ pub unsafe extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
 pub unsafe extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_model {
     // SAFETY: forwarded contract.
     entry!(std::ptr::null(), {
-        unsafe { param_getter(ctx, |c| (c.model as *const crate::model::Model).cast()) }
+        unsafe { param_getter(ctx, |c| (c.model() as *const crate::model::Model).cast()) }
     })
 }
 

@@ -192,7 +192,11 @@ mod tests {
     fn exported_bodies(src: &str) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut rest = src;
-        while let Some(at) = rest.find("#[no_mangle]").or_else(|| rest.find("#[export_name")) {
+        while let Some(at) = ["#[no_mangle]", "#[export_name"]
+            .iter()
+            .filter_map(|a| rest.find(a))
+            .min()
+        {
             rest = &rest[at + 1..];
             let sig = rest.find("fn ").expect("an exported fn");
             let name: String = rest[sig + 3..]

@@ -89,13 +89,19 @@ pub(crate) type Ctx = Context<'static>;
 /// creation sits beside the lock, so the getters llama.cpp's callbacks use (`llama_n_ctx`,
 /// `llama_get_model`, ...) answer at any time.
 pub(crate) struct CtxCell {
-    pub model: &'static Model,
     /// The resolved parameters at creation, for the getters of values that never change.
     pub params: Resolved,
     memory: bool,
     inner: Mutex<Ctx>,
     /// The context's share of its model: dropped after the context (fields drop in order).
-    _model: Arc<Model>,
+    model: Arc<Model>,
+}
+
+impl CtxCell {
+    /// The model the context computes with (the same `llama_get_model` hands out).
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
 }
 
 /// # Safety
@@ -124,11 +130,10 @@ pub(crate) unsafe fn ctx_mut<'a>(p: *const llama_context) -> Result<MutexGuard<'
 /// The handle of context `c`, which keeps `model` (the model `c` borrows) alive.
 pub(crate) fn ctx_into_raw(c: Ctx, model: Arc<Model>) -> *mut llama_context {
     let cell = CtxCell {
-        model: c.model,
         params: c.params,
         memory: c.can_decode(),
         inner: Mutex::new(c),
-        _model: model,
+        model,
     };
     Box::into_raw(Box::new(cell)).cast()
 }
