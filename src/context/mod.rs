@@ -14,7 +14,7 @@ pub use decode::DecodeStatus;
 pub use perf::{Counters, PerfData};
 
 use crate::error::{Error, Result};
-use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler};
+use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS};
 use crate::graph::{Builder, Built, GraphParams, Pooling, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::Model;
@@ -23,6 +23,14 @@ use std::ops::Range;
 
 /// llama.cpp pads context sizes to this.
 const CTX_PAD: u32 = 256;
+
+/// A thread count as ggml takes it: up to its maximum; zero or less means at least one thread.
+fn thread_count(n: i32) -> Result<i32> {
+    if n > MAX_THREADS {
+        return Err(Error::invalid(format!("{n} threads: at most {MAX_THREADS} are supported")));
+    }
+    Ok(n.max(1))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlashAttn {
@@ -186,7 +194,8 @@ impl<'m> Context<'m> {
             beta_slow: if p.yarn_beta_slow >= 0.0 { p.yarn_beta_slow } else { 1.0 },
             embeddings: p.embeddings.then_some(pooling),
         };
-        let backend = CpuBackend::new(p.n_threads_batch).map_err(Error::Ggml)?;
+        let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
+        let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
         let n_stream = if p.kv_unified { 1 } else { n_seq_max };
         let kv = match hp {
             Some(hp) => KvCache::new(hp, n_ctx_seq as usize, n_stream as usize, p.type_k, p.type_v)?,
@@ -209,8 +218,8 @@ impl<'m> Context<'m> {
                 n_batch,
                 n_ubatch,
                 n_seq_max,
-                n_threads: p.n_threads.max(1),
-                n_threads_batch: p.n_threads_batch.max(1),
+                n_threads,
+                n_threads_batch,
                 graph,
                 embeddings: p.embeddings,
                 pooling,
@@ -274,9 +283,11 @@ impl<'m> Context<'m> {
         self.model.vocab.n_tokens()
     }
 
-    pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) {
-        self.params.n_threads = n_threads.max(1);
-        self.params.n_threads_batch = n_threads_batch.max(1);
+    /// New thread counts; out-of-range counts are refused and the current ones kept.
+    pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) -> Result<()> {
+        let counts = (thread_count(n_threads)?, thread_count(n_threads_batch)?);
+        (self.params.n_threads, self.params.n_threads_batch) = counts;
+        Ok(())
     }
 
     /// Switch causal attention on or off; the graph inputs (the mask) change, not the graph.

@@ -1,7 +1,7 @@
 //! Decoding against what llama.cpp computed for the same models and prompts
 //! (`tests/reference/<model>/`), plus the graph-reuse and allocation guarantees.
 
-use super::{BatchInput, Context, DecodeStatus, FlashAttn, Params};
+use super::{BatchInput, Context, DecodeStatus, FlashAttn, Params, MAX_THREADS};
 use crate::model::{LoadParams, Model};
 pub(crate) use crate::test_data::{model_path, reference_lines, GEMMA3, SMOLLM2};
 
@@ -595,4 +595,17 @@ fn sliding_window_layers_restore_into_the_cells_the_sequence_holds() {
         .expect_err("cells 4 and 5 are gone");
     assert!(err.to_string().contains("no cell at position 4"), "{err}");
     assert_eq!(ctx.seq_state_save(0, false).expect("whole state"), after_rm);
+}
+
+#[test]
+fn thread_counts_beyond_ggml_are_refused_and_the_old_ones_kept() {
+    let m = load(SMOLLM2.0);
+    let mut ctx = Context::new(&m, params(256, 64, 1)).unwrap();
+    let before = (ctx.params.n_threads, ctx.params.n_threads_batch);
+    assert!(ctx.set_n_threads(2, i32::MAX).is_err());
+    assert_eq!((ctx.params.n_threads, ctx.params.n_threads_batch), before);
+    ctx.set_n_threads(-1, 3).unwrap();
+    assert_eq!((ctx.params.n_threads, ctx.params.n_threads_batch), (1, 3));
+    let p = Params { n_threads: MAX_THREADS + 1, ..params(256, 64, 1) };
+    assert!(Context::new(&m, p).is_err());
 }

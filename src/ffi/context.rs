@@ -135,7 +135,7 @@ pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> Poolin
 pub unsafe extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
     entry!((), {
         // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?.set_n_threads(n_threads, n_threads_batch);
+        unsafe { ctx_mut(ctx) }?.set_n_threads(n_threads, n_threads_batch)?;
         Ok(())
     })
 }

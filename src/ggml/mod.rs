@@ -24,6 +24,9 @@ use std::sync::Once;
 
 pub use ggml_sys::ggml_type as RawType;
 
+/// The most threads ggml's CPU backend computes with (`GGML_MAX_N_THREADS`).
+pub const MAX_THREADS: i32 = ggml_sys::GGML_MAX_N_THREADS as i32;
+
 /// One-time process set-up: ggml's log lines go to our log, timers and f16 tables are initialised.
 /// Every entry point that touches ggml calls this first; repeated calls are free.
 pub fn init() {
