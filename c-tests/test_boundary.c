@@ -8,17 +8,13 @@
  * - llama_supports_gpu_offload says what the engine does (it runs every layer on the CPU);
  * - callbacks that call back into the context they run for (abort, eval, a sampler's apply, the
  *   log): the getters llama.cpp's callbacks use answer, calls that would change or read the
- *   context mid-computation get their failure value, and nothing crashes;
- * - ownership mistakes (section 4): llama_batch_free of a batch it did not allocate
- *   (llama_batch_get_one's) or of one freed already, and a second llama_model_free: a log line,
- *   nothing freed; llama_model_free before llama_free: the context keeps its model and decodes.
- *   Each in a child process, so a regression fails the check instead of ending the test. */
+ *   context mid-computation get their failure value, and nothing crashes.
+ * Ownership mistakes (section 4) are in test_ownership.c. */
 #include "testutil.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *null_name(const struct llama_sampler *smpl) {
@@ -207,63 +203,9 @@ static void callbacks_calling_back(struct llama_model *model) {
     llama_free(ctx);
 }
 
-/* Runs `fn` in a child process: whether it returned (exit 0) rather than crashed. */
-static bool survives(void (*fn)(void)) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        fn();
-        _exit(tu_failures ? 1 : 0);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-static void free_get_one_batch(void) {
-    llama_token t[3] = {1, 2, 3};
-    tu_log_clear();
-    llama_batch_free(llama_batch_get_one(t, 3));
-    CHECK(tu_log_contains("not a batch from llama_batch_init"), "the log says why");
-}
-
-static void free_batch_twice(void) {
-    struct llama_batch b = llama_batch_init(8, 0, 1);
-    llama_batch_free(b);
-    tu_log_clear();
-    llama_batch_free(b);
-    CHECK(tu_log_contains("freed already"), "the log says why");
-}
-
-static void free_model_twice(void) {
-    struct llama_model *m = tu_load(SMOLLM2_FILE, false);
-    llama_model_free(m);
-    tu_log_clear();
-    llama_model_free(m);
-    CHECK(tu_log_contains("not a live model handle"), "the log says why");
-}
-
-static void free_model_before_its_context(void) {
-    struct llama_model *m = tu_load(SMOLLM2_FILE, false);
-    struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = 256;
-    struct llama_context *ctx = llama_init_from_model(m, cp);
-    llama_model_free(m);
-    llama_token prompt[] = {504, 3575, 282, 4649, 314};
-    CHECK(tu_decode(ctx, prompt, 5, 0, 0) == 0, "the context decodes after its model's handle is freed");
-    const struct llama_vocab *v = llama_model_get_vocab(llama_get_model(ctx));
-    CHECK(llama_vocab_n_tokens(v) == 49152, "its model answers through llama_get_model");
-    llama_free(ctx);
-}
-
 int main(void) {
     tu_capture_log();
     llama_backend_init();
-    /* First, before this process computes anything: ggml's OpenMP threads do not survive a fork. */
-    CHECK(survives(free_get_one_batch), "llama_batch_free of a llama_batch_get_one batch");
-    CHECK(survives(free_batch_twice), "llama_batch_free twice");
-    CHECK(survives(free_model_twice), "llama_model_free twice");
-    CHECK(survives(free_model_before_its_context), "llama_model_free before llama_free");
     struct llama_model *model = tu_load(SMOLLM2_FILE, false);
     int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
     struct llama_context_params cp = llama_context_default_params();

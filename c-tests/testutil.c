@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 int tu_failures = 0;
 
@@ -245,4 +247,17 @@ int tu_argmax(const float *l, int n) {
         }
     }
     return best;
+}
+
+bool tu_survives(void (*fn)(void), unsigned timeout_s) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(timeout_s);
+        fn();
+        _exit(tu_failures ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }

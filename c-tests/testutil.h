@@ -70,6 +70,11 @@ struct llama_model *tu_load(const char *file, bool vocab_only);
  * logits for the last one only. Returns llama_decode's result. */
 int tu_decode(struct llama_context *ctx, const llama_token *t, int n, llama_pos pos0, llama_seq_id seq);
 
+/* Runs `fn` in a child process: whether it returned with no failed check (rather than crashed,
+ * aborted or hung for `timeout_s` seconds). Fork only before the process computes anything:
+ * ggml's CPU threads do not survive a fork. */
+bool tu_survives(void (*fn)(void), unsigned timeout_s);
+
 /* The index of the largest of the n values at l (the first one on ties). */
 int tu_argmax(const float *l, int n);
 

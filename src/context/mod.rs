@@ -27,7 +27,9 @@ const CTX_PAD: u32 = 256;
 /// A thread count as ggml takes it: up to its maximum; zero or less means at least one thread.
 fn thread_count(n: i32) -> Result<i32> {
     if n > MAX_THREADS {
-        return Err(Error::invalid(format!("{n} threads: at most {MAX_THREADS} are supported")));
+        return Err(Error::invalid(format!(
+            "{n} threads: at most {MAX_THREADS} are supported"
+        )));
     }
     Ok(n.max(1))
 }

@@ -606,6 +606,9 @@ fn thread_counts_beyond_ggml_are_refused_and_the_old_ones_kept() {
     assert_eq!((ctx.params.n_threads, ctx.params.n_threads_batch), before);
     ctx.set_n_threads(-1, 3).unwrap();
     assert_eq!((ctx.params.n_threads, ctx.params.n_threads_batch), (1, 3));
-    let p = Params { n_threads: MAX_THREADS + 1, ..params(256, 64, 1) };
+    let p = Params {
+        n_threads: MAX_THREADS + 1,
+        ..params(256, 64, 1)
+    };
     assert!(Context::new(&m, p).is_err());
 }

@@ -96,8 +96,7 @@ pub unsafe extern "C" fn llama_set_adapters_lora(
         }
         // No adapters: what the context already has. `common` sets this at every start and
         // llama-server on every batch, so it succeeds quietly.
-        // SAFETY: NULL or a live context by contract.
-        unsafe { super::handle::ctx(ctx) }?;
+        super::handle::ctx(ctx)?;
         Ok(0)
     })
 }
@@ -117,8 +116,7 @@ pub unsafe extern "C" fn llama_set_adapter_cvec(
             return Err(Error::NotImplemented("llama_set_adapter_cvec"));
         }
         // NULL data clears the control vector, which this context never has: done.
-        // SAFETY: NULL or a live context by contract.
-        unsafe { super::handle::ctx(ctx) }?;
+        super::handle::ctx(ctx)?;
         Ok(0)
     })
 }

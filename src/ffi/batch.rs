@@ -231,8 +231,7 @@ unsafe fn batch_input<'a>(b: &'a llama_batch) -> crate::Result<BatchInput<'a>> {
 #[no_mangle]
 pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
     entry!(-3, {
-        // SAFETY: forwarded contract (a live context, used by this thread only).
-        let c = unsafe { ctx_mut(ctx) };
+        let c = ctx_mut(ctx);
         // SAFETY: forwarded contract on the batch arrays.
         let r = c.and_then(|mut c| unsafe { batch_input(&batch) }.and_then(|input| c.decode(&input)));
         Ok(decode_code("llama_decode", r))
@@ -242,8 +241,7 @@ pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batc
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_batch_ext {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: forwarded contract.
-        let c = unsafe { handle::ctx_mut(ctx) }?;
+        let c = handle::ctx_mut(ctx)?;
         let b = BatchExt::new(c.params.n_batch as usize, c.params.n_seq_max as usize, c.n_vocab());
         Ok(batch_ext_into_raw(b))
     })
@@ -251,29 +249,20 @@ pub unsafe extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut l
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_free(batch: *mut llama_batch_ext) {
-    entry!((), {
-        // SAFETY: the caller frees a live handle once.
-        unsafe { batch_ext_free(batch) };
-        Ok(())
-    })
+    entry!((), { batch_ext_free(batch) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { batch_ext(batch) }?.clear();
+        batch_ext(batch)?.clear();
         Ok(())
     })
 }
 
 /// Add a token to `batch`; the index, or llama.h's negative code (logged) when refused.
-///
-/// # Safety
-/// `batch` must be NULL or a live batch handle.
-unsafe fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32, id: Option<i32>) -> Result<i32> {
-    // SAFETY: forwarded contract.
-    let b = unsafe { batch_ext(batch) }?;
+fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32, id: Option<i32>) -> Result<i32> {
+    let mut b = batch_ext(batch)?;
     match b.add(seq_id, id) {
         Ok(i) => Ok(i as i32),
         Err(e) => {
@@ -290,10 +279,7 @@ unsafe fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add(batch: *mut llama_batch_ext, seq_id: llama_seq_id) -> i32 {
-    entry!(-1, {
-        // SAFETY: forwarded contract.
-        unsafe { add_token("llama_batch_ext_add", batch, seq_id, None) }
-    })
+    entry!(-1, { add_token("llama_batch_ext_add", batch, seq_id, None) })
 }
 
 #[no_mangle]
@@ -302,10 +288,7 @@ pub unsafe extern "C" fn llama_batch_ext_add_token(
     seq_id: llama_seq_id,
     id: llama_token,
 ) -> i32 {
-    entry!(-1, {
-        // SAFETY: forwarded contract.
-        unsafe { add_token("llama_batch_ext_add_token", batch, seq_id, Some(id)) }
-    })
+    entry!(-1, { add_token("llama_batch_ext_add_token", batch, seq_id, Some(id)) })
 }
 
 /// Embedding inputs are not implemented: refused as an invalid embedding (-2).
@@ -321,10 +304,7 @@ pub unsafe extern "C" fn llama_batch_ext_add_embd(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add_seq(batch: *mut llama_batch_ext, idx: i32, seq_id: llama_seq_id) -> bool {
-    entry!(false, {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { batch_ext(batch) }?.add_seq(idx, seq_id))
-    })
+    entry!(false, { Ok(batch_ext(batch)?.add_seq(idx, seq_id)) })
 }
 
 #[no_mangle]
@@ -359,10 +339,7 @@ pub unsafe extern "C" fn llama_batch_ext_set_output_embd(batch: *mut llama_batch
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    entry!(false, {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { batch_ext(batch) }?.set_output(idx, value))
-    })
+    entry!(false, { Ok(batch_ext(batch)?.set_output(idx, value)) })
 }
 
 /// # Safety
@@ -370,8 +347,7 @@ pub unsafe extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_bat
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_pos(batch: *mut llama_batch_ext, idx: i32, pos: *const llama_pos) -> bool {
     entry!(false, {
-        // SAFETY: forwarded contract.
-        let b = unsafe { batch_ext(batch) }?;
+        let mut b = batch_ext(batch)?;
         // SAFETY: one readable position, or NULL.
         match unsafe { pos.as_ref() } {
             Some(&p) => Ok(b.set_pos(idx, p)),
@@ -395,10 +371,8 @@ pub unsafe extern "C" fn llama_process(
             crate::log_error!("llama_process: unknown process type {}", r#type.0);
             return Ok(-1);
         }
-        // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) };
-        // SAFETY: forwarded contract.
-        let b = unsafe { batch_ext(batch) };
+        let c = ctx_mut(ctx);
+        let b = batch_ext(batch);
         let r = c.and_then(|mut c| b.and_then(|b| c.decode(&b.input())));
         Ok(decode_code("llama_process", r))
     })

@@ -1,10 +1,9 @@
 //! Context creation, its getters and setters, and reading outputs.
 
 use super::entry::entry;
-use super::handle::{ctx, ctx_free, ctx_into_raw, ctx_mut, memory_handle, model, model_share, Ctx, CtxCell};
+use super::handle::{ctx, ctx_free, ctx_mut, ctx_new, memory_handle, Ctx, CtxCell};
 use super::params::context_params;
 use super::types::*;
-use crate::context::Context;
 use crate::error::Result;
 use crate::ggml::AbortCallback;
 use crate::graph::Pooling;
@@ -19,15 +18,9 @@ pub unsafe extern "C" fn llama_init_from_model(
     params: llama_context_params,
 ) -> *mut llama_context {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: NULL or a live model handle (contract).
-        let share = unsafe { model_share(model) }?;
-        // SAFETY: the context's handle keeps `share` until after the context is dropped, so the
-        // model outlives the borrow, even when the caller frees its handle first.
-        let m = unsafe { self::model(model) }?;
         // SAFETY: forwarded contract on the callbacks.
         let p = unsafe { context_params(&params) }?;
-        let c: Ctx = Context::new(m, p)?;
-        Ok(ctx_into_raw(c, share))
+        ctx_new(model, p)
     })
 }
 
@@ -45,79 +38,63 @@ pub unsafe extern "C" fn llama_new_context_with_model(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_free(ctx: *mut llama_context) {
-    entry!((), {
-        // SAFETY: the caller frees a live handle once.
-        unsafe { ctx_free(ctx) }
-    })
+    entry!((), { ctx_free(ctx) })
 }
 
 /// A getter over the context's resolved parameters.
-///
-/// # Safety
-/// `p` must be NULL or a live context.
-unsafe fn param_getter<T>(p: *const llama_context, f: impl FnOnce(&CtxCell) -> T) -> Result<T> {
-    // SAFETY: forwarded contract.
-    Ok(f(unsafe { ctx(p) }?))
+fn param_getter<T>(p: *const llama_context, f: impl FnOnce(&CtxCell) -> T) -> Result<T> {
+    Ok(f(&*ctx(p)?))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_ctx(ctx: *const llama_context) -> u32 {
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_ctx) } })
+    entry!(0, { param_getter(ctx, |c| c.params.n_ctx) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_ctx_seq(ctx: *const llama_context) -> u32 {
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_ctx_seq) } })
+    entry!(0, { param_getter(ctx, |c| c.params.n_ctx_seq) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_batch(ctx: *const llama_context) -> u32 {
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_batch) } })
+    entry!(0, { param_getter(ctx, |c| c.params.n_batch) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_ubatch(ctx: *const llama_context) -> u32 {
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_ubatch) } })
+    entry!(0, { param_getter(ctx, |c| c.params.n_ubatch) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_seq_max(ctx: *const llama_context) -> u32 {
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { param_getter(ctx, |c| c.params.n_seq_max) } })
+    entry!(0, { param_getter(ctx, |c| c.params.n_seq_max) })
 }
 
 /// Recurrent-state snapshots do not apply to the supported (attention-only) architectures.
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { param_getter(ctx, |_| 0) } })
+    entry!(0, { param_getter(ctx, |_| 0) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_model {
-    // SAFETY: forwarded contract.
     entry!(std::ptr::null(), {
-        unsafe { param_getter(ctx, |c| (c.model() as *const crate::model::Model).cast()) }
+        param_getter(ctx, |c| c.model_handle as *const llama_model)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
-    // SAFETY: forwarded contract.
-    entry!(std::ptr::null_mut(), { unsafe { param_getter(ctx, memory_handle) } })
+    entry!(std::ptr::null_mut(), { memory_handle(ctx) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> PoolingType {
-    // SAFETY: forwarded contract.
     entry!(
         PoolingType(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as std::ffi::c_int),
         {
-            unsafe {
+            {
                 param_getter(ctx, |c| {
                     PoolingType(match c.params.pooling {
                         Pooling::None => llama_pooling_type::LLAMA_POOLING_TYPE_NONE,
@@ -134,29 +111,25 @@ pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> Poolin
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?.set_n_threads(n_threads, n_threads_batch)?;
+        ctx_mut(ctx)?.set_n_threads(n_threads, n_threads_batch)?;
         Ok(())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_threads(ctx: *mut llama_context) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { Ok(unsafe { ctx_mut(ctx) }?.params.n_threads) })
+    entry!(-1, { Ok(ctx_mut(ctx)?.params.n_threads) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { Ok(unsafe { ctx_mut(ctx) }?.params.n_threads_batch) })
+    entry!(-1, { Ok(ctx_mut(ctx)?.params.n_threads_batch) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?.set_embeddings(embeddings);
+        ctx_mut(ctx)?.set_embeddings(embeddings);
         Ok(())
     })
 }
@@ -164,16 +137,14 @@ pub unsafe extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embedding
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_attn: bool) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?.set_causal(causal_attn);
+        ctx_mut(ctx)?.set_causal(causal_attn);
         Ok(())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
-    // SAFETY: forwarded contract.
-    entry!(false, { Ok(unsafe { ctx_mut(ctx) }?.params.graph.causal) })
+    entry!(false, { Ok(ctx_mut(ctx)?.params.graph.causal) })
 }
 
 /// Warm-up runs are the caller's business (llama.h deprecates this); accepted and ignored.
@@ -182,8 +153,7 @@ pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> boo
 pub unsafe extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
     let _ = warmup;
     entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { super::handle::ctx(ctx) }?;
+        super::handle::ctx(ctx)?;
         Ok(())
     })
 }
@@ -199,8 +169,7 @@ pub unsafe extern "C" fn llama_set_abort_callback(
     entry!((), {
         // SAFETY: forwarded contract.
         let cb = abort_callback.map(|f| unsafe { AbortCallback::new(f, abort_callback_data) });
-        // SAFETY: forwarded contract.
-        unsafe { ctx_mut(ctx) }?.set_abort(cb);
+        ctx_mut(ctx)?.set_abort(cb);
         Ok(())
     })
 }
@@ -209,8 +178,7 @@ pub unsafe extern "C" fn llama_set_abort_callback(
 #[no_mangle]
 pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { super::handle::ctx(ctx) }?;
+        super::handle::ctx(ctx)?;
         Ok(())
     })
 }
@@ -218,8 +186,7 @@ pub unsafe extern "C" fn llama_synchronize(ctx: *mut llama_context) {
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { ctx_mut(ctx) }?;
+        let mut c = ctx_mut(ctx)?;
         // Pointers into the context's buffers are made from mutable borrows: clients write through
         // them (biases applied in place before sampling), as llama.h allows.
         let l = c.logits_mut();
@@ -234,8 +201,7 @@ pub unsafe extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { ctx_mut(ctx) }?;
+        let mut c = ctx_mut(ctx)?;
         Ok(c.logits_ith_mut(i)?.as_mut_ptr())
     })
 }
@@ -253,8 +219,7 @@ pub unsafe extern "C" fn llama_attach_threadpool(
 ) {
     let _ = (threadpool, threadpool_batch);
     entry!((), {
-        // SAFETY: forwarded contract.
-        let c = unsafe { ctx_mut(ctx) }?;
+        let c = ctx_mut(ctx)?;
         crate::log_debug!(
             "llama_attach_threadpool: computing with this context's own {} / {} threads (the pool belongs to another ggml)",
             c.params.n_threads,
@@ -267,8 +232,7 @@ pub unsafe extern "C" fn llama_attach_threadpool(
 #[no_mangle]
 pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { super::handle::ctx(ctx) }?;
+        super::handle::ctx(ctx)?;
         Ok(())
     })
 }
@@ -277,8 +241,7 @@ pub unsafe extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { ctx_mut(ctx) }?;
+        let mut c = ctx_mut(ctx)?;
         Ok(c.embeddings_mut().map_or(std::ptr::null_mut(), |e| e.as_mut_ptr()))
     })
 }
@@ -286,8 +249,7 @@ pub unsafe extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { ctx_mut(ctx) }?.embeddings_ith_mut(i)?.as_mut_ptr())
+        Ok(ctx_mut(ctx)?.embeddings_ith_mut(i)?.as_mut_ptr())
     })
 }
 
@@ -295,8 +257,7 @@ pub unsafe extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i3
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_id: llama_seq_id) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { ctx_mut(ctx) }?;
+        let mut c = ctx_mut(ctx)?;
         Ok(c.embeddings_seq_mut(seq_id)
             .map_or(std::ptr::null_mut(), |e| e.as_mut_ptr()))
     })
@@ -306,67 +267,50 @@ pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_i
 /// always the case here (backend samplers are not run in the graph): no token, no probabilities or
 /// logits, the whole vocabulary as candidates, n_vocab logits to read from `llama_get_logits_ith`.
 /// `common` asks these for every token, so they answer without a log line.
-///
-/// # Safety
-/// `p` must be NULL or a live context.
-unsafe fn sampled_getter<T>(p: *mut llama_context, f: impl FnOnce(&mut Ctx) -> T) -> Result<T> {
-    // SAFETY: forwarded contract.
-    Ok(f(&mut *unsafe { ctx_mut(p) }?))
+fn sampled_getter<T>(p: *mut llama_context, f: impl FnOnce(&mut Ctx) -> T) -> Result<T> {
+    Ok(f(&mut *ctx_mut(p)?))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_token_ith(ctx: *mut llama_context, i: i32) -> llama_token {
     let _ = i;
-    // SAFETY: forwarded contract.
-    entry!(LLAMA_TOKEN_NULL, {
-        unsafe { sampled_getter(ctx, |_| LLAMA_TOKEN_NULL) }
-    })
+    entry!(LLAMA_TOKEN_NULL, { sampled_getter(ctx, |_| LLAMA_TOKEN_NULL) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
     let _ = i;
-    // SAFETY: forwarded contract.
-    entry!(std::ptr::null_mut(), {
-        unsafe { sampled_getter(ctx, |_| std::ptr::null_mut()) }
-    })
+    entry!(std::ptr::null_mut(), { sampled_getter(ctx, |_| std::ptr::null_mut()) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
     let _ = i;
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { sampled_getter(ctx, |_| 0) } })
+    entry!(0, { sampled_getter(ctx, |_| 0) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
     let _ = i;
-    // SAFETY: forwarded contract.
-    entry!(std::ptr::null_mut(), {
-        unsafe { sampled_getter(ctx, |_| std::ptr::null_mut()) }
-    })
+    entry!(std::ptr::null_mut(), { sampled_getter(ctx, |_| std::ptr::null_mut()) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
     let _ = i;
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { sampled_getter(ctx, |c| c.n_vocab() as u32) } })
+    entry!(0, { sampled_getter(ctx, |c| c.n_vocab() as u32) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_ith(ctx: *mut llama_context, i: i32) -> *mut llama_token {
     let _ = i;
-    // SAFETY: forwarded contract.
     entry!(std::ptr::null_mut(), {
-        unsafe { sampled_getter(ctx, |c| c.all_token_ids_mut().as_mut_ptr()) }
+        sampled_getter(ctx, |c| c.all_token_ids_mut().as_mut_ptr())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
     let _ = i;
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { sampled_getter(ctx, |_| 0) } })
+    entry!(0, { sampled_getter(ctx, |_| 0) })
 }

@@ -1,85 +1,113 @@
-//! Opaque C handles and the engine objects behind them. A handle is the address of a Rust object:
-//! `Box::into_raw` for things C owns and frees (model, context), or the address of a field inside
-//! one of them (vocab inside model). Every function checks for NULL before use.
+//! Opaque C handles and the engine objects behind them. Model, vocab, context and memory handles
+//! are keys of the books in `registry` (each the address of a small allocation of its own), so a
+//! handle is checked by lookup before anything is read, and a freed or foreign one is refused with
+//! a message. Objects are shared (`Arc`) between their handle and what uses them: a context holds
+//! its model, a call holds the context it works on, so nothing is dropped under a running call.
 
+use super::registry::Handles;
 use super::types::{llama_batch_ext, llama_context, llama_memory_t, llama_model, llama_vocab};
-use crate::context::{BatchExt, Context, Resolved};
+use crate::context::{BatchExt, Context, Params, Resolved};
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::vocab::Vocab;
-use parking_lot::{Mutex, MutexGuard};
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Weak};
 
-/// The model handles C holds and has not freed. A model is shared (`Arc`) by its handle and its
-/// contexts, so `llama_model_free` before `llama_free` leaves the model to its last context; the
-/// record makes a second `llama_model_free` of a handle (or of anything that never was one) a
-/// refusal instead of a second release.
-static LIVE_MODELS: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+/// What the book knows of a model handle. The handle's own share goes at `llama_model_free`; the
+/// entry stays (answering lookups, refusing a second free) while contexts still use the model.
+struct ModelEntry {
+    share: Option<Arc<Model>>,
+    model: Weak<Model>,
+    vocab: usize,
+}
 
-/// # Safety
-/// `p` must be NULL or a model handle whose model is alive (its handle not freed, or a context of
-/// it alive).
-pub(crate) unsafe fn model<'a>(p: *const llama_model) -> Result<&'a Model> {
-    // SAFETY: non-NULL model handles are `Arc<Model>` pointers kept alive by the handle or a context.
-    unsafe { p.cast::<Model>().as_ref() }.ok_or_else(|| Error::invalid("model is NULL"))
+struct CtxEntry {
+    cell: Arc<CtxCell>,
+    /// The key of the context's memory handle (0 for a context without memory).
+    memory: usize,
+}
+
+static MODELS: Mutex<Handles<ModelEntry>> = Mutex::new(Handles::new("model"));
+static VOCABS: Mutex<Handles<Weak<Model>>> = Mutex::new(Handles::new("vocab"));
+static CONTEXTS: Mutex<Handles<CtxEntry>> = Mutex::new(Handles::new("ctx"));
+/// Memory handles, mapped to the key of their context.
+static MEMORIES: Mutex<Handles<usize>> = Mutex::new(Handles::new("mem"));
+
+fn key<T>(p: *const T) -> usize {
+    p as usize
+}
+
+/// The model behind a model handle (alive while the handle or a context of it is).
+pub(crate) fn model(p: *const llama_model) -> Result<Arc<Model>> {
+    let book = MODELS.lock();
+    let e = book.get(key(p))?;
+    e.model
+        .upgrade()
+        .ok_or_else(|| Error::Internal("a model handle outlived its model".into()))
 }
 
 pub(crate) fn model_into_raw(m: Model) -> *mut llama_model {
-    let p = Arc::into_raw(Arc::new(m));
-    LIVE_MODELS.lock().insert(p as usize);
-    p.cast_mut().cast()
+    let share = Arc::new(m);
+    let vocab = VOCABS.lock().insert(Arc::downgrade(&share));
+    let entry = ModelEntry {
+        model: Arc::downgrade(&share),
+        share: Some(share),
+        vocab,
+    };
+    MODELS.lock().insert(entry) as *mut llama_model
 }
 
 /// Release the handle's share of the model; refused for a handle that is not live.
-///
-/// # Safety
-/// `p` must be NULL or a pointer C got from a model loader.
-pub(crate) unsafe fn model_free(p: *mut llama_model) -> Result<()> {
+pub(crate) fn model_free(p: *mut llama_model) -> Result<()> {
     if p.is_null() {
         return Ok(());
     }
-    if !LIVE_MODELS.lock().remove(&(p as usize)) {
-        return Err(Error::invalid(
-            "not a live model handle (freed already, or never a model): nothing freed",
-        ));
-    }
-    // SAFETY: the handle came from `Arc::into_raw` in `model_into_raw` and was live: its share is
-    // released once (the record no longer holds it).
-    drop(unsafe { Arc::from_raw(p.cast_const().cast::<Model>()) });
+    let share = MODELS.lock().get_mut(key(p))?.share.take();
+    let share = share
+        .ok_or_else(|| Error::invalid("the model was freed already (its contexts still hold it): nothing freed"))?;
+    drop(share);
+    forget_dead_models();
     Ok(())
 }
 
-/// A share of the model behind a live handle, for a context to keep it alive.
-///
-/// # Safety
-/// `p` must be NULL or a model handle whose model is alive.
-pub(crate) unsafe fn model_share(p: *const llama_model) -> Result<Arc<Model>> {
-    if p.is_null() {
-        return Err(Error::invalid("model is NULL"));
-    }
-    let p = p.cast::<Model>();
-    // SAFETY: model handles are `Arc::into_raw` pointers whose model is alive (contract): one more
-    // share is taken and handed over.
-    unsafe {
-        Arc::increment_strong_count(p);
-        Ok(Arc::from_raw(p))
+/// Retire the handles of models that are gone (freed by their handle, and no context left).
+fn forget_dead_models() {
+    let gone = MODELS
+        .lock()
+        .remove_if(|e| e.share.is_none() && e.model.strong_count() == 0);
+    for e in gone {
+        // The vocab handle dies with its model; a miss only means it was retired already.
+        let _ = VOCABS.lock().remove(e.vocab);
     }
 }
 
-/// # Safety
-/// `p` must be NULL or a vocab handle from `llama_model_get_vocab` whose model is alive.
-pub(crate) unsafe fn vocab<'a>(p: *const llama_vocab) -> Result<&'a Vocab> {
-    // SAFETY: non-NULL vocab handles point at the `Vocab` inside a live `Model`.
-    unsafe { p.cast::<Vocab>().as_ref() }.ok_or_else(|| Error::invalid("vocab is NULL"))
+/// The vocab handle of a model handle.
+pub(crate) fn vocab_handle(p: *const llama_model) -> Result<*const llama_vocab> {
+    Ok(MODELS.lock().get(key(p))?.vocab as *const llama_vocab)
 }
 
-pub(crate) fn vocab_handle(v: &Vocab) -> *const llama_vocab {
-    (v as *const Vocab).cast()
+/// The model whose vocabulary a vocab handle is.
+pub(crate) fn vocab(p: *const llama_vocab) -> Result<VocabRef> {
+    let book = VOCABS.lock();
+    let model = book.get(key(p))?.upgrade();
+    model
+        .map(VocabRef)
+        .ok_or_else(|| Error::invalid("the vocab's model was freed"))
 }
 
-/// A context borrows its model for its whole life; llama.h makes the caller keep the model alive
-/// until the context is freed, which is what the `'static` here stands for.
+/// A vocabulary, kept alive (with its model) for as long as this is held.
+pub(crate) struct VocabRef(Arc<Model>);
+
+impl Deref for VocabRef {
+    type Target = Vocab;
+    fn deref(&self) -> &Vocab {
+        &self.0.vocab
+    }
+}
+
+/// A context borrows its model for its whole life; the cell holding the context also holds a
+/// share of the model, dropped after the context, which is what the `'static` here stands for.
 pub(crate) type Ctx = Context<'static>;
 
 /// What a context handle points at. The context itself is behind a lock that each call takes for
@@ -91,102 +119,122 @@ pub(crate) type Ctx = Context<'static>;
 pub(crate) struct CtxCell {
     /// The resolved parameters at creation, for the getters of values that never change.
     pub params: Resolved,
-    memory: bool,
-    inner: Mutex<Ctx>,
-    /// The context's share of its model: dropped after the context (fields drop in order).
-    model: Arc<Model>,
+    /// The handle `llama_get_model` gives back (an address, never read through).
+    pub model_handle: usize,
+    inner: Arc<Mutex<Ctx>>,
+    /// The context's share of its model, only held: dropped after the context (fields drop in
+    /// order).
+    _model: Arc<Model>,
 }
 
-impl CtxCell {
-    /// The model the context computes with (the same `llama_get_model` hands out).
-    pub fn model(&self) -> &Model {
-        &self.model
+/// The cell of a live context handle.
+pub(crate) fn ctx(p: *const llama_context) -> Result<Arc<CtxCell>> {
+    Ok(CONTEXTS.lock().get(key(p))?.cell.clone())
+}
+
+/// The context itself, for the length of one call. It keeps the cell (and so the model) alive even
+/// if the handle is freed meanwhile from another thread.
+pub(crate) struct CtxGuard {
+    guard: ArcMutexGuard<RawMutex, Ctx>,
+    _cell: Arc<CtxCell>,
+}
+
+impl Deref for CtxGuard {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        &self.guard
     }
 }
 
-/// # Safety
-/// `p` must be NULL or a live context handle.
-pub(crate) unsafe fn ctx<'a>(p: *const llama_context) -> Result<&'a CtxCell> {
-    // SAFETY: non-NULL context handles are `Box<CtxCell>` pointers that the caller keeps alive; the
-    // cell is only ever shared (its mutable part is behind the lock).
-    unsafe { p.cast::<CtxCell>().as_ref() }.ok_or_else(|| Error::invalid("ctx is NULL"))
+impl DerefMut for CtxGuard {
+    fn deref_mut(&mut self) -> &mut Ctx {
+        &mut self.guard
+    }
 }
 
-/// The context itself, for the length of one call.
-///
-/// # Safety
-/// As [`ctx`].
-pub(crate) unsafe fn ctx_mut<'a>(p: *const llama_context) -> Result<MutexGuard<'a, Ctx>> {
-    // SAFETY: forwarded contract.
-    let cell = unsafe { ctx(p) }?;
-    cell.inner.try_lock().ok_or_else(|| {
+fn lock(cell: Arc<CtxCell>) -> Result<CtxGuard> {
+    let guard = cell.inner.try_lock_arc().ok_or_else(|| {
         Error::invalid(
             "the context is busy: called back from one of its own callbacks (abort, eval, sampler, log) \
              or from a second thread at the same time",
         )
-    })
+    })?;
+    Ok(CtxGuard { guard, _cell: cell })
 }
 
-/// The handle of context `c`, which keeps `model` (the model `c` borrows) alive.
-pub(crate) fn ctx_into_raw(c: Ctx, model: Arc<Model>) -> *mut llama_context {
-    let cell = CtxCell {
+pub(crate) fn ctx_mut(p: *const llama_context) -> Result<CtxGuard> {
+    lock(ctx(p)?)
+}
+
+/// A new context on the model behind `model_handle`, and its handle.
+pub(crate) fn ctx_new(model_handle: *const llama_model, p: Params) -> Result<*mut llama_context> {
+    let share = model(model_handle)?;
+    // SAFETY: the cell made below holds `share` and drops it after the context, and every call
+    // holding the context holds the cell: the model outlives every use of this borrow.
+    let m: &'static Model = unsafe { &*Arc::as_ptr(&share) };
+    let c: Ctx = Context::new(m, p)?;
+    let has_memory = c.can_decode();
+    let cell = Arc::new(CtxCell {
         params: c.params,
-        memory: c.can_decode(),
-        inner: Mutex::new(c),
-        model,
-    };
-    Box::into_raw(Box::new(cell)).cast()
+        model_handle: key(model_handle),
+        inner: Arc::new(Mutex::new(c)),
+        _model: share,
+    });
+    let k = CONTEXTS.lock().insert(CtxEntry { cell, memory: 0 });
+    if has_memory {
+        let memory = MEMORIES.lock().insert(k);
+        CONTEXTS.lock().get_mut(k)?.memory = memory;
+    }
+    Ok(k as *mut llama_context)
 }
 
-/// # Safety
-/// `p` must be NULL or a handle from `ctx_into_raw`, freed once, not in use by a call.
-pub(crate) unsafe fn ctx_free(p: *mut llama_context) -> Result<()> {
+/// Free a context handle (and its memory handle); refused while a call is using the context.
+pub(crate) fn ctx_free(p: *mut llama_context) -> Result<()> {
     if p.is_null() {
         return Ok(());
     }
-    // SAFETY: forwarded contract.
-    drop(unsafe { ctx_mut(p) }?);
-    // SAFETY: the handle came from `Box::into_raw` in `ctx_into_raw`, and no call holds it.
-    drop(unsafe { Box::from_raw(p.cast::<CtxCell>()) });
+    let cell = ctx(p)?;
+    let busy = lock(cell)?;
+    let entry = CONTEXTS.lock().remove(key(p))?;
+    if entry.memory != 0 {
+        MEMORIES.lock().remove(entry.memory)?;
+    }
+    drop(busy);
+    drop(entry);
+    forget_dead_models();
     Ok(())
 }
 
-/// The memory handle of a context is the context itself (its KV cache lives inside). A context on
-/// a vocab-only model has no memory: NULL, as in llama.cpp.
-pub(crate) fn memory_handle(c: &CtxCell) -> llama_memory_t {
-    if c.memory {
-        (c as *const CtxCell).cast_mut().cast()
-    } else {
-        std::ptr::null_mut()
-    }
+/// The memory handle of a context: NULL for a context on a vocab-only model, as in llama.cpp.
+pub(crate) fn memory_handle(p: *const llama_context) -> Result<llama_memory_t> {
+    Ok(CONTEXTS.lock().get(key(p))?.memory as llama_memory_t)
 }
 
-/// # Safety
-/// `p` must be NULL or a memory handle from `llama_get_memory` of a live context.
-pub(crate) unsafe fn memory<'a>(p: llama_memory_t) -> Result<MutexGuard<'a, Ctx>> {
-    if p.is_null() {
-        return Err(Error::invalid("mem is NULL"));
-    }
-    // SAFETY: memory handles are context handles (see `memory_handle`).
-    unsafe { ctx_mut(p.cast_const().cast()) }
+/// The context whose memory a memory handle is, for the length of one call.
+pub(crate) fn memory(p: llama_memory_t) -> Result<CtxGuard> {
+    let ctx_key = *MEMORIES.lock().get(key(p))?;
+    ctx_mut(ctx_key as *const llama_context)
 }
 
-/// # Safety
-/// `p` must be NULL or a live handle from `llama_batch_ext_init`.
-pub(crate) unsafe fn batch_ext<'a>(p: *mut llama_batch_ext) -> Result<&'a mut BatchExt> {
-    // SAFETY: batch handles are `Box<BatchExt>` pointers.
-    unsafe { p.cast::<BatchExt>().as_mut() }.ok_or_else(|| Error::invalid("batch is NULL"))
+/// Extended batches: each is used by one call at a time.
+static BATCHES: Mutex<Handles<Arc<Mutex<BatchExt>>>> = Mutex::new(Handles::new("batch"));
+
+/// The batch behind a live batch handle, for the length of one call.
+pub(crate) fn batch_ext(p: *mut llama_batch_ext) -> Result<ArcMutexGuard<RawMutex, BatchExt>> {
+    let b = BATCHES.lock().get(key(p))?.clone();
+    b.try_lock_arc()
+        .ok_or_else(|| Error::invalid("the batch is in use by another call"))
 }
 
 pub(crate) fn batch_ext_into_raw(b: BatchExt) -> *mut llama_batch_ext {
-    Box::into_raw(Box::new(b)).cast()
+    BATCHES.lock().insert(Arc::new(Mutex::new(b))) as *mut llama_batch_ext
 }
 
-/// # Safety
-/// `p` must be NULL or a handle from `batch_ext_into_raw`, freed once.
-pub(crate) unsafe fn batch_ext_free(p: *mut llama_batch_ext) {
-    if !p.is_null() {
-        // SAFETY: the handle came from `Box::into_raw`.
-        drop(unsafe { Box::from_raw(p.cast::<BatchExt>()) });
+pub(crate) fn batch_ext_free(p: *mut llama_batch_ext) -> Result<()> {
+    if p.is_null() {
+        return Ok(());
     }
+    let b = BATCHES.lock().remove(key(p))?;
+    drop(b);
+    Ok(())
 }

@@ -36,8 +36,7 @@ extern "C" {
 #[export_name = "_Z20llama_model_n_expertPK11llama_model"]
 pub unsafe extern "C" fn llama_model_n_expert(m: *const llama_model) -> i32 {
     entry!(0, {
-        // SAFETY: NULL or a live model by contract.
-        unsafe { model(m) }?;
+        model(m)?;
         Ok(0)
     })
 }
@@ -47,8 +46,7 @@ pub unsafe extern "C" fn llama_model_n_expert(m: *const llama_model) -> i32 {
 #[export_name = "_Z21llama_model_n_devicesPK11llama_model"]
 pub unsafe extern "C" fn llama_model_n_devices(m: *const llama_model) -> i32 {
     entry!(0, {
-        // SAFETY: NULL or a live model by contract.
-        unsafe { model(m) }?;
+        model(m)?;
         Ok(0)
     })
 }
@@ -59,8 +57,7 @@ pub unsafe extern "C" fn llama_model_n_devices(m: *const llama_model) -> i32 {
 pub unsafe extern "C" fn llama_model_get_device(m: *const llama_model, i: i32) -> *mut c_void {
     let _ = i;
     entry!(std::ptr::null_mut(), {
-        // SAFETY: NULL or a live model by contract.
-        unsafe { model(m) }?;
+        model(m)?;
         Ok(std::ptr::null_mut())
     })
 }
@@ -74,8 +71,7 @@ pub unsafe extern "C" fn llama_model_get_device(m: *const llama_model, i: i32) -
 #[export_name = "_Z26llama_get_memory_breakdownPK13llama_context"]
 pub unsafe extern "C" fn llama_get_memory_breakdown(slot: *mut c_void, c: *const llama_context) -> *mut c_void {
     entry!(slot, {
-        // SAFETY: NULL or a live context by contract.
-        let entries = unsafe { ctx_mut(c) }.map(|c| {
+        let entries = ctx_mut(c).map(|c| {
             c.memory_breakdown()
                 .into_iter()
                 .map(|(buft, [model, context, compute])| BreakdownEntry {
@@ -102,8 +98,7 @@ pub unsafe extern "C" fn llama_get_memory_breakdown(slot: *mut c_void, c: *const
 pub unsafe extern "C" fn llama_set_embeddings_nextn(c: *mut llama_context, value: bool, masked: bool) {
     let _ = (value, masked);
     entry!((), {
-        // SAFETY: NULL or a live context by contract.
-        unsafe { ctx(c) }?;
+        ctx(c)?;
         Ok(())
     })
 }
@@ -113,8 +108,7 @@ pub unsafe extern "C" fn llama_set_embeddings_nextn(c: *mut llama_context, value
 pub unsafe extern "C" fn llama_set_nextn_layer_offset(c: *mut llama_context, offset: i32) {
     let _ = offset;
     entry!((), {
-        // SAFETY: NULL or a live context by contract.
-        unsafe { ctx(c) }?;
+        ctx(c)?;
         Ok(())
     })
 }
@@ -123,8 +117,7 @@ pub unsafe extern "C" fn llama_set_nextn_layer_offset(c: *mut llama_context, off
 #[export_name = "_Z26llama_get_embeddings_nextnP13llama_context"]
 pub unsafe extern "C" fn llama_get_embeddings_nextn(c: *mut llama_context) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: NULL or a live context by contract.
-        unsafe { ctx(c) }?;
+        ctx(c)?;
         Ok(std::ptr::null_mut())
     })
 }
@@ -134,8 +127,7 @@ pub unsafe extern "C" fn llama_get_embeddings_nextn(c: *mut llama_context) -> *m
 #[export_name = "_Z30llama_get_embeddings_nextn_ithP13llama_contexti"]
 pub unsafe extern "C" fn llama_get_embeddings_nextn_ith(c: *mut llama_context, i: i32) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: NULL or a live context by contract.
-        unsafe { ctx(c) }?;
+        ctx(c)?;
         Err(Error::invalid(format!(
             "invalid nextn embeddings id {i}: no nextn embeddings"
         )))
@@ -147,8 +139,7 @@ pub unsafe extern "C" fn llama_get_embeddings_nextn_ith(c: *mut llama_context, i
 #[export_name = "_Z30llama_set_embeddings_layer_inpP13llama_contextjb"]
 pub unsafe extern "C" fn llama_set_embeddings_layer_inp(c: *mut llama_context, lid: u32, value: bool) {
     entry!((), {
-        // SAFETY: NULL or a live context by contract.
-        unsafe { ctx(c) }?;
+        ctx(c)?;
         if value {
             crate::log_warn!(
                 "llama_set_embeddings_layer_inp: the input of layer {lid} is not extracted by this engine"
@@ -163,8 +154,7 @@ pub unsafe extern "C" fn llama_set_embeddings_layer_inp(c: *mut llama_context, l
 #[export_name = "_Z30llama_get_embeddings_layer_inpP13llama_contextj"]
 pub unsafe extern "C" fn llama_get_embeddings_layer_inp(c: *mut llama_context, lid: u32) -> *mut f32 {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: NULL or a live context by contract.
-        unsafe { ctx(c) }?;
+        ctx(c)?;
         Err(Error::invalid(format!("the input of layer {lid} was not extracted")))
     })
 }
@@ -174,8 +164,7 @@ pub unsafe extern "C" fn llama_get_embeddings_layer_inp(c: *mut llama_context, l
 #[export_name = "_Z19llama_get_ctx_otherP13llama_context"]
 pub unsafe extern "C" fn llama_get_ctx_other(c: *mut llama_context) -> *mut llama_context {
     entry!(std::ptr::null_mut(), {
-        // SAFETY: NULL or a live context by contract.
-        unsafe { ctx(c) }?;
+        ctx(c)?;
         Ok(std::ptr::null_mut())
     })
 }
@@ -184,8 +173,7 @@ pub unsafe extern "C" fn llama_get_ctx_other(c: *mut llama_context) -> *mut llam
 #[export_name = "_Z33llama_model_dflash_selector_top_kPK11llama_model"]
 pub unsafe extern "C" fn llama_model_dflash_selector_top_k(m: *const llama_model) -> i32 {
     entry!(0, {
-        // SAFETY: NULL or a live model by contract.
-        unsafe { model(m) }?;
+        model(m)?;
         Ok(0)
     })
 }
@@ -194,8 +182,7 @@ pub unsafe extern "C" fn llama_model_dflash_selector_top_k(m: *const llama_model
 #[export_name = "_Z28llama_model_target_layer_idsPK11llama_model"]
 pub unsafe extern "C" fn llama_model_target_layer_ids(m: *const llama_model) -> *const i32 {
     entry!(std::ptr::null(), {
-        // SAFETY: NULL or a live model by contract.
-        unsafe { model(m) }?;
+        model(m)?;
         Ok(std::ptr::null())
     })
 }
@@ -204,8 +191,7 @@ pub unsafe extern "C" fn llama_model_target_layer_ids(m: *const llama_model) -> 
 #[export_name = "_Z30llama_model_target_layer_ids_nPK11llama_model"]
 pub unsafe extern "C" fn llama_model_target_layer_ids_n(m: *const llama_model) -> u32 {
     entry!(0, {
-        // SAFETY: NULL or a live model by contract.
-        unsafe { model(m) }?;
+        model(m)?;
         Ok(0)
     })
 }

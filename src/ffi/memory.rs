@@ -17,8 +17,7 @@ fn seq(c: &Ctx, seq_id: llama_seq_id) -> Result<usize> {
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_clear(mem: llama_memory_t, data: bool) {
     entry!((), {
-        // SAFETY: forwarded contract (a memory handle of a live context).
-        unsafe { memory(mem) }?.kv.clear(data);
+        memory(mem)?.kv.clear(data);
         Ok(())
     })
 }
@@ -32,8 +31,7 @@ pub unsafe extern "C" fn llama_memory_seq_rm(
     p1: llama_pos,
 ) -> bool {
     entry!(false, {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { memory(mem) }?;
+        let mut c = memory(mem)?;
         let s = if seq_id < 0 { None } else { Some(seq(&c, seq_id)?) };
         c.kv.seq_rm(s, p0, p1);
         Ok(true)
@@ -49,8 +47,7 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
     p1: llama_pos,
 ) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { memory(mem) }?;
+        let mut c = memory(mem)?;
         let (src, dst) = (seq(&c, seq_id_src)?, seq(&c, seq_id_dst)?);
         c.kv.seq_cp(src, dst, p0, p1)
     })
@@ -59,8 +56,7 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llama_seq_id) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { memory(mem) }?;
+        let mut c = memory(mem)?;
         let s = seq(&c, seq_id)?;
         c.kv.seq_keep(s);
         Ok(())
@@ -77,8 +73,7 @@ pub unsafe extern "C" fn llama_memory_seq_add(
     delta: llama_pos,
 ) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { memory(mem) }?;
+        let mut c = memory(mem)?;
         let s = seq(&c, seq_id)?;
         c.kv.seq_add(s, p0, p1, delta);
         Ok(())
@@ -94,8 +89,7 @@ pub unsafe extern "C" fn llama_memory_seq_div(
     d: i32,
 ) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { memory(mem) }?;
+        let mut c = memory(mem)?;
         let s = seq(&c, seq_id)?;
         if d < 1 {
             return Err(Error::invalid(format!("divisor d = {d} must be positive")));
@@ -108,8 +102,7 @@ pub unsafe extern "C" fn llama_memory_seq_div(
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
     entry!(-1, {
-        // SAFETY: forwarded contract.
-        let c = unsafe { memory(mem) }?;
+        let c = memory(mem)?;
         let s = seq(&c, seq_id)?;
         Ok(c.kv.seq_pos_min(s).unwrap_or(-1))
     })
@@ -118,8 +111,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: l
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
     entry!(-1, {
-        // SAFETY: forwarded contract.
-        let c = unsafe { memory(mem) }?;
+        let c = memory(mem)?;
         let s = seq(&c, seq_id)?;
         Ok(c.kv.seq_pos_max(s).unwrap_or(-1))
     })

@@ -20,6 +20,7 @@ mod model;
 mod opt;
 mod params;
 mod perf;
+mod registry;
 mod sampler;
 mod state;
 mod strings;

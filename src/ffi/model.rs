@@ -110,10 +110,7 @@ pub unsafe extern "C" fn llama_model_load_from_splits(
 /// `model` must be NULL or a live model handle, freed only once.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_free(model: *mut llama_model) {
-    entry!((), {
-        // SAFETY: forwarded contract.
-        unsafe { model_free(model) }
-    })
+    entry!((), { model_free(model) })
 }
 
 /// # Safety
@@ -194,12 +191,8 @@ pub unsafe extern "C" fn llama_model_quantize(
 }
 
 /// A getter over the model's hyper-parameters; a vocab-only model reports `none`.
-///
-/// # Safety
-/// `p` must be NULL or a live model handle.
-unsafe fn hp_getter<T: Copy>(p: *const llama_model, none: T, f: impl FnOnce(&HParams) -> T) -> Result<T> {
-    // SAFETY: forwarded contract.
-    let m = unsafe { model(p) }?;
+fn hp_getter<T: Copy>(p: *const llama_model, none: T, f: impl FnOnce(&HParams) -> T) -> Result<T> {
+    let m = model(p)?;
     Ok(m.hparams.as_ref().map_or(none, f))
 }
 
@@ -211,76 +204,64 @@ fn i32_of(v: u32) -> i32 {
 /// `model` must be NULL or a live model handle (the same for every getter below).
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_ctx_train(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_ctx_train)) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_ctx_train)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_embd(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_embd)) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_embd)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_embd_inp(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_embd)) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_embd)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_embd_out(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_embd)) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_embd)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_layer(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_layer)) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_layer)) })
 }
 
 /// No supported architecture has multi-token-prediction layers.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_layer_nextn(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |_| 0) } })
+    entry!(-1, { hp_getter(model, 0, |_| 0) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_head(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_head[0])) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_head[0])) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_head_kv(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_head_kv[0])) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_head_kv[0])) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_swa(model: *const llama_model) -> i32 {
-    // SAFETY: forwarded contract.
-    entry!(-1, { unsafe { hp_getter(model, 0, |h| i32_of(h.n_swa)) } })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_swa)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_rope_freq_scale_train(model: *const llama_model) -> f32 {
-    // SAFETY: forwarded contract.
-    entry!(0.0, { unsafe { hp_getter(model, 0.0, |h| { h.rope_freq_scale }) } })
+    entry!(0.0, { hp_getter(model, 0.0, |h| { h.rope_freq_scale }) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_cls_out(model: *const llama_model) -> u32 {
-    // SAFETY: forwarded contract.
-    entry!(0, { unsafe { hp_getter(model, 0, |h| h.cls_labels.len() as u32) } })
+    entry!(0, { hp_getter(model, 0, |h| h.cls_labels.len() as u32) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_cls_label(model: *const llama_model, i: u32) -> *const c_char {
     entry!(std::ptr::null(), {
-        // SAFETY: forwarded contract.
-        let m = unsafe { self::model(model) }?;
+        let m = self::model(model)?;
         Ok(m.cls_label(i as usize).map_or(std::ptr::null(), |l| l.as_ptr().cast()))
     })
 }
@@ -323,10 +304,7 @@ pub unsafe extern "C" fn llama_n_head(model: *const llama_model) -> i32 {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_get_vocab(model: *const llama_model) -> *const llama_vocab {
-    entry!(std::ptr::null(), {
-        // SAFETY: forwarded contract.
-        Ok(vocab_handle(&unsafe { self::model(model) }?.vocab))
-    })
+    entry!(std::ptr::null(), { vocab_handle(model) })
 }
 
 const NO_ROPE: RopeType = RopeType(llama_rope_type::LLAMA_ROPE_TYPE_NONE as c_int);
@@ -334,10 +312,7 @@ const NO_ROPE: RopeType = RopeType(llama_rope_type::LLAMA_ROPE_TYPE_NONE as c_in
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_rope_type(model: *const llama_model) -> RopeType {
     entry!(NO_ROPE, {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { self::model(model) }?
-            .arch
-            .map_or(NO_ROPE, |a| RopeType(a.rope_type())))
+        Ok(self::model(model)?.arch.map_or(NO_ROPE, |a| RopeType(a.rope_type())))
     })
 }
 
@@ -353,8 +328,7 @@ pub unsafe extern "C" fn llama_model_meta_val_str(
     entry!(-1, {
         // SAFETY: an empty string is written on failure, as llama.h promises.
         unsafe { write_c_str(buf, buf_size, b"") };
-        // SAFETY: forwarded contract.
-        let m = unsafe { self::model(model) }?;
+        let m = self::model(model)?;
         // SAFETY: forwarded contract.
         let key = unsafe { c_str(key, "key") }?;
         match m.meta_value(key) {
@@ -367,10 +341,7 @@ pub unsafe extern "C" fn llama_model_meta_val_str(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_meta_count(model: *const llama_model) -> i32 {
-    entry!(-1, {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { self::model(model) }?.meta().len() as i32)
-    })
+    entry!(-1, { Ok(self::model(model)?.meta().len() as i32) })
 }
 
 /// # Safety
@@ -384,8 +355,7 @@ unsafe fn meta_by_index(
 ) -> Result<i32> {
     // SAFETY: an empty string is written on failure, as llama.h promises.
     unsafe { write_c_str(buf, buf_size, b"") };
-    // SAFETY: forwarded contract.
-    let m = unsafe { self::model(model) }?;
+    let m = self::model(model)?;
     let Some(kv) = usize::try_from(i).ok().and_then(|i| m.meta().get(i)) else {
         return Ok(-1);
     };
@@ -445,8 +415,7 @@ pub extern "C" fn llama_model_meta_key_str(key: ModelMetaKey) -> *const c_char {
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_desc(model: *const llama_model, buf: *mut c_char, buf_size: usize) -> i32 {
     entry!(-1, {
-        // SAFETY: forwarded contract.
-        let m = unsafe { self::model(model) }?;
+        let m = self::model(model)?;
         // SAFETY: `buf` valid for `buf_size` bytes.
         Ok(unsafe { write_c_str(buf, buf_size, m.desc()) })
     })
@@ -455,25 +424,18 @@ pub unsafe extern "C" fn llama_model_desc(model: *const llama_model, buf: *mut c
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_ftype(model: *const llama_model) -> Ftype {
     entry!(Ftype(llama_ftype::LLAMA_FTYPE_GUESSED as c_int), {
-        // SAFETY: forwarded contract.
-        Ok(Ftype(unsafe { self::model(model) }?.ftype()))
+        Ok(Ftype(self::model(model)?.ftype()))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_size(model: *const llama_model) -> u64 {
-    entry!(0, {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { self::model(model) }?.size())
-    })
+    entry!(0, { Ok(self::model(model)?.size()) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_params(model: *const llama_model) -> u64 {
-    entry!(0, {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { self::model(model) }?.n_params())
-    })
+    entry!(0, { Ok(self::model(model)?.n_params()) })
 }
 
 /// The chat template stored in the model (`tokenizer.chat_template` or, for a name,
@@ -484,8 +446,7 @@ pub unsafe extern "C" fn llama_model_n_params(model: *const llama_model) -> u64 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_chat_template(model: *const llama_model, name: *const c_char) -> *const c_char {
     entry!(std::ptr::null(), {
-        // SAFETY: forwarded contract.
-        let m = unsafe { self::model(model) }?;
+        let m = self::model(model)?;
         let key = if name.is_null() {
             b"tokenizer.chat_template".to_vec()
         } else {
@@ -498,58 +459,41 @@ pub unsafe extern "C" fn llama_model_chat_template(model: *const llama_model, na
 }
 
 /// None of the supported architectures is an encoder, recurrent, hybrid or diffusion model.
-unsafe fn arch_flag(p: *const llama_model, value: bool) -> Result<bool> {
-    // SAFETY: forwarded contract.
-    unsafe { model(p) }?;
+fn arch_flag(p: *const llama_model, value: bool) -> Result<bool> {
+    model(p)?;
     Ok(value)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_encoder(model: *const llama_model) -> bool {
-    entry!(false, {
-        // SAFETY: forwarded contract.
-        unsafe { arch_flag(model, false) }
-    })
+    entry!(false, { arch_flag(model, false) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_decoder(model: *const llama_model) -> bool {
-    entry!(false, {
-        // SAFETY: forwarded contract.
-        unsafe { arch_flag(model, true) }
-    })
+    entry!(false, { arch_flag(model, true) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_recurrent(model: *const llama_model) -> bool {
-    entry!(false, {
-        // SAFETY: forwarded contract.
-        unsafe { arch_flag(model, false) }
-    })
+    entry!(false, { arch_flag(model, false) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_hybrid(model: *const llama_model) -> bool {
-    entry!(false, {
-        // SAFETY: forwarded contract.
-        unsafe { arch_flag(model, false) }
-    })
+    entry!(false, { arch_flag(model, false) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_diffusion(model: *const llama_model) -> bool {
-    entry!(false, {
-        // SAFETY: forwarded contract.
-        unsafe { arch_flag(model, false) }
-    })
+    entry!(false, { arch_flag(model, false) })
 }
 
 /// Only encoder-decoder models have a decoder start token.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_decoder_start_token(model: *const llama_model) -> llama_token {
     entry!(LLAMA_TOKEN_NULL, {
-        // SAFETY: forwarded contract.
-        unsafe { self::model(model) }?;
+        self::model(model)?;
         Ok(LLAMA_TOKEN_NULL)
     })
 }

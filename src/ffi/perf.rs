@@ -31,17 +31,13 @@ const NO_CONTEXT_DATA: llama_perf_context_data = llama_perf_context_data {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_perf_context_data {
-    entry!(NO_CONTEXT_DATA, {
-        // SAFETY: forwarded contract.
-        Ok(context_data(&*unsafe { handle::ctx_mut(ctx) }?))
-    })
+    entry!(NO_CONTEXT_DATA, { Ok(context_data(&*handle::ctx_mut(ctx)?)) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        let d = context_data(&*unsafe { handle::ctx_mut(ctx) }?);
+        let d = context_data(&*handle::ctx_mut(ctx)?);
         let now_ms = 1e-3 * crate::ggml::time_us() as f64;
         let per = |ms: f64, n: i32| (ms / f64::from(n), 1e3 / ms * f64::from(n));
         let (p_ms, p_tps) = per(d.t_p_eval_ms, d.n_p_eval);
@@ -70,8 +66,7 @@ pub unsafe extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
 #[no_mangle]
 pub unsafe extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
     entry!((), {
-        // SAFETY: forwarded contract.
-        let mut c = unsafe { handle::ctx_mut(ctx) }?;
+        let mut c = handle::ctx_mut(ctx)?;
         c.perf.reset();
         c.counters.graphs_reused = 0;
         Ok(())

@@ -10,11 +10,13 @@
 
 use super::entry::entry;
 use super::handle::ctx_mut;
+use super::registry::Book;
 use super::strings::c_str;
 use super::types::*;
 use crate::error::{Error, Result};
 use crate::sampling::{self, Candidates, Sampler, TokenData, TokenVocab};
 use crate::vocab::Vocab;
+use parking_lot::Mutex;
 use std::ffi::{c_char, CStr};
 use std::mem::{align_of, offset_of, size_of};
 use std::ptr;
@@ -75,8 +77,113 @@ struct Chain {
     n_sample: i32,
 }
 
+/// What the book knows of a sampler made here: the chain that owns it, if any.
+struct SamplerRec {
+    owner: Option<usize>,
+}
+
+/// The struct of a freed sampler, kept (zeroed, never read) while its address is in quarantine.
+struct Retired {
+    _sampler: Box<llama_sampler>,
+}
+
+// SAFETY: a retired struct's pointers are NULL and nothing reads it; it is only deallocated.
+unsafe impl Send for Retired {}
+
+/// The samplers made here (by a constructor, `llama_sampler_init`, a clone). A pointer the book
+/// does not know is a `struct llama_sampler` the client built, used through its vtable as
+/// llama.cpp does; a recently freed one is refused.
+static SAMPLERS: Mutex<Book<SamplerRec, Retired>> = Mutex::new(Book::new("sampler"));
+
 fn new_sampler(iface: *mut llama_sampler_i, ctx: llama_sampler_context_t) -> *mut llama_sampler {
-    Box::into_raw(Box::new(llama_sampler { iface, ctx }))
+    let p = Box::into_raw(Box::new(llama_sampler { iface, ctx }));
+    SAMPLERS.lock().insert(p as usize, SamplerRec { owner: None });
+    p
+}
+
+/// Refuse a freed sampler (NULL and client-built ones pass, for the caller to handle).
+fn not_freed(smpl: *const llama_sampler) -> Result<()> {
+    let book = SAMPLERS.lock();
+    match book.get(smpl as usize) {
+        Err(e) if book.is_freed(smpl as usize) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Free `smpl`: through its vtable, then (for a sampler made here) its struct, whose address goes
+/// into quarantine. A sampler a chain owns is freed only by that chain (`by_chain`).
+///
+/// # Safety
+/// `smpl` must be NULL, a sampler made here, or a live client-built sampler.
+unsafe fn release(smpl: *mut llama_sampler, by_chain: bool) -> Result<()> {
+    if smpl.is_null() {
+        return Ok(());
+    }
+    let k = smpl as usize;
+    let ours = {
+        let mut book = SAMPLERS.lock();
+        match book.get(k) {
+            Ok(SamplerRec { owner: Some(chain) }) if !by_chain => {
+                return Err(Error::invalid(format!(
+                    "sampler {k:#x} belongs to chain {chain:#x}, which frees it: nothing freed"
+                )));
+            }
+            Ok(_) => {
+                book.remove(k)?;
+                true
+            }
+            Err(e) if book.is_freed(k) => return Err(e),
+            Err(_) => false,
+        }
+    };
+    // SAFETY: a live sampler (contract); its vtable's free releases `ctx`.
+    if let Some(f) = unsafe { (*smpl).iface.as_ref() }.and_then(|i| i.free) {
+        // SAFETY: the sampler's own function on the sampler.
+        unsafe { f(smpl) };
+    }
+    if !ours {
+        crate::log_warn!("llama_sampler_free: {k:#x} was not made by this library: its struct is left to its owner");
+        return Ok(());
+    }
+    // SAFETY: made here by `new_sampler`'s Box and taken out of the book just now: released once.
+    let mut b = unsafe { Box::from_raw(smpl) };
+    b.iface = ptr::null_mut();
+    b.ctx = ptr::null_mut();
+    let evicted = SAMPLERS.lock().retire(k, Retired { _sampler: b });
+    drop(evicted);
+    Ok(())
+}
+
+/// Record that `chain` owns `smpl`; refused when another chain owns it already or when `smpl`
+/// contains `chain` (a chain inside itself would recurse forever).
+fn adopt(chain: *const llama_sampler, smpl: *const llama_sampler) -> Result<()> {
+    let (c, s) = (chain as usize, smpl as usize);
+    let mut book = SAMPLERS.lock();
+    if let Ok(SamplerRec { owner: Some(o) }) = book.get(s) {
+        return Err(Error::invalid(format!(
+            "sampler {s:#x} is in chain {o:#x} already: not added"
+        )));
+    }
+    let mut up = Some(c);
+    while let Some(k) = up {
+        if k == s {
+            return Err(Error::invalid(
+                "a chain cannot be added to itself or to a chain inside it",
+            ));
+        }
+        up = book.get(k).ok().and_then(|r| r.owner);
+    }
+    if let Ok(rec) = book.get_mut(s) {
+        rec.owner = Some(c);
+    }
+    Ok(())
+}
+
+/// `smpl` left its chain.
+fn orphan(smpl: *const llama_sampler) {
+    if let Ok(rec) = SAMPLERS.lock().get_mut(smpl as usize) {
+        rec.owner = None;
+    }
 }
 
 fn wrap(s: BoxedSampler) -> *mut llama_sampler {
@@ -211,21 +318,6 @@ unsafe fn call_clone(smpl: *const llama_sampler) -> Result<*mut llama_sampler> {
         None if s.ctx.is_null() => Ok(new_sampler(s.iface, ptr::null_mut())),
         None => Err(Error::invalid("the sampler does not support cloning")),
     }
-}
-
-/// # Safety
-/// `smpl` must be NULL or a sampler allocated here (by any llama_sampler_* constructor), not used again.
-unsafe fn call_free(smpl: *mut llama_sampler) {
-    if smpl.is_null() {
-        return;
-    }
-    // SAFETY: live sampler by contract.
-    if let Some(f) = unsafe { (*smpl).iface.as_ref() }.and_then(|i| i.free) {
-        // SAFETY: the sampler's own function on the sampler; it releases `ctx`.
-        unsafe { f(smpl) };
-    }
-    // SAFETY: every llama_sampler comes from `new_sampler`'s Box.
-    drop(unsafe { Box::from_raw(smpl) });
 }
 
 // The vtable of the built-in samplers.
@@ -410,12 +502,13 @@ unsafe extern "C" fn chain_clone(smpl: *const llama_sampler) -> *mut llama_sampl
             // SAFETY: as above.
             match unsafe { call_clone(child) } {
                 Ok(c) if !c.is_null() => {
+                    adopt(result, c)?;
                     // SAFETY: `result` is the chain just made, not borrowed elsewhere.
                     unsafe { as_chain(result) }?.samplers.push(c);
                 }
                 failed => {
                     // SAFETY: `result` and the clones it holds are ours to free.
-                    unsafe { call_free(result) };
+                    unsafe { release(result, false) }?;
                     return Err(failed
                         .err()
                         .unwrap_or_else(|| Error::invalid("a sampler of the chain failed to clone")));
@@ -435,7 +528,7 @@ unsafe extern "C" fn chain_free(smpl: *mut llama_sampler) {
             let c = unsafe { Box::from_raw(ctx.cast::<Chain>()) };
             for child in c.samplers {
                 // SAFETY: the chain owns its children.
-                unsafe { call_free(child) };
+                unsafe { release(child, true) }?;
             }
         }
         Ok(())
@@ -575,8 +668,9 @@ unsafe fn sample_candidates(smpl: *mut llama_sampler, mut cur: Vec<TokenData>) -
 /// `vocab` must be NULL or a live vocabulary; llama.h requires the model to outlive the sampler,
 /// which is what the `'static` stands for.
 unsafe fn sampler_vocab(vocab: *const llama_vocab) -> Result<&'static Vocab> {
-    // SAFETY: forwarded contract.
-    unsafe { super::handle::vocab(vocab) }
+    let v = super::handle::vocab(vocab)?;
+    // SAFETY: llama.h has the model (which owns the vocabulary) outlive the sampler (contract).
+    Ok(unsafe { &*std::ptr::from_ref::<Vocab>(&*v) })
 }
 
 /// A list of C strings (NULL entries become None).
@@ -617,6 +711,7 @@ unsafe fn c_slice<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
 /// # Safety
 /// `smpl` must be NULL or a live sampler.
 pub(super) unsafe fn chain_perf(smpl: *const llama_sampler) -> Result<llama_perf_sampler_data> {
+    not_freed(smpl)?;
     // SAFETY: forwarded contract.
     let c = unsafe { as_chain(smpl) }?;
     Ok(llama_perf_sampler_data {
@@ -628,6 +723,7 @@ pub(super) unsafe fn chain_perf(smpl: *const llama_sampler) -> Result<llama_perf
 /// # Safety
 /// `smpl` must be NULL or a live sampler.
 pub(super) unsafe fn chain_perf_reset(smpl: *mut llama_sampler) -> Result<()> {
+    not_freed(smpl)?;
     // SAFETY: forwarded contract.
     let c = unsafe { as_chain(smpl) }?;
     c.t_sample_us = 0;
@@ -670,6 +766,7 @@ pub unsafe extern "C" fn llama_sampler_init(
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_name(smpl: *const llama_sampler) -> *const c_char {
     entry!(c"(null)".as_ptr(), {
+        not_freed(smpl)?;
         // SAFETY: NULL or live by contract.
         let s = unsafe { smpl.as_ref() }.ok_or_else(|| Error::invalid("smpl is NULL"))?;
         // SAFETY: as above.
@@ -686,6 +783,7 @@ pub unsafe extern "C" fn llama_sampler_name(smpl: *const llama_sampler) -> *cons
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_accept(smpl: *mut llama_sampler, token: llama_token) {
     entry!((), {
+        not_freed(smpl)?;
         // SAFETY: NULL or live by contract.
         unsafe { call_accept(smpl, token) };
         Ok(())
@@ -695,6 +793,7 @@ pub unsafe extern "C" fn llama_sampler_accept(smpl: *mut llama_sampler, token: l
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
     entry!((), {
+        not_freed(smpl)?;
         if smpl.is_null() {
             return Ok(());
         }
@@ -706,6 +805,7 @@ pub unsafe extern "C" fn llama_sampler_apply(smpl: *mut llama_sampler, cur_p: *m
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_reset(smpl: *mut llama_sampler) {
     entry!((), {
+        not_freed(smpl)?;
         // SAFETY: NULL or live by contract.
         unsafe { call_reset(smpl) };
         Ok(())
@@ -715,6 +815,7 @@ pub unsafe extern "C" fn llama_sampler_reset(smpl: *mut llama_sampler) {
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_clone(smpl: *const llama_sampler) -> *mut llama_sampler {
     entry!(ptr::null_mut(), {
+        not_freed(smpl)?;
         if smpl.is_null() {
             return Ok(ptr::null_mut());
         }
@@ -726,6 +827,8 @@ pub unsafe extern "C" fn llama_sampler_clone(smpl: *const llama_sampler) -> *mut
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_copy(src: *const llama_sampler, dst: *mut llama_sampler) {
     entry!((), {
+        not_freed(src)?;
+        not_freed(dst)?;
         // SAFETY: NULL or live by contract.
         unsafe { copy(src, dst) }
     })
@@ -734,9 +837,8 @@ pub unsafe extern "C" fn llama_sampler_copy(src: *const llama_sampler, dst: *mut
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_free(smpl: *mut llama_sampler) {
     entry!((), {
-        // SAFETY: NULL or a sampler from this library, freed once (contract).
-        unsafe { call_free(smpl) };
-        Ok(())
+        // SAFETY: NULL, a sampler made here (checked against the book), or a client-built one.
+        unsafe { release(smpl, false) }
     })
 }
 
@@ -748,11 +850,15 @@ pub unsafe extern "C" fn llama_sampler_chain_init(params: llama_sampler_chain_pa
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_add(chain: *mut llama_sampler, smpl: *mut llama_sampler) {
     entry!((), {
-        if smpl.is_null() || ptr::eq(smpl, chain) {
-            return Err(Error::invalid("smpl is NULL or the chain itself"));
+        if smpl.is_null() {
+            return Err(Error::invalid("smpl is NULL"));
         }
-        // SAFETY: NULL or live by contract.
-        unsafe { as_chain(chain) }?.samplers.push(smpl);
+        not_freed(chain)?;
+        not_freed(smpl)?;
+        // SAFETY: NULL or live by contract (and not freed: checked).
+        let c = unsafe { as_chain(chain) }?;
+        adopt(chain, smpl)?;
+        c.samplers.push(smpl);
         Ok(())
     })
 }
@@ -760,6 +866,7 @@ pub unsafe extern "C" fn llama_sampler_chain_add(chain: *mut llama_sampler, smpl
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_get(chain: *mut llama_sampler, i: i32) -> *mut llama_sampler {
     entry!(ptr::null_mut(), {
+        not_freed(chain)?;
         // SAFETY: NULL or live by contract.
         if !unsafe { is(chain, &CHAIN_IFACE) } {
             return Ok(ptr::null_mut());
@@ -779,6 +886,7 @@ pub unsafe extern "C" fn llama_sampler_chain_get(chain: *mut llama_sampler, i: i
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_n(chain: *const llama_sampler) -> i32 {
     entry!(-1, {
+        not_freed(chain)?;
         // SAFETY: NULL or live by contract.
         Ok(i32::try_from(unsafe { as_chain(chain) }?.samplers.len()).unwrap_or(i32::MAX))
     })
@@ -787,10 +895,15 @@ pub unsafe extern "C" fn llama_sampler_chain_n(chain: *const llama_sampler) -> i
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_chain_remove(chain: *mut llama_sampler, i: i32) -> *mut llama_sampler {
     entry!(ptr::null_mut(), {
+        not_freed(chain)?;
         // SAFETY: NULL or live by contract.
         let c = unsafe { as_chain(chain) }?;
         match usize::try_from(i).ok().filter(|&i| i < c.samplers.len()) {
-            Some(i) => Ok(c.samplers.remove(i)),
+            Some(i) => {
+                let s = c.samplers.remove(i);
+                orphan(s);
+                Ok(s)
+            }
             None => Ok(ptr::null_mut()),
         }
     })
@@ -1066,6 +1179,7 @@ pub unsafe extern "C" fn llama_sampler_init_infill(vocab: *const llama_vocab) ->
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_get_seed(smpl: *const llama_sampler) -> u32 {
     entry!(LLAMA_DEFAULT_SEED, {
+        not_freed(smpl)?;
         if smpl.is_null() {
             return Err(Error::invalid("smpl is NULL"));
         }
@@ -1103,14 +1217,14 @@ pub unsafe extern "C" fn llama_sampler_sample(
     idx: i32,
 ) -> llama_token {
     entry!(LLAMA_TOKEN_NULL, {
+        not_freed(smpl)?;
         if smpl.is_null() {
             return Err(Error::invalid("smpl is NULL"));
         }
         // The candidates are made while the context is locked; the samplers then run without the
         // lock, so a client sampler may read the context (llama_get_logits_ith), as in llama.cpp.
         let cur = {
-            // SAFETY: NULL or a live context (contract).
-            let c = unsafe { ctx_mut(ctx) }?;
+            let c = ctx_mut(ctx)?;
             // SAFETY: live sampler by contract.
             unsafe { candidates(smpl, c.logits_ith(idx)?) }
         };

@@ -88,18 +88,14 @@ fn swa_only(flags: llama_state_seq_flags) -> bool {
     flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY != 0
 }
 
-/// # Safety
-/// `ctx` is NULL or a live context handle used by this thread only.
-unsafe fn state_size(ctx: *mut llama_context) -> Result<usize> {
-    // SAFETY: forwarded contract.
-    Ok(unsafe { ctx_mut(ctx) }?.state_save()?.len())
+fn state_size(ctx: *mut llama_context) -> Result<usize> {
+    Ok(ctx_mut(ctx)?.state_save()?.len())
 }
 
 /// # Safety
 /// As [`state_size`]; `dst` is valid for `size` bytes.
 unsafe fn state_get(ctx: *mut llama_context, dst: *mut u8, size: usize) -> Result<usize> {
-    // SAFETY: forwarded contract.
-    let data = unsafe { ctx_mut(ctx) }?.state_save()?;
+    let data = ctx_mut(ctx)?.state_save()?;
     // SAFETY: forwarded contract.
     unsafe { copy_out(&data, dst, size) }
 }
@@ -107,8 +103,7 @@ unsafe fn state_get(ctx: *mut llama_context, dst: *mut u8, size: usize) -> Resul
 /// # Safety
 /// As [`state_size`]; `src` as [`source`].
 unsafe fn state_set(ctx: *mut llama_context, src: *const u8, size: usize) -> Result<usize> {
-    // SAFETY: forwarded contract.
-    let mut c = unsafe { ctx_mut(ctx) }?;
+    let mut c = ctx_mut(ctx)?;
     // SAFETY: forwarded contract.
     let mut src = unsafe { source(src, size) }?;
     c.state_load(src.as_mut())?;
@@ -117,15 +112,13 @@ unsafe fn state_set(ctx: *mut llama_context, src: *const u8, size: usize) -> Res
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_state_get_size(ctx: *mut llama_context) -> usize {
-    // SAFETY: llama.h's contract on `ctx`.
-    entry!(0, { unsafe { state_size(ctx) } })
+    entry!(0, { state_size(ctx) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_state_size(ctx: *mut llama_context) -> usize {
-    // SAFETY: llama.h's contract on `ctx`.
-    entry!(0, { unsafe { state_size(ctx) } })
+    entry!(0, { state_size(ctx) })
 }
 
 #[no_mangle]
@@ -353,11 +346,8 @@ pub unsafe extern "C" fn llama_save_session_file(
     })
 }
 
-/// # Safety
-/// `ctx` is NULL or a live context handle used by this thread only.
-unsafe fn seq_size(ctx: *mut llama_context, seq: llama_seq_id, flags: llama_state_seq_flags) -> Result<usize> {
-    // SAFETY: forwarded contract.
-    Ok(seq_data(&mut *unsafe { ctx_mut(ctx) }?, seq, flags)?.len())
+fn seq_size(ctx: *mut llama_context, seq: llama_seq_id, flags: llama_state_seq_flags) -> Result<usize> {
+    Ok(seq_data(&mut *ctx_mut(ctx)?, seq, flags)?.len())
 }
 
 /// # Safety
@@ -369,8 +359,7 @@ unsafe fn seq_get(
     seq: llama_seq_id,
     flags: llama_state_seq_flags,
 ) -> Result<usize> {
-    // SAFETY: forwarded contract.
-    let data = seq_data(&mut *unsafe { ctx_mut(ctx) }?, seq, flags)?;
+    let data = seq_data(&mut *ctx_mut(ctx)?, seq, flags)?;
     // SAFETY: forwarded contract.
     unsafe { copy_out(&data, dst, size) }
 }
@@ -384,8 +373,7 @@ unsafe fn seq_set(
     dest: llama_seq_id,
     flags: llama_state_seq_flags,
 ) -> Result<usize> {
-    // SAFETY: forwarded contract.
-    let mut c = unsafe { ctx_mut(ctx) }?;
+    let mut c = ctx_mut(ctx)?;
     // SAFETY: forwarded contract.
     let mut src = unsafe { source(src, size) }?;
     let head = src.take(8)?;
@@ -398,8 +386,7 @@ unsafe fn seq_set(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_state_seq_get_size(ctx: *mut llama_context, seq_id: llama_seq_id) -> usize {
-    // SAFETY: llama.h's contract on `ctx`.
-    entry!(0, { unsafe { seq_size(ctx, seq_id, LLAMA_STATE_SEQ_FLAGS_NONE) } })
+    entry!(0, { seq_size(ctx, seq_id, LLAMA_STATE_SEQ_FLAGS_NONE) })
 }
 
 #[no_mangle]
@@ -489,8 +476,7 @@ pub unsafe extern "C" fn llama_state_seq_get_size_ext(
     seq_id: llama_seq_id,
     flags: llama_state_seq_flags,
 ) -> usize {
-    // SAFETY: llama.h's contract on `ctx`.
-    entry!(0, { unsafe { seq_size(ctx, seq_id, flags) } })
+    entry!(0, { seq_size(ctx, seq_id, flags) })
 }
 
 #[no_mangle]

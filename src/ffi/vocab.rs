@@ -19,8 +19,7 @@ use std::ffi::{c_char, c_int};
 /// # Safety
 /// `v` must be NULL or a vocabulary handle whose model is alive.
 unsafe fn with_vocab<T>(v: *const llama_vocab, f: impl FnOnce(&Vocab) -> Result<T>) -> Result<T> {
-    // SAFETY: forwarded from the caller: NULL or a live vocabulary handle.
-    f(unsafe { vocab_ref(v) }?)
+    f(&*vocab_ref(v)?)
 }
 
 /// A special token id.
