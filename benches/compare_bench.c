@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *PROMPTS[] = {
     "The capital of France is",
@@ -154,6 +155,187 @@ static struct llama_sampler *make_chain(int c, uint32_t seed, const struct llama
 }
 #define N_CHAINS 11
 
+static uint64_t hash_bytes(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Decode `n` tokens of sequence 0 from position 0 (logits for the last) and print that row. */
+static int decode_and_print(struct llama_context *ctx, const llama_token *ids, int n, int n_vocab, const char *what) {
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    struct llama_batch b = p_llama_batch_init(n, 0, 1);
+    b.n_tokens = 0;
+    append_seq(&b, ids, n, 0, false);
+    int rc = p_llama_decode(ctx, b);
+    printf("%s rc %d", what, rc);
+    if (rc == 0) {
+        print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+    } else {
+        printf("\n");
+    }
+    p_llama_batch_free(b);
+    return rc;
+}
+
+/* The smaller functions, each as it answers: names, defaults, setters as their getters and the
+ * logits see them, the deprecated spellings, sequence division, state and session files, the
+ * extended batch. */
+static void small_functions(const char *model_path, struct llama_model *model, int n_vocab) {
+    DL_LOAD(llama_ftype_name);
+    DL_LOAD(llama_flash_attn_type_name);
+    DL_LOAD(llama_load_mode_name);
+    DL_LOAD(llama_load_mode_from_str);
+    DL_LOAD(llama_split_path);
+    DL_LOAD(llama_split_prefix);
+    DL_LOAD(llama_max_tensor_buft_overrides);
+    DL_LOAD(llama_model_quantize_default_params);
+    DL_LOAD(llama_model_n_layer_nextn);
+    DL_LOAD(llama_numa_init);
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_model_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_n_rs_seq);
+    DL_LOAD(llama_set_n_threads);
+    DL_LOAD(llama_n_threads);
+    DL_LOAD(llama_n_threads_batch);
+    DL_LOAD(llama_set_causal_attn);
+    DL_LOAD(llama_get_causal_attn);
+    DL_LOAD(llama_set_warmup);
+    DL_LOAD(llama_synchronize);
+    DL_LOAD(llama_get_memory);
+    DL_LOAD(llama_memory_clear);
+    DL_LOAD(llama_memory_seq_div);
+    DL_LOAD(llama_memory_seq_pos_min);
+    DL_LOAD(llama_memory_seq_pos_max);
+    DL_LOAD(llama_batch_get_one);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_get_state_size);
+    DL_LOAD(llama_copy_state_data);
+    DL_LOAD(llama_save_session_file);
+    DL_LOAD(llama_load_session_file);
+    DL_LOAD(llama_load_model_from_file);
+    DL_LOAD(llama_free_model);
+    DL_LOAD(llama_new_context_with_model);
+    DL_LOAD(llama_batch_ext_init);
+    DL_LOAD(llama_batch_ext_free);
+    DL_LOAD(llama_batch_ext_add);
+    DL_LOAD(llama_batch_ext_add_token);
+    DL_LOAD(llama_batch_ext_add_seq);
+    DL_LOAD(llama_batch_ext_set_pos);
+    DL_LOAD(llama_batch_ext_set_output_embd);
+    DL_LOAD(llama_batch_ext_clear);
+    DL_LOAD(llama_process);
+
+    printf("ftype names:");
+    for (int f = 0; f <= 41; f++) printf(" %d=%s", f, p_llama_ftype_name((enum llama_ftype)f));
+    printf("\nflash attention names: %s %s %s\n", p_llama_flash_attn_type_name(LLAMA_FLASH_ATTN_TYPE_AUTO),
+           p_llama_flash_attn_type_name(LLAMA_FLASH_ATTN_TYPE_DISABLED),
+           p_llama_flash_attn_type_name(LLAMA_FLASH_ATTN_TYPE_ENABLED));
+    printf("load modes:");
+    for (int m = 0; m < 5; m++) {
+        const char *name = p_llama_load_mode_name((enum llama_load_mode)m);
+        printf(" %d=%s->%d", m, name, name ? (int)p_llama_load_mode_from_str(name) : -1);
+    }
+    char buf[256];
+    int n = p_llama_split_path(buf, sizeof buf, "/models/ggml-model-q4_0", 2, 5);
+    printf("\nsplit path %d %s", n, buf);
+    n = p_llama_split_prefix(buf, sizeof buf, "/models/ggml-model-q4_0-00003-of-00005.gguf", 2, 5);
+    printf(" prefix %d %s", n, n > 0 ? buf : "");
+    n = p_llama_split_prefix(buf, sizeof buf, "/models/ggml-model-q4_0-00003-of-00005.gguf", 1, 5);
+    printf(" wrong split %d", n);
+    printf("\nmax tensor buft overrides %zu, nextn layers %d\n", p_llama_max_tensor_buft_overrides(),
+           p_llama_model_n_layer_nextn(model));
+    struct llama_model_quantize_params qp = p_llama_model_quantize_default_params();
+    printf("quantize defaults: %d %d %d %d %d %d %d %d %d %d %zu\n", qp.nthread, (int)qp.ftype,
+           (int)qp.output_tensor_type, (int)qp.token_embedding_type, qp.allow_requantize,
+           qp.quantize_output_tensor, qp.only_copy, qp.pure, qp.keep_split, qp.dry_run, qp.max_buf_size);
+    p_llama_numa_init(GGML_NUMA_STRATEGY_DISABLED);
+
+    static llama_token ids[4096];
+    const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
+    n = p_llama_tokenize(vocab, PROMPTS[4], (int)strlen(PROMPTS[4]), ids, 4096, true, true);
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 512;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    printf("recurrent sequences %u\n", p_llama_n_rs_seq(ctx));
+    p_llama_set_n_threads(ctx, 3, 5);
+    printf("threads %d %d\n", p_llama_n_threads(ctx), p_llama_n_threads_batch(ctx));
+    p_llama_set_n_threads(ctx, cp.n_threads, cp.n_threads_batch);
+    llama_memory_t mem = p_llama_get_memory(ctx);
+
+    printf("causal %d", p_llama_get_causal_attn(ctx));
+    p_llama_set_causal_attn(ctx, false);
+    printf(" then %d\n", p_llama_get_causal_attn(ctx));
+    decode_and_print(ctx, ids, n, n_vocab, "non-causal");
+    p_llama_set_causal_attn(ctx, true);
+    p_llama_memory_clear(mem, true);
+    p_llama_set_warmup(ctx, true);
+    decode_and_print(ctx, ids, n, n_vocab, "warmup");
+    p_llama_set_warmup(ctx, false);
+    p_llama_synchronize(ctx);
+
+    /* Positions divided: what the cache then holds, and the logits of the next token after it. */
+    p_llama_memory_seq_div(mem, 0, 2, -1, 2);
+    printf("divided: pos %d..%d", (int)p_llama_memory_seq_pos_min(mem, 0), (int)p_llama_memory_seq_pos_max(mem, 0));
+    llama_token next = ids[n - 1];
+    struct llama_batch one = p_llama_batch_get_one(&next, 1);
+    int rc = p_llama_decode(ctx, one);
+    printf(" next rc %d", rc);
+    if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+    else printf("\n");
+
+    size_t size = p_llama_get_state_size(ctx);
+    unsigned char *state = malloc(size);
+    size_t got = p_llama_copy_state_data(ctx, state);
+    printf("old state api %zu %zu %016llx\n", size, got, (unsigned long long)hash_bytes(state, got));
+    free(state);
+
+    char path[] = "/tmp/engine-compare-session-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    printf("session saved %d", p_llama_save_session_file(ctx, path, ids, (size_t)n));
+    p_llama_free(ctx);
+    ctx = p_llama_init_from_model(model, cp);
+    static llama_token back[4096];
+    size_t count = 0;
+    bool loaded = p_llama_load_session_file(ctx, path, back, 4096, &count);
+    printf(" loaded %d, %zu tokens, same %d\n", loaded, count, count == (size_t)n && !memcmp(back, ids, sizeof *ids * (size_t)n));
+    unlink(path);
+
+    /* The extended batch: the prompt in sequences 0 and 1, output for the last token. */
+    p_llama_memory_clear(p_llama_get_memory(ctx), true);
+    struct llama_batch_ext *be = p_llama_batch_ext_init(ctx);
+    printf("batch ext: add without token %d", p_llama_batch_ext_add(be, 0));
+    p_llama_batch_ext_clear(be);
+    for (int i = 0; i < n; i++) {
+        int idx = p_llama_batch_ext_add_token(be, 0, ids[i]);
+        llama_pos pos = i;
+        p_llama_batch_ext_set_pos(be, idx, &pos);
+        p_llama_batch_ext_add_seq(be, idx, 1);
+    }
+    p_llama_batch_ext_set_output_embd(be, n - 1, true);
+    rc = p_llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, be);
+    printf(" process rc %d", rc);
+    if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+    else printf("\n");
+    p_llama_batch_ext_free(be);
+    p_llama_free(ctx);
+
+    struct llama_model *old = p_llama_load_model_from_file(model_path, p_llama_model_default_params());
+    ctx = p_llama_new_context_with_model(old, cp);
+    decode_and_print(ctx, ids, n, n_vocab, "deprecated load");
+    p_llama_free(ctx);
+    p_llama_free_model(old);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s LIBRARY MODEL\n", argv[0]);
@@ -182,6 +364,7 @@ int main(int argc, char **argv) {
     struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
     int n_vocab = p_llama_vocab_n_tokens(vocab);
+    small_functions(argv[2], model, n_vocab);
     static char text[4096], out[1 << 16];
     static llama_token ids[4096];
 
@@ -230,9 +413,8 @@ int main(int argc, char **argv) {
                 size_t size = p_llama_state_get_size(ctx);
                 unsigned char *state = malloc(size);
                 size_t got = p_llama_state_get_data(ctx, state, size);
-                uint64_t h = 1469598103934665603ull;
-                for (size_t i = 0; i < got; i++) h = (h ^ state[i]) * 1099511628211ull;
-                printf("state ub%d p%d %zu bytes %016llx\n", cp.n_ubatch, p, got, (unsigned long long)h);
+                printf("state ub%d p%d %zu bytes %016llx\n", cp.n_ubatch, p, got,
+                       (unsigned long long)hash_bytes(state, got));
                 free(state);
             }
             p_llama_batch_free(b);

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""The README's API coverage table, derived from the code: an exported function is "not yet" when
-its body is `entry!(fail, not_implemented)` or refuses with `NotImplemented("<its name>")`, "works"
-otherwise. The functions, in header order, are those of
-the pinned llama.h (.ggml/pinned/llama.h, from scripts/fetch-ggml.sh). `--write` updates README.md;
-`--check` (the test suite) fails when the README is out of date or a pinned function is not
-exported."""
+"""The README's API coverage table, derived from the code and the tests. An exported function is
+- "not yet" when its body is `entry!(fail, not_implemented)` or refuses with
+  `NotImplemented("<its name>")`;
+- "works" when it is implemented and a test that checks results calls it: a C test
+  (c-tests/test_*.c, c-tests/*.cpp but the header-only compile check), a Rust integration test
+  (tests/*.rs), a Rust unit test (src/**/tests.rs, or a file's part from its `#[cfg(test)]` on),
+  or the live comparison with llama.cpp (benches/compare_bench.c). The hostile-call test does not
+  count: it checks that calls return, not what they do;
+- "untested" otherwise: implemented, but no test observes what it does.
+The functions, in header order, are those of the pinned llama.h (.ggml/pinned/llama.h, from
+scripts/fetch-ggml.sh). `--write` updates README.md; `--check` (the test suite) fails when the
+README is out of date or a pinned function is not exported."""
 import pathlib, re, sys
 
 import llama_h
@@ -29,13 +35,35 @@ for path in sorted((root / "src/ffi").glob("*.rs")):
         stub = re.search(r"\bnot_implemented\b", body) or f'NotImplemented("{name}")' in body
         status[name] = ("not yet" if stub else "works", path.name)
 
+
+def test_sources():
+    files = sorted(root.glob("c-tests/test_*.c")) + sorted(root.glob("c-tests/*.cpp")) + sorted(root.glob("tests/*.rs"))
+    files = [f for f in files if f.name != "header_cpp17.cpp"] + [root / "benches/compare_bench.c"]
+    texts = [(f.relative_to(root), f.read_text()) for f in files]
+    for f in sorted(root.glob("src/**/*.rs")):
+        t = f.read_text()
+        if f.name == "tests.rs" or "/tests/" in str(f.relative_to(root)):
+            texts.append((f.relative_to(root), t))
+        elif "#[cfg(test)]" in t:
+            texts.append((f.relative_to(root), t[t.index("#[cfg(test)]"):]))
+    return texts
+
+
+tests = test_sources()
+for name, (st, f) in status.items():
+    if st == "works" and not any(re.search(rf"\b{name}\b", t) for _, t in tests):
+        status[name] = ("untested", f)
+
 missing = [n for n in pinned if n not in status]
 rows = ["| function | status | file |", "|---|---|---|"]
 for n in pinned:
     st, f = status.get(n, ("missing", "-"))
     rows.append(f"| `{n}` | {st} | src/ffi/{f} |")
-works = sum(1 for n in pinned if status.get(n, ("",))[0] == "works")
-table = f"{works} of {len(pinned)} functions work; the rest return their documented failure value and log `not implemented yet: <name>`.\n\n" + "\n".join(rows)
+count = {k: sum(1 for n in pinned if status.get(n, ("",))[0] == k) for k in ("works", "untested", "not yet")}
+works = count["works"]
+table = (f"{works} of {len(pinned)} functions work and are tested; {count['untested']} are implemented but no test "
+         f"observes what they do yet; {count['not yet']} return their documented failure value and log "
+         "`not implemented yet: <name>`.\n\n" + "\n".join(rows))
 
 readme = root / "README.md"
 text = readme.read_text()

@@ -8,8 +8,9 @@
 use crate::error::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// How many freed handles of one kind keep their address reserved.
-pub(crate) const QUARANTINE: usize = 4096;
+/// How many freed handles of one kind keep their address reserved (fewer under Miri, which runs
+/// the tests that fill it a hundred times slower).
+pub(crate) const QUARANTINE: usize = if cfg!(miri) { 64 } else { 4096 };
 
 /// The live handles of one kind (`T`: what the book knows of each) and the allocations of the
 /// most recently freed ones (`Q`, whose addresses they were).

@@ -308,7 +308,10 @@ impl Cells {
             }
             let np = p / d;
             self.pos[i] = np;
-            self.shift[i] = self.shift[i].saturating_add(np - p);
+            // llama.cpp 0.3.36 (llama_kv_cells::pos_div) records old - new here, the opposite
+            // sign of what a position add records, and the K-shift rotates by it: kept, so the
+            // keys (and every logit after a division) are llama.cpp's.
+            self.shift[i] = self.shift[i].saturating_add(p - np);
             self.has_shift = true;
         }
     }
@@ -417,6 +420,8 @@ mod tests {
         assert!(c.pending_shift().is_some_and(|s| s.contains(&10)));
         c.seq_div(1, -1, -1, 2);
         assert_eq!((c.seq_pos_min(1), c.seq_pos_max(1)), (Some(5), Some(5)));
+        // Division records old - new (llama.cpp's sign): 10 + (10 - 5) and 10 + (11 - 5).
+        assert!(c.pending_shift().is_some_and(|s| s.contains(&15) && s.contains(&16)));
         c.seq_add(1, -1, -1, -100);
         assert_eq!(c.used(), 0);
         fill(&mut c, 3, 0..2);
