@@ -185,6 +185,7 @@ static int decode_and_print(struct llama_context *ctx, const llama_token *ids, i
  * logits see them, the deprecated spellings, sequence division, state and session files, the
  * extended batch. */
 static void small_functions(const char *model_path, struct llama_model *model, int n_vocab) {
+    DL_LOAD(llama_print_system_info);
     DL_LOAD(llama_ftype_name);
     DL_LOAD(llama_flash_attn_type_name);
     DL_LOAD(llama_load_mode_name);
@@ -234,6 +235,7 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     DL_LOAD(llama_batch_ext_clear);
     DL_LOAD(llama_process);
 
+    printf("system info: %s\n", p_llama_print_system_info());
     printf("ftype names:");
     for (int f = 0; f <= 41; f++) printf(" %d=%s", f, p_llama_ftype_name((enum llama_ftype)f));
     printf("\nflash attention names: %s %s %s\n", p_llama_flash_attn_type_name(LLAMA_FLASH_ATTN_TYPE_AUTO),

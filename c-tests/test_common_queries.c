@@ -2,10 +2,12 @@
  * token gets llama.cpp's answers, quietly: the llama_get_sampled_* getters when no backend sampler
  * ran, setting zero LoRA adapters, clearing the control vector, attaching and detaching a
  * threadpool (the context keeps its own thread counts), and backend samplers in the context
- * params (accepted; sampling stays on the CPU). */
+ * params (accepted; sampling stays on the CPU); the version, clock, build features and timings
+ * they print. */
 #include "testutil.h"
 
 #include <string.h>
+#include <unistd.h>
 
 int main(void) {
     tu_capture_log();
@@ -70,6 +72,19 @@ int main(void) {
     CHECK(llama_get_sampled_logits_count_ith(NULL, 0) == 0 && llama_get_sampled_candidates_ith(NULL, 0) == NULL,
           "NULL context");
     CHECK(llama_set_adapters_lora(NULL, NULL, 0, NULL) == -1, "NULL context for adapters");
+
+    /* What the programs print at start and end: the library's version, the clock, the features of
+     * this build (no RPC backend yet), the context's timings (which count the two decodes above). */
+    const char *version = llama_version();
+    CHECK(version && strstr(version, "engine"), "a version naming the engine: %s", version ? version : "NULL");
+    int64_t t0 = llama_time_us();
+    usleep(2000);
+    CHECK(llama_time_us() - t0 >= 2000, "the clock moves in microseconds");
+    CHECK(!llama_supports_rpc(), "no RPC backend in this build");
+    tu_log_clear();
+    llama_perf_context_print(ctx);
+    CHECK(tu_log_contains("llama_perf_context_print: prompt eval time") && tu_log_contains("runs"),
+          "the timings are printed through the log");
 
     llama_free(ctx);
     llama_sampler_free(greedy);
