@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: set-up, lints, Rust tests, the C tests via CMake/ctest,
-# then the live comparison with llama.cpp.
+# The whole test suite, from a fresh clone: set-up, lints, Rust tests, Miri, the C tests via
+# CMake/ctest, then the live comparison with llama.cpp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,8 @@ cargo fmt --check
 python3 scripts/api_coverage.py --check
 cargo clippy --release --all-targets -- -D warnings
 cargo test --release
+# Miri over the pure-Rust parts (installs the nightly toolchain's Miri when missing).
+scripts/miri.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"

@@ -105,6 +105,70 @@ static int context_still_works(struct hostile *h, const struct hostile_call *c) 
     return 0;
 }
 
+/* Context parameters one hostile field at a time (the generated sets change many at once, so the
+ * first refusal would hide the rest). */
+static void one_field(struct hostile *h, int field) {
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = N_CTX;
+    switch (field) {
+    case 0: cp.n_ctx = UINT32_MAX; break;
+    case 1: cp.n_seq_max = 1u << 20; break;
+    case 2: cp.n_batch = UINT32_MAX; break;
+    case 3: cp.n_ubatch = UINT32_MAX; break;
+    case 4: cp.n_threads = INT32_MAX; break;
+    case 5: cp.n_threads_batch = -1; break;
+    case 6: cp.type_k = (enum ggml_type)-1; break;
+    case 7: cp.type_v = GGML_TYPE_Q4_0; cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED; break;
+    case 8: cp.flash_attn_type = (enum llama_flash_attn_type)INT32_MAX; break;
+    case 9: cp.rope_freq_base = NAN; break;
+    case 10: cp.rope_freq_scale = INFINITY; break;
+    case 11: cp.n_samplers = SIZE_MAX; break;
+    case 12: cp.pooling_type = (enum llama_pooling_type)INT32_MAX; cp.embeddings = true; break;
+    case 13: cp.rope_scaling_type = (enum llama_rope_scaling_type)INT32_MAX; break;
+    case 14: cp.attention_type = (enum llama_attention_type)INT32_MAX; break;
+    case 15: cp.yarn_orig_ctx = UINT32_MAX; cp.yarn_ext_factor = NAN; break;
+    case 16: cp.n_seq_max = 0; break;
+    default: cp.n_ubatch = 0; break;
+    }
+    struct llama_context *ctx = llama_init_from_model(h->model, cp);
+    if (ctx) {
+        llama_token t = 504;
+        (void)llama_decode(ctx, llama_batch_get_one(&t, 1));
+        llama_free(ctx);
+    }
+}
+enum { N_FIELDS = 18 };
+
+/* Generated call `i` in a child process, or (i >= hostile_n_calls) hostile context field
+ * i - hostile_n_calls. The child's wait status. */
+static int in_child(struct hostile *h, int i) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        if (i < hostile_n_calls) {
+            hostile_calls[i].call(h);
+            _exit(context_still_works(h, &hostile_calls[i]));
+        }
+        one_field(h, i - hostile_n_calls);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+/* What became of a child: "returned", "returned, but the context no longer works", or how it died. */
+static const char *outcome(int status) {
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status) == 0 ? "returned" : "returned, but the context no longer works";
+    }
+    if (WIFSIGNALED(status)) {
+        return WTERMSIG(status) == SIGALRM ? "hung" : strsignal(WTERMSIG(status));
+    }
+    return "stopped";
+}
+
 int main(void) {
     llama_backend_init();
     llama_log_set(quiet_log, NULL);
@@ -116,30 +180,21 @@ int main(void) {
     }
     int returned = 0, usable = 0;
     for (int i = 0; i < hostile_n_calls; i++) {
-        const struct hostile_call *c = &hostile_calls[i];
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            alarm(60);
-            c->call(&h);
-            _exit(context_still_works(&h, c));
-        }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-            returned++;
-            usable++;
-        } else if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-            returned++;
-            CHECK(false, "%s (set %d): returned, but the context no longer works", c->function, c->set);
-        } else if (WIFSIGNALED(status)) {
-            CHECK(false, "%s (set %d): killed by signal %d (%s)", c->function, c->set, WTERMSIG(status),
-                  WTERMSIG(status) == SIGALRM ? "hung" : strsignal(WTERMSIG(status)));
-        } else {
-            CHECK(false, "%s (set %d): exited with status %d", c->function, c->set, WEXITSTATUS(status));
-        }
+        int status = in_child(&h, i);
+        returned += WIFEXITED(status);
+        usable += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s (set %d): %s", hostile_calls[i].function,
+              hostile_calls[i].set, outcome(status));
     }
     printf("hostile calls: %d of %d returned, the context worked after %d\n", returned, hostile_n_calls, usable);
+    int fields = 0;
+    for (int f = 0; f < N_FIELDS; f++) {
+        int status = in_child(&h, hostile_n_calls + f);
+        fields += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "context parameters, hostile field %d: %s", f,
+              outcome(status));
+    }
+    printf("hostile context parameters: %d of %d created or refused\n", fields, N_FIELDS);
     llama_batch_free(h.batch[2]);
     llama_batch_ext_free(h.bext);
     llama_sampler_free(h.smpl);

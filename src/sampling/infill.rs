@@ -133,12 +133,16 @@ mod tests {
     use super::super::candidates::test_util::*;
     use super::super::vocab::test_vocab::WordVocab;
     use super::*;
+    use std::sync::LazyLock;
+
+    // Statics rather than leaked boxes: the sampler keeps a `&'static` vocabulary, and Miri
+    // reports leaks.
+    static SIX: LazyLock<WordVocab> = LazyLock::new(|| WordVocab::new(&["<eot>", "a", "b", "c", "d", "e", "f"], &[0]));
 
     fn infill() -> Infill {
-        Infill::new(Box::leak(Box::new(WordVocab::new(
-            &["<eot>", "hel", "hell", "hello", "dummy"],
-            &[0],
-        ))))
+        static VOCAB: LazyLock<WordVocab> =
+            LazyLock::new(|| WordVocab::new(&["<eot>", "hel", "hell", "hello", "dummy"], &[0]));
+        Infill::new(&*VOCAB)
     }
 
     #[test]
@@ -165,10 +169,7 @@ mod tests {
     #[test]
     fn only_weak_text_left_ends_the_turn() {
         // Six unrelated texts at 1/6 each: none reaches 0.2, so the turn ends with EOT.
-        let mut s = Infill::new(Box::leak(Box::new(WordVocab::new(
-            &["<eot>", "a", "b", "c", "d", "e", "f"],
-            &[0],
-        ))));
+        let mut s = Infill::new(&*SIX);
         let mut v = from_probs(&[0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
         let mut c = Candidates::new(&mut v, -1, false);
         s.apply(&mut c);
@@ -179,10 +180,7 @@ mod tests {
     #[test]
     fn no_eog_candidate_at_all_still_ends_the_turn() {
         // Nothing survives the 0.2 cut and no EOG is there to keep: the first slot becomes EOT.
-        let mut s = Infill::new(Box::leak(Box::new(WordVocab::new(
-            &["<eot>", "a", "b", "c", "d", "e", "f"],
-            &[0],
-        ))));
+        let mut s = Infill::new(&*SIX);
         let mut v = from_probs(&[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
         v.remove(0);
         let mut c = Candidates::new(&mut v, -1, false);

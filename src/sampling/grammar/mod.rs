@@ -415,6 +415,7 @@ mod tests {
     use super::super::candidates::test_util::*;
     use super::super::vocab::test_vocab::WordVocab;
     use super::*;
+    use std::sync::LazyLock;
 
     /// A tiny JSON grammar (objects of string keys to strings, numbers, booleans, arrays, objects).
     const JSON: &str = r#"
@@ -428,12 +429,17 @@ ws     ::= | " " | "\n" [ \t]{0,20}
 "#;
 
     fn vocab() -> &'static WordVocab {
-        Box::leak(Box::new(WordVocab::new(
-            &[
-                "<eos>", "{", "}", "\"", "a", "b", ":", " ", "1", "2", ",", "[", "]", "true", "{\"", "x", "", "é",
-            ],
-            &[0],
-        )))
+        // A static rather than a leaked box: the samplers keep `&'static` vocabularies, and Miri
+        // reports leaks.
+        static VOCAB: LazyLock<WordVocab> = LazyLock::new(|| {
+            WordVocab::new(
+                &[
+                    "<eos>", "{", "}", "\"", "a", "b", ":", " ", "1", "2", ",", "[", "]", "true", "{\"", "x", "", "é",
+                ],
+                &[0],
+            )
+        });
+        &VOCAB
     }
 
     fn allowed(s: &mut GrammarSampler, n: usize) -> Vec<Token> {
