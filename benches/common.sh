@@ -10,7 +10,7 @@ build_bench() {
     scripts/fetch-ggml.sh
     cargo build --release --lib
     bin="target/$1_bench"
-    cc -O2 -Wall -Wextra -I include -I "${GGML_SRC:-.ggml/ggml}/include" -o "$bin" "benches/$1_bench.c" -ldl
+    cc -O2 -Wall -Wextra -Wno-deprecated-declarations -I include -I "${GGML_SRC:-.ggml/ggml}/include" -o "$bin" "benches/$1_bench.c" -ldl
 }
 
 # run_bench LIBLLAMA ARG: run $bin with each model and ARG, against libengine.so and then LIBLLAMA

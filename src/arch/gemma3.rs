@@ -1,17 +1,44 @@
 //! Gemma 3: sliding-window attention on most layers, Q/K norms, post-attention and post-FFN norms.
 
-use super::{common_tensors, TensorSpec};
+use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::gguf::{Array, Value};
-use crate::graph::Builder;
+use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Gemma3;
+
+impl ArchSpec for Gemma3 {
+    fn name(&self) -> &'static str {
+        "gemma3"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        load_hparams(meta, hp)
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        tensors(hp)
+    }
+}
+
+impl Decoder for Gemma3 {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+        decoder(b)
+    }
+}
 
 /// Without an explicit pattern, every sixth layer attends globally.
 const DEFAULT_SWA_PERIOD: u32 = 6;
 
-pub fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
+fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
     let n_swa = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
     hp.n_swa = n_swa;
     if n_swa > 0 {
@@ -60,7 +87,7 @@ fn swa_pattern(meta: &Meta, hp: &HParams) -> Result<Vec<bool>> {
         .collect())
 }
 
-pub fn tensors(hp: &HParams) -> Vec<TensorSpec> {
+fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
     common_tensors(hp, &mut specs);
     for il in 0..hp.n_layer as usize {
@@ -75,7 +102,7 @@ pub fn tensors(hp: &HParams) -> Vec<TensorSpec> {
 
 /// The Gemma 3 decoder: scaled embeddings, Q/K norms, sliding-window attention on most layers
 /// (with its own rotary base), post-attention and post-FFN norms, a GELU-gated FFN.
-pub fn build(b: &mut Builder) -> Result<TensorRef> {
+fn decoder(b: &mut Builder) -> Result<TensorRef> {
     let hp = b.hp;
     let head = hp.n_embd_head_k;
     let mut x = b.embed_tokens()?;

@@ -1,56 +1,67 @@
-//! Llama (and Qwen2, which is Llama with attention biases and NeoX rotation).
+//! Llama (and the families that share its graph: Mistral, SmolLM, ...). Its decoder and tensors
+//! also serve Qwen2 (`qwen2.rs`).
 
-use super::{common_tensors, Arch, TensorSpec};
+use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::Builder;
+use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
 
-pub fn load_hparams(arch: Arch, meta: &Meta, hp: &mut HParams) -> Result<()> {
-    hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-    if arch == Arch::Llama && hp.n_rot != hp.n_embd_head_k {
-        return Err(crate::Error::model(format!(
-            "invalid rope dimension count {}: llama needs it equal to the head size {}",
-            hp.n_rot, hp.n_embd_head_k
-        )));
+pub struct Llama;
+
+impl ArchSpec for Llama {
+    fn name(&self) -> &'static str {
+        "llama"
     }
-    // Size labels as llama.cpp derives them from the layer count, for llama_model_desc.
-    hp.size_label = match (arch, hp.n_layer) {
-        (Arch::Llama, 16 | 22) => "1B",
-        (Arch::Llama, 26 | 28) => "3B",
-        (Arch::Llama, 30) => "256M",
-        (Arch::Llama, 32) if hp.n_vocab == 49152 => "3B",
-        (Arch::Llama, 32) if hp.n_vocab < 40000 => "7B",
-        (Arch::Llama, 32) => "8B",
-        (Arch::Llama, 36) => "8B",
-        (Arch::Llama, 40) => "13B",
-        (Arch::Llama, 48) => "34B",
-        (Arch::Llama, 60) => "30B",
-        (Arch::Llama, 80) if hp.n_head[0] == hp.n_head_kv[0] => "65B",
-        (Arch::Llama, 80) => "70B",
-        (Arch::Qwen2, 24) if hp.n_embd == 1024 => "0.5B",
-        (Arch::Qwen2, 24) => "1B",
-        (Arch::Qwen2, 28) if hp.n_embd == 1536 => "1.5B",
-        (Arch::Qwen2, 28) => "7B",
-        (Arch::Qwen2, 32) => "7B",
-        (Arch::Qwen2, 36) => "3B",
-        (Arch::Qwen2, 40) if hp.n_head[0] == 20 => "4B",
-        (Arch::Qwen2, 40) => "13B",
-        (Arch::Qwen2, 48) => "14B",
-        (Arch::Qwen2, 64) => "32B",
-        (Arch::Qwen2, 80) => "70B",
-        _ => "?B",
-    };
-    Ok(())
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        if hp.n_rot != hp.n_embd_head_k {
+            return Err(crate::Error::model(format!(
+                "invalid rope dimension count {}: llama needs it equal to the head size {}",
+                hp.n_rot, hp.n_embd_head_k
+            )));
+        }
+        // Size labels as llama.cpp derives them from the layer count, for llama_model_desc.
+        hp.size_label = match hp.n_layer {
+            16 | 22 => "1B",
+            26 | 28 => "3B",
+            30 => "256M",
+            32 if hp.n_vocab == 49152 => "3B",
+            32 if hp.n_vocab < 40000 => "7B",
+            32 => "8B",
+            36 => "8B",
+            40 => "13B",
+            48 => "34B",
+            60 => "30B",
+            80 if hp.n_head[0] == hp.n_head_kv[0] => "65B",
+            80 => "70B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        tensors(hp)
+    }
 }
 
-pub fn tensors(arch: Arch, hp: &HParams) -> Vec<TensorSpec> {
+impl Decoder for Llama {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+        decoder(b)
+    }
+}
+
+/// Llama's tensors: the common decoder's, optional rotary factors and optional biases.
+pub(super) fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
     common_tensors(hp, &mut specs);
-    if arch == Arch::Qwen2 {
-        specs.push(TensorSpec::new("output.bias", &[hp.n_vocab], false));
-    }
     // Llama 3 stores rotary frequency factors once for all layers.
     specs.push(TensorSpec::new("rope_freqs.weight", &[hp.n_rot / 2], false));
     for il in 0..hp.n_layer as usize {
@@ -65,7 +76,7 @@ pub fn tensors(arch: Arch, hp: &HParams) -> Vec<TensorSpec> {
 }
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.
-pub fn build(b: &mut Builder) -> Result<TensorRef> {
+pub(super) fn decoder(b: &mut Builder) -> Result<TensorRef> {
     let hp = b.hp;
     let head = hp.n_embd_head_k;
     let kq_scale = if hp.attn_scale != 0.0 {

@@ -1,98 +1,44 @@
-//! Architectures: hyper-parameters read from GGUF keys, the tensors each one expects, and the
-//! graph each builds from the shared primitives in `graph/`.
+//! Architectures, one file each: the hyper-parameter keys it reads, the tensors it expects with
+//! their shapes (`model::spec::ArchSpec`) and the graph it builds from the shared primitives of
+//! `graph/` (`graph::Decoder`). The registry below lists them; adding an architecture is one file
+//! and one line there. Nothing below this layer knows any architecture.
 
 pub(crate) mod gemma3;
 pub(crate) mod llama;
+pub(crate) mod qwen2;
 
 use crate::error::{Error, Result};
+use crate::graph::Decoder;
 use crate::model::hparams::HParams;
-use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arch {
-    /// Llama and the families that share its graph (Mistral, SmolLM, ...); Qwen2 adds biases.
-    Llama,
-    Qwen2,
-    Gemma3,
+/// An architecture the engine runs.
+pub trait Architecture: ArchSpec + Decoder {}
+
+impl<T: ArchSpec + Decoder> Architecture for T {}
+
+/// Every architecture the engine runs.
+static ARCHITECTURES: [&dyn Architecture; 3] = [&llama::Llama, &qwen2::Qwen2, &gemma3::Gemma3];
+
+/// The architecture of a `general.architecture` name.
+pub fn find(name: &str) -> Result<&'static dyn Architecture> {
+    ARCHITECTURES.iter().copied().find(|a| a.name() == name).ok_or_else(|| {
+        let known: Vec<&str> = ARCHITECTURES.iter().map(|a| a.name()).collect();
+        Error::model(format!(
+            "unknown or unsupported architecture '{name}' (supported: {})",
+            known.join(", ")
+        ))
+    })
 }
 
-impl Arch {
-    pub fn from_name(name: &str) -> Result<Arch> {
-        match name {
-            "llama" => Ok(Arch::Llama),
-            "qwen2" => Ok(Arch::Qwen2),
-            "gemma3" => Ok(Arch::Gemma3),
-            other => Err(Error::model(format!(
-                "unknown or unsupported architecture '{other}' (supported: llama, qwen2, gemma3)"
-            ))),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::Llama => "llama",
-            Arch::Qwen2 => "qwen2",
-            Arch::Gemma3 => "gemma3",
-        }
-    }
-
-    /// How positions are rotated (llama.h `enum llama_rope_type`: 0 normal, 2 NeoX).
-    pub fn rope_type(self) -> i32 {
-        match self {
-            Arch::Llama => 0,
-            Arch::Qwen2 | Arch::Gemma3 => 2,
-        }
-    }
-
-    /// Read the keys only this architecture has, and fill in what it derives.
-    pub fn load_hparams(self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        match self {
-            Arch::Llama | Arch::Qwen2 => llama::load_hparams(self, meta, hp),
-            Arch::Gemma3 => gemma3::load_hparams(meta, hp),
-        }
-    }
-
-    /// The tensors a file of this architecture must (or may) contain, with their shapes.
-    pub fn tensors(self, hp: &HParams) -> Vec<TensorSpec> {
-        match self {
-            Arch::Llama | Arch::Qwen2 => llama::tensors(self, hp),
-            Arch::Gemma3 => gemma3::tensors(hp),
-        }
-    }
-}
-
-/// One expected tensor: its GGUF name, its shape (ggml order, innermost first), whether a file
-/// may leave it out, and whether the graph uses it only as the left operand of matrix products
-/// (such weights may be stored in a layout only those products read: `ggml::ExtraBufferType`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TensorSpec {
-    pub name: String,
-    pub shape: Vec<u64>,
-    pub required: bool,
-    pub matmul_only: bool,
-}
-
-impl TensorSpec {
-    fn new(name: impl Into<String>, shape: &[u32], required: bool) -> TensorSpec {
-        TensorSpec {
-            name: name.into(),
-            shape: shape.iter().map(|&d| d.into()).collect(),
-            required,
-            matmul_only: false,
-        }
-    }
-
-    fn matmul(name: impl Into<String>, shape: &[u32], required: bool) -> TensorSpec {
-        TensorSpec {
-            matmul_only: true,
-            ..TensorSpec::new(name, shape, required)
-        }
-    }
+/// What loading needs of the architecture of a `general.architecture` name (`model::ArchLookup`).
+pub fn spec(name: &str) -> Result<&'static dyn ArchSpec> {
+    Ok(find(name)?)
 }
 
 /// Tensors every decoder of this family has: embeddings, output norm, an optional separate output
 /// head, and per layer the attention projections (with optional biases) and the gated FFN.
-fn common_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
+pub(crate) fn common_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
     let (e, v) = (hp.n_embd, hp.n_vocab);
     specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
     specs.push(TensorSpec::new("output_norm.weight", &[e], true));

@@ -236,7 +236,7 @@ impl Context<'_> {
             return Ok(());
         }
         self.graph = None;
-        let built = Builder::build(self.model, &self.kv, shape, self.params.graph)?;
+        let built = Builder::build(self.model, self.decoder()?, &self.kv, shape, self.params.graph)?;
         self.sched.alloc(&built.graph).map_err(Error::Ggml)?;
         self.counters.graphs_built += 1;
         let size = self.sched.buffer_size(&self.backend);

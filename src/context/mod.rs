@@ -15,7 +15,7 @@ pub use perf::{Counters, PerfData};
 
 use crate::error::{Error, Result};
 use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS};
-use crate::graph::{Builder, Built, GraphParams, Pooling, Shape};
+use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::Model;
 use std::collections::BTreeMap;
@@ -92,6 +92,8 @@ pub struct Resolved {
 
 pub struct Context<'m> {
     pub model: &'m Model,
+    /// The graph body of the model's architecture (None on a vocab-only model).
+    decoder: Option<&'static dyn Decoder>,
     pub params: Resolved,
     // Drop order: graph, scheduler, cache, then the backend they all use.
     graph: Option<(Shape, Built)>,
@@ -212,8 +214,13 @@ impl<'m> Context<'m> {
         if !reuse_graphs {
             crate::log_warn!("context: graph reuse disabled (ENGINE_GRAPH_REUSE=0)");
         }
+        let decoder: Option<&'static dyn Decoder> = match &model.hparams {
+            Some(hp) => Some(crate::arch::find(hp.arch_name)?),
+            None => None,
+        };
         let mut ctx = Context {
             model,
+            decoder,
             params: Resolved {
                 n_ctx,
                 n_ctx_seq,
@@ -269,11 +276,17 @@ impl<'m> Context<'m> {
                 n_kv: self.kv.stream_size(),
                 n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
             };
-            let built = Builder::build(self.model, &self.kv, shape, self.params.graph)?;
+            let built = Builder::build(self.model, self.decoder()?, &self.kv, shape, self.params.graph)?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
         }
         self.counters.compute_buffer_bytes = self.sched.buffer_size(&self.backend);
         Ok(())
+    }
+
+    /// The graph body of the model's architecture.
+    fn decoder(&self) -> Result<&'static dyn Decoder> {
+        self.decoder
+            .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))
     }
 
     /// Whether the model has weights to run (it was not loaded vocab-only).

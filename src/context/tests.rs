@@ -6,7 +6,7 @@ use crate::model::{LoadParams, Model};
 pub(crate) use crate::test_data::{model_path, reference_lines, GEMMA3, SMOLLM2};
 
 pub(crate) fn load(file: &str) -> Model {
-    Model::load(&[model_path(file)], LoadParams::default()).expect("model loads")
+    Model::load(&[model_path(file)], LoadParams::default(), crate::arch::spec).expect("model loads")
 }
 
 pub(crate) fn params(n_ctx: u32, n_ubatch: u32, n_seq_max: u32) -> Params {
@@ -155,7 +155,7 @@ fn decode_all(ctx: &mut Context, ids: &[i32]) -> Vec<Vec<f32>> {
 }
 
 fn logits_match_reference(model: (&str, &str), load_params: LoadParams, tol: Tolerance) {
-    let m = Model::load(&[model_path(model.0)], load_params).expect("model loads");
+    let m = Model::load(&[model_path(model.0)], load_params, crate::arch::spec).expect("model loads");
     let text = reference_lines(model.1, "logits.jsonl");
     for line in &text {
         let prompt = json_int(line, "prompt").expect("prompt");
@@ -299,7 +299,7 @@ fn extra_buffer_types_hold_only_repackable_matrix_weights() {
             .expect("placed weight")
     };
     let repacking = LoadParams::default();
-    let m = Model::load(&[model_path(GEMMA3.0)], repacking).expect("model loads");
+    let m = Model::load(&[model_path(GEMMA3.0)], repacking, crate::arch::spec).expect("model loads");
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         assert_eq!(where_is(&m, "blk.0.attn_output.weight"), "CPU_REPACK", "Q4_K matrix");
@@ -312,7 +312,7 @@ fn extra_buffer_types_hold_only_repackable_matrix_weights() {
         extra_bufts: false,
         ..LoadParams::default()
     };
-    let m = Model::load(&[model_path(GEMMA3.0)], plain).expect("model loads");
+    let m = Model::load(&[model_path(GEMMA3.0)], plain, crate::arch::spec).expect("model loads");
     assert_eq!(where_is(&m, "blk.0.attn_output.weight"), MAPPED);
 }
 
@@ -549,7 +549,7 @@ fn a_context_on_a_vocab_only_model_resolves_sizes_and_refuses_to_decode() {
         vocab_only: true,
         ..LoadParams::default()
     };
-    let m = Model::load(&[model_path(SMOLLM2.0)], vocab_only).expect("vocab-only load");
+    let m = Model::load(&[model_path(SMOLLM2.0)], vocab_only, crate::arch::spec).expect("vocab-only load");
     let mut ctx = Context::new(&m, params(1000, 512, 3)).expect("context");
     let r = ctx.params;
     assert_eq!((r.n_ctx, r.n_ctx_seq, r.n_batch, r.n_ubatch), (1536, 512, 1000, 512));

@@ -29,7 +29,7 @@ unsafe fn load_from(sources: &[FileSource], params: &llama_model_params) -> Resu
     let mut progress: Option<Progress> = progress;
     let mut call = |p: f32| progress.as_mut().is_none_or(|cb| cb.call(p));
     lp.progress = Some(&mut call);
-    let m = Model::load_from(sources, lp)?;
+    let m = Model::load_from(sources, lp, crate::arch::spec)?;
     Ok(model_into_raw(m))
 }
 

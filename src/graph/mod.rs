@@ -1,8 +1,8 @@
 //! Building the compute graph of one ubatch shape: the input tensors every architecture declares and
 //! the layer primitives (norms, rotary embedding, attention over the KV cache, gated FFNs, output
-//! head) the architectures wire together.
+//! head) the architectures wire together. No architecture is named here: each brings its body as a
+//! `Decoder` (`arch/`).
 
-use crate::arch::Arch;
 use crate::error::{Error, Result};
 use crate::ggml::{Graph, RawType, TensorRef};
 use crate::kv::KvCache;
@@ -101,6 +101,11 @@ pub fn max_nodes(model: &Model) -> usize {
     (n_layer * 64).max(1024)
 }
 
+/// An architecture's graph: from the inputs `Builder::build` declares to the logits.
+pub trait Decoder: Sync {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef>;
+}
+
 pub struct Builder<'a> {
     pub g: Graph,
     pub model: &'a Model,
@@ -118,8 +123,14 @@ fn ggml_err(e: String) -> Error {
 }
 
 impl<'a> Builder<'a> {
-    /// Build the graph of `shape` for `model`'s architecture.
-    pub fn build(model: &'a Model, kv: &'a KvCache, shape: Shape, params: GraphParams) -> Result<Built> {
+    /// Build the graph of `shape` for `model`, whose architecture's body is `decoder`.
+    pub fn build(
+        model: &'a Model,
+        decoder: &dyn Decoder,
+        kv: &'a KvCache,
+        shape: Shape,
+        params: GraphParams,
+    ) -> Result<Built> {
         let hp = model
             .hparams
             .as_ref()
@@ -170,10 +181,7 @@ impl<'a> Builder<'a> {
             },
             hidden: None,
         };
-        let logits = match hp.arch {
-            Arch::Llama | Arch::Qwen2 => crate::arch::llama::build(&mut b)?,
-            Arch::Gemma3 => crate::arch::gemma3::build(&mut b)?,
-        };
+        let logits = decoder.build(&mut b)?;
         b.g.output(logits);
         let embd = match params.embeddings {
             Some(pooling) => Some(b.pooled_embeddings(pooling)?),
@@ -280,7 +288,7 @@ impl<'a> Builder<'a> {
     /// Rotate `x` ([head_dim, n_head, n_tokens]) by the input positions.
     pub fn rope(&mut self, x: TensorRef, freq_base: f32, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
         let p = self.params;
-        let mode = self.hp.arch.rope_type();
+        let mode = self.hp.rope_type;
         self.g
             .rope(
                 x,
@@ -466,7 +474,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
             .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])
             .map_err(ggml_err)?;
         let sliding = hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false);
-        let base = if sliding && hp.arch == Arch::Gemma3 {
+        let base = if sliding {
             hp.rope_freq_base_swa
         } else {
             params.freq_base
@@ -483,7 +491,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
                 deltas,
                 factors,
                 hp.n_rot as i32,
-                hp.arch.rope_type(),
+                hp.rope_type,
                 params.n_ctx_orig as i32,
                 base,
                 params.freq_scale,

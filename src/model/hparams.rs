@@ -1,6 +1,6 @@
 //! Hyper-parameters common to the supported architectures, read from `{arch}.*` keys.
 
-use crate::arch::Arch;
+use super::spec::ArchSpec;
 use crate::error::{Error, Result};
 use crate::model::metadata::Meta;
 
@@ -12,7 +12,10 @@ const MAX_HEADS: u32 = 1 << 12;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HParams {
-    pub arch: Arch,
+    /// `general.architecture`, whose keys are `{arch_name}.*`.
+    pub arch_name: &'static str,
+    /// llama.h `enum llama_rope_type` of the architecture.
+    pub rope_type: i32,
     pub n_vocab: u32,
     pub n_ctx_train: u32,
     pub n_embd: u32,
@@ -26,7 +29,8 @@ pub struct HParams {
     pub n_rot: u32,
     pub rms_eps: f32,
     pub rope_freq_base: f32,
-    /// Base frequency on sliding-window layers (llama.cpp defaults it to 10000, not the global base).
+    /// Base frequency on sliding-window layers (llama.cpp defaults it to 10000, not the global base);
+    /// sliding layers rotate with it.
     pub rope_freq_base_swa: f32,
     pub rope_freq_scale: f32,
     pub n_ctx_orig_yarn: u32,
@@ -45,10 +49,10 @@ pub struct HParams {
 impl HParams {
     /// `{arch}.{suffix}`.
     pub fn key(&self, suffix: &str) -> String {
-        format!("{}.{suffix}", self.arch.name())
+        format!("{}.{suffix}", self.arch_name)
     }
 
-    pub fn load(arch: Arch, meta: &Meta, n_vocab: u32) -> Result<HParams> {
+    pub fn load(arch: &dyn ArchSpec, meta: &Meta, n_vocab: u32) -> Result<HParams> {
         let key = |s: &str| format!("{}.{s}", arch.name());
         let n_layer = meta.u32(&key("block_count"))?;
         if n_layer == 0 || n_layer > MAX_LAYERS {
@@ -118,7 +122,8 @@ impl HParams {
             .map(|a| a.iter().map(|l| [l.as_slice(), b"\0"].concat()).collect())
             .unwrap_or_default();
         let mut hp = HParams {
-            arch,
+            arch_name: arch.name(),
+            rope_type: arch.rope_type(),
             n_vocab,
             n_ctx_train,
             n_embd,

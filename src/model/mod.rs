@@ -4,6 +4,7 @@
 pub mod ftype;
 pub mod hparams;
 pub mod metadata;
+pub mod spec;
 mod storage;
 mod weights;
 
@@ -13,12 +14,12 @@ mod tests;
 pub use metadata::{KvOverride, OverrideValue};
 pub use storage::{FileSource, LoadMode};
 
-use crate::arch::{Arch, TensorSpec};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::vocab::Vocab;
 use hparams::HParams;
 use metadata::Meta;
+use spec::{ArchSpec, TensorSpec};
 use std::collections::{HashMap, HashSet};
 use storage::Storage;
 use weights::{FileTensors, Weights};
@@ -53,12 +54,15 @@ impl Default for LoadParams<'_> {
 /// A metadata key and its value as text, each NUL-terminated.
 pub type MetaPair = (Vec<u8>, Vec<u8>);
 
+/// The architecture of a `general.architecture` name, or why there is none.
+pub type ArchLookup = fn(&str) -> Result<&'static dyn ArchSpec>;
+
 pub struct Model {
     // Field order is drop order: weights reference the storage's bytes.
     weights: Option<Weights>,
     pub vocab: Vocab,
     /// None for a vocab-only load of an architecture the engine cannot run.
-    pub arch: Option<Arch>,
+    pub arch: Option<&'static dyn ArchSpec>,
     /// None for a vocab-only load.
     pub hparams: Option<HParams>,
     /// Non-array metadata as (key, value) text, NUL-terminated, in file order.
@@ -73,14 +77,15 @@ pub struct Model {
 }
 
 impl Model {
-    /// Load a model from one file or from all the splits of one (in order).
-    pub fn load(paths: &[String], params: LoadParams) -> Result<Model> {
+    /// Load a model from one file or from all the splits of one (in order); `arch` finds the
+    /// architecture a file names (`arch::spec`).
+    pub fn load(paths: &[String], params: LoadParams, arch: ArchLookup) -> Result<Model> {
         let sources: Vec<FileSource> = paths.iter().map(|p| FileSource::Path(p.clone())).collect();
-        Model::load_from(&sources, params)
+        Model::load_from(&sources, params, arch)
     }
 
     /// Load a model from files given by path or already open (one, or all splits in order).
-    pub fn load_from(sources: &[FileSource], mut params: LoadParams) -> Result<Model> {
+    pub fn load_from(sources: &[FileSource], mut params: LoadParams, arch: ArchLookup) -> Result<Model> {
         crate::ggml::init();
         let t_start_us = crate::ggml::time_us();
         if sources.is_empty() {
@@ -117,7 +122,7 @@ impl Model {
         let m = Meta(&ggufs[0]);
         let arch_name = m.str("general.architecture")?;
         // A vocabulary can be read whatever the architecture; running the model needs one we know.
-        let arch = match Arch::from_name(arch_name) {
+        let arch = match arch(arch_name) {
             Ok(a) => Some(a),
             Err(_) if params.vocab_only => None,
             Err(e) => return Err(e),
