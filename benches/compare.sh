@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Do libengine.so and llama.cpp's libllama.so compute the same? One program (benches/compare_bench.c)
 # prints tokenizations, logits and saved states (hashes of their bits), multi-sequence batches,
-# embeddings and seeded generations for each test model through each library; this reports where the
+# embeddings and seeded generations for each test model, and for the tiny models of the other
+# architectures (scripts/gen-models.py, written here), through each library; this reports where the
 # outputs first differ.
 # Part of the test suite (scripts/test.sh runs it last); exits 1 if anything differs.
 #
@@ -15,11 +16,14 @@ scripts/fetch-models.sh >/dev/null
 . benches/common.sh
 build_bench compare
 
+generated="$PWD/target/gen-models"
+python3 scripts/gen-models.py "$models/${bench_models[0]}" "$generated" >/dev/null
 status=0
-for model in "${bench_models[@]}"; do
+for path in "${bench_models[@]/#/$models/}" "$generated"/*.gguf; do
+    model="$(basename "$path")"
     out="$(mktemp -d)"
-    "$bin" "$PWD/target/release/libengine.so" "$models/$model" >"$out/engine"
-    "$bin" "$libllama" "$models/$model" >"$out/llama"
+    "$bin" "$PWD/target/release/libengine.so" "$path" >"$out/engine"
+    "$bin" "$libllama" "$path" >"$out/llama"
     lines=$(wc -l <"$out/llama")
     if cmp -s "$out/engine" "$out/llama"; then
         echo "$model: identical ($lines lines: tokenization, logits and state bits, multi-sequence, embeddings, sampling)"

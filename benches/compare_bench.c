@@ -186,6 +186,13 @@ static int decode_and_print(struct llama_context *ctx, const llama_token *ids, i
  * extended batch. */
 static void small_functions(const char *model_path, struct llama_model *model, int n_vocab) {
     DL_LOAD(llama_print_system_info);
+    DL_LOAD(llama_model_desc);
+    DL_LOAD(llama_model_rope_type);
+    DL_LOAD(llama_model_n_params);
+    DL_LOAD(llama_model_size);
+    DL_LOAD(llama_model_meta_count);
+    DL_LOAD(llama_model_n_swa);
+    DL_LOAD(llama_model_rope_freq_scale_train);
     DL_LOAD(llama_ftype_name);
     DL_LOAD(llama_flash_attn_type_name);
     DL_LOAD(llama_load_mode_name);
@@ -236,6 +243,12 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     DL_LOAD(llama_process);
 
     printf("system info: %s\n", p_llama_print_system_info());
+    char desc[256];
+    p_llama_model_desc(model, desc, sizeof desc);
+    printf("model: %s, rope type %d, %llu parameters, %llu bytes, %d metadata keys, window %d, rope scale %g\n",
+           desc, (int)p_llama_model_rope_type(model), (unsigned long long)p_llama_model_n_params(model),
+           (unsigned long long)p_llama_model_size(model), p_llama_model_meta_count(model),
+           p_llama_model_n_swa(model), p_llama_model_rope_freq_scale_train(model));
     printf("ftype names:");
     for (int f = 0; f <= 41; f++) printf(" %d=%s", f, p_llama_ftype_name((enum llama_ftype)f));
     printf("\nflash attention names: %s %s %s\n", p_llama_flash_attn_type_name(LLAMA_FLASH_ATTN_TYPE_AUTO),
@@ -520,6 +533,10 @@ int main(int argc, char **argv) {
             setenv("LLAMA_ATTN_ROT_DISABLE", "1", 1);
         }
         struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        if (!ctx) {
+            printf("long prompt variant %d: no context\n", variant);
+            continue;
+        }
         int n = 0;
         for (int r = 0; n < 1100; r++) {
             const char *text = PROMPTS[r % N_PROMPTS];

@@ -27,5 +27,13 @@ if ! python3 -c 'import clang.cindex' >/dev/null 2>&1; then
         || python3 -m pip install --quiet --break-system-packages libclang==18.1.1 >&2
 fi
 
+# gguf and numpy (PyPI): scripts/gen-models.py writes the tiny models of the architectures no small
+# real model exists for.
+if ! python3 -c 'import gguf, numpy' >/dev/null 2>&1; then
+    echo "installing: gguf, numpy (Python, from PyPI)" >&2
+    python3 -m pip install --quiet gguf==0.17.1 numpy >&2 \
+        || python3 -m pip install --quiet --break-system-packages gguf==0.17.1 numpy >&2
+fi
+
 # ggml's source (llama.cpp 0.3.36's), which the build needs before cargo runs.
 "$(dirname "$0")/fetch-ggml.sh"

@@ -1,5 +1,6 @@
 //! Llama (and the families that share its graph: Mistral, SmolLM, ...). Its decoder and tensors
-//! also serve Qwen2 (`qwen2.rs`).
+//! also serve Qwen2 (`qwen2.rs`), Qwen3 (`qwen3.rs`, with per-head query and key norms) and
+//! SmolLM3 (`smollm3.rs`, with layers that do not rotate).
 
 use super::common_tensors;
 use crate::error::Result;
@@ -54,7 +55,7 @@ impl ArchSpec for Llama {
 
 impl Decoder for Llama {
     fn build(&self, b: &mut Builder) -> Result<TensorRef> {
-        decoder(b)
+        decoder(b, Variant::default())
     }
 }
 
@@ -75,8 +76,17 @@ pub(super) fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     specs
 }
 
+/// What the architectures built on the Llama decoder change in it.
+#[derive(Default, Clone, Copy)]
+pub(super) struct Variant {
+    /// Normalise each query and key head (`attn_q_norm`, `attn_k_norm`) before rotation.
+    pub qk_norm: bool,
+    /// Every this-many layers (the last of each group) rotates nothing; 0: every layer rotates.
+    pub no_rope_every: usize,
+}
+
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.
-pub(super) fn decoder(b: &mut Builder) -> Result<TensorRef> {
+pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
     let hp = b.hp;
     let head = hp.n_embd_head_k;
     let kq_scale = if hp.attn_scale != 0.0 {
@@ -98,8 +108,24 @@ pub(super) fn decoder(b: &mut Builder) -> Result<TensorRef> {
         let q = b.heads(q, head, hp.n_head[il])?;
         let k = b.heads(k, head, hp.n_head_kv[il])?;
         let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
-        let q = b.rope(q, b.params.freq_base, rope_factors)?;
-        let k = b.rope(k, b.params.freq_base, rope_factors)?;
+        let (q, k) = if variant.qk_norm {
+            let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+            let q = b.rms_norm(q, q_norm)?;
+            let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+            let k = b.rms_norm(k, k_norm)?;
+            (b.name(q, "Qcur_normed", l), b.name(k, "Kcur_normed", l))
+        } else {
+            (q, k)
+        };
+        let rotate = variant.no_rope_every == 0 || (il + 1) % variant.no_rope_every != 0;
+        let (q, k) = if rotate {
+            (
+                b.rope(q, b.params.freq_base, rope_factors)?,
+                b.rope(k, b.params.freq_base, rope_factors)?,
+            )
+        } else {
+            (q, k)
+        };
         let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
         let att = b.attention(il, q, k, v, kq_scale, false)?;
         let att = b.name(att, "kqv_out", l);

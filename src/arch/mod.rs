@@ -6,6 +6,8 @@
 pub(crate) mod gemma3;
 pub(crate) mod llama;
 pub(crate) mod qwen2;
+pub(crate) mod qwen3;
+pub(crate) mod smollm3;
 
 use crate::error::{Error, Result};
 use crate::graph::Decoder;
@@ -18,7 +20,13 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 3] = [&llama::Llama, &qwen2::Qwen2, &gemma3::Gemma3];
+static ARCHITECTURES: [&dyn Architecture; 5] = [
+    &llama::Llama,
+    &qwen2::Qwen2,
+    &qwen3::Qwen3,
+    &smollm3::SmolLm3,
+    &gemma3::Gemma3,
+];
 
 /// The architecture of a `general.architecture` name.
 pub fn find(name: &str) -> Result<&'static dyn Architecture> {

@@ -48,6 +48,6 @@ impl ArchSpec for Qwen2 {
 
 impl Decoder for Qwen2 {
     fn build(&self, b: &mut Builder) -> Result<TensorRef> {
-        llama::decoder(b)
+        llama::decoder(b, llama::Variant::default())
     }
 }

@@ -161,6 +161,10 @@ impl<'m> Context<'m> {
         check_cache_type("type_k", p.type_k)?;
         check_cache_type("type_v", p.type_v)?;
         let flash_attn = p.flash_attn != FlashAttn::Off;
+        if let (true, Some(hp)) = (flash_attn, hp) {
+            check_head_blocks("K", "k", p.type_k, hp.n_embd_head_k)?;
+            check_head_blocks("V", "v", p.type_v, hp.n_embd_head_v)?;
+        }
         if !flash_attn && is_quantized(p.type_v) {
             return Err(Error::invalid("a quantized V cache (type_v) requires flash attention"));
         }
@@ -459,6 +463,19 @@ fn is_quantized(t: RawType) -> bool {
         t,
         ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 | ggml_sys::ggml_type_GGML_TYPE_BF16
     )
+}
+
+/// Flash attention reads the cache per head: a quantized type's blocks must not straddle heads
+/// (llama.cpp refuses such a context with the same message).
+fn check_head_blocks(what: &str, kv: &str, t: RawType, head: u32) -> Result<()> {
+    let block = crate::ggml::block_size(t);
+    if is_quantized(t) && i64::from(head) % block != 0 {
+        return Err(Error::invalid(format!(
+            "{what} cache type {} with block size {block} does not divide n_embd_head_{kv}={head}",
+            crate::ggml::type_name(t)
+        )));
+    }
+    Ok(())
 }
 
 /// KV cache types ggml can write rows of and attend over on the CPU.

@@ -124,6 +124,15 @@ pub fn row_size(t: RawType, n: i64) -> usize {
     unsafe { ggml_sys::ggml_row_size(t, n) }
 }
 
+/// Elements per block of a tensor type (1 for the float types).
+pub fn block_size(t: RawType) -> i64 {
+    if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {
+        return 1;
+    }
+    // SAFETY: a property of a valid type.
+    unsafe { ggml_sys::ggml_blck_size(t) }
+}
+
 /// ggml's name of a tensor type ("f32", "q4_K", ...), for messages.
 pub fn type_name(t: RawType) -> String {
     if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {

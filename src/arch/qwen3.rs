@@ -1,0 +1,63 @@
+//! Qwen3: the Llama decoder without biases, with per-head query and key norms and NeoX rotation.
+
+use super::{common_tensors, llama};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Qwen3;
+
+impl ArchSpec for Qwen3 {
+    fn name(&self) -> &'static str {
+        "qwen3"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot != hp.n_embd_head_k {
+            return Err(Error::model(format!(
+                "qwen3 needs equal key, value and rotary head sizes (got {}, {}, {})",
+                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
+            )));
+        }
+        // Size labels as llama.cpp derives them, for llama_model_desc.
+        hp.size_label = match hp.n_layer {
+            28 if hp.n_embd == 1024 => "0.6B",
+            28 => "1.7B",
+            36 if hp.n_embd == 2560 => "4B",
+            36 => "8B",
+            40 => "14B",
+            64 => "32B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        common_tensors(hp, &mut specs);
+        for il in 0..hp.n_layer as usize {
+            let head = hp.n_embd_head_k;
+            specs.push(TensorSpec::new(format!("blk.{il}.attn_q_norm.weight"), &[head], true));
+            specs.push(TensorSpec::new(format!("blk.{il}.attn_k_norm.weight"), &[head], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for Qwen3 {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+        let variant = llama::Variant {
+            qk_norm: true,
+            ..Default::default()
+        };
+        llama::decoder(b, variant)
+    }
+}

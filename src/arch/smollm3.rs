@@ -1,0 +1,52 @@
+//! SmolLM3: the Llama decoder in which every fourth layer does not rotate its queries and keys.
+//! (llama.cpp's K-shift still rotates those layers' keys; ours does the same, so that a shifted
+//! cache holds llama.cpp's numbers.)
+
+use super::llama;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+/// llama.cpp's fixed step: layers 3, 7, 11, ... (counting from 0) have no rotary positions.
+const NO_ROPE_EVERY: usize = 4;
+
+pub struct SmolLm3;
+
+impl ArchSpec for SmolLm3 {
+    fn name(&self) -> &'static str {
+        "smollm3"
+    }
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot != hp.n_embd_head_k {
+            return Err(Error::model(format!(
+                "smollm3 needs equal key, value and rotary head sizes (got {}, {}, {})",
+                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
+            )));
+        }
+        hp.size_label = if hp.n_layer == 36 { "3B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        llama::tensors(hp)
+    }
+}
+
+impl Decoder for SmolLm3 {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+        let variant = llama::Variant {
+            no_rope_every: NO_ROPE_EVERY,
+            ..Default::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
