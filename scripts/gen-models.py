@@ -42,6 +42,9 @@ class Weights:
         # ggml shape [cols, rows] is numpy (rows, cols): `cols` inputs per output row.
         return (self.rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
 
+    def bias(self, n):
+        return (0.1 * self.rng.standard_normal(n)).astype(np.float32)
+
     def norm(self, n):
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
@@ -60,7 +63,7 @@ def decoder_keys(w, a, n_layer, rope_base):
     w.add_float32(f"{a}.rope.freq_base", rope_base)
 
 
-def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False):
+def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False):
     """A Llama-like decoder's tensors (output tied to the embeddings)."""
     tensors = {
         "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
@@ -72,6 +75,10 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False):
         tensors[blk + "attn_q.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
         tensors[blk + "attn_k.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
         tensors[blk + "attn_v.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
+        if qkv_bias:
+            tensors[blk + "attn_q.bias"] = weights.bias(N_HEAD * HEAD)
+            tensors[blk + "attn_k.bias"] = weights.bias(N_HEAD_KV * HEAD)
+            tensors[blk + "attn_v.bias"] = weights.bias(N_HEAD_KV * HEAD)
         if qk_norm:
             tensors[blk + "attn_q_norm.weight"] = weights.norm(HEAD)
             tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
@@ -89,6 +96,13 @@ def add_tensors(w, tensors, dtype):
         w.add_tensor(name, t if t.ndim == 1 else t.astype(dtype))
 
 
+def qwen2(w, weights, n_vocab, dtype):
+    decoder_keys(w, "qwen2", N_LAYER, 1000000.0)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    tensors["output.bias"] = weights.bias(n_vocab)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype):
     decoder_keys(w, "qwen3", N_LAYER, 1000000.0)
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
@@ -100,7 +114,7 @@ def smollm3(w, weights, n_vocab, dtype):
     add_tensors(w, decoder_tensors(weights, n_vocab, 8), dtype)
 
 
-ARCHITECTURES = {"qwen3": qwen3, "smollm3": smollm3}
+ARCHITECTURES = {"qwen2": qwen2, "qwen3": qwen3, "smollm3": smollm3}
 TYPES = {"f32": (np.float32, gguf.LlamaFileType.ALL_F32), "f16": (np.float16, gguf.LlamaFileType.MOSTLY_F16)}
 
 
