@@ -4,10 +4,10 @@ written at test time, never committed. Each takes its vocabulary (every `tokeniz
 real test model, so tokenization is real; the weights come from a fixed seed and are scaled so
 activations stay finite.
 
-    python3 scripts/gen-models.py VOCAB_MODEL.gguf OUT_DIR [ARCH ...]     (default: every one)
+    python3 scripts/gen-models.py VOCAB_MODEL.gguf OUT_DIR [MODEL ...]     (default: every one)
 
 Needs the `gguf` and `numpy` packages from PyPI (scripts/setup.sh installs them). Writes
-OUT_DIR/<arch>-<type>.gguf for each architecture, in F32 and F16."""
+OUT_DIR/<model>-<type>.gguf for each model (an architecture, or a variant of one), in F32 and F16."""
 import pathlib
 import sys
 
@@ -103,6 +103,21 @@ def qwen2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def granite(w, weights, n_vocab, dtype, rope=True):
+    decoder_keys(w, "granite", N_LAYER, 10000.0)
+    w.add_float32("granite.logit_scale", 8.0)
+    w.add_float32("granite.residual_scale", 0.22)
+    w.add_float32("granite.embedding_scale", 12.0)
+    w.add_float32("granite.attention.scale", 0.125)
+    if not rope:
+        w.add_bool("granite.rope.scaling.finetuned", False)
+    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER), dtype)
+
+
+def granite_norope(w, weights, n_vocab, dtype):
+    granite(w, weights, n_vocab, dtype, rope=False)
+
+
 def qwen3(w, weights, n_vocab, dtype):
     decoder_keys(w, "qwen3", N_LAYER, 1000000.0)
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
@@ -114,18 +129,31 @@ def smollm3(w, weights, n_vocab, dtype):
     add_tensors(w, decoder_tensors(weights, n_vocab, 8), dtype)
 
 
-ARCHITECTURES = {"qwen2": qwen2, "qwen3": qwen3, "smollm3": smollm3}
+# Model name: (general.architecture, writer, whether llama.cpp 0.3.36 can run it). Those it cannot
+# go to OUT_DIR/no-oracle/ (granite without rotary positions: llama.cpp leaves its position input
+# without memory and aborts in ggml_backend_tensor_set).
+MODELS = {
+    "qwen2": ("qwen2", qwen2, True),
+    "qwen3": ("qwen3", qwen3, True),
+    "smollm3": ("smollm3", smollm3, True),
+    "granite": ("granite", granite, True),
+    "granite-norope": ("granite", granite_norope, False),
+}
 TYPES = {"f32": (np.float32, gguf.LlamaFileType.ALL_F32), "f16": (np.float16, gguf.LlamaFileType.MOSTLY_F16)}
 
 
-def generate(vocab_path, out_dir, arch, type_name):
+def generate(vocab_path, out_dir, name, type_name):
     dtype, ftype = TYPES[type_name]
-    path = out_dir / f"{arch}-{type_name}.gguf"
+    arch, write, oracle = MODELS[name]
+    if not oracle:
+        out_dir = out_dir / "no-oracle"
+        out_dir.mkdir(exist_ok=True)
+    path = out_dir / f"{name}-{type_name}.gguf"
     w = gguf.GGUFWriter(str(path), arch)
-    w.add_name(f"tiny random {arch}")
+    w.add_name(f"tiny random {name}")
     w.add_file_type(ftype)
     n_vocab = copy_vocab(w, vocab_path)
-    ARCHITECTURES[arch](w, Weights(seed=sum(map(ord, arch))), n_vocab, dtype)
+    write(w, Weights(seed=sum(map(ord, name))), n_vocab, dtype)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -138,6 +166,6 @@ if __name__ == "__main__":
         raise SystemExit(__doc__)
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    for arch in sys.argv[3:] or ARCHITECTURES:
+    for name in sys.argv[3:] or MODELS:
         for t in TYPES:
-            print(generate(sys.argv[1], out, arch, t))
+            print(generate(sys.argv[1], out, name, t))

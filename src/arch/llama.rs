@@ -1,6 +1,6 @@
 //! Llama (and the families that share its graph: Mistral, SmolLM, ...). Its decoder and tensors
-//! also serve Qwen2 (`qwen2.rs`), Qwen3 (`qwen3.rs`, with per-head query and key norms) and
-//! SmolLM3 (`smollm3.rs`, with layers that do not rotate).
+//! also serve Qwen2 (`qwen2.rs`), Qwen3 (`qwen3.rs`, with per-head query and key norms),
+//! SmolLM3 (`smollm3.rs`, with layers that do not rotate) and Granite (`granite.rs`, with scales).
 
 use super::common_tensors;
 use crate::error::Result;
@@ -96,6 +96,9 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
     };
     let rope_factors = b.weight_opt("rope_freqs.weight");
     let mut x = b.embed_tokens()?;
+    if hp.embedding_scale != 0.0 {
+        x = b.scale(x, hp.embedding_scale)?;
+    }
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
         let l = Some(il);
@@ -117,7 +120,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
         } else {
             (q, k)
         };
-        let rotate = variant.no_rope_every == 0 || (il + 1) % variant.no_rope_every != 0;
+        let rotate = hp.rope && (variant.no_rope_every == 0 || (il + 1) % variant.no_rope_every != 0);
         let (q, k) = if rotate {
             (
                 b.rope(q, b.params.freq_base, rope_factors)?,
@@ -136,17 +139,26 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
             att = b.select_outputs(att)?;
             residual = b.select_outputs(residual)?;
         }
+        if hp.residual_scale != 0.0 {
+            att = b.scale(att, hp.residual_scale)?;
+        }
         let h = b.add(att, residual)?;
         let h = b.name(h, "ffn_inp", l);
         let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
         let cur = b.rms_norm(h, ffn_norm)?;
         let cur = b.name(cur, "ffn_norm", l);
-        let ffn = b.gated_ffn(il, cur, false)?;
-        let ffn = b.name(ffn, "ffn_out", l);
+        let mut ffn = b.gated_ffn(il, cur, false)?;
+        ffn = b.name(ffn, "ffn_out", l);
+        if hp.residual_scale != 0.0 {
+            ffn = b.scale(ffn, hp.residual_scale)?;
+        }
         x = b.add(ffn, h)?;
         x = b.name(x, "l_out", l);
     }
-    let logits = b.output_head(x)?;
+    let mut logits = b.output_head(x)?;
+    if hp.logit_scale != 0.0 {
+        logits = b.scale(logits, 1.0 / hp.logit_scale)?;
+    }
     Ok(b.name(logits, "result_output", None))
 }
 

@@ -4,6 +4,7 @@
 //! and one line there. Nothing below this layer knows any architecture.
 
 pub(crate) mod gemma3;
+pub(crate) mod granite;
 pub(crate) mod llama;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
@@ -20,11 +21,12 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 5] = [
+static ARCHITECTURES: [&dyn Architecture; 6] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
     &smollm3::SmolLm3,
+    &granite::Granite,
     &gemma3::Gemma3,
 ];
 

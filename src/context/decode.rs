@@ -262,8 +262,10 @@ impl Context<'_> {
         let inp = &built.inputs;
         let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
         set(inp.tokens, &to_bytes_i32(tokens))?;
-        let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
-        set(inp.pos, &to_bytes_i32(&pos))?;
+        if let Some(pos_input) = inp.pos {
+            let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
+            set(pos_input, &to_bytes_i32(&pos))?;
+        }
         let rows: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
         set(inp.kv_rows, &rows)?;
         let fa = self.params.graph.flash_attn;

@@ -12,6 +12,11 @@ impl Context<'_> {
         let Some(deltas) = self.kv.pending_shift() else {
             return Ok(());
         };
+        // Keys that were never rotated need no turning back: the new positions are all there is.
+        if !self.model.hparams.as_ref().is_some_and(|hp| hp.rope) {
+            self.kv.shift_applied();
+            return Ok(());
+        }
         let bytes: Vec<u8> = deltas.iter().flat_map(|d| d.to_le_bytes()).collect();
         let shift = build_shift(self.model, &self.kv, self.params.graph)?;
         // The scheduler now plans the shift graph; the cached decode graph must be re-allocated.

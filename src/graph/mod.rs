@@ -61,8 +61,9 @@ pub struct GraphParams {
 pub struct Inputs {
     /// Token ids, I32 [n_tokens].
     pub tokens: TensorRef,
-    /// Positions, I32 [n_tokens].
-    pub pos: TensorRef,
+    /// Positions, I32 [n_tokens]; only in graphs that rotate (a graph that never reads them
+    /// would leave them without memory).
+    pub pos: Option<TensorRef>,
     /// Cache rows the new K/V land in, I64 [n_tokens].
     pub kv_rows: TensorRef,
     /// Attention mask [n_kv, n_tokens] (F16 with flash attention, F32 otherwise).
@@ -139,7 +140,6 @@ impl<'a> Builder<'a> {
         let (nt, nk) = (shape.n_tokens as i64, shape.n_kv as i64);
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
-        let pos = g.input(i32t, &[nt], "inp_pos").map_err(ggml_err)?;
         let kv_rows = g
             .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "inp_kv_rows")
             .map_err(ggml_err)?;
@@ -171,7 +171,7 @@ impl<'a> Builder<'a> {
             params,
             inputs: Inputs {
                 tokens,
-                pos,
+                pos: None,
                 kv_rows,
                 mask,
                 mask_swa,
@@ -289,10 +289,21 @@ impl<'a> Builder<'a> {
     pub fn rope(&mut self, x: TensorRef, freq_base: f32, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
         let p = self.params;
         let mode = self.hp.rope_type;
+        let pos = match self.inputs.pos {
+            Some(pos) => pos,
+            None => {
+                let n = self.shape.n_tokens as i64;
+                let pos = self
+                    .g
+                    .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "inp_pos")
+                    .map_err(ggml_err)?;
+                *self.inputs.pos.insert(pos)
+            }
+        };
         self.g
             .rope(
                 x,
-                self.inputs.pos,
+                pos,
                 freq_factors,
                 self.hp.n_rot as i32,
                 mode,
@@ -468,7 +479,9 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
     let deltas = g
         .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")
         .map_err(ggml_err)?;
-    for il in 0..hp.n_layer as usize {
+    // Layers that never rotate keep their keys as they are (llama.cpp's `has_rope`).
+    let n_rotated = if hp.rope { hp.n_layer as usize } else { 0 };
+    for il in 0..n_rotated {
         let k = kv.k(il);
         let heads = g
             .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])

@@ -40,6 +40,13 @@ pub struct HParams {
     /// Scale of attention scores; 0 means 1/sqrt(head size).
     pub attn_scale: f32,
     pub final_logit_softcap: f32,
+    /// Multipliers of the token embeddings and of each block's attention and FFN outputs, and the
+    /// divisor of the logits (Granite); 0 means none.
+    pub embedding_scale: f32,
+    pub residual_scale: f32,
+    pub logit_scale: f32,
+    /// Whether the layers rotate queries and keys at all (and the K-shift rotates the cache).
+    pub rope: bool,
     /// Classifier output labels (classifier models only), NUL-terminated.
     pub cls_labels: Vec<Vec<u8>>,
     /// llama.cpp's size label ("256M", "1B", ...) for `llama_model_desc`.
@@ -145,6 +152,10 @@ impl HParams {
             swa_layers: vec![false; n],
             attn_scale: 0.0,
             final_logit_softcap: 0.0,
+            embedding_scale: 0.0,
+            residual_scale: 0.0,
+            logit_scale: 0.0,
+            rope: true,
             cls_labels,
             size_label: "?B",
         };
