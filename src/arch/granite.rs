@@ -2,7 +2,7 @@
 //! scale and divided logits; `rope.scaling.finetuned = false` turns rotary positions off.
 
 use super::llama;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -27,12 +27,7 @@ impl ArchSpec for Granite {
         hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(0.0);
         hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
         hp.rope = meta.bool_opt(&hp.key("rope.scaling.finetuned"))?.unwrap_or(true);
-        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot != hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "granite needs equal key, value and rotary head sizes (got {}, {}, {})",
-                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
-            )));
-        }
+        super::check_equal_head_sizes(hp)?;
         // Size labels as llama.cpp derives them, for llama_model_desc.
         hp.size_label = match (hp.n_layer, hp.n_embd) {
             (32, _) => "3B",

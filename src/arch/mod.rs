@@ -46,6 +46,18 @@ pub fn spec(name: &str) -> Result<&'static dyn ArchSpec> {
     Ok(find(name)?)
 }
 
+/// llama.cpp's requirement of the Llama-like decoders: one head size for keys, values and
+/// rotation.
+pub(crate) fn check_equal_head_sizes(hp: &HParams) -> Result<()> {
+    if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot != hp.n_embd_head_k {
+        return Err(Error::model(format!(
+            "{} needs equal key, value and rotary head sizes (got {}, {}, {})",
+            hp.arch_name, hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
+        )));
+    }
+    Ok(())
+}
+
 /// Tensors every decoder of this family has: embeddings, output norm, an optional separate output
 /// head, and per layer the attention projections (with optional biases) and the gated FFN.
 pub(crate) fn common_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {

@@ -1,7 +1,7 @@
 //! Qwen3: the Llama decoder without biases, with per-head query and key norms and NeoX rotation.
 
 use super::{common_tensors, llama};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -21,12 +21,7 @@ impl ArchSpec for Qwen3 {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot != hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "qwen3 needs equal key, value and rotary head sizes (got {}, {}, {})",
-                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
-            )));
-        }
+        super::check_equal_head_sizes(hp)?;
         // Size labels as llama.cpp derives them, for llama_model_desc.
         hp.size_label = match hp.n_layer {
             28 if hp.n_embd == 1024 => "0.6B",

@@ -3,7 +3,7 @@
 //! cache holds llama.cpp's numbers.)
 
 use super::llama;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -26,12 +26,7 @@ impl ArchSpec for SmolLm3 {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot != hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "smollm3 needs equal key, value and rotary head sizes (got {}, {}, {})",
-                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
-            )));
-        }
+        super::check_equal_head_sizes(hp)?;
         hp.size_label = if hp.n_layer == 36 { "3B" } else { "?B" };
         Ok(())
     }
