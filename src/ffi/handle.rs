@@ -193,8 +193,7 @@ pub(crate) fn ctx_free(p: *mut llama_context) -> Result<()> {
     if p.is_null() {
         return Ok(());
     }
-    let cell = ctx(p)?;
-    let busy = lock(cell)?;
+    let busy = ctx_mut(p)?;
     let entry = CONTEXTS.lock().remove(key(p))?;
     if entry.memory != 0 {
         MEMORIES.lock().remove(entry.memory)?;

@@ -15,55 +15,34 @@ use crate::vocab::{SpecialIds, Vocab, TOKEN_NULL};
 use std::ffi::{c_char, c_int};
 
 /// `f` on the vocabulary behind `v`.
-///
-/// # Safety
-/// `v` must be NULL or a vocabulary handle whose model is alive.
-unsafe fn with_vocab<T>(v: *const llama_vocab, f: impl FnOnce(&Vocab) -> Result<T>) -> Result<T> {
+fn with_vocab<T>(v: *const llama_vocab, f: impl FnOnce(&Vocab) -> Result<T>) -> Result<T> {
     f(&*vocab_ref(v)?)
 }
 
 /// A special token id.
-///
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn special_id(v: *const llama_vocab, id: fn(&SpecialIds) -> i32) -> Result<llama_token> {
-    // SAFETY: forwarded contract.
-    unsafe { with_vocab(v, |v| Ok(id(v.special_ids()))) }
+fn special_id(v: *const llama_vocab, id: fn(&SpecialIds) -> i32) -> Result<llama_token> {
+    with_vocab(v, |v| Ok(id(v.special_ids())))
 }
 
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn n_tokens(v: *const llama_vocab) -> Result<i32> {
-    // SAFETY: forwarded contract.
-    unsafe { with_vocab(v, |v| Ok(v.n_tokens() as i32)) }
+fn n_tokens(v: *const llama_vocab) -> Result<i32> {
+    with_vocab(v, |v| Ok(v.n_tokens() as i32))
 }
 
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn text(v: *const llama_vocab, token: llama_token) -> Result<*const c_char> {
-    // SAFETY: forwarded contract. The text lives in the vocabulary, as long as the model.
-    unsafe { with_vocab(v, |v| Ok(v.text_with_nul(token)?.as_ptr().cast())) }
+fn text(v: *const llama_vocab, token: llama_token) -> Result<*const c_char> {
+    // The text lives in the vocabulary, as long as the model.
+    with_vocab(v, |v| Ok(v.text_with_nul(token)?.as_ptr().cast()))
 }
 
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn score(v: *const llama_vocab, token: llama_token) -> Result<f32> {
-    // SAFETY: forwarded contract.
-    unsafe { with_vocab(v, |v| v.score(token)) }
+fn score(v: *const llama_vocab, token: llama_token) -> Result<f32> {
+    with_vocab(v, |v| v.score(token))
 }
 
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn attr(v: *const llama_vocab, token: llama_token) -> Result<TokenAttr> {
-    // SAFETY: forwarded contract.
-    unsafe { with_vocab(v, |v| Ok(TokenAttr(v.attr(token)? as c_int))) }
+fn attr(v: *const llama_vocab, token: llama_token) -> Result<TokenAttr> {
+    with_vocab(v, |v| Ok(TokenAttr(v.attr(token)? as c_int)))
 }
 
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn is_eog(v: *const llama_vocab, token: llama_token) -> Result<bool> {
-    // SAFETY: forwarded contract.
-    unsafe {
+fn is_eog(v: *const llama_vocab, token: llama_token) -> Result<bool> {
+    {
         with_vocab(v, |v| {
             // LLAMA_TOKEN_NULL is a valid question ("no token"); other ids must exist.
             if token != TOKEN_NULL {
@@ -74,129 +53,105 @@ unsafe fn is_eog(v: *const llama_vocab, token: llama_token) -> Result<bool> {
     }
 }
 
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn is_control(v: *const llama_vocab, token: llama_token) -> Result<bool> {
-    // SAFETY: forwarded contract.
-    unsafe { with_vocab(v, |v| v.is_control(token)) }
+fn is_control(v: *const llama_vocab, token: llama_token) -> Result<bool> {
+    with_vocab(v, |v| v.is_control(token))
 }
 
-/// # Safety
-/// As for [`with_vocab`].
-unsafe fn flag(v: *const llama_vocab, get: fn(&Vocab) -> bool) -> Result<bool> {
-    // SAFETY: forwarded contract.
-    unsafe { with_vocab(v, |v| Ok(get(v))) }
+fn flag(v: *const llama_vocab, get: fn(&Vocab) -> bool) -> Result<bool> {
+    with_vocab(v, |v| Ok(get(v)))
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_vocab(vocab: *const llama_vocab) -> i32 {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(-1, { unsafe { n_tokens(vocab) } })
+    entry!(-1, { n_tokens(vocab) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_type(vocab: *const llama_vocab) -> VocabType {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
     entry!(VocabType(0), {
-        unsafe { with_vocab(vocab, |v| Ok(VocabType(v.vocab_type() as c_int))) }
+        with_vocab(vocab, |v| Ok(VocabType(v.vocab_type() as c_int)))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_n_tokens(vocab: *const llama_vocab) -> i32 {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(-1, { unsafe { n_tokens(vocab) } })
+    entry!(-1, { n_tokens(vocab) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_get_text(vocab: *const llama_vocab, token: llama_token) -> *const c_char {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(std::ptr::null(), { unsafe { text(vocab, token) } })
+    entry!(std::ptr::null(), { text(vocab, token) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_get_score(vocab: *const llama_vocab, token: llama_token) -> f32 {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(0.0, { unsafe { score(vocab, token) } })
+    entry!(0.0, { score(vocab, token) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_get_attr(vocab: *const llama_vocab, token: llama_token) -> TokenAttr {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TokenAttr(0), { unsafe { attr(vocab, token) } })
+    entry!(TokenAttr(0), { attr(vocab, token) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_is_eog(vocab: *const llama_vocab, token: llama_token) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { is_eog(vocab, token) } })
+    entry!(false, { is_eog(vocab, token) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_is_control(vocab: *const llama_vocab, token: llama_token) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { is_control(vocab, token) } })
+    entry!(false, { is_control(vocab, token) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_bos(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.bos) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.bos) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_eos(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.eos) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.eos) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_eot(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.eot) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.eot) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_sep(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.sep) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.sep) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_nl(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.nl) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.nl) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_pad(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.pad) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.pad) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_mask(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.mask) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.mask) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_get_add_bos(vocab: *const llama_vocab) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { flag(vocab, Vocab::add_bos) } })
+    entry!(false, { flag(vocab, Vocab::add_bos) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_get_add_eos(vocab: *const llama_vocab) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { flag(vocab, Vocab::add_eos) } })
+    entry!(false, { flag(vocab, Vocab::add_eos) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_get_add_sep(vocab: *const llama_vocab) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { flag(vocab, Vocab::add_sep) } })
+    entry!(false, { flag(vocab, Vocab::add_sep) })
 }
 
 #[no_mangle]
@@ -204,205 +159,175 @@ pub unsafe extern "C" fn llama_vocab_get_suppress_tokens(
     vocab: *const llama_vocab,
     n_suppress_tokens: *mut i32,
 ) -> *const llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
     entry!(std::ptr::null(), {
-        unsafe {
-            with_vocab(vocab, |v| {
-                let ids = v.suppress_tokens();
-                if !n_suppress_tokens.is_null() {
-                    // SAFETY: a non-NULL count pointer is writable by llama.h's contract.
-                    *n_suppress_tokens = ids.len() as i32;
-                }
-                // Like an empty std::vector's data(): NULL when there are none.
-                Ok(if ids.is_empty() { std::ptr::null() } else { ids.as_ptr() })
-            })
-        }
+        with_vocab(vocab, |v| {
+            let ids = v.suppress_tokens();
+            if !n_suppress_tokens.is_null() {
+                // SAFETY: a non-NULL count pointer is writable by llama.h's contract.
+                unsafe { *n_suppress_tokens = ids.len() as i32 };
+            }
+            // Like an empty std::vector's data(): NULL when there are none.
+            Ok(if ids.is_empty() { std::ptr::null() } else { ids.as_ptr() })
+        })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_fim_pre(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_pre) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_pre) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_fim_suf(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_suf) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_suf) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_fim_mid(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_mid) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_mid) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_fim_pad(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_pad) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_pad) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_fim_rep(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_rep) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_rep) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_fim_sep(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_sep) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_sep) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_get_text(vocab: *const llama_vocab, token: llama_token) -> *const c_char {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(std::ptr::null(), { unsafe { text(vocab, token) } })
+    entry!(std::ptr::null(), { text(vocab, token) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_get_score(vocab: *const llama_vocab, token: llama_token) -> f32 {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(0.0, { unsafe { score(vocab, token) } })
+    entry!(0.0, { score(vocab, token) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_get_attr(vocab: *const llama_vocab, token: llama_token) -> TokenAttr {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TokenAttr(0), { unsafe { attr(vocab, token) } })
+    entry!(TokenAttr(0), { attr(vocab, token) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_is_eog(vocab: *const llama_vocab, token: llama_token) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { is_eog(vocab, token) } })
+    entry!(false, { is_eog(vocab, token) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_is_control(vocab: *const llama_vocab, token: llama_token) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { is_control(vocab, token) } })
+    entry!(false, { is_control(vocab, token) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_bos(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.bos) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.bos) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_eos(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.eos) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.eos) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_eot(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.eot) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.eot) })
 }
 
 // Deprecated in llama.h; like llama.cpp it returns the BOS token.
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_cls(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.bos) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.bos) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_sep(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.sep) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.sep) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_nl(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.nl) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.nl) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_pad(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.pad) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.pad) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_add_bos_token(vocab: *const llama_vocab) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { flag(vocab, Vocab::add_bos) } })
+    entry!(false, { flag(vocab, Vocab::add_bos) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_add_eos_token(vocab: *const llama_vocab) -> bool {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(false, { unsafe { flag(vocab, Vocab::add_eos) } })
+    entry!(false, { flag(vocab, Vocab::add_eos) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_fim_pre(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_pre) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_pre) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_fim_suf(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_suf) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_suf) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_fim_mid(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_mid) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_mid) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_fim_pad(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_pad) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_pad) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_fim_rep(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_rep) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_rep) })
 }
 
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_token_fim_sep(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.fim_sep) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.fim_sep) })
 }
 
 // Deprecated in llama.h; like llama.cpp it returns the BOS token.
 #[deprecated]
 #[no_mangle]
 pub unsafe extern "C" fn llama_vocab_cls(vocab: *const llama_vocab) -> llama_token {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
-    entry!(TOKEN_NULL, { unsafe { special_id(vocab, |s| s.bos) } })
+    entry!(TOKEN_NULL, { special_id(vocab, |s| s.bos) })
 }
 
 /// A caller's array of `len` items as a slice; NULL is allowed when `len` is 0.
@@ -431,27 +356,24 @@ pub unsafe extern "C" fn llama_tokenize(
     add_special: bool,
     parse_special: bool,
 ) -> i32 {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
     entry!(i32::MIN, {
-        unsafe {
-            with_vocab(vocab, |v| {
-                // SAFETY: `text` holds `text_len` bytes by llama.h's contract.
-                let text = input(text.cast::<u8>(), text_len, "text")?;
-                let ids = v.tokenize(text, add_special, parse_special)?;
-                let n = i32::try_from(ids.len())
-                    .ok()
-                    .filter(|&n| n < i32::MAX)
-                    .ok_or_else(|| Error::invalid(format!("{} tokens exceed the int32_t range", ids.len())))?;
-                if n > n_tokens_max || (tokens.is_null() && n > 0) {
-                    return Ok(-n);
-                }
-                if n > 0 {
-                    // SAFETY: `tokens` is non-NULL and holds `n_tokens_max >= n` items by llama.h's contract.
-                    std::ptr::copy_nonoverlapping(ids.as_ptr(), tokens, ids.len());
-                }
-                Ok(n)
-            })
-        }
+        with_vocab(vocab, |v| {
+            // SAFETY: `text` holds `text_len` bytes by llama.h's contract.
+            let text = unsafe { input(text.cast::<u8>(), text_len, "text") }?;
+            let ids = v.tokenize(text, add_special, parse_special)?;
+            let n = i32::try_from(ids.len())
+                .ok()
+                .filter(|&n| n < i32::MAX)
+                .ok_or_else(|| Error::invalid(format!("{} tokens exceed the int32_t range", ids.len())))?;
+            if n > n_tokens_max || (tokens.is_null() && n > 0) {
+                return Ok(-n);
+            }
+            if n > 0 {
+                // SAFETY: `tokens` is non-NULL and holds `n_tokens_max >= n` items by llama.h's contract.
+                unsafe { std::ptr::copy_nonoverlapping(ids.as_ptr(), tokens, ids.len()) };
+            }
+            Ok(n)
+        })
     })
 }
 
@@ -464,15 +386,12 @@ pub unsafe extern "C" fn llama_token_to_piece(
     lstrip: i32,
     special: bool,
 ) -> i32 {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
     entry!(0, {
-        unsafe {
-            with_vocab(vocab, |v| {
-                let piece = v.piece(token, lstrip, special)?;
-                // SAFETY: `buf` is NULL or holds `length` bytes by llama.h's contract.
-                Ok(write_bytes_or_needed(buf, length, piece))
-            })
-        }
+        with_vocab(vocab, |v| {
+            let piece = v.piece(token, lstrip, special)?;
+            // SAFETY: `buf` is NULL or holds `length` bytes by llama.h's contract.
+            Ok(unsafe { write_bytes_or_needed(buf, length, piece) })
+        })
     })
 }
 
@@ -486,23 +405,20 @@ pub unsafe extern "C" fn llama_detokenize(
     remove_special: bool,
     unparse_special: bool,
 ) -> i32 {
-    // SAFETY: the caller passes NULL or a live vocabulary handle (llama.h's contract).
     entry!(i32::MIN, {
-        unsafe {
-            with_vocab(vocab, |v| {
-                // llama.cpp treats a negative count as no tokens.
-                // SAFETY: `tokens` holds `n_tokens` ids by llama.h's contract.
-                let ids = input(tokens, n_tokens.max(0), "tokens")?;
-                let out = v.detokenize(ids, remove_special, unparse_special)?;
-                let raw_len = i32::try_from(out.raw_len)
-                    .map_err(|_| Error::invalid(format!("{} bytes of text exceed the int32_t range", out.raw_len)))?;
-                // The buffer must hold the text before spaces are cleaned up, as in llama.cpp.
-                if raw_len > text_len_max {
-                    return Ok(-raw_len);
-                }
-                // SAFETY: `text` is NULL or holds `text_len_max` bytes by llama.h's contract.
-                Ok(write_bytes_or_needed(text, text_len_max, &out.text))
-            })
-        }
+        with_vocab(vocab, |v| {
+            // llama.cpp treats a negative count as no tokens.
+            // SAFETY: `tokens` holds `n_tokens` ids by llama.h's contract.
+            let ids = unsafe { input(tokens, n_tokens.max(0), "tokens") }?;
+            let out = v.detokenize(ids, remove_special, unparse_special)?;
+            let raw_len = i32::try_from(out.raw_len)
+                .map_err(|_| Error::invalid(format!("{} bytes of text exceed the int32_t range", out.raw_len)))?;
+            // The buffer must hold the text before spaces are cleaned up, as in llama.cpp.
+            if raw_len > text_len_max {
+                return Ok(-raw_len);
+            }
+            // SAFETY: `text` is NULL or holds `text_len_max` bytes by llama.h's contract.
+            Ok(unsafe { write_bytes_or_needed(text, text_len_max, &out.text) })
+        })
     })
 }
