@@ -633,7 +633,7 @@ void llama_set_causal_attn(struct llama_context *ctx, bool causal_attn);
 
 bool llama_get_causal_attn(const struct llama_context *ctx);
 
-// Warm-up runs are the caller's business (llama.h deprecates this); accepted and ignored.
+// Warm-up decodes route every expert of a mixture-of-experts model, as llama.cpp's do.
 __attribute__((deprecated("user code should do warmup runs manually")))
 void llama_set_warmup(struct llama_context *ctx,
                       bool warmup);

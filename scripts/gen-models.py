@@ -42,6 +42,9 @@ class Weights:
         # ggml shape [cols, rows] is numpy (rows, cols): `cols` inputs per output row.
         return (self.rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
 
+    def experts(self, n_expert, rows, cols):
+        return np.stack([self.matrix(rows, cols) for _ in range(n_expert)])
+
     def bias(self, n):
         return (0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
@@ -63,8 +66,9 @@ def decoder_keys(w, a, n_layer, rope_base):
     w.add_float32(f"{a}.rope.freq_base", rope_base)
 
 
-def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False):
-    """A Llama-like decoder's tensors (output tied to the embeddings)."""
+def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, experts=None):
+    """A Llama-like decoder's tensors (output tied to the embeddings); with `experts` (count, FFN
+    width), each layer's FFN is a router and that many experts."""
     tensors = {
         "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
         "output_norm.weight": weights.norm(N_EMBD),
@@ -84,16 +88,25 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False):
             tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
         tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, N_HEAD * HEAD)
         tensors[blk + "ffn_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
-        tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, N_EMBD)
-        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_FF)
+        if experts:
+            n_expert, n_ff = experts
+            # The router stays F32, as llama.cpp's converters keep it.
+            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(n_expert, N_EMBD)
+            tensors[blk + "ffn_gate_exps.weight"] = weights.experts(n_expert, n_ff, N_EMBD)
+            tensors[blk + "ffn_up_exps.weight"] = weights.experts(n_expert, n_ff, N_EMBD)
+            tensors[blk + "ffn_down_exps.weight"] = weights.experts(n_expert, N_EMBD, n_ff)
+        else:
+            tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
+            tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, N_EMBD)
+            tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_FF)
     return tensors
 
 
 def add_tensors(w, tensors, dtype):
     for name, t in tensors.items():
-        # Norms stay F32, as llama.cpp's converters keep one-dimensional tensors.
-        w.add_tensor(name, t if t.ndim == 1 else t.astype(dtype))
+        # Norms and routers stay F32, as llama.cpp's converters keep them.
+        keep = t.ndim == 1 or name.endswith("ffn_gate_inp.weight")
+        w.add_tensor(name, t if keep else t.astype(dtype))
 
 
 def qwen2(w, weights, n_vocab, dtype):
@@ -123,6 +136,39 @@ def qwen3(w, weights, n_vocab, dtype):
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
 
 
+def experts_keys(w, a, n_expert, n_used):
+    w.add_uint32(f"{a}.expert_count", n_expert)
+    w.add_uint32(f"{a}.expert_used_count", n_used)
+
+
+def llama_moe(w, weights, n_vocab, dtype):
+    # Mixtral's layout: four experts as wide as the dense FFN, two per token.
+    decoder_keys(w, "llama", N_LAYER, 10000.0)
+    experts_keys(w, "llama", 4, 2)
+    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF)), dtype)
+
+
+def qwen3moe(w, weights, n_vocab, dtype):
+    # Eight narrow experts, three per token.
+    decoder_keys(w, "qwen3moe", N_LAYER, 1000000.0)
+    experts_keys(w, "qwen3moe", 8, 3)
+    w.add_uint32("qwen3moe.expert_feed_forward_length", 32)
+    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(8, 32)), dtype)
+
+
+def gemma2(w, weights, n_vocab, dtype):
+    # A 32-token window, so the long prompts of the comparison slide past it.
+    decoder_keys(w, "gemma2", N_LAYER, 10000.0)
+    w.add_uint32("gemma2.attention.sliding_window", 32)
+    w.add_float32("gemma2.attn_logit_softcapping", 50.0)
+    w.add_float32("gemma2.final_logit_softcapping", 30.0)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    for il in range(N_LAYER):
+        tensors[f"blk.{il}.post_attention_norm.weight"] = weights.norm(N_EMBD)
+        tensors[f"blk.{il}.post_ffw_norm.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def smollm3(w, weights, n_vocab, dtype):
     # Eight layers: two of them (3 and 7) do not rotate.
     decoder_keys(w, "smollm3", 8, 2000000.0)
@@ -135,8 +181,11 @@ def smollm3(w, weights, n_vocab, dtype):
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
+    "qwen3moe": ("qwen3moe", qwen3moe, True),
+    "llama-moe": ("llama", llama_moe, True),
     "smollm3": ("smollm3", smollm3, True),
     "granite": ("granite", granite, True),
+    "gemma2": ("gemma2", gemma2, True),
     "granite-norope": ("granite", granite_norope, False),
 }
 TYPES = {"f32": (np.float32, gguf.LlamaFileType.ALL_F32), "f16": (np.float16, gguf.LlamaFileType.MOSTLY_F16)}

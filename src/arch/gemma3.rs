@@ -1,10 +1,10 @@
 //! Gemma 3: sliding-window attention on most layers, Q/K norms, post-attention and post-FFN norms.
+//! Its decoder also serves Gemma 2 (`gemma2.rs`: no Q/K norms, soft caps).
 
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::gguf::{Array, Value};
-use crate::graph::{Builder, Decoder};
+use crate::graph::{is_sliding, Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -25,13 +25,13 @@ impl ArchSpec for Gemma3 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp)
+        tensors(hp, true)
     }
 }
 
 impl Decoder for Gemma3 {
     fn build(&self, b: &mut Builder) -> Result<TensorRef> {
-        decoder(b)
+        decoder(b, true)
     }
 }
 
@@ -42,7 +42,7 @@ fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
     let n_swa = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
     hp.n_swa = n_swa;
     if n_swa > 0 {
-        hp.swa_layers = swa_pattern(meta, hp)?;
+        hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
         if let Some(b) = meta.f32_opt(&hp.key("rope.freq_base_swa"))? {
             hp.rope_freq_base_swa = b;
         }
@@ -58,51 +58,42 @@ fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
         62 => "27B",
         _ => "?B",
     };
-    // The 27B model scales queries by the model width per head rather than the head size.
-    let scale_dim = if hp.n_layer == 62 {
-        hp.n_embd / hp.n_head[0].max(1)
-    } else {
-        hp.n_embd_head_k
-    };
-    hp.attn_scale = 1.0 / (scale_dim as f32).sqrt();
+    hp.attn_scale = query_scale(hp, hp.n_layer == 62);
     Ok(())
 }
 
-/// Which layers use the sliding window: an explicit bool array, a period, or the default period.
-fn swa_pattern(meta: &Meta, hp: &HParams) -> Result<Vec<bool>> {
-    let key = hp.key("attention.sliding_window_pattern");
-    let n = hp.n_layer as usize;
-    if let Some(Value::Array(Array::Bool(b))) = meta.0.get(&key) {
-        if b.len() != n {
-            return Err(crate::Error::model(format!(
-                "key '{key}' has {} entries for {n} layers",
-                b.len()
-            )));
-        }
-        return Ok(b.clone());
-    }
-    let period = meta.u32_opt(&key)?.unwrap_or(DEFAULT_SWA_PERIOD);
-    Ok((0..hp.n_layer)
-        .map(|il| period == 0 || il % period < period - 1)
-        .collect())
-}
-
-fn tensors(hp: &HParams) -> Vec<TensorSpec> {
+/// Gemma's tensors: the common decoder's, post-attention and post-FFN norms and, with `qk_norm`
+/// (Gemma 3), per-head query and key norms.
+pub(super) fn tensors(hp: &HParams, qk_norm: bool) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
-    common_tensors(hp, &mut specs);
+    common_tensors(hp, false, &mut specs);
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         specs.push(TensorSpec::new(b("post_attention_norm.weight"), &[hp.n_embd], true));
-        specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
-        specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
+        if qk_norm {
+            specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
+            specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
+        }
         specs.push(TensorSpec::new(b("post_ffw_norm.weight"), &[hp.n_embd], true));
     }
     specs
 }
 
-/// The Gemma 3 decoder: scaled embeddings, Q/K norms, sliding-window attention on most layers
-/// (with its own rotary base), post-attention and post-FFN norms, a GELU-gated FFN.
-fn decoder(b: &mut Builder) -> Result<TensorRef> {
+/// llama.cpp's sizes of the Gemma generations' largest models scale queries by the model width
+/// per head rather than the head size.
+pub(super) fn query_scale(hp: &HParams, widest: bool) -> f32 {
+    let scale_dim = if widest {
+        hp.n_embd / hp.n_head[0].max(1)
+    } else {
+        hp.n_embd_head_k
+    };
+    1.0 / (scale_dim as f32).sqrt()
+}
+
+/// The Gemma decoder: scaled embeddings, Q/K norms (Gemma 3, `qk_norm`), sliding-window attention
+/// on some layers (with its own rotary base), post-attention and post-FFN norms, a GELU-gated FFN,
+/// soft-capped attention scores and logits where the model has caps.
+pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<TensorRef> {
     let hp = b.hp;
     let head = hp.n_embd_head_k;
     let mut x = b.embed_tokens()?;
@@ -110,33 +101,26 @@ fn decoder(b: &mut Builder) -> Result<TensorRef> {
     x = b.name(x, "inp_scaled", None);
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
-        let sliding = hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false);
-        let freq_base = if sliding {
-            hp.rope_freq_base_swa
-        } else {
-            b.params.freq_base
-        };
+        let sliding = is_sliding(hp, il);
         let l = Some(il);
         let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
         let cur = b.rms_norm(x, attn_norm)?;
         let cur = b.name(cur, "attn_norm", l);
-        let (wq, wk, wv) = (
-            b.layer_weight(il, "attn_q.weight")?,
-            b.layer_weight(il, "attn_k.weight")?,
-            b.layer_weight(il, "attn_v.weight")?,
-        );
-        let q = b.linear(wq, None, cur)?;
-        let k = b.linear(wk, None, cur)?;
-        let v = b.linear(wv, None, cur)?;
+        let q = b.layer_linear(il, "attn_q", cur)?;
+        let k = b.layer_linear(il, "attn_k", cur)?;
+        let v = b.layer_linear(il, "attn_v", cur)?;
         let q = b.heads(q, head, hp.n_head[il])?;
         let k = b.heads(k, head, hp.n_head_kv[il])?;
         let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
-        let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
-        let q = b.rms_norm(q, q_norm)?;
-        let q = b.rope(q, freq_base, None)?;
-        let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
-        let k = b.rms_norm(k, k_norm)?;
-        let k = b.rope(k, freq_base, None)?;
+        let (q, k) = if qk_norm {
+            let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+            let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+            (b.rms_norm(q, q_norm)?, b.rms_norm(k, k_norm)?)
+        } else {
+            (q, k)
+        };
+        let q = b.rope(q, il, None)?;
+        let k = b.rope(k, il, None)?;
         // Gemma scales the queries before attention instead of the scores.
         let q = b.scale(q, hp.attn_scale)?;
         let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
@@ -157,7 +141,7 @@ fn decoder(b: &mut Builder) -> Result<TensorRef> {
         let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
         let cur = b.rms_norm(h, ffn_norm)?;
         let cur = b.name(cur, "ffn_norm", l);
-        let ffn = b.gated_ffn(il, cur, true)?;
+        let ffn = b.gated_ffn(il, cur, true, false)?;
         let ffn = b.name(ffn, "ffn_out", l);
         let post_ffn = b.layer_weight(il, "post_ffw_norm.weight")?;
         let ffn = b.rms_norm(ffn, post_ffn)?;

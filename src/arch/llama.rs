@@ -5,7 +5,7 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -29,8 +29,13 @@ impl ArchSpec for Llama {
                 hp.n_rot, hp.n_embd_head_k
             )));
         }
+        // Mixtral-style experts are as wide as the dense FFN would be.
+        hp.n_ff_exp = hp.n_ff[0];
         // Size labels as llama.cpp derives them from the layer count, for llama_model_desc.
         hp.size_label = match hp.n_layer {
+            32 if hp.n_expert == 8 => "8x7B",
+            56 if hp.n_expert == 8 => "8x22B",
+            _ if hp.n_expert == 8 => "?B",
             16 | 22 => "1B",
             26 | 28 => "3B",
             30 => "256M",
@@ -55,16 +60,24 @@ impl ArchSpec for Llama {
 
 impl Decoder for Llama {
     fn build(&self, b: &mut Builder) -> Result<TensorRef> {
-        decoder(b, Variant::default())
+        let variant = Variant {
+            ffn_scales: true,
+            ..Default::default()
+        };
+        decoder(b, variant)
     }
 }
 
 /// Llama's tensors: the common decoder's, optional rotary factors and optional biases.
 pub(super) fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
-    common_tensors(hp, &mut specs);
+    common_tensors(hp, true, &mut specs);
     // Llama 3 stores rotary frequency factors once for all layers.
     specs.push(TensorSpec::new("rope_freqs.weight", &[hp.n_rot / 2], false));
+    // Experts may leave out their gate (then SiLU acts on the up projection alone).
+    for s in specs.iter_mut().filter(|s| s.name.ends_with("ffn_gate_exps.weight")) {
+        s.required = false;
+    }
     for il in 0..hp.n_layer as usize {
         let e = hp.n_embd;
         let ff = hp.n_ff[il];
@@ -83,7 +96,16 @@ pub(super) struct Variant {
     pub qk_norm: bool,
     /// Every this-many layers (the last of each group) rotates nothing; 0: every layer rotates.
     pub no_rope_every: usize,
+    /// Multiply the dense FFN's projections by their weights' scales (llama.cpp's Llama and Qwen3
+    /// graphs do; the others load the scales and leave them out).
+    pub ffn_scales: bool,
 }
+
+/// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
+const MOE: Moe = Moe {
+    gating: Gating::Softmax,
+    normalize: true,
+};
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.
 pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
@@ -105,9 +127,9 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
         let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
         let cur = b.rms_norm(x, attn_norm)?;
         let cur = b.name(cur, "attn_norm", l);
-        let q = linear_of(b, il, "attn_q", cur)?;
-        let k = linear_of(b, il, "attn_k", cur)?;
-        let v = linear_of(b, il, "attn_v", cur)?;
+        let q = b.layer_linear(il, "attn_q", cur)?;
+        let k = b.layer_linear(il, "attn_k", cur)?;
+        let v = b.layer_linear(il, "attn_v", cur)?;
         let q = b.heads(q, head, hp.n_head[il])?;
         let k = b.heads(k, head, hp.n_head_kv[il])?;
         let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
@@ -122,17 +144,14 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
         };
         let rotate = hp.rope && (variant.no_rope_every == 0 || (il + 1) % variant.no_rope_every != 0);
         let (q, k) = if rotate {
-            (
-                b.rope(q, b.params.freq_base, rope_factors)?,
-                b.rope(k, b.params.freq_base, rope_factors)?,
-            )
+            (b.rope(q, il, rope_factors)?, b.rope(k, il, rope_factors)?)
         } else {
             (q, k)
         };
         let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
         let att = b.attention(il, q, k, v, kq_scale, false)?;
         let att = b.name(att, "kqv_out", l);
-        let att = linear_of(b, il, "attn_output", att)?;
+        let att = b.layer_linear(il, "attn_output", att)?;
         let mut att = b.name(att, "attn_out", l);
         let mut residual = x;
         if il == n_layer - 1 {
@@ -147,8 +166,13 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
         let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
         let cur = b.rms_norm(h, ffn_norm)?;
         let cur = b.name(cur, "ffn_norm", l);
-        let mut ffn = b.gated_ffn(il, cur, false)?;
-        ffn = b.name(ffn, "ffn_out", l);
+        // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
+        let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
+            b.moe_ffn(il, cur, MOE)?
+        } else {
+            let ffn = b.gated_ffn(il, cur, false, variant.ffn_scales)?;
+            b.name(ffn, "ffn_out", l)
+        };
         if hp.residual_scale != 0.0 {
             ffn = b.scale(ffn, hp.residual_scale)?;
         }
@@ -160,11 +184,4 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
         logits = b.scale(logits, 1.0 / hp.logit_scale)?;
     }
     Ok(b.name(logits, "result_output", None))
-}
-
-/// `blk.{il}.{name}.weight` times `x`, plus `blk.{il}.{name}.bias` when present.
-fn linear_of(b: &mut Builder, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
-    let w = b.layer_weight(il, &format!("{name}.weight"))?;
-    let bias = b.layer_weight_opt(il, &format!("{name}.bias"));
-    b.linear(w, bias, x)
 }

@@ -3,16 +3,20 @@
 //! `graph/` (`graph::Decoder`). The registry below lists them; adding an architecture is one file
 //! and one line there. Nothing below this layer knows any architecture.
 
+pub(crate) mod gemma2;
 pub(crate) mod gemma3;
 pub(crate) mod granite;
 pub(crate) mod llama;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
+pub(crate) mod qwen3moe;
 pub(crate) mod smollm3;
 
 use crate::error::{Error, Result};
+use crate::gguf::{Array, Value};
 use crate::graph::Decoder;
-use crate::model::hparams::HParams;
+use crate::model::hparams::{HParams, MAX_LAYERS};
+use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 /// An architecture the engine runs.
@@ -21,12 +25,14 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 6] = [
+static ARCHITECTURES: [&dyn Architecture; 8] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
+    &qwen3moe::Qwen3Moe,
     &smollm3::SmolLm3,
     &granite::Granite,
+    &gemma2::Gemma2,
     &gemma3::Gemma3,
 ];
 
@@ -59,8 +65,10 @@ pub(crate) fn check_equal_head_sizes(hp: &HParams) -> Result<()> {
 }
 
 /// Tensors every decoder of this family has: embeddings, output norm, an optional separate output
-/// head, and per layer the attention projections (with optional biases) and the gated FFN.
-pub(crate) fn common_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
+/// head, and per layer the attention projections (with optional biases) and the gated FFN, or,
+/// for an architecture with `experts` in a file with `hp.n_expert` > 0, the experts' gated FFNs
+/// and their router.
+pub(crate) fn common_tensors(hp: &HParams, experts: bool, specs: &mut Vec<TensorSpec>) {
     let (e, v) = (hp.n_embd, hp.n_vocab);
     specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
     specs.push(TensorSpec::new("output_norm.weight", &[e], true));
@@ -80,8 +88,48 @@ pub(crate) fn common_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
         specs.push(TensorSpec::new(b("attn_v.bias"), &[vv], false));
         specs.push(TensorSpec::matmul(b("attn_output.weight"), &[q, e], true));
         specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
-        specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
-        specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
-        specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+        if !experts || hp.n_expert == 0 {
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+        } else {
+            let (ffe, ne) = (hp.n_ff_exp, hp.n_expert);
+            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, ffe, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ffe, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ffe, e, ne], true));
+        }
     }
+}
+
+/// Which layers attend through the sliding window, from `{arch}.attention.sliding_window_pattern`
+/// as llama.cpp reads it: one flag per layer (an array of bools or integers, nonzero meaning
+/// sliding; layers past its end attend globally), or a period whose last layer of each group
+/// attends globally (`default_period` when the key is absent; 0: every layer slides).
+pub(crate) fn swa_layers(meta: &Meta, hp: &HParams, default_period: u32) -> Result<Vec<bool>> {
+    let key = hp.key("attention.sliding_window_pattern");
+    let n = hp.n_layer as usize;
+    let flags: Option<Vec<bool>> = match meta.0.get(&key) {
+        Some(Value::Array(Array::Bool(b))) => Some(b.clone()),
+        Some(Value::Array(Array::U32(v))) => Some(v.iter().map(|&x| x != 0).collect()),
+        Some(Value::Array(Array::I32(v))) => Some(v.iter().map(|&x| x != 0).collect()),
+        Some(Value::Array(_)) => {
+            return Err(Error::model(format!("key '{key}' must hold bools or 32-bit integers")));
+        }
+        _ => None,
+    };
+    if let Some(mut flags) = flags {
+        if flags.len() > MAX_LAYERS as usize {
+            return Err(Error::model(format!(
+                "key '{key}' has {} entries, more than {MAX_LAYERS}",
+                flags.len()
+            )));
+        }
+        flags.resize(n, false);
+        return Ok(flags);
+    }
+    let period = meta.u32_opt(&key)?.unwrap_or(default_period);
+    Ok((0..hp.n_layer)
+        .map(|il| period == 0 || il % period < period - 1)
+        .collect())
 }

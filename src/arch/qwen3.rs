@@ -36,23 +36,35 @@ impl ArchSpec for Qwen3 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        common_tensors(hp, &mut specs);
-        for il in 0..hp.n_layer as usize {
-            let head = hp.n_embd_head_k;
-            specs.push(TensorSpec::new(format!("blk.{il}.attn_q_norm.weight"), &[head], true));
-            specs.push(TensorSpec::new(format!("blk.{il}.attn_k_norm.weight"), &[head], true));
-        }
-        specs
+        tensors(hp, false)
     }
+}
+
+/// Qwen3's tensors: the common decoder's (with `experts`, as Qwen3-MoE has them) and the per-head
+/// query and key norms.
+pub(super) fn tensors(hp: &HParams, experts: bool) -> Vec<TensorSpec> {
+    let mut specs = Vec::new();
+    common_tensors(hp, experts, &mut specs);
+    for il in 0..hp.n_layer as usize {
+        let head = hp.n_embd_head_k;
+        specs.push(TensorSpec::new(format!("blk.{il}.attn_q_norm.weight"), &[head], true));
+        specs.push(TensorSpec::new(format!("blk.{il}.attn_k_norm.weight"), &[head], true));
+    }
+    specs
+}
+
+/// Qwen3's decoder (query and key norms), its layers' FFNs dense or experts as the file has them.
+pub(super) fn build(b: &mut Builder) -> Result<TensorRef> {
+    let variant = llama::Variant {
+        qk_norm: true,
+        ffn_scales: true,
+        ..Default::default()
+    };
+    llama::decoder(b, variant)
 }
 
 impl Decoder for Qwen3 {
     fn build(&self, b: &mut Builder) -> Result<TensorRef> {
-        let variant = llama::Variant {
-            qk_norm: true,
-            ..Default::default()
-        };
-        llama::decoder(b, variant)
+        build(b)
     }
 }

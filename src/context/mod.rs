@@ -172,6 +172,7 @@ impl<'m> Context<'m> {
         let graph = GraphParams {
             flash_attn,
             causal,
+            warmup: false,
             freq_base: if p.rope_freq_base == 0.0 {
                 hp.map_or(0.0, |h| h.rope_freq_base)
             } else {
@@ -312,6 +313,15 @@ impl<'m> Context<'m> {
     /// Switch causal attention on or off; the graph inputs (the mask) change, not the graph.
     pub fn set_causal(&mut self, causal: bool) {
         self.params.graph.causal = causal;
+    }
+
+    /// Mark the next decodes as warm-up runs (llama_set_warmup), which route every expert so all
+    /// weights are touched; a change builds the next graph anew.
+    pub fn set_warmup(&mut self, warmup: bool) {
+        if self.params.graph.warmup != warmup {
+            self.params.graph.warmup = warmup;
+            self.graph = None;
+        }
     }
 
     /// Install or remove the abort callback.

@@ -147,13 +147,12 @@ pub unsafe extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> boo
     entry!(false, { Ok(ctx_mut(ctx)?.params.graph.causal) })
 }
 
-/// Warm-up runs are the caller's business (llama.h deprecates this); accepted and ignored.
+/// Warm-up decodes route every expert of a mixture-of-experts model, as llama.cpp's do.
 #[deprecated(note = "user code should do warmup runs manually")]
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
-    let _ = warmup;
     entry!((), {
-        super::handle::ctx(ctx)?;
+        ctx_mut(ctx)?.set_warmup(warmup);
         Ok(())
     })
 }

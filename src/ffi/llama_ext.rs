@@ -6,7 +6,7 @@
 //! `memory_breakdown.cpp`). They are not in `include/llama.h` (the module is `cbindgen:ignore`).
 //!
 //! The answers are those llama.cpp gives for the models the engine runs on the CPU: no offload
-//! devices, no experts, no next-token-prediction heads, no extracted layer inputs.
+//! devices, no next-token-prediction heads, no extracted layer inputs.
 
 use super::entry::entry;
 use super::handle::{ctx, ctx_mut, model};
@@ -36,8 +36,10 @@ extern "C" {
 #[export_name = "_Z20llama_model_n_expertPK11llama_model"]
 pub unsafe extern "C" fn llama_model_n_expert(m: *const llama_model) -> i32 {
     entry!(0, {
-        model(m)?;
-        Ok(0)
+        let m = model(m)?;
+        Ok(m.hparams
+            .as_ref()
+            .map_or(0, |h| i32::try_from(h.n_expert).unwrap_or(i32::MAX)))
     })
 }
 

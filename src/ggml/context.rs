@@ -30,6 +30,20 @@ impl TensorRef {
         unsafe { (*self.as_ptr()).ne }
     }
 
+    /// The tensor's name (a weight's GGUF name).
+    pub fn name(self) -> String {
+        // SAFETY: a live tensor's name is a NUL-terminated string inside its fixed-size field.
+        unsafe { std::ffi::CStr::from_ptr((*self.as_ptr()).name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Byte strides per dimension.
+    pub fn nb(self) -> [usize; 4] {
+        // SAFETY: reading plain fields of a live tensor.
+        unsafe { (*self.as_ptr()).nb }
+    }
+
     /// The name of the buffer type holding the tensor's data ("CPU", "CPU_REPACK", ...), if any.
     pub fn buffer_type_name(self) -> Option<String> {
         // SAFETY: reading a live tensor; a non-NULL buffer is alive while the tensor is used, and

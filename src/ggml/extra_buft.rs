@@ -50,26 +50,34 @@ impl ExtraBufferType {
             .into_owned()
     }
 
-    /// Whether `weight` (2-D), stored in this buffer type, can be the left operand of a matrix
-    /// product with f32 activations. Asks the device with a stand-in tensor; `weight` is untouched.
+    /// Whether `weight`, stored in this buffer type, can be the left operand of a matrix product
+    /// with f32 activations (a 2-D weight), or of the per-token expert products (a 3-D stack of
+    /// experts' matrices). Asks the device with a stand-in tensor; `weight` is untouched.
     pub fn supports_matmul(self, weight: TensorRef) -> bool {
         let ne = weight.ne();
-        if ne[2] != 1 || ne[3] != 1 {
+        let experts = ne[2] > 1;
+        if ne[3] != 1 {
             return false;
         }
-        let Ok(mut arena) = Arena::new(3) else { return false };
-        let (Ok(w), Ok(x)) = (
-            arena.new_tensor(weight.ggml_type(), &ne[..2], "w"),
-            arena.new_tensor(ggml_sys::ggml_type_GGML_TYPE_F32, &[ne[0], 1], "x"),
+        let Ok(mut arena) = Arena::new(4) else { return false };
+        let (Ok(w), Ok(x), Ok(ids)) = (
+            arena.new_tensor(weight.ggml_type(), &ne[..3], "w"),
+            arena.new_tensor(ggml_sys::ggml_type_GGML_TYPE_F32, &[ne[0], 1, 1], "x"),
+            arena.new_tensor(ggml_sys::ggml_type_GGML_TYPE_I32, &[1, 1], "ids"),
         ) else {
             return false;
         };
-        // SAFETY: w and x are live tensors of the arena with equal row lengths (ggml_mul_mat's
-        // requirement) and the arena has room for the product. The zero-sized buffer only carries
-        // the buffer type the device inspects; nothing is read from or written to it, and it is
-        // detached and freed before the arena goes.
+        // SAFETY: w, x and ids are live tensors of the arena with the shapes ggml_mul_mat and
+        // ggml_mul_mat_id require (equal row lengths; one expert id per token) and the arena has
+        // room for the product. The zero-sized buffer only carries the buffer type the device
+        // inspects; nothing is read from or written to it, and it is detached and freed before the
+        // arena goes.
         unsafe {
-            let op = ggml_sys::ggml_mul_mat(arena.as_ptr(), w.as_ptr(), x.as_ptr());
+            let op = if experts {
+                ggml_sys::ggml_mul_mat_id(arena.as_ptr(), w.as_ptr(), x.as_ptr(), ids.as_ptr())
+            } else {
+                ggml_sys::ggml_mul_mat(arena.as_ptr(), w.as_ptr(), x.as_ptr())
+            };
             let dummy = ggml_sys::ggml_backend_buft_alloc_buffer(self.0.as_ptr(), 0);
             if op.is_null() || dummy.is_null() {
                 return false;

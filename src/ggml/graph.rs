@@ -125,10 +125,10 @@ impl Graph {
     pub fn get_rows(&mut self, a: TensorRef, rows: TensorRef) -> OpResult {
         self.room()?;
         let (an, rn) = (a.ne(), rows.ne());
-        if rows.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32 || rn[1] != 1 || an[2] != 1 || an[3] != 1 {
+        if rows.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32 || an[2] != rn[1] || an[3] != rn[2] || rn[3] != 1 {
             return Err(format!("get_rows: shapes {an:?} / {rn:?}"));
         }
-        // SAFETY: shapes checked as ggml asserts them (2D source, 1D I32 index).
+        // SAFETY: shapes checked as ggml asserts them (one I32 index row per source matrix).
         Self::wrap(
             unsafe { ggml_sys::ggml_get_rows(self.ctx.as_ptr(), a.as_ptr(), rows.as_ptr()) },
             "get_rows",
@@ -237,16 +237,20 @@ impl Graph {
     /// A strided view of `a`: shape `ne`, byte strides `nb` (for dims 1..), starting at `offset`.
     pub fn view(&mut self, a: TensorRef, ne: &[i64], nb: &[usize], offset: usize) -> OpResult {
         self.room()?;
-        if ne.is_empty() || ne.len() > 4 || nb.len() + 1 != ne.len() || ne.iter().any(|&n| n <= 0) {
+        if ne.is_empty() || ne.len() > 4 || nb.len() + 1 != ne.len() || ne.iter().any(|&n| n < 0) {
             return Err(format!("view {ne:?} / {nb:?}"));
         }
-        // The end of the last row the view touches must lie inside `a`.
-        // SAFETY: a size query for a valid type.
-        let mut end = offset + unsafe { ggml_sys::ggml_row_size(a.ggml_type(), ne[0]) };
-        for (i, &stride) in nb.iter().enumerate() {
-            end += (ne[i + 1] as usize - 1) * stride;
+        // The end of the last row the view touches must lie inside `a` (an empty view touches
+        // nothing, wherever it starts: a ubatch without outputs selects no rows).
+        let mut end = offset;
+        if !ne.contains(&0) {
+            // SAFETY: a size query for a valid type.
+            end += unsafe { ggml_sys::ggml_row_size(a.ggml_type(), ne[0]) };
+            for (i, &stride) in nb.iter().enumerate() {
+                end += (ne[i + 1] as usize - 1) * stride;
+            }
         }
-        if end > a.nbytes() {
+        if !ne.contains(&0) && end > a.nbytes() {
             return Err(format!(
                 "view {ne:?} at {offset} leaves a tensor of {} bytes",
                 a.nbytes()
@@ -370,8 +374,17 @@ impl Graph {
         )
     }
 
-    /// Fused attention: softmax(scale * q k^T + mask) v with F32 accumulation.
-    pub fn flash_attn(&mut self, q: TensorRef, k: TensorRef, v: TensorRef, mask: TensorRef, scale: f32) -> OpResult {
+    /// Fused attention: softmax(scale * q k^T + mask) v with F32 accumulation; a nonzero
+    /// `softcap` caps the scores first (softcap * tanh(s / softcap)).
+    pub fn flash_attn(
+        &mut self,
+        q: TensorRef,
+        k: TensorRef,
+        v: TensorRef,
+        mask: TensorRef,
+        scale: f32,
+        softcap: f32,
+    ) -> OpResult {
         self.room()?;
         let (qn, kn, vn, mn) = (q.ne(), k.ne(), v.ne(), mask.ne());
         let ok = qn[0] == kn[0]
@@ -395,7 +408,7 @@ impl Graph {
                 mask.as_ptr(),
                 scale,
                 0.0,
-                0.0,
+                softcap,
             );
             if !p.is_null() {
                 ggml_sys::ggml_flash_attn_ext_set_prec(p, ggml_sys::ggml_prec_GGML_PREC_F32);
@@ -416,6 +429,114 @@ impl Graph {
         Self::wrap(
             unsafe { ggml_sys::ggml_soft_max_ext(self.ctx.as_ptr(), a.as_ptr(), mask.as_ptr(), scale, 0.0) },
             "soft_max_ext",
+        )
+    }
+
+    /// `a` repeated to shape `ne` (each dimension a multiple of `a`'s).
+    pub fn repeat(&mut self, a: TensorRef, ne: [i64; 4]) -> OpResult {
+        self.room()?;
+        let an = a.ne();
+        let empty = an.contains(&0);
+        if ne.iter().any(|&n| n < 0) || !(empty || (0..4).all(|i| ne[i] % an[i] == 0)) {
+            return Err(format!("repeat {an:?} to {ne:?}"));
+        }
+        // SAFETY: the target shape is a multiple of the source's (or the source is empty).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_repeat_4d(self.ctx.as_ptr(), a.as_ptr(), ne[0], ne[1], ne[2], ne[3]) },
+            "repeat",
+        )
+    }
+
+    /// softmax along rows, without mask or scale.
+    pub fn soft_max_rows(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        if !Self::is_contiguous(a) {
+            return Err(format!("soft_max of a non-contiguous {:?}", a.ne()));
+        }
+        // SAFETY: contiguous source (ggml's only requirement without a mask).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_soft_max(self.ctx.as_ptr(), a.as_ptr()) },
+            "soft_max",
+        )
+    }
+
+    /// The indices (I32) of the `k` largest values of each row, largest first: a view of a
+    /// descending argsort.
+    pub fn argsort_top_k(&mut self, a: TensorRef, k: i64) -> OpResult {
+        // The sort and its view.
+        self.room()?;
+        self.room()?;
+        if k < 1 || a.ne()[0] < k {
+            return Err(format!("top {k} of rows of {:?}", a.ne()));
+        }
+        // SAFETY: rows hold at least k values (ggml's assertion).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_argsort_top_k(self.ctx.as_ptr(), a.as_ptr(), k as i32) },
+            "argsort_top_k",
+        )
+    }
+
+    /// The sum of each row, [1, ne1, ne2, ne3].
+    pub fn sum_rows(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_sum_rows(self.ctx.as_ptr(), a.as_ptr()) },
+            "sum_rows",
+        )
+    }
+
+    pub fn clamp(&mut self, a: TensorRef, min: f32, max: f32) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_clamp(self.ctx.as_ptr(), a.as_ptr(), min, max) },
+            "clamp",
+        )
+    }
+
+    /// `a / b`, with `b` broadcast over `a`.
+    pub fn div(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
+        self.room()?;
+        if !Self::can_repeat(b, a) {
+            return Err(format!("div: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
+        }
+        // SAFETY: broadcast checked.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_div(self.ctx.as_ptr(), a.as_ptr(), b.as_ptr()) },
+            "div",
+        )
+    }
+
+    pub fn silu(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(unsafe { ggml_sys::ggml_silu(self.ctx.as_ptr(), a.as_ptr()) }, "silu")
+    }
+
+    /// Per token, the chosen experts' matrices times that token's input: `experts` [k, n, n_expert]
+    /// by `x` [k, 1 or n_used, n_tokens] at `ids` (I32 [n_used, n_tokens]) = [n, n_used, n_tokens].
+    pub fn mul_mat_id(&mut self, experts: TensorRef, x: TensorRef, ids: TensorRef) -> OpResult {
+        self.room()?;
+        let (en, xn, idn) = (experts.ne(), x.ne(), ids.ne());
+        let ok = ids.ggml_type() == ggml_sys::ggml_type_GGML_TYPE_I32
+            && en[3] == 1
+            && xn[3] == 1
+            && idn[2] == 1
+            && idn[3] == 1
+            && idn[1] == xn[2]
+            && en[0] == xn[0]
+            && xn[1] > 0
+            && idn[0] % xn[1] == 0;
+        // SAFETY: a live tensor's strides.
+        let transposed = unsafe { ggml_sys::ggml_is_transposed(experts.as_ptr()) };
+        if !ok || transposed {
+            return Err(format!("mul_mat_id: {en:?} x {xn:?} at {idn:?}"));
+        }
+        // SAFETY: shapes checked as ggml asserts them.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_mul_mat_id(self.ctx.as_ptr(), experts.as_ptr(), x.as_ptr(), ids.as_ptr()) },
+            "mul_mat_id",
         )
     }
 
@@ -450,5 +571,84 @@ impl Drop for Graph {
     fn drop(&mut self) {
         // SAFETY: the context (which owns the graph object) is freed once.
         unsafe { ggml_sys::ggml_free(self.ctx.as_ptr()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ggml::{tensor_get_f32, tensor_set, CpuBackend, Scheduler};
+
+    const F32: RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
+    const I32: RawType = ggml_sys::ggml_type_GGML_TYPE_I32;
+
+    fn bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// Routing as a mixture of experts uses it: per token, the two largest router scores pick two
+    /// of three experts, whose matrices multiply that token's input.
+    #[test]
+    fn top_k_routing_picks_each_tokens_experts() {
+        let mut g = Graph::new(32).expect("graph");
+        // Three experts, each a 2x2 matrix: expert e is (e + 1) times the identity.
+        let experts = g.input(F32, &[2, 2, 3], "experts").expect("experts");
+        let x = g.input(F32, &[2, 1, 2], "x").expect("x");
+        let scores = g.input(F32, &[3, 2], "scores").expect("scores");
+        let picked = g.argsort_top_k(scores, 2).expect("top-k");
+        let y = g.mul_mat_id(experts, x, picked).expect("mul_mat_id");
+        let s3 = g.reshape(scores, &[1, 3, 2]).expect("reshape");
+        let w = g.get_rows(s3, picked).expect("per-token rows");
+        let w2 = g.reshape(w, &[2, 2]).expect("reshape");
+        let wsum = g.sum_rows(w2).expect("sum_rows");
+        for t in [y, w, wsum] {
+            g.output(t);
+        }
+        let backend = CpuBackend::new(1).expect("backend");
+        let sched = Scheduler::new(&backend, 32).expect("scheduler");
+        sched.alloc(&g).expect("alloc");
+        let mut eye = Vec::new();
+        for e in 1..=3 {
+            eye.extend_from_slice(&[e as f32, 0.0, 0.0, e as f32]);
+        }
+        tensor_set(experts, &bytes(&eye)).expect("set");
+        tensor_set(x, &bytes(&[1.0, 2.0, 10.0, 20.0])).expect("set");
+        // Token 0 prefers experts 2 then 0; token 1 prefers 1 then 2.
+        tensor_set(scores, &bytes(&[0.5, 0.1, 0.9, 0.0, 0.8, 0.3])).expect("set");
+        assert!(matches!(sched.compute(&g), crate::ggml::ComputeStatus::Success));
+        let mut out = vec![0.0; 8];
+        tensor_get_f32(y, &mut out).expect("get");
+        assert_eq!(out, [3.0, 6.0, 1.0, 2.0, 20.0, 40.0, 30.0, 60.0]);
+        let mut weights = vec![0.0; 4];
+        tensor_get_f32(w, &mut weights).expect("get");
+        assert_eq!(weights, [0.9, 0.5, 0.8, 0.3]);
+        let mut sums = vec![0.0; 2];
+        tensor_get_f32(wsum, &mut sums).expect("get");
+        assert_eq!(sums, [0.9 + 0.5, 0.8 + 0.3]);
+    }
+
+    /// Shapes ggml would abort on come back as errors.
+    #[test]
+    fn expert_ops_refuse_what_ggml_would_abort_on() {
+        let mut g = Graph::new(32).expect("graph");
+        let scores = g.input(F32, &[3, 2], "scores").expect("scores");
+        assert!(g.argsort_top_k(scores, 4).is_err(), "more picks than experts");
+        assert!(g.argsort_top_k(scores, 0).is_err(), "no picks");
+        let experts = g.input(F32, &[2, 2, 3], "experts").expect("experts");
+        let ids = g.input(I32, &[2, 2], "ids").expect("ids");
+        let x = g.input(F32, &[4, 1, 2], "x").expect("x");
+        assert!(g.mul_mat_id(experts, x, ids).is_err(), "row lengths differ");
+        let x = g.input(F32, &[2, 1, 3], "x3").expect("x");
+        assert!(g.mul_mat_id(experts, x, ids).is_err(), "ids for another token count");
+        let fids = g.input(F32, &[2, 2], "fids").expect("ids");
+        let x = g.input(F32, &[2, 1, 2], "x2").expect("x");
+        assert!(g.mul_mat_id(experts, x, fids).is_err(), "float ids");
+        assert!(g.repeat(scores, [4, 2, 1, 1]).is_err(), "4 is not a multiple of 3");
+        let rows = g.input(I32, &[2, 5], "rows").expect("rows");
+        assert!(g.get_rows(experts, rows).is_err(), "5 index rows for 3 matrices");
+        // An empty view is fine wherever it starts (a ubatch without outputs).
+        let empty = g.input(F32, &[4, 0], "empty").expect("empty");
+        g.view(empty, &[4, 0], &[16], 64).expect("empty view");
+        assert!(g.view(scores, &[3, 2], &[12], 4).is_err(), "view past the end");
     }
 }

@@ -46,6 +46,8 @@ pub enum Pooling {
 pub struct GraphParams {
     pub flash_attn: bool,
     pub causal: bool,
+    /// A warm-up run: mixtures of experts route every expert (but sum the usual number).
+    pub warmup: bool,
     pub freq_base: f32,
     pub freq_scale: f32,
     pub n_ctx_orig: u32,
@@ -98,13 +100,38 @@ pub fn mask_type(flash_attn: bool) -> RawType {
 
 /// Enough graph nodes for any supported architecture (llama.cpp allows 8 per weight tensor).
 pub fn max_nodes(model: &Model) -> usize {
-    let n_layer = model.hparams.as_ref().map_or(0, |h| h.n_layer as usize);
-    (n_layer * 64).max(1024)
+    let per_layer = |h: &HParams| h.n_layer as usize * (64 + 2 * h.n_expert_used as usize);
+    model.hparams.as_ref().map_or(0, per_layer).max(1024)
+}
+
+/// How a mixture-of-experts layer turns the router's logits into expert weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gating {
+    /// Softmax over all experts, then pick the largest.
+    Softmax,
+    /// Pick the largest logits, then softmax over the picked.
+    SoftmaxWeight,
+}
+
+/// What varies between the mixture-of-experts layers of the architectures.
+#[derive(Debug, Clone, Copy)]
+pub struct Moe {
+    pub gating: Gating,
+    /// Divide the picked experts' weights by their sum.
+    pub normalize: bool,
 }
 
 /// An architecture's graph: from the inputs `Builder::build` declares to the logits.
 pub trait Decoder: Sync {
     fn build(&self, b: &mut Builder) -> Result<TensorRef>;
+}
+
+/// Where a projection's weight scale goes: attention projections are scaled before their bias;
+/// FFN projections after it, and only in the architectures whose graphs pass the scales.
+#[derive(Clone, Copy)]
+enum Order {
+    ScaleThenBias,
+    BiasThenScale { scaled: bool },
 }
 
 pub struct Builder<'a> {
@@ -269,13 +296,42 @@ impl<'a> Builder<'a> {
         self.g.mul(n, w).map_err(ggml_err)
     }
 
-    /// `w x` plus the bias `b` when there is one.
+    /// `blk.{il}.{name}.weight` times `x`, plus `blk.{il}.{name}.bias` when present.
+    pub fn layer_linear(&mut self, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
+        let w = self.layer_weight(il, &format!("{name}.weight"))?;
+        let bias = self.layer_weight_opt(il, &format!("{name}.bias"));
+        self.linear(w, bias, x)
+    }
+
+    /// The optional per-tensor (or per-expert) scale of the weight `w` (`<name>.scale` beside
+    /// `<name>.weight`), which its products are multiplied by.
+    fn weight_scale(&self, w: TensorRef) -> Option<TensorRef> {
+        let name = w.name();
+        self.weight_opt(&format!("{}.scale", name.strip_suffix(".weight")?))
+    }
+
+    /// `w x`, times `w`'s scale when it has one, plus the bias `b` when there is one.
     pub fn linear(&mut self, w: TensorRef, b: Option<TensorRef>, x: TensorRef) -> Result<TensorRef> {
-        let y = self.g.mul_mat(w, x).map_err(ggml_err)?;
-        match b {
-            Some(b) => self.g.add(y, b).map_err(ggml_err),
-            None => Ok(y),
+        self.project(w, b, x, Order::ScaleThenBias)
+    }
+
+    /// `w x` with its bias and scale in the order llama.cpp applies them.
+    fn project(&mut self, w: TensorRef, b: Option<TensorRef>, x: TensorRef, order: Order) -> Result<TensorRef> {
+        let mut y = self.g.mul_mat(w, x).map_err(ggml_err)?;
+        let (bias_first, scaled) = match order {
+            Order::ScaleThenBias => (false, true),
+            Order::BiasThenScale { scaled } => (true, scaled),
+        };
+        if let (Some(b), true) = (b, bias_first) {
+            y = self.g.add(y, b).map_err(ggml_err)?;
         }
+        if let Some(s) = self.weight_scale(w).filter(|_| scaled) {
+            y = self.g.mul(y, s).map_err(ggml_err)?;
+        }
+        if let (Some(b), false) = (b, bias_first) {
+            y = self.g.add(y, b).map_err(ggml_err)?;
+        }
+        Ok(y)
     }
 
     /// View [n_embd_head * n_head, n_tokens] as [n_embd_head, n_head, n_tokens].
@@ -285,9 +341,10 @@ impl<'a> Builder<'a> {
             .map_err(ggml_err)
     }
 
-    /// Rotate `x` ([head_dim, n_head, n_tokens]) by the input positions.
-    pub fn rope(&mut self, x: TensorRef, freq_base: f32, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
+    /// Rotate `x` ([head_dim, n_head, n_tokens]) of layer `il` by the input positions.
+    pub fn rope(&mut self, x: TensorRef, il: usize, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
         let p = self.params;
+        let (freq_base, freq_scale) = rope_freqs(self.hp, &p, il);
         let mode = self.hp.rope_type;
         let pos = match self.inputs.pos {
             Some(pos) => pos,
@@ -309,7 +366,7 @@ impl<'a> Builder<'a> {
                 mode,
                 p.n_ctx_orig as i32,
                 freq_base,
-                p.freq_scale,
+                freq_scale,
                 p.ext_factor,
                 p.attn_factor,
                 p.beta_fast,
@@ -392,10 +449,18 @@ impl<'a> Builder<'a> {
         let vp = self.g.permute(vview, [0, 2, 1, 3]).map_err(ggml_err)?;
         if self.params.flash_attn {
             // Result [head_dim_v, n_head, tokens, streams].
-            let o = self.g.flash_attn(q, kp, vp, mask, kq_scale).map_err(ggml_err)?;
+            let o = self
+                .g
+                .flash_attn(q, kp, vp, mask, kq_scale, hp.attn_softcap)
+                .map_err(ggml_err)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
         } else {
-            let kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
+            let mut kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
+            if hp.attn_softcap != 0.0 {
+                kq = self.scale(kq, 1.0 / hp.attn_softcap)?;
+                kq = self.tanh(kq)?;
+                kq = self.scale(kq, hp.attn_softcap)?;
+            }
             let kq = self.g.soft_max(kq, mask, kq_scale).map_err(ggml_err)?;
             // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head].
             let vt = self.g.permute(vp, [1, 0, 2, 3]).map_err(ggml_err)?;
@@ -415,23 +480,123 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// down(act(gate x) * up x), with SiLU (`gelu` false) or GELU.
-    pub fn gated_ffn(&mut self, il: usize, x: TensorRef, gelu: bool) -> Result<TensorRef> {
+    /// down(act(gate x) * up x), with SiLU (`gelu` false) or GELU; each projection times its
+    /// weight's scale when `scaled` (some of llama.cpp's architectures load FFN scales but do not
+    /// apply them).
+    pub fn gated_ffn(&mut self, il: usize, x: TensorRef, gelu: bool, scaled: bool) -> Result<TensorRef> {
         let up_w = self.layer_weight(il, "ffn_up.weight")?;
         let up_b = self.layer_weight_opt(il, "ffn_up.bias");
         let gate_w = self.layer_weight(il, "ffn_gate.weight")?;
         let gate_b = self.layer_weight_opt(il, "ffn_gate.bias");
         let down_w = self.layer_weight(il, "ffn_down.weight")?;
         let down_b = self.layer_weight_opt(il, "ffn_down.bias");
-        let up = self.linear(up_w, up_b, x)?;
-        let gate = self.linear(gate_w, gate_b, x)?;
+        let up = self.project(up_w, up_b, x, Order::BiasThenScale { scaled })?;
+        let gate = self.project(gate_w, gate_b, x, Order::BiasThenScale { scaled })?;
         let h = if gelu {
             self.g.geglu(gate, up)
         } else {
             self.g.swiglu(gate, up)
         }
         .map_err(ggml_err)?;
-        self.linear(down_w, down_b, h)
+        self.project(down_w, down_b, h, Order::BiasThenScale { scaled })
+    }
+
+    /// A mixture-of-experts FFN over `x` ([n_embd, n_tokens]), as llama.cpp builds it: the router
+    /// `ffn_gate_inp` picks `n_expert_used` experts per token, whose gated FFNs
+    /// (`ffn_{gate,up,down}_exps`, the gate optional; SiLU) are mixed by the router's weights.
+    pub fn moe_ffn(&mut self, il: usize, x: TensorRef, moe: Moe) -> Result<TensorRef> {
+        let l = Some(il);
+        let hp = self.hp;
+        let (n_expert, n_used) = (i64::from(hp.n_expert), i64::from(hp.n_expert_used));
+        // A warm-up picks every expert, as llama.cpp's does, so each expert's weights are read.
+        let n_pick = if self.params.warmup { n_expert } else { n_used };
+        let [n_embd, n_tokens, ..] = x.ne();
+        let router = self.layer_weight(il, "ffn_gate_inp.weight")?;
+        let logits = self.g.mul_mat(router, x).map_err(ggml_err)?;
+        let logits = self.name(logits, "ffn_moe_logits", l);
+        let probs = match moe.gating {
+            Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
+            Gating::SoftmaxWeight => logits,
+        };
+        let probs = self.name(probs, "ffn_moe_probs", l);
+        let picked = self.g.argsort_top_k(probs, n_pick).map_err(ggml_err)?;
+        let picked = self.name(picked, "ffn_moe_topk", l);
+        let probs = self.g.reshape(probs, &[1, n_expert, n_tokens]).map_err(ggml_err)?;
+        let mut weights = self.g.get_rows(probs, picked).map_err(ggml_err)?;
+        weights = self.name(weights, "ffn_moe_weights", l);
+        if moe.gating == Gating::SoftmaxWeight {
+            let w = self.g.reshape(weights, &[n_pick, n_tokens]).map_err(ggml_err)?;
+            let w = self.g.soft_max_rows(w).map_err(ggml_err)?;
+            weights = self.g.reshape(w, &[1, n_pick, n_tokens]).map_err(ggml_err)?;
+            weights = self.name(weights, "ffn_moe_weights_softmax", l);
+        }
+        if moe.normalize {
+            let w = self.g.reshape(weights, &[n_pick, n_tokens]).map_err(ggml_err)?;
+            let sum = self.g.sum_rows(w).map_err(ggml_err)?;
+            // The smallest normal F16, so a sum of zeros does not divide by zero.
+            let sum = self.g.clamp(sum, 6.103_515_6e-5, f32::INFINITY).map_err(ggml_err)?;
+            let w = self.g.div(w, sum).map_err(ggml_err)?;
+            weights = self.g.reshape(w, &[1, n_pick, n_tokens]).map_err(ggml_err)?;
+            weights = self.name(weights, "ffn_moe_weights_norm", l);
+        }
+        if hp.expert_weights_scale != 0.0 && hp.expert_weights_scale != 1.0 {
+            weights = self.scale(weights, hp.expert_weights_scale)?;
+        }
+        // Early, as llama.cpp does, so the node order (and any fusion) is the same.
+        self.g.expand(weights);
+
+        let x = self.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
+        let up_w = self.layer_weight(il, "ffn_up_exps.weight")?;
+        let up = self.experts_linear(up_w, x, picked)?;
+        let up = self.name(up, "ffn_moe_up", l);
+        let h = match self.layer_weight_opt(il, "ffn_gate_exps.weight") {
+            Some(gate_w) => {
+                let gate = self.experts_linear(gate_w, x, picked)?;
+                let gate = self.name(gate, "ffn_moe_gate", l);
+                self.g.swiglu(gate, up).map_err(ggml_err)?
+            }
+            None => self.g.silu(up).map_err(ggml_err)?,
+        };
+        let down_w = self.layer_weight(il, "ffn_down_exps.weight")?;
+        let experts = self.experts_linear(down_w, h, picked)?;
+        let experts = self.name(experts, "ffn_moe_down", l);
+        let experts = self.g.mul(experts, weights).map_err(ggml_err)?;
+        self.g.expand(experts);
+
+        // Sum over the first n_used picked experts (all of them but in a warm-up): views first,
+        // then the additions, in llama.cpp's order.
+        let [_, nb1, nb2, _] = experts.nb();
+        let mut views = Vec::with_capacity(n_used as usize);
+        for i in 0..n_used as usize {
+            let v = self
+                .g
+                .view(experts, &[n_embd, n_tokens], &[nb2], i * nb1)
+                .map_err(ggml_err)?;
+            self.g.expand(v);
+            views.push(v);
+        }
+        let mut out = views[0];
+        for &v in &views[1..] {
+            out = self.add(out, v)?;
+            self.g.expand(out);
+        }
+        if n_used == 1 {
+            out = self.g.cont(out).map_err(ggml_err)?;
+        }
+        Ok(self.name(out, "ffn_moe_out", l))
+    }
+
+    /// The picked experts' matrices of the stack `w` times `x` ([k, 1 or n_pick, n_tokens]), each
+    /// times its expert's scale when the stack has scales.
+    fn experts_linear(&mut self, w: TensorRef, x: TensorRef, picked: TensorRef) -> Result<TensorRef> {
+        let y = self.g.mul_mat_id(w, x, picked).map_err(ggml_err)?;
+        let Some(s) = self.weight_scale(w) else { return Ok(y) };
+        let n_expert = s.ne()[0];
+        let n_tokens = x.ne()[2];
+        let s = self.g.reshape(s, &[1, n_expert, 1]).map_err(ggml_err)?;
+        let s = self.g.repeat(s, [1, n_expert, n_tokens, 1]).map_err(ggml_err)?;
+        let s = self.g.get_rows(s, picked).map_err(ggml_err)?;
+        self.g.mul(y, s).map_err(ggml_err)
     }
 
     /// Final norm and the output head ([n_vocab, n_outputs] logits). Models without a separate
@@ -462,6 +627,22 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// Whether layer `il` attends through the sliding window.
+pub fn is_sliding(hp: &HParams, il: usize) -> bool {
+    hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false)
+}
+
+/// The rotary base frequency and frequency scale of layer `il`: sliding-window layers keep the
+/// model's own (llama.cpp's `rope_freq_base_train_swa` and `rope_freq_scale_train_swa`), the
+/// others take the context's.
+fn rope_freqs(hp: &HParams, params: &GraphParams, il: usize) -> (f32, f32) {
+    if is_sliding(hp, il) {
+        (hp.rope_freq_base_swa, hp.rope_freq_scale_swa)
+    } else {
+        (params.freq_base, params.freq_scale)
+    }
+}
+
 /// The K-shift graph: re-rotate every layer's cached keys by each cell's position change, after
 /// `llama_memory_seq_add/div` moved positions. Input: the per-cell deltas, I32 [size].
 pub struct ShiftGraph {
@@ -486,12 +667,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
         let heads = g
             .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])
             .map_err(ggml_err)?;
-        let sliding = hp.n_swa > 0 && hp.swa_layers.get(il).copied().unwrap_or(false);
-        let base = if sliding {
-            hp.rope_freq_base_swa
-        } else {
-            params.freq_base
-        };
+        let (base, scale) = rope_freqs(hp, &params, il);
         // Rotation needs float input; quantized caches go through f32 and back.
         let src = match k.ggml_type() {
             ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 => heads,
@@ -507,7 +683,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
                 hp.rope_type,
                 params.n_ctx_orig as i32,
                 base,
-                params.freq_scale,
+                scale,
                 params.ext_factor,
                 params.attn_factor,
                 params.beta_fast,

@@ -33,12 +33,16 @@ pub struct HParams {
     /// sliding layers rotate with it.
     pub rope_freq_base_swa: f32,
     pub rope_freq_scale: f32,
+    /// Frequency scale on sliding-window layers (1 unless the architecture says otherwise).
+    pub rope_freq_scale_swa: f32,
     pub n_ctx_orig_yarn: u32,
     /// Sliding-window size (0: none) and which layers use it.
     pub n_swa: u32,
     pub swa_layers: Vec<bool>,
     /// Scale of attention scores; 0 means 1/sqrt(head size).
     pub attn_scale: f32,
+    /// Soft caps (cap * tanh(x / cap)) of the attention scores and of the logits; 0 means none.
+    pub attn_softcap: f32,
     pub final_logit_softcap: f32,
     /// Multipliers of the token embeddings and of each block's attention and FFN outputs, and the
     /// divisor of the logits (Granite); 0 means none.
@@ -47,6 +51,12 @@ pub struct HParams {
     pub logit_scale: f32,
     /// Whether the layers rotate queries and keys at all (and the K-shift rotates the cache).
     pub rope: bool,
+    /// Experts per layer (0: a dense model), how many each token uses, their FFN width (0: not
+    /// given) and the factor their mixing weights are multiplied by (0: none).
+    pub n_expert: u32,
+    pub n_expert_used: u32,
+    pub n_ff_exp: u32,
+    pub expert_weights_scale: f32,
     /// Classifier output labels (classifier models only), NUL-terminated.
     pub cls_labels: Vec<Vec<u8>>,
     /// llama.cpp's size label ("256M", "1B", ...) for `llama_model_desc`.
@@ -124,6 +134,7 @@ impl HParams {
                 )));
             }
         }
+        let (n_expert, n_expert_used) = load_expert_counts(meta, &key, n)?;
         let cls_labels = meta
             .str_array_opt(&key("classifier.output_labels"))?
             .map(|a| a.iter().map(|l| [l.as_slice(), b"\0"].concat()).collect())
@@ -145,17 +156,23 @@ impl HParams {
             rope_freq_base,
             rope_freq_base_swa: 10000.0,
             rope_freq_scale,
+            rope_freq_scale_swa: 1.0,
             n_ctx_orig_yarn: meta
                 .u32_opt(&key("rope.scaling.original_context_length"))?
                 .unwrap_or(n_ctx_train),
             n_swa: 0,
             swa_layers: vec![false; n],
             attn_scale: 0.0,
+            attn_softcap: 0.0,
             final_logit_softcap: 0.0,
             embedding_scale: 0.0,
             residual_scale: 0.0,
             logit_scale: 0.0,
             rope: true,
+            n_expert,
+            n_expert_used,
+            n_ff_exp: meta.u32_opt(&key("expert_feed_forward_length"))?.unwrap_or(0),
+            expert_weights_scale: 0.0,
             cls_labels,
             size_label: "?B",
         };
@@ -168,6 +185,29 @@ impl HParams {
         }
         Ok(hp)
     }
+}
+
+/// llama.cpp's limit on experts per layer.
+const MAX_EXPERTS: u32 = 1024;
+
+/// `{arch}.expert_count` and `{arch}.expert_used_count` (one count, or one per layer that is the
+/// same for all): both 0 for a dense model, otherwise 1..=count used of at most 1024.
+fn load_expert_counts(meta: &Meta, key: &dyn Fn(&str) -> String, n_layer: usize) -> Result<(u32, u32)> {
+    let n_expert = meta.u32_opt(&key("expert_count"))?.unwrap_or(0);
+    check_range(&key("expert_count"), n_expert, 0, MAX_EXPERTS)?;
+    let used = meta
+        .u32_per_layer(&key("expert_used_count"), n_layer)?
+        .unwrap_or_default();
+    let n_used = used.first().copied().unwrap_or(0);
+    if used.iter().any(|&u| u != n_used) {
+        return Err(Error::model(format!(
+            "key '{}': a different expert count per layer is not supported",
+            key("expert_used_count")
+        )));
+    }
+    let lo = u32::from(n_expert > 0);
+    check_range(&key("expert_used_count"), n_used, lo, n_expert)?;
+    Ok((n_expert, n_used))
 }
 
 fn check_range(key: &str, v: u32, lo: u32, hi: u32) -> Result<()> {

@@ -155,7 +155,7 @@ impl Model {
 
         let arch = arch.ok_or_else(|| Error::Internal("architecture checked above".into()))?;
         let hp = HParams::load(arch, &m, n_vocab)?;
-        let specs = arch.tensors(&hp);
+        let specs = spec::with_weight_scales(arch.tensors(&hp));
         check_tensors_match(&specs, &tensors)?;
         if params.check_tensors {
             for (fi, t) in &tensors {

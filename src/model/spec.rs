@@ -48,3 +48,27 @@ impl TensorSpec {
         }
     }
 }
+
+/// `specs` with, for each layer's matrix (`blk.*`, a left operand of matrix products), the
+/// optional `.scale` its products are multiplied by and the `.input_scale` llama.cpp loads but
+/// does not use (one value, or one per expert of a stack), as llama.cpp accepts them for every
+/// architecture (per-tensor scales of formats such as NVFP4).
+pub fn with_weight_scales(mut specs: Vec<TensorSpec>) -> Vec<TensorSpec> {
+    let mut scales = Vec::new();
+    for s in specs.iter().filter(|s| s.matmul_only && s.name.starts_with("blk.")) {
+        let Some(stem) = s.name.strip_suffix(".weight") else {
+            continue;
+        };
+        let n = s.shape.get(2).copied().unwrap_or(1);
+        for suffix in ["scale", "input_scale"] {
+            scales.push(TensorSpec {
+                name: format!("{stem}.{suffix}"),
+                shape: vec![n],
+                required: false,
+                matmul_only: false,
+            });
+        }
+    }
+    specs.append(&mut scales);
+    specs
+}

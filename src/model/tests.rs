@@ -323,3 +323,82 @@ fn the_progress_callback_can_cancel() {
     assert!(err.contains("cancelled"), "{err}");
     assert_eq!(calls, 1);
 }
+
+/// The tiny model with its FFN as `n_expert` experts (the router and the three stacks).
+fn moe_file(n_expert: i64, edit: impl FnOnce(&mut File)) -> Vec<u8> {
+    model_file(|f| {
+        f.tensors
+            .retain(|t| !t.name.starts_with(b"blk.0.ffn_") || t.name == b"blk.0.ffn_norm.weight");
+        let mut offset = f.tensors.iter().map(|t| t.offset + t.size()).max().unwrap_or(0);
+        for (name, dims) in [
+            ("blk.0.ffn_gate_inp.weight", vec![E, n_expert]),
+            ("blk.0.ffn_gate_exps.weight", vec![E, FF, n_expert]),
+            ("blk.0.ffn_up_exps.weight", vec![E, FF, n_expert]),
+            ("blk.0.ffn_down_exps.weight", vec![FF, E, n_expert]),
+        ] {
+            offset = offset.next_multiple_of(32);
+            let t = Tensor::new(name, 0, &dims, offset);
+            offset += t.size();
+            f.tensors.push(t);
+        }
+        set_kv(f, "llama.expert_count", Value::U32(n_expert as u32));
+        set_kv(f, "llama.expert_used_count", Value::U32(2));
+        edit(f);
+    })
+}
+
+#[test]
+fn expert_counts_are_checked_and_select_the_expert_tensors() {
+    let m = load(&moe_file(4, |_| {}), LoadParams::default()).expect("a mixture of experts loads");
+    let hp = m.hparams.as_ref().expect("hparams");
+    assert_eq!((hp.n_expert, hp.n_expert_used, hp.n_ff_exp), (4, 2, FF as u32));
+    // More experts used than there are, none used, or too many experts.
+    let msg = load_err(&moe_file(4, |f| set_kv(f, "llama.expert_used_count", Value::U32(5))));
+    assert!(
+        msg.contains("'llama.expert_used_count' = 5 is out of range (1..=4)"),
+        "{msg}"
+    );
+    let msg = load_err(&moe_file(4, |f| set_kv(f, "llama.expert_used_count", Value::U32(0))));
+    assert!(
+        msg.contains("'llama.expert_used_count' = 0 is out of range (1..=4)"),
+        "{msg}"
+    );
+    let msg = load_err(&moe_file(4, |f| set_kv(f, "llama.expert_count", Value::U32(5000))));
+    assert!(msg.contains("'llama.expert_count' = 5000 is out of range"), "{msg}");
+    // Per-layer counts that differ are refused by name.
+    let msg = load_err(&moe_file(4, |f| {
+        set_kv(f, "llama.expert_used_count", Value::Array(Array::U32(vec![2, 3])));
+        set_kv(f, "llama.block_count", Value::U32(2));
+    }));
+    assert!(msg.contains("has 2 entries") || msg.contains("per layer"), "{msg}");
+    // A dense model's FFN tensors are not experts.
+    let msg = load_err(&model_file(|f| {
+        set_kv(f, "llama.expert_count", Value::U32(4));
+        set_kv(f, "llama.expert_used_count", Value::U32(2));
+    }));
+    assert!(msg.contains("missing tensor 'blk.0.ffn_gate_inp.weight'"), "{msg}");
+}
+
+#[test]
+fn weight_scales_are_optional_companions_of_layer_matrices() {
+    let with = |name: &'static str, n: i64| {
+        move |f: &mut File| {
+            let end = f.tensors.iter().map(|t| t.offset + t.size()).max().unwrap_or(0);
+            f.tensors.push(Tensor::new(name, 0, &[n], end.next_multiple_of(32)));
+        }
+    };
+    let m = load(&model_file(with("blk.0.attn_q.scale", 1)), LoadParams::default());
+    let m = m.expect("a matrix's scale loads");
+    assert!(m.weights().and_then(|w| w.get("blk.0.attn_q.scale")).is_some());
+    load(
+        &model_file(with("blk.0.ffn_down.input_scale", 1)),
+        LoadParams::default(),
+    )
+    .expect("an input scale loads");
+    load(&moe_file(4, with("blk.0.ffn_up_exps.scale", 4)), LoadParams::default()).expect("one scale per expert");
+    let msg = load_err(&moe_file(4, with("blk.0.ffn_up_exps.scale", 1)));
+    assert!(msg.contains("blk.0.ffn_up_exps.scale"), "{msg}");
+    // Norms and the embeddings have none.
+    let msg = load_err(&model_file(with("blk.0.attn_norm.scale", 1)));
+    assert!(msg.contains("unexpected tensor 'blk.0.attn_norm.scale'"), "{msg}");
+}

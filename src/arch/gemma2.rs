@@ -1,0 +1,68 @@
+//! Gemma 2: Gemma 3's decoder without query and key norms, with soft-capped attention scores and
+//! logits, every other layer sliding, the output tied to the embeddings.
+
+use super::gemma3;
+use crate::error::Result;
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Gemma2;
+
+/// llama.cpp's defaults where a file leaves them out.
+const DEFAULT_WINDOW: u32 = 4096;
+const DEFAULT_SWA_PERIOD: u32 = 2;
+const DEFAULT_ATTN_SOFTCAP: f32 = 50.0;
+const DEFAULT_FINAL_SOFTCAP: f32 = 30.0;
+
+impl ArchSpec for Gemma2 {
+    fn name(&self) -> &'static str {
+        "gemma2"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
+        // Sliding layers rotate as the model was trained unless the file says otherwise.
+        hp.rope_freq_base_swa = meta
+            .f32_opt(&hp.key("rope.freq_base_swa"))?
+            .unwrap_or(hp.rope_freq_base);
+        hp.rope_freq_scale_swa = hp.rope_freq_scale;
+        hp.n_swa = meta
+            .u32_opt(&hp.key("attention.sliding_window"))?
+            .unwrap_or(DEFAULT_WINDOW);
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.attn_softcap = meta
+            .f32_opt(&hp.key("attn_logit_softcapping"))?
+            .unwrap_or(DEFAULT_ATTN_SOFTCAP);
+        hp.final_logit_softcap = meta
+            .f32_opt(&hp.key("final_logit_softcapping"))?
+            .unwrap_or(DEFAULT_FINAL_SOFTCAP);
+        hp.size_label = match hp.n_layer {
+            26 => "2B",
+            42 => "9B",
+            46 => "27B",
+            _ => "?B",
+        };
+        hp.attn_scale = gemma3::query_scale(hp, hp.n_layer == 46);
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = gemma3::tensors(hp, false);
+        // llama.cpp always reads the output head from the embeddings.
+        specs.retain(|s| s.name != "output.weight");
+        specs
+    }
+}
+
+impl Decoder for Gemma2 {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+        gemma3::decoder(b, false)
+    }
+}
