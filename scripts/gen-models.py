@@ -169,6 +169,28 @@ def gemma2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def olmo2(w, weights, n_vocab, dtype, window=0):
+    n_layer = 4 if window else N_LAYER
+    decoder_keys(w, "olmo2", n_layer, 500000.0)
+    if window:
+        # OLMo 3's layout: three sliding layers, then a global one.
+        w.add_uint32("olmo2.attention.sliding_window", window)
+    tensors = decoder_tensors(weights, n_vocab, n_layer)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        del tensors[blk + "attn_norm.weight"], tensors[blk + "ffn_norm.weight"]
+        tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD * HEAD)
+        tensors[blk + "attn_k_norm.weight"] = weights.norm(N_HEAD_KV * HEAD)
+        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def olmo2_swa(w, weights, n_vocab, dtype):
+    olmo2(w, weights, n_vocab, dtype, window=32)
+
+
 def smollm3(w, weights, n_vocab, dtype):
     # Eight layers: two of them (3 and 7) do not rotate.
     decoder_keys(w, "smollm3", 8, 2000000.0)
@@ -186,6 +208,8 @@ MODELS = {
     "smollm3": ("smollm3", smollm3, True),
     "granite": ("granite", granite, True),
     "gemma2": ("gemma2", gemma2, True),
+    "olmo2": ("olmo2", olmo2, True),
+    "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
 }
 TYPES = {"f32": (np.float32, gguf.LlamaFileType.ALL_F32), "f16": (np.float16, gguf.LlamaFileType.MOSTLY_F16)}

@@ -7,6 +7,7 @@ pub(crate) mod gemma2;
 pub(crate) mod gemma3;
 pub(crate) mod granite;
 pub(crate) mod llama;
+pub(crate) mod olmo2;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
 pub(crate) mod qwen3moe;
@@ -25,13 +26,14 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 8] = [
+static ARCHITECTURES: [&dyn Architecture; 9] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
     &qwen3moe::Qwen3Moe,
     &smollm3::SmolLm3,
     &granite::Granite,
+    &olmo2::Olmo2,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
 ];

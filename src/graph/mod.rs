@@ -343,8 +343,23 @@ impl<'a> Builder<'a> {
 
     /// Rotate `x` ([head_dim, n_head, n_tokens]) of layer `il` by the input positions.
     pub fn rope(&mut self, x: TensorRef, il: usize, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
+        let (base, scale) = rope_freqs(self.hp, &self.params, il);
+        let (ext_factor, attn_factor) = (self.params.ext_factor, self.params.attn_factor);
+        self.rope_ext(x, base, scale, ext_factor, attn_factor, freq_factors)
+    }
+
+    /// Rotate `x` by the input positions with the given frequencies and YaRN factors (for the
+    /// architectures whose layers rotate differently from the context's settings).
+    pub fn rope_ext(
+        &mut self,
+        x: TensorRef,
+        freq_base: f32,
+        freq_scale: f32,
+        ext_factor: f32,
+        attn_factor: f32,
+        freq_factors: Option<TensorRef>,
+    ) -> Result<TensorRef> {
         let p = self.params;
-        let (freq_base, freq_scale) = rope_freqs(self.hp, &p, il);
         let mode = self.hp.rope_type;
         let pos = match self.inputs.pos {
             Some(pos) => pos,
@@ -367,8 +382,8 @@ impl<'a> Builder<'a> {
                 p.n_ctx_orig as i32,
                 freq_base,
                 freq_scale,
-                p.ext_factor,
-                p.attn_factor,
+                ext_factor,
+                attn_factor,
                 p.beta_fast,
                 p.beta_slow,
             )

@@ -1,0 +1,132 @@
+//! OLMo 2 (and OLMo 3, the same graph with sliding-window layers): no pre-norms; RMS norms of the
+//! whole query and key projections; post-attention and post-FFN norms; a separate output head.
+
+use super::common_tensors;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{is_sliding, Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Olmo2;
+
+/// Without an explicit pattern, every fourth layer attends globally.
+const DEFAULT_SWA_PERIOD: u32 = 4;
+
+impl ArchSpec for Olmo2 {
+    fn name(&self) -> &'static str {
+        "olmo2"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
+            return Err(Error::model(format!(
+                "olmo2 needs head size x heads = embedding width ({} x {} != {})",
+                hp.n_embd_head_k, hp.n_head[0], hp.n_embd
+            )));
+        }
+        let n_swa = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
+        if n_swa > 0 {
+            hp.n_swa = n_swa;
+            hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
+            // What the K-shift rotates sliding layers with (the graph uses the context's base).
+            hp.rope_freq_base_swa = meta
+                .f32_opt(&hp.key("rope.freq_base_swa"))?
+                .unwrap_or(hp.rope_freq_base);
+        }
+        hp.size_label = match hp.n_layer {
+            16 => "1B",
+            32 => "7B",
+            40 => "13B",
+            64 => "32B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        common_tensors(hp, false, &mut specs);
+        // No pre-norms; the output head is its own tensor.
+        specs.retain(|s| !s.name.ends_with(".attn_norm.weight") && !s.name.ends_with(".ffn_norm.weight"));
+        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+            s.required = true;
+        }
+        let e = hp.n_embd;
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let k = hp.n_embd_head_k * hp.n_head_kv[il];
+            specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[k], true));
+            specs.push(TensorSpec::new(b("post_attention_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("post_ffw_norm.weight"), &[e], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for Olmo2 {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+        let hp = b.hp;
+        let head = hp.n_embd_head_k;
+        let kq_scale = 1.0 / (head as f32).sqrt();
+        let mut x = b.embed_tokens()?;
+        let n_layer = hp.n_layer as usize;
+        for il in 0..n_layer {
+            let l = Some(il);
+            let q = b.layer_linear(il, "attn_q", x)?;
+            let k = b.layer_linear(il, "attn_k", x)?;
+            let v = b.layer_linear(il, "attn_v", x)?;
+            let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+            let q = b.rms_norm(q, q_norm)?;
+            let q = b.name(q, "Qcur_normed", l);
+            let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+            let k = b.rms_norm(k, k_norm)?;
+            let k = b.name(k, "Kcur_normed", l);
+            let q = b.heads(q, head, hp.n_head[il])?;
+            let k = b.heads(k, head, hp.n_head_kv[il])?;
+            let v = b.heads(v, head, hp.n_head_kv[il])?;
+            let (q, k) = if is_sliding(hp, il) {
+                // llama.cpp rotates sliding layers with the context's base, unscaled, without YaRN.
+                let base = b.params.freq_base;
+                (
+                    b.rope_ext(q, base, 1.0, 0.0, 1.0, None)?,
+                    b.rope_ext(k, base, 1.0, 0.0, 1.0, None)?,
+                )
+            } else {
+                (b.rope(q, il, None)?, b.rope(k, il, None)?)
+            };
+            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
+            let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
+            let att = b.name(att, "kqv_out", l);
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let mut att = b.linear(wo, None, att)?;
+            let mut residual = x;
+            if il == n_layer - 1 {
+                att = b.select_outputs(att)?;
+                residual = b.select_outputs(residual)?;
+            }
+            let post_attn = b.layer_weight(il, "post_attention_norm.weight")?;
+            let att = b.rms_norm(att, post_attn)?;
+            let att = b.name(att, "attn_post_norm", l);
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let ffn = b.gated_ffn(il, h, false, false)?;
+            let ffn = b.name(ffn, "ffn_out", l);
+            let post_ffn = b.layer_weight(il, "post_ffw_norm.weight")?;
+            let ffn = b.rms_norm(ffn, post_ffn)?;
+            let ffn = b.name(ffn, "ffn_post_norm", None);
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let logits = b.output_head(x)?;
+        Ok(b.name(logits, "result_output", None))
+    }
+}
