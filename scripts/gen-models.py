@@ -191,6 +191,27 @@ def olmo2_swa(w, weights, n_vocab, dtype):
     olmo2(w, weights, n_vocab, dtype, window=32)
 
 
+def phi3(w, weights, n_vocab, dtype):
+    # Fused query-key-value (with a bias) and gate-up projections; LongRoPE factors, the long ones
+    # for contexts past 512 tokens.
+    decoder_keys(w, "phi3", N_LAYER, 10000.0)
+    w.add_uint32("phi3.rope.scaling.original_context_length", 512)
+    w.add_float32("phi3.rope.scaling.attn_factor", 1.19)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    width = (N_HEAD + 2 * N_HEAD_KV) * HEAD
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for part in "qkv":
+            del tensors[f"{blk}attn_{part}.weight"]
+        del tensors[blk + "ffn_gate.weight"]
+        tensors[blk + "attn_qkv.weight"] = weights.matrix(width, N_EMBD)
+        tensors[blk + "attn_qkv.bias"] = weights.bias(width)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(2 * N_FF, N_EMBD)
+    tensors["rope_factors_long.weight"] = (1.0 + 3.0 * weights.rng.random(HEAD // 2)).astype(np.float32)
+    tensors["rope_factors_short.weight"] = (1.0 + 0.1 * weights.rng.random(HEAD // 2)).astype(np.float32)
+    add_tensors(w, tensors, dtype)
+
+
 def smollm3(w, weights, n_vocab, dtype):
     # Eight layers: two of them (3 and 7) do not rotate.
     decoder_keys(w, "smollm3", 8, 2000000.0)
@@ -209,6 +230,7 @@ MODELS = {
     "granite": ("granite", granite, True),
     "gemma2": ("gemma2", gemma2, True),
     "olmo2": ("olmo2", olmo2, True),
+    "phi3": ("phi3", phi3, True),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
 }
@@ -223,7 +245,9 @@ def generate(vocab_path, out_dir, name, type_name):
         out_dir.mkdir(exist_ok=True)
     path = out_dir / f"{name}-{type_name}.gguf"
     w = gguf.GGUFWriter(str(path), arch)
-    w.add_name(f"tiny random {name}")
+    # llama.cpp's vocabulary loader changes special tokens of models named like Phi-3 (and needs
+    # a `</s>` token then), so the names spell the architecture out differently.
+    w.add_name(f"tiny random {name.replace('phi3', 'phi three')}")
     w.add_file_type(ftype)
     n_vocab = copy_vocab(w, vocab_path)
     write(w, Weights(seed=sum(map(ord, name))), n_vocab, dtype)

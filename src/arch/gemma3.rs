@@ -95,7 +95,6 @@ pub(super) fn query_scale(hp: &HParams, widest: bool) -> f32 {
 /// soft-capped attention scores and logits where the model has caps.
 pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<TensorRef> {
     let hp = b.hp;
-    let head = hp.n_embd_head_k;
     let mut x = b.embed_tokens()?;
     x = b.scale(x, (hp.n_embd as f32).sqrt())?;
     x = b.name(x, "inp_scaled", None);
@@ -106,12 +105,7 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<TensorRef> {
         let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
         let cur = b.rms_norm(x, attn_norm)?;
         let cur = b.name(cur, "attn_norm", l);
-        let q = b.layer_linear(il, "attn_q", cur)?;
-        let k = b.layer_linear(il, "attn_k", cur)?;
-        let v = b.layer_linear(il, "attn_v", cur)?;
-        let q = b.heads(q, head, hp.n_head[il])?;
-        let k = b.heads(k, head, hp.n_head_kv[il])?;
-        let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
+        let (q, k, v) = b.qkv(il, cur, true)?;
         let (q, k) = if qk_norm {
             let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
             let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;

@@ -5,7 +5,7 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, Gating, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -72,8 +72,8 @@ impl Decoder for Llama {
 pub(super) fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
     common_tensors(hp, true, &mut specs);
-    // Llama 3 stores rotary frequency factors once for all layers.
-    specs.push(TensorSpec::new("rope_freqs.weight", &[hp.n_rot / 2], false));
+    // Llama 3 (or LongRoPE) stores rotary frequency factors once for all layers.
+    super::rope_factor_tensors(hp, &mut specs);
     // Experts may leave out their gate (then SiLU acts on the up projection alone).
     for s in specs.iter_mut().filter(|s| s.name.ends_with("ffn_gate_exps.weight")) {
         s.required = false;
@@ -116,7 +116,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
     } else {
         1.0 / (head as f32).sqrt()
     };
-    let rope_factors = b.weight_opt("rope_freqs.weight");
+    let rope_factors = rope_factors(b.model, &b.params);
     let mut x = b.embed_tokens()?;
     if hp.embedding_scale != 0.0 {
         x = b.scale(x, hp.embedding_scale)?;
@@ -127,12 +127,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
         let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
         let cur = b.rms_norm(x, attn_norm)?;
         let cur = b.name(cur, "attn_norm", l);
-        let q = b.layer_linear(il, "attn_q", cur)?;
-        let k = b.layer_linear(il, "attn_k", cur)?;
-        let v = b.layer_linear(il, "attn_v", cur)?;
-        let q = b.heads(q, head, hp.n_head[il])?;
-        let k = b.heads(k, head, hp.n_head_kv[il])?;
-        let v = b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?;
+        let (q, k, v) = b.qkv(il, cur, true)?;
         let (q, k) = if variant.qk_norm {
             let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
             let q = b.rms_norm(q, q_norm)?;

@@ -8,6 +8,7 @@ pub(crate) mod gemma3;
 pub(crate) mod granite;
 pub(crate) mod llama;
 pub(crate) mod olmo2;
+pub(crate) mod phi3;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
 pub(crate) mod qwen3moe;
@@ -16,7 +17,7 @@ pub(crate) mod smollm3;
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
 use crate::graph::Decoder;
-use crate::model::hparams::{HParams, MAX_LAYERS};
+use crate::model::hparams::{HParams, RopeScaling, MAX_LAYERS};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
@@ -26,7 +27,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 9] = [
+static ARCHITECTURES: [&dyn Architecture; 10] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -34,6 +35,7 @@ static ARCHITECTURES: [&dyn Architecture; 9] = [
     &smollm3::SmolLm3,
     &granite::Granite,
     &olmo2::Olmo2,
+    &phi3::Phi3,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
 ];
@@ -82,9 +84,14 @@ pub(crate) fn common_tensors(hp: &HParams, experts: bool, specs: &mut Vec<Tensor
         let vv = hp.n_embd_head_v * hp.n_head_kv[il];
         let ff = hp.n_ff[il];
         specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-        specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, q], true));
-        specs.push(TensorSpec::matmul(b("attn_k.weight"), &[e, k], true));
-        specs.push(TensorSpec::matmul(b("attn_v.weight"), &[e, vv], true));
+        // The projections, or one fused projection (llama.cpp takes either for every
+        // architecture).
+        let qkv = b("attn_qkv.weight");
+        specs.push(TensorSpec::matmul(&qkv, &[e, q + k + vv], false));
+        specs.push(TensorSpec::new(b("attn_qkv.bias"), &[q + k + vv], false));
+        specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, q], true).unless(&qkv));
+        specs.push(TensorSpec::matmul(b("attn_k.weight"), &[e, k], true).unless(&qkv));
+        specs.push(TensorSpec::matmul(b("attn_v.weight"), &[e, vv], true).unless(&qkv));
         specs.push(TensorSpec::new(b("attn_q.bias"), &[q], false));
         specs.push(TensorSpec::new(b("attn_k.bias"), &[k], false));
         specs.push(TensorSpec::new(b("attn_v.bias"), &[vv], false));
@@ -101,6 +108,19 @@ pub(crate) fn common_tensors(hp: &HParams, experts: bool, specs: &mut Vec<Tensor
             specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ffe, ne], true));
             specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ffe, e, ne], true));
         }
+    }
+}
+
+/// The rotary frequency factors llama.cpp reads for the Llama family: LongRoPE's long and short
+/// factors for a model trained with LongRoPE, otherwise Llama 3's `rope_freqs` (all optional).
+pub(crate) fn rope_factor_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
+    let names: &[&str] = if hp.rope_scaling == RopeScaling::LongRope {
+        &["rope_factors_long.weight", "rope_factors_short.weight"]
+    } else {
+        &["rope_freqs.weight"]
+    };
+    for name in names {
+        specs.push(TensorSpec::new(*name, &[hp.n_rot / 2], false));
     }
 }
 

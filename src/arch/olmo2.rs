@@ -81,9 +81,7 @@ impl Decoder for Olmo2 {
         let n_layer = hp.n_layer as usize;
         for il in 0..n_layer {
             let l = Some(il);
-            let q = b.layer_linear(il, "attn_q", x)?;
-            let k = b.layer_linear(il, "attn_k", x)?;
-            let v = b.layer_linear(il, "attn_v", x)?;
+            let (q, k, v) = b.qkv(il, x, false)?;
             let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
             let q = b.rms_norm(q, q_norm)?;
             let q = b.name(q, "Qcur_normed", l);

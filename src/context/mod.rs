@@ -6,6 +6,7 @@
 pub mod batch;
 mod decode;
 mod perf;
+mod rope;
 mod shift;
 mod state;
 
@@ -17,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS};
 use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
+use crate::model::hparams::RopeScaling;
 use crate::model::Model;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -60,6 +62,8 @@ pub struct Params {
     /// None: the model's choice (none for the architectures we run).
     pub pooling: Option<Pooling>,
     pub no_perf: bool,
+    /// None: the model's.
+    pub rope_scaling: Option<RopeScaling>,
     /// 0: the model's value.
     pub rope_freq_base: f32,
     pub rope_freq_scale: f32,
@@ -169,38 +173,19 @@ impl<'m> Context<'m> {
             return Err(Error::invalid("a quantized V cache (type_v) requires flash attention"));
         }
         let pooling = p.pooling.unwrap_or(Pooling::None);
+        let rope = rope::settings(&p, hp, n_ctx_seq);
         let graph = GraphParams {
             flash_attn,
             causal,
             warmup: false,
-            freq_base: if p.rope_freq_base == 0.0 {
-                hp.map_or(0.0, |h| h.rope_freq_base)
-            } else {
-                p.rope_freq_base
-            },
-            freq_scale: if p.rope_freq_scale == 0.0 {
-                hp.map_or(0.0, |h| h.rope_freq_scale)
-            } else {
-                p.rope_freq_scale
-            },
-            n_ctx_orig: if p.yarn_orig_ctx != 0 {
-                p.yarn_orig_ctx
-            } else {
-                hp.map_or(0, |h| h.n_ctx_orig_yarn)
-            },
-            // YaRN is not supported (the model loader refuses it), so extrapolation mixing is off.
-            ext_factor: p.yarn_ext_factor.max(0.0),
-            attn_factor: if p.yarn_attn_factor >= 0.0 {
-                p.yarn_attn_factor
-            } else {
-                1.0
-            },
-            beta_fast: if p.yarn_beta_fast >= 0.0 {
-                p.yarn_beta_fast
-            } else {
-                32.0
-            },
-            beta_slow: if p.yarn_beta_slow >= 0.0 { p.yarn_beta_slow } else { 1.0 },
+            freq_base: rope.freq_base,
+            freq_scale: rope.freq_scale,
+            n_ctx_orig: rope.n_ctx_orig,
+            ext_factor: rope.ext_factor,
+            attn_factor: rope.attn_factor,
+            beta_fast: rope.beta_fast,
+            beta_slow: rope.beta_slow,
+            long_rope_factors: rope.long_factors,
             embeddings: p.embeddings.then_some(pooling),
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);

@@ -27,6 +27,7 @@ pub(crate) fn params(n_ctx: u32, n_ubatch: u32, n_seq_max: u32) -> Params {
         no_perf: false,
         rope_freq_base: 0.0,
         rope_freq_scale: 0.0,
+        rope_scaling: None,
         yarn_ext_factor: -1.0,
         yarn_attn_factor: -1.0,
         yarn_beta_fast: -1.0,

@@ -8,6 +8,7 @@ use crate::context::{self, FlashAttn};
 use crate::error::{Error, Result};
 use crate::ggml::{AbortCallback, EvalCallback};
 use crate::graph::Pooling;
+use crate::model::hparams::RopeScaling;
 use crate::model::{self, KvOverride, LoadParams, OverrideValue};
 use std::ffi::{c_char, c_int, c_void};
 
@@ -265,10 +266,13 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
     if enum_in("ctx_type", p.ctx_type.0, &[0, 1])? != 0 {
         return Err(Error::NotImplemented("multi-token-prediction contexts (ctx_type MTP)"));
     }
-    match enum_in("rope_scaling_type", p.rope_scaling_type.0, &[-1, 0, 1, 2, 3])? {
-        2 | 3 => return Err(Error::NotImplemented("YaRN and LongRoPE rope scaling")),
-        _ => {}
-    }
+    let rope_scaling = match enum_in("rope_scaling_type", p.rope_scaling_type.0, &[-1, 0, 1, 2, 3])? {
+        -1 => None,
+        0 => Some(RopeScaling::None),
+        1 => Some(RopeScaling::Linear),
+        2 => Some(RopeScaling::Yarn),
+        _ => Some(RopeScaling::LongRope),
+    };
     let pooling = match enum_in("pooling_type", p.pooling_type.0, &[-1, 0, 1, 2, 3, 4])? {
         -1 => None,
         0 => Some(Pooling::None),
@@ -323,6 +327,7 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         no_perf: p.no_perf,
         rope_freq_base: p.rope_freq_base,
         rope_freq_scale: p.rope_freq_scale,
+        rope_scaling,
         yarn_ext_factor: p.yarn_ext_factor,
         yarn_attn_factor: p.yarn_attn_factor,
         yarn_beta_fast: p.yarn_beta_fast,

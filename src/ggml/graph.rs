@@ -540,13 +540,44 @@ impl Graph {
         )
     }
 
+    /// Rows contiguous (ggml's requirement of the gated activations).
+    fn rows_contiguous(t: TensorRef) -> bool {
+        // SAFETY: reading a live tensor.
+        unsafe { ggml_sys::ggml_is_contiguous_1(t.as_ptr()) }
+    }
+
+    /// Gated activations need equal shapes and types with contiguous rows.
+    fn check_glu(what: &str, gate: TensorRef, up: TensorRef) -> Result<(), String> {
+        let ok = gate.ne() == up.ne()
+            && gate.ggml_type() == up.ggml_type()
+            && Self::rows_contiguous(gate)
+            && Self::rows_contiguous(up);
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("{what}: {:?} vs {:?}", gate.ne(), up.ne()))
+        }
+    }
+
+    /// silu(first half of each row) * second half: a gate and up projection fused in one
+    /// matrix.
+    pub fn swiglu_fused(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        if a.ne()[0] % 2 != 0 || !Self::rows_contiguous(a) {
+            return Err(format!("swiglu of rows {:?}", a.ne()));
+        }
+        // SAFETY: rows contiguous and of even length.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_swiglu(self.ctx.as_ptr(), a.as_ptr()) },
+            "swiglu",
+        )
+    }
+
     /// silu(gate) * up.
     pub fn swiglu(&mut self, gate: TensorRef, up: TensorRef) -> OpResult {
         self.room()?;
-        if gate.ne() != up.ne() {
-            return Err(format!("swiglu: {:?} vs {:?}", gate.ne(), up.ne()));
-        }
-        // SAFETY: equal shapes.
+        Self::check_glu("swiglu", gate, up)?;
+        // SAFETY: equal shapes and types, rows contiguous.
         Self::wrap(
             unsafe { ggml_sys::ggml_swiglu_split(self.ctx.as_ptr(), gate.as_ptr(), up.as_ptr()) },
             "swiglu",
@@ -556,10 +587,8 @@ impl Graph {
     /// gelu(gate) * up.
     pub fn geglu(&mut self, gate: TensorRef, up: TensorRef) -> OpResult {
         self.room()?;
-        if gate.ne() != up.ne() {
-            return Err(format!("geglu: {:?} vs {:?}", gate.ne(), up.ne()));
-        }
-        // SAFETY: equal shapes.
+        Self::check_glu("geglu", gate, up)?;
+        // SAFETY: equal shapes and types, rows contiguous.
         Self::wrap(
             unsafe { ggml_sys::ggml_geglu_split(self.ctx.as_ptr(), gate.as_ptr(), up.as_ptr()) },
             "geglu",

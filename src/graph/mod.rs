@@ -55,6 +55,9 @@ pub struct GraphParams {
     pub attn_factor: f32,
     pub beta_fast: f32,
     pub beta_slow: f32,
+    /// LongRoPE models: use `rope_factors_long` (the context exceeds the trained one) rather
+    /// than `rope_factors_short`.
+    pub long_rope_factors: bool,
     /// Output the final-norm hidden states too, pooled so (llama.h's `embeddings`).
     pub embeddings: Option<Pooling>,
 }
@@ -410,10 +413,10 @@ impl<'a> Builder<'a> {
         let (kc, vc) = (self.kv.k(il), self.kv.v(il));
 
         // Write first: the attention below reads the cache, including these rows.
-        let k2 = self.g.reshape(k, &[hk * n_head_kv, nt]).map_err(ggml_err)?;
+        let k2 = self.merge_heads(k)?;
         let k_store = self.g.set_rows(kc, k2, self.inputs.kv_rows).map_err(ggml_err)?;
         self.g.expand(k_store);
-        let v2 = self.g.reshape(v, &[hv * n_head_kv, nt]).map_err(ggml_err)?;
+        let v2 = self.merge_heads(v)?;
         let v_store = self.g.set_rows(vc, v2, self.inputs.kv_rows).map_err(ggml_err)?;
         self.g.expand(v_store);
 
@@ -485,6 +488,59 @@ impl<'a> Builder<'a> {
             let o = self.g.cont(o).map_err(ggml_err)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
         }
+    }
+
+    /// [head, n_head, n_tokens] (heads adjacent, tokens possibly strided, as views of a fused
+    /// projection are) as [head * n_head, n_tokens], without a copy.
+    fn merge_heads(&mut self, x: TensorRef) -> Result<TensorRef> {
+        let [head, n_head, n_tokens, _] = x.ne();
+        let nb = x.nb();
+        if nb[1] != crate::ggml::row_size(x.ggml_type(), head) {
+            return Err(Error::Internal(format!("heads of {:?} are not adjacent", x.ne())));
+        }
+        self.g
+            .view(x, &[head * n_head, n_tokens], &[nb[2]], 0)
+            .map_err(ggml_err)
+    }
+
+    /// Layer `il`'s queries, keys and values of `x`, from its separate projections or its fused
+    /// `attn_qkv` (each with its bias and scale): per head, [head, n_head, n_tokens] (views of a
+    /// fused projection), or flat and contiguous, [head * n_head, n_tokens].
+    pub fn qkv(&mut self, il: usize, x: TensorRef, per_head: bool) -> Result<(TensorRef, TensorRef, TensorRef)> {
+        let hp = self.hp;
+        let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
+        let (nh, nkv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
+        let Some(w) = self.layer_weight_opt(il, "attn_qkv.weight") else {
+            let q = self.layer_linear(il, "attn_q", x)?;
+            let k = self.layer_linear(il, "attn_k", x)?;
+            let v = self.layer_linear(il, "attn_v", x)?;
+            if !per_head {
+                return Ok((q, k, v));
+            }
+            return Ok((
+                self.heads(q, hp.n_embd_head_k, hp.n_head[il])?,
+                self.heads(k, hp.n_embd_head_k, hp.n_head_kv[il])?,
+                self.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?,
+            ));
+        };
+        let bias = self.layer_weight_opt(il, "attn_qkv.bias");
+        let qkv = self.linear(w, bias, x)?;
+        let qkv = self.name(qkv, "wqkv", Some(il));
+        let nt = qkv.ne()[1];
+        let row = |n: i64| crate::ggml::row_size(qkv.ggml_type(), n);
+        let nb1 = qkv.nb()[1];
+        let parts = [(hk, nh, 0), (hk, nkv, hk * nh), (hv, nkv, hk * nh + hk * nkv)];
+        let mut out = Vec::with_capacity(3);
+        for (head, n, start) in parts {
+            let t = if per_head {
+                self.g.view(qkv, &[head, n, nt], &[row(head), nb1], row(start))
+            } else {
+                self.g.view(qkv, &[head * n, nt], &[nb1], row(start))
+            }
+            .map_err(ggml_err)?;
+            out.push(if per_head { t } else { self.g.cont(t).map_err(ggml_err)? });
+        }
+        Ok((out[0], out[1], out[2]))
     }
 
     /// Keep only the rows of the requested outputs (applied once, in the last layer).
@@ -614,6 +670,16 @@ impl<'a> Builder<'a> {
         self.g.mul(y, s).map_err(ggml_err)
     }
 
+    /// down(swiglu(up x)): the gate and up projections fused in `ffn_up` (Phi-3), no biases or
+    /// scales.
+    pub fn fused_gated_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
+        let up_w = self.layer_weight(il, "ffn_up.weight")?;
+        let down_w = self.layer_weight(il, "ffn_down.weight")?;
+        let up = self.g.mul_mat(up_w, x).map_err(ggml_err)?;
+        let h = self.g.swiglu_fused(up).map_err(ggml_err)?;
+        self.g.mul_mat(down_w, h).map_err(ggml_err)
+    }
+
     /// Final norm and the output head ([n_vocab, n_outputs] logits). Models without a separate
     /// head reuse the token embeddings.
     pub fn output_head(&mut self, x: TensorRef) -> Result<TensorRef> {
@@ -640,6 +706,19 @@ impl<'a> Builder<'a> {
     pub fn tanh(&mut self, a: TensorRef) -> Result<TensorRef> {
         self.g.tanh(a).map_err(ggml_err)
     }
+}
+
+/// The rotary frequency factors of the model, if it has any: Llama 3's `rope_freqs`, or
+/// LongRoPE's long or short factors as the context's length asks.
+pub fn rope_factors(model: &Model, params: &GraphParams) -> Option<TensorRef> {
+    let w = model.weights()?;
+    w.get("rope_freqs.weight").or_else(|| {
+        w.get(if params.long_rope_factors {
+            "rope_factors_long.weight"
+        } else {
+            "rope_factors_short.weight"
+        })
+    })
 }
 
 /// Whether layer `il` attends through the sliding window.
@@ -688,7 +767,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
             ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 => heads,
             _ => g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?,
         };
-        let factors = model.weights().and_then(|w| w.get("rope_freqs.weight"));
+        let factors = rope_factors(model, &params);
         let rotated = g
             .rope(
                 src,

@@ -10,6 +10,27 @@ pub const MAX_LAYERS: u32 = 512;
 const MAX_EMBD: u32 = 1 << 20;
 const MAX_HEADS: u32 = 1 << 12;
 
+/// llama.h's `enum llama_rope_scaling_type` (without "unspecified").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeScaling {
+    None,
+    Linear,
+    Yarn,
+    LongRope,
+}
+
+impl RopeScaling {
+    fn from_name(name: &[u8]) -> Option<RopeScaling> {
+        Some(match name {
+            b"none" => RopeScaling::None,
+            b"linear" => RopeScaling::Linear,
+            b"yarn" => RopeScaling::Yarn,
+            b"longrope" => RopeScaling::LongRope,
+            _ => return None,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct HParams {
     /// `general.architecture`, whose keys are `{arch_name}.*`.
@@ -33,6 +54,10 @@ pub struct HParams {
     /// sliding layers rotate with it.
     pub rope_freq_base_swa: f32,
     pub rope_freq_scale: f32,
+    /// How the model was trained to extend its context (`{arch}.rope.scaling.type`), and the
+    /// factor its rotations' magnitudes are multiplied by (`rope.scaling.attn_factor`).
+    pub rope_scaling: RopeScaling,
+    pub rope_attn_factor: f32,
     /// Frequency scale on sliding-window layers (1 unless the architecture says otherwise).
     pub rope_freq_scale_swa: f32,
     pub n_ctx_orig_yarn: u32,
@@ -126,14 +151,16 @@ impl HParams {
             Some(f) if f != 0.0 => 1.0 / f,
             _ => 1.0,
         };
-        if let Some(t) = meta.str_opt(&key("rope.scaling.type"))? {
-            if !matches!(t, b"none" | b"linear") {
-                return Err(Error::model(format!(
-                    "rope scaling type '{}' is not supported yet",
-                    String::from_utf8_lossy(t)
-                )));
-            }
-        }
+        let rope_scaling = match meta.str_opt(&key("rope.scaling.type"))? {
+            None => RopeScaling::Linear,
+            Some(t) => RopeScaling::from_name(t).ok_or_else(|| {
+                Error::model(format!(
+                    "unknown rope scaling type '{}' (key '{}')",
+                    String::from_utf8_lossy(t),
+                    key("rope.scaling.type")
+                ))
+            })?,
+        };
         let (n_expert, n_expert_used) = load_expert_counts(meta, &key, n)?;
         let cls_labels = meta
             .str_array_opt(&key("classifier.output_labels"))?
@@ -156,6 +183,8 @@ impl HParams {
             rope_freq_base,
             rope_freq_base_swa: 10000.0,
             rope_freq_scale,
+            rope_scaling,
+            rope_attn_factor: meta.f32_opt(&key("rope.scaling.attn_factor"))?.unwrap_or(1.0),
             rope_freq_scale_swa: 1.0,
             n_ctx_orig_yarn: meta
                 .u32_opt(&key("rope.scaling.original_context_length"))?

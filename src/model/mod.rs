@@ -319,8 +319,9 @@ fn check_splits(paths: &[String], ggufs: &[GgufFile]) -> Result<()> {
 fn check_tensors_match(specs: &[TensorSpec], tensors: &[(usize, &TensorInfo)]) -> Result<()> {
     let by_name: HashMap<&str, &TensorInfo> = tensors.iter().map(|(_, t)| (t.name.as_str(), *t)).collect();
     for s in specs {
+        let replaced = s.unless.as_ref().is_some_and(|u| by_name.contains_key(u.as_str()));
         match by_name.get(s.name.as_str()) {
-            None if s.required => {
+            None if s.required && !replaced => {
                 return Err(Error::model(format!("missing tensor '{}'", s.name)));
             }
             None => {}

@@ -29,6 +29,9 @@ pub struct TensorSpec {
     pub shape: Vec<u64>,
     pub required: bool,
     pub matmul_only: bool,
+    /// A tensor whose presence makes this one optional (separate projections a fused one
+    /// replaces).
+    pub unless: Option<String>,
 }
 
 impl TensorSpec {
@@ -38,6 +41,15 @@ impl TensorSpec {
             shape: shape.iter().map(|&d| d.into()).collect(),
             required,
             matmul_only: false,
+            unless: None,
+        }
+    }
+
+    /// Required unless the file has `other` instead.
+    pub fn unless(self, other: impl Into<String>) -> TensorSpec {
+        TensorSpec {
+            unless: Some(other.into()),
+            ..self
         }
     }
 
@@ -66,6 +78,7 @@ pub fn with_weight_scales(mut specs: Vec<TensorSpec>) -> Vec<TensorSpec> {
                 shape: vec![n],
                 required: false,
                 matmul_only: false,
+                unless: None,
             });
         }
     }

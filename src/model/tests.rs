@@ -402,3 +402,40 @@ fn weight_scales_are_optional_companions_of_layer_matrices() {
     let msg = load_err(&model_file(with("blk.0.attn_norm.scale", 1)));
     assert!(msg.contains("unexpected tensor 'blk.0.attn_norm.scale'"), "{msg}");
 }
+
+#[test]
+fn a_fused_projection_replaces_the_separate_ones() {
+    let fused = |f: &mut File| {
+        f.tensors.retain(|t| {
+            !matches!(
+                t.name.as_slice(),
+                b"blk.0.attn_q.weight" | b"blk.0.attn_k.weight" | b"blk.0.attn_v.weight"
+            )
+        });
+        let end = f.tensors.iter().map(|t| t.offset + t.size()).max().unwrap_or(0);
+        let qkv = Tensor::new("blk.0.attn_qkv.weight", 0, &[E, 4 * HEAD], end.next_multiple_of(32));
+        f.tensors.push(qkv);
+    };
+    load(&model_file(fused), LoadParams::default()).expect("a fused projection loads");
+    let msg = load_err(&model_file(|f| f.tensors.retain(|t| t.name != b"blk.0.attn_k.weight")));
+    assert!(msg.contains("missing tensor 'blk.0.attn_k.weight'"), "{msg}");
+}
+
+#[test]
+fn rope_scaling_types_are_read_and_unknown_ones_refused() {
+    use crate::model::hparams::RopeScaling;
+    let s = |x: &str| Value::Str(x.as_bytes().to_vec());
+    for (name, want) in [
+        ("yarn", RopeScaling::Yarn),
+        ("longrope", RopeScaling::LongRope),
+        ("none", RopeScaling::None),
+    ] {
+        let m = load(
+            &model_file(|f| set_kv(f, "llama.rope.scaling.type", s(name))),
+            LoadParams::default(),
+        );
+        assert_eq!(m.expect("loads").hparams.as_ref().map(|h| h.rope_scaling), Some(want));
+    }
+    let msg = load_err(&model_file(|f| set_kv(f, "llama.rope.scaling.type", s("warp"))));
+    assert!(msg.contains("unknown rope scaling type 'warp'"), "{msg}");
+}

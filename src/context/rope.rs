@@ -1,0 +1,123 @@
+//! The rotary-embedding settings of a context, from its parameters and the model's, as llama.cpp
+//! derives them (`llama_context`'s constructor): which scaling applies, YaRN's extrapolation mix
+//! and magnitude correction, and whether LongRoPE's long-context factors are in use.
+
+use super::Params;
+use crate::model::hparams::{HParams, RopeScaling};
+
+/// What `GraphParams` carries of rotations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rope {
+    pub freq_base: f32,
+    pub freq_scale: f32,
+    pub n_ctx_orig: u32,
+    pub ext_factor: f32,
+    pub attn_factor: f32,
+    pub beta_fast: f32,
+    pub beta_slow: f32,
+    /// LongRoPE: a sequence's context exceeds the trained one, so the long factors apply.
+    pub long_factors: bool,
+}
+
+/// The settings for a context of `n_ctx_seq` cells per sequence (`hp` None: a vocab-only model).
+pub fn settings(p: &Params, hp: Option<&HParams>, n_ctx_seq: u32) -> Rope {
+    let or_default = |v: f32, default: f32| if v >= 0.0 { v } else { default };
+    let scaling = p
+        .rope_scaling
+        .or(hp.map(|h| h.rope_scaling))
+        .unwrap_or(RopeScaling::Linear);
+    let freq_scale = match (scaling, p.rope_freq_scale) {
+        // No scaling means none, whatever the scale says.
+        (RopeScaling::None, _) => 1.0,
+        (_, s) if s != 0.0 => s,
+        _ => hp.map_or(0.0, |h| h.rope_freq_scale),
+    };
+    let n_ctx_orig = match (p.yarn_orig_ctx, hp) {
+        (0, Some(h)) if h.n_ctx_orig_yarn != 0 => h.n_ctx_orig_yarn,
+        (0, Some(h)) => h.n_ctx_train,
+        (v, _) => v,
+    };
+    let ext_factor = if p.yarn_ext_factor >= 0.0 {
+        p.yarn_ext_factor
+    } else if scaling == RopeScaling::Yarn {
+        1.0
+    } else {
+        0.0
+    };
+    let mut attn_factor = or_default(p.yarn_attn_factor, 1.0);
+    if ext_factor != 0.0 {
+        // YaRN's magnitude correction for the stretch factor, cancelled by the one ggml's rope
+        // applies itself when mixing in extrapolation (ggml's ops.cpp).
+        let factor = 1.0 / freq_scale;
+        let mscale = if factor <= 1.0 { 1.0 } else { 0.1 * factor.ln() + 1.0 };
+        attn_factor = mscale / (1.0 + 0.1 * factor.ln());
+    }
+    attn_factor *= hp.map_or(1.0, |h| h.rope_attn_factor);
+    Rope {
+        freq_base: if p.rope_freq_base == 0.0 {
+            hp.map_or(0.0, |h| h.rope_freq_base)
+        } else {
+            p.rope_freq_base
+        },
+        freq_scale,
+        n_ctx_orig,
+        ext_factor,
+        attn_factor,
+        beta_fast: or_default(p.yarn_beta_fast, 32.0),
+        beta_slow: or_default(p.yarn_beta_slow, 1.0),
+        long_factors: hp.is_some_and(|h| n_ctx_seq > h.n_ctx_orig_yarn),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::tests::{load, params, SMOLLM2};
+
+    fn hparams() -> HParams {
+        load(SMOLLM2.0).hparams.clone().expect("hparams")
+    }
+
+    #[test]
+    fn yarn_mixes_extrapolation_and_corrects_magnitudes_as_llama_cpp() {
+        let mut hp = hparams();
+        hp.rope_scaling = RopeScaling::Yarn;
+        hp.rope_freq_scale = 0.25;
+        hp.rope_attn_factor = 1.5;
+        let r = settings(&params(4096, 512, 1), Some(&hp), 4096);
+        assert_eq!((r.ext_factor, r.freq_scale), (1.0, 0.25));
+        let f = 4.0f32;
+        assert_eq!(r.attn_factor, (0.1 * f.ln() + 1.0) / (1.0 + 0.1 * f.ln()) * 1.5);
+        // An explicit extrapolation factor of 0 turns YaRN's correction off.
+        let mut p = params(4096, 512, 1);
+        p.yarn_ext_factor = 0.0;
+        p.yarn_attn_factor = 2.0;
+        let r = settings(&p, Some(&hp), 4096);
+        assert_eq!((r.ext_factor, r.attn_factor), (0.0, 3.0));
+    }
+
+    #[test]
+    fn scaling_none_never_scales_and_linear_keeps_the_scale() {
+        let mut hp = hparams();
+        hp.rope_freq_scale = 0.5;
+        let mut p = params(4096, 512, 1);
+        assert_eq!(settings(&p, Some(&hp), 4096).freq_scale, 0.5);
+        p.rope_scaling = Some(RopeScaling::None);
+        p.rope_freq_scale = 0.125;
+        let r = settings(&p, Some(&hp), 4096);
+        assert_eq!((r.freq_scale, r.ext_factor, r.attn_factor), (1.0, 0.0, 1.0));
+    }
+
+    #[test]
+    fn long_factors_apply_past_the_trained_context() {
+        let mut hp = hparams();
+        hp.n_ctx_orig_yarn = 512;
+        let p = params(512, 512, 1);
+        assert!(!settings(&p, Some(&hp), 512).long_factors);
+        assert!(settings(&p, Some(&hp), 513).long_factors);
+        assert!(
+            !settings(&p, None, 100_000).long_factors,
+            "a vocab-only model has no factors"
+        );
+    }
+}
