@@ -105,7 +105,7 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, ex
 def add_tensors(w, tensors, dtype):
     for name, t in tensors.items():
         # Norms and routers stay F32, as llama.cpp's converters keep them.
-        keep = t.ndim == 1 or name.endswith("ffn_gate_inp.weight")
+        keep = t.ndim == 1 or name.endswith("ffn_gate_inp.weight") or name.endswith(".bias")
         w.add_tensor(name, t if keep else t.astype(dtype))
 
 
@@ -212,6 +212,30 @@ def phi3(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def gpt_oss(w, weights, n_vocab, dtype):
+    # Four biased experts, two per token; sinks; a 32-token window on every other layer; YaRN
+    # stretching a 512-token training context by 4.
+    decoder_keys(w, "gpt-oss", N_LAYER, 150000.0)
+    experts_keys(w, "gpt-oss", 4, 2)
+    w.add_uint32("gpt-oss.expert_feed_forward_length", 48)
+    w.add_uint32("gpt-oss.attention.sliding_window", 32)
+    w.add_string("gpt-oss.rope.scaling.type", "yarn")
+    w.add_float32("gpt-oss.rope.scaling.factor", 4.0)
+    w.add_uint32("gpt-oss.rope.scaling.original_context_length", 512)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, 48))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "post_attention_norm.weight"] = tensors.pop(blk + "ffn_norm.weight")
+        tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+        tensors[blk + "attn_sinks.weight"] = weights.bias(N_HEAD)
+        tensors[blk + "ffn_gate_inp.bias"] = weights.bias(4)
+        tensors[blk + "ffn_gate_exps.bias"] = np.stack([weights.bias(48) for _ in range(4)])
+        tensors[blk + "ffn_up_exps.bias"] = np.stack([weights.bias(48) for _ in range(4)])
+        tensors[blk + "ffn_down_exps.bias"] = np.stack([weights.bias(N_EMBD) for _ in range(4)])
+    add_tensors(w, tensors, dtype)
+
+
 def smollm3(w, weights, n_vocab, dtype):
     # Eight layers: two of them (3 and 7) do not rotate.
     decoder_keys(w, "smollm3", 8, 2000000.0)
@@ -231,6 +255,7 @@ MODELS = {
     "gemma2": ("gemma2", gemma2, True),
     "olmo2": ("olmo2", olmo2, True),
     "phi3": ("phi3", phi3, True),
+    "gpt-oss": ("gpt-oss", gpt_oss, True),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
 }

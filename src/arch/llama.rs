@@ -5,7 +5,7 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, Gating, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -105,6 +105,8 @@ pub(super) struct Variant {
 const MOE: Moe = Moe {
     gating: Gating::Softmax,
     normalize: true,
+    act: ExpertAct::Silu,
+    scaled: true,
 };
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.

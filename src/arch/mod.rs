@@ -5,6 +5,7 @@
 
 pub(crate) mod gemma2;
 pub(crate) mod gemma3;
+pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod llama;
 pub(crate) mod olmo2;
@@ -27,7 +28,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 10] = [
+static ARCHITECTURES: [&dyn Architecture; 11] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -36,6 +37,7 @@ static ARCHITECTURES: [&dyn Architecture; 10] = [
     &granite::Granite,
     &olmo2::Olmo2,
     &phi3::Phi3,
+    &gpt_oss::GptOss,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
 ];

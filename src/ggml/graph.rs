@@ -375,7 +375,9 @@ impl Graph {
     }
 
     /// Fused attention: softmax(scale * q k^T + mask) v with F32 accumulation; a nonzero
-    /// `softcap` caps the scores first (softcap * tanh(s / softcap)).
+    /// `softcap` caps the scores first (softcap * tanh(s / softcap)); `sinks` (F32, one per head)
+    /// join each softmax as a score with no value.
+    #[allow(clippy::too_many_arguments)]
     pub fn flash_attn(
         &mut self,
         q: TensorRef,
@@ -384,6 +386,7 @@ impl Graph {
         mask: TensorRef,
         scale: f32,
         softcap: f32,
+        sinks: Option<TensorRef>,
     ) -> OpResult {
         self.room()?;
         let (qn, kn, vn, mn) = (q.ne(), k.ne(), v.ne(), mask.ne());
@@ -394,7 +397,8 @@ impl Graph {
             && qn[3] == vn[3]
             && mn[0] == kn[1]
             && mn[1] >= qn[1]
-            && Self::is_contiguous(mask);
+            && Self::is_contiguous(mask)
+            && sinks.is_none_or(|s| Self::sinks_fit(s, qn[2]));
         if !ok {
             return Err(format!("flash_attn: q {qn:?} k {kn:?} v {vn:?} mask {mn:?}"));
         }
@@ -411,6 +415,7 @@ impl Graph {
                 softcap,
             );
             if !p.is_null() {
+                ggml_sys::ggml_flash_attn_ext_add_sinks(p, sinks.map_or(std::ptr::null_mut(), |s| s.as_ptr()));
                 ggml_sys::ggml_flash_attn_ext_set_prec(p, ggml_sys::ggml_prec_GGML_PREC_F32);
             }
             p
@@ -418,17 +423,60 @@ impl Graph {
         Self::wrap(p, "flash_attn_ext")
     }
 
-    /// softmax(scale * a + mask) along rows.
-    pub fn soft_max(&mut self, a: TensorRef, mask: TensorRef, scale: f32) -> OpResult {
+    /// softmax(scale * a + mask) along rows, with `sinks` (F32, one per head, `a`'s dimension 2)
+    /// joining each softmax as a score with no value.
+    pub fn soft_max(&mut self, a: TensorRef, mask: TensorRef, scale: f32, sinks: Option<TensorRef>) -> OpResult {
         self.room()?;
         let (an, mn) = (a.ne(), mask.ne());
-        if mn[0] != an[0] || mn[1] < an[1] || !Self::is_contiguous(mask) {
+        let ok = mn[0] == an[0]
+            && mn[1] >= an[1]
+            && Self::is_contiguous(mask)
+            && Self::is_contiguous(a)
+            && sinks.is_none_or(|s| Self::sinks_fit(s, an[2]));
+        if !ok {
             return Err(format!("soft_max: {an:?} with mask {mn:?}"));
         }
-        // SAFETY: mask covers the rows (checked).
+        // SAFETY: mask covers the rows, sinks match the heads (checked).
+        let p = unsafe {
+            let p = ggml_sys::ggml_soft_max_ext(self.ctx.as_ptr(), a.as_ptr(), mask.as_ptr(), scale, 0.0);
+            if !p.is_null() {
+                ggml_sys::ggml_soft_max_add_sinks(p, sinks.map_or(std::ptr::null_mut(), |s| s.as_ptr()));
+            }
+            p
+        };
+        Self::wrap(p, "soft_max_ext")
+    }
+
+    /// Attention sinks: one F32 value per head.
+    fn sinks_fit(sinks: TensorRef, n_head: i64) -> bool {
+        sinks.ggml_type() == ggml_sys::ggml_type_GGML_TYPE_F32 && sinks.ne()[0] == n_head
+    }
+
+    /// `a` plus, for each row `(e, t)` of `a` ([n, n_used, n_tokens]), the row `ids[e, t]` of `b`
+    /// ([n, n_expert]): the picked experts' biases.
+    pub fn add_id(&mut self, a: TensorRef, b: TensorRef, ids: TensorRef) -> OpResult {
+        self.room()?;
+        let (an, bn, idn) = (a.ne(), b.ne(), ids.ne());
+        if an[0] != bn[0] || an[1] != idn[0] || an[2] != idn[1] || ids.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32
+        {
+            return Err(format!("add_id: {an:?} + {bn:?} at {idn:?}"));
+        }
+        // SAFETY: shapes checked as ggml asserts them.
         Self::wrap(
-            unsafe { ggml_sys::ggml_soft_max_ext(self.ctx.as_ptr(), a.as_ptr(), mask.as_ptr(), scale, 0.0) },
-            "soft_max_ext",
+            unsafe { ggml_sys::ggml_add_id(self.ctx.as_ptr(), a.as_ptr(), b.as_ptr(), ids.as_ptr()) },
+            "add_id",
+        )
+    }
+
+    /// gpt-oss's gated activation: the gate through a clamped, `alpha`-sharpened SiLU times the
+    /// clamped up projection plus one (`limit` clamps both).
+    pub fn swiglu_oai(&mut self, gate: TensorRef, up: TensorRef, alpha: f32, limit: f32) -> OpResult {
+        self.room()?;
+        Self::check_glu("swiglu_oai", gate, up)?;
+        // SAFETY: equal shapes and types, rows contiguous.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_swiglu_oai(self.ctx.as_ptr(), gate.as_ptr(), up.as_ptr(), alpha, limit) },
+            "swiglu_oai",
         )
     }
 

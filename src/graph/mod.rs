@@ -116,13 +116,30 @@ pub enum Gating {
     SoftmaxWeight,
 }
 
+/// The experts' gated activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpertAct {
+    /// silu(gate) * up (SiLU of up alone without a gate).
+    Silu,
+    /// gpt-oss's clamped, sharpened SwiGLU.
+    SwigluOai,
+}
+
 /// What varies between the mixture-of-experts layers of the architectures.
 #[derive(Debug, Clone, Copy)]
 pub struct Moe {
     pub gating: Gating,
     /// Divide the picked experts' weights by their sum.
     pub normalize: bool,
+    pub act: ExpertAct,
+    /// Multiply the experts' products by their per-expert scales (where llama.cpp's graph
+    /// passes them).
+    pub scaled: bool,
 }
+
+/// gpt-oss's SwiGLU constants (llama.cpp's).
+const OAI_ALPHA: f32 = 1.702;
+const OAI_LIMIT: f32 = 7.0;
 
 /// An architecture's graph: from the inputs `Builder::build` declares to the logits.
 pub trait Decoder: Sync {
@@ -411,6 +428,8 @@ impl<'a> Builder<'a> {
         let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
         let n_head_kv = i64::from(hp.n_head_kv[il]);
         let (kc, vc) = (self.kv.k(il), self.kv.v(il));
+        // Per-head attention sinks, in the layers that have them (gpt-oss).
+        let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
 
         // Write first: the attention below reads the cache, including these rows.
         let k2 = self.merge_heads(k)?;
@@ -469,7 +488,7 @@ impl<'a> Builder<'a> {
             // Result [head_dim_v, n_head, tokens, streams].
             let o = self
                 .g
-                .flash_attn(q, kp, vp, mask, kq_scale, hp.attn_softcap)
+                .flash_attn(q, kp, vp, mask, kq_scale, hp.attn_softcap, sinks)
                 .map_err(ggml_err)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
         } else {
@@ -479,7 +498,7 @@ impl<'a> Builder<'a> {
                 kq = self.tanh(kq)?;
                 kq = self.scale(kq, hp.attn_softcap)?;
             }
-            let kq = self.g.soft_max(kq, mask, kq_scale).map_err(ggml_err)?;
+            let kq = self.g.soft_max(kq, mask, kq_scale, sinks).map_err(ggml_err)?;
             // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head].
             let vt = self.g.permute(vp, [1, 0, 2, 3]).map_err(ggml_err)?;
             let vt = self.g.cont(vt).map_err(ggml_err)?;
@@ -583,8 +602,12 @@ impl<'a> Builder<'a> {
         let n_pick = if self.params.warmup { n_expert } else { n_used };
         let [n_embd, n_tokens, ..] = x.ne();
         let router = self.layer_weight(il, "ffn_gate_inp.weight")?;
-        let logits = self.g.mul_mat(router, x).map_err(ggml_err)?;
-        let logits = self.name(logits, "ffn_moe_logits", l);
+        let mut logits = self.g.mul_mat(router, x).map_err(ggml_err)?;
+        logits = self.name(logits, "ffn_moe_logits", l);
+        if let Some(b) = self.layer_weight_opt(il, "ffn_gate_inp.bias") {
+            logits = self.add(logits, b)?;
+            logits = self.name(logits, "ffn_moe_logits_biased", l);
+        }
         let probs = match moe.gating {
             Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
             Gating::SoftmaxWeight => logits,
@@ -617,19 +640,22 @@ impl<'a> Builder<'a> {
         self.g.expand(weights);
 
         let x = self.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
-        let up_w = self.layer_weight(il, "ffn_up_exps.weight")?;
-        let up = self.experts_linear(up_w, x, picked)?;
+        let up = self.experts_linear(il, "ffn_up_exps", x, picked, moe.scaled)?;
         let up = self.name(up, "ffn_moe_up", l);
-        let h = match self.layer_weight_opt(il, "ffn_gate_exps.weight") {
-            Some(gate_w) => {
-                let gate = self.experts_linear(gate_w, x, picked)?;
-                let gate = self.name(gate, "ffn_moe_gate", l);
-                self.g.swiglu(gate, up).map_err(ggml_err)?
-            }
-            None => self.g.silu(up).map_err(ggml_err)?,
+        let gate = if self.layer_weight_opt(il, "ffn_gate_exps.weight").is_some() {
+            let gate = self.experts_linear(il, "ffn_gate_exps", x, picked, moe.scaled)?;
+            Some(self.name(gate, "ffn_moe_gate", l))
+        } else {
+            None
         };
-        let down_w = self.layer_weight(il, "ffn_down_exps.weight")?;
-        let experts = self.experts_linear(down_w, h, picked)?;
+        let h = match (gate, moe.act) {
+            (Some(gate), ExpertAct::Silu) => self.g.swiglu(gate, up),
+            (None, ExpertAct::Silu) => self.g.silu(up),
+            (Some(gate), ExpertAct::SwigluOai) => self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT),
+            (None, ExpertAct::SwigluOai) => return Err(Error::model("gpt-oss experts need a gate")),
+        }
+        .map_err(ggml_err)?;
+        let experts = self.experts_linear(il, "ffn_down_exps", h, picked, moe.scaled)?;
         let experts = self.name(experts, "ffn_moe_down", l);
         let experts = self.g.mul(experts, weights).map_err(ggml_err)?;
         self.g.expand(experts);
@@ -657,17 +683,31 @@ impl<'a> Builder<'a> {
         Ok(self.name(out, "ffn_moe_out", l))
     }
 
-    /// The picked experts' matrices of the stack `w` times `x` ([k, 1 or n_pick, n_tokens]), each
-    /// times its expert's scale when the stack has scales.
-    fn experts_linear(&mut self, w: TensorRef, x: TensorRef, picked: TensorRef) -> Result<TensorRef> {
-        let y = self.g.mul_mat_id(w, x, picked).map_err(ggml_err)?;
-        let Some(s) = self.weight_scale(w) else { return Ok(y) };
-        let n_expert = s.ne()[0];
-        let n_tokens = x.ne()[2];
-        let s = self.g.reshape(s, &[1, n_expert, 1]).map_err(ggml_err)?;
-        let s = self.g.repeat(s, [1, n_expert, n_tokens, 1]).map_err(ggml_err)?;
-        let s = self.g.get_rows(s, picked).map_err(ggml_err)?;
-        self.g.mul(y, s).map_err(ggml_err)
+    /// The picked experts' matrices of the stack `blk.{il}.{name}.weight` times `x` ([k, 1 or
+    /// n_pick, n_tokens]), each times its expert's scale when `scaled` and the stack has scales,
+    /// plus its expert's bias when the stack has biases.
+    fn experts_linear(
+        &mut self,
+        il: usize,
+        name: &str,
+        x: TensorRef,
+        picked: TensorRef,
+        scaled: bool,
+    ) -> Result<TensorRef> {
+        let w = self.layer_weight(il, &format!("{name}.weight"))?;
+        let mut y = self.g.mul_mat_id(w, x, picked).map_err(ggml_err)?;
+        if let Some(s) = self.weight_scale(w).filter(|_| scaled) {
+            let n_expert = s.ne()[0];
+            let n_tokens = x.ne()[2];
+            let s = self.g.reshape(s, &[1, n_expert, 1]).map_err(ggml_err)?;
+            let s = self.g.repeat(s, [1, n_expert, n_tokens, 1]).map_err(ggml_err)?;
+            let s = self.g.get_rows(s, picked).map_err(ggml_err)?;
+            y = self.g.mul(y, s).map_err(ggml_err)?;
+        }
+        if let Some(b) = self.layer_weight_opt(il, &format!("{name}.bias")) {
+            y = self.g.add_id(y, b, picked).map_err(ggml_err)?;
+        }
+        Ok(y)
     }
 
     /// down(swiglu(up x)): the gate and up projections fused in `ffn_up` (Phi-3), no biases or

@@ -1,0 +1,112 @@
+//! gpt-oss: attention with per-head sinks and output biases, every other layer sliding, YaRN
+//! positions; biased experts routed by a softmax over the picked ones, gpt-oss's clamped SwiGLU;
+//! the requested rows selected after the last layer.
+
+use super::common_tensors;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct GptOss;
+
+/// Without an explicit pattern, every other layer slides.
+const DEFAULT_SWA_PERIOD: u32 = 2;
+
+const MOE: Moe = Moe {
+    gating: Gating::SoftmaxWeight,
+    normalize: false,
+    act: ExpertAct::SwigluOai,
+    scaled: false,
+};
+
+impl ArchSpec for GptOss {
+    fn name(&self) -> &'static str {
+        "gpt-oss"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_expert == 0 || hp.n_ff_exp == 0 {
+            return Err(Error::model(format!(
+                "gpt-oss needs experts (keys '{}' and '{}')",
+                hp.key("expert_count"),
+                hp.key("expert_feed_forward_length")
+            )));
+        }
+        hp.n_swa = meta.u32(&hp.key("attention.sliding_window"))?;
+        hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
+        hp.rope_freq_base_swa = meta
+            .f32_opt(&hp.key("rope.freq_base_swa"))?
+            .unwrap_or(hp.rope_freq_base);
+        hp.rope_freq_scale_swa = hp.rope_freq_scale;
+        hp.size_label = match hp.n_layer {
+            24 => "20B",
+            36 => "120B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        common_tensors(hp, true, &mut specs);
+        specs.retain(|s| !s.name.ends_with(".ffn_norm.weight"));
+        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+            s.required = true;
+        }
+        let (e, ne, ff) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("post_attention_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("attn_output.bias"), &[e], true));
+            specs.push(TensorSpec::new(b("attn_sinks.weight"), &[hp.n_head[il]], true));
+            specs.push(TensorSpec::new(b("ffn_gate_inp.bias"), &[ne], true));
+            specs.push(TensorSpec::new(b("ffn_gate_exps.bias"), &[ff, ne], true));
+            specs.push(TensorSpec::new(b("ffn_up_exps.bias"), &[ff, ne], true));
+            specs.push(TensorSpec::new(b("ffn_down_exps.bias"), &[e, ne], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for GptOss {
+    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+        let hp = b.hp;
+        let kq_scale = 1.0 / (hp.n_rot as f32).sqrt();
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
+            let cur = b.rms_norm(x, attn_norm)?;
+            let cur = b.name(cur, "attn_norm", l);
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let q = b.rope(q, il, None)?;
+            let k = b.rope(k, il, None)?;
+            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
+            let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
+            let att = b.name(att, "kqv_out", l);
+            let att = b.layer_linear(il, "attn_output", att)?;
+            let att = b.name(att, "attn_out", l);
+            let h = b.add(att, x)?;
+            let h = b.name(h, "ffn_inp", l);
+            let post = b.layer_weight(il, "post_attention_norm.weight")?;
+            let cur = b.rms_norm(h, post)?;
+            let cur = b.name(cur, "attn_post_norm", l);
+            let ffn = b.moe_ffn(il, cur, MOE)?;
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        // llama.cpp selects the requested rows only after the last layer here.
+        let x = b.select_outputs(x)?;
+        let logits = b.output_head(x)?;
+        Ok(b.name(logits, "result_output", None))
+    }
+}
