@@ -2,8 +2,9 @@
 # Do libengine.so and llama.cpp's libllama.so compute the same? One program (benches/compare_bench.c)
 # prints tokenizations, logits and saved states (hashes of their bits), multi-sequence batches,
 # embeddings and seeded generations for each test model, and for the tiny models of the other
-# architectures (scripts/gen-models.py, written here), through each library; this reports where the
-# outputs first differ.
+# architectures (scripts/gen-models.py, written here), through each library, and llama.cpp's
+# tokenizer test vocabularies through benches/vocab_bench.c; this reports where the outputs first
+# differ.
 # Part of the test suite (scripts/test.sh runs it last); exits 1 if anything differs.
 #
 #   benches/compare.sh [LIBLLAMA.so]     (default: $LIBLLAMA, else benches/llama-cpp.sh provides one)
@@ -35,6 +36,22 @@ for path in "${bench_models[@]/#/$models/}" "$generated"/*.gguf; do
     fi
     rm -rf "$out"
 done
+# llama.cpp's tokenizer test vocabularies (scripts/fetch-ggml.sh extracts them): pieces, tokens and
+# detokenization of every test case.
+compare_bin="$bin"
+build_bench vocab
+for path in .ggml/vocab/*.gguf.inp; do
+    path="${path%.inp}"
+    model="$(basename "$path")"
+    if cmp -s <("$bin" "$PWD/target/release/libengine.so" "$path") <("$bin" "$libllama" "$path"); then
+        echo "$model: identical (pieces, tokens and detokenization of $(grep -c '__ggml_vocab_test__' "$path.inp") cases)"
+    else
+        status=1
+        echo "$model: differs; first difference:"
+        diff <("$bin" "$PWD/target/release/libengine.so" "$path") <("$bin" "$libllama" "$path") | head -n 4
+    fi
+done
+bin="$compare_bin"
 # Generated models llama.cpp cannot run: the engine runs the same program to its end, and no decode
 # fails.
 for path in "$generated"/no-oracle/*.gguf; do

@@ -3,7 +3,9 @@
 # from the llama-cpp-python 0.3.36 sdist on PyPI: downloaded once into a cache, sha256-checked, and
 # its ggml directory extracted into .ggml/ggml, which .cargo/config.toml hands to qts_ggml_sys as
 # GGML_SRC. The pinned llama.h itself goes to .ggml/pinned/llama.h: the ABI check holds our header
-# against it. Nothing of it is committed (.ggml is ignored by git). See vendor/README.md.
+# against it. llama.cpp's tokenizer test vocabularies (models/ggml-vocab-*.gguf with their .inp/.out
+# cases) go to .ggml/vocab for the vocabulary tests. Nothing of it is committed (.ggml is ignored by
+# git). See vendor/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +15,7 @@ dest=.ggml
 name="llama_cpp_python-$version"
 
 if [ "$(cat "$dest/SOURCE" 2>/dev/null)" = "$sha256" ] && [ -f "$dest/ggml/include/ggml.h" ] \
-    && [ -f "$dest/pinned/llama.h" ]; then
+    && [ -f "$dest/pinned/llama.h" ] && [ -f "$dest/vocab/ggml-vocab-bert-bge.gguf.out" ]; then
     exit 0
 fi
 
@@ -35,7 +37,8 @@ fi
 rm -rf "$dest"
 mkdir -p "$dest"
 tar -xzf "$sdist" -C "$dest" --strip-components=3 "$name/vendor/llama.cpp/ggml"
-mkdir -p "$dest/pinned"
+mkdir -p "$dest/pinned" "$dest/vocab"
+tar -xzf "$sdist" -C "$dest/vocab" --strip-components=4 --wildcards "$name/vendor/llama.cpp/models/ggml-vocab-*"
 tar -xzf "$sdist" -O "$name/vendor/llama.cpp/include/llama.h" >"$dest/pinned/llama.h"
 # The sdist leaves out ggml's pkg-config template, which ggml's CMakeLists configures when it is the
 # top-level project (as under qts_ggml_sys); we do not use the result.

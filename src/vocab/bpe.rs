@@ -1,8 +1,10 @@
-//! Byte-level BPE (GPT-2 style): merges applied by rank inside each pre-tokenized word.
+//! BPE: merges applied by rank inside each pre-tokenized word.
 //!
-//! llama.cpp maps each byte of a word to GPT-2's printable alphabet and merges strings of that
-//! alphabet. The mapping is one-to-one, so this works on the raw bytes instead: token texts and merge
-//! sides are decoded once at load time, and a symbol is a byte range with the id of its string.
+//! Byte-level (GPT-2 style): llama.cpp maps each byte of a word to GPT-2's printable alphabet and
+//! merges strings of that alphabet. The mapping is one-to-one, so this works on the raw bytes
+//! instead: token texts and merge sides are decoded once at load time, and a symbol is a byte range
+//! with the id of its string. Gemma 4's BPE merges raw UTF-8 instead, starting from characters,
+//! and falls back to `<0xXX>` byte tokens.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -29,6 +31,10 @@ pub(super) struct Bpe {
     n_tokens: u32,
     /// A word that is a token as a whole is not merged (Llama 3 and others).
     ignore_merges: bool,
+    /// GPT-2's byte alphabet (false: raw UTF-8, merging from characters).
+    byte_level: bool,
+    /// Symbol ids of the strings that are no token but sides or results of merges.
+    extra: FastMap<Vec<u8>, u32>,
 }
 
 /// Decodes a byte-level token text; `None` if a character is outside the 256-character alphabet.
@@ -42,20 +48,30 @@ fn decode_text(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
 }
 
 impl Bpe {
-    /// `texts` are the token texts; `text_to_id` finds a token by its text; `merges` in rank order.
+    /// `texts` are the token texts; `text_to_id` finds a token by its text; `merges` in rank order;
+    /// `byte_level` says whether texts are in GPT-2's byte alphabet or raw UTF-8.
     pub(super) fn new(
         texts: &Strings,
         text_to_id: impl Fn(&[u8]) -> Option<u32>,
         merges: &[Vec<u8>],
         ignore_merges: bool,
+        byte_level: bool,
     ) -> Result<Bpe, String> {
+        let decode = |text: &[u8], out: &mut Vec<u8>| {
+            if byte_level {
+                decode_text(text, out)
+            } else {
+                out.extend_from_slice(text);
+                Some(())
+            }
+        };
         let n = texts.len();
         let mut raw = Strings::with_capacity(n, n * 8);
         let mut decodable = vec![false; n];
         let mut scratch = Vec::new();
         for (i, ok) in decodable.iter_mut().enumerate() {
             scratch.clear();
-            *ok = decode_text(texts.get(i), &mut scratch).is_some();
+            *ok = decode(texts.get(i), &mut scratch).is_some();
             raw.push(if *ok { &scratch } else { &[] })
                 .ok_or("token texts exceed 4 GiB")?;
         }
@@ -71,6 +87,8 @@ impl Bpe {
             fallback: [(0, [0; 2]); 256],
             n_tokens,
             ignore_merges,
+            byte_level,
+            extra: FastMap::default(),
         };
         let mut extra: FastMap<Vec<u8>, u32> = FastMap::default();
         bpe.merges.reserve(merges.len());
@@ -84,8 +102,7 @@ impl Bpe {
             left.clear();
             right.clear();
             // A side outside the byte-level alphabet can never equal a piece of a word.
-            if decode_text(&line[..space], &mut left).is_none() || decode_text(&line[space + 1..], &mut right).is_none()
-            {
+            if decode(&line[..space], &mut left).is_none() || decode(&line[space + 1..], &mut right).is_none() {
                 continue;
             }
             let l = bpe.intern(&left, &mut extra)?;
@@ -102,17 +119,29 @@ impl Bpe {
                 .raw_id(&[b])
                 .or_else(|| extra.get(&[b][..]).copied())
                 .unwrap_or(NONE);
-            let mut ch = Vec::with_capacity(2);
-            unicode::encode(unicode::byte_to_char(b), &mut ch);
             let fb = &mut bpe.fallback[usize::from(b)];
-            for e in ch {
-                if let Some(id) = text_to_id(&[e]) {
-                    fb.1[usize::from(fb.0)] = id as i32;
-                    fb.0 += 1;
+            if byte_level {
+                let mut ch = Vec::with_capacity(2);
+                unicode::encode(unicode::byte_to_char(b), &mut ch);
+                for e in ch {
+                    if let Some(id) = text_to_id(&[e]) {
+                        fb.1[usize::from(fb.0)] = id as i32;
+                        fb.0 += 1;
+                    }
                 }
+            } else if let Some(id) = text_to_id(format!("<0x{b:02X}>").as_bytes()) {
+                *fb = (1, [id as i32, 0]);
             }
         }
+        if !byte_level {
+            bpe.extra = extra;
+        }
         Ok(bpe)
+    }
+
+    /// The symbol id of a string: a token, a merge's side or result, or `NONE`.
+    fn symbol(&self, s: &[u8]) -> u32 {
+        self.raw_id(s).or_else(|| self.extra.get(s).copied()).unwrap_or(NONE)
     }
 
     fn raw_id(&self, s: &[u8]) -> Option<u32> {
@@ -156,10 +185,35 @@ impl Bpe {
         }
         let syms = &mut work.symbols;
         syms.clear();
-        syms.extend(word.iter().enumerate().map(|(i, &b)| Symbol {
-            span: Span::linked(i, word.len(), i, 1),
-            id: self.byte_symbol[usize::from(b)],
-        }));
+        if self.byte_level {
+            syms.extend(word.iter().enumerate().map(|(i, &b)| Symbol {
+                span: Span::linked(i, word.len(), i, 1),
+                id: self.byte_symbol[usize::from(b)],
+            }));
+        } else if word.iter().all(|&b| b == b'\n') && self.raw_id(word).is_some() {
+            // A run of newlines that is a token stays whole (llama.cpp's Gemma 4 fix).
+            out.push(self.symbol(word) as i32);
+            return;
+        } else {
+            // Characters by their lead byte, as llama.cpp's `unicode_len_utf8` measures them.
+            let mut chars = Vec::new();
+            let mut i = 0;
+            while i < word.len() {
+                let len = match word[i] >> 4 {
+                    0xf => 4,
+                    0xe => 3,
+                    0xc | 0xd => 2,
+                    _ => 1,
+                }
+                .min(word.len() - i);
+                chars.push((i, len));
+                i += len;
+            }
+            syms.extend(chars.iter().enumerate().map(|(k, &(start, len))| Symbol {
+                span: Span::linked(k, chars.len(), start, len),
+                id: self.symbol(&word[start..start + len]),
+            }));
+        }
         let heap = &mut work.heap;
         heap.clear();
         for i in 1..syms.len() {

@@ -3,7 +3,9 @@
 
 The tokenizer must classify code points exactly as llama.cpp does, and llama.cpp's table was made from a
 newer Unicode release than most Python builds ship, so the data is taken from that file itself: the
-category ranges (`unicode_ranges_flags`) and the whitespace set (`unicode_set_whitespace`).
+category ranges (`unicode_ranges_flags`), the whitespace set (`unicode_set_whitespace`), and the
+lowercase and one-code-point NFD maps WordPiece normalizes with (`unicode_map_lowercase`,
+`unicode_ranges_nfd`).
 
 usage: gen_unicode_table.py vendor/llama.cpp/src/unicode-data.cpp > src/vocab/unicode_table.rs
 (the file is in the llama-cpp-python 0.3.36 sdist that pins llama.h)
@@ -48,6 +50,31 @@ def main():
     line = "   "
     for start, f in runs:
         item = f" (0x{start:x}, {f}),"
+        if len(line) + len(item) > 100:
+            out.write(line + "\n")
+            line = "   "
+        line += item
+    out.write(line + "\n];\n")
+
+    pairs = [(int(a, 16), int(b, 16)) for a, b in
+             re.findall(r"\{0x([0-9A-Fa-f]+), 0x([0-9A-Fa-f]+)\}", section(src, "unicode_map_lowercase ="))]
+    assert pairs == sorted(pairs)
+    write_table(out, "LOWERCASE", "(u32, u32)", "Code points with a lowercase form: (code point, lowercase), sorted.",
+                [f"(0x{a:x}, 0x{b:x})" for a, b in pairs])
+    nfd = [tuple(int(x, 16) for x in t) for t in
+           re.findall(r"\{0x([0-9A-Fa-f]+), 0x([0-9A-Fa-f]+), 0x([0-9A-Fa-f]+)\}", section(src, "unicode_ranges_nfd ="))]
+    assert nfd == sorted(nfd)
+    write_table(out, "NFD", "(u32, u32, u32)",
+                "Canonical decompositions cut to their first code point: (first, last, decomposed), sorted.",
+                [f"(0x{a:x}, 0x{b:x}, 0x{c:x})" for a, b, c in nfd])
+
+
+def write_table(out, name, item_type, doc, items):
+    out.write(f"\n/// {doc}\n#[rustfmt::skip]\n")
+    out.write(f"pub(super) static {name}: [{item_type}; {len(items)}] = [\n")
+    line = "   "
+    for item in items:
+        item = f" {item},"
         if len(line) + len(item) > 100:
             out.write(line + "\n")
             line = "   "

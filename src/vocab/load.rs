@@ -6,7 +6,7 @@ use super::bpe::Bpe;
 use super::pretok::PreTokenizer;
 use super::special::Specials;
 use super::store::{Strings, TextIndex};
-use super::{attr, stl_order, unicode, Model, SpecialIds, Vocab, VocabType, TOKEN_NULL};
+use super::{attr, stl_order, unicode, wpm, Model, SpecialIds, Vocab, VocabType, TOKEN_NULL};
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
 
@@ -114,6 +114,8 @@ fn pre_config(name: &[u8]) -> Result<PreConfig> {
         "stablelm2" | "megrez" => c.pre = Qwen2,
         "qwen35" => (c.pre, c.clean_spaces) = (Qwen35, false),
         "gpt-4o" | "llama4" | "kanana2" | "talkie" | "minimax-m2" => (c.pre, c.clean_spaces) = (Gpt4o, false),
+        // SentencePiece-style BPE over raw UTF-8, spaces escaped as U+2581.
+        "gemma4" | "granite-embed-multi-311m" => c.pre = Gemma4,
         "tekken" => {
             (c.pre, c.clean_spaces) = (Tekken, false);
             c.ignore_merges = true;
@@ -124,8 +126,6 @@ fn pre_config(name: &[u8]) -> Result<PreConfig> {
         | "spark2_5"
         | "youtu"
         | "jais-2"
-        | "gemma4"
-        | "granite-embed-multi-311m"
         | "sarvam-moe"
         | "whitespace"
         | "poro-chat"
@@ -253,16 +253,24 @@ const ALWAYS_RENDERED: &[&str] = &["<|channel|>", "<|message|>", "<|start|>", "<
 pub(super) fn load(meta: Meta) -> Result<Vocab> {
     let model_name =
         get_str(meta, "tokenizer.ggml.model")?.ok_or_else(|| err("key not found in model: tokenizer.ggml.model"))?;
-    let pre_name = get_str(meta, "tokenizer.ggml.pre")?.unwrap_or_default();
+    // Gemma 4's tokenizer has its own pre-tokenizer, whatever the file names.
+    let gemma4 = model_name == b"gemma4";
+    let pre_name = if gemma4 {
+        &b"gemma4"[..]
+    } else {
+        get_str(meta, "tokenizer.ggml.pre")?.unwrap_or_default()
+    };
 
     let kind = match model_name {
         b"llama" => VocabType::Spm,
-        b"gpt2" => VocabType::Bpe,
+        b"gpt2" | b"gemma4" => VocabType::Bpe,
         b"test" => VocabType::Test,
-        b"no_vocab" | b"none" | b"bert" | b"t5" | b"rwkv" | b"plamo2" | b"gemma4" | b"hybriddna" | b"whitespace" => {
+        b"bert" => VocabType::Wpm,
+        b"no_vocab" | b"none" | b"t5" | b"rwkv" | b"plamo2" | b"hybriddna" | b"whitespace" => {
             return Err(err(format!(
                 "tokenizer '{}' (tokenizer.ggml.model) is not supported yet; supported: 'llama' \
-                 (SentencePiece), 'gpt2' (byte-level BPE) and 'test' (llama.cpp's dummy tokenizer)",
+                 (SentencePiece), 'gpt2' (byte-level BPE), 'gemma4' (Gemma 4's BPE), 'bert' \
+                 (WordPiece) and 'test' (llama.cpp's dummy tokenizer)",
                 String::from_utf8_lossy(model_name)
             )))
         }
@@ -273,18 +281,27 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
     // Defaults by vocabulary type, before the metadata overrides them.
     let (bos, eos) = match kind {
         VocabType::Spm => (1, 2),
+        VocabType::Bpe if gemma4 => (TOKEN_NULL, TOKEN_NULL),
         VocabType::Bpe => (11, 11),
         VocabType::Test => (TOKEN_NULL, TOKEN_NULL),
+        VocabType::Wpm => (101, TOKEN_NULL),
     };
+    let wpm = kind == VocabType::Wpm;
     let mut ids = SpecialIds {
         bos,
         eos,
         eot: TOKEN_NULL,
         eom: TOKEN_NULL,
-        unk: if spm { 0 } else { TOKEN_NULL },
-        sep: TOKEN_NULL,
-        pad: TOKEN_NULL,
-        mask: TOKEN_NULL,
+        unk: if spm {
+            0
+        } else if wpm {
+            100
+        } else {
+            TOKEN_NULL
+        },
+        sep: if wpm { 102 } else { TOKEN_NULL },
+        pad: if wpm { 0 } else { TOKEN_NULL },
+        mask: if wpm { 103 } else { TOKEN_NULL },
         nl: TOKEN_NULL,
         fim_pre: TOKEN_NULL,
         fim_suf: TOKEN_NULL,
@@ -297,6 +314,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         VocabType::Spm => (None, true, false, true, false, false),
         // Only BPE vocabularies have pre-tokenizers; the test tokenizer keeps llama.cpp's defaults.
         VocabType::Test => (None, false, false, false, false, false),
+        VocabType::Wpm => (None, true, true, false, true, false),
         VocabType::Bpe => {
             let c = pre_config(pre_name)?;
             if c.no_bos {
@@ -363,6 +381,18 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             Model::Spm { byte_tokens }
         }
         VocabType::Test => Model::Test,
+        VocabType::Wpm => {
+            // BertNormalizer: lowercase by default, accents stripped as lowercase says by default.
+            let lowercase = get_bool(meta, "tokenizer.ggml.normalizer.lowercase")?.unwrap_or(true);
+            let strip_accents = get_bool(meta, "tokenizer.ggml.normalizer.strip_accents")?.unwrap_or(lowercase);
+            Model::Wpm {
+                norm: wpm::Normalizer {
+                    lowercase,
+                    strip_accents,
+                },
+                max_len: (0..n).map(|i| texts.get(i).len()).max().unwrap_or(0),
+            }
+        }
         VocabType::Bpe => {
             let merges = match get_array(meta, "tokenizer.ggml.merges")? {
                 Some(Array::Str(m)) => m.as_slice(),
@@ -378,9 +408,11 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
                     ))
                 }
             };
-            let bpe = Bpe::new(&texts, |s| token_of(s), merges, ignore_merges).map_err(err)?;
+            let pre = pre.unwrap_or(PreTokenizer::Default);
+            let byte_level = pre != PreTokenizer::Gemma4;
+            let bpe = Bpe::new(&texts, |s| token_of(s), merges, ignore_merges, byte_level).map_err(err)?;
             Model::Bpe {
-                pre: pre.unwrap_or(PreTokenizer::Default),
+                pre,
                 bpe: Box::new(bpe),
             }
         }
@@ -413,6 +445,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             },
             |id| id as i32,
         ),
+        Model::Wpm { .. } => vocab.ids.pad,
         Model::Bpe { .. } | Model::Test => match vocab.tokenize(b"\n", false, false)?.first() {
             Some(&id) => id,
             None => {
@@ -432,6 +465,12 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             *flag = v;
         }
     }
+    let escaped = vocab.escapes_spaces();
+    if escaped && !add_bos {
+        // llama.cpp overrides Gemma 4 files that say otherwise.
+        crate::log_warn!("overriding tokenizer.ggml.add_bos_token to true for Gemma 4");
+        add_bos = true;
+    }
     (vocab.add_bos, vocab.add_eos, vocab.add_sep) = (add_bos, add_eos, add_sep);
     vocab.suppress = read_suppress(meta, n)?;
 
@@ -444,7 +483,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
     let special_ids: Vec<u32> = (0..n as u32)
         .filter(|&i| attrs[i as usize] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0)
         .collect();
-    vocab.pieces = render_pieces(texts, attrs, kind)?;
+    vocab.pieces = render_pieces(texts, attrs, kind, escaped)?;
     model_specific_attrs(meta, &token_of, &special_ids, attrs)?;
     vocab.specials = Specials::new(special_ids, |id| texts.get(id as usize));
     Ok(vocab)
@@ -670,8 +709,9 @@ fn end_of_generation(
     eog.into_iter().collect()
 }
 
-/// `llama_token_to_piece(special = true)` of every token.
-fn render_pieces(texts: &Strings, attrs: &[u32], kind: VocabType) -> Result<Strings> {
+/// `llama_token_to_piece(special = true)` of every token (`escaped`: a BPE vocabulary whose
+/// texts hold U+2581 for spaces).
+fn render_pieces(texts: &Strings, attrs: &[u32], kind: VocabType, escaped: bool) -> Result<Strings> {
     let n = texts.len();
     let mut pieces = Strings::with_capacity(n, texts.total_len());
     for (i, &a) in attrs.iter().enumerate() {
@@ -685,7 +725,7 @@ fn render_pieces(texts: &Strings, attrs: &[u32], kind: VocabType) -> Result<Stri
         } else if a & attr::NORMAL != 0 {
             pieces
                 .push_with(|out| {
-                    if kind == VocabType::Spm {
+                    if escaped || matches!(kind, VocabType::Spm | VocabType::Wpm) {
                         unescape_spaces(t, out)
                     } else {
                         decode_bpe_piece(t, out)

@@ -17,6 +17,7 @@ mod stl_order;
 mod store;
 mod unicode;
 mod unicode_table;
+mod wpm;
 
 #[cfg(test)]
 mod tests;
@@ -48,6 +49,7 @@ pub(crate) const TOKEN_NULL: i32 = -1;
 pub enum VocabType {
     Spm = 1,
     Bpe = 2,
+    Wpm = 3,
     Test = 7,
 }
 
@@ -81,6 +83,11 @@ enum Model {
     Bpe {
         pre: PreTokenizer,
         bpe: Box<Bpe>,
+    },
+    Wpm {
+        norm: wpm::Normalizer,
+        /// The longest token text in bytes.
+        max_len: usize,
     },
     Test,
 }
@@ -139,6 +146,7 @@ impl Vocab {
         match self.model {
             Model::Spm { .. } => VocabType::Spm,
             Model::Bpe { .. } => VocabType::Bpe,
+            Model::Wpm { .. } => VocabType::Wpm,
             Model::Test => VocabType::Test,
         }
     }
@@ -202,6 +210,11 @@ impl Vocab {
         Ok(self.attr(id)? & attr::CONTROL != 0)
     }
 
+    /// Whether texts have their spaces escaped as U+2581 before BPE (Gemma 4).
+    fn escapes_spaces(&self) -> bool {
+        matches!(&self.model, Model::Bpe { pre, .. } if *pre == PreTokenizer::Gemma4)
+    }
+
     /// The token id of a text, if it is a token.
     pub fn token_of(&self, text: &[u8]) -> Option<i32> {
         self.text_index
@@ -257,6 +270,25 @@ impl Vocab {
             }
             return Ok(out);
         }
+        if let Model::Wpm { norm, max_len } = self.model {
+            // llama.cpp's WordPiece frames the text with BOS and SEP whenever special tokens are
+            // added, whatever add_bos and add_sep say.
+            if add_special {
+                out.push(self.required(self.ids.bos, "BOS")?);
+            }
+            for f in fragments {
+                match f {
+                    Fragment::Text(a, b) => {
+                        wpm::tokenize(&text[a..b], norm, max_len, self.ids.unk, |s| self.token_of(s), &mut out)
+                    }
+                    Fragment::Token(id) => out.push(id as i32),
+                }
+            }
+            if add_special {
+                out.push(self.required(self.ids.sep, "SEP")?);
+            }
+            return Ok(out);
+        }
         if add_special && self.add_bos {
             out.push(self.required(self.ids.bos, "BOS")?);
         }
@@ -286,11 +318,18 @@ impl Vocab {
             Model::Bpe { pre, bpe } => {
                 let mut ends = Vec::new();
                 let mut work = bpe::Work::default();
+                let mut escaped = Vec::new();
                 for f in fragments {
                     match f {
                         Fragment::Text(a, b) => {
+                            let mut raw = &text[a..b];
+                            if self.escapes_spaces() {
+                                escaped.clear();
+                                escape_spaces(raw, &mut escaped);
+                                raw = &escaped;
+                            }
                             // The words' bytes as llama.cpp sees them: malformed UTF-8 re-encoded.
-                            let piece = unicode::canonical(&text[a..b]);
+                            let piece = unicode::canonical(raw);
                             let cpts = Cpts::new(&piece);
                             pre.split(&cpts, &mut ends);
                             let (mut cpt, mut byte) = (0, 0);
@@ -305,7 +344,7 @@ impl Vocab {
                     }
                 }
             }
-            Model::Test => {}
+            Model::Wpm { .. } | Model::Test => {}
         }
         if add_special {
             if self.add_bos && out.get(1) == Some(&self.ids.bos) {

@@ -24,6 +24,8 @@ pub(super) enum PreTokenizer {
     Gpt2,
     Gpt4o,
     Tekken,
+    /// Gemma 4: runs of newlines and runs of anything else (spaces were escaped before).
+    Gemma4,
 }
 
 /// The text of one fragment, decoded into code points.
@@ -148,6 +150,7 @@ impl PreTokenizer {
             PreTokenizer::Gpt2 => &[Pass::Gpt2],
             PreTokenizer::Gpt4o => &[Pass::Regex(gpt4o)],
             PreTokenizer::Tekken => &[Pass::Regex(tekken)],
+            PreTokenizer::Gemma4 => &[Pass::Regex(newline_or_not_run)],
         };
         for pass in passes {
             refined.clear();
@@ -275,6 +278,12 @@ fn ascii_digit_triple(t: &Cpts, p: usize, b: usize) -> Option<usize> {
 /// `[\r\n]`
 fn newline(t: &Cpts, p: usize, _b: usize) -> Option<usize> {
     matches!(t.cpt[p], 0x0a | 0x0d).then_some(p + 1)
+}
+
+/// Gemma 4's `[^\n]+|[\n]+`.
+fn newline_or_not_run(t: &Cpts, p: usize, b: usize) -> Option<usize> {
+    let is_nl = t.cpt[p] == 0x0a;
+    run(t, p, b, |t, i| (t.cpt[i] == 0x0a) == is_nl)
 }
 
 /// DeepSeek LLM's `\s?[A-Za-zµÀ-ÖØ-öø-ƺ...]+`: letters of cased scripts, as code point ranges.

@@ -747,8 +747,8 @@ fn special_tokens_strip_as_their_attributes_say() {
 #[test]
 fn unsupported_vocabularies_are_refused_by_name() {
     for (model, pre, msg) in [
-        ("bert", "", "tokenizer 'bert'"),
         ("t5", "", "tokenizer 't5'"),
+        ("rwkv", "", "tokenizer 'rwkv'"),
         ("what", "", "unknown tokenizer: 'what'"),
         ("gpt2", "bloom", "pre-tokenizer 'bloom'"),
         ("gpt2", "my-own", "unknown pre-tokenizer type: 'my-own'"),
@@ -887,4 +887,187 @@ fn test_tokenizer_hashes_chunks_and_renders_ids_in_hex() {
     assert_eq!(v.piece(100, 0, false).unwrap(), b"64");
     assert_eq!(v.piece(7, 0, true).unwrap(), b"7");
     assert_eq!(v.detokenize(&[1, 100, 127], false, false).unwrap().text, b"1647f");
+}
+
+// ---------------------------------------------------------------------------------------------
+// llama.cpp's own tokenizer test data
+
+/// llama.cpp's tokenizer tests (`tests/test-tokenizer-0.cpp` over `models/ggml-vocab-*.gguf`, their
+/// `.inp` cases and `.out` token ids, which scripts/fetch-ggml.sh extracts from the pinned sdist):
+/// every case of every vocabulary tokenizes (no special tokens added, none parsed) to the listed ids.
+#[test]
+fn llama_cpp_test_vocabularies_tokenize_every_case_as_listed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ggml/vocab");
+    let mut inputs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/fetch-ggml.sh", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".gguf.inp"))
+        .collect();
+    inputs.sort();
+    assert_eq!(inputs.len(), 15, "llama.cpp 0.3.36 has 15 test vocabularies with cases");
+    let mut failures = Vec::new();
+    for inp in &inputs {
+        let gguf = inp.with_extension("");
+        let name = gguf
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let out = std::fs::read_to_string(gguf.with_extension("gguf.out")).expect("the .out file");
+        let bytes = std::fs::read(&gguf).expect("the vocabulary");
+        let vocab = match GgufFile::parse(&bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|g| Vocab::from_gguf(&g).map_err(|e| e.to_string()))
+        {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!("{name}: does not load: {e}"));
+                continue;
+            }
+        };
+        let text = std::fs::read(inp).expect("the .inp file");
+        let cases = split_cases(&text);
+        let expected: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            cases.len(),
+            expected.len(),
+            "{name}: cases and results differ in number"
+        );
+        let mut wrong = 0;
+        for (case, want) in cases.iter().zip(&expected) {
+            let want: Vec<i32> = want
+                .split_whitespace()
+                .map(|t| t.parse().expect("a token id"))
+                .collect();
+            let got = vocab.tokenize(case, false, false).expect("tokenizes");
+            if got != want {
+                if wrong < 3 {
+                    failures.push(format!(
+                        "{name}: {:?} gave {got:?}, llama.cpp {want:?}",
+                        String::from_utf8_lossy(case)
+                    ));
+                }
+                wrong += 1;
+            }
+        }
+        if wrong > 0 {
+            failures.push(format!("{name}: {wrong} of {} cases differ", cases.len()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The cases of an `.inp` file: separated by "\n__ggml_vocab_test__\n" (the last one ends the file).
+fn split_cases(text: &[u8]) -> Vec<&[u8]> {
+    const SEP: &[u8] = b"\n__ggml_vocab_test__\n";
+    let mut cases = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.windows(SEP.len()).position(|w| w == SEP) {
+            Some(i) => {
+                cases.push(&rest[..i]);
+                rest = &rest[i + SEP.len()..];
+            }
+            None => {
+                cases.push(rest);
+                break;
+            }
+        }
+    }
+    cases
+}
+
+/// A WordPiece vocabulary: BERT's special tokens at their usual ids, a few words and pieces.
+fn tiny_wpm(extra: Vec<(&str, Value)>) -> Vocab {
+    let mut tokens: Vec<String> = (0..104).map(|i| format!("[unused{i}]")).collect();
+    for (id, t) in [
+        (0, "[PAD]"),
+        (100, "[UNK]"),
+        (101, "[CLS]"),
+        (102, "[SEP]"),
+        (103, "[MASK]"),
+    ] {
+        tokens[id] = t.to_owned();
+    }
+    for t in [
+        "▁hello", "▁cafe", "▁un", "##believ", "believ", "able", "▁,", "▁!", "▁中", "▁a",
+    ] {
+        tokens.push(t.to_owned());
+    }
+    let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let mut types = vec![1; tokens.len()];
+    for id in [0, 100, 101, 102, 103] {
+        types[id] = 3;
+    }
+    let mut kvs = vec![
+        ("tokenizer.ggml.model", Value::Str(b"bert".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&refs)),
+        ("tokenizer.ggml.token_type", Value::Array(Array::I32(types))),
+    ];
+    kvs.extend(extra);
+    build(kvs).expect("a WordPiece vocabulary loads")
+}
+
+#[test]
+fn wordpiece_normalizes_splits_and_covers_words_greedily() {
+    let v = tiny_wpm(Vec::new());
+    let id = |t: &str| v.token_of(t.as_bytes()).expect("token");
+    // Lowercased, accents stripped, punctuation and CJK standing alone, whitespace between words.
+    assert_eq!(
+        v.tokenize("HELLO,Café!\t中".as_bytes(), false, false)
+            .expect("tokenizes"),
+        [id("▁hello"), id("▁,"), id("▁cafe"), id("▁!"), id("▁中")]
+    );
+    // The longest token from the left each time; a word that cannot be covered is unknown.
+    assert_eq!(
+        v.tokenize(b"unbelievable a", false, false).expect("tokenizes"),
+        [id("▁un"), id("believ"), id("able"), id("▁a")]
+    );
+    assert_eq!(
+        v.tokenize(b"hello xyz", false, false).expect("tokenizes"),
+        [id("▁hello"), 100]
+    );
+    // Special tokens frame the text with [CLS] and [SEP]; nothing else is added.
+    assert_eq!(
+        v.tokenize(b"hello", true, false).expect("tokenizes"),
+        [101, id("▁hello"), 102]
+    );
+    assert_eq!(v.vocab_type(), VocabType::Wpm);
+    assert_eq!(v.special_ids().nl, 0, "the newline token is the padding token");
+    assert_eq!(v.piece(id("▁hello"), 0, false).expect("piece"), b" hello");
+    // Without lowercasing, case (and, by default then, accents) stay.
+    let cased = tiny_wpm(vec![("tokenizer.ggml.normalizer.lowercase", Value::Bool(false))]);
+    assert_eq!(cased.tokenize(b"HELLO", false, false).expect("tokenizes"), [100]);
+}
+
+#[test]
+fn gemma4_bpe_merges_raw_utf8_with_escaped_spaces() {
+    let mut tokens: Vec<String> = vec!["<pad>".into(), "<eos>".into(), "<bos>".into()];
+    tokens.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
+    for t in ["▁", "h", "i", "é", "hi", "▁hi", "\n", "\n\n", "▁é"] {
+        tokens.push(t.to_owned());
+    }
+    let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let mut types = vec![1; tokens.len()];
+    types[..3].fill(3);
+    types[3..259].fill(6);
+    let v = build(vec![
+        ("tokenizer.ggml.model", Value::Str(b"gemma4".to_vec())),
+        ("tokenizer.ggml.pre", Value::Str(b"default".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&refs)),
+        ("tokenizer.ggml.token_type", Value::Array(Array::I32(types))),
+        ("tokenizer.ggml.merges", strs(&["h i", "▁ hi", "▁ é"])),
+        ("tokenizer.ggml.bos_token_id", Value::U32(2)),
+        ("tokenizer.ggml.add_bos_token", Value::Bool(false)),
+    ])
+    .expect("a Gemma 4 vocabulary loads");
+    let id = |t: &str| v.token_of(t.as_bytes()).expect("token");
+    // Spaces become U+2581 and merge with what follows; a multi-byte character is one symbol;
+    // a run of newlines that is a token stays whole; an unknown character falls back to bytes.
+    assert_eq!(
+        v.tokenize(" hi é\n\nz".as_bytes(), false, false).expect("tokenizes"),
+        [id("▁hi"), id("▁é"), id("\n\n"), id("<0x7A>")]
+    );
+    // BOS is added even though the file says not to (llama.cpp's override for Gemma 4).
+    assert_eq!(v.tokenize(b"hi", true, false).expect("tokenizes"), [2, id("hi")]);
+    assert_eq!(v.piece(id("▁hi"), 0, false).expect("piece"), b" hi");
 }

@@ -1,7 +1,7 @@
 //! Code points as llama.cpp's tokenizer sees them: its lenient UTF-8 decoding, its character classes
 //! (from its own Unicode table, see `unicode_table.rs`) and GPT-2's byte <-> character mapping.
 
-use super::unicode_table::RUNS;
+use super::unicode_table::{LOWERCASE, NFD, RUNS};
 
 /// Category codes (bits 0-2 of a class), llama.cpp's `\p{..}` flags, one per code point: 0 undefined,
 /// 1 number, 2 letter, 3 separator, 4 mark, 5 punctuation, 6 symbol, 7 control.
@@ -10,6 +10,8 @@ pub(super) const NUMBER: u8 = 1;
 pub(super) const LETTER: u8 = 2;
 pub(super) const MARK: u8 = 4;
 pub(super) const PUNCTUATION: u8 = 5;
+pub(super) const SYMBOL: u8 = 6;
+pub(super) const CONTROL: u8 = 7;
 const CATEGORY_MASK: u8 = 7;
 const WHITESPACE: u8 = 8;
 
@@ -65,6 +67,24 @@ pub(super) fn class(cpt: u32) -> Class {
         0..=0x7f => Class(ASCII[cpt as usize]),
         0x80..=0x10ffff => Class(lookup(cpt)),
         _ => Class(UNDEFINED),
+    }
+}
+
+/// The lowercase form of `cpt` by llama.cpp's table (`unicode_tolower`); itself if it has none.
+pub(super) fn to_lower(cpt: u32) -> u32 {
+    match LOWERCASE.binary_search_by_key(&cpt, |&(c, _)| c) {
+        Ok(i) => LOWERCASE[i].1,
+        Err(_) => cpt,
+    }
+}
+
+/// The first code point of `cpt`'s canonical decomposition by llama.cpp's table
+/// (`unicode_cpts_normalize_nfd`); itself if it has none.
+pub(super) fn nfd_first(cpt: u32) -> u32 {
+    let i = NFD.partition_point(|&(first, _, _)| first <= cpt);
+    match i.checked_sub(1).map(|i| NFD[i]) {
+        Some((first, last, decomposed)) if first <= cpt && cpt <= last => decomposed,
+        _ => cpt,
     }
 }
 
