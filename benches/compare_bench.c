@@ -380,6 +380,16 @@ int main(int argc, char **argv) {
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
     int n_vocab = p_llama_vocab_n_tokens(vocab);
     small_functions(argv[2], model, n_vocab);
+    /* An encoder (a context without memory) takes each batch in one ubatch (llama.cpp aborts
+     * otherwise): the sections with batches longer than a ubatch are left out for it. */
+    bool encoder;
+    {
+        DL_LOAD(llama_get_memory);
+        struct llama_context *ctx = p_llama_init_from_model(model, p_llama_context_default_params());
+        encoder = ctx && !p_llama_get_memory(ctx);
+        p_llama_free(ctx);
+        printf("encoder %d\n", encoder);
+    }
     static char text[4096], out[1 << 16];
     static llama_token ids[4096];
 
@@ -407,7 +417,7 @@ int main(int argc, char **argv) {
         }
     }
 
-    for (int ub = 0; ub < 2; ub++) {
+    for (int ub = 0; ub < (encoder ? 1 : 2); ub++) {
         for (int p = 0; p < N_PROMPTS; p++) {
             int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
             struct llama_context_params cp = p_llama_context_default_params();
@@ -463,7 +473,7 @@ int main(int argc, char **argv) {
 
     /* Short chats beside a long document (longer than a ubatch), then greedy steps of all four
      * sequences together: where each sequence's keys land in the cache decides the bits. */
-    for (int unified = 0; unified < 2; unified++) {
+    for (int unified = 0; unified < (encoder ? 0 : 2); unified++) {
         struct llama_context_params cp = p_llama_context_default_params();
         cp.n_ctx = 4096;
         cp.n_batch = 2048;
@@ -518,7 +528,7 @@ int main(int argc, char **argv) {
      * engine does not rotate keys and values before quantizing them as llama.cpp 0.3.36 does
      * (README: known differences), so the quantized case is compared with llama.cpp's rotation off
      * (LLAMA_ATTN_ROT_DISABLE, read when a context is made). */
-    for (int variant = 0; variant < 3; variant++) {
+    for (int variant = 0; variant < (encoder ? 0 : 3); variant++) {
         struct llama_context_params cp = p_llama_context_default_params();
         cp.n_ctx = 2048;
         cp.n_batch = 2048;
@@ -596,7 +606,8 @@ int main(int argc, char **argv) {
     DL_LOAD(llama_get_embeddings_seq);
     DL_LOAD(llama_model_n_embd);
     int n_embd = p_llama_model_n_embd(model);
-    for (int pooling = LLAMA_POOLING_TYPE_NONE; pooling <= LLAMA_POOLING_TYPE_LAST; pooling++) {
+    DL_LOAD(llama_model_n_cls_out);
+    for (int pooling = LLAMA_POOLING_TYPE_NONE; pooling <= LLAMA_POOLING_TYPE_RANK; pooling++) {
         struct llama_context_params cp = p_llama_context_default_params();
         cp.n_ctx = 1024;
         cp.n_seq_max = 2;
@@ -611,12 +622,19 @@ int main(int argc, char **argv) {
             append_seq(&b, ids, n, s, true);
         }
         int rc = p_llama_decode(ctx, b);
+        if (encoder && rc == 0) {
+            /* llama_encode, what llama_decode does on an encoder. */
+            DL_LOAD(llama_encode);
+            rc = p_llama_encode(ctx, b);
+        }
         printf("embeddings pooling %d rc %d:", pooling, rc);
         if (rc == 0 && pooling == LLAMA_POOLING_TYPE_NONE) {
             printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings(ctx), b.n_tokens * n_embd));
         }
+        /* Ranking gives n_cls_out scores per sequence; the other poolings an embedding. */
+        int n_seq_out = pooling == LLAMA_POOLING_TYPE_RANK ? (int)p_llama_model_n_cls_out(model) : n_embd;
         for (int s = 0; s < 2 && rc == 0 && pooling != LLAMA_POOLING_TYPE_NONE; s++) {
-            printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings_seq(ctx, s), n_embd));
+            printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings_seq(ctx, s), n_seq_out));
         }
         printf("\n");
         p_llama_batch_free(b);

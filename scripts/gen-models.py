@@ -104,8 +104,8 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, ex
 
 def add_tensors(w, tensors, dtype):
     for name, t in tensors.items():
-        # Norms and routers stay F32, as llama.cpp's converters keep them.
-        keep = t.ndim == 1 or name.endswith("ffn_gate_inp.weight") or name.endswith(".bias")
+        # Norms, routers and BERT's token types stay F32, as llama.cpp's converters keep them.
+        keep = t.ndim == 1 or name.endswith(("ffn_gate_inp.weight", ".bias", "token_types.weight"))
         w.add_tensor(name, t if keep else t.astype(dtype))
 
 
@@ -236,15 +236,57 @@ def gpt_oss(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def bert(w, weights, n_vocab, dtype, rank=False):
+    # A BGE-style encoder: learned positions and token types (the vocabulary says 2), post-norms
+    # with biases, mean pooling; or a reranker with a classifier head over three labels.
+    a = "bert"
+    w.add_uint32(f"{a}.block_count", N_LAYER)
+    w.add_uint32(f"{a}.context_length", 512)
+    w.add_uint32(f"{a}.embedding_length", N_EMBD)
+    w.add_uint32(f"{a}.feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-12)
+    w.add_bool(f"{a}.attention.causal", False)
+    w.add_uint32(f"{a}.pooling_type", 4 if rank else 1)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "position_embd.weight": weights.matrix(512, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
+                                 ("attn_output", N_EMBD, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        for norm in ("attn_output_norm", "layer_output_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    if rank:
+        w.add_array(f"{a}.classifier.output_labels", ["no", "maybe", "yes"])
+        tensors["cls.weight"] = weights.matrix(N_EMBD, N_EMBD)
+        tensors["cls.bias"] = weights.bias(N_EMBD)
+        tensors["cls.output.weight"] = weights.matrix(3, N_EMBD)
+        tensors["cls.output.bias"] = weights.bias(3)
+    add_tensors(w, tensors, dtype)
+
+
+def bert_rank(w, weights, n_vocab, dtype):
+    bert(w, weights, n_vocab, dtype, rank=True)
+
+
 def smollm3(w, weights, n_vocab, dtype):
     # Eight layers: two of them (3 and 7) do not rotate.
     decoder_keys(w, "smollm3", 8, 2000000.0)
     add_tensors(w, decoder_tensors(weights, n_vocab, 8), dtype)
 
 
-# Model name: (general.architecture, writer, whether llama.cpp 0.3.36 can run it). Those it cannot
-# go to OUT_DIR/no-oracle/ (granite without rotary positions: llama.cpp leaves its position input
-# without memory and aborts in ggml_backend_tensor_set).
+# Model name: (general.architecture, writer, whether llama.cpp 0.3.36 can run it[, vocabulary]).
+# Those it cannot go to OUT_DIR/no-oracle/ (granite without rotary positions: llama.cpp leaves its
+# position input without memory and aborts in ggml_backend_tensor_set). A vocabulary named here
+# (a path from the repository root) replaces the one given on the command line.
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -256,6 +298,9 @@ MODELS = {
     "olmo2": ("olmo2", olmo2, True),
     "phi3": ("phi3", phi3, True),
     "gpt-oss": ("gpt-oss", gpt_oss, True),
+    # BERT's WordPiece vocabulary, from llama.cpp's tokenizer test data (scripts/fetch-ggml.sh).
+    "bert": ("bert", bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    "bert-rank": ("bert", bert_rank, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
 }
@@ -264,7 +309,9 @@ TYPES = {"f32": (np.float32, gguf.LlamaFileType.ALL_F32), "f16": (np.float16, gg
 
 def generate(vocab_path, out_dir, name, type_name):
     dtype, ftype = TYPES[type_name]
-    arch, write, oracle = MODELS[name]
+    arch, write, oracle, *vocab = MODELS[name]
+    if vocab:
+        vocab_path = pathlib.Path(__file__).resolve().parent.parent / vocab[0]
     if not oracle:
         out_dir = out_dir / "no-oracle"
         out_dir.mkdir(exist_ok=True)

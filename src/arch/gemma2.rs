@@ -62,7 +62,7 @@ impl ArchSpec for Gemma2 {
 }
 
 impl Decoder for Gemma2 {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         gemma3::decoder(b, false)
     }
 }

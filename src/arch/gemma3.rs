@@ -30,7 +30,7 @@ impl ArchSpec for Gemma3 {
 }
 
 impl Decoder for Gemma3 {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         decoder(b, true)
     }
 }
@@ -93,7 +93,7 @@ pub(super) fn query_scale(hp: &HParams, widest: bool) -> f32 {
 /// The Gemma decoder: scaled embeddings, Q/K norms (Gemma 3, `qk_norm`), sliding-window attention
 /// on some layers (with its own rotary base), post-attention and post-FFN norms, a GELU-gated FFN,
 /// soft-capped attention scores and logits where the model has caps.
-pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<TensorRef> {
+pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef>> {
     let hp = b.hp;
     let mut x = b.embed_tokens()?;
     x = b.scale(x, (hp.n_embd as f32).sqrt())?;
@@ -150,5 +150,5 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<TensorRef> {
         logits = b.tanh(logits)?;
         logits = b.scale(logits, cap)?;
     }
-    Ok(b.name(logits, "result_output", None))
+    Ok(Some(b.name(logits, "result_output", None)))
 }

@@ -78,7 +78,7 @@ impl ArchSpec for GptOss {
 }
 
 impl Decoder for GptOss {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_rot as f32).sqrt();
         let mut x = b.embed_tokens()?;
@@ -107,6 +107,6 @@ impl Decoder for GptOss {
         // llama.cpp selects the requested rows only after the last layer here.
         let x = b.select_outputs(x)?;
         let logits = b.output_head(x)?;
-        Ok(b.name(logits, "result_output", None))
+        Ok(Some(b.name(logits, "result_output", None)))
     }
 }

@@ -46,7 +46,7 @@ impl ArchSpec for Granite {
 }
 
 impl Decoder for Granite {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         llama::decoder(b, llama::Variant::default())
     }
 }

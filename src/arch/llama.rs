@@ -59,7 +59,7 @@ impl ArchSpec for Llama {
 }
 
 impl Decoder for Llama {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = Variant {
             ffn_scales: true,
             ..Default::default()
@@ -110,7 +110,7 @@ const MOE: Moe = Moe {
 };
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.
-pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
+pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<TensorRef>> {
     let hp = b.hp;
     let head = hp.n_embd_head_k;
     let kq_scale = if hp.attn_scale != 0.0 {
@@ -180,5 +180,5 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<TensorRef> {
     if hp.logit_scale != 0.0 {
         logits = b.scale(logits, 1.0 / hp.logit_scale)?;
     }
-    Ok(b.name(logits, "result_output", None))
+    Ok(Some(b.name(logits, "result_output", None)))
 }

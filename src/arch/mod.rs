@@ -3,6 +3,7 @@
 //! `graph/` (`graph::Decoder`). The registry below lists them; adding an architecture is one file
 //! and one line there. Nothing below this layer knows any architecture.
 
+pub(crate) mod bert;
 pub(crate) mod gemma2;
 pub(crate) mod gemma3;
 pub(crate) mod gpt_oss;
@@ -28,7 +29,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 11] = [
+static ARCHITECTURES: [&dyn Architecture; 12] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -38,6 +39,7 @@ static ARCHITECTURES: [&dyn Architecture; 11] = [
     &olmo2::Olmo2,
     &phi3::Phi3,
     &gpt_oss::GptOss,
+    &bert::Bert,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
 ];

@@ -73,7 +73,7 @@ impl ArchSpec for Olmo2 {
 }
 
 impl Decoder for Olmo2 {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let head = hp.n_embd_head_k;
         let kq_scale = 1.0 / (head as f32).sqrt();
@@ -125,6 +125,6 @@ impl Decoder for Olmo2 {
             x = b.name(x, "l_out", l);
         }
         let logits = b.output_head(x)?;
-        Ok(b.name(logits, "result_output", None))
+        Ok(Some(b.name(logits, "result_output", None)))
     }
 }

@@ -52,7 +52,7 @@ impl ArchSpec for Phi3 {
 }
 
 impl Decoder for Phi3 {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let q_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let factors = rope_factors(b.model, &b.params);
@@ -87,6 +87,6 @@ impl Decoder for Phi3 {
             x = b.name(x, "l_out", l);
         }
         let logits = b.output_head(x)?;
-        Ok(b.name(logits, "result_output", None))
+        Ok(Some(b.name(logits, "result_output", None)))
     }
 }

@@ -47,7 +47,7 @@ impl ArchSpec for Qwen2 {
 }
 
 impl Decoder for Qwen2 {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         llama::decoder(b, llama::Variant::default())
     }
 }

@@ -21,6 +21,8 @@ impl ArchSpec for Qwen3 {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        // Qwen3's rerankers score with a softmax over their labels.
+        hp.rank_softmax = true;
         super::check_equal_head_sizes(hp)?;
         // Size labels as llama.cpp derives them, for llama_model_desc.
         hp.size_label = match hp.n_layer {
@@ -36,7 +38,14 @@ impl ArchSpec for Qwen3 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp, false)
+        let mut specs = tensors(hp, false);
+        // A reranker's classifier head.
+        specs.push(TensorSpec::matmul(
+            "cls.output.weight",
+            &[hp.n_embd, hp.n_cls_out()],
+            false,
+        ));
+        specs
     }
 }
 
@@ -54,7 +63,7 @@ pub(super) fn tensors(hp: &HParams, experts: bool) -> Vec<TensorSpec> {
 }
 
 /// Qwen3's decoder (query and key norms), its layers' FFNs dense or experts as the file has them.
-pub(super) fn build(b: &mut Builder) -> Result<TensorRef> {
+pub(super) fn build(b: &mut Builder) -> Result<Option<TensorRef>> {
     let variant = llama::Variant {
         qk_norm: true,
         ffn_scales: true,
@@ -64,7 +73,7 @@ pub(super) fn build(b: &mut Builder) -> Result<TensorRef> {
 }
 
 impl Decoder for Qwen3 {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         build(b)
     }
 }

@@ -44,7 +44,7 @@ impl ArchSpec for Qwen3Moe {
 }
 
 impl Decoder for Qwen3Moe {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         qwen3::build(b)
     }
 }

@@ -37,7 +37,7 @@ impl ArchSpec for SmolLm3 {
 }
 
 impl Decoder for SmolLm3 {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef> {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             no_rope_every: NO_ROPE_EVERY,
             ..Default::default()

@@ -29,6 +29,10 @@ impl Context<'_> {
                 "the model was loaded vocab-only: this context can tokenize and apply chat templates, not decode",
             ));
         }
+        if !self.has_memory() {
+            // An encoder has no cache to decode into: llama.cpp encodes instead.
+            return self.encode(input);
+        }
         let t0 = crate::ggml::time_us();
         let kv = &self.kv;
         let batch = resolve(
@@ -123,6 +127,76 @@ impl Context<'_> {
         Ok(DecodeStatus::Ok)
     }
 
+    /// `llama_encode`: the whole batch as one ubatch, attending within each sequence (both ways),
+    /// every token an output; embeddings come out as the context pools them. Nothing is kept.
+    pub fn encode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
+        if !self.can_decode() {
+            return Err(Error::invalid(
+                "the model was loaded vocab-only: this context can tokenize and apply chat templates, not encode",
+            ));
+        }
+        if self.has_memory() {
+            return Err(Error::invalid(format!(
+                "llama_encode needs an encoder model; '{}' decodes (use llama_decode)",
+                self.model.hparams.as_ref().map_or("", |h| h.arch_name)
+            )));
+        }
+        let t0 = crate::ggml::time_us();
+        let mut batch = resolve(
+            input,
+            self.n_vocab(),
+            self.params.n_seq_max as usize,
+            self.params.n_batch as usize,
+            false,
+            &|_| None,
+        )?;
+        batch.outputs.fill(true);
+        let n = batch.len();
+        if n > self.params.n_ubatch as usize {
+            return Err(Error::invalid(format!(
+                "an encoder takes the batch in one ubatch: n_tokens = {n} exceeds n_ubatch = {}; create the \
+                 context with a larger n_ubatch",
+                self.params.n_ubatch
+            )));
+        }
+        let n_vocab = self.n_vocab();
+        if self.logits.len() < n * n_vocab {
+            self.logits.resize(n * n_vocab, 0.0);
+        }
+        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n * self.n_embd() {
+            self.embd.resize(n * self.n_embd(), 0.0);
+        }
+        self.embd_seq.clear();
+        self.output_ids = (0..n as i32).collect();
+        self.n_outputs = 0;
+        let mut seqs: Vec<usize> = batch.places.iter().flat_map(|p| p.seqs.iter()).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let shape = Shape {
+            n_tokens: n,
+            n_streams: 1,
+            first_stream: 0,
+            n_outputs: n,
+            n_kv: n,
+            n_seqs: self.pooled_seqs(seqs.len()),
+        };
+        let ub = Ubatch {
+            idx: (0..n).collect(),
+            n_streams: 1,
+        };
+        match self.compute_ubatch(shape, &batch.tokens, &batch.places, &batch.outputs, &[], &seqs)? {
+            ComputeStatus::Success => self.copy_outputs(&batch, &ub, shape, &seqs)?,
+            ComputeStatus::Aborted => return Ok(DecodeStatus::Aborted),
+            ComputeStatus::Failed(code) => return Err(Error::Ggml(format!("graph compute failed with status {code}"))),
+        }
+        self.n_outputs = n;
+        if !self.params.no_perf {
+            self.perf.t_p_eval_us += crate::ggml::time_us() - t0;
+            self.perf.n_p_eval += n as i32;
+        }
+        Ok(DecodeStatus::Ok)
+    }
+
     /// Place, build or reuse, set inputs, compute, copy outputs for one ubatch (the batch tokens
     /// `ub.idx`, in that order, at `places`). Returns where it went in the cache, or None when the
     /// abort callback stopped it (its cells are free again; earlier ubatches stay).
@@ -194,20 +268,27 @@ impl Context<'_> {
         let Some((_, built)) = &self.graph else {
             return Err(Error::Internal("no graph after computing one".into()));
         };
-        // The graph's logit rows follow the ubatch's outputs; each goes to its batch row.
+        // The graph's logit rows follow the ubatch's outputs; each goes to its batch row (an
+        // encoder computes none).
         let n_vocab = self.n_vocab();
-        let mut rows = vec![0f32; shape.n_outputs * n_vocab];
-        tensor_get_f32(built.logits, &mut rows).map_err(Error::Ggml)?;
         let dst_rows = ub
             .idx
             .iter()
             .filter(|&&i| batch.outputs[i])
             .map(|&i| self.output_ids[i] as usize);
-        for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows.clone()) {
-            self.logits[dst * n_vocab..(dst + 1) * n_vocab].copy_from_slice(src);
+        if let Some(logits) = built.logits {
+            let mut rows = vec![0f32; shape.n_outputs * n_vocab];
+            tensor_get_f32(logits, &mut rows).map_err(Error::Ggml)?;
+            for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows.clone()) {
+                self.logits[dst * n_vocab..(dst + 1) * n_vocab].copy_from_slice(src);
+            }
         }
         if let (Some(embd), Some(pooling)) = (built.embd, self.params.graph.embeddings) {
-            let n_embd = self.n_embd();
+            // A ranking head gives its scores per sequence, not an embedding.
+            let n_embd = match pooling {
+                Pooling::Rank => self.model.hparams.as_ref().map_or(1, |h| h.n_cls_out() as usize),
+                _ => self.n_embd(),
+            };
             let n_rows = if pooling == Pooling::None {
                 shape.n_outputs
             } else {
@@ -266,11 +347,18 @@ impl Context<'_> {
             let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
             set(pos_input, &to_bytes_i32(&pos))?;
         }
-        let rows: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
-        set(inp.kv_rows, &rows)?;
+        if let Some(kv_rows) = inp.kv_rows {
+            let rows: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
+            set(kv_rows, &rows)?;
+        }
         let fa = self.params.graph.flash_attn;
         let causal = self.params.graph.causal;
-        let mask = self.kv.mask(places, shape.n_kv, causal, None);
+        let mask = if self.has_memory() {
+            self.kv.mask(places, shape.n_kv, causal, None)
+        } else {
+            // An encoder's tokens attend within the ubatch, each to its own (first) sequence.
+            encoder_mask(places, causal)
+        };
         set(inp.mask, &mask_bytes(&mask, fa))?;
         if let Some(m) = inp.mask_swa {
             let hp = self
@@ -304,8 +392,8 @@ impl Context<'_> {
         }
         if let Some(c) = inp.cls {
             // Each sequence's first token (lowest position, earliest row) or last one (highest
-            // position, latest row), as llama.cpp picks them.
-            let last = self.params.pooling == Pooling::Last;
+            // position, latest row), as llama.cpp picks them; a causal model ranks its last.
+            let last = self.params.pooling == Pooling::Last || (self.params.pooling == Pooling::Rank && causal);
             let mut target: Vec<Option<(i32, i32)>> = vec![None; seqs.len()];
             for (i, p) in places.iter().enumerate() {
                 for s in p.seqs.iter() {
@@ -326,6 +414,21 @@ impl Context<'_> {
     }
 }
 
+/// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of
+/// its first sequence (only those at or before it when `causal`), as llama.cpp's cacheless mask.
+fn encoder_mask(places: &[TokenPlace], causal: bool) -> Vec<f32> {
+    let n = places.len();
+    let mut mask = vec![f32::NEG_INFINITY; n * n];
+    for (i1, p1) in places.iter().enumerate() {
+        for (i0, p0) in places.iter().enumerate() {
+            if p0.primary_seq == p1.primary_seq && !(causal && p0.pos > p1.pos) {
+                mask[i1 * n + i0] = 0.0;
+            }
+        }
+    }
+    mask
+}
+
 fn to_bytes_i32(v: &[i32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -338,5 +441,30 @@ fn mask_bytes(mask: &[f32], f16: bool) -> Vec<u8> {
             .collect()
     } else {
         mask.iter().flat_map(|m| m.to_le_bytes()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::SeqSet;
+
+    fn place(pos: i32, seq: usize) -> TokenPlace {
+        TokenPlace {
+            pos,
+            seqs: SeqSet::single(seq),
+            primary_seq: seq,
+        }
+    }
+
+    /// An encoder's tokens see their whole sequence (and only it); causally, only what precedes.
+    #[test]
+    fn encoder_masks_keep_tokens_to_their_sequence() {
+        let places = [place(0, 0), place(1, 0), place(0, 1)];
+        let open = encoder_mask(&places, false);
+        let ninf = f32::NEG_INFINITY;
+        assert_eq!(open, [0.0, 0.0, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]);
+        let causal = encoder_mask(&places, true);
+        assert_eq!(causal, [0.0, ninf, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]);
     }
 }

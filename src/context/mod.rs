@@ -19,6 +19,7 @@ use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType
 use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::hparams::RopeScaling;
+use crate::model::spec::Memory;
 use crate::model::Model;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -98,6 +99,8 @@ pub struct Context<'m> {
     pub model: &'m Model,
     /// The graph body of the model's architecture (None on a vocab-only model).
     decoder: Option<&'static dyn Decoder>,
+    /// What the architecture keeps between calls (None on a vocab-only model too).
+    memory: Memory,
     pub params: Resolved,
     // Drop order: graph, scheduler, cache, then the backend they all use.
     graph: Option<(Shape, Built)>,
@@ -134,7 +137,8 @@ impl<'m> Context<'m> {
         if n_seq_max as usize > MAX_SEQ {
             return Err(Error::invalid(format!("n_seq_max = {n_seq_max} exceeds {MAX_SEQ}")));
         }
-        let causal = p.causal.unwrap_or(true);
+        // Unspecified: as the model says (encoders attend both ways).
+        let causal = p.causal.unwrap_or(hp.is_none_or(|h| h.causal));
         let n_ctx_asked = if p.n_ctx == 0 {
             hp.map_or(0, |h| h.n_ctx_train)
         } else {
@@ -172,7 +176,15 @@ impl<'m> Context<'m> {
         if !flash_attn && is_quantized(p.type_v) {
             return Err(Error::invalid("a quantized V cache (type_v) requires flash attention"));
         }
-        let pooling = p.pooling.unwrap_or(Pooling::None);
+        let pooling = p
+            .pooling
+            .or_else(|| hp.and_then(|h| Pooling::from_llama(h.pooling_type)))
+            .unwrap_or(Pooling::None);
+        let arch = match hp {
+            Some(hp) => Some(crate::arch::find(hp.arch_name)?),
+            None => None,
+        };
+        let memory = arch.map_or(Memory::None, |a| a.memory());
         let rope = rope::settings(&p, hp, n_ctx_seq);
         let graph = GraphParams {
             flash_attn,
@@ -192,8 +204,10 @@ impl<'m> Context<'m> {
         let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
         let n_stream = if p.kv_unified { 1 } else { n_seq_max };
         let kv = match hp {
-            Some(hp) => KvCache::new(hp, n_ctx_seq as usize, n_stream as usize, p.type_k, p.type_v)?,
-            None => KvCache::without_layers(n_ctx as usize),
+            Some(hp) if memory == Memory::KvCache => {
+                KvCache::new(hp, n_ctx_seq as usize, n_stream as usize, p.type_k, p.type_v)?
+            }
+            _ => KvCache::without_layers(n_ctx as usize),
         };
         let sched = Scheduler::new(&backend, crate::graph::max_nodes(model)).map_err(Error::Ggml)?;
         if let Some(cb) = p.cb_eval {
@@ -204,13 +218,14 @@ impl<'m> Context<'m> {
         if !reuse_graphs {
             crate::log_warn!("context: graph reuse disabled (ENGINE_GRAPH_REUSE=0)");
         }
-        let decoder: Option<&'static dyn Decoder> = match &model.hparams {
-            Some(hp) => Some(crate::arch::find(hp.arch_name)?),
+        let decoder: Option<&'static dyn Decoder> = match arch {
+            Some(a) => Some(a),
             None => None,
         };
         let mut ctx = Context {
             model,
             decoder,
+            memory,
             params: Resolved {
                 n_ctx,
                 n_ctx_seq,
@@ -263,7 +278,12 @@ impl<'m> Context<'m> {
                 n_streams: 1,
                 first_stream: 0,
                 n_outputs: n_tokens,
-                n_kv: self.kv.stream_size(),
+                // Without a cache, tokens attend to the ubatch.
+                n_kv: if self.has_memory() {
+                    self.kv.stream_size()
+                } else {
+                    n_tokens
+                },
                 n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
             };
             let built = Builder::build(self.model, self.decoder()?, &self.kv, shape, self.params.graph)?;
@@ -282,6 +302,12 @@ impl<'m> Context<'m> {
     /// Whether the model has weights to run (it was not loaded vocab-only).
     pub fn can_decode(&self) -> bool {
         self.model.hparams.is_some()
+    }
+
+    /// Whether the context keeps a memory (`llama_get_memory` is not NULL): not on a vocab-only
+    /// model, nor for an encoder.
+    pub fn has_memory(&self) -> bool {
+        self.can_decode() && self.memory == Memory::KvCache
     }
 
     pub fn n_vocab(&self) -> usize {

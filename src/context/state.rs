@@ -1,6 +1,7 @@
 //! Saving and restoring what a context has computed, in llama.cpp's layout: the architecture's
 //! name, then the KV cache (`kv::Layout` says how llama.cpp would have laid this one out). A
-//! sequence's state is its cells alone.
+//! sequence's state is its cells alone. A context without memory (an encoder, a vocab-only model)
+//! saves the name alone.
 
 use super::Context;
 use crate::error::{Error, Result};
@@ -36,7 +37,9 @@ impl Context<'_> {
         self.apply_pending_shift()?;
         let mut out = Vec::new();
         write_string(&mut out, self.arch_name());
-        self.kv.state_write(&self.state_layout(), None, false, &mut out)?;
+        if self.has_memory() {
+            self.kv.state_write(&self.state_layout(), None, false, &mut out)?;
+        }
         Ok(out)
     }
 
@@ -51,6 +54,9 @@ impl Context<'_> {
                 self.arch_name()
             )));
         }
+        if !self.has_memory() {
+            return Ok(());
+        }
         let layout = self.state_layout();
         self.kv.state_read(&layout, None, false, src)
     }
@@ -58,8 +64,11 @@ impl Context<'_> {
     /// One sequence's cells as bytes; `swa_only` keeps just the sliding-window layers' part.
     pub fn seq_state_save(&mut self, seq: i32, swa_only: bool) -> Result<Vec<u8>> {
         let seq = self.check_seq(seq)?;
-        self.apply_pending_shift()?;
         let mut out = Vec::new();
+        if !self.has_memory() {
+            return Ok(out);
+        }
+        self.apply_pending_shift()?;
         self.kv
             .state_write(&self.state_layout(), Some(seq), swa_only, &mut out)?;
         Ok(out)
@@ -68,6 +77,9 @@ impl Context<'_> {
     /// Replace sequence `dest` with the cells in `src` (any sequence's saved state).
     pub fn seq_state_load(&mut self, dest: i32, swa_only: bool, src: &mut dyn Source) -> Result<()> {
         let dest = self.check_seq(dest)?;
+        if !self.has_memory() {
+            return Ok(());
+        }
         let layout = self.state_layout();
         self.kv.state_read(&layout, Some(dest), swa_only, src)
     }

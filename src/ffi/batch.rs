@@ -151,8 +151,12 @@ pub unsafe extern "C" fn llama_batch_free(batch: llama_batch) {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_encode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
-    let _ = (ctx, batch);
-    entry!(-1, not_implemented)
+    entry!(-3, {
+        let c = ctx_mut(ctx);
+        // SAFETY: forwarded contract on the batch arrays.
+        let r = c.and_then(|mut c| unsafe { batch_input(&batch) }.and_then(|input| c.encode(&input)));
+        Ok(decode_code("llama_encode", r))
+    })
 }
 
 /// llama.h's return code for a decode outcome; the one place where decode errors become numbers.

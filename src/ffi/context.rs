@@ -101,6 +101,7 @@ pub unsafe extern "C" fn llama_pooling_type(ctx: *const llama_context) -> Poolin
                         Pooling::Mean => llama_pooling_type::LLAMA_POOLING_TYPE_MEAN,
                         Pooling::Cls => llama_pooling_type::LLAMA_POOLING_TYPE_CLS,
                         Pooling::Last => llama_pooling_type::LLAMA_POOLING_TYPE_LAST,
+                        Pooling::Rank => llama_pooling_type::LLAMA_POOLING_TYPE_RANK,
                     } as std::ffi::c_int)
                 })
             }

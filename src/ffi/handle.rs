@@ -173,7 +173,7 @@ pub(crate) fn ctx_new(model_handle: *const llama_model, p: Params) -> Result<*mu
     // holding the context holds the cell: the model outlives every use of this borrow.
     let m: &'static Model = unsafe { &*Arc::as_ptr(&share) };
     let c: Ctx = Context::new(m, p)?;
-    let has_memory = c.can_decode();
+    let has_memory = c.has_memory();
     let cell = Arc::new(CtxCell {
         params: c.params,
         model_handle: key(model_handle),

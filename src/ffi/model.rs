@@ -255,7 +255,7 @@ pub unsafe extern "C" fn llama_model_rope_freq_scale_train(model: *const llama_m
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_cls_out(model: *const llama_model) -> u32 {
-    entry!(0, { hp_getter(model, 0, |h| h.cls_labels.len() as u32) })
+    entry!(0, { hp_getter(model, 0, |h| h.n_cls_out()) })
 }
 
 #[no_mangle]

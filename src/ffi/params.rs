@@ -273,14 +273,7 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         2 => Some(RopeScaling::Yarn),
         _ => Some(RopeScaling::LongRope),
     };
-    let pooling = match enum_in("pooling_type", p.pooling_type.0, &[-1, 0, 1, 2, 3, 4])? {
-        -1 => None,
-        0 => Some(Pooling::None),
-        1 => Some(Pooling::Mean),
-        2 => Some(Pooling::Cls),
-        3 => Some(Pooling::Last),
-        _ => return Err(Error::NotImplemented("rank pooling (a classifier head)")),
-    };
+    let pooling = Pooling::from_llama(enum_in("pooling_type", p.pooling_type.0, &[-1, 0, 1, 2, 3, 4])?);
     if p.n_samplers > 0 && !p.samplers.is_null() {
         // Accepted (common's --backend-sampling passes them), not run in the graph: the sampled
         // getters then say nothing was sampled, and the client samples on the CPU as it would

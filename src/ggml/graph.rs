@@ -144,6 +144,16 @@ impl Graph {
         )
     }
 
+    /// (a - mean) / sqrt(variance + eps) along rows.
+    pub fn norm(&mut self, a: TensorRef, eps: f32) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_norm(self.ctx.as_ptr(), a.as_ptr(), eps) },
+            "norm",
+        )
+    }
+
     /// ggml's broadcast rule: an empty `b` repeats only into an empty `a`.
     fn can_repeat(b: TensorRef, a: TensorRef) -> bool {
         let (an, bn) = (a.ne(), b.ne());
@@ -153,8 +163,28 @@ impl Graph {
         (0..4).all(|i| an[i] % bn[i] == 0)
     }
 
+    /// Element types ggml's CPU backend combines in additions, products and quotients (others
+    /// abort there): an F32 right side, or both sides F16 or both BF16.
+    fn binary_types(a: TensorRef, b: TensorRef) -> Result<(), String> {
+        use ggml_sys::{
+            ggml_type_GGML_TYPE_BF16 as BF16, ggml_type_GGML_TYPE_F16 as F16, ggml_type_GGML_TYPE_F32 as F32,
+        };
+        let (ta, tb) = (a.ggml_type(), b.ggml_type());
+        let ok = matches!(ta, F32 | F16 | BF16) && (tb == F32 || (tb == ta && ta != F32));
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "cannot combine a {} tensor with a {} one element-wise",
+                super::type_name(ta),
+                super::type_name(tb)
+            ))
+        }
+    }
+
     pub fn mul(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
         self.room()?;
+        Self::binary_types(a, b)?;
         if !Self::can_repeat(b, a) {
             return Err(format!("mul: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
         }
@@ -167,6 +197,7 @@ impl Graph {
 
     pub fn add(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
         self.room()?;
+        Self::binary_types(a, b)?;
         if !Self::can_repeat(b, a) {
             return Err(format!("add: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
         }
@@ -546,6 +577,7 @@ impl Graph {
     /// `a / b`, with `b` broadcast over `a`.
     pub fn div(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
         self.room()?;
+        Self::binary_types(a, b)?;
         if !Self::can_repeat(b, a) {
             return Err(format!("div: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
         }
@@ -554,6 +586,12 @@ impl Graph {
             unsafe { ggml_sys::ggml_div(self.ctx.as_ptr(), a.as_ptr(), b.as_ptr()) },
             "div",
         )
+    }
+
+    pub fn gelu(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(unsafe { ggml_sys::ggml_gelu(self.ctx.as_ptr(), a.as_ptr()) }, "gelu")
     }
 
     pub fn silu(&mut self, a: TensorRef) -> OpResult {

@@ -27,8 +27,7 @@ pub struct Shape {
     pub n_seqs: usize,
 }
 
-/// How embeddings are reduced (llama.h's `enum llama_pooling_type`; RANK needs a classifier head
-/// none of our architectures has).
+/// How embeddings are reduced (llama.h's `enum llama_pooling_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pooling {
     /// One embedding per output token.
@@ -39,6 +38,23 @@ pub enum Pooling {
     Cls,
     /// Per sequence: its last token's.
     Last,
+    /// Per sequence: the scores of the model's classifier head over its first token's (its last
+    /// token's in a causal model), `n_cls_out` of them.
+    Rank,
+}
+
+impl Pooling {
+    /// llama.h's `enum llama_pooling_type` value (-1, unspecified, is None).
+    pub fn from_llama(v: i32) -> Option<Pooling> {
+        Some(match v {
+            0 => Pooling::None,
+            1 => Pooling::Mean,
+            2 => Pooling::Cls,
+            3 => Pooling::Last,
+            4 => Pooling::Rank,
+            _ => return None,
+        })
+    }
 }
 
 /// Context parameters the graph depends on (fixed for the life of a context).
@@ -69,8 +85,8 @@ pub struct Inputs {
     /// Positions, I32 [n_tokens]; only in graphs that rotate (a graph that never reads them
     /// would leave them without memory).
     pub pos: Option<TensorRef>,
-    /// Cache rows the new K/V land in, I64 [n_tokens].
-    pub kv_rows: TensorRef,
+    /// Cache rows the new K/V land in, I64 [n_tokens]; only in graphs that use the cache.
+    pub kv_rows: Option<TensorRef>,
     /// Attention mask [n_kv, n_tokens] (F16 with flash attention, F32 otherwise).
     pub mask: TensorRef,
     /// The sliding-window mask, for architectures with such layers.
@@ -83,12 +99,13 @@ pub struct Inputs {
     pub cls: Option<TensorRef>,
 }
 
-/// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] and, with embeddings,
-/// the embeddings output ([n_embd, n_outputs], or [n_embd, n_seqs] pooled).
+/// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
+/// encoder) and, with embeddings, the embeddings output ([n_embd, n_outputs], or [n_embd, n_seqs]
+/// pooled, [n_cls_out, n_seqs] ranked).
 pub struct Built {
     pub graph: Graph,
     pub inputs: Inputs,
-    pub logits: TensorRef,
+    pub logits: Option<TensorRef>,
     pub embd: Option<TensorRef>,
 }
 
@@ -141,9 +158,10 @@ pub struct Moe {
 const OAI_ALPHA: f32 = 1.702;
 const OAI_LIMIT: f32 = 7.0;
 
-/// An architecture's graph: from the inputs `Builder::build` declares to the logits.
+/// An architecture's graph: from the inputs `Builder::build` declares to the logits (None for an
+/// encoder, whose output is its hidden states, `Builder::set_hidden`).
 pub trait Decoder: Sync {
-    fn build(&self, b: &mut Builder) -> Result<TensorRef>;
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>>;
 }
 
 /// Where a projection's weight scale goes: attention projections are scaled before their bias;
@@ -166,7 +184,7 @@ pub struct Builder<'a> {
     hidden: Option<TensorRef>,
 }
 
-fn ggml_err(e: String) -> Error {
+pub(crate) fn ggml_err(e: String) -> Error {
     Error::Ggml(format!("graph: {e}"))
 }
 
@@ -187,9 +205,6 @@ impl<'a> Builder<'a> {
         let (nt, nk) = (shape.n_tokens as i64, shape.n_kv as i64);
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
-        let kv_rows = g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "inp_kv_rows")
-            .map_err(ggml_err)?;
         let mask = g
             .input(mask_type(params.flash_attn), &[nk, nt], "inp_mask")
             .map_err(ggml_err)?;
@@ -219,7 +234,7 @@ impl<'a> Builder<'a> {
             inputs: Inputs {
                 tokens,
                 pos: None,
-                kv_rows,
+                kv_rows: None,
                 mask,
                 mask_swa,
                 out_ids,
@@ -229,7 +244,10 @@ impl<'a> Builder<'a> {
             hidden: None,
         };
         let logits = decoder.build(&mut b)?;
-        b.g.output(logits);
+        // An encoder's graph computes its hidden states even when nobody asks for embeddings.
+        if let Some(out) = logits.or(b.hidden) {
+            b.g.output(out);
+        }
         let embd = match params.embeddings {
             Some(pooling) => Some(b.pooled_embeddings(pooling)?),
             None => None,
@@ -260,17 +278,41 @@ impl<'a> Builder<'a> {
                 let ht = self.g.cont(ht).map_err(ggml_err)?;
                 self.g.mul_mat(ht, w).map_err(ggml_err)?
             }
-            Pooling::Cls | Pooling::Last => {
+            Pooling::Cls | Pooling::Last | Pooling::Rank => {
                 let rows = self
                     .g
                     .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[ns], "inp_cls")
                     .map_err(ggml_err)?;
                 self.inputs.cls = Some(rows);
-                self.g.get_rows(h, rows).map_err(ggml_err)?
+                let picked = self.g.get_rows(h, rows).map_err(ggml_err)?;
+                if pooling == Pooling::Rank {
+                    self.classifier_head(picked)?
+                } else {
+                    picked
+                }
             }
         };
         self.g.output(out);
         Ok(out)
+    }
+
+    /// The classifier head of a ranking model over the pooled states `x` ([n_embd, n_seqs]):
+    /// `cls` (with its bias) and tanh, then `cls.output` (with its bias), as llama.cpp applies
+    /// them when present; Qwen3's rerankers end with a softmax over the labels.
+    fn classifier_head(&mut self, mut x: TensorRef) -> Result<TensorRef> {
+        if let Some(w) = self.weight_opt("cls.weight") {
+            let b = self.weight_opt("cls.bias");
+            x = self.linear(w, b, x)?;
+            x = self.tanh(x)?;
+        }
+        if let Some(w) = self.weight_opt("cls.output.weight") {
+            let b = self.weight_opt("cls.output.bias");
+            x = self.linear(w, b, x)?;
+        }
+        if self.hp.rank_softmax {
+            x = self.g.soft_max_rows(x).map_err(ggml_err)?;
+        }
+        Ok(x)
     }
 
     /// A weight tensor; `None` when the (optional) tensor is absent.
@@ -361,6 +403,32 @@ impl<'a> Builder<'a> {
             .map_err(ggml_err)
     }
 
+    /// The positions input (made on first use: a graph that never reads it would leave it
+    /// without memory).
+    pub fn positions(&mut self) -> Result<TensorRef> {
+        if let Some(pos) = self.inputs.pos {
+            return Ok(pos);
+        }
+        let n = self.shape.n_tokens as i64;
+        let pos = self
+            .g
+            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "inp_pos")
+            .map_err(ggml_err)?;
+        Ok(*self.inputs.pos.insert(pos))
+    }
+
+    /// The final hidden states of an encoder, which the embeddings are pooled from.
+    pub fn set_hidden(&mut self, x: TensorRef) {
+        self.hidden = Some(x);
+    }
+
+    /// Layer norm of `x` (mean and variance over each row), scaled by `w` and shifted by `b`.
+    pub fn layer_norm(&mut self, x: TensorRef, w: TensorRef, b: TensorRef) -> Result<TensorRef> {
+        let n = self.g.norm(x, self.hp.norm_eps).map_err(ggml_err)?;
+        let n = self.g.mul(n, w).map_err(ggml_err)?;
+        self.g.add(n, b).map_err(ggml_err)
+    }
+
     /// Rotate `x` ([head_dim, n_head, n_tokens]) of layer `il` by the input positions.
     pub fn rope(&mut self, x: TensorRef, il: usize, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
         let (base, scale) = rope_freqs(self.hp, &self.params, il);
@@ -381,17 +449,7 @@ impl<'a> Builder<'a> {
     ) -> Result<TensorRef> {
         let p = self.params;
         let mode = self.hp.rope_type;
-        let pos = match self.inputs.pos {
-            Some(pos) => pos,
-            None => {
-                let n = self.shape.n_tokens as i64;
-                let pos = self
-                    .g
-                    .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "inp_pos")
-                    .map_err(ggml_err)?;
-                *self.inputs.pos.insert(pos)
-            }
-        };
+        let pos = self.positions()?;
         self.g
             .rope(
                 x,
@@ -432,11 +490,21 @@ impl<'a> Builder<'a> {
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
 
         // Write first: the attention below reads the cache, including these rows.
+        let kv_rows = match self.inputs.kv_rows {
+            Some(r) => r,
+            None => {
+                let r = self
+                    .g
+                    .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "inp_kv_rows")
+                    .map_err(ggml_err)?;
+                *self.inputs.kv_rows.insert(r)
+            }
+        };
         let k2 = self.merge_heads(k)?;
-        let k_store = self.g.set_rows(kc, k2, self.inputs.kv_rows).map_err(ggml_err)?;
+        let k_store = self.g.set_rows(kc, k2, kv_rows).map_err(ggml_err)?;
         self.g.expand(k_store);
         let v2 = self.merge_heads(v)?;
-        let v_store = self.g.set_rows(vc, v2, self.inputs.kv_rows).map_err(ggml_err)?;
+        let v_store = self.g.set_rows(vc, v2, kv_rows).map_err(ggml_err)?;
         self.g.expand(v_store);
 
         let row = |t: TensorRef, n: i64| crate::ggml::row_size(t.ggml_type(), n);
@@ -504,6 +572,37 @@ impl<'a> Builder<'a> {
             let vt = self.g.cont(vt).map_err(ggml_err)?;
             let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?;
             let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?; // [head_dim, n_head, tokens, streams]
+            let o = self.g.cont(o).map_err(ggml_err)?;
+            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+        }
+    }
+
+    /// Attention of the ubatch's tokens among themselves, without a cache (encoders): `q`, `k`,
+    /// `v` are [head, n_head(_kv), n_tokens]; the mask ([n_tokens, n_tokens]) keeps each token to
+    /// its own sequence. Returns [head_v * n_head, n_tokens].
+    pub fn attention_no_cache(&mut self, q: TensorRef, k: TensorRef, v: TensorRef, kq_scale: f32) -> Result<TensorRef> {
+        let (hv, n_head, nt) = (v.ne()[0], q.ne()[1], q.ne()[2]);
+        let mask = self.inputs.mask;
+        let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let k = self.g.permute(k, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let v = self.g.permute(v, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let f16 = ggml_sys::ggml_type_GGML_TYPE_F16;
+        if self.params.flash_attn {
+            // Flash attention reads F16 keys and values.
+            let k = self.g.cast(k, f16).map_err(ggml_err)?;
+            let v = self.g.cast(v, f16).map_err(ggml_err)?;
+            let o = self
+                .g
+                .flash_attn(q, k, v, mask, kq_scale, self.hp.attn_softcap, None)
+                .map_err(ggml_err)?;
+            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+        } else {
+            let kq = self.g.mul_mat(k, q).map_err(ggml_err)?; // [n_tokens, n_tokens, n_head]
+            let kq = self.g.soft_max(kq, mask, kq_scale, None).map_err(ggml_err)?;
+            let vt = self.g.permute(v, [1, 0, 2, 3]).map_err(ggml_err)?;
+            let vt = self.g.cont(vt).map_err(ggml_err)?;
+            let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?; // [head_v, n_tokens, n_head]
+            let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?;
             let o = self.g.cont(o).map_err(ggml_err)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
         }
@@ -708,6 +807,22 @@ impl<'a> Builder<'a> {
             y = self.g.add_id(y, b, picked).map_err(ggml_err)?;
         }
         Ok(y)
+    }
+
+    /// down(gelu(up x)), each with its bias (no scales): BERT's FFN.
+    pub fn gelu_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
+        let unscaled = Order::BiasThenScale { scaled: false };
+        let (up_w, up_b) = (
+            self.layer_weight(il, "ffn_up.weight")?,
+            self.layer_weight_opt(il, "ffn_up.bias"),
+        );
+        let up = self.project(up_w, up_b, x, unscaled)?;
+        let h = self.g.gelu(up).map_err(ggml_err)?;
+        let (down_w, down_b) = (
+            self.layer_weight(il, "ffn_down.weight")?,
+            self.layer_weight_opt(il, "ffn_down.bias"),
+        );
+        self.project(down_w, down_b, h, unscaled)
     }
 
     /// down(swiglu(up x)): the gate and up projections fused in `ffn_up` (Phi-3), no biases or

@@ -49,6 +49,16 @@ pub struct HParams {
     pub n_embd_head_v: u32,
     pub n_rot: u32,
     pub rms_eps: f32,
+    /// Epsilon of the layer norms (mean and variance) of the architectures that use them.
+    pub norm_eps: f32,
+    /// `{arch}.attention.causal`: false for encoders, whose tokens see their whole sequence.
+    pub causal: bool,
+    /// `{arch}.pooling_type` (llama.h's `enum llama_pooling_type`; -1 when the file has none).
+    pub pooling_type: i32,
+    /// Token types BERT-style models embed (`tokenizer.ggml.token_type_count`).
+    pub n_token_types: u32,
+    /// Ranking ends with a softmax over the classifier's labels (Qwen3's rerankers).
+    pub rank_softmax: bool,
     pub rope_freq_base: f32,
     /// Base frequency on sliding-window layers (llama.cpp defaults it to 10000, not the global base);
     /// sliding layers rotate with it.
@@ -89,6 +99,11 @@ pub struct HParams {
 }
 
 impl HParams {
+    /// Scores a ranking head gives per sequence: one per classifier label, 1 without labels.
+    pub fn n_cls_out(&self) -> u32 {
+        (self.cls_labels.len() as u32).max(1)
+    }
+
     /// `{arch}.{suffix}`.
     pub fn key(&self, suffix: &str) -> String {
         format!("{}.{suffix}", self.arch_name)
@@ -180,6 +195,15 @@ impl HParams {
             n_embd_head_v,
             n_rot,
             rms_eps: 0.0,
+            norm_eps: 0.0,
+            causal: meta.bool_opt(&key("attention.causal"))?.unwrap_or(true),
+            // Stored as uint32 or int32; anything outside llama.h's values reads as unspecified.
+            pooling_type: meta
+                .int_opt(&key("pooling_type"))?
+                .filter(|v| (0..=4).contains(v))
+                .map_or(-1, |v| v as i32),
+            n_token_types: meta.u32_opt("tokenizer.ggml.token_type_count")?.unwrap_or(0),
+            rank_softmax: false,
             rope_freq_base,
             rope_freq_base_swa: 10000.0,
             rope_freq_scale,
@@ -206,11 +230,10 @@ impl HParams {
             size_label: "?B",
         };
         arch.load_hparams(meta, &mut hp)?;
-        if !(hp.rms_eps > 0.0 && hp.rms_eps < 1.0) {
-            return Err(Error::model(format!(
-                "layer-norm epsilon {} is out of range",
-                hp.rms_eps
-            )));
+        // Each architecture reads the epsilon of the norms it uses.
+        let eps = if hp.norm_eps != 0.0 { hp.norm_eps } else { hp.rms_eps };
+        if !(eps > 0.0 && eps < 1.0) {
+            return Err(Error::model(format!("layer-norm epsilon {eps} is out of range")));
         }
         Ok(hp)
     }

@@ -98,6 +98,12 @@ impl Meta<'_> {
             .map_err(|_| Error::model(format!("key '{key}' = {i} is out of range")))
     }
 
+    /// An integer key of any width and sign.
+    pub fn int_opt(&self, key: &str) -> Result<Option<i64>> {
+        let Some(v) = self.0.get(key) else { return Ok(None) };
+        int_of(v).map(Some).ok_or_else(|| mistyped(key, v, "an integer"))
+    }
+
     pub fn u32(&self, key: &str) -> Result<u32> {
         self.u32_opt(key)?.ok_or_else(|| missing(key))
     }

@@ -18,6 +18,20 @@ pub trait ArchSpec: Sync {
 
     /// The tensors a file of this architecture must (or may) contain, with their shapes.
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec>;
+
+    /// What a context keeps between calls for this architecture.
+    fn memory(&self) -> Memory {
+        Memory::KvCache
+    }
+}
+
+/// The memory an architecture's contexts keep (llama.cpp's `create_memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Memory {
+    /// Keys and values of past tokens, per layer.
+    KvCache,
+    /// None: every batch is encoded on its own (BERT-style encoders); `llama_decode` encodes.
+    None,
 }
 
 /// One expected tensor: its GGUF name, its shape (ggml order, innermost first), whether a file

@@ -439,3 +439,26 @@ fn rope_scaling_types_are_read_and_unknown_ones_refused() {
     let msg = load_err(&model_file(|f| set_kv(f, "llama.rope.scaling.type", s("warp"))));
     assert!(msg.contains("unknown rope scaling type 'warp'"), "{msg}");
 }
+
+#[test]
+fn pooling_and_causality_come_from_the_file() {
+    let m = load(&model_file(|_| {}), LoadParams::default()).expect("loads");
+    let hp = m.hparams.as_ref().expect("hparams");
+    assert_eq!((hp.pooling_type, hp.causal, hp.n_cls_out()), (-1, true, 1));
+    let m = load(
+        &model_file(|f| {
+            set_kv(f, "llama.pooling_type", Value::I32(3));
+            set_kv(f, "llama.attention.causal", Value::Bool(false));
+        }),
+        LoadParams::default(),
+    )
+    .expect("loads");
+    let hp = m.hparams.as_ref().expect("hparams");
+    assert_eq!((hp.pooling_type, hp.causal), (3, false));
+    // Out-of-range pooling reads as unspecified, as llama.cpp's unspecified (-1, stored unsigned).
+    let m = load(
+        &model_file(|f| set_kv(f, "llama.pooling_type", Value::U32(u32::MAX))),
+        LoadParams::default(),
+    );
+    assert_eq!(m.expect("loads").hparams.as_ref().map(|h| h.pooling_type), Some(-1));
+}
