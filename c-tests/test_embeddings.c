@@ -138,12 +138,27 @@ int main(void) {
     check_model(SMOLLM2_FILE);
     check_model(GEMMA3_FILE);
 
-    /* Rank pooling needs a classifier head, which these models lack. */
+    /* Rank pooling on a causal model without a classifier head picks each sequence's last token
+     * state and reads one score per sequence (llama_model_n_cls_out) from them as llama.cpp does:
+     * sequence s's score is value s of the picked states laid end to end, so both come from the
+     * first sequence's state (what llama.cpp 0.3.36 returns; benches/compare.sh compares it). */
     struct llama_model *m = tu_load(SMOLLM2_FILE, false);
-    struct llama_context_params cp = llama_context_default_params();
-    cp.embeddings = true;
-    cp.pooling_type = LLAMA_POOLING_TYPE_RANK;
-    CHECK(llama_init_from_model(m, cp) == NULL, "rank pooling is refused");
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    CHECK(llama_model_n_cls_out(m) == 1, "one score without classifier labels");
+    struct llama_context *rank = new_ctx(m, true, LLAMA_POOLING_TYPE_RANK);
+    struct llama_context *last = new_ctx(m, true, LLAMA_POOLING_TYPE_LAST);
+    CHECK(llama_pooling_type(rank) == LLAMA_POOLING_TYPE_RANK, "pooling type");
+    int n_a, n_b;
+    decode_two(rank, v, &n_a, &n_b);
+    decode_two(last, v, &n_a, &n_b);
+    const float *state = llama_get_embeddings_seq(last, 0);
+    for (int s = 0; s < 2; s++) {
+        const float *score = llama_get_embeddings_seq(rank, s);
+        CHECK(score && state && score[0] == state[s], "seq %d: score %f is value %d of the picked states %f", s,
+              score ? score[0] : NAN, s, state ? state[s] : NAN);
+    }
+    llama_free(rank);
+    llama_free(last);
     llama_model_free(m);
     llama_backend_free();
     return tu_finish("test_embeddings");

@@ -83,7 +83,8 @@ static void check_facts(const char *file, const char *ref) {
     CHECK(llama_model_has_decoder(m) && !llama_model_has_encoder(m), "decoder only");
     CHECK(!llama_model_is_recurrent(m) && !llama_model_is_hybrid(m) && !llama_model_is_diffusion(m), "flags");
     CHECK(llama_model_decoder_start_token(m) == LLAMA_TOKEN_NULL, "decoder start");
-    CHECK(llama_model_n_cls_out(m) == 0 && llama_model_cls_label(m, 0) == NULL, "no classifier");
+    /* Without labels, llama.cpp's one score per sequence. */
+    CHECK(llama_model_n_cls_out(m) == 1 && llama_model_cls_label(m, 0) == NULL, "no classifier labels");
     CHECK(llama_model_rope_freq_scale_train(m) == 1.0f, "rope freq scale");
     CHECK(llama_model_n_embd_inp(m) == llama_model_n_embd(m) && llama_model_n_embd_out(m) == llama_model_n_embd(m),
           "embd in/out");
