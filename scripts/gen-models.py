@@ -7,7 +7,8 @@ activations stay finite.
     python3 scripts/gen-models.py VOCAB_MODEL.gguf OUT_DIR [MODEL ...]     (default: every one)
 
 Needs the `gguf` and `numpy` packages from PyPI (scripts/setup.sh installs them). Writes
-OUT_DIR/<model>-<type>.gguf for each model (an architecture, or a variant of one), in F32 and F16."""
+OUT_DIR/<model>-<type>.gguf for each model (an architecture, or a variant of one), in F32 and F16,
+and some in quantized types (QUANTIZED)."""
 import pathlib
 import sys
 
@@ -103,10 +104,16 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, ex
 
 
 def add_tensors(w, tensors, dtype):
+    """`dtype`: a numpy float type, or a ggml quantization (gguf's reference quantizers)."""
     for name, t in tensors.items():
         # Norms, routers and BERT's token types stay F32, as llama.cpp's converters keep them.
         keep = t.ndim == 1 or name.endswith(("ffn_gate_inp.weight", ".bias", "token_types.weight"))
-        w.add_tensor(name, t if keep else t.astype(dtype))
+        if keep:
+            w.add_tensor(name, t)
+        elif isinstance(dtype, gguf.GGMLQuantizationType):
+            w.add_tensor(name, gguf.quants.quantize(t, dtype), raw_dtype=dtype)
+        else:
+            w.add_tensor(name, t.astype(dtype))
 
 
 def qwen2(w, weights, n_vocab, dtype):
@@ -273,6 +280,35 @@ def bert(w, weights, n_vocab, dtype, rank=False):
     add_tensors(w, tensors, dtype)
 
 
+def nomic_bert(w, weights, n_vocab, dtype):
+    # nomic-embed-text's layout: rotary positions, a fused query-key-value projection, SwiGLU.
+    a = "nomic-bert"
+    w.add_uint32(f"{a}.block_count", N_LAYER)
+    w.add_uint32(f"{a}.context_length", 2048)
+    w.add_uint32(f"{a}.embedding_length", N_EMBD)
+    w.add_uint32(f"{a}.feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-12)
+    w.add_bool(f"{a}.attention.causal", False)
+    w.add_uint32(f"{a}.pooling_type", 1)
+    w.add_float32(f"{a}.rope.freq_base", 1000.0)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_up", N_FF, N_EMBD), ("ffn_gate", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_output_norm", "layer_output_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def bert_rank(w, weights, n_vocab, dtype):
     bert(w, weights, n_vocab, dtype, rank=True)
 
@@ -301,10 +337,35 @@ MODELS = {
     # BERT's WordPiece vocabulary, from llama.cpp's tokenizer test data (scripts/fetch-ggml.sh).
     "bert": ("bert", bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "bert-rank": ("bert", bert_rank, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    "nomic-bert": ("nomic-bert", nomic_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
 }
-TYPES = {"f32": (np.float32, gguf.LlamaFileType.ALL_F32), "f16": (np.float16, gguf.LlamaFileType.MOSTLY_F16)}
+Q = gguf.GGMLQuantizationType
+F = gguf.LlamaFileType
+# Weight types: every model in F32 and F16, some in the types gguf's quantizers write as well (the
+# K-quants and IQ types have no Python quantizer).
+TYPES = {
+    "f32": (np.float32, F.ALL_F32),
+    "f16": (np.float16, F.MOSTLY_F16),
+    "bf16": (Q.BF16, F.MOSTLY_BF16),
+    "q8_0": (Q.Q8_0, F.MOSTLY_Q8_0),
+    "q4_0": (Q.Q4_0, F.MOSTLY_Q4_0),
+    "q4_1": (Q.Q4_1, F.MOSTLY_Q4_1),
+    "q5_0": (Q.Q5_0, F.MOSTLY_Q5_0),
+    "q5_1": (Q.Q5_1, F.MOSTLY_Q5_1),
+}
+# Quantized variants: experts and a fused projection in Q4_0 (which ggml's CPU backend repacks on
+# AVX2), the other block types once each.
+QUANTIZED = {
+    "llama-moe": ["q4_0"],
+    "qwen3moe": ["q8_0"],
+    "qwen3": ["bf16", "q4_1"],
+    "gemma2": ["q5_0"],
+    "gpt-oss": ["q5_1"],
+    "phi3": ["q4_0"],
+    "bert": ["q8_0"],
+}
 
 
 def generate(vocab_path, out_dir, name, type_name):
@@ -336,5 +397,5 @@ if __name__ == "__main__":
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     for name in sys.argv[3:] or MODELS:
-        for t in TYPES:
+        for t in ["f32", "f16", *QUANTIZED.get(name, [])]:
             print(generate(sys.argv[1], out, name, t))

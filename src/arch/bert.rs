@@ -1,10 +1,11 @@
 //! BERT and its embedding models (BGE, MiniLM, ...): an encoder without a cache; learned
 //! position and token-type embeddings; post-layer norms (mean and variance) with biases; a GELU
-//! FFN; embeddings pooled as the model asks (mean, first token, or a ranking head's scores).
+//! FFN; embeddings pooled as the model asks (mean, first token, or a ranking head's scores). Its
+//! tensors and graph also serve Nomic BERT (`nomic_bert.rs`: rotary positions, a SwiGLU FFN).
 
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -24,16 +25,12 @@ impl ArchSpec for Bert {
         Memory::None
     }
 
+    fn has_output_head(&self) -> bool {
+        false
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
-        if hp.n_embd_head_k != hp.n_embd_head_v {
-            return Err(Error::model("bert needs equal key and value head sizes"));
-        }
-        if hp.n_token_types == 0 {
-            return Err(Error::model(
-                "bert needs its token type count (tokenizer.ggml.token_type_count)",
-            ));
-        }
+        load_hparams(meta, hp)?;
         // BERT's position embeddings stand in for rotation.
         hp.rope = false;
         hp.size_label = match (hp.n_layer, hp.n_embd) {
@@ -48,97 +45,146 @@ impl ArchSpec for Bert {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let (e, v) = (hp.n_embd, hp.n_vocab);
-        let n_cls_out = hp.n_cls_out();
-        let mut specs = vec![
-            TensorSpec::new("token_embd.weight", &[e, v], true),
-            TensorSpec::new("token_types.weight", &[e, hp.n_token_types], false),
+        tensors(hp, false)
+    }
+}
+
+/// What BERT and Nomic BERT both read: the layer norms' epsilon; both need equal head sizes and
+/// their token type count.
+pub(super) fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
+    if hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model(format!(
+            "{} needs equal key and value head sizes",
+            hp.arch_name
+        )));
+    }
+    if hp.n_token_types == 0 {
+        return Err(Error::model(format!(
+            "{} needs its token type count (tokenizer.ggml.token_type_count)",
+            hp.arch_name
+        )));
+    }
+    Ok(())
+}
+
+/// BERT's tensors, or Nomic BERT's (`nomic`: no position table or classifier head, a gate
+/// projection in every FFN).
+pub(super) fn tensors(hp: &HParams, nomic: bool) -> Vec<TensorSpec> {
+    let (e, v) = (hp.n_embd, hp.n_vocab);
+    let n_cls_out = hp.n_cls_out();
+    let mut specs = vec![
+        TensorSpec::new("token_embd.weight", &[e, v], true),
+        TensorSpec::new("token_types.weight", &[e, hp.n_token_types], false),
+        TensorSpec::new("token_embd_norm.weight", &[e], true),
+        TensorSpec::new("token_embd_norm.bias", &[e], true),
+    ];
+    if !nomic {
+        specs.extend([
             TensorSpec::new("position_embd.weight", &[e, hp.n_ctx_train], true),
             TensorSpec::matmul("cls.weight", &[e, e], false),
             TensorSpec::new("cls.bias", &[e], false),
             TensorSpec::matmul("cls.output.weight", &[e, n_cls_out], false),
             TensorSpec::new("cls.output.bias", &[n_cls_out], false),
-            TensorSpec::new("token_embd_norm.weight", &[e], true),
-            TensorSpec::new("token_embd_norm.bias", &[e], true),
-        ];
-        for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            let q = hp.n_embd_head_k * hp.n_head[il];
-            let kv = hp.n_embd_head_k * hp.n_head_kv[il];
-            let ff = hp.n_ff[il];
-            let qkv = b("attn_qkv.weight");
-            specs.push(TensorSpec::matmul(&qkv, &[e, q + 2 * kv], false));
-            specs.push(TensorSpec::new(b("attn_qkv.bias"), &[q + 2 * kv], false));
-            for (name, width) in [("attn_q", q), ("attn_k", kv), ("attn_v", kv)] {
-                specs.push(TensorSpec::matmul(b(&format!("{name}.weight")), &[e, width], true).unless(&qkv));
-                specs.push(TensorSpec::new(b(&format!("{name}.bias")), &[width], false));
-            }
-            specs.push(TensorSpec::matmul(b("attn_output.weight"), &[q, e], true));
-            specs.push(TensorSpec::new(b("attn_output.bias"), &[e], false));
-            specs.push(TensorSpec::new(b("attn_output_norm.weight"), &[e], true));
-            specs.push(TensorSpec::new(b("attn_output_norm.bias"), &[e], true));
-            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
-            specs.push(TensorSpec::new(b("ffn_up.bias"), &[ff], false));
-            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
-            specs.push(TensorSpec::new(b("ffn_down.bias"), &[e], false));
-            specs.push(TensorSpec::new(b("layer_output_norm.weight"), &[e], true));
-            specs.push(TensorSpec::new(b("layer_output_norm.bias"), &[e], true));
-        }
-        specs
+        ]);
     }
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let q = hp.n_embd_head_k * hp.n_head[il];
+        let kv = hp.n_embd_head_k * hp.n_head_kv[il];
+        let ff = hp.n_ff[il];
+        let qkv = b("attn_qkv.weight");
+        specs.push(TensorSpec::matmul(&qkv, &[e, q + 2 * kv], false));
+        specs.push(TensorSpec::new(b("attn_qkv.bias"), &[q + 2 * kv], false));
+        for (name, width) in [("attn_q", q), ("attn_k", kv), ("attn_v", kv)] {
+            specs.push(TensorSpec::matmul(b(&format!("{name}.weight")), &[e, width], true).unless(&qkv));
+            specs.push(TensorSpec::new(b(&format!("{name}.bias")), &[width], false));
+        }
+        specs.push(TensorSpec::matmul(b("attn_output.weight"), &[q, e], true));
+        specs.push(TensorSpec::new(b("attn_output.bias"), &[e], false));
+        specs.push(TensorSpec::new(b("attn_output_norm.weight"), &[e], true));
+        specs.push(TensorSpec::new(b("attn_output_norm.bias"), &[e], true));
+        specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+        specs.push(TensorSpec::new(b("ffn_up.bias"), &[ff], false));
+        specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+        specs.push(TensorSpec::new(b("ffn_down.bias"), &[e], false));
+        if nomic {
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+        }
+        specs.push(TensorSpec::new(b("layer_output_norm.weight"), &[e], true));
+        specs.push(TensorSpec::new(b("layer_output_norm.bias"), &[e], true));
+    }
+    specs
 }
 
 impl Decoder for Bert {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        let hp = b.hp;
-        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
-        let pos = b.positions()?;
-        let mut x = b.embed_tokens()?;
-        // Every token is of type 0: the first row of the token-type table.
-        if let Some(types) = b.weight_opt("token_types.weight") {
-            let row0 =
-                b.g.view(types, &[i64::from(hp.n_embd)], &[], 0)
-                    .map_err(crate::graph::ggml_err)?;
-            x = b.add(x, row0)?;
-        }
+        encoder(b, false)
+    }
+}
+
+/// The BERT encoder; `nomic`: rotary positions instead of a position table, and a SwiGLU FFN
+/// without its biases.
+pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>> {
+    let hp = b.hp;
+    let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+    let pos = b.positions()?;
+    let mut x = b.embed_tokens()?;
+    // Every token is of type 0: the first row of the token-type table.
+    if let Some(types) = b.weight_opt("token_types.weight") {
+        let row0 =
+            b.g.view(types, &[i64::from(hp.n_embd)], &[], 0)
+                .map_err(crate::graph::ggml_err)?;
+        x = b.add(x, row0)?;
+    }
+    if !nomic {
         let pos_table = b.weight("position_embd.weight")?;
         let pos_embd = b.g.get_rows(pos_table, pos).map_err(crate::graph::ggml_err)?;
         x = b.add(pos_embd, x)?;
-        let x0 = b.name(x, "inp_embd", None);
-        let (w, bias) = (b.weight("token_embd_norm.weight")?, b.weight("token_embd_norm.bias")?);
-        x = b.layer_norm(x0, w, bias)?;
-        x = b.name(x, "inp_norm", Some(0));
-        let n_layer = hp.n_layer as usize;
-        for il in 0..n_layer {
-            let l = Some(il);
-            let (q, k, v) = b.qkv(il, x, true)?;
-            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-            let att = b.attention_no_cache(q, k, v, kq_scale)?;
-            let att = b.name(att, "kqv_out", l);
-            let mut att = b.layer_linear(il, "attn_output", att)?;
-            let mut residual = x;
-            if il == n_layer - 1 {
-                att = b.select_outputs(att)?;
-                residual = b.select_outputs(residual)?;
-            }
-            let h = b.add(att, residual)?;
-            let (w, bias) = (
-                b.layer_weight(il, "attn_output_norm.weight")?,
-                b.layer_weight(il, "attn_output_norm.bias")?,
-            );
-            let h = b.layer_norm(h, w, bias)?;
-            let h = b.name(h, "ffn_inp", l);
-            let ffn = b.gelu_ffn(il, h)?;
-            let ffn = b.name(ffn, "ffn_out", l);
-            let out = b.add(ffn, h)?;
-            let (w, bias) = (
-                b.layer_weight(il, "layer_output_norm.weight")?,
-                b.layer_weight(il, "layer_output_norm.bias")?,
-            );
-            x = b.layer_norm(out, w, bias)?;
-        }
-        let x = b.name(x, "result_embd", None);
-        b.set_hidden(x);
-        Ok(None)
     }
+    let x0 = b.name(x, "inp_embd", None);
+    let (w, bias) = (b.weight("token_embd_norm.weight")?, b.weight("token_embd_norm.bias")?);
+    x = b.layer_norm(x0, w, bias)?;
+    x = b.name(x, "inp_norm", Some(0));
+    let n_layer = hp.n_layer as usize;
+    for il in 0..n_layer {
+        let l = Some(il);
+        let (q, k, v) = b.qkv(il, x, true)?;
+        let (q, k) = if nomic {
+            (b.rope(q, il, None)?, b.rope(k, il, None)?)
+        } else {
+            (q, k)
+        };
+        let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
+        let att = b.attention_no_cache(q, k, v, kq_scale)?;
+        let att = b.name(att, "kqv_out", l);
+        let mut att = b.layer_linear(il, "attn_output", att)?;
+        let mut residual = x;
+        if il == n_layer - 1 {
+            att = b.select_outputs(att)?;
+            residual = b.select_outputs(residual)?;
+        }
+        let h = b.add(att, residual)?;
+        let (w, bias) = (
+            b.layer_weight(il, "attn_output_norm.weight")?,
+            b.layer_weight(il, "attn_output_norm.bias")?,
+        );
+        let h = b.layer_norm(h, w, bias)?;
+        let h = b.name(h, "ffn_inp", l);
+        let ffn = if nomic {
+            b.gated_ffn(il, h, Ffn::default())?
+        } else {
+            b.gelu_ffn(il, h)?
+        };
+        let ffn = b.name(ffn, "ffn_out", l);
+        let out = b.add(ffn, h)?;
+        let (w, bias) = (
+            b.layer_weight(il, "layer_output_norm.weight")?,
+            b.layer_weight(il, "layer_output_norm.bias")?,
+        );
+        x = b.layer_norm(out, w, bias)?;
+    }
+    let x = b.name(x, "result_embd", None);
+    b.set_hidden(x);
+    Ok(None)
 }

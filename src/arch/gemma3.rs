@@ -4,7 +4,7 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{is_sliding, Builder, Decoder};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -135,7 +135,14 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
         let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
         let cur = b.rms_norm(h, ffn_norm)?;
         let cur = b.name(cur, "ffn_norm", l);
-        let ffn = b.gated_ffn(il, cur, true, false)?;
+        let ffn = b.gated_ffn(
+            il,
+            cur,
+            Ffn {
+                gelu: true,
+                ..Ffn::default()
+            },
+        )?;
         let ffn = b.name(ffn, "ffn_out", l);
         let post_ffn = b.layer_weight(il, "post_ffw_norm.weight")?;
         let ffn = b.rms_norm(ffn, post_ffn)?;

@@ -5,7 +5,7 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -167,7 +167,15 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
             b.moe_ffn(il, cur, MOE)?
         } else {
-            let ffn = b.gated_ffn(il, cur, false, variant.ffn_scales)?;
+            let ffn = b.gated_ffn(
+                il,
+                cur,
+                Ffn {
+                    scaled: variant.ffn_scales,
+                    biased: true,
+                    ..Ffn::default()
+                },
+            )?;
             b.name(ffn, "ffn_out", l)
         };
         if hp.residual_scale != 0.0 {

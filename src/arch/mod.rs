@@ -9,6 +9,7 @@ pub(crate) mod gemma3;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod llama;
+pub(crate) mod nomic_bert;
 pub(crate) mod olmo2;
 pub(crate) mod phi3;
 pub(crate) mod qwen2;
@@ -29,7 +30,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 12] = [
+static ARCHITECTURES: [&dyn Architecture; 13] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -40,6 +41,7 @@ static ARCHITECTURES: [&dyn Architecture; 12] = [
     &phi3::Phi3,
     &gpt_oss::GptOss,
     &bert::Bert,
+    &nomic_bert::NomicBert,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
 ];

@@ -4,7 +4,7 @@
 use super::common_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{is_sliding, Builder, Decoder};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -116,7 +116,7 @@ impl Decoder for Olmo2 {
             let att = b.name(att, "attn_post_norm", l);
             let h = b.add(att, residual)?;
             let h = b.name(h, "ffn_inp", l);
-            let ffn = b.gated_ffn(il, h, false, false)?;
+            let ffn = b.gated_ffn(il, h, Ffn::default())?;
             let ffn = b.name(ffn, "ffn_out", l);
             let post_ffn = b.layer_weight(il, "post_ffw_norm.weight")?;
             let ffn = b.rms_norm(ffn, post_ffn)?;

@@ -154,6 +154,17 @@ pub struct Moe {
     pub scaled: bool,
 }
 
+/// What varies between the architectures' gated FFNs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ffn {
+    /// GELU rather than SiLU.
+    pub gelu: bool,
+    /// Multiply each projection by its weight's scale.
+    pub scaled: bool,
+    /// Add each projection's bias.
+    pub biased: bool,
+}
+
 /// gpt-oss's SwiGLU constants (llama.cpp's).
 const OAI_ALPHA: f32 = 1.702;
 const OAI_LIMIT: f32 = 7.0;
@@ -669,16 +680,17 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// down(act(gate x) * up x), with SiLU (`gelu` false) or GELU; each projection times its
-    /// weight's scale when `scaled` (some of llama.cpp's architectures load FFN scales but do not
-    /// apply them).
-    pub fn gated_ffn(&mut self, il: usize, x: TensorRef, gelu: bool, scaled: bool) -> Result<TensorRef> {
+    /// down(act(gate x) * up x), as `ffn` says: the activation, and whether the weights' scales
+    /// and biases apply (some of llama.cpp's architectures load them but leave them out).
+    pub fn gated_ffn(&mut self, il: usize, x: TensorRef, ffn: Ffn) -> Result<TensorRef> {
+        let Ffn { gelu, scaled, biased } = ffn;
+        let bias = |b: &Self, name: &str| b.layer_weight_opt(il, name).filter(|_| biased);
         let up_w = self.layer_weight(il, "ffn_up.weight")?;
-        let up_b = self.layer_weight_opt(il, "ffn_up.bias");
+        let up_b = bias(self, "ffn_up.bias");
         let gate_w = self.layer_weight(il, "ffn_gate.weight")?;
-        let gate_b = self.layer_weight_opt(il, "ffn_gate.bias");
+        let gate_b = bias(self, "ffn_gate.bias");
         let down_w = self.layer_weight(il, "ffn_down.weight")?;
-        let down_b = self.layer_weight_opt(il, "ffn_down.bias");
+        let down_b = bias(self, "ffn_down.bias");
         let up = self.project(up_w, up_b, x, Order::BiasThenScale { scaled })?;
         let gate = self.project(gate_w, gate_b, x, Order::BiasThenScale { scaled })?;
         let h = if gelu {

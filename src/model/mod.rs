@@ -189,7 +189,12 @@ impl Model {
             .filter(|s| params.extra_bufts && s.matmul_only)
             .map(|s| s.name.as_str())
             .collect();
-        let weights = Weights::place(&per_file, &repackable, &mut place_progress)?;
+        // A decoder without its own output head multiplies by the token embeddings, which
+        // llama.cpp then duplicates into a repacking buffer type (the lookups keep the original).
+        let has_output = tensors.iter().any(|(_, t)| t.name == "output.weight");
+        let tied = (params.extra_bufts && arch.has_output_head() && !has_output)
+            .then_some(("token_embd.weight", "output.weight"));
+        let weights = Weights::place(&per_file, &repackable, tied, &mut place_progress)?;
         if !progress(1.0) {
             return Err(Error::Cancelled(
                 "model loading cancelled by the progress callback".into(),

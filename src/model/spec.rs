@@ -19,6 +19,12 @@ pub trait ArchSpec: Sync {
     /// The tensors a file of this architecture must (or may) contain, with their shapes.
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec>;
 
+    /// Whether the graph ends in an output head (the token embeddings when the file has no
+    /// `output.weight`); encoders have none.
+    fn has_output_head(&self) -> bool {
+        true
+    }
+
     /// What a context keeps between calls for this architecture.
     fn memory(&self) -> Memory {
         Memory::KvCache

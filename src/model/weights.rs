@@ -32,10 +32,14 @@ pub struct Weights {
 impl Weights {
     /// Create a ggml tensor for every tensor of every file and point it at its data; the tensors
     /// named in `repackable` go to the CPU backend's extra buffer types where one supports them.
-    /// `progress` gets the fraction of bytes placed; returning false cancels.
+    /// `tied` names a tensor and the name of a matrix it also serves as (the token embeddings as
+    /// output head): where an extra buffer type takes it, a repacked copy is made under that name,
+    /// as llama.cpp duplicates the tensor. `progress` gets the fraction of bytes placed; returning
+    /// false cancels.
     pub fn place(
         files: &[FileTensors],
         repackable: &HashSet<&str>,
+        tied: Option<(&str, &str)>,
         progress: &mut dyn FnMut(f32) -> bool,
     ) -> Result<Weights> {
         let n_tensors: usize = files.iter().map(|f| f.tensors.len()).sum();
@@ -86,11 +90,13 @@ impl Weights {
                     .place(t, offset)
                     .map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))?;
                 by_name.insert(info.name.clone(), t);
-                if repackable.contains(info.name.as_str()) {
+                let alias = tied.filter(|(from, _)| *from == info.name).map(|(_, to)| to);
+                if repackable.contains(info.name.as_str()) || alias.is_some() {
                     let bytes = data
                         .get(offset..offset + t.nbytes())
                         .ok_or_else(|| Error::Internal(format!("tensor '{}' placed outside its data", info.name)))?;
-                    to_repack.push((*info, bytes, t));
+                    let name = alias.unwrap_or(info.name.as_str());
+                    to_repack.push((name, *info, bytes, t));
                 }
                 done += info.size;
                 if !progress(done as f32 / total as f32) {
@@ -133,8 +139,9 @@ fn new_tensor(arena: &mut Arena, info: &TensorInfo) -> Result<TensorRef> {
         .map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))
 }
 
-/// A weight that may be repacked: its description, its bytes in the file and its view of them.
-type Candidate<'a> = (&'a TensorInfo, &'a [u8], TensorRef);
+/// A weight that may be repacked: the name the copy goes by, its description, its bytes in the
+/// file and its view of them.
+type Candidate<'a> = (&'a str, &'a TensorInfo, &'a [u8], TensorRef);
 
 /// Copy each candidate into the first extra buffer type that can multiply it, converting it to
 /// that type's layout, and point `by_name` at the copy. Candidates no buffer type takes stay views
@@ -143,7 +150,7 @@ fn repack(candidates: &[Candidate], by_name: &mut HashMap<String, TensorRef>) ->
     let bufts = cpu_extra_buffer_types();
     let mut groups: Vec<(ExtraBufferType, Vec<Candidate>)> = Vec::new();
     for &c in candidates {
-        let Some(buft) = bufts.iter().copied().find(|b| b.supports_matmul(c.2)) else {
+        let Some(buft) = bufts.iter().copied().find(|b| b.supports_matmul(c.3)) else {
             continue;
         };
         match groups.iter_mut().find(|(b, _)| *b == buft) {
@@ -156,13 +163,13 @@ fn repack(candidates: &[Candidate], by_name: &mut HashMap<String, TensorRef>) ->
         let mut arena = Arena::new(group.len()).map_err(Error::Ggml)?;
         let tensors = group
             .iter()
-            .map(|(info, _, _)| new_tensor(&mut arena, info))
+            .map(|(_, info, _, _)| new_tensor(&mut arena, info))
             .collect::<Result<Vec<_>>>()?;
         let buffer = OwnedBuffer::for_weights_in(&arena, buft)
             .map_err(|e| Error::model(format!("weights for {}: {e}", buft.name())))?;
-        for (t, (info, bytes, _)) in tensors.iter().zip(&group) {
+        for (t, (name, info, bytes, _)) in tensors.iter().zip(&group) {
             tensor_set(*t, bytes).map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))?;
-            by_name.insert(info.name.clone(), *t);
+            by_name.insert((*name).to_string(), *t);
         }
         crate::log_info!(
             "model: {} weight tensors ({:.2} MiB) repacked for {}",
