@@ -3,8 +3,9 @@
 // of llama.cpp's tokenizer data (VOCAB.inp), the tokens with and without special tokens added and
 // their detokenization with every flag.
 //
-//   vocab_bench LIBRARY VOCAB.gguf
+//   vocab_bench LIBRARY VOCAB.gguf [CASES]
 //
+// CASES is a file of test cases in the .inp format (default: VOCAB.gguf.inp).
 // VOCAB is loaded vocab-only (llama.cpp's models/ggml-vocab-*.gguf have no weights).
 // benches/compare.sh runs it against both libraries for every vocabulary of the pinned sdist.
 // Build: cc -O2 -I include -I <ggml include> -o vocab_bench benches/vocab_bench.c -ldl
@@ -41,8 +42,8 @@ static char *read_file(const char *path, long *len) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s LIBRARY VOCAB.gguf\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s LIBRARY VOCAB.gguf [CASES]\n", argv[0]);
         return 1;
     }
     dl_open(argv[1]);
@@ -73,7 +74,10 @@ int main(int argc, char **argv) {
     printf("pieces of %d tokens: %016llx\n", n_vocab, (unsigned long long)hash);
 
     char path[4096];
-    snprintf(path, sizeof path, "%s.inp", argv[2]);
+    snprintf(path, sizeof path, "%s", argc == 4 ? argv[3] : "");
+    if (argc == 3) {
+        snprintf(path, sizeof path, "%s.inp", argv[2]);
+    }
     long len;
     char *text = read_file(path, &len);
     static const char SEP[] = "\n__ggml_vocab_test__\n";

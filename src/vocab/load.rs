@@ -6,7 +6,7 @@ use super::bpe::Bpe;
 use super::pretok::PreTokenizer;
 use super::special::Specials;
 use super::store::{Strings, TextIndex};
-use super::{attr, stl_order, unicode, wpm, Model, SpecialIds, Vocab, VocabType, TOKEN_NULL};
+use super::{attr, stl_order, ugm, unicode, wpm, Model, SpecialIds, Vocab, VocabType, TOKEN_NULL};
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
 
@@ -266,11 +266,12 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         b"gpt2" | b"gemma4" => VocabType::Bpe,
         b"test" => VocabType::Test,
         b"bert" => VocabType::Wpm,
-        b"no_vocab" | b"none" | b"t5" | b"rwkv" | b"plamo2" | b"hybriddna" | b"whitespace" => {
+        b"t5" => VocabType::Ugm,
+        b"no_vocab" | b"none" | b"rwkv" | b"plamo2" | b"hybriddna" | b"whitespace" => {
             return Err(err(format!(
                 "tokenizer '{}' (tokenizer.ggml.model) is not supported yet; supported: 'llama' \
                  (SentencePiece), 'gpt2' (byte-level BPE), 'gemma4' (Gemma 4's BPE), 'bert' \
-                 (WordPiece) and 'test' (llama.cpp's dummy tokenizer)",
+                 (WordPiece), 't5' (unigram) and 'test' (llama.cpp's dummy tokenizer)",
                 String::from_utf8_lossy(model_name)
             )))
         }
@@ -285,7 +286,9 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         VocabType::Bpe => (11, 11),
         VocabType::Test => (TOKEN_NULL, TOKEN_NULL),
         VocabType::Wpm => (101, TOKEN_NULL),
+        VocabType::Ugm => (TOKEN_NULL, 1),
     };
+    let ugm = kind == VocabType::Ugm;
     let wpm = kind == VocabType::Wpm;
     let mut ids = SpecialIds {
         bos,
@@ -296,11 +299,13 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             0
         } else if wpm {
             100
+        } else if ugm {
+            2
         } else {
             TOKEN_NULL
         },
         sep: if wpm { 102 } else { TOKEN_NULL },
-        pad: if wpm { 0 } else { TOKEN_NULL },
+        pad: if wpm || ugm { 0 } else { TOKEN_NULL },
         mask: if wpm { 103 } else { TOKEN_NULL },
         nl: TOKEN_NULL,
         fim_pre: TOKEN_NULL,
@@ -315,6 +320,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         // Only BPE vocabularies have pre-tokenizers; the test tokenizer keeps llama.cpp's defaults.
         VocabType::Test => (None, false, false, false, false, false),
         VocabType::Wpm => (None, true, true, false, true, false),
+        VocabType::Ugm => (None, false, false, false, false, false),
         VocabType::Bpe => {
             let c = pre_config(pre_name)?;
             if c.no_bos {
@@ -330,12 +336,12 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             )
         }
     };
-    let mut add_eos = false;
+    // Unigram vocabularies end a prompt with EOS unless they say otherwise.
+    let mut add_eos = ugm;
     if let Some(v) = get_bool(meta, "tokenizer.ggml.add_space_prefix")? {
         add_space_prefix = v;
     }
-    // Only used by tokenizer types not supported here, but llama.cpp reads (and type-checks) it.
-    get_bool(meta, "tokenizer.ggml.remove_extra_whitespaces")?;
+    let remove_extra_whitespaces = get_bool(meta, "tokenizer.ggml.remove_extra_whitespaces")?.unwrap_or(false);
 
     let Some(tokens) = get_array(meta, TOKENS)? else {
         return Err(err("cannot find tokenizer vocab in model file (tokenizer.ggml.tokens)"));
@@ -393,6 +399,35 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
                 max_len: (0..n).map(|i| texts.get(i).len()).max().unwrap_or(0),
             }
         }
+        VocabType::Ugm => {
+            let key = "tokenizer.ggml.precompiled_charsmap";
+            let charsmap = match get_array(meta, key)? {
+                None => None,
+                Some(Array::U8(b)) => Some(b.clone()),
+                Some(Array::I8(b)) => Some(b.iter().map(|&x| x as u8).collect()),
+                Some(other) => {
+                    return Err(err(format!(
+                        "invalid gguf type for {key}: array of {}",
+                        other.type_name()
+                    )))
+                }
+            };
+            let charsmap = charsmap.map(|b| ugm::Charsmap::parse(&b)).transpose().map_err(err)?;
+            // The lowest normal token's score, less llama.cpp's penalty of 10.
+            let min_score = (0..n)
+                .filter(|&i| attrs[i] & attr::NORMAL != 0)
+                .map(|i| scores[i])
+                .fold(f32::MAX, f32::min);
+            Model::Ugm(Box::new(ugm::Ugm {
+                charsmap,
+                spaces: ugm::Spaces {
+                    prefix: add_space_prefix,
+                    merge: remove_extra_whitespaces,
+                },
+                unknown_score: f64::from(min_score - 10.0),
+                max_len: (0..n).map(|i| texts.get(i).len()).max().unwrap_or(0),
+            }))
+        }
         VocabType::Bpe => {
             let merges = match get_array(meta, "tokenizer.ggml.merges")? {
                 Some(Array::Str(m)) => m.as_slice(),
@@ -446,7 +481,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             |id| id as i32,
         ),
         Model::Wpm { .. } => vocab.ids.pad,
-        Model::Bpe { .. } | Model::Test => match vocab.tokenize(b"\n", false, false)?.first() {
+        Model::Bpe { .. } | Model::Ugm(_) | Model::Test => match vocab.tokenize(b"\n", false, false)?.first() {
             Some(&id) => id,
             None => {
                 crate::log_warn!("the vocabulary has no newline token; using the padding token");
@@ -725,7 +760,7 @@ fn render_pieces(texts: &Strings, attrs: &[u32], kind: VocabType, escaped: bool)
         } else if a & attr::NORMAL != 0 {
             pieces
                 .push_with(|out| {
-                    if escaped || matches!(kind, VocabType::Spm | VocabType::Wpm) {
+                    if escaped || matches!(kind, VocabType::Spm | VocabType::Wpm | VocabType::Ugm) {
                         unescape_spaces(t, out)
                     } else {
                         decode_bpe_piece(t, out)

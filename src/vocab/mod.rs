@@ -15,6 +15,7 @@ mod special;
 mod spm;
 mod stl_order;
 mod store;
+mod ugm;
 mod unicode;
 mod unicode_table;
 mod wpm;
@@ -50,6 +51,7 @@ pub enum VocabType {
     Spm = 1,
     Bpe = 2,
     Wpm = 3,
+    Ugm = 4,
     Test = 7,
 }
 
@@ -89,6 +91,7 @@ enum Model {
         /// The longest token text in bytes.
         max_len: usize,
     },
+    Ugm(Box<ugm::Ugm>),
     Test,
 }
 
@@ -147,6 +150,7 @@ impl Vocab {
             Model::Spm { .. } => VocabType::Spm,
             Model::Bpe { .. } => VocabType::Bpe,
             Model::Wpm { .. } => VocabType::Wpm,
+            Model::Ugm(_) => VocabType::Ugm,
             Model::Test => VocabType::Test,
         }
     }
@@ -340,6 +344,28 @@ impl Vocab {
                                 bpe.tokenize_word(&piece[start..byte], &mut work, &mut out);
                             }
                         }
+                        Fragment::Token(id) => out.push(id as i32),
+                    }
+                }
+            }
+            Model::Ugm(ugm) => {
+                // Normal and unused tokens by score; user-defined ones free (and kept whole).
+                let piece = |s: &[u8]| {
+                    let id = self.token_of(s)?;
+                    let a = self.attrs[id as usize];
+                    if a & attr::USER_DEFINED != 0 {
+                        Some((id, ugm::Piece::UserDefined))
+                    } else if a & (attr::NORMAL | attr::UNUSED) != 0 {
+                        Some((id, ugm::Piece::Scored(self.scores[id as usize])))
+                    } else {
+                        None
+                    }
+                };
+                for f in fragments {
+                    match f {
+                        Fragment::Text(a, b) => ugm
+                            .tokenize(&text[a..b], self.ids.unk, piece, &mut out)
+                            .map_err(Error::Vocab)?,
                         Fragment::Token(id) => out.push(id as i32),
                     }
                 }

@@ -1071,3 +1071,66 @@ fn gemma4_bpe_merges_raw_utf8_with_escaped_spaces() {
     assert_eq!(v.tokenize(b"hi", true, false).expect("tokenizes"), [2, id("hi")]);
     assert_eq!(v.piece(id("▁hi"), 0, false).expect("piece"), b" hi");
 }
+
+/// A unigram vocabulary: control tokens, then pieces with log-probabilities.
+fn tiny_ugm(extra: Vec<(&str, Value)>) -> Vocab {
+    let pieces = [
+        ("<pad>", 0.0, 3),
+        ("</s>", 0.0, 3),
+        ("<unk>", 0.0, 2),
+        ("▁", -2.0, 1),
+        ("▁a", -1.0, 1),
+        ("b", -3.0, 1),
+        ("ab", -2.5, 1),
+        ("▁ab", -4.5, 1),
+        ("<x>", 0.0, 4),
+    ];
+    let mut kvs = vec![
+        ("tokenizer.ggml.model", Value::Str(b"t5".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&pieces.map(|p| p.0))),
+        (
+            "tokenizer.ggml.scores",
+            Value::Array(Array::F32(pieces.map(|p| p.1).to_vec())),
+        ),
+        (
+            "tokenizer.ggml.token_type",
+            Value::Array(Array::I32(pieces.map(|p| p.2).to_vec())),
+        ),
+        ("tokenizer.ggml.add_space_prefix", Value::Bool(true)),
+    ];
+    kvs.extend(extra);
+    build(kvs).expect("a unigram vocabulary loads")
+}
+
+#[test]
+fn unigram_finds_the_most_probable_segmentation() {
+    let v = tiny_ugm(Vec::new());
+    // "▁ab": "▁a"+"b" scores -4, "▁ab" -4.5, "▁"+"ab" -4.5: the first wins. Unknown code points
+    // cost the lowest score less 10, and a run of them is one unknown token.
+    assert_eq!(v.tokenize(b"ab", false, false).expect("tokenizes"), [4, 5]);
+    assert_eq!(
+        v.tokenize("ab€€b".as_bytes(), false, false).expect("tokenizes"),
+        [4, 5, 2, 5]
+    );
+    // User-defined tokens are split out whole; EOS ends the text unless the file says not to.
+    assert_eq!(v.tokenize(b"<x>ab", true, false).expect("tokenizes"), [8, 4, 5, 1]);
+    assert_eq!(v.vocab_type(), VocabType::Ugm);
+    // Spaces are escaped, each one (no merging unless remove_extra_whitespaces).
+    assert_eq!(v.tokenize(b"a  b", false, false).expect("tokenizes"), [4, 3, 3, 5]);
+    let merged = tiny_ugm(vec![("tokenizer.ggml.remove_extra_whitespaces", Value::Bool(true))]);
+    assert_eq!(merged.tokenize(b"a  b", false, false).expect("tokenizes"), [4, 3, 5]);
+    // A charsmap too small for its header is refused when loading.
+    let bad = build(vec![
+        ("tokenizer.ggml.model", Value::Str(b"t5".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&["a"])),
+        (
+            "tokenizer.ggml.precompiled_charsmap",
+            Value::Array(Array::U8(vec![1, 0])),
+        ),
+    ]);
+    assert!(bad
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+        .contains("precompiled_charsmap"));
+}
