@@ -243,18 +243,22 @@ def gpt_oss(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
-def bert(w, weights, n_vocab, dtype, rank=False):
-    # A BGE-style encoder: learned positions and token types (the vocabulary says 2), post-norms
-    # with biases, mean pooling; or a reranker with a classifier head over three labels.
-    a = "bert"
+def encoder_keys(w, a, n_ctx, pooling):
+    """The hyper-parameters of the BERT-style encoders here: non-causal, layer norms, a pooling."""
     w.add_uint32(f"{a}.block_count", N_LAYER)
-    w.add_uint32(f"{a}.context_length", 512)
+    w.add_uint32(f"{a}.context_length", n_ctx)
     w.add_uint32(f"{a}.embedding_length", N_EMBD)
     w.add_uint32(f"{a}.feed_forward_length", N_FF)
     w.add_uint32(f"{a}.attention.head_count", N_HEAD)
     w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-12)
     w.add_bool(f"{a}.attention.causal", False)
-    w.add_uint32(f"{a}.pooling_type", 4 if rank else 1)
+    w.add_uint32(f"{a}.pooling_type", pooling)
+
+
+def bert(w, weights, n_vocab, dtype, rank=False):
+    # A BGE-style encoder: learned positions and token types (the vocabulary says 2), post-norms
+    # with biases, mean pooling; or a reranker with a classifier head over three labels.
+    encoder_keys(w, "bert", 512, 4 if rank else 1)
     tensors = {
         "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
         "token_types.weight": weights.matrix(2, N_EMBD),
@@ -282,16 +286,8 @@ def bert(w, weights, n_vocab, dtype, rank=False):
 
 def nomic_bert(w, weights, n_vocab, dtype):
     # nomic-embed-text's layout: rotary positions, a fused query-key-value projection, SwiGLU.
-    a = "nomic-bert"
-    w.add_uint32(f"{a}.block_count", N_LAYER)
-    w.add_uint32(f"{a}.context_length", 2048)
-    w.add_uint32(f"{a}.embedding_length", N_EMBD)
-    w.add_uint32(f"{a}.feed_forward_length", N_FF)
-    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
-    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-12)
-    w.add_bool(f"{a}.attention.causal", False)
-    w.add_uint32(f"{a}.pooling_type", 1)
-    w.add_float32(f"{a}.rope.freq_base", 1000.0)
+    encoder_keys(w, "nomic-bert", 2048, 1)
+    w.add_float32("nomic-bert.rope.freq_base", 1000.0)
     tensors = {
         "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
         "token_types.weight": weights.matrix(2, N_EMBD),

@@ -158,12 +158,8 @@ pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>>
         let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
         let att = b.attention_no_cache(q, k, v, kq_scale)?;
         let att = b.name(att, "kqv_out", l);
-        let mut att = b.layer_linear(il, "attn_output", att)?;
-        let mut residual = x;
-        if il == n_layer - 1 {
-            att = b.select_outputs(att)?;
-            residual = b.select_outputs(residual)?;
-        }
+        let att = b.layer_linear(il, "attn_output", att)?;
+        let (att, residual) = b.last_layer_rows(il, att, x)?;
         let h = b.add(att, residual)?;
         let (w, bias) = (
             b.layer_weight(il, "attn_output_norm.weight")?,

@@ -102,9 +102,7 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
     for il in 0..n_layer {
         let sliding = is_sliding(hp, il);
         let l = Some(il);
-        let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
-        let cur = b.rms_norm(x, attn_norm)?;
-        let cur = b.name(cur, "attn_norm", l);
+        let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
         let (q, k, v) = b.qkv(il, cur, true)?;
         let (q, k) = if qk_norm {
             let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
@@ -121,20 +119,12 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
         let att = b.attention(il, q, k, v, 1.0, sliding)?;
         let att = b.name(att, "kqv_out", l);
         let wo = b.layer_weight(il, "attn_output.weight")?;
-        let mut att = b.linear(wo, None, att)?;
-        let mut residual = x;
-        if il == n_layer - 1 {
-            att = b.select_outputs(att)?;
-            residual = b.select_outputs(residual)?;
-        }
-        let post_attn = b.layer_weight(il, "post_attention_norm.weight")?;
-        let att = b.rms_norm(att, post_attn)?;
-        let att = b.name(att, "attn_post_norm", l);
+        let att = b.linear(wo, None, att)?;
+        let (att, residual) = b.last_layer_rows(il, att, x)?;
+        let att = b.layer_rms_norm(il, att, "post_attention_norm.weight", "attn_post_norm")?;
         let h = b.add(att, residual)?;
         let h = b.name(h, "sa_out", l);
-        let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
-        let cur = b.rms_norm(h, ffn_norm)?;
-        let cur = b.name(cur, "ffn_norm", l);
+        let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
         let ffn = b.gated_ffn(
             il,
             cur,
@@ -144,9 +134,7 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
             },
         )?;
         let ffn = b.name(ffn, "ffn_out", l);
-        let post_ffn = b.layer_weight(il, "post_ffw_norm.weight")?;
-        let ffn = b.rms_norm(ffn, post_ffn)?;
-        let ffn = b.name(ffn, "ffn_post_norm", l);
+        let ffn = b.layer_rms_norm(il, ffn, "post_ffw_norm.weight", "ffn_post_norm")?;
         x = b.add(ffn, h)?;
         x = b.name(x, "l_out", l);
     }

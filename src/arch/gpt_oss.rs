@@ -84,9 +84,7 @@ impl Decoder for GptOss {
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
-            let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
-            let cur = b.rms_norm(x, attn_norm)?;
-            let cur = b.name(cur, "attn_norm", l);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let (q, k, v) = b.qkv(il, cur, true)?;
             let q = b.rope(q, il, None)?;
             let k = b.rope(k, il, None)?;
@@ -97,9 +95,7 @@ impl Decoder for GptOss {
             let att = b.name(att, "attn_out", l);
             let h = b.add(att, x)?;
             let h = b.name(h, "ffn_inp", l);
-            let post = b.layer_weight(il, "post_attention_norm.weight")?;
-            let cur = b.rms_norm(h, post)?;
-            let cur = b.name(cur, "attn_post_norm", l);
+            let cur = b.layer_rms_norm(il, h, "post_attention_norm.weight", "attn_post_norm")?;
             let ffn = b.moe_ffn(il, cur, MOE)?;
             x = b.add(ffn, h)?;
             x = b.name(x, "l_out", l);

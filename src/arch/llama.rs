@@ -126,9 +126,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
         let l = Some(il);
-        let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
-        let cur = b.rms_norm(x, attn_norm)?;
-        let cur = b.name(cur, "attn_norm", l);
+        let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
         let (q, k, v) = b.qkv(il, cur, true)?;
         let (q, k) = if variant.qk_norm {
             let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
@@ -149,20 +147,14 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         let att = b.attention(il, q, k, v, kq_scale, false)?;
         let att = b.name(att, "kqv_out", l);
         let att = b.layer_linear(il, "attn_output", att)?;
-        let mut att = b.name(att, "attn_out", l);
-        let mut residual = x;
-        if il == n_layer - 1 {
-            att = b.select_outputs(att)?;
-            residual = b.select_outputs(residual)?;
-        }
+        let att = b.name(att, "attn_out", l);
+        let (mut att, residual) = b.last_layer_rows(il, att, x)?;
         if hp.residual_scale != 0.0 {
             att = b.scale(att, hp.residual_scale)?;
         }
         let h = b.add(att, residual)?;
         let h = b.name(h, "ffn_inp", l);
-        let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
-        let cur = b.rms_norm(h, ffn_norm)?;
-        let cur = b.name(cur, "ffn_norm", l);
+        let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
         let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
             b.moe_ffn(il, cur, MOE)?

@@ -93,7 +93,7 @@ impl Decoder for Olmo2 {
             let v = b.heads(v, head, hp.n_head_kv[il])?;
             let (q, k) = if is_sliding(hp, il) {
                 // llama.cpp rotates sliding layers with the context's base, unscaled, without YaRN.
-                let base = b.params.freq_base;
+                let base = b.params.rope.freq_base;
                 (
                     b.rope_ext(q, base, 1.0, 0.0, 1.0, None)?,
                     b.rope_ext(k, base, 1.0, 0.0, 1.0, None)?,
@@ -105,15 +105,9 @@ impl Decoder for Olmo2 {
             let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
             let att = b.name(att, "kqv_out", l);
             let wo = b.layer_weight(il, "attn_output.weight")?;
-            let mut att = b.linear(wo, None, att)?;
-            let mut residual = x;
-            if il == n_layer - 1 {
-                att = b.select_outputs(att)?;
-                residual = b.select_outputs(residual)?;
-            }
-            let post_attn = b.layer_weight(il, "post_attention_norm.weight")?;
-            let att = b.rms_norm(att, post_attn)?;
-            let att = b.name(att, "attn_post_norm", l);
+            let att = b.linear(wo, None, att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let att = b.layer_rms_norm(il, att, "post_attention_norm.weight", "attn_post_norm")?;
             let h = b.add(att, residual)?;
             let h = b.name(h, "ffn_inp", l);
             let ffn = b.gated_ffn(il, h, Ffn::default())?;

@@ -60,9 +60,7 @@ impl Decoder for Phi3 {
         let n_layer = hp.n_layer as usize;
         for il in 0..n_layer {
             let l = Some(il);
-            let attn_norm = b.layer_weight(il, "attn_norm.weight")?;
-            let cur = b.rms_norm(x, attn_norm)?;
-            let cur = b.name(cur, "attn_norm", l);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let (q, k, v) = b.qkv(il, cur, true)?;
             let q = b.rope(q, il, factors)?;
             let k = b.rope(k, il, factors)?;
@@ -71,16 +69,10 @@ impl Decoder for Phi3 {
             let att = b.attention(il, q, k, v, 1.0, false)?;
             let att = b.name(att, "kqv_out", l);
             let wo = b.layer_weight(il, "attn_output.weight")?;
-            let mut att = b.linear(wo, None, att)?;
-            let mut residual = x;
-            if il == n_layer - 1 {
-                att = b.select_outputs(att)?;
-                residual = b.select_outputs(residual)?;
-            }
+            let att = b.linear(wo, None, att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
             let h = b.add(att, residual)?;
-            let ffn_norm = b.layer_weight(il, "ffn_norm.weight")?;
-            let cur = b.rms_norm(h, ffn_norm)?;
-            let cur = b.name(cur, "ffn_norm", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
             let ffn = b.fused_gated_ffn(il, cur)?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(h, ffn)?;

@@ -185,19 +185,11 @@ impl<'m> Context<'m> {
             None => None,
         };
         let memory = arch.map_or(Memory::None, |a| a.memory());
-        let rope = rope::settings(&p, hp, n_ctx_seq);
         let graph = GraphParams {
             flash_attn,
             causal,
             warmup: false,
-            freq_base: rope.freq_base,
-            freq_scale: rope.freq_scale,
-            n_ctx_orig: rope.n_ctx_orig,
-            ext_factor: rope.ext_factor,
-            attn_factor: rope.attn_factor,
-            beta_fast: rope.beta_fast,
-            beta_slow: rope.beta_slow,
-            long_rope_factors: rope.long_factors,
+            rope: rope::settings(&p, hp, n_ctx_seq),
             embeddings: p.embeddings.then_some(pooling),
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);

@@ -3,24 +3,11 @@
 //! and magnitude correction, and whether LongRoPE's long-context factors are in use.
 
 use super::Params;
+use crate::graph::RopeParams;
 use crate::model::hparams::{HParams, RopeScaling};
 
-/// What `GraphParams` carries of rotations.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rope {
-    pub freq_base: f32,
-    pub freq_scale: f32,
-    pub n_ctx_orig: u32,
-    pub ext_factor: f32,
-    pub attn_factor: f32,
-    pub beta_fast: f32,
-    pub beta_slow: f32,
-    /// LongRoPE: a sequence's context exceeds the trained one, so the long factors apply.
-    pub long_factors: bool,
-}
-
 /// The settings for a context of `n_ctx_seq` cells per sequence (`hp` None: a vocab-only model).
-pub fn settings(p: &Params, hp: Option<&HParams>, n_ctx_seq: u32) -> Rope {
+pub fn settings(p: &Params, hp: Option<&HParams>, n_ctx_seq: u32) -> RopeParams {
     let or_default = |v: f32, default: f32| if v >= 0.0 { v } else { default };
     let scaling = p
         .rope_scaling
@@ -53,7 +40,7 @@ pub fn settings(p: &Params, hp: Option<&HParams>, n_ctx_seq: u32) -> Rope {
         attn_factor = mscale / (1.0 + 0.1 * factor.ln());
     }
     attn_factor *= hp.map_or(1.0, |h| h.rope_attn_factor);
-    Rope {
+    RopeParams {
         freq_base: if p.rope_freq_base == 0.0 {
             hp.map_or(0.0, |h| h.rope_freq_base)
         } else {

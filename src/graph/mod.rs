@@ -57,13 +57,9 @@ impl Pooling {
     }
 }
 
-/// Context parameters the graph depends on (fixed for the life of a context).
+/// How rotary positions are computed (the context works them out, `context/rope.rs`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GraphParams {
-    pub flash_attn: bool,
-    pub causal: bool,
-    /// A warm-up run: mixtures of experts route every expert (but sum the usual number).
-    pub warmup: bool,
+pub struct RopeParams {
     pub freq_base: f32,
     pub freq_scale: f32,
     pub n_ctx_orig: u32,
@@ -71,9 +67,19 @@ pub struct GraphParams {
     pub attn_factor: f32,
     pub beta_fast: f32,
     pub beta_slow: f32,
-    /// LongRoPE models: use `rope_factors_long` (the context exceeds the trained one) rather
-    /// than `rope_factors_short`.
-    pub long_rope_factors: bool,
+    /// LongRoPE models: use `rope_factors_long` (a sequence's context exceeds the trained one)
+    /// rather than `rope_factors_short`.
+    pub long_factors: bool,
+}
+
+/// Context parameters the graph depends on (fixed for the life of a context).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GraphParams {
+    pub flash_attn: bool,
+    pub causal: bool,
+    /// A warm-up run: mixtures of experts route every expert (but sum the usual number).
+    pub warmup: bool,
+    pub rope: RopeParams,
     /// Output the final-norm hidden states too, pooled so (llama.h's `embeddings`).
     pub embeddings: Option<Pooling>,
 }
@@ -443,7 +449,7 @@ impl<'a> Builder<'a> {
     /// Rotate `x` ([head_dim, n_head, n_tokens]) of layer `il` by the input positions.
     pub fn rope(&mut self, x: TensorRef, il: usize, freq_factors: Option<TensorRef>) -> Result<TensorRef> {
         let (base, scale) = rope_freqs(self.hp, &self.params, il);
-        let (ext_factor, attn_factor) = (self.params.ext_factor, self.params.attn_factor);
+        let (ext_factor, attn_factor) = (self.params.rope.ext_factor, self.params.rope.attn_factor);
         self.rope_ext(x, base, scale, ext_factor, attn_factor, freq_factors)
     }
 
@@ -458,7 +464,7 @@ impl<'a> Builder<'a> {
         attn_factor: f32,
         freq_factors: Option<TensorRef>,
     ) -> Result<TensorRef> {
-        let p = self.params;
+        let p = self.params.rope;
         let mode = self.hp.rope_type;
         let pos = self.positions()?;
         self.g
@@ -672,6 +678,22 @@ impl<'a> Builder<'a> {
         Ok((out[0], out[1], out[2]))
     }
 
+    /// In the last layer, keep only the requested rows of a layer's output `a` and its residual
+    /// `r`; other layers keep every row.
+    pub fn last_layer_rows(&mut self, il: usize, a: TensorRef, r: TensorRef) -> Result<(TensorRef, TensorRef)> {
+        if il + 1 < self.hp.n_layer as usize {
+            return Ok((a, r));
+        }
+        Ok((self.select_outputs(a)?, self.select_outputs(r)?))
+    }
+
+    /// RMS norm of `x` by layer `il`'s weight `blk.{il}.{weight}`, named `{label}-{il}`.
+    pub fn layer_rms_norm(&mut self, il: usize, x: TensorRef, weight: &str, label: &str) -> Result<TensorRef> {
+        let w = self.layer_weight(il, weight)?;
+        let y = self.rms_norm(x, w)?;
+        Ok(self.name(y, label, Some(il)))
+    }
+
     /// Keep only the rows of the requested outputs (applied once, in the last layer).
     pub fn select_outputs(&mut self, x: TensorRef) -> Result<TensorRef> {
         match self.inputs.out_ids {
@@ -880,7 +902,7 @@ impl<'a> Builder<'a> {
 pub fn rope_factors(model: &Model, params: &GraphParams) -> Option<TensorRef> {
     let w = model.weights()?;
     w.get("rope_freqs.weight").or_else(|| {
-        w.get(if params.long_rope_factors {
+        w.get(if params.rope.long_factors {
             "rope_factors_long.weight"
         } else {
             "rope_factors_short.weight"
@@ -900,7 +922,7 @@ fn rope_freqs(hp: &HParams, params: &GraphParams, il: usize) -> (f32, f32) {
     if is_sliding(hp, il) {
         (hp.rope_freq_base_swa, hp.rope_freq_scale_swa)
     } else {
-        (params.freq_base, params.freq_scale)
+        (params.rope.freq_base, params.rope.freq_scale)
     }
 }
 
@@ -942,13 +964,13 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
                 factors,
                 hp.n_rot as i32,
                 hp.rope_type,
-                params.n_ctx_orig as i32,
+                params.rope.n_ctx_orig as i32,
                 base,
                 scale,
-                params.ext_factor,
-                params.attn_factor,
-                params.beta_fast,
-                params.beta_slow,
+                params.rope.ext_factor,
+                params.rope.attn_factor,
+                params.rope.beta_fast,
+                params.rope.beta_slow,
             )
             .map_err(ggml_err)?;
         let stored = g.copy_into(rotated, heads).map_err(ggml_err)?;
