@@ -19,6 +19,16 @@ import gguf
 N_EMBD, N_HEAD, N_HEAD_KV, HEAD, N_FF, N_LAYER, N_CTX = 64, 4, 2, 16, 128, 2, 2048
 
 
+class Dims:
+    """A decoder's widths: the shared tiny ones, or wider (rows of 256 for the K-quants)."""
+
+    def __init__(self, embd=N_EMBD, n_head=N_HEAD, n_head_kv=N_HEAD_KV, head=HEAD, ff=N_FF):
+        self.embd, self.n_head, self.n_head_kv, self.head, self.ff = embd, n_head, n_head_kv, head, ff
+
+
+TINY = Dims()
+
+
 def copy_vocab(w, vocab_path):
     reader = gguf.GGUFReader(vocab_path)
     n_vocab = 0
@@ -53,63 +63,111 @@ class Weights:
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
 
-def decoder_keys(w, a, n_layer, rope_base):
+def decoder_keys(w, a, n_layer, rope_base, d=TINY):
     """The hyper-parameters every Llama-like decoder here has."""
     w.add_uint32(f"{a}.block_count", n_layer)
     w.add_uint32(f"{a}.context_length", N_CTX)
-    w.add_uint32(f"{a}.embedding_length", N_EMBD)
-    w.add_uint32(f"{a}.feed_forward_length", N_FF)
-    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
-    w.add_uint32(f"{a}.attention.head_count_kv", N_HEAD_KV)
-    w.add_uint32(f"{a}.attention.key_length", HEAD)
-    w.add_uint32(f"{a}.attention.value_length", HEAD)
+    w.add_uint32(f"{a}.embedding_length", d.embd)
+    w.add_uint32(f"{a}.feed_forward_length", d.ff)
+    w.add_uint32(f"{a}.attention.head_count", d.n_head)
+    w.add_uint32(f"{a}.attention.head_count_kv", d.n_head_kv)
+    w.add_uint32(f"{a}.attention.key_length", d.head)
+    w.add_uint32(f"{a}.attention.value_length", d.head)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
     w.add_float32(f"{a}.rope.freq_base", rope_base)
 
 
-def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, experts=None):
+def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, experts=None, d=TINY):
     """A Llama-like decoder's tensors (output tied to the embeddings); with `experts` (count, FFN
     width), each layer's FFN is a router and that many experts."""
+    q, kv = d.n_head * d.head, d.n_head_kv * d.head
     tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
+        "token_embd.weight": weights.matrix(n_vocab, d.embd),
+        "output_norm.weight": weights.norm(d.embd),
     }
     for il in range(n_layer):
         blk = f"blk.{il}."
-        tensors[blk + "attn_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "attn_q.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
-        tensors[blk + "attn_k.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
-        tensors[blk + "attn_v.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
+        tensors[blk + "attn_norm.weight"] = weights.norm(d.embd)
+        tensors[blk + "attn_q.weight"] = weights.matrix(q, d.embd)
+        tensors[blk + "attn_k.weight"] = weights.matrix(kv, d.embd)
+        tensors[blk + "attn_v.weight"] = weights.matrix(kv, d.embd)
         if qkv_bias:
-            tensors[blk + "attn_q.bias"] = weights.bias(N_HEAD * HEAD)
-            tensors[blk + "attn_k.bias"] = weights.bias(N_HEAD_KV * HEAD)
-            tensors[blk + "attn_v.bias"] = weights.bias(N_HEAD_KV * HEAD)
+            tensors[blk + "attn_q.bias"] = weights.bias(q)
+            tensors[blk + "attn_k.bias"] = weights.bias(kv)
+            tensors[blk + "attn_v.bias"] = weights.bias(kv)
         if qk_norm:
-            tensors[blk + "attn_q_norm.weight"] = weights.norm(HEAD)
-            tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
-        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, N_HEAD * HEAD)
-        tensors[blk + "ffn_norm.weight"] = weights.norm(N_EMBD)
+            tensors[blk + "attn_q_norm.weight"] = weights.norm(d.head)
+            tensors[blk + "attn_k_norm.weight"] = weights.norm(d.head)
+        tensors[blk + "attn_output.weight"] = weights.matrix(d.embd, q)
+        tensors[blk + "ffn_norm.weight"] = weights.norm(d.embd)
         if experts:
             n_expert, n_ff = experts
             # The router stays F32, as llama.cpp's converters keep it.
-            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(n_expert, N_EMBD)
-            tensors[blk + "ffn_gate_exps.weight"] = weights.experts(n_expert, n_ff, N_EMBD)
-            tensors[blk + "ffn_up_exps.weight"] = weights.experts(n_expert, n_ff, N_EMBD)
-            tensors[blk + "ffn_down_exps.weight"] = weights.experts(n_expert, N_EMBD, n_ff)
+            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(n_expert, d.embd)
+            tensors[blk + "ffn_gate_exps.weight"] = weights.experts(n_expert, n_ff, d.embd)
+            tensors[blk + "ffn_up_exps.weight"] = weights.experts(n_expert, n_ff, d.embd)
+            tensors[blk + "ffn_down_exps.weight"] = weights.experts(n_expert, d.embd, n_ff)
         else:
-            tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
-            tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, N_EMBD)
-            tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_FF)
+            tensors[blk + "ffn_gate.weight"] = weights.matrix(d.ff, d.embd)
+            tensors[blk + "ffn_up.weight"] = weights.matrix(d.ff, d.embd)
+            tensors[blk + "ffn_down.weight"] = weights.matrix(d.embd, d.ff)
     return tensors
 
 
-def add_tensors(w, tensors, dtype):
-    """`dtype`: a numpy float type, or a ggml quantization (gguf's reference quantizers)."""
+Q = gguf.GGMLQuantizationType
+
+# The types gguf has no quantizer for: the byte offsets of each block's F16 scales, and a scale
+# that keeps dequantized weights within about +-0.5. The other bytes of a block (quants, packed
+# sub-scales, grid indices) are valid whatever they hold, so such weights are random blocks: both
+# libraries read the same bytes, which is all the comparison needs.
+RANDOM_BLOCKS = {
+    Q.Q2_K: ([80, 82], 0.01),
+    Q.Q3_K: ([108], 0.004),
+    Q.Q5_K: ([0, 2], 2.5e-4),
+    Q.IQ4_NL: ([0], 0.004),
+    Q.IQ4_XS: ([0], 1.2e-4),
+    Q.IQ2_XXS: ([0], 0.006),
+    Q.IQ2_XS: ([0], 0.003),
+    Q.IQ2_S: ([0], 0.003),
+    Q.IQ3_XXS: ([0], 0.002),
+    Q.IQ3_S: ([0], 0.001),
+    Q.IQ1_S: ([0], 0.015),
+}
+
+
+# MXFP4 (ggml type 39), which gguf 0.17.1 does not list: 32 weights in 17 bytes, an E8M0 exponent
+# then 4-bit E2M1 values. Its exponent byte is written by `random_blocks`.
+MXFP4 = 39
+gguf.GGML_QUANT_SIZES.setdefault(MXFP4, (32, 17))
+RANDOM_BLOCKS[MXFP4] = ([], 0.0)
+
+
+def random_blocks(shape, qtype, rng):
+    """Random blocks of `qtype` for a tensor of `shape` (numpy order, rows last)."""
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    offsets, scale = RANDOM_BLOCKS[qtype]
+    n_blocks = int(np.prod(shape)) // block
+    blocks = rng.integers(0, 256, (n_blocks, size), dtype=np.uint8)
+    for off in offsets:
+        d = (scale * rng.uniform(0.5, 1.0, n_blocks)).astype(np.float16)
+        blocks[:, off:off + 2] = d.view(np.uint8).reshape(n_blocks, 2)
+    if qtype == MXFP4:
+        # Scales of 2^-8 to 2^-5 (ggml halves them and doubles the E2M1 values, up to 12).
+        blocks[:, 0] = rng.integers(120, 124, n_blocks, dtype=np.uint8)
+    return blocks.reshape(*shape[:-1], shape[-1] // block * size)
+
+
+def add_tensors(w, tensors, dtype, rng=None):
+    """`dtype`: a numpy float type, or a ggml quantization (gguf's reference quantizers, or random
+    blocks from `rng`, a fixed seed by default, for the types gguf cannot quantize)."""
+    rng = rng or np.random.default_rng(0)
     for name, t in tensors.items():
         # Norms, routers and BERT's token types stay F32, as llama.cpp's converters keep them.
         keep = t.ndim == 1 or name.endswith(("ffn_gate_inp.weight", ".bias", "token_types.weight"))
         if keep:
             w.add_tensor(name, t)
+        elif dtype in RANDOM_BLOCKS:
+            w.add_tensor(name, random_blocks(t.shape, dtype, rng), raw_dtype=dtype)
         elif isinstance(dtype, gguf.GGMLQuantizationType):
             w.add_tensor(name, gguf.quants.quantize(t, dtype), raw_dtype=dtype)
         else:
@@ -224,12 +282,12 @@ def gpt_oss(w, weights, n_vocab, dtype):
     # stretching a 512-token training context by 4.
     decoder_keys(w, "gpt-oss", N_LAYER, 150000.0)
     experts_keys(w, "gpt-oss", 4, 2)
-    w.add_uint32("gpt-oss.expert_feed_forward_length", 48)
+    w.add_uint32("gpt-oss.expert_feed_forward_length", 64)
     w.add_uint32("gpt-oss.attention.sliding_window", 32)
     w.add_string("gpt-oss.rope.scaling.type", "yarn")
     w.add_float32("gpt-oss.rope.scaling.factor", 4.0)
     w.add_uint32("gpt-oss.rope.scaling.original_context_length", 512)
-    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, 48))
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, 64))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
@@ -237,8 +295,8 @@ def gpt_oss(w, weights, n_vocab, dtype):
         tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
         tensors[blk + "attn_sinks.weight"] = weights.bias(N_HEAD)
         tensors[blk + "ffn_gate_inp.bias"] = weights.bias(4)
-        tensors[blk + "ffn_gate_exps.bias"] = np.stack([weights.bias(48) for _ in range(4)])
-        tensors[blk + "ffn_up_exps.bias"] = np.stack([weights.bias(48) for _ in range(4)])
+        tensors[blk + "ffn_gate_exps.bias"] = np.stack([weights.bias(64) for _ in range(4)])
+        tensors[blk + "ffn_up_exps.bias"] = np.stack([weights.bias(64) for _ in range(4)])
         tensors[blk + "ffn_down_exps.bias"] = np.stack([weights.bias(N_EMBD) for _ in range(4)])
     add_tensors(w, tensors, dtype)
 
@@ -309,6 +367,13 @@ def bert_rank(w, weights, n_vocab, dtype):
     bert(w, weights, n_vocab, dtype, rank=True)
 
 
+def llama_wide(w, weights, n_vocab, dtype):
+    # Rows of 256, as the K-quants, the IQ types and the ternary types need.
+    d = Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)
+    decoder_keys(w, "llama", N_LAYER, 10000.0, d)
+    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, d=d), dtype)
+
+
 def smollm3(w, weights, n_vocab, dtype):
     # Eight layers: two of them (3 and 7) do not rotate.
     decoder_keys(w, "smollm3", 8, 2000000.0)
@@ -330,6 +395,7 @@ MODELS = {
     "olmo2": ("olmo2", olmo2, True),
     "phi3": ("phi3", phi3, True),
     "gpt-oss": ("gpt-oss", gpt_oss, True),
+    "llama-wide": ("llama", llama_wide, True),
     # BERT's WordPiece vocabulary, from llama.cpp's tokenizer test data (scripts/fetch-ggml.sh).
     "bert": ("bert", bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "bert-rank": ("bert", bert_rank, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
@@ -337,10 +403,8 @@ MODELS = {
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
 }
-Q = gguf.GGMLQuantizationType
 F = gguf.LlamaFileType
-# Weight types: every model in F32 and F16, some in the types gguf's quantizers write as well (the
-# K-quants and IQ types have no Python quantizer).
+# Weight types: most models in F32 and F16, some in other types as well.
 TYPES = {
     "f32": (np.float32, F.ALL_F32),
     "f16": (np.float16, F.MOSTLY_F16),
@@ -350,7 +414,24 @@ TYPES = {
     "q4_1": (Q.Q4_1, F.MOSTLY_Q4_1),
     "q5_0": (Q.Q5_0, F.MOSTLY_Q5_0),
     "q5_1": (Q.Q5_1, F.MOSTLY_Q5_1),
+    "q2_k": (Q.Q2_K, F.MOSTLY_Q2_K),
+    "q3_k": (Q.Q3_K, F.MOSTLY_Q3_K_M),
+    "q5_k": (Q.Q5_K, F.MOSTLY_Q5_K_M),
+    "iq4_nl": (Q.IQ4_NL, F.MOSTLY_IQ4_NL),
+    "iq4_xs": (Q.IQ4_XS, F.MOSTLY_IQ4_XS),
+    "iq2_xxs": (Q.IQ2_XXS, F.MOSTLY_IQ2_XXS),
+    "iq2_xs": (Q.IQ2_XS, F.MOSTLY_IQ2_XS),
+    "iq2_s": (Q.IQ2_S, F.MOSTLY_IQ2_S),
+    "iq3_xxs": (Q.IQ3_XXS, F.MOSTLY_IQ3_XXS),
+    "iq3_s": (Q.IQ3_S, F.MOSTLY_IQ3_S),
+    "iq1_s": (Q.IQ1_S, F.MOSTLY_IQ1_S),
+    "tq1_0": (Q.TQ1_0, F.MOSTLY_TQ1_0),
+    "tq2_0": (Q.TQ2_0, F.MOSTLY_TQ2_0),
+    # llama.cpp's file type 38, MOSTLY_MXFP4_MOE, which gguf 0.17.1 does not list either.
+    "mxfp4": (MXFP4, 38),
 }
+# Models with rows too long for F32/F16 copies to be worth their size: only the types listed.
+ONLY_QUANTIZED = {"llama-wide"}
 # Quantized variants: experts and a fused projection in Q4_0 (which ggml's CPU backend repacks on
 # AVX2), the other block types once each.
 QUANTIZED = {
@@ -358,9 +439,11 @@ QUANTIZED = {
     "qwen3moe": ["q8_0"],
     "qwen3": ["bf16", "q4_1"],
     "gemma2": ["q5_0"],
-    "gpt-oss": ["q5_1"],
+    "gpt-oss": ["q5_1", "mxfp4"],
     "phi3": ["q4_0"],
     "bert": ["q8_0"],
+    "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
+                   "iq1_s", "tq1_0", "tq2_0"],
 }
 
 
@@ -393,5 +476,6 @@ if __name__ == "__main__":
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     for name in sys.argv[3:] or MODELS:
-        for t in ["f32", "f16", *QUANTIZED.get(name, [])]:
+        floats = [] if name in ONLY_QUANTIZED else ["f32", "f16"]
+        for t in [*floats, *QUANTIZED.get(name, [])]:
             print(generate(sys.argv[1], out, name, t))

@@ -747,8 +747,8 @@ fn special_tokens_strip_as_their_attributes_say() {
 #[test]
 fn unsupported_vocabularies_are_refused_by_name() {
     for (model, pre, msg) in [
-        ("t5", "", "tokenizer 't5'"),
         ("rwkv", "", "tokenizer 'rwkv'"),
+        ("plamo2", "", "tokenizer 'plamo2'"),
         ("what", "", "unknown tokenizer: 'what'"),
         ("gpt2", "bloom", "pre-tokenizer 'bloom'"),
         ("gpt2", "my-own", "unknown pre-tokenizer type: 'my-own'"),
