@@ -150,6 +150,18 @@ for m in smollm2 gemma3; do
         -p "The capital of France is" -n 16
 done
 
+# Embedding models: no small real BERT-style encoder is on PyPI, so the generated ones
+# (scripts/gen-models.py), with the sentence embeddings llama-embedding prints. These run so fast
+# that common's asynchronous log, which prints the embeddings, sometimes loses them at exit, on
+# either library: a difference where one side printed nothing is that, not the engine.
+if want llama-embedding; then
+    python3 scripts/gen-models.py "$smollm2" "$out/gen" bert nomic-bert >/dev/null
+    for g in bert-f16 bert-q8_0 nomic-bert-f16; do
+        run "llama-embedding/$g" 300 llama-embedding -m "$out/gen/$g.gguf" -t 2 \
+            -p "The capital of France is Paris." --embd-normalize 2
+    done
+fi
+
 # llama-server: the same requests to a server on each library.
 server_case() { # server_case LIB_DIR_OR_EMPTY OUTFILE MODEL
     local port=18080 pid
