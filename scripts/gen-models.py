@@ -132,6 +132,7 @@ RANDOM_BLOCKS = {
     Q.IQ3_XXS: ([0], 0.002),
     Q.IQ3_S: ([0], 0.001),
     Q.IQ1_S: ([0], 0.015),
+    Q.IQ1_M: ([], 0.0),
 }
 
 
@@ -154,6 +155,12 @@ def random_blocks(shape, qtype, rng):
     if qtype == MXFP4:
         # Scales of 2^-8 to 2^-5 (ggml halves them and doubles the E2M1 values, up to 12).
         blocks[:, 0] = rng.integers(120, 124, n_blocks, dtype=np.uint8)
+    if qtype == Q.IQ1_M:
+        # The F16 scale is the top nibbles of the four 16-bit words of `scales` (bytes 48-55).
+        d = (0.02 * rng.uniform(0.5, 1.0, n_blocks)).astype(np.float16).view(np.uint16)
+        for k in range(4):
+            hi = 48 + 2 * k + 1
+            blocks[:, hi] = (blocks[:, hi] & 0x0F) | (((d >> (4 * k)) & 0xF) << 4).astype(np.uint8)
     return blocks.reshape(*shape[:-1], shape[-1] // block * size)
 
 
@@ -425,6 +432,7 @@ TYPES = {
     "iq3_xxs": (Q.IQ3_XXS, F.MOSTLY_IQ3_XXS),
     "iq3_s": (Q.IQ3_S, F.MOSTLY_IQ3_S),
     "iq1_s": (Q.IQ1_S, F.MOSTLY_IQ1_S),
+    "iq1_m": (Q.IQ1_M, F.MOSTLY_IQ1_M),
     "tq1_0": (Q.TQ1_0, F.MOSTLY_TQ1_0),
     "tq2_0": (Q.TQ2_0, F.MOSTLY_TQ2_0),
     # llama.cpp's file type 38, MOSTLY_MXFP4_MOE, which gguf 0.17.1 does not list either.
@@ -443,7 +451,7 @@ QUANTIZED = {
     "phi3": ["q4_0"],
     "bert": ["q8_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
-                   "iq1_s", "tq1_0", "tq2_0"],
+                   "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }
 
 
