@@ -94,7 +94,12 @@ mod tests {
     #[test]
     fn keeps_the_nucleus() {
         run(0.0, &[1.0]);
-        run(0.7, &[0.571429, 0.428571]);
+        run(0.65, &[0.571429, 0.428571]);
+        // Exactly at the boundary (0.4 + 0.3) the nucleus is closed, as llama.cpp's `>=`. Miri
+        // perturbs exp and ln by an ulp or so on purpose, which moves the sum off the boundary.
+        if !cfg!(miri) {
+            run(0.7, &[0.571429, 0.428571]);
+        }
         run(0.8, &[0.44444, 0.33333, 0.22222]);
         run(1.0, &[0.1, 0.2, 0.3, 0.4]);
     }
