@@ -341,7 +341,7 @@ def bert(w, weights, n_vocab, dtype, rank=False):
             tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
             tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
     if rank:
-        w.add_array(f"{a}.classifier.output_labels", ["no", "maybe", "yes"])
+        w.add_array("bert.classifier.output_labels", ["no", "maybe", "yes"])
         tensors["cls.weight"] = weights.matrix(N_EMBD, N_EMBD)
         tensors["cls.bias"] = weights.bias(N_EMBD)
         tensors["cls.output.weight"] = weights.matrix(3, N_EMBD)
