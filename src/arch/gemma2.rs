@@ -27,15 +27,12 @@ impl ArchSpec for Gemma2 {
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
-        // Sliding layers rotate as the model was trained unless the file says otherwise.
-        hp.rope_freq_base_swa = meta
-            .f32_opt(&hp.key("rope.freq_base_swa"))?
-            .unwrap_or(hp.rope_freq_base);
-        hp.rope_freq_scale_swa = hp.rope_freq_scale;
-        hp.n_swa = meta
+        let window = meta
             .u32_opt(&hp.key("attention.sliding_window"))?
             .unwrap_or(DEFAULT_WINDOW);
+        // Sliding layers rotate as the model was trained unless the file says otherwise.
+        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+        super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, base, scale)?;
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.attn_softcap = meta
             .f32_opt(&hp.key("attn_logit_softcapping"))?

@@ -39,14 +39,9 @@ impl Decoder for Gemma3 {
 const DEFAULT_SWA_PERIOD: u32 = 6;
 
 fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
-    let n_swa = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
-    hp.n_swa = n_swa;
-    if n_swa > 0 {
-        hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
-        if let Some(b) = meta.f32_opt(&hp.key("rope.freq_base_swa"))? {
-            hp.rope_freq_base_swa = b;
-        }
-    }
+    let window = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
+    // Sliding layers rotate with llama.cpp's defaults: base 10000, unscaled.
+    super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, 10000.0, 1.0)?;
     hp.final_logit_softcap = meta.f32_opt(&hp.key("final_logit_softcapping"))?.unwrap_or(0.0);
     hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
     hp.size_label = match hp.n_layer {

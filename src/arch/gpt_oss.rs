@@ -41,12 +41,9 @@ impl ArchSpec for GptOss {
                 hp.key("expert_feed_forward_length")
             )));
         }
-        hp.n_swa = meta.u32(&hp.key("attention.sliding_window"))?;
-        hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
-        hp.rope_freq_base_swa = meta
-            .f32_opt(&hp.key("rope.freq_base_swa"))?
-            .unwrap_or(hp.rope_freq_base);
-        hp.rope_freq_scale_swa = hp.rope_freq_scale;
+        let window = meta.u32(&hp.key("attention.sliding_window"))?;
+        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+        super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, base, scale)?;
         hp.size_label = match hp.n_layer {
             24 => "20B",
             36 => "120B",

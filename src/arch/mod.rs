@@ -130,11 +130,33 @@ pub(crate) fn rope_factor_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
     }
 }
 
+/// A model's sliding window: `window` tokens (0: none, nothing else is set), the layers that use
+/// it (`swa_layers`), and how those rotate: `{arch}.rope.freq_base_swa`, else `base`, with `scale`
+/// (llama.cpp's per-architecture defaults for `rope_freq_base_train_swa` and
+/// `rope_freq_scale_train_swa`).
+pub(crate) fn load_sliding_window(
+    meta: &Meta,
+    hp: &mut HParams,
+    window: u32,
+    default_period: u32,
+    base: f32,
+    scale: f32,
+) -> Result<()> {
+    if window == 0 {
+        return Ok(());
+    }
+    hp.n_swa = window;
+    hp.swa_layers = swa_layers(meta, hp, default_period)?;
+    hp.rope_freq_base_swa = meta.f32_opt(&hp.key("rope.freq_base_swa"))?.unwrap_or(base);
+    hp.rope_freq_scale_swa = scale;
+    Ok(())
+}
+
 /// Which layers attend through the sliding window, from `{arch}.attention.sliding_window_pattern`
 /// as llama.cpp reads it: one flag per layer (an array of bools or integers, nonzero meaning
 /// sliding; layers past its end attend globally), or a period whose last layer of each group
 /// attends globally (`default_period` when the key is absent; 0: every layer slides).
-pub(crate) fn swa_layers(meta: &Meta, hp: &HParams, default_period: u32) -> Result<Vec<bool>> {
+fn swa_layers(meta: &Meta, hp: &HParams, default_period: u32) -> Result<Vec<bool>> {
     let key = hp.key("attention.sliding_window_pattern");
     let n = hp.n_layer as usize;
     let flags: Option<Vec<bool>> = match meta.0.get(&key) {

@@ -32,15 +32,10 @@ impl ArchSpec for Olmo2 {
                 hp.n_embd_head_k, hp.n_head[0], hp.n_embd
             )));
         }
-        let n_swa = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
-        if n_swa > 0 {
-            hp.n_swa = n_swa;
-            hp.swa_layers = super::swa_layers(meta, hp, DEFAULT_SWA_PERIOD)?;
-            // What the K-shift rotates sliding layers with (the graph uses the context's base).
-            hp.rope_freq_base_swa = meta
-                .f32_opt(&hp.key("rope.freq_base_swa"))?
-                .unwrap_or(hp.rope_freq_base);
-        }
+        let window = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
+        // What the K-shift rotates sliding layers with (the graph uses the context's base).
+        let base = hp.rope_freq_base;
+        super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, base, 1.0)?;
         hp.size_label = match hp.n_layer {
             16 => "1B",
             32 => "7B",

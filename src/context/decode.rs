@@ -23,12 +23,39 @@ const F16_ZERO: u16 = 0x0000;
 const F16_NEG_INF: u16 = 0xfc00;
 
 impl Context<'_> {
-    pub fn decode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
-        if !self.can_decode() {
-            return Err(Error::invalid(
-                "the model was loaded vocab-only: this context can tokenize and apply chat templates, not decode",
-            ));
+    /// Refuse `what` ("decode", "encode") on a vocab-only model.
+    fn require_weights(&self, what: &str) -> Result<()> {
+        if self.can_decode() {
+            return Ok(());
         }
+        Err(Error::invalid(format!(
+            "the model was loaded vocab-only: this context can tokenize and apply chat templates, not {what}"
+        )))
+    }
+
+    /// Make room for a batch's outputs (`outputs` per token) and map each token to its output row
+    /// (-1: none); what the last call produced is gone.
+    fn prepare_outputs(&mut self, outputs: &[bool]) {
+        let n_outputs = outputs.iter().filter(|&&o| o).count();
+        let n_vocab = self.n_vocab();
+        if self.logits.len() < n_outputs * n_vocab {
+            self.logits.resize(n_outputs * n_vocab, 0.0);
+        }
+        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n_outputs * self.n_embd() {
+            self.embd.resize(n_outputs * self.n_embd(), 0.0);
+        }
+        self.embd_seq.clear();
+        self.output_ids.clear();
+        let mut next_row = 0;
+        for &o in outputs {
+            self.output_ids.push(if o { next_row } else { -1 });
+            next_row += i32::from(o);
+        }
+        self.n_outputs = 0;
+    }
+
+    pub fn decode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
+        self.require_weights("decode")?;
         if !self.has_memory() {
             // An encoder has no cache to decode into: llama.cpp encodes instead.
             return self.encode(input);
@@ -84,22 +111,8 @@ impl Context<'_> {
             return Ok(DecodeStatus::NoSlot);
         }
 
-        let n_vocab = self.n_vocab();
         let n_outputs = batch.n_outputs();
-        if self.logits.len() < n_outputs * n_vocab {
-            self.logits.resize(n_outputs * n_vocab, 0.0);
-        }
-        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n_outputs * self.n_embd() {
-            self.embd.resize(n_outputs * self.n_embd(), 0.0);
-        }
-        self.embd_seq.clear();
-        self.output_ids.clear();
-        let mut next_row = 0;
-        for &o in &batch.outputs {
-            self.output_ids.push(if o { next_row } else { -1 });
-            next_row += i32::from(o);
-        }
-        self.n_outputs = 0;
+        self.prepare_outputs(&batch.outputs);
 
         // Each finished ubatch's placement, to take back if a later one fails.
         let mut done = Vec::with_capacity(ubatches.len());
@@ -130,11 +143,7 @@ impl Context<'_> {
     /// `llama_encode`: the whole batch as one ubatch, attending within each sequence (both ways),
     /// every token an output; embeddings come out as the context pools them. Nothing is kept.
     pub fn encode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
-        if !self.can_decode() {
-            return Err(Error::invalid(
-                "the model was loaded vocab-only: this context can tokenize and apply chat templates, not encode",
-            ));
-        }
+        self.require_weights("encode")?;
         if self.has_memory() {
             return Err(Error::invalid(format!(
                 "llama_encode needs an encoder model; '{}' decodes (use llama_decode)",
@@ -159,19 +168,8 @@ impl Context<'_> {
                 self.params.n_ubatch
             )));
         }
-        let n_vocab = self.n_vocab();
-        if self.logits.len() < n * n_vocab {
-            self.logits.resize(n * n_vocab, 0.0);
-        }
-        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n * self.n_embd() {
-            self.embd.resize(n * self.n_embd(), 0.0);
-        }
-        self.embd_seq.clear();
-        self.output_ids = (0..n as i32).collect();
-        self.n_outputs = 0;
-        let mut seqs: Vec<usize> = batch.places.iter().flat_map(|p| p.seqs.iter()).collect();
-        seqs.sort_unstable();
-        seqs.dedup();
+        self.prepare_outputs(&batch.outputs);
+        let seqs = sequences_of(&batch.places);
         let shape = Shape {
             n_tokens: n,
             n_streams: 1,
@@ -184,11 +182,11 @@ impl Context<'_> {
             idx: (0..n).collect(),
             n_streams: 1,
         };
-        match self.compute_ubatch(shape, &batch.tokens, &batch.places, &batch.outputs, &[], &seqs)? {
-            ComputeStatus::Success => self.copy_outputs(&batch, &ub, shape, &seqs)?,
-            ComputeStatus::Aborted => return Ok(DecodeStatus::Aborted),
-            ComputeStatus::Failed(code) => return Err(Error::Ggml(format!("graph compute failed with status {code}"))),
+        let computed = self.compute_ubatch(shape, &batch.tokens, &batch.places, &batch.outputs, &[], &seqs)?;
+        if !finished(computed)? {
+            return Ok(DecodeStatus::Aborted);
         }
+        self.copy_outputs(&batch, &ub, shape, &seqs)?;
         self.n_outputs = n;
         if !self.params.no_perf {
             self.perf.t_p_eval_us += crate::ggml::time_us() - t0;
@@ -207,10 +205,7 @@ impl Context<'_> {
             .kv
             .place(&places)
             .ok_or_else(|| Error::Internal("KV cache room found for the batch vanished".into()))?;
-        // The ubatch's sequences in id order: their index is their row of pooled embeddings.
-        let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
-        seqs.sort_unstable();
-        seqs.dedup();
+        let seqs = sequences_of(&places);
         let shape = Shape {
             n_tokens: tokens.len(),
             n_streams: ub.n_streams,
@@ -221,10 +216,12 @@ impl Context<'_> {
         };
         let status = self
             .compute_ubatch(shape, &tokens, &places, &outputs, &placement.rows, &seqs)
-            .and_then(|status| match status {
-                ComputeStatus::Success => self.copy_outputs(batch, ub, shape, &seqs).map(|()| true),
-                ComputeStatus::Aborted => Ok(false),
-                ComputeStatus::Failed(code) => Err(Error::Ggml(format!("graph compute failed with status {code}"))),
+            .and_then(finished)
+            .and_then(|done| {
+                if done {
+                    self.copy_outputs(batch, ub, shape, &seqs)?;
+                }
+                Ok(done)
             });
         match status {
             Ok(true) => Ok(Some(placement)),
@@ -412,6 +409,24 @@ impl Context<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether a computation ran to its end (false: the abort callback stopped it); a failure is an
+/// error.
+fn finished(status: ComputeStatus) -> Result<bool> {
+    match status {
+        ComputeStatus::Success => Ok(true),
+        ComputeStatus::Aborted => Ok(false),
+        ComputeStatus::Failed(code) => Err(Error::Ggml(format!("graph compute failed with status {code}"))),
+    }
+}
+
+/// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.
+fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
+    let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    seqs
 }
 
 /// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of

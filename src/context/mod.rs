@@ -14,6 +14,7 @@ pub use batch::{AddError, Batch, BatchExt, BatchInput};
 pub use decode::DecodeStatus;
 pub use perf::{Counters, PerfData};
 
+use crate::arch::Architecture;
 use crate::error::{Error, Result};
 use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS};
 use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, Shape};
@@ -97,10 +98,9 @@ pub struct Resolved {
 
 pub struct Context<'m> {
     pub model: &'m Model,
-    /// The graph body of the model's architecture (None on a vocab-only model).
-    decoder: Option<&'static dyn Decoder>,
-    /// What the architecture keeps between calls (None on a vocab-only model too).
-    memory: Memory,
+    /// The model's architecture: its graph body and the memory it keeps (None on a vocab-only
+    /// model).
+    arch: Option<&'static dyn Architecture>,
     pub params: Resolved,
     // Drop order: graph, scheduler, cache, then the backend they all use.
     graph: Option<(Shape, Built)>,
@@ -210,14 +210,9 @@ impl<'m> Context<'m> {
         if !reuse_graphs {
             crate::log_warn!("context: graph reuse disabled (ENGINE_GRAPH_REUSE=0)");
         }
-        let decoder: Option<&'static dyn Decoder> = match arch {
-            Some(a) => Some(a),
-            None => None,
-        };
         let mut ctx = Context {
             model,
-            decoder,
-            memory,
+            arch,
             params: Resolved {
                 n_ctx,
                 n_ctx_seq,
@@ -287,7 +282,8 @@ impl<'m> Context<'m> {
 
     /// The graph body of the model's architecture.
     fn decoder(&self) -> Result<&'static dyn Decoder> {
-        self.decoder
+        self.arch
+            .map(|a| a as &'static dyn Decoder)
             .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))
     }
 
@@ -299,7 +295,7 @@ impl<'m> Context<'m> {
     /// Whether the context keeps a memory (`llama_get_memory` is not NULL): not on a vocab-only
     /// model, nor for an encoder.
     pub fn has_memory(&self) -> bool {
-        self.can_decode() && self.memory == Memory::KvCache
+        self.arch.is_some_and(|a| a.memory() == Memory::KvCache)
     }
 
     pub fn n_vocab(&self) -> usize {

@@ -705,23 +705,24 @@ impl<'a> Builder<'a> {
     /// down(act(gate x) * up x), as `ffn` says: the activation, and whether the weights' scales
     /// and biases apply (some of llama.cpp's architectures load them but leave them out).
     pub fn gated_ffn(&mut self, il: usize, x: TensorRef, ffn: Ffn) -> Result<TensorRef> {
-        let Ffn { gelu, scaled, biased } = ffn;
-        let bias = |b: &Self, name: &str| b.layer_weight_opt(il, name).filter(|_| biased);
-        let up_w = self.layer_weight(il, "ffn_up.weight")?;
-        let up_b = bias(self, "ffn_up.bias");
-        let gate_w = self.layer_weight(il, "ffn_gate.weight")?;
-        let gate_b = bias(self, "ffn_gate.bias");
-        let down_w = self.layer_weight(il, "ffn_down.weight")?;
-        let down_b = bias(self, "ffn_down.bias");
-        let up = self.project(up_w, up_b, x, Order::BiasThenScale { scaled })?;
-        let gate = self.project(gate_w, gate_b, x, Order::BiasThenScale { scaled })?;
-        let h = if gelu {
+        let up = self.ffn_projection(il, "ffn_up", x, ffn)?;
+        let gate = self.ffn_projection(il, "ffn_gate", x, ffn)?;
+        let h = if ffn.gelu {
             self.g.geglu(gate, up)
         } else {
             self.g.swiglu(gate, up)
         }
         .map_err(ggml_err)?;
-        self.project(down_w, down_b, h, Order::BiasThenScale { scaled })
+        self.ffn_projection(il, "ffn_down", h, ffn)
+    }
+
+    /// `blk.{il}.{name}.weight` times `x`, then its bias and its scale as `ffn` says.
+    fn ffn_projection(&mut self, il: usize, name: &str, x: TensorRef, ffn: Ffn) -> Result<TensorRef> {
+        let w = self.layer_weight(il, &format!("{name}.weight"))?;
+        let b = self
+            .layer_weight_opt(il, &format!("{name}.bias"))
+            .filter(|_| ffn.biased);
+        self.project(w, b, x, Order::BiasThenScale { scaled: ffn.scaled })
     }
 
     /// A mixture-of-experts FFN over `x` ([n_embd, n_tokens]), as llama.cpp builds it: the router
@@ -845,18 +846,13 @@ impl<'a> Builder<'a> {
 
     /// down(gelu(up x)), each with its bias (no scales): BERT's FFN.
     pub fn gelu_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
-        let unscaled = Order::BiasThenScale { scaled: false };
-        let (up_w, up_b) = (
-            self.layer_weight(il, "ffn_up.weight")?,
-            self.layer_weight_opt(il, "ffn_up.bias"),
-        );
-        let up = self.project(up_w, up_b, x, unscaled)?;
+        let ffn = Ffn {
+            biased: true,
+            ..Ffn::default()
+        };
+        let up = self.ffn_projection(il, "ffn_up", x, ffn)?;
         let h = self.g.gelu(up).map_err(ggml_err)?;
-        let (down_w, down_b) = (
-            self.layer_weight(il, "ffn_down.weight")?,
-            self.layer_weight_opt(il, "ffn_down.bias"),
-        );
-        self.project(down_w, down_b, h, unscaled)
+        self.ffn_projection(il, "ffn_down", h, ffn)
     }
 
     /// down(swiglu(up x)): the gate and up projections fused in `ffn_up` (Phi-3), no biases or
