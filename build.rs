@@ -1,5 +1,5 @@
 //! Generates `include/llama.h` from `src/ffi/` (only: engine internals stay out of the header) with
-//! cbindgen, compiles the library's one C++ file (`src/ffi/memory_breakdown.cpp`, see
+//! cbindgen, compiles the library's one C++ file (`src/ffi/cxx_abi.cpp`, see
 //! `src/ffi/llama_ext.rs`) and sets the SONAME.
 //!
 //! The header is always written to `$OUT_DIR/llama.h`. Outside CI it is also copied to
@@ -22,7 +22,7 @@ fn main() {
     cc::Build::new()
         .cpp(true)
         .std("c++17")
-        .file(root.join("src/ffi/memory_breakdown.cpp"))
+        .file(root.join("src/ffi/cxx_abi.cpp"))
         .include(ggml.join("include"))
         .warnings_into_errors(true)
         .compile("engine_cxx");

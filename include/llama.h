@@ -697,7 +697,8 @@ void llama_log_get(ggml_log_callback *log_callback, void **user_data);
 
 void llama_memory_clear(llama_memory_t mem, bool data);
 
-// Always succeeds for an attention cache (only recurrent state cannot drop part of a sequence).
+// Always succeeds for an attention cache; recurrent state cannot drop part of a sequence's
+// history (false then, nothing changed).
 bool llama_memory_seq_rm(llama_memory_t mem, llama_seq_id seq_id, llama_pos p0, llama_pos p1);
 
 void llama_memory_seq_cp(llama_memory_t mem,
@@ -725,7 +726,8 @@ llama_pos llama_memory_seq_pos_min(llama_memory_t mem, llama_seq_id seq_id);
 
 llama_pos llama_memory_seq_pos_max(llama_memory_t mem, llama_seq_id seq_id);
 
-// The supported architectures rotate keys by position, which a K-shift can redo.
+// The supported architectures rotate keys by position, which a K-shift can redo; a recurrent
+// state has only its last position, which can move freely.
 bool llama_memory_can_shift(llama_memory_t mem);
 
 const char *llama_ftype_name(enum llama_ftype ftype);
@@ -911,7 +913,7 @@ bool llama_model_has_encoder(const struct llama_model *model);
 
 bool llama_model_has_decoder(const struct llama_model *model);
 
-bool llama_model_is_recurrent(const struct llama_model *model);
+bool llama_model_is_recurrent(const struct llama_model *p);
 
 bool llama_model_is_hybrid(const struct llama_model *model);
 

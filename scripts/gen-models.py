@@ -169,8 +169,11 @@ def add_tensors(w, tensors, dtype, rng=None):
     blocks from `rng`, a fixed seed by default, for the types gguf cannot quantize)."""
     rng = rng or np.random.default_rng(0)
     for name, t in tensors.items():
-        # Norms, routers and BERT's token types stay F32, as llama.cpp's converters keep them.
-        keep = t.ndim == 1 or name.endswith(("ffn_gate_inp.weight", ".bias", "token_types.weight"))
+        # Norms, routers, BERT's token types and the state-space layers' kernels, decays, skips and
+        # group norms stay F32, as llama.cpp's converters keep them (ggml computes those in F32).
+        keep = t.ndim == 1 or name.endswith(
+            ("ffn_gate_inp.weight", ".bias", "token_types.weight", "ssm_conv1d.weight", "ssm_a", "ssm_d",
+             "ssm_norm.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -391,6 +394,73 @@ def smollm3(w, weights, n_vocab, dtype):
 # Those it cannot go to OUT_DIR/no-oracle/ (granite without rotary positions: llama.cpp leaves its
 # position input without memory and aborts in ggml_backend_tensor_set). A vocabulary named here
 # (a path from the repository root) replaces the one given on the command line.
+def ssm_keys(w, a, inner, state, rank, groups=None):
+    """A state-space model's hyper-parameters (no attention, no FFN: their counts are 0, as
+    llama.cpp's converter writes them)."""
+    w.add_uint32(f"{a}.block_count", N_LAYER)
+    w.add_uint32(f"{a}.context_length", N_CTX)
+    w.add_uint32(f"{a}.embedding_length", N_EMBD)
+    w.add_uint32(f"{a}.feed_forward_length", 0)
+    w.add_uint32(f"{a}.attention.head_count", 0)
+    w.add_uint32(f"{a}.ssm.conv_kernel", 4)
+    w.add_uint32(f"{a}.ssm.inner_size", inner)
+    w.add_uint32(f"{a}.ssm.state_size", state)
+    w.add_uint32(f"{a}.ssm.time_step_rank", rank)
+    if groups is not None:
+        w.add_uint32(f"{a}.ssm.group_count", groups)
+    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-5)
+
+
+def ssm_common(weights, n_vocab, d_in_proj, inner):
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "ssm_in.weight"] = weights.matrix(d_in_proj, N_EMBD)
+        tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+    return tensors
+
+
+def decays(weights, shape):
+    """A = -exp(A_log), as the converters store it: decay rates between 1 and 16."""
+    return -np.exp(weights.rng.uniform(0.0, np.log(16.0), shape)).astype(np.float32)
+
+
+def mamba(w, weights, n_vocab, dtype):
+    inner, state, rank, conv = 2 * N_EMBD, 16, 4, 4
+    ssm_keys(w, "mamba", inner, state, rank)
+    tensors = ssm_common(weights, n_vocab, 2 * inner, inner)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(inner, conv)
+        tensors[blk + "ssm_conv1d.bias"] = weights.bias(inner)
+        tensors[blk + "ssm_x.weight"] = weights.matrix(rank + 2 * state, inner)
+        tensors[blk + "ssm_dt.weight"] = weights.matrix(inner, rank)
+        tensors[blk + "ssm_dt.bias"] = weights.bias(inner) - 2.0
+        tensors[blk + "ssm_a"] = decays(weights, (inner, state))
+        tensors[blk + "ssm_d"] = weights.norm(inner)
+    add_tensors(w, tensors, dtype)
+
+
+def mamba2(w, weights, n_vocab, dtype):
+    inner, state, heads, groups, conv = 2 * N_EMBD, 16, 4, 2, 4
+    ssm_keys(w, "mamba2", inner, state, heads, groups)
+    channels = inner + 2 * groups * state
+    tensors = ssm_common(weights, n_vocab, inner + channels + heads, inner)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(channels, conv)
+        tensors[blk + "ssm_conv1d.bias"] = weights.bias(channels)
+        tensors[blk + "ssm_dt.bias"] = weights.bias(heads) - 2.0
+        tensors[blk + "ssm_a"] = decays(weights, (heads, 1))
+        tensors[blk + "ssm_d"] = weights.norm(heads).reshape(heads, 1)
+        tensors[blk + "ssm_norm.weight"] = np.stack([weights.norm(inner // groups) for _ in range(groups)])
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -409,6 +479,8 @@ MODELS = {
     "nomic-bert": ("nomic-bert", nomic_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
+    "mamba": ("mamba", mamba, True),
+    "mamba2": ("mamba2", mamba2, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
@@ -450,6 +522,7 @@ QUANTIZED = {
     "gpt-oss": ["q5_1", "mxfp4"],
     "phi3": ["q4_0"],
     "bert": ["q8_0"],
+    "mamba2": ["q4_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

@@ -19,6 +19,7 @@ pub mod gguf;
 pub mod graph;
 pub mod kv;
 pub mod model;
+pub mod recurrent;
 pub mod sampling;
 pub mod vocab;
 

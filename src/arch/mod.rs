@@ -9,6 +9,7 @@ pub(crate) mod gemma3;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod llama;
+pub(crate) mod mamba;
 pub(crate) mod nomic_bert;
 pub(crate) mod olmo2;
 pub(crate) mod phi3;
@@ -30,7 +31,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 13] = [
+static ARCHITECTURES: [&dyn Architecture; 15] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -44,6 +45,8 @@ static ARCHITECTURES: [&dyn Architecture; 13] = [
     &nomic_bert::NomicBert,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
+    &mamba::Mamba,
+    &mamba::Mamba2,
 ];
 
 /// The architecture of a `general.architecture` name.

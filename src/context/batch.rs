@@ -445,6 +445,34 @@ pub fn split_equal(b: &Batch, n_ubatch: usize) -> Option<Vec<Ubatch>> {
     }
 }
 
+/// llama.cpp's split for recurrent state with embeddings: each ubatch one sequence's next tokens
+/// (up to `n_ubatch`), from the first token not yet taken on, each later token joining when its
+/// sequences are among the last taken one's.
+pub fn split_seq(b: &Batch, n_ubatch: usize) -> Option<Vec<Ubatch>> {
+    let n = b.places.len();
+    let mut used = vec![false; n];
+    let mut out = Vec::new();
+    while let Some(mut cur) = used.iter().position(|&u| !u) {
+        let mut set = b.places[cur].seqs;
+        let mut idx = Vec::new();
+        loop {
+            idx.push(cur);
+            used[cur] = true;
+            if idx.len() >= n_ubatch.max(1) {
+                break;
+            }
+            let subset = |i: usize| b.places[i].seqs.iter().all(|s| set.contains(s));
+            let Some(next) = (cur + 1..n).find(|&i| !used[i] && subset(i)) else {
+                break;
+            };
+            cur = next;
+            set = b.places[cur].seqs;
+        }
+        out.push(Ubatch { idx, n_streams: 1 });
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod split_tests {
     use super::*;

@@ -1,12 +1,14 @@
 //! One `llama_decode`: check the batch, find cache room for all of it, then per ubatch set the
 //! inputs of the (reused when possible) graph, compute, and copy the requested logits out.
 
-use super::batch::{resolve, split_equal, split_simple, Batch, BatchInput, Ubatch};
+use super::batch::{resolve, split_equal, split_seq, split_simple, Batch, BatchInput, Ubatch};
 use super::Context;
 use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, TensorRef};
-use crate::graph::{Builder, Pooling, Shape};
+use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
 use crate::kv::{Placement, TokenPlace};
+use crate::model::spec::Memory;
+use crate::recurrent::{RsCells, SeqGroup};
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +18,13 @@ pub enum DecodeStatus {
     NoSlot,
     /// The abort callback stopped the computation; finished ubatches stay in the cache.
     Aborted,
+}
+
+/// Where a ubatch went in the context's memories, and what takes it back.
+struct Placed {
+    kv: Option<Placement>,
+    /// The recurrent cells as they were before.
+    rs: Option<RsCells>,
 }
 
 /// f16 bit patterns of the two mask values.
@@ -61,53 +70,46 @@ impl Context<'_> {
             return self.encode(input);
         }
         let t0 = crate::ggml::time_us();
-        let kv = &self.kv;
+        let this = &*self;
         let batch = resolve(
             input,
             self.n_vocab(),
             self.params.n_seq_max as usize,
             self.params.n_batch as usize,
             self.params.embeddings,
-            &|s| kv.seq_pos_max(s),
+            &|s| this.memory_seq_pos_max(s),
         )?;
         self.apply_pending_shift()?;
-
-        // A split cache (one stream per sequence) takes the same count of tokens from consecutive
-        // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
-        // cache takes consecutive chunks. As llama.cpp splits.
-        let n_ubatch = self.params.n_ubatch as usize;
-        let ubatches = if self.kv.n_stream() > 1 {
-            let Some(u) = split_equal(&batch, n_ubatch) else {
-                crate::log_error!(
-                    "decode: a token belongs to several sequences, which needs one cache for all of them: \
-                     create the context with kv_unified = true"
-                );
-                return Ok(DecodeStatus::NoSlot);
-            };
-            u
-        } else {
-            split_simple(batch.len(), n_ubatch)
+        let Some(ubatches) = self.split(&batch) else {
+            return Ok(DecodeStatus::NoSlot);
         };
         let places_of = |ub: &Ubatch| -> Vec<TokenPlace> { ub.idx.iter().map(|&i| batch.places[i]).collect() };
 
         // Room for every ubatch first, placed in turn as they will be, so that "no slot" leaves
-        // the cache untouched.
+        // the memory untouched.
         let mut trial = Vec::with_capacity(ubatches.len());
         for ub in &ubatches {
-            match self.kv.place(&places_of(ub)) {
+            match self.place(&places_of(ub), ub.n_streams) {
                 Some(p) => trial.push(p),
                 None => break,
             }
         }
         let fits = trial.len() == ubatches.len();
-        trial.into_iter().rev().for_each(|p| self.kv.rollback(p));
+        trial.into_iter().rev().for_each(|p| self.unplace(p));
         if !fits {
-            crate::log_warn!(
-                "decode: no KV cache room for {} tokens ({} of {} cells used)",
-                batch.len(),
-                self.kv.used(),
-                self.kv.size()
-            );
+            match &self.rs {
+                Some(rs) => crate::log_warn!(
+                    "decode: no recurrent state cell for the batch's sequences ({} of {} used)",
+                    rs.cells.used(),
+                    rs.size()
+                ),
+                None => crate::log_warn!(
+                    "decode: no KV cache room for {} tokens ({} of {} cells used)",
+                    batch.len(),
+                    self.kv.used(),
+                    self.kv.size()
+                ),
+            }
             return Ok(DecodeStatus::NoSlot);
         }
 
@@ -121,7 +123,7 @@ impl Context<'_> {
                 Ok(Some(placement)) => done.push(placement),
                 Ok(None) => return Ok(DecodeStatus::Aborted),
                 Err(e) => {
-                    done.into_iter().rev().for_each(|p| self.kv.rollback(p));
+                    done.into_iter().rev().for_each(|p| self.unplace(p));
                     return Err(e);
                 }
             }
@@ -177,6 +179,7 @@ impl Context<'_> {
             n_outputs: n,
             n_kv: n,
             n_seqs: self.pooled_seqs(seqs.len()),
+            recurrent: None,
         };
         let ub = Ubatch {
             idx: (0..n).collect(),
@@ -195,27 +198,104 @@ impl Context<'_> {
         Ok(DecodeStatus::Ok)
     }
 
+    /// The batch's ubatches, as llama.cpp splits for this context's memory; None (logged) when
+    /// the batch cannot be split so.
+    fn split(&self, batch: &Batch) -> Option<Vec<Ubatch>> {
+        let n_ubatch = self.params.n_ubatch as usize;
+        if self.rs.is_some() {
+            // Recurrent state advances a whole sequence at a time: the same count of tokens from
+            // consecutive sequences per ubatch, or, with embeddings, one sequence per ubatch.
+            let split = if self.params.embeddings {
+                split_seq(batch, n_ubatch)
+            } else {
+                split_equal(batch, n_ubatch)
+            };
+            if split.is_none() {
+                crate::log_error!(
+                    "decode: a token belongs to several sequences, which recurrent state cannot hold \
+                     (give each token one sequence)"
+                );
+            }
+            return split;
+        }
+        // A split cache (one stream per sequence) takes the same count of tokens from consecutive
+        // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
+        // cache takes consecutive chunks.
+        if self.kv.n_stream() > 1 {
+            let split = split_equal(batch, n_ubatch);
+            if split.is_none() {
+                crate::log_error!(
+                    "decode: a token belongs to several sequences, which needs one cache for all of them: \
+                     create the context with kv_unified = true"
+                );
+            }
+            return split;
+        }
+        Some(split_simple(batch.len(), n_ubatch))
+    }
+
+    /// Occupy memory for a ubatch's tokens (`places`, in `n_groups` equal runs of one sequence
+    /// each); None, with nothing changed, when there is no room.
+    fn place(&mut self, places: &[TokenPlace], n_groups: usize) -> Option<Placed> {
+        let kv = if self.memory_kind() == Memory::KvCache {
+            Some(self.kv.place(places)?)
+        } else {
+            None
+        };
+        let rs = match &mut self.rs {
+            Some(rs) => {
+                let before = rs.cells.clone();
+                if !rs.cells.find_slot(&groups_of(places, n_groups)) {
+                    rs.cells = before;
+                    kv.into_iter().for_each(|p| self.kv.rollback(p));
+                    return None;
+                }
+                Some(before)
+            }
+            None => None,
+        };
+        Some(Placed { kv, rs })
+    }
+
+    /// Take a placement back: the memory's bookkeeping is as before `place`.
+    fn unplace(&mut self, p: Placed) {
+        if let (Some(before), Some(rs)) = (p.rs, &mut self.rs) {
+            rs.cells = before;
+        }
+        if let Some(kv) = p.kv {
+            self.kv.rollback(kv);
+        }
+    }
+
     /// Place, build or reuse, set inputs, compute, copy outputs for one ubatch (the batch tokens
-    /// `ub.idx`, in that order, at `places`). Returns where it went in the cache, or None when the
-    /// abort callback stopped it (its cells are free again; earlier ubatches stay).
-    fn decode_ubatch(&mut self, batch: &Batch, ub: &Ubatch, places: Vec<TokenPlace>) -> Result<Option<Placement>> {
+    /// `ub.idx`, in that order, at `places`). Returns where it went in the memory, or None when
+    /// the abort callback stopped it (its cells are free again; earlier ubatches stay).
+    fn decode_ubatch(&mut self, batch: &Batch, ub: &Ubatch, places: Vec<TokenPlace>) -> Result<Option<Placed>> {
         let tokens: Vec<i32> = ub.idx.iter().map(|&i| batch.tokens[i]).collect();
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
-        let placement = self
-            .kv
-            .place(&places)
-            .ok_or_else(|| Error::Internal("KV cache room found for the batch vanished".into()))?;
+        let placed = self
+            .place(&places, ub.n_streams)
+            .ok_or_else(|| Error::Internal("memory room found for the batch vanished".into()))?;
         let seqs = sequences_of(&places);
+        let (rows, streams) = placed
+            .kv
+            .as_ref()
+            .map_or((&[][..], (0, 1)), |p| (&p.rows[..], p.streams));
         let shape = Shape {
             n_tokens: tokens.len(),
-            n_streams: ub.n_streams,
-            first_stream: placement.streams.0,
+            n_streams: streams.1,
+            first_stream: streams.0,
             n_outputs: outputs.iter().filter(|&&o| o).count(),
-            n_kv: self.kv.n_kv(placement.streams),
+            n_kv: if placed.kv.is_some() { self.kv.n_kv(streams) } else { 0 },
             n_seqs: self.pooled_seqs(seqs.len()),
+            recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
+                n_seqs: ub.n_streams,
+                window: rs.cells.window(),
+            }),
         };
+        let rows = rows.to_vec();
         let status = self
-            .compute_ubatch(shape, &tokens, &places, &outputs, &placement.rows, &seqs)
+            .compute_ubatch(shape, &tokens, &places, &outputs, &rows, &seqs)
             .and_then(finished)
             .and_then(|done| {
                 if done {
@@ -224,14 +304,14 @@ impl Context<'_> {
                 Ok(done)
             });
         match status {
-            Ok(true) => Ok(Some(placement)),
+            Ok(true) => Ok(Some(placed)),
             // Aborted: this ubatch's cells hold nothing valid; earlier ubatches stay.
             Ok(false) => {
-                self.kv.rollback(placement);
+                self.unplace(placed);
                 Ok(None)
             }
             Err(e) => {
-                self.kv.rollback(placement);
+                self.unplace(placed);
                 Err(e)
             }
         }
@@ -314,7 +394,7 @@ impl Context<'_> {
             return Ok(());
         }
         self.graph = None;
-        let built = Builder::build(self.model, self.decoder()?, &self.kv, shape, self.params.graph)?;
+        let built = Builder::build(self.model, self.decoder()?, self.memories(), shape, self.params.graph)?;
         self.sched.alloc(&built.graph).map_err(Error::Ggml)?;
         self.counters.graphs_built += 1;
         let size = self.sched.buffer_size(&self.backend);
@@ -350,13 +430,19 @@ impl Context<'_> {
         }
         let fa = self.params.graph.flash_attn;
         let causal = self.params.graph.causal;
-        let mask = if self.has_memory() {
-            self.kv.mask(places, shape.n_kv, causal, None)
-        } else {
-            // An encoder's tokens attend within the ubatch, each to its own (first) sequence.
-            encoder_mask(places, causal)
-        };
-        set(inp.mask, &mask_bytes(&mask, fa))?;
+        if let Some(m) = inp.mask {
+            let mask = if self.has_memory() {
+                self.kv.mask(places, shape.n_kv, causal, None)
+            } else {
+                // An encoder's tokens attend within the ubatch, each to its own (first) sequence.
+                encoder_mask(places, causal)
+            };
+            set(m, &mask_bytes(&mask, fa))?;
+        }
+        if let (Some(t), Some(rs), Some(r)) = (inp.s_copy, &self.rs, shape.recurrent) {
+            let sources: Vec<i32> = (0..r.window.n).map(|i| rs.cells.copy_source(i)).collect();
+            set(t, &to_bytes_i32(&sources))?;
+        }
         if let Some(m) = inp.mask_swa {
             let hp = self
                 .model
@@ -419,6 +505,21 @@ fn finished(status: ComputeStatus) -> Result<bool> {
         ComputeStatus::Aborted => Ok(false),
         ComputeStatus::Failed(code) => Err(Error::Ggml(format!("graph compute failed with status {code}"))),
     }
+}
+
+/// A ubatch's `n` runs of equal length, one sequence (set) each, as the recurrent slot search
+/// takes them.
+fn groups_of(places: &[TokenPlace], n: usize) -> Vec<SeqGroup> {
+    let per = places.len() / n.max(1);
+    places
+        .chunks(per.max(1))
+        .map(|run| SeqGroup {
+            primary: run[0].primary_seq,
+            seqs: run[0].seqs,
+            n_tokens: run.len(),
+            last_pos: run[run.len() - 1].pos,
+        })
+        .collect()
 }
 
 /// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.

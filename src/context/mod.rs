@@ -5,6 +5,7 @@
 
 pub mod batch;
 mod decode;
+mod memory;
 mod perf;
 mod rope;
 mod shift;
@@ -17,11 +18,12 @@ pub use perf::{Counters, PerfData};
 use crate::arch::Architecture;
 use crate::error::{Error, Result};
 use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS};
-use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, Shape};
+use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, RecurrentShape, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::hparams::RopeScaling;
 use crate::model::spec::Memory;
 use crate::model::Model;
+use crate::recurrent::Recurrent;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -102,10 +104,13 @@ pub struct Context<'m> {
     /// model).
     arch: Option<&'static dyn Architecture>,
     pub params: Resolved,
-    // Drop order: graph, scheduler, cache, then the backend they all use.
+    // Drop order: graph, scheduler, memories, then the backend they all use.
     graph: Option<(Shape, Built)>,
     sched: Scheduler,
+    /// The attention cache (without layers when the architecture keeps none).
     pub kv: KvCache,
+    /// Recurrent states, for architectures with recurrent layers.
+    pub rs: Option<Recurrent>,
     backend: CpuBackend,
     /// Logits of the last decode's outputs, row-major [n_outputs][n_vocab].
     logits: Vec<f32>,
@@ -201,6 +206,10 @@ impl<'m> Context<'m> {
             }
             _ => KvCache::without_layers(n_ctx as usize),
         };
+        let rs = match hp {
+            Some(hp) if memory == Memory::Recurrent => Some(Recurrent::new(hp, n_seq_max as usize)?),
+            _ => None,
+        };
         let sched = Scheduler::new(&backend, crate::graph::max_nodes(model)).map_err(Error::Ggml)?;
         if let Some(cb) = p.cb_eval {
             sched.set_eval_callback(cb);
@@ -230,6 +239,7 @@ impl<'m> Context<'m> {
             graph: None,
             sched,
             kv,
+            rs,
             backend,
             logits: Vec::new(),
             embd: Vec::new(),
@@ -266,14 +276,23 @@ impl<'m> Context<'m> {
                 first_stream: 0,
                 n_outputs: n_tokens,
                 // Without a cache, tokens attend to the ubatch.
-                n_kv: if self.has_memory() {
+                n_kv: if self.memory_kind() == Memory::KvCache {
                     self.kv.stream_size()
                 } else {
                     n_tokens
                 },
                 n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
+                // The whole recurrent memory, as llama.cpp reserves it.
+                recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
+                    n_seqs: 1,
+                    window: crate::recurrent::Window {
+                        head: 0,
+                        n: rs.size(),
+                        zero: 0,
+                    },
+                }),
             };
-            let built = Builder::build(self.model, self.decoder()?, &self.kv, shape, self.params.graph)?;
+            let built = Builder::build(self.model, self.decoder()?, self.memories(), shape, self.params.graph)?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
         }
         self.counters.compute_buffer_bytes = self.sched.buffer_size(&self.backend);
@@ -295,7 +314,12 @@ impl<'m> Context<'m> {
     /// Whether the context keeps a memory (`llama_get_memory` is not NULL): not on a vocab-only
     /// model, nor for an encoder.
     pub fn has_memory(&self) -> bool {
-        self.arch.is_some_and(|a| a.memory() == Memory::KvCache)
+        self.memory_kind() != Memory::None
+    }
+
+    /// What graphs read and write across ubatches: the attention cache and recurrent states.
+    fn memories(&self) -> (&KvCache, Option<&Recurrent>) {
+        (&self.kv, self.rs.as_ref())
     }
 
     pub fn n_vocab(&self) -> usize {
@@ -450,7 +474,7 @@ impl<'m> Context<'m> {
     pub fn memory_breakdown(&self) -> Vec<(BufferTypeId, [usize; 3])> {
         let mut out: BTreeMap<BufferTypeId, [usize; 3]> = BTreeMap::new();
         let weights = self.model.weights().map(|w| w.memory_breakdown()).unwrap_or_default();
-        for (part, entries) in [(0, weights), (1, self.kv.memory_breakdown())] {
+        for (part, entries) in [(0, weights), (1, self.memory_buffers())] {
             for (buft, bytes) in entries {
                 out.entry(buft).or_default()[part] += bytes;
             }

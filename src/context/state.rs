@@ -5,7 +5,8 @@
 
 use super::Context;
 use crate::error::{Error, Result};
-use crate::kv::{read_string, write_string, Layout, Source};
+use crate::kv::{read_string, write_string, Layout, Sink, Source};
+use crate::model::spec::Memory;
 
 impl Context<'_> {
     fn state_layout(&self) -> Layout {
@@ -37,9 +38,7 @@ impl Context<'_> {
         self.apply_pending_shift()?;
         let mut out = Vec::new();
         write_string(&mut out, self.arch_name());
-        if self.has_memory() {
-            self.kv.state_write(&self.state_layout(), None, false, &mut out)?;
-        }
+        self.memory_state_write(None, false, &mut out)?;
         Ok(out)
     }
 
@@ -54,33 +53,44 @@ impl Context<'_> {
                 self.arch_name()
             )));
         }
-        if !self.has_memory() {
-            return Ok(());
-        }
-        let layout = self.state_layout();
-        self.kv.state_read(&layout, None, false, src)
+        self.memory_state_read(None, false, src)
     }
 
     /// One sequence's cells as bytes; `swa_only` keeps just the sliding-window layers' part.
     pub fn seq_state_save(&mut self, seq: i32, swa_only: bool) -> Result<Vec<u8>> {
         let seq = self.check_seq(seq)?;
         let mut out = Vec::new();
-        if !self.has_memory() {
-            return Ok(out);
-        }
         self.apply_pending_shift()?;
-        self.kv
-            .state_write(&self.state_layout(), Some(seq), swa_only, &mut out)?;
+        self.memory_state_write(Some(seq), swa_only, &mut out)?;
         Ok(out)
     }
 
     /// Replace sequence `dest` with the cells in `src` (any sequence's saved state).
     pub fn seq_state_load(&mut self, dest: i32, swa_only: bool, src: &mut dyn Source) -> Result<()> {
         let dest = self.check_seq(dest)?;
-        if !self.has_memory() {
-            return Ok(());
+        self.memory_state_read(Some(dest), swa_only, src)
+    }
+
+    /// The memory's part of a state: the attention cache's, then the recurrent states' (as
+    /// llama.cpp's hybrid memory writes them); nothing without memory.
+    pub fn memory_state_write(&self, seq: Option<usize>, swa_only: bool, out: &mut dyn Sink) -> Result<()> {
+        if self.memory_kind() == Memory::KvCache {
+            self.kv.state_write(&self.state_layout(), seq, swa_only, out)?;
         }
-        let layout = self.state_layout();
-        self.kv.state_read(&layout, Some(dest), swa_only, src)
+        if let Some(rs) = &self.rs {
+            rs.state_write(seq, out)?;
+        }
+        Ok(())
+    }
+
+    pub fn memory_state_read(&mut self, seq: Option<usize>, swa_only: bool, src: &mut dyn Source) -> Result<()> {
+        if self.memory_kind() == Memory::KvCache {
+            let layout = self.state_layout();
+            self.kv.state_read(&layout, seq, swa_only, src)?;
+        }
+        if let Some(rs) = &mut self.rs {
+            rs.state_read(seq, src)?;
+        }
+        Ok(())
     }
 }

@@ -182,7 +182,8 @@ pub(crate) fn ctx_new(model_handle: *const llama_model, p: Params) -> Result<*mu
     });
     let k = CONTEXTS.lock().insert(CtxEntry { cell, memory: 0 });
     if has_memory {
-        let memory = MEMORIES.lock().insert(k);
+        // A memory handle answers llama.cpp's C++ memory interface too (`memory_object`).
+        let memory = MEMORIES.lock().insert_tagged(k, super::memory_object::vtable());
         CONTEXTS.lock().get_mut(k)?.memory = memory;
     }
     Ok(k as *mut llama_context)

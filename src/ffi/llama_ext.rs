@@ -3,7 +3,7 @@
 //! the Itanium-mangled names of those C++ functions, exported here with C calling conventions that
 //! match them on x86-64 and AArch64 (pointers, integers and bools in registers; a returned
 //! `std::map` through the caller's return slot, which the only C++ of the library fills, see
-//! `memory_breakdown.cpp`). They are not in `include/llama.h` (the module is `cbindgen:ignore`).
+//! `cxx_abi.cpp`). They are not in `include/llama.h` (the module is `cbindgen:ignore`).
 //!
 //! The answers are those llama.cpp gives for the models the engine runs on the CPU: no offload
 //! devices, no next-token-prediction heads, no extracted layer inputs.
@@ -14,7 +14,7 @@ use super::types::{llama_context, llama_model};
 use crate::error::Error;
 use std::ffi::c_void;
 
-/// One row of the memory breakdown as `memory_breakdown.cpp` reads it.
+/// One row of the memory breakdown as `cxx_abi.cpp` reads it.
 #[repr(C)]
 struct BreakdownEntry {
     buft: usize,

@@ -22,12 +22,13 @@ pub unsafe extern "C" fn llama_memory_clear(mem: llama_memory_t, data: bool) {
         if mem.is_null() {
             return Ok(());
         }
-        memory(mem)?.kv.clear(data);
+        memory(mem)?.memory_clear(data);
         Ok(())
     })
 }
 
-/// Always succeeds for an attention cache (only recurrent state cannot drop part of a sequence).
+/// Always succeeds for an attention cache; recurrent state cannot drop part of a sequence's
+/// history (false then, nothing changed).
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_seq_rm(
     mem: llama_memory_t,
@@ -41,8 +42,7 @@ pub unsafe extern "C" fn llama_memory_seq_rm(
         }
         let mut c = memory(mem)?;
         let s = if seq_id < 0 { None } else { Some(seq(&c, seq_id)?) };
-        c.kv.seq_rm(s, p0, p1);
-        Ok(true)
+        Ok(c.memory_seq_rm(s, p0, p1))
     })
 }
 
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn llama_memory_seq_cp(
         }
         let mut c = memory(mem)?;
         let (src, dst) = (seq(&c, seq_id_src)?, seq(&c, seq_id_dst)?);
-        c.kv.seq_cp(src, dst, p0, p1)
+        c.memory_seq_cp(src, dst, p0, p1)
     })
 }
 
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llam
         }
         let mut c = memory(mem)?;
         let s = seq(&c, seq_id)?;
-        c.kv.seq_keep(s);
+        c.memory_seq_keep(s);
         Ok(())
     })
 }
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn llama_memory_seq_add(
         }
         let mut c = memory(mem)?;
         let s = seq(&c, seq_id)?;
-        c.kv.seq_add(s, p0, p1, delta);
+        c.memory_seq_add(s, p0, p1, delta);
         Ok(())
     })
 }
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn llama_memory_seq_div(
         if d < 1 {
             return Err(Error::invalid(format!("divisor d = {d} must be positive")));
         }
-        c.kv.seq_div(s, p0, p1, d);
+        c.memory_seq_div(s, p0, p1, d);
         Ok(())
     })
 }
@@ -127,7 +127,7 @@ pub unsafe extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: l
         }
         let c = memory(mem)?;
         let s = seq(&c, seq_id)?;
-        Ok(c.kv.seq_pos_min(s).unwrap_or(-1))
+        Ok(c.memory_seq_pos_min(s).unwrap_or(-1))
     })
 }
 
@@ -139,11 +139,12 @@ pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: l
         }
         let c = memory(mem)?;
         let s = seq(&c, seq_id)?;
-        Ok(c.kv.seq_pos_max(s).unwrap_or(-1))
+        Ok(c.memory_seq_pos_max(s).unwrap_or(-1))
     })
 }
 
-/// The supported architectures rotate keys by position, which a K-shift can redo.
+/// The supported architectures rotate keys by position, which a K-shift can redo; a recurrent
+/// state has only its last position, which can move freely.
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_can_shift(mem: llama_memory_t) -> bool {
     entry!(false, {

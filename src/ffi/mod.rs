@@ -15,6 +15,8 @@ mod context;
 mod handle;
 mod log;
 mod memory;
+/// cbindgen:ignore
+mod memory_object;
 mod misc;
 mod model;
 mod opt;

@@ -105,7 +105,13 @@ impl<V> Handles<V> {
 
     /// A new handle for `v`.
     pub fn insert(&mut self, v: V) -> usize {
-        let token: Token = Box::new(0);
+        self.insert_tagged(v, 0)
+    }
+
+    /// A new handle for `v` whose address holds `word` (what a client reading through the handle
+    /// finds there).
+    pub fn insert_tagged(&mut self, v: V, word: u64) -> usize {
+        let token: Token = Box::new(word);
         let key = &*token as *const u64 as usize;
         self.book.insert(key, (token, v));
         key

@@ -84,7 +84,7 @@ unsafe fn copy_out(data: &[u8], dst: *mut u8, size: usize) -> Result<usize> {
     Ok(data.len())
 }
 
-fn swa_only(flags: llama_state_seq_flags) -> bool {
+pub(crate) fn swa_only(flags: llama_state_seq_flags) -> bool {
     flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY != 0
 }
 

@@ -5,6 +5,8 @@
 use super::{RawType, TensorRef};
 use std::ptr::NonNull;
 
+mod ssm;
+
 pub type OpResult = Result<TensorRef, String>;
 
 pub struct Graph {

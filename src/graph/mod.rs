@@ -3,11 +3,14 @@
 //! head) the architectures wire together. No architecture is named here: each brings its body as a
 //! `Decoder` (`arch/`).
 
+mod ssm;
+
 use crate::error::{Error, Result};
 use crate::ggml::{Graph, RawType, TensorRef};
 use crate::kv::KvCache;
 use crate::model::hparams::HParams;
 use crate::model::Model;
+use crate::recurrent::{Recurrent, Window};
 
 /// Everything that decides a graph's structure. Two ubatches with equal shapes run the same graph;
 /// only the input tensors' contents differ.
@@ -25,6 +28,17 @@ pub struct Shape {
     pub n_kv: usize,
     /// Sequences the ubatch holds, when embeddings are pooled per sequence (0 otherwise).
     pub n_seqs: usize,
+    /// For a model with recurrent layers: the ubatch's sequence groups (its tokens are
+    /// `n_seqs` runs of equal length) and the state cells the graph works on.
+    pub recurrent: Option<RecurrentShape>,
+}
+
+/// The recurrent part of a graph's shape: llama.cpp bakes the state window into views, so a
+/// graph is reused only while it stays put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecurrentShape {
+    pub n_seqs: usize,
+    pub window: Window,
 }
 
 /// How embeddings are reduced (llama.h's `enum llama_pooling_type`).
@@ -93,10 +107,14 @@ pub struct Inputs {
     pub pos: Option<TensorRef>,
     /// Cache rows the new K/V land in, I64 [n_tokens]; only in graphs that use the cache.
     pub kv_rows: Option<TensorRef>,
-    /// Attention mask [n_kv, n_tokens] (F16 with flash attention, F32 otherwise).
-    pub mask: TensorRef,
-    /// The sliding-window mask, for architectures with such layers.
+    /// Attention mask [n_kv, n_tokens] (F16 with flash attention, F32 otherwise); made by the
+    /// first attention layer.
+    pub mask: Option<TensorRef>,
+    /// The sliding-window mask, made by the first sliding-window layer.
     pub mask_swa: Option<TensorRef>,
+    /// Where each state cell of the window is copied from, I32 [window.n]; in graphs with
+    /// recurrent layers.
+    pub s_copy: Option<TensorRef>,
     /// Rows of the last layer to keep (the requested outputs), I32 [n_outputs]; None when all are.
     pub out_ids: Option<TensorRef>,
     /// Mean pooling weights, F32 [n_tokens, n_seqs]: 1/len where a token belongs to a sequence.
@@ -194,11 +212,14 @@ pub struct Builder<'a> {
     pub model: &'a Model,
     pub hp: &'a HParams,
     pub kv: &'a KvCache,
+    pub rs: Option<&'a Recurrent>,
     pub shape: Shape,
     pub params: GraphParams,
     pub inputs: Inputs,
     /// The final-norm hidden states the output head reads (the embeddings).
     hidden: Option<TensorRef>,
+    /// The state-copy input's views for the ubatch's sequences and the window's other cells.
+    rs_copy: Option<(TensorRef, TensorRef)>,
 }
 
 pub(crate) fn ggml_err(e: String) -> Error {
@@ -206,11 +227,12 @@ pub(crate) fn ggml_err(e: String) -> Error {
 }
 
 impl<'a> Builder<'a> {
-    /// Build the graph of `shape` for `model`, whose architecture's body is `decoder`.
+    /// Build the graph of `shape` for `model`, whose architecture's body is `decoder`, over the
+    /// context's attention cache `kv` and recurrent states `rs`.
     pub fn build(
         model: &'a Model,
         decoder: &dyn Decoder,
-        kv: &'a KvCache,
+        (kv, rs): (&'a KvCache, Option<&'a Recurrent>),
         shape: Shape,
         params: GraphParams,
     ) -> Result<Built> {
@@ -219,20 +241,9 @@ impl<'a> Builder<'a> {
             .as_ref()
             .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
         let mut g = Graph::new(max_nodes(model)).map_err(ggml_err)?;
-        let (nt, nk) = (shape.n_tokens as i64, shape.n_kv as i64);
+        let nt = shape.n_tokens as i64;
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
-        let mask = g
-            .input(mask_type(params.flash_attn), &[nk, nt], "inp_mask")
-            .map_err(ggml_err)?;
-        let mask_swa = if hp.n_swa > 0 {
-            Some(
-                g.input(mask_type(params.flash_attn), &[nk, nt], "inp_mask_swa")
-                    .map_err(ggml_err)?,
-            )
-        } else {
-            None
-        };
         let out_ids = if shape.n_outputs < shape.n_tokens {
             Some(
                 g.input(i32t, &[shape.n_outputs as i64], "inp_out_ids")
@@ -246,19 +257,22 @@ impl<'a> Builder<'a> {
             model,
             hp,
             kv,
+            rs,
             shape,
             params,
             inputs: Inputs {
                 tokens,
                 pos: None,
                 kv_rows: None,
-                mask,
-                mask_swa,
+                mask: None,
+                mask_swa: None,
+                s_copy: None,
                 out_ids,
                 mean: None,
                 cls: None,
             },
             hidden: None,
+            rs_copy: None,
         };
         let logits = decoder.build(&mut b)?;
         // An encoder's graph computes its hidden states even when nobody asks for embeddings.
@@ -434,6 +448,26 @@ impl<'a> Builder<'a> {
         Ok(*self.inputs.pos.insert(pos))
     }
 
+    /// The attention mask input, or (`sliding`) the sliding-window one, [n_kv, n_tokens] (made
+    /// on first use).
+    fn mask(&mut self, sliding: bool) -> Result<TensorRef> {
+        let slot = if sliding {
+            &mut self.inputs.mask_swa
+        } else {
+            &mut self.inputs.mask
+        };
+        if let Some(m) = *slot {
+            return Ok(m);
+        }
+        let name = if sliding { "inp_mask_swa" } else { "inp_mask" };
+        let ne = [self.shape.n_kv as i64, self.shape.n_tokens as i64];
+        let m = self
+            .g
+            .input(mask_type(self.params.flash_attn), &ne, name)
+            .map_err(ggml_err)?;
+        Ok(*slot.insert(m))
+    }
+
     /// The final hidden states of an encoder, which the embeddings are pooled from.
     pub fn set_hidden(&mut self, x: TensorRef) {
         self.hidden = Some(x);
@@ -525,13 +559,10 @@ impl<'a> Builder<'a> {
         self.g.expand(v_store);
 
         let row = |t: TensorRef, n: i64| crate::ggml::row_size(t.ggml_type(), n);
-        let mask = if sliding {
-            self.inputs
-                .mask_swa
-                .ok_or_else(|| Error::model("sliding-window layer without a window"))?
-        } else {
-            self.inputs.mask
-        };
+        if sliding && self.hp.n_swa == 0 {
+            return Err(Error::model("sliding-window layer without a window"));
+        }
+        let mask = self.mask(sliding)?;
 
         // Each group of tokens attends to its own stream's cells.
         let ns = self.shape.n_streams.max(1) as i64;
@@ -599,7 +630,7 @@ impl<'a> Builder<'a> {
     /// its own sequence. Returns [head_v * n_head, n_tokens].
     pub fn attention_no_cache(&mut self, q: TensorRef, k: TensorRef, v: TensorRef, kq_scale: f32) -> Result<TensorRef> {
         let (hv, n_head, nt) = (v.ne()[0], q.ne()[1], q.ne()[2]);
-        let mask = self.inputs.mask;
+        let mask = self.mask(false)?;
         let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
         let k = self.g.permute(k, [0, 2, 1, 3]).map_err(ggml_err)?;
         let v = self.g.permute(v, [0, 2, 1, 3]).map_err(ggml_err)?;

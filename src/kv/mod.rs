@@ -9,7 +9,8 @@ mod state;
 
 use cells::Undo;
 pub use cells::{Cells, SeqSet, MAX_SEQ};
-pub use state::{read_string, write_string, Layout, SliceSource, Source};
+pub(crate) use state::{i32_of, u32_of, u64_of};
+pub use state::{read_string, write_string, Layout, Sink, SliceSource, Source};
 
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, tensor_read, tensor_write, Arena, OwnedBuffer, RawType, TensorRef};

@@ -48,6 +48,26 @@ impl Layout {
     }
 }
 
+/// Where state bytes go: a buffer, or a client's writer that takes tensor data by reference
+/// (llama.cpp's `llama_io_write_i`, which its own tests hand to the memory).
+pub trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+    /// `n` bytes of `t`'s data from byte `offset`.
+    fn tensor(&mut self, t: TensorRef, offset: usize, n: usize) -> Result<()>;
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn tensor(&mut self, t: TensorRef, offset: usize, n: usize) -> Result<()> {
+        let start = self.len();
+        self.resize(start + n, 0);
+        tensor_read(t, offset, &mut self[start..]).map_err(Error::Ggml)
+    }
+}
+
 /// Bytes to read from: a slice, or (for llama.h's deprecated unbounded calls) caller memory.
 pub trait Source {
     fn take(&mut self, n: usize) -> Result<&[u8]>;
@@ -89,16 +109,16 @@ impl Source for SliceSource<'_> {
     }
 }
 
-fn u32_of(src: &mut dyn Source) -> Result<u32> {
+pub(crate) fn u32_of(src: &mut dyn Source) -> Result<u32> {
     let b = src.take(4)?;
     Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-fn i32_of(src: &mut dyn Source) -> Result<i32> {
+pub(crate) fn i32_of(src: &mut dyn Source) -> Result<i32> {
     Ok(u32_of(src)? as i32)
 }
 
-fn u64_of(src: &mut dyn Source) -> Result<u64> {
+pub(crate) fn u64_of(src: &mut dyn Source) -> Result<u64> {
     let b = src.take(8)?;
     let mut a = [0u8; 8];
     a.copy_from_slice(b);
@@ -179,7 +199,7 @@ impl KvCache {
 
     /// Append the state of `seq` (every sequence when None) to `out`. `swa_only` leaves out the
     /// full-attention layers' cache of a sliding-window model (llama.h's PARTIAL_ONLY flag).
-    pub fn state_write(&self, layout: &Layout, seq: Option<usize>, swa_only: bool, out: &mut Vec<u8>) -> Result<()> {
+    pub fn state_write(&self, layout: &Layout, seq: Option<usize>, swa_only: bool, out: &mut dyn Sink) -> Result<()> {
         let n_layer = self.layers.len();
         for (layers, sliding) in layout.caches(n_layer) {
             if swa_only && layout.swa.is_some() && !sliding {
@@ -190,20 +210,20 @@ impl KvCache {
             } else {
                 None
             };
-            out.extend_from_slice(&(self.n_stream() as u32).to_le_bytes());
+            out.put(&(self.n_stream() as u32).to_le_bytes());
             for stream in 0..self.n_stream() {
                 let cells = self.stream_cells(stream, seq, window);
-                out.extend_from_slice(&(cells.len() as u32).to_le_bytes());
+                out.put(&(cells.len() as u32).to_le_bytes());
                 if cells.is_empty() {
                     continue;
                 }
                 let first_row = stream * self.stream_size();
                 for (row, ids) in &cells {
                     let pos = self.stream(stream).pos(row - first_row).unwrap_or_default();
-                    out.extend_from_slice(&pos.to_le_bytes());
-                    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+                    out.put(&pos.to_le_bytes());
+                    out.put(&(ids.len() as u32).to_le_bytes());
                     for &s in ids {
-                        out.extend_from_slice(&(s as i32).to_le_bytes());
+                        out.put(&(s as i32).to_le_bytes());
                     }
                 }
                 self.write_rows(layout, &layers, &cells, out)?;
@@ -217,39 +237,34 @@ impl KvCache {
         layout: &Layout,
         layers: &[usize],
         cells: &[(usize, Vec<usize>)],
-        out: &mut Vec<u8>,
+        out: &mut dyn Sink,
     ) -> Result<()> {
-        out.extend_from_slice(&u32::from(layout.v_trans).to_le_bytes());
-        out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
-        let copy = |t: TensorRef, offset: usize, n: usize, out: &mut Vec<u8>| -> Result<()> {
-            let start = out.len();
-            out.resize(start + n, 0);
-            tensor_read(t, offset, &mut out[start..]).map_err(Error::Ggml)
-        };
+        out.put(&u32::from(layout.v_trans).to_le_bytes());
+        out.put(&(layers.len() as u32).to_le_bytes());
         for &il in layers {
             let (t, row) = (self.k(il), self.k_row(il));
-            out.extend_from_slice(&(t.ggml_type() as i32).to_le_bytes());
-            out.extend_from_slice(&(row as u64).to_le_bytes());
+            out.put(&(t.ggml_type() as i32).to_le_bytes());
+            out.put(&(row as u64).to_le_bytes());
             for (i, _) in cells {
-                copy(t, i * row, row, out)?;
+                out.tensor(t, i * row, row)?;
             }
         }
         for &il in layers {
             let (t, row) = (self.v(il), self.v_row(il));
-            out.extend_from_slice(&(t.ggml_type() as i32).to_le_bytes());
+            out.put(&(t.ggml_type() as i32).to_le_bytes());
             if !layout.v_trans {
-                out.extend_from_slice(&(row as u64).to_le_bytes());
+                out.put(&(row as u64).to_le_bytes());
                 for (i, _) in cells {
-                    copy(t, i * row, row, out)?;
+                    out.tensor(t, i * row, row)?;
                 }
                 continue;
             }
             let (el, width) = self.v_element(il)?;
-            out.extend_from_slice(&(el as u32).to_le_bytes());
-            out.extend_from_slice(&(width as u32).to_le_bytes());
+            out.put(&(el as u32).to_le_bytes());
+            out.put(&(width as u32).to_le_bytes());
             for j in 0..width {
                 for (i, _) in cells {
-                    copy(t, i * row + j * el, el, out)?;
+                    out.tensor(t, i * row + j * el, el)?;
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! Hyper-parameters common to the supported architectures, read from `{arch}.*` keys.
 
-use super::spec::ArchSpec;
+use super::spec::{ArchSpec, Memory};
 use crate::error::{Error, Result};
 use crate::model::metadata::Meta;
 
@@ -96,12 +96,38 @@ pub struct HParams {
     pub cls_labels: Vec<Vec<u8>>,
     /// llama.cpp's size label ("256M", "1B", ...) for `llama_model_desc`.
     pub size_label: &'static str,
+    /// Which layers keep recurrent state rather than attending (all of a Mamba, some of a
+    /// hybrid).
+    pub recurrent_layers: Vec<bool>,
+    /// State-space layers: convolution width, inner width, state size per channel, step-size
+    /// rank (Mamba 2: heads) and groups; whether Δt, B and C are RMS-normed (Falcon Mamba).
+    pub ssm_d_conv: u32,
+    pub ssm_d_inner: u32,
+    pub ssm_d_state: u32,
+    pub ssm_dt_rank: u32,
+    pub ssm_n_group: u32,
+    pub ssm_dt_b_c_rms: bool,
 }
 
 impl HParams {
     /// Scores a ranking head gives per sequence: one per classifier label, 1 without labels.
     pub fn n_cls_out(&self) -> u32 {
         (self.cls_labels.len() as u32).max(1)
+    }
+
+    pub fn is_recurrent(&self, il: usize) -> bool {
+        self.recurrent_layers.get(il).copied().unwrap_or(false)
+    }
+
+    /// Floats of a sequence's convolution state per layer: the last `d_conv - 1` inputs of every
+    /// convolved channel (the inner width and, in Mamba 2, B and C).
+    pub fn n_embd_r(&self) -> u32 {
+        self.ssm_d_conv.saturating_sub(1) * (self.ssm_d_inner + 2 * self.ssm_n_group * self.ssm_d_state)
+    }
+
+    /// Floats of a sequence's scan state per layer.
+    pub fn n_embd_s(&self) -> u32 {
+        self.ssm_d_state * self.ssm_d_inner
     }
 
     /// `{arch}.{suffix}`.
@@ -130,25 +156,24 @@ impl HParams {
         let n_ff = meta
             .u32_per_layer(&key("feed_forward_length"), n)?
             .ok_or_else(|| Error::model(format!("required key '{}' is missing", key("feed_forward_length"))))?;
+        // A model of recurrent layers alone has no attention heads and no FFN (its files say 0).
+        let lo = u32::from(arch.memory() != Memory::Recurrent);
         for il in 0..n {
-            check_range(&key("attention.head_count"), n_head[il], 1, MAX_HEADS)?;
-            check_range(&key("attention.head_count_kv"), n_head_kv[il], 1, n_head[il])?;
-            if n_head[il] % n_head_kv[il] != 0 {
+            check_range(&key("attention.head_count"), n_head[il], lo, MAX_HEADS)?;
+            check_range(&key("attention.head_count_kv"), n_head_kv[il], lo, n_head[il])?;
+            if n_head_kv[il] > 0 && n_head[il] % n_head_kv[il] != 0 {
                 return Err(Error::model(format!(
                     "layer {il}: {} query heads cannot be grouped over {} key/value heads",
                     n_head[il], n_head_kv[il]
                 )));
             }
-            check_range(&key("feed_forward_length"), n_ff[il], 1, 16 * MAX_EMBD)?;
+            check_range(&key("feed_forward_length"), n_ff[il], lo, 16 * MAX_EMBD)?;
         }
-        let n_embd_head_k = meta
-            .u32_opt(&key("attention.key_length"))?
-            .unwrap_or(n_embd / n_head[0]);
-        let n_embd_head_v = meta
-            .u32_opt(&key("attention.value_length"))?
-            .unwrap_or(n_embd / n_head[0]);
-        check_range(&key("attention.key_length"), n_embd_head_k, 1, MAX_EMBD)?;
-        check_range(&key("attention.value_length"), n_embd_head_v, 1, MAX_EMBD)?;
+        let head_size = n_embd.checked_div(n_head[0]).unwrap_or(0);
+        let n_embd_head_k = meta.u32_opt(&key("attention.key_length"))?.unwrap_or(head_size);
+        let n_embd_head_v = meta.u32_opt(&key("attention.value_length"))?.unwrap_or(head_size);
+        check_range(&key("attention.key_length"), n_embd_head_k, lo, MAX_EMBD)?;
+        check_range(&key("attention.value_length"), n_embd_head_v, lo, MAX_EMBD)?;
         let n_rot = meta.u32_opt(&key("rope.dimension_count"))?.unwrap_or(n_embd_head_k);
         if n_rot > n_embd_head_k || n_rot % 2 != 0 {
             return Err(Error::model(format!(
@@ -228,6 +253,13 @@ impl HParams {
             expert_weights_scale: 0.0,
             cls_labels,
             size_label: "?B",
+            recurrent_layers: vec![false; n],
+            ssm_d_conv: 0,
+            ssm_d_inner: 0,
+            ssm_d_state: 0,
+            ssm_dt_rank: 0,
+            ssm_n_group: 0,
+            ssm_dt_b_c_rms: false,
         };
         arch.load_hparams(meta, &mut hp)?;
         // Each architecture reads the epsilon of the norms it uses.

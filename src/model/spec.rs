@@ -36,6 +36,8 @@ pub trait ArchSpec: Sync {
 pub enum Memory {
     /// Keys and values of past tokens, per layer.
     KvCache,
+    /// One state per sequence and layer, updated token by token (Mamba).
+    Recurrent,
     /// None: every batch is encoded on its own (BERT-style encoders); `llama_decode` encodes.
     None,
 }

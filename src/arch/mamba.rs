@@ -1,0 +1,180 @@
+//! Mamba and Mamba-2: no attention, every layer a selective state-space block (`graph/ssm.rs`)
+//! between an RMS norm and the residual; the context keeps one recurrent state per sequence.
+
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct Mamba;
+pub struct Mamba2;
+
+/// The keys both read (llama.cpp's), and what they derive.
+fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()> {
+    hp.ssm_d_conv = meta.u32(&hp.key("ssm.conv_kernel"))?;
+    hp.ssm_d_inner = meta.u32(&hp.key("ssm.inner_size"))?;
+    hp.ssm_d_state = meta.u32(&hp.key("ssm.state_size"))?;
+    hp.ssm_dt_rank = meta.u32(&hp.key("ssm.time_step_rank"))?;
+    if groups {
+        hp.ssm_n_group = meta.u32(&hp.key("ssm.group_count"))?;
+    } else {
+        hp.ssm_dt_b_c_rms = meta.bool_opt(&hp.key("ssm.dt_b_c_rms"))?.unwrap_or(false);
+    }
+    hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+    let limit = 1 << 20;
+    let sizes = [hp.ssm_d_conv, hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank];
+    if sizes.iter().any(|&v| v == 0 || v > limit) || hp.ssm_n_group > limit {
+        return Err(Error::model(format!(
+            "{}: state-space sizes (conv {}, inner {}, state {}, rank {}, groups {}) out of range",
+            hp.arch_name, hp.ssm_d_conv, hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank, hp.ssm_n_group
+        )));
+    }
+    hp.recurrent_layers = vec![true; hp.n_layer as usize];
+    hp.rope = false;
+    hp.size_label = match (hp.n_layer, hp.n_embd) {
+        (24, 768) => "0.1B",
+        (48, 1024) => "0.4B",
+        (48, 1536) => "0.8B",
+        (48, 2048) => "1.5B",
+        (64, 2560) => "3B",
+        (64, 4096) if groups => "7B",
+        _ => "?B",
+    };
+    Ok(())
+}
+
+/// Embeddings, output norm and head, and each layer's norm and projections in and out.
+fn common_tensors(hp: &HParams, d_in_proj: u32, specs: &mut Vec<TensorSpec>) {
+    let (e, v, inner) = (hp.n_embd, hp.n_vocab, hp.ssm_d_inner);
+    specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
+    specs.push(TensorSpec::new("output_norm.weight", &[e], true));
+    specs.push(TensorSpec::matmul("output.weight", &[e, v], false));
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+        specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[e, d_in_proj], true));
+        specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
+    }
+}
+
+impl ArchSpec for Mamba {
+    fn name(&self) -> &'static str {
+        "mamba"
+    }
+
+    fn rope_type(&self) -> i32 {
+        -1
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        load_ssm(meta, hp, false)?;
+        // llama.cpp's only supported expansion factor.
+        if hp.ssm_d_inner != 2 * hp.n_embd {
+            return Err(Error::model("mamba: only an expansion factor of 2 is supported"));
+        }
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let (inner, state, rank, conv) = (hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank, hp.ssm_d_conv);
+        let mut specs = Vec::new();
+        common_tensors(hp, 2 * inner, &mut specs);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("ssm_conv1d.weight"), &[conv, inner], true));
+            specs.push(TensorSpec::new(b("ssm_conv1d.bias"), &[inner], true));
+            specs.push(TensorSpec::matmul(b("ssm_x.weight"), &[inner, rank + 2 * state], true));
+            specs.push(TensorSpec::matmul(b("ssm_dt.weight"), &[rank, inner], true));
+            specs.push(TensorSpec::new(b("ssm_dt.bias"), &[inner], true));
+            specs.push(TensorSpec::new(b("ssm_a"), &[state, inner], true));
+            specs.push(TensorSpec::new(b("ssm_d"), &[inner], true));
+            // Falcon Mamba's optional norms of Δt, B and C.
+            specs.push(TensorSpec::new(b("ssm_dt_norm.weight"), &[rank], false));
+            specs.push(TensorSpec::new(b("ssm_b_norm.weight"), &[state], false));
+            specs.push(TensorSpec::new(b("ssm_c_norm.weight"), &[state], false));
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Recurrent
+    }
+}
+
+impl ArchSpec for Mamba2 {
+    fn name(&self) -> &'static str {
+        "mamba2"
+    }
+
+    fn rope_type(&self) -> i32 {
+        -1
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        load_ssm(meta, hp, true)?;
+        let (inner, heads, groups) = (hp.ssm_d_inner, hp.ssm_dt_rank, hp.ssm_n_group);
+        if groups == 0 || inner % heads != 0 || inner % groups != 0 {
+            return Err(Error::model(format!(
+                "mamba2: inner size {inner} must split into {heads} heads and {groups} groups"
+            )));
+        }
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let (inner, state, heads, conv, groups) = (
+            hp.ssm_d_inner,
+            hp.ssm_d_state,
+            hp.ssm_dt_rank,
+            hp.ssm_d_conv,
+            hp.ssm_n_group,
+        );
+        let channels = inner + 2 * groups * state;
+        let mut specs = Vec::new();
+        common_tensors(hp, inner + channels + heads, &mut specs);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("ssm_conv1d.weight"), &[conv, channels], true));
+            specs.push(TensorSpec::new(b("ssm_conv1d.bias"), &[channels], true));
+            specs.push(TensorSpec::new(b("ssm_dt.bias"), &[heads], true));
+            specs.push(TensorSpec::new(b("ssm_a"), &[1, heads], true));
+            specs.push(TensorSpec::new(b("ssm_d"), &[1, heads], true));
+            specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / groups, groups], true));
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Recurrent
+    }
+}
+
+/// Embeddings, then per layer norm → state-space block → residual, then the output head.
+fn decoder(
+    b: &mut Builder,
+    layer: impl Fn(&mut Builder, usize, TensorRef) -> Result<TensorRef>,
+) -> Result<Option<TensorRef>> {
+    let mut inp = b.embed_tokens()?;
+    for il in 0..b.hp.n_layer as usize {
+        let cur = b.layer_rms_norm(il, inp, "attn_norm.weight", "attn_norm")?;
+        let cur = layer(b, il, cur)?;
+        let (cur, inp_rows) = b.last_layer_rows(il, cur, inp)?;
+        let out = b.add(cur, inp_rows)?;
+        inp = b.name(out, "l_out", Some(il));
+    }
+    b.output_head(inp).map(Some)
+}
+
+impl Decoder for Mamba {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        decoder(b, |b, il, x| b.mamba_layer(il, x))
+    }
+}
+
+impl Decoder for Mamba2 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        decoder(b, |b, il, x| b.mamba2_layer(il, x))
+    }
+}

@@ -1,0 +1,108 @@
+//! What `llama_memory_*` does on a context: each operation goes to the memories the model's
+//! architecture keeps — the attention cache, the recurrent states, or both (combined as
+//! llama.cpp's hybrid memory combines them) — and does nothing on a context without memory.
+
+use super::Context;
+use crate::error::Result;
+use crate::ggml::BufferTypeId;
+use crate::model::spec::Memory;
+
+impl Context<'_> {
+    /// The memory the model's architecture keeps (none on a vocab-only model).
+    pub fn memory_kind(&self) -> Memory {
+        self.arch.map_or(Memory::None, |a| a.memory())
+    }
+
+    /// Whether the attention cache holds anything for this model.
+    fn uses_kv(&self) -> bool {
+        self.memory_kind() == Memory::KvCache
+    }
+
+    /// Bytes the memories hold, per buffer type.
+    pub fn memory_buffers(&self) -> Vec<(BufferTypeId, usize)> {
+        let mut out = self.kv.memory_breakdown();
+        out.extend(self.rs.iter().flat_map(|rs| rs.memory_breakdown()));
+        out
+    }
+
+    pub fn memory_clear(&mut self, data: bool) {
+        if self.uses_kv() {
+            self.kv.clear(data);
+        }
+        if let Some(rs) = &mut self.rs {
+            rs.clear(data);
+        }
+    }
+
+    /// Remove `seq` (every sequence when None) from positions [p0, p1). False when recurrent
+    /// state would have to lose part of its history (nothing changes then).
+    pub fn memory_seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) -> bool {
+        if let Some(rs) = &mut self.rs {
+            if !rs.cells.seq_rm(seq, p0, p1) {
+                return false;
+            }
+        }
+        if self.uses_kv() {
+            self.kv.seq_rm(seq, p0, p1);
+        }
+        true
+    }
+
+    pub fn memory_seq_cp(&mut self, src: usize, dst: usize, p0: i32, p1: i32) -> Result<()> {
+        if self.uses_kv() {
+            self.kv.seq_cp(src, dst, p0, p1)?;
+        }
+        if let Some(rs) = &mut self.rs {
+            rs.cells.seq_cp(src, dst);
+        }
+        Ok(())
+    }
+
+    pub fn memory_seq_keep(&mut self, seq: usize) {
+        if self.uses_kv() {
+            self.kv.seq_keep(seq);
+        }
+        if let Some(rs) = &mut self.rs {
+            rs.cells.seq_keep(seq);
+        }
+    }
+
+    pub fn memory_seq_add(&mut self, seq: usize, p0: i32, p1: i32, delta: i32) {
+        if self.uses_kv() {
+            self.kv.seq_add(seq, p0, p1, delta);
+        }
+        if let Some(rs) = &mut self.rs {
+            rs.cells.seq_add(seq, p0, p1, delta);
+        }
+    }
+
+    pub fn memory_seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) {
+        if self.uses_kv() {
+            self.kv.seq_div(seq, p0, p1, d);
+        }
+        if let Some(rs) = &mut self.rs {
+            rs.cells.seq_div(seq, p0, p1, d);
+        }
+    }
+
+    /// The lowest position `seq` holds (both memories must hold it).
+    pub fn memory_seq_pos_min(&self, seq: usize) -> Option<i32> {
+        let kv = self.uses_kv().then(|| self.kv.seq_pos_min(seq));
+        let rs = self.rs.as_ref().map(|rs| rs.cells.seq_pos_min(seq));
+        match (kv, rs) {
+            (Some(a), Some(b)) => a.max(b),
+            (a, b) => a.or(b).flatten(),
+        }
+    }
+
+    /// The highest position `seq` holds (both memories must hold it).
+    pub fn memory_seq_pos_max(&self, seq: usize) -> Option<i32> {
+        let kv = self.uses_kv().then(|| self.kv.seq_pos_max(seq));
+        let rs = self.rs.as_ref().map(|rs| rs.cells.seq_pos_max(seq));
+        match (kv, rs) {
+            (Some(Some(a)), Some(Some(b))) => Some(a.min(b)),
+            (Some(_), Some(_)) => None,
+            (a, b) => a.or(b).flatten(),
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The ops of state-space (recurrent) layers: the rolling convolution window and the selective
+//! scan, with the concatenation and transposition that feed them. ggml asserts their shapes and
+//! its CPU kernels their F32 types, so each is checked here first.
+
+use super::{Graph, OpResult};
+use crate::ggml::TensorRef;
+
+const F32: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
+
+impl Graph {
+    /// `a` and `b` joined along dimension `dim` (all other dimensions equal, same type).
+    pub fn concat(&mut self, a: TensorRef, b: TensorRef, dim: usize) -> OpResult {
+        self.room()?;
+        let (an, bn) = (a.ne(), b.ne());
+        let same_elsewhere = (0..4).all(|d| d == dim || an[d] == bn[d]);
+        if dim > 3 || a.ggml_type() != b.ggml_type() || !same_elsewhere {
+            return Err(format!("concat {an:?} and {bn:?} along {dim}"));
+        }
+        // SAFETY: dimension in range, types equal, other dimensions equal (ggml's asserts).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_concat(self.ctx.as_ptr(), a.as_ptr(), b.as_ptr(), dim as i32) },
+            "concat",
+        )
+    }
+
+    /// `a` with its first two dimensions swapped (a view).
+    pub fn transpose(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any tensor may be transposed.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_transpose(self.ctx.as_ptr(), a.as_ptr()) },
+            "transpose",
+        )
+    }
+
+    /// Zero `a` in place (a view into a state tensor), as a graph node.
+    pub fn zero_in_place(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any tensor may be scaled; the result is a view of `a`.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_scale_inplace(self.ctx.as_ptr(), a.as_ptr(), 0.0) },
+            "scale_inplace",
+        )
+    }
+
+    /// The depthwise causal convolution of `sx` ([d_conv - 1 + n_t, channels, n_seqs]: each
+    /// sequence's previous window followed by its new columns) with the kernels `c`
+    /// ([d_conv, channels]): [channels, n_t, n_seqs].
+    pub fn ssm_conv(&mut self, sx: TensorRef, c: TensorRef) -> OpResult {
+        self.room()?;
+        let (sn, cn) = (sx.ne(), c.ne());
+        let ok = sx.ggml_type() == F32
+            && c.ggml_type() == F32
+            && sn[3] == 1
+            && cn[2] == 1
+            && cn[3] == 1
+            && sn[1] == cn[1]
+            && sn[0] >= cn[0] - 1
+            && Self::rows_contiguous(sx)
+            && Self::is_contiguous(c);
+        if !ok {
+            return Err(format!(
+                "ssm_conv: window {sn:?} ({}) with kernels {cn:?} ({}): both must be F32 with matching channels",
+                crate::ggml::type_name(sx.ggml_type()),
+                crate::ggml::type_name(c.ggml_type())
+            ));
+        }
+        // SAFETY: 3-d input, matrix kernels, channel counts equal, F32 rows (ggml's and its CPU
+        // kernel's asserts).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_ssm_conv(self.ctx.as_ptr(), sx.as_ptr(), c.as_ptr()) },
+            "ssm_conv",
+        )
+    }
+
+    /// The selective scan over states `s` ([d_state, head_dim, n_head, slots]) picked by `ids`
+    /// (I32 [n_seqs]) for inputs `x` ([head_dim, n_head, n_seq_tokens, n_seqs]), step sizes
+    /// `dt` ([n_head, n_seq_tokens, n_seqs]), decays `a` ([1 or d_state, n_head]) and the
+    /// projections `b`, `c` ([d_state, n_group, n_seq_tokens, n_seqs]). The result holds the
+    /// outputs, then the `k` last states of each sequence.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ssm_scan(
+        &mut self,
+        s: TensorRef,
+        x: TensorRef,
+        dt: TensorRef,
+        a: TensorRef,
+        b: TensorRef,
+        c: TensorRef,
+        ids: TensorRef,
+        k: i64,
+    ) -> OpResult {
+        self.room()?;
+        let (sn, xn, dn, an, bn, idn) = (s.ne(), x.ne(), dt.ne(), a.ne(), b.ne(), ids.ne());
+        let f32_all = [s, x, dt, a, b, c].iter().all(|t| t.ggml_type() == F32);
+        let elem = |t: TensorRef| t.nb()[0] == 4 && t.nb()[1] == t.ne()[0] as usize * 4;
+        let ok = f32_all
+            && ids.ggml_type() == ggml_sys::ggml_type_GGML_TYPE_I32
+            && (1..=i64::from(i32::MAX)).contains(&k)
+            && Self::is_contiguous(s)
+            && Self::is_contiguous(dt)
+            && Self::is_contiguous(a)
+            && elem(x)
+            && elem(b)
+            && elem(c)
+            && b.ne() == c.ne()
+            && dn == [xn[1], xn[2], xn[3], 1]
+            && sn[1] == xn[0]
+            && sn[2] == xn[1]
+            && bn[0] == sn[0]
+            && bn[1] > 0
+            && xn[1] % bn[1] == 0
+            && bn[2] == xn[2]
+            && bn[3] == xn[3]
+            && idn == [xn[3], 1, 1, 1]
+            && an[1] == xn[1]
+            && an[2] == 1
+            && an[3] == 1
+            && (an[0] == 1 || (an[0] == sn[0] && k == 1));
+        if !ok {
+            return Err(format!(
+                "ssm_scan: states {sn:?}, x {xn:?}, dt {dn:?}, A {an:?}, B {bn:?}, ids {idn:?} do not fit (all F32)"
+            ));
+        }
+        // SAFETY: every shape, stride and type ggml and its CPU kernel assert was checked above.
+        Self::wrap(
+            unsafe {
+                ggml_sys::ggml_ssm_scan(
+                    self.ctx.as_ptr(),
+                    s.as_ptr(),
+                    x.as_ptr(),
+                    dt.as_ptr(),
+                    a.as_ptr(),
+                    b.as_ptr(),
+                    c.as_ptr(),
+                    ids.as_ptr(),
+                    k,
+                )
+            },
+            "ssm_scan",
+        )
+    }
+}

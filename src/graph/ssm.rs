@@ -1,0 +1,361 @@
+//! Recurrent layers: gathering each sequence's state from the recurrent memory into the ubatch's
+//! window (llama.cpp's `build_rs`), and the Mamba and Mamba-2 selective state-space layers that
+//! run over them, node for node as llama.cpp builds them so the numbers agree.
+
+use super::{ggml_err, Builder, RecurrentShape};
+use crate::error::{Error, Result};
+use crate::ggml::{row_size, TensorRef};
+
+/// How a layer reads the gathered states: plain rows, or its own op over the states and the
+/// window's copy sources (the scan reads the states where they lie).
+type ReadStates<'f> = &'f mut dyn FnMut(&mut Builder, TensorRef, TensorRef) -> Result<TensorRef>;
+
+impl Builder<'_> {
+    fn recurrent_shape(&self) -> Result<RecurrentShape> {
+        self.shape
+            .recurrent
+            .ok_or_else(|| Error::Internal("a recurrent layer in a graph without recurrent state".into()))
+    }
+
+    /// The copy-source input and its two parts: the ubatch's sequences and the other cells of
+    /// the window (made once per graph).
+    fn state_copy(&mut self) -> Result<(TensorRef, TensorRef)> {
+        if let Some(views) = self.rs_copy {
+            return Ok(views);
+        }
+        let rs = self.recurrent_shape()?;
+        let (n, n_seqs) = (rs.window.n as i64, rs.n_seqs as i64);
+        let all = self
+            .g
+            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "rs_s_copy")
+            .map_err(ggml_err)?;
+        self.inputs.s_copy = Some(all);
+        let main = self.g.view(all, &[n_seqs], &[], 0).map_err(ggml_err)?;
+        let extra = self
+            .g
+            .view(all, &[n - n_seqs], &[], n_seqs as usize * 4)
+            .map_err(ggml_err)?;
+        Ok(*self.rs_copy.insert((main, extra)))
+    }
+
+    /// The states of `s` ([state_size, cells]) the ubatch's sequences start from, read by
+    /// `read` (rows by default). Zeroes the window's fresh cell first and moves the window's other
+    /// cells' states into place.
+    fn gather_states(&mut self, s: TensorRef, state_size: i64, read: Option<ReadStates>) -> Result<TensorRef> {
+        let rs = self.recurrent_shape()?;
+        let (main, extra) = self.state_copy()?;
+        let states = self.g.reshape(s, &[state_size, s.ne()[1]]).map_err(ggml_err)?;
+        let row = states.nb()[1];
+        let zero = usize::try_from(rs.window.zero).ok();
+        let zero_view = self
+            .g
+            .view(
+                states,
+                &[if zero.is_some() { state_size } else { 0 }],
+                &[],
+                zero.unwrap_or(0) * row,
+            )
+            .map_err(ggml_err)?;
+        let cleared = self.g.zero_in_place(zero_view).map_err(ggml_err)?;
+        self.g.expand(cleared);
+        let out = match read {
+            Some(f) => f(self, states, main)?,
+            None => self.g.get_rows(states, main).map_err(ggml_err)?,
+        };
+        self.g.expand(out);
+        let moved = self.g.get_rows(states, extra).map_err(ggml_err)?;
+        let n_extra = (rs.window.n - rs.n_seqs) as i64;
+        let dst = self
+            .g
+            .view(
+                s,
+                &[state_size, n_extra],
+                &[s.nb()[1]],
+                (rs.window.head + rs.n_seqs) * s.nb()[1],
+            )
+            .map_err(ggml_err)?;
+        let copy = self.g.copy_into(moved, dst).map_err(ggml_err)?;
+        self.g.expand(copy);
+        Ok(out)
+    }
+
+    /// `blk.{il}.{name}.weight` times `x`, times the weight's scale when the file has one.
+    fn ssm_projection(&mut self, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
+        let w = self.layer_weight(il, &format!("{name}.weight"))?;
+        self.linear(w, None, x)
+    }
+
+    /// `blk.{il}.{name}.weight` times `x`, unscaled (llama.cpp passes no scale for these).
+    fn ssm_matmul(&mut self, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
+        let w = self.layer_weight(il, &format!("{name}.weight"))?;
+        self.g.mul_mat(w, x).map_err(ggml_err)
+    }
+
+    /// A view of `t` with shape `ne`, strides `nb` (dims 1..) and offset in elements of `t`.
+    fn sub(&mut self, t: TensorRef, ne: &[i64], nb: &[usize], offset_elems: i64) -> Result<TensorRef> {
+        let offset = row_size(t.ggml_type(), offset_elems);
+        self.g.view(t, ne, nb, offset).map_err(ggml_err)
+    }
+
+    /// RMS norm of `x`, times `w` when there is one.
+    fn rms_norm_opt(&mut self, x: TensorRef, w: Option<TensorRef>) -> Result<TensorRef> {
+        match w {
+            Some(w) => self.rms_norm(x, w),
+            None => self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err),
+        }
+    }
+
+    /// The tokens' inputs to layer `il`'s convolution, with each sequence's previous window in
+    /// front: [d_conv - 1 + n_seq_tokens, channels, n_seqs]. The window's new end goes back to
+    /// the state.
+    fn conv_window(&mut self, conv_all: TensorRef, x: TensorRef, channels: i64) -> Result<TensorRef> {
+        let rs = self.recurrent_shape()?;
+        let d_conv = i64::from(self.hp.ssm_d_conv);
+        let n_seqs = rs.n_seqs as i64;
+        let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
+        let conv = self.gather_states(conv_all, i64::from(self.hp.n_embd_r()), None)?;
+        let conv = self
+            .g
+            .reshape(conv, &[d_conv - 1, channels, n_seqs])
+            .map_err(ggml_err)?;
+        let xt = self.g.transpose(x).map_err(ggml_err)?;
+        let conv_x = self.g.concat(conv, xt, 0).map_err(ggml_err)?;
+        let nb = conv_x.nb();
+        let last = self
+            .g
+            .view(
+                conv_x,
+                &[d_conv - 1, channels, n_seqs],
+                &[nb[1], nb[2]],
+                n_seq_tokens as usize * nb[0],
+            )
+            .map_err(ggml_err)?;
+        let n_state = (d_conv - 1) * channels;
+        let row = row_size(conv_all.ggml_type(), n_state);
+        let dst = self
+            .g
+            .view(conv_all, &[n_state, n_seqs], &[conv_all.nb()[1]], rs.window.head * row)
+            .map_err(ggml_err)?;
+        let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
+        self.g.expand(saved);
+        Ok(conv_x)
+    }
+
+    /// The convolution of `conv_x` with layer `il`'s kernels, its bias and SiLU.
+    fn conv_silu(&mut self, il: usize, conv_x: TensorRef) -> Result<TensorRef> {
+        let w = self.layer_weight(il, "ssm_conv1d.weight")?;
+        let b = self.layer_weight(il, "ssm_conv1d.bias")?;
+        let y = self.g.ssm_conv(conv_x, w).map_err(ggml_err)?;
+        let y = self.g.add(y, b).map_err(ggml_err)?;
+        self.g.silu(y).map_err(ggml_err)
+    }
+
+    /// The scan over layer `il`'s states for inputs `x`, with the last states written back.
+    /// Returns the scan's result (outputs, then states).
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &mut self,
+        il: usize,
+        ssm_all: TensorRef,
+        x: TensorRef,
+        dt: TensorRef,
+        b: TensorRef,
+        c: TensorRef,
+        heads: (i64, i64),
+    ) -> Result<TensorRef> {
+        let rs = self.recurrent_shape()?;
+        let a = self.layer_weight(il, "ssm_a")?;
+        let (d_state, n_seqs) = (i64::from(self.hp.ssm_d_state), rs.n_seqs as i64);
+        let (head_dim, n_head) = heads;
+        let slots = ssm_all.ne()[1];
+        let mut read = |bd: &mut Builder, states: TensorRef, ids: TensorRef| -> Result<TensorRef> {
+            let s =
+                bd.g.reshape(states, &[d_state, head_dim, n_head, slots])
+                    .map_err(ggml_err)?;
+            bd.g.ssm_scan(s, x, dt, a, b, c, ids, 1).map_err(ggml_err)
+        };
+        let y = self.gather_states(ssm_all, i64::from(self.hp.n_embd_s()), Some(&mut read))?;
+        let n_state = i64::from(self.hp.n_embd_s());
+        let x_bytes = row_size(x.ggml_type(), x.ne().iter().product());
+        let row = row_size(ssm_all.ggml_type(), n_state);
+        let last = self.g.view(y, &[n_state * n_seqs], &[], x_bytes).map_err(ggml_err)?;
+        let dst = self
+            .g
+            .view(ssm_all, &[n_state * n_seqs], &[], rs.window.head * row)
+            .map_err(ggml_err)?;
+        let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
+        self.g.expand(saved);
+        Ok(y)
+    }
+
+    /// A Mamba layer over `cur` ([n_embd, n_tokens]): input projection to x and the gate z,
+    /// causal convolution, the selective scan with per-token Δt, B and C, skip term D, gating
+    /// and output projection.
+    pub fn mamba_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+        let hp = self.hp;
+        let rs = self.recurrent_shape()?;
+        let (conv_all, ssm_all) = self.rs_layer(il)?;
+        let (d_inner, d_state, dt_rank) = (
+            i64::from(hp.ssm_d_inner),
+            i64::from(hp.ssm_d_state),
+            i64::from(hp.ssm_dt_rank),
+        );
+        let n_seqs = rs.n_seqs as i64;
+        let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
+        let cur = self
+            .g
+            .reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let xz = self.ssm_projection(il, "ssm_in", cur)?;
+        let nb = xz.nb();
+        let x = self.sub(xz, &[d_inner, n_seq_tokens, n_seqs], &[nb[1], nb[2]], 0)?;
+        let z = self.sub(xz, &[d_inner, n_seq_tokens, n_seqs], &[nb[1], nb[2]], d_inner)?;
+        let conv_x = self.conv_window(conv_all, x, d_inner)?;
+        let x = self.conv_silu(il, conv_x)?;
+
+        let x_db = self.ssm_matmul(il, "ssm_x", x)?;
+        let nb = x_db.nb();
+        let dt = self.sub(x_db, &[dt_rank, n_seq_tokens, n_seqs], &[nb[1], nb[2]], 0)?;
+        let bc_shape = [d_state, 1, n_seq_tokens, n_seqs];
+        let bc_nb = [d_state as usize * nb[0], nb[1], nb[2]];
+        let b = self.sub(x_db, &bc_shape, &bc_nb, dt_rank)?;
+        let c = self.sub(x_db, &bc_shape, &bc_nb, dt_rank + d_state)?;
+        let norms = [
+            self.layer_weight_opt(il, "ssm_dt_norm.weight"),
+            self.layer_weight_opt(il, "ssm_b_norm.weight"),
+            self.layer_weight_opt(il, "ssm_c_norm.weight"),
+        ];
+        let (dt, b, c) = if hp.ssm_dt_b_c_rms || norms.iter().all(Option::is_some) {
+            (
+                self.rms_norm_opt(dt, norms[0])?,
+                self.rms_norm_opt(b, norms[1])?,
+                self.rms_norm_opt(c, norms[2])?,
+            )
+        } else {
+            (self.g.cont(dt).map_err(ggml_err)?, b, c)
+        };
+        let dt = self.ssm_matmul(il, "ssm_dt", dt)?;
+        let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
+        let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
+
+        let x_in = x;
+        let x = self
+            .g
+            .reshape(x, &[1, d_inner, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (1, d_inner))?;
+        let xnb = x.nb();
+        let y = self
+            .g
+            .view(y_ssm, &[d_inner, n_seq_tokens, n_seqs], &[xnb[2], xnb[3]], 0)
+            .map_err(ggml_err)?;
+        let y = self.gate_ssm(il, y, x_in, z)?;
+        let out = self.ssm_projection(il, "ssm_out", y)?;
+        let n_embd = i64::from(hp.n_embd);
+        self.g
+            .reshape(out, &[n_embd, self.shape.n_tokens as i64])
+            .map_err(ggml_err)
+    }
+
+    /// A Mamba-2 layer over `cur` ([n_embd, n_tokens]): one projection to the gate z, the
+    /// convolved x, B and C, and per-head Δt; the scan with a scalar decay per head; D, gating,
+    /// a grouped RMS norm and the output projection.
+    pub fn mamba2_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+        let hp = self.hp;
+        let rs = self.recurrent_shape()?;
+        let (conv_all, ssm_all) = self.rs_layer(il)?;
+        let (d_inner, d_state, n_group) = (
+            i64::from(hp.ssm_d_inner),
+            i64::from(hp.ssm_d_state),
+            i64::from(hp.ssm_n_group),
+        );
+        let n_head = i64::from(hp.ssm_dt_rank);
+        if n_head == 0 || n_group == 0 || d_inner % n_head != 0 || d_inner % n_group != 0 {
+            return Err(Error::model(format!(
+                "mamba2: inner size {d_inner} must split into {n_head} heads and {n_group} groups"
+            )));
+        }
+        let head_dim = d_inner / n_head;
+        let n_seqs = rs.n_seqs as i64;
+        let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
+        let channels = d_inner + 2 * n_group * d_state;
+
+        let zx = self.ssm_projection(il, "ssm_in", cur)?;
+        let zx = self
+            .g
+            .reshape(zx, &[zx.ne()[0], n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let nb = zx.nb();
+        let z = self.sub(
+            zx,
+            &[head_dim, n_head, n_seq_tokens, n_seqs],
+            &[head_dim as usize * nb[0], nb[1], nb[2]],
+            0,
+        )?;
+        let xbc = self.sub(zx, &[channels, n_seq_tokens, n_seqs], &[nb[1], nb[2]], d_inner)?;
+        let dt = self.sub(
+            zx,
+            &[n_head, n_seq_tokens, n_seqs],
+            &[nb[1], nb[2]],
+            2 * d_inner + 2 * n_group * d_state,
+        )?;
+        let conv_x = self.conv_window(conv_all, xbc, channels)?;
+        let xbc = self.conv_silu(il, conv_x)?;
+
+        let nb = xbc.nb();
+        let x = self.sub(
+            xbc,
+            &[head_dim, n_head, n_seq_tokens, n_seqs],
+            &[head_dim as usize * nb[0], nb[1], nb[2]],
+            0,
+        )?;
+        let bc_shape = [d_state, n_group, n_seq_tokens, n_seqs];
+        let bc_nb = [d_state as usize * nb[0], nb[1], nb[2]];
+        let b = self.sub(xbc, &bc_shape, &bc_nb, d_inner)?;
+        let c = self.sub(xbc, &bc_shape, &bc_nb, d_inner + n_group * d_state)?;
+        let dt = self.g.cont(dt).map_err(ggml_err)?;
+        let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
+        let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
+
+        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (head_dim, n_head))?;
+        let xnb1 = x.nb()[1];
+        let y = self
+            .g
+            .view(
+                y_ssm,
+                &[head_dim, n_head, n_seq_tokens, n_seqs],
+                &[xnb1, n_head as usize * xnb1, (n_seq_tokens * n_head) as usize * xnb1],
+                0,
+            )
+            .map_err(ggml_err)?;
+        let mut y = self.gate_ssm(il, y, x, z)?;
+        if let Some(w) = self.layer_weight_opt(il, "ssm_norm.weight") {
+            y = self
+                .g
+                .reshape(y, &[d_inner / n_group, n_group, n_seq_tokens, n_seqs])
+                .map_err(ggml_err)?;
+            y = self.rms_norm(y, w)?;
+        }
+        let y = self
+            .g
+            .reshape(y, &[d_inner, self.shape.n_tokens as i64])
+            .map_err(ggml_err)?;
+        let out = self.ssm_projection(il, "ssm_out", y)?;
+        Ok(self.name(out, "mamba_out", Some(il)))
+    }
+
+    /// The scan's outputs `y` plus the skip term D·x, gated by SiLU(z).
+    fn gate_ssm(&mut self, il: usize, y: TensorRef, x: TensorRef, z: TensorRef) -> Result<TensorRef> {
+        let d = self.layer_weight(il, "ssm_d")?;
+        let dx = self.g.mul(x, d).map_err(ggml_err)?;
+        let y = self.g.add(y, dx).map_err(ggml_err)?;
+        let z = self.g.cont(z).map_err(ggml_err)?;
+        self.g.swiglu(z, y).map_err(ggml_err)
+    }
+
+    fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {
+        self.rs
+            .ok_or_else(|| Error::Internal("a recurrent layer without recurrent memory".into()))?
+            .layer(il)
+    }
+}

@@ -1,0 +1,85 @@
+//! Recurrent memory (llama.cpp's `llama_memory_recurrent`): instead of every past token's keys
+//! and values, each sequence has one state per recurrent layer, a fixed-size summary of
+//! everything it has read: a convolution window (`r`, the last few inputs) and a scan state (`s`).
+//! One cell per sequence (`n_seq_max` of them); the tensors hold a row per cell. A state cannot be
+//! cut back to an earlier position, so only whole sequences can be removed.
+
+mod cells;
+mod state;
+
+pub use cells::{RsCells, SeqGroup, Window};
+
+use crate::error::{Error, Result};
+use crate::ggml::{Arena, BufferTypeId, OwnedBuffer, TensorRef};
+use crate::model::hparams::HParams;
+
+pub struct Recurrent {
+    pub cells: RsCells,
+    /// Per layer (r, s): [n_embd_r, cells] and [n_embd_s, cells], F32; None for a layer that is
+    /// not recurrent.
+    layers: Vec<Option<(TensorRef, TensorRef)>>,
+    n_seq_max: usize,
+    storage: (OwnedBuffer, Arena),
+}
+
+impl Recurrent {
+    /// States for `n_seq_max` sequences in the recurrent layers of a model.
+    pub fn new(hp: &HParams, n_seq_max: usize) -> Result<Recurrent> {
+        let size = n_seq_max.max(1);
+        let n_layer = hp.n_layer as usize;
+        let (n_embd_r, n_embd_s) = (hp.n_embd_r() as i64, hp.n_embd_s() as i64);
+        let mut arena = Arena::new(2 * n_layer).map_err(Error::Ggml)?;
+        let f32t = ggml_sys::ggml_type_GGML_TYPE_F32;
+        let mut layers = Vec::with_capacity(n_layer);
+        for il in 0..n_layer {
+            if !hp.is_recurrent(il) {
+                layers.push(None);
+                continue;
+            }
+            let r = arena.new_tensor(f32t, &[n_embd_r, size as i64], &format!("cache_r_l{il}"));
+            let s = arena.new_tensor(f32t, &[n_embd_s, size as i64], &format!("cache_s_l{il}"));
+            layers.push(Some((r.map_err(Error::invalid)?, s.map_err(Error::invalid)?)));
+        }
+        let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("recurrent state: {e}")))?;
+        // Fresh states are zero (and padding must not hold NaN patterns).
+        buffer.clear(0);
+        crate::log_info!(
+            "recurrent memory: {size} cells, {n_layer} layers, {:.2} MiB",
+            buffer.size() as f64 / (1024.0 * 1024.0)
+        );
+        Ok(Recurrent {
+            cells: RsCells::new(size),
+            layers,
+            n_seq_max,
+            storage: (buffer, arena),
+        })
+    }
+
+    /// Layer `il`'s (convolution, scan) state tensors.
+    pub fn layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {
+        self.layers
+            .get(il)
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::Internal(format!("layer {il} has no recurrent state")))
+    }
+
+    pub fn size(&self) -> usize {
+        self.cells.size()
+    }
+
+    pub fn clear(&mut self, data: bool) {
+        self.cells.clear();
+        if data {
+            self.storage.0.clear(0);
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.storage.0.size()
+    }
+
+    pub fn memory_breakdown(&self) -> Vec<(BufferTypeId, usize)> {
+        vec![(self.storage.0.buffer_type(), self.storage.0.size())]
+    }
+}
