@@ -915,7 +915,7 @@ bool llama_model_has_decoder(const struct llama_model *model);
 
 bool llama_model_is_recurrent(const struct llama_model *p);
 
-bool llama_model_is_hybrid(const struct llama_model *model);
+bool llama_model_is_hybrid(const struct llama_model *p);
 
 bool llama_model_is_diffusion(const struct llama_model *model);
 

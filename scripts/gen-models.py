@@ -63,14 +63,17 @@ class Weights:
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
 
-def decoder_keys(w, a, n_layer, rope_base, d=TINY):
-    """The hyper-parameters every Llama-like decoder here has."""
+def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None):
+    """The hyper-parameters every Llama-like decoder here has (`kv_heads`: per layer)."""
     w.add_uint32(f"{a}.block_count", n_layer)
     w.add_uint32(f"{a}.context_length", N_CTX)
     w.add_uint32(f"{a}.embedding_length", d.embd)
     w.add_uint32(f"{a}.feed_forward_length", d.ff)
     w.add_uint32(f"{a}.attention.head_count", d.n_head)
-    w.add_uint32(f"{a}.attention.head_count_kv", d.n_head_kv)
+    if kv_heads is None:
+        w.add_uint32(f"{a}.attention.head_count_kv", d.n_head_kv)
+    else:
+        w.add_array(f"{a}.attention.head_count_kv", kv_heads)
     w.add_uint32(f"{a}.attention.key_length", d.head)
     w.add_uint32(f"{a}.attention.value_length", d.head)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
@@ -461,6 +464,38 @@ def mamba2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def granitehybrid(w, weights, n_vocab, dtype):
+    # Granite 4.0's layout: Mamba-2 layers (no key/value heads) around an attention layer, with
+    # Granite's scales; three layers so a state layer comes first and last.
+    n_layer, inner, state, heads, groups, conv = 3, 2 * N_EMBD, 16, 4, 2, 4
+    a = "granitehybrid"
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, N_HEAD_KV, 0])
+    w.add_float32(f"{a}.logit_scale", 4.0)
+    w.add_float32(f"{a}.residual_scale", 0.5)
+    w.add_float32(f"{a}.embedding_scale", 6.0)
+    w.add_float32(f"{a}.attention.scale", 0.125)
+    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
+    w.add_uint32(f"{a}.ssm.inner_size", inner)
+    w.add_uint32(f"{a}.ssm.state_size", state)
+    w.add_uint32(f"{a}.ssm.time_step_rank", heads)
+    w.add_uint32(f"{a}.ssm.group_count", groups)
+    tensors = decoder_tensors(weights, n_vocab, n_layer)
+    channels = inner + 2 * groups * state
+    for il in (0, 2):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "ssm_in.weight"] = weights.matrix(inner + channels + heads, N_EMBD)
+        tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(channels, conv)
+        tensors[blk + "ssm_conv1d.bias"] = weights.bias(channels)
+        tensors[blk + "ssm_dt.bias"] = weights.bias(heads) - 2.0
+        tensors[blk + "ssm_a"] = decays(weights, (heads, 1))
+        tensors[blk + "ssm_d"] = weights.norm(heads).reshape(heads, 1)
+        tensors[blk + "ssm_norm.weight"] = np.stack([weights.norm(inner // groups) for _ in range(groups)])
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -481,6 +516,7 @@ MODELS = {
     "granite-norope": ("granite", granite_norope, False),
     "mamba": ("mamba", mamba, True),
     "mamba2": ("mamba2", mamba2, True),
+    "granitehybrid": ("granitehybrid", granitehybrid, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
@@ -523,6 +559,7 @@ QUANTIZED = {
     "phi3": ["q4_0"],
     "bert": ["q8_0"],
     "mamba2": ["q4_0"],
+    "granitehybrid": ["q8_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

@@ -127,27 +127,12 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
     for il in 0..n_layer {
         let l = Some(il);
         let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-        let (q, k, v) = b.qkv(il, cur, true)?;
-        let (q, k) = if variant.qk_norm {
-            let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
-            let q = b.rms_norm(q, q_norm)?;
-            let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
-            let k = b.rms_norm(k, k_norm)?;
-            (b.name(q, "Qcur_normed", l), b.name(k, "Kcur_normed", l))
+        let att = if hp.is_recurrent(il) {
+            // A hybrid model's state-space layer in place of attention (Granite 4.0's).
+            b.mamba2_layer(il, cur)?
         } else {
-            (q, k)
+            attention_block(b, il, cur, variant, kq_scale, rope_factors)?
         };
-        let rotate = hp.rope && (variant.no_rope_every == 0 || (il + 1) % variant.no_rope_every != 0);
-        let (q, k) = if rotate {
-            (b.rope(q, il, rope_factors)?, b.rope(k, il, rope_factors)?)
-        } else {
-            (q, k)
-        };
-        let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-        let att = b.attention(il, q, k, v, kq_scale, false)?;
-        let att = b.name(att, "kqv_out", l);
-        let att = b.layer_linear(il, "attn_output", att)?;
-        let att = b.name(att, "attn_out", l);
         let (mut att, residual) = b.last_layer_rows(il, att, x)?;
         if hp.residual_scale != 0.0 {
             att = b.scale(att, hp.residual_scale)?;
@@ -181,4 +166,40 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         logits = b.scale(logits, 1.0 / hp.logit_scale)?;
     }
     Ok(Some(b.name(logits, "result_output", None)))
+}
+
+/// Layer `il`'s attention over `cur`: projections, optional q/k norms, rotation (unless the
+/// variant leaves the layer unrotated), attention over the cache and the output projection.
+fn attention_block(
+    b: &mut Builder,
+    il: usize,
+    cur: TensorRef,
+    variant: Variant,
+    kq_scale: f32,
+    rope_factors: Option<TensorRef>,
+) -> Result<TensorRef> {
+    let hp = b.hp;
+    let l = Some(il);
+    let (q, k, v) = b.qkv(il, cur, true)?;
+    let (q, k) = if variant.qk_norm {
+        let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+        let q = b.rms_norm(q, q_norm)?;
+        let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+        let k = b.rms_norm(k, k_norm)?;
+        (b.name(q, "Qcur_normed", l), b.name(k, "Kcur_normed", l))
+    } else {
+        (q, k)
+    };
+    let rotate = hp.rope && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
+    let (q, k) = if rotate {
+        (b.rope(q, il, rope_factors)?, b.rope(k, il, rope_factors)?)
+    } else {
+        (q, k)
+    };
+    let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
+    let att = b.attention(il, q, k, v, kq_scale, false)?;
+    let att = b.name(att, "kqv_out", l);
+    let att = b.layer_linear(il, "attn_output", att)?;
+    let att = b.name(att, "attn_out", l);
+    Ok(att)
 }

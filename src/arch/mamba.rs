@@ -31,8 +31,6 @@ fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()> {
             hp.arch_name, hp.ssm_d_conv, hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank, hp.ssm_n_group
         )));
     }
-    hp.recurrent_layers = vec![true; hp.n_layer as usize];
-    hp.rope = false;
     hp.size_label = match (hp.n_layer, hp.n_embd) {
         (24, 768) => "0.1B",
         (48, 1024) => "0.4B",
@@ -45,18 +43,43 @@ fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()> {
     Ok(())
 }
 
-/// Embeddings, output norm and head, and each layer's norm and projections in and out.
-fn common_tensors(hp: &HParams, d_in_proj: u32, specs: &mut Vec<TensorSpec>) {
-    let (e, v, inner) = (hp.n_embd, hp.n_vocab, hp.ssm_d_inner);
-    specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
-    specs.push(TensorSpec::new("output_norm.weight", &[e], true));
-    specs.push(TensorSpec::matmul("output.weight", &[e, v], false));
-    for il in 0..hp.n_layer as usize {
-        let b = |s: &str| format!("blk.{il}.{s}");
-        specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-        specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[e, d_in_proj], true));
-        specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
+/// A Mamba-2 layer's tensors (the convolution's bias may be optional).
+pub(super) fn mamba2_tensors(hp: &HParams, il: usize, conv_bias: bool, specs: &mut Vec<TensorSpec>) {
+    let (e, inner, state, heads, conv, groups) = (
+        hp.n_embd,
+        hp.ssm_d_inner,
+        hp.ssm_d_state,
+        hp.ssm_dt_rank,
+        hp.ssm_d_conv,
+        hp.ssm_n_group,
+    );
+    let channels = inner + 2 * groups * state;
+    let b = |s: &str| format!("blk.{il}.{s}");
+    specs.push(TensorSpec::matmul(
+        b("ssm_in.weight"),
+        &[e, inner + channels + heads],
+        true,
+    ));
+    specs.push(TensorSpec::new(b("ssm_conv1d.weight"), &[conv, channels], true));
+    specs.push(TensorSpec::new(b("ssm_conv1d.bias"), &[channels], conv_bias));
+    specs.push(TensorSpec::new(b("ssm_dt.bias"), &[heads], true));
+    specs.push(TensorSpec::new(b("ssm_a"), &[1, heads], true));
+    specs.push(TensorSpec::new(b("ssm_d"), &[1, heads], true));
+    specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / groups, groups], true));
+    specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
+}
+
+/// The keys of Mamba-2 layers, and the split of their inner width into heads and groups.
+pub(super) fn load_mamba2(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    load_ssm(meta, hp, true)?;
+    let (inner, heads, groups) = (hp.ssm_d_inner, hp.ssm_dt_rank, hp.ssm_n_group);
+    if groups == 0 || inner % heads != 0 || inner % groups != 0 {
+        return Err(Error::model(format!(
+            "{}: inner size {inner} must split into {heads} heads and {groups} groups",
+            hp.arch_name
+        )));
     }
+    Ok(())
 }
 
 impl ArchSpec for Mamba {
@@ -70,6 +93,8 @@ impl ArchSpec for Mamba {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         load_ssm(meta, hp, false)?;
+        hp.recurrent_layers = vec![true; hp.n_layer as usize];
+        hp.rope = false;
         // llama.cpp's only supported expansion factor.
         if hp.ssm_d_inner != 2 * hp.n_embd {
             return Err(Error::model("mamba: only an expansion factor of 2 is supported"));
@@ -80,9 +105,12 @@ impl ArchSpec for Mamba {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (inner, state, rank, conv) = (hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank, hp.ssm_d_conv);
         let mut specs = Vec::new();
-        common_tensors(hp, 2 * inner, &mut specs);
+        super::head_tensors(hp, &mut specs);
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[hp.n_embd], true));
+            specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[hp.n_embd, 2 * inner], true));
+            specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, hp.n_embd], true));
             specs.push(TensorSpec::new(b("ssm_conv1d.weight"), &[conv, inner], true));
             specs.push(TensorSpec::new(b("ssm_conv1d.bias"), &[inner], true));
             specs.push(TensorSpec::matmul(b("ssm_x.weight"), &[inner, rank + 2 * state], true));
@@ -113,35 +141,22 @@ impl ArchSpec for Mamba2 {
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        load_ssm(meta, hp, true)?;
-        let (inner, heads, groups) = (hp.ssm_d_inner, hp.ssm_dt_rank, hp.ssm_n_group);
-        if groups == 0 || inner % heads != 0 || inner % groups != 0 {
-            return Err(Error::model(format!(
-                "mamba2: inner size {inner} must split into {heads} heads and {groups} groups"
-            )));
-        }
+        load_mamba2(meta, hp)?;
+        hp.recurrent_layers = vec![true; hp.n_layer as usize];
+        hp.rope = false;
         Ok(())
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let (inner, state, heads, conv, groups) = (
-            hp.ssm_d_inner,
-            hp.ssm_d_state,
-            hp.ssm_dt_rank,
-            hp.ssm_d_conv,
-            hp.ssm_n_group,
-        );
-        let channels = inner + 2 * groups * state;
         let mut specs = Vec::new();
-        common_tensors(hp, inner + channels + heads, &mut specs);
+        super::head_tensors(hp, &mut specs);
         for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::new(b("ssm_conv1d.weight"), &[conv, channels], true));
-            specs.push(TensorSpec::new(b("ssm_conv1d.bias"), &[channels], true));
-            specs.push(TensorSpec::new(b("ssm_dt.bias"), &[heads], true));
-            specs.push(TensorSpec::new(b("ssm_a"), &[1, heads], true));
-            specs.push(TensorSpec::new(b("ssm_d"), &[1, heads], true));
-            specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / groups, groups], true));
+            specs.push(TensorSpec::new(
+                format!("blk.{il}.attn_norm.weight"),
+                &[hp.n_embd],
+                true,
+            ));
+            mamba2_tensors(hp, il, true, &mut specs);
         }
         specs
     }

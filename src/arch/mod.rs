@@ -8,6 +8,7 @@ pub(crate) mod gemma2;
 pub(crate) mod gemma3;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
+pub(crate) mod granite_hybrid;
 pub(crate) mod llama;
 pub(crate) mod mamba;
 pub(crate) mod nomic_bert;
@@ -31,7 +32,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 15] = [
+static ARCHITECTURES: [&dyn Architecture; 16] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -47,6 +48,7 @@ static ARCHITECTURES: [&dyn Architecture; 15] = [
     &gemma3::Gemma3,
     &mamba::Mamba,
     &mamba::Mamba2,
+    &granite_hybrid::GraniteHybrid,
 ];
 
 /// The architecture of a `general.architecture` name.
@@ -82,41 +84,63 @@ pub(crate) fn check_equal_head_sizes(hp: &HParams) -> Result<()> {
 /// for an architecture with `experts` in a file with `hp.n_expert` > 0, the experts' gated FFNs
 /// and their router.
 pub(crate) fn common_tensors(hp: &HParams, experts: bool, specs: &mut Vec<TensorSpec>) {
+    head_tensors(hp, specs);
+    for il in 0..hp.n_layer as usize {
+        specs.push(TensorSpec::new(
+            format!("blk.{il}.attn_norm.weight"),
+            &[hp.n_embd],
+            true,
+        ));
+        attention_tensors(hp, il, specs);
+        ffn_tensors(hp, il, experts, specs);
+    }
+}
+
+/// Token embeddings, the output norm and the optional separate output head.
+pub(crate) fn head_tensors(hp: &HParams, specs: &mut Vec<TensorSpec>) {
     let (e, v) = (hp.n_embd, hp.n_vocab);
     specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
     specs.push(TensorSpec::new("output_norm.weight", &[e], true));
     specs.push(TensorSpec::matmul("output.weight", &[e, v], false));
-    for il in 0..hp.n_layer as usize {
-        let b = |s: &str| format!("blk.{il}.{s}");
-        let q = hp.n_embd_head_k * hp.n_head[il];
-        let k = hp.n_embd_head_k * hp.n_head_kv[il];
-        let vv = hp.n_embd_head_v * hp.n_head_kv[il];
-        let ff = hp.n_ff[il];
-        specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-        // The projections, or one fused projection (llama.cpp takes either for every
-        // architecture).
-        let qkv = b("attn_qkv.weight");
-        specs.push(TensorSpec::matmul(&qkv, &[e, q + k + vv], false));
-        specs.push(TensorSpec::new(b("attn_qkv.bias"), &[q + k + vv], false));
-        specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, q], true).unless(&qkv));
-        specs.push(TensorSpec::matmul(b("attn_k.weight"), &[e, k], true).unless(&qkv));
-        specs.push(TensorSpec::matmul(b("attn_v.weight"), &[e, vv], true).unless(&qkv));
-        specs.push(TensorSpec::new(b("attn_q.bias"), &[q], false));
-        specs.push(TensorSpec::new(b("attn_k.bias"), &[k], false));
-        specs.push(TensorSpec::new(b("attn_v.bias"), &[vv], false));
-        specs.push(TensorSpec::matmul(b("attn_output.weight"), &[q, e], true));
-        specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
-        if !experts || hp.n_expert == 0 {
-            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
-            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
-            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
-        } else {
-            let (ffe, ne) = (hp.n_ff_exp, hp.n_expert);
-            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, ne], true));
-            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, ffe, ne], true));
-            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ffe, ne], true));
-            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ffe, e, ne], true));
-        }
+}
+
+/// Layer `il`'s attention projections: separate or one fused, with optional biases.
+pub(crate) fn attention_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let e = hp.n_embd;
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let q = hp.n_embd_head_k * hp.n_head[il];
+    let k = hp.n_embd_head_k * hp.n_head_kv[il];
+    let vv = hp.n_embd_head_v * hp.n_head_kv[il];
+    // The projections, or one fused projection (llama.cpp takes either for every architecture).
+    let qkv = b("attn_qkv.weight");
+    specs.push(TensorSpec::matmul(&qkv, &[e, q + k + vv], false));
+    specs.push(TensorSpec::new(b("attn_qkv.bias"), &[q + k + vv], false));
+    specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, q], true).unless(&qkv));
+    specs.push(TensorSpec::matmul(b("attn_k.weight"), &[e, k], true).unless(&qkv));
+    specs.push(TensorSpec::matmul(b("attn_v.weight"), &[e, vv], true).unless(&qkv));
+    specs.push(TensorSpec::new(b("attn_q.bias"), &[q], false));
+    specs.push(TensorSpec::new(b("attn_k.bias"), &[k], false));
+    specs.push(TensorSpec::new(b("attn_v.bias"), &[vv], false));
+    specs.push(TensorSpec::matmul(b("attn_output.weight"), &[q, e], true));
+}
+
+/// Layer `il`'s FFN norm and gated FFN, or (`experts`, in a file with experts) its router and
+/// experts.
+pub(crate) fn ffn_tensors(hp: &HParams, il: usize, experts: bool, specs: &mut Vec<TensorSpec>) {
+    let e = hp.n_embd;
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let ff = hp.n_ff[il];
+    specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+    if !experts || hp.n_expert == 0 {
+        specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+        specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+        specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+    } else {
+        let (ffe, ne) = (hp.n_ff_exp, hp.n_expert);
+        specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, ne], true));
+        specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, ffe, ne], true));
+        specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ffe, ne], true));
+        specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ffe, e, ne], true));
     }
 }
 

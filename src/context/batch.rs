@@ -390,57 +390,72 @@ pub fn split_simple(n_tokens: usize, n_ubatch: usize) -> Vec<Ubatch> {
         .collect()
 }
 
-/// llama.cpp's split for per-sequence caches: each ubatch takes the same number of tokens from
-/// each of a run of sequences with consecutive ids, as many as the shortest of them has left and
-/// `n_ubatch` allows, stored sequence by sequence. Attention then runs per sequence, which decides
-/// the kernel path ggml takes (and so the exact numbers). None when tokens are shared between
-/// sequences, which this split cannot express.
-pub fn split_equal(b: &Batch, n_ubatch: usize) -> Option<Vec<Ubatch>> {
-    if b.places.iter().any(|p| p.seqs.iter().nth(1).is_some()) {
+/// llama.cpp's equal split: each ubatch takes the same number of tokens from each of several
+/// sequence sets (the distinct sets of sequences tokens belong to, none overlapping another in the
+/// ubatch), as many as the shortest of them has left and `n_ubatch` allows, stored set by set.
+/// `sequential` (what per-sequence caches and recurrent state need) takes only sets of
+/// consecutive first ids and no token shared between sequences: None when the batch has one.
+/// Attention then runs per sequence, which decides the kernel path ggml takes (and so the exact
+/// numbers).
+pub fn split_equal(b: &Batch, n_ubatch: usize, sequential: bool) -> Option<Vec<Ubatch>> {
+    if sequential && b.places.iter().any(|p| p.seqs.iter().nth(1).is_some()) {
         return None;
     }
     let n_ubatch = n_ubatch.max(1);
-    // Per sequence id: its tokens in batch order and how many were taken.
-    let mut tokens_of: Vec<Vec<usize>> = vec![Vec::new(); crate::kv::MAX_SEQ];
+    // The distinct sequence sets, each with its tokens in batch order.
+    let mut sets: Vec<(SeqSet, Vec<usize>)> = Vec::new();
+    // Per token: its set and its place among the set's tokens.
+    let mut set_of = Vec::with_capacity(b.places.len());
     for (i, p) in b.places.iter().enumerate() {
-        if let Some(v) = tokens_of.get_mut(p.primary_seq) {
-            v.push(i);
-        }
+        let k = match sets.iter().position(|(s, _)| *s == p.seqs) {
+            Some(k) => k,
+            None => {
+                sets.push((p.seqs, Vec::new()));
+                sets.len() - 1
+            }
+        };
+        set_of.push((k, sets[k].1.len()));
+        sets[k].1.push(i);
     }
-    let mut taken = vec![0usize; crate::kv::MAX_SEQ];
-    let left = |s: usize, taken: &[usize]| tokens_of[s].len() - taken[s];
+    let mut taken = vec![0usize; sets.len()];
     let mut out = Vec::new();
     loop {
-        // Sequences in the order their first untaken token appears, while ids stay consecutive.
-        let mut seqs: Vec<usize> = Vec::new();
-        for p in &b.places {
-            let s = p.primary_seq;
-            if left(s, &taken) == 0 || seqs.contains(&s) || seqs.last().is_some_and(|&l| s != l + 1) {
+        // The sets of this ubatch, in the order their first untaken token appears.
+        let mut cur: Vec<usize> = Vec::new();
+        let mut last_seq = 0;
+        for (i, p) in b.places.iter().enumerate() {
+            let (k, rank) = set_of[i];
+            if rank < taken[k] {
                 continue;
             }
-            seqs.push(s);
-            if seqs.len() > n_ubatch {
-                break;
+            let disjoint = cur.iter().all(|&c| !sets[c].0.intersects(&sets[k].0));
+            let next = !sequential || cur.is_empty() || p.primary_seq == last_seq + 1;
+            if disjoint && next {
+                cur.push(k);
+                last_seq = p.primary_seq;
+                if cur.len() > n_ubatch {
+                    break;
+                }
             }
         }
-        if seqs.is_empty() {
+        if cur.is_empty() {
             return Some(out);
         }
-        let mut per_stream = 0;
-        while seqs.iter().all(|&s| left(s, &taken) > 0) {
-            seqs.iter().for_each(|&s| taken[s] += 1);
-            per_stream += 1;
-            if (per_stream + 1) * seqs.len() > n_ubatch {
+        let mut per_set = 0;
+        while cur.iter().all(|&k| taken[k] < sets[k].1.len()) {
+            cur.iter().for_each(|&k| taken[k] += 1);
+            per_set += 1;
+            if (per_set + 1) * cur.len() > n_ubatch {
                 break;
             }
         }
-        let idx = seqs
+        let idx = cur
             .iter()
-            .flat_map(|&s| tokens_of[s][taken[s] - per_stream..taken[s]].iter().copied())
+            .flat_map(|&k| sets[k].1[taken[k] - per_set..taken[k]].iter().copied())
             .collect();
         out.push(Ubatch {
             idx,
-            n_streams: seqs.len(),
+            n_streams: cur.len(),
         });
     }
 }
@@ -497,7 +512,7 @@ mod split_tests {
     fn equal_split_takes_the_same_count_from_consecutive_sequences() {
         // The reference multi-sequence batch: prompts of 5, 37, 18 and 4 tokens.
         let b = batch_of(&[5, 37, 18, 4]);
-        let u = split_equal(&b, 512).expect("no shared tokens");
+        let u = split_equal(&b, 512, true).expect("no shared tokens");
         let shape: Vec<(usize, usize)> = u.iter().map(|u| (u.n_streams, u.idx.len())).collect();
         assert_eq!(shape, [(4, 16), (3, 3), (2, 26), (1, 19)]);
         assert_eq!(&u[0].idx[..5], &[0, 1, 2, 3, 5]);
@@ -509,7 +524,7 @@ mod split_tests {
 
     #[test]
     fn equal_split_respects_n_ubatch() {
-        let u = split_equal(&batch_of(&[10, 10]), 7).expect("no shared tokens");
+        let u = split_equal(&batch_of(&[10, 10]), 7, true).expect("no shared tokens");
         assert!(u.iter().all(|u| u.idx.len() <= 7));
         assert_eq!(u.iter().map(|u| u.idx.len()).sum::<usize>(), 20);
     }

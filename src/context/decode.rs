@@ -7,7 +7,6 @@ use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, TensorRef};
 use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
 use crate::kv::{Placement, TokenPlace};
-use crate::model::spec::Memory;
 use crate::recurrent::{RsCells, SeqGroup};
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
@@ -204,11 +203,13 @@ impl Context<'_> {
         let n_ubatch = self.params.n_ubatch as usize;
         if self.rs.is_some() {
             // Recurrent state advances a whole sequence at a time: the same count of tokens from
-            // consecutive sequences per ubatch, or, with embeddings, one sequence per ubatch.
+            // several sequences per ubatch (sequences with consecutive ids, unless a hybrid
+            // model's attention cache is unified), or, with embeddings, one sequence per ubatch.
             let split = if self.params.embeddings {
                 split_seq(batch, n_ubatch)
             } else {
-                split_equal(batch, n_ubatch)
+                let sequential = !(self.uses_kv() && self.kv.n_stream() == 1);
+                split_equal(batch, n_ubatch, sequential)
             };
             if split.is_none() {
                 crate::log_error!(
@@ -222,7 +223,7 @@ impl Context<'_> {
         // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
         // cache takes consecutive chunks.
         if self.kv.n_stream() > 1 {
-            let split = split_equal(batch, n_ubatch);
+            let split = split_equal(batch, n_ubatch, true);
             if split.is_none() {
                 crate::log_error!(
                     "decode: a token belongs to several sequences, which needs one cache for all of them: \
@@ -237,7 +238,7 @@ impl Context<'_> {
     /// Occupy memory for a ubatch's tokens (`places`, in `n_groups` equal runs of one sequence
     /// each); None, with nothing changed, when there is no room.
     fn place(&mut self, places: &[TokenPlace], n_groups: usize) -> Option<Placed> {
-        let kv = if self.memory_kind() == Memory::KvCache {
+        let kv = if self.uses_kv() {
             Some(self.kv.place(places)?)
         } else {
             None

@@ -13,9 +13,9 @@ impl Context<'_> {
         self.arch.map_or(Memory::None, |a| a.memory())
     }
 
-    /// Whether the attention cache holds anything for this model.
-    fn uses_kv(&self) -> bool {
-        self.memory_kind() == Memory::KvCache
+    /// Whether the model's attention layers keep a cache.
+    pub(super) fn uses_kv(&self) -> bool {
+        matches!(self.memory_kind(), Memory::KvCache | Memory::Hybrid)
     }
 
     /// Bytes the memories hold, per buffer type.

@@ -201,13 +201,15 @@ impl<'m> Context<'m> {
         let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
         let n_stream = if p.kv_unified { 1 } else { n_seq_max };
         let kv = match hp {
-            Some(hp) if memory == Memory::KvCache => {
+            Some(hp) if matches!(memory, Memory::KvCache | Memory::Hybrid) => {
                 KvCache::new(hp, n_ctx_seq as usize, n_stream as usize, p.type_k, p.type_v)?
             }
             _ => KvCache::without_layers(n_ctx as usize),
         };
         let rs = match hp {
-            Some(hp) if memory == Memory::Recurrent => Some(Recurrent::new(hp, n_seq_max as usize)?),
+            Some(hp) if matches!(memory, Memory::Recurrent | Memory::Hybrid) => {
+                Some(Recurrent::new(hp, n_seq_max as usize)?)
+            }
             _ => None,
         };
         let sched = Scheduler::new(&backend, crate::graph::max_nodes(model)).map_err(Error::Ggml)?;
@@ -276,7 +278,7 @@ impl<'m> Context<'m> {
                 first_stream: 0,
                 n_outputs: n_tokens,
                 // Without a cache, tokens attend to the ubatch.
-                n_kv: if self.memory_kind() == Memory::KvCache {
+                n_kv: if self.uses_kv() {
                     self.kv.stream_size()
                 } else {
                     n_tokens

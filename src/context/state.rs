@@ -6,7 +6,6 @@
 use super::Context;
 use crate::error::{Error, Result};
 use crate::kv::{read_string, write_string, Layout, Sink, Source};
-use crate::model::spec::Memory;
 
 impl Context<'_> {
     fn state_layout(&self) -> Layout {
@@ -18,6 +17,7 @@ impl Context<'_> {
             n_seq_max: self.params.n_seq_max as usize,
             v_trans: !self.params.graph.flash_attn,
             swa,
+            recurrent: hp.map(|hp| hp.recurrent_layers.clone()).unwrap_or_default(),
         }
     }
 
@@ -74,7 +74,8 @@ impl Context<'_> {
     /// The memory's part of a state: the attention cache's, then the recurrent states' (as
     /// llama.cpp's hybrid memory writes them); nothing without memory.
     pub fn memory_state_write(&self, seq: Option<usize>, swa_only: bool, out: &mut dyn Sink) -> Result<()> {
-        if self.memory_kind() == Memory::KvCache {
+        // A hybrid model's partial state is its recurrent part alone.
+        if self.uses_kv() && !(swa_only && self.rs.is_some()) {
             self.kv.state_write(&self.state_layout(), seq, swa_only, out)?;
         }
         if let Some(rs) = &self.rs {
@@ -84,12 +85,22 @@ impl Context<'_> {
     }
 
     pub fn memory_state_read(&mut self, seq: Option<usize>, swa_only: bool, src: &mut dyn Source) -> Result<()> {
-        if self.memory_kind() == Memory::KvCache {
+        let attn = self.uses_kv() && !(swa_only && self.rs.is_some());
+        if attn {
             let layout = self.state_layout();
             self.kv.state_read(&layout, seq, swa_only, src)?;
         }
         if let Some(rs) = &mut self.rs {
-            rs.state_read(seq, src)?;
+            if let Err(e) = rs.state_read(seq, src) {
+                // The attention part was restored already: take it back out, as llama.cpp does.
+                if attn {
+                    match seq {
+                        Some(s) => self.kv.seq_rm(Some(s), -1, -1),
+                        None => self.kv.clear(true),
+                    }
+                }
+                return Err(e);
+            }
         }
         Ok(())
     }

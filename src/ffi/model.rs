@@ -458,7 +458,7 @@ pub unsafe extern "C" fn llama_model_chat_template(model: *const llama_model, na
     })
 }
 
-/// None of the supported architectures is an encoder-decoder, hybrid or diffusion model.
+/// None of the supported architectures is an encoder-decoder or diffusion model.
 fn arch_flag(p: *const llama_model, value: bool) -> Result<bool> {
     model(p)?;
     Ok(value)
@@ -484,8 +484,11 @@ pub unsafe extern "C" fn llama_model_is_recurrent(p: *const llama_model) -> bool
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn llama_model_is_hybrid(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, false) })
+pub unsafe extern "C" fn llama_model_is_hybrid(p: *const llama_model) -> bool {
+    entry!(false, {
+        let m = model(p)?;
+        Ok(m.arch.is_some_and(|a| a.memory() == crate::model::spec::Memory::Hybrid))
+    })
 }
 
 #[no_mangle]

@@ -141,12 +141,14 @@ impl Builder<'_> {
         Ok(conv_x)
     }
 
-    /// The convolution of `conv_x` with layer `il`'s kernels, its bias and SiLU.
+    /// The convolution of `conv_x` with layer `il`'s kernels, its bias (when the layer has one)
+    /// and SiLU.
     fn conv_silu(&mut self, il: usize, conv_x: TensorRef) -> Result<TensorRef> {
         let w = self.layer_weight(il, "ssm_conv1d.weight")?;
-        let b = self.layer_weight(il, "ssm_conv1d.bias")?;
-        let y = self.g.ssm_conv(conv_x, w).map_err(ggml_err)?;
-        let y = self.g.add(y, b).map_err(ggml_err)?;
+        let mut y = self.g.ssm_conv(conv_x, w).map_err(ggml_err)?;
+        if let Some(b) = self.layer_weight_opt(il, "ssm_conv1d.bias") {
+            y = self.g.add(y, b).map_err(ggml_err)?;
+        }
         self.g.silu(y).map_err(ggml_err)
     }
 

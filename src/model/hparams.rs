@@ -156,8 +156,8 @@ impl HParams {
         let n_ff = meta
             .u32_per_layer(&key("feed_forward_length"), n)?
             .ok_or_else(|| Error::model(format!("required key '{}' is missing", key("feed_forward_length"))))?;
-        // A model of recurrent layers alone has no attention heads and no FFN (its files say 0).
-        let lo = u32::from(arch.memory() != Memory::Recurrent);
+        // Recurrent layers have no attention heads (and a Mamba no FFN): their files say 0.
+        let lo = u32::from(!matches!(arch.memory(), Memory::Recurrent | Memory::Hybrid));
         for il in 0..n {
             check_range(&key("attention.head_count"), n_head[il], lo, MAX_HEADS)?;
             check_range(&key("attention.head_count_kv"), n_head_kv[il], lo, n_head[il])?;

@@ -38,6 +38,8 @@ pub enum Memory {
     KvCache,
     /// One state per sequence and layer, updated token by token (Mamba).
     Recurrent,
+    /// Both: a KV cache for the attention layers, recurrent state for the others.
+    Hybrid,
     /// None: every batch is encoded on its own (BERT-style encoders); `llama_decode` encodes.
     None,
 }

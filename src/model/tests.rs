@@ -159,9 +159,9 @@ fn missing_and_mistyped_keys_are_named() {
 
 #[test]
 fn unknown_architectures_are_refused_by_name() {
-    let file = model_file(|f| set_kv(f, "general.architecture", Value::Str(b"mamba".to_vec())));
+    let file = model_file(|f| set_kv(f, "general.architecture", Value::Str(b"rwkv6".to_vec())));
     let msg = load_err(&file);
-    assert!(msg.contains("unknown or unsupported architecture 'mamba'"), "{msg}");
+    assert!(msg.contains("unknown or unsupported architecture 'rwkv6'"), "{msg}");
     // Its vocabulary can still be read.
     let params = LoadParams {
         vocab_only: true,
