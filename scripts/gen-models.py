@@ -496,6 +496,44 @@ def granitehybrid(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def jamba(w, weights, n_vocab, dtype):
+    # Jamba's layout: Mamba layers (with norms of dt, B and C) around an attention layer whose FFN
+    # is a mixture of four experts, two per token; no rotary positions.
+    n_layer, inner, state, rank, conv = 3, 2 * N_EMBD, 16, 4, 4
+    a = "jamba"
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, N_HEAD_KV, 0])
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
+    w.add_uint32(f"{a}.ssm.inner_size", inner)
+    w.add_uint32(f"{a}.ssm.state_size", state)
+    w.add_uint32(f"{a}.ssm.time_step_rank", rank)
+    tensors = decoder_tensors(weights, n_vocab, n_layer)
+    blk = "blk.1."
+    for t in ("ffn_gate", "ffn_up", "ffn_down"):
+        del tensors[blk + t + ".weight"]
+    tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+    tensors[blk + "ffn_gate_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
+    tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
+    tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, N_FF)
+    for il in (0, 2):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "ssm_in.weight"] = weights.matrix(2 * inner, N_EMBD)
+        tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(inner, conv)
+        tensors[blk + "ssm_conv1d.bias"] = weights.bias(inner)
+        tensors[blk + "ssm_x.weight"] = weights.matrix(rank + 2 * state, inner)
+        tensors[blk + "ssm_dt.weight"] = weights.matrix(inner, rank)
+        tensors[blk + "ssm_dt.bias"] = weights.bias(inner) - 2.0
+        tensors[blk + "ssm_dt_norm.weight"] = weights.norm(rank)
+        tensors[blk + "ssm_b_norm.weight"] = weights.norm(state)
+        tensors[blk + "ssm_c_norm.weight"] = weights.norm(state)
+        tensors[blk + "ssm_a"] = decays(weights, (inner, state))
+        tensors[blk + "ssm_d"] = weights.norm(inner)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -517,6 +555,7 @@ MODELS = {
     "mamba": ("mamba", mamba, True),
     "mamba2": ("mamba2", mamba2, True),
     "granitehybrid": ("granitehybrid", granitehybrid, True),
+    "jamba": ("jamba", jamba, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

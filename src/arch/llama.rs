@@ -99,6 +99,10 @@ pub(super) struct Variant {
     /// Multiply the dense FFN's projections by their weights' scales (llama.cpp's Llama and Qwen3
     /// graphs do; the others load the scales and leave them out).
     pub ffn_scales: bool,
+    /// A hybrid model's recurrent layers are Mamba (Jamba's) rather than Mamba-2 layers.
+    pub mamba1: bool,
+    /// The experts' gating and weighting, when not the Llama family's.
+    pub moe: Option<Moe>,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -128,8 +132,12 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         let l = Some(il);
         let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
         let att = if hp.is_recurrent(il) {
-            // A hybrid model's state-space layer in place of attention (Granite 4.0's).
-            b.mamba2_layer(il, cur)?
+            // A hybrid model's state-space layer in place of attention.
+            if variant.mamba1 {
+                b.mamba_layer(il, cur)?
+            } else {
+                b.mamba2_layer(il, cur)?
+            }
         } else {
             attention_block(b, il, cur, variant, kq_scale, rope_factors)?
         };
@@ -142,7 +150,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
         let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
-            b.moe_ffn(il, cur, MOE)?
+            b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?
         } else {
             let ffn = b.gated_ffn(
                 il,

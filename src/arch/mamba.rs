@@ -12,7 +12,7 @@ pub struct Mamba;
 pub struct Mamba2;
 
 /// The keys both read (llama.cpp's), and what they derive.
-fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()> {
+pub(super) fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()> {
     hp.ssm_d_conv = meta.u32(&hp.key("ssm.conv_kernel"))?;
     hp.ssm_d_inner = meta.u32(&hp.key("ssm.inner_size"))?;
     hp.ssm_d_state = meta.u32(&hp.key("ssm.state_size"))?;
@@ -41,6 +41,25 @@ fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()> {
         _ => "?B",
     };
     Ok(())
+}
+
+/// A Mamba layer's tensors; `norms`: the norms of Δt, B and C are required (Jamba), else optional
+/// (Falcon Mamba has them, Mamba not).
+pub(super) fn mamba_tensors(hp: &HParams, il: usize, norms: bool, specs: &mut Vec<TensorSpec>) {
+    let (e, inner, state, rank, conv) = (hp.n_embd, hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank, hp.ssm_d_conv);
+    let b = |s: &str| format!("blk.{il}.{s}");
+    specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[e, 2 * inner], true));
+    specs.push(TensorSpec::new(b("ssm_conv1d.weight"), &[conv, inner], true));
+    specs.push(TensorSpec::new(b("ssm_conv1d.bias"), &[inner], true));
+    specs.push(TensorSpec::matmul(b("ssm_x.weight"), &[inner, rank + 2 * state], true));
+    specs.push(TensorSpec::matmul(b("ssm_dt.weight"), &[rank, inner], true));
+    specs.push(TensorSpec::new(b("ssm_dt.bias"), &[inner], true));
+    specs.push(TensorSpec::new(b("ssm_a"), &[state, inner], true));
+    specs.push(TensorSpec::new(b("ssm_d"), &[inner], true));
+    specs.push(TensorSpec::new(b("ssm_dt_norm.weight"), &[rank], norms));
+    specs.push(TensorSpec::new(b("ssm_b_norm.weight"), &[state], norms));
+    specs.push(TensorSpec::new(b("ssm_c_norm.weight"), &[state], norms));
+    specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
 }
 
 /// A Mamba-2 layer's tensors (the convolution's bias may be optional).
@@ -103,25 +122,15 @@ impl ArchSpec for Mamba {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let (inner, state, rank, conv) = (hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank, hp.ssm_d_conv);
         let mut specs = Vec::new();
         super::head_tensors(hp, &mut specs);
         for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::new(b("attn_norm.weight"), &[hp.n_embd], true));
-            specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[hp.n_embd, 2 * inner], true));
-            specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, hp.n_embd], true));
-            specs.push(TensorSpec::new(b("ssm_conv1d.weight"), &[conv, inner], true));
-            specs.push(TensorSpec::new(b("ssm_conv1d.bias"), &[inner], true));
-            specs.push(TensorSpec::matmul(b("ssm_x.weight"), &[inner, rank + 2 * state], true));
-            specs.push(TensorSpec::matmul(b("ssm_dt.weight"), &[rank, inner], true));
-            specs.push(TensorSpec::new(b("ssm_dt.bias"), &[inner], true));
-            specs.push(TensorSpec::new(b("ssm_a"), &[state, inner], true));
-            specs.push(TensorSpec::new(b("ssm_d"), &[inner], true));
-            // Falcon Mamba's optional norms of Δt, B and C.
-            specs.push(TensorSpec::new(b("ssm_dt_norm.weight"), &[rank], false));
-            specs.push(TensorSpec::new(b("ssm_b_norm.weight"), &[state], false));
-            specs.push(TensorSpec::new(b("ssm_c_norm.weight"), &[state], false));
+            specs.push(TensorSpec::new(
+                format!("blk.{il}.attn_norm.weight"),
+                &[hp.n_embd],
+                true,
+            ));
+            mamba_tensors(hp, il, false, &mut specs);
         }
         specs
     }

@@ -9,6 +9,7 @@ pub(crate) mod gemma3;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
+pub(crate) mod jamba;
 pub(crate) mod llama;
 pub(crate) mod mamba;
 pub(crate) mod nomic_bert;
@@ -32,7 +33,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 16] = [
+static ARCHITECTURES: [&dyn Architecture; 17] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -49,6 +50,7 @@ static ARCHITECTURES: [&dyn Architecture; 16] = [
     &mamba::Mamba,
     &mamba::Mamba2,
     &granite_hybrid::GraniteHybrid,
+    &jamba::Jamba,
 ];
 
 /// The architecture of a `general.architecture` name.

@@ -1,0 +1,83 @@
+//! Jamba: a decoder whose layers without key/value heads are Mamba layers (with norms of Δt, B
+//! and C) and the rest attention without rotary positions; each layer's FFN dense or a mixture of
+//! experts (softmax gating, weights not renormalised).
+
+use super::{attention_tensors, head_tensors, llama, mamba};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct Jamba;
+
+impl ArchSpec for Jamba {
+    fn name(&self) -> &'static str {
+        "jamba"
+    }
+
+    fn rope_type(&self) -> i32 {
+        -1
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        mamba::load_ssm(meta, hp, false)?;
+        if hp.ssm_d_inner != 2 * hp.n_embd {
+            return Err(Error::model("jamba: only an expansion factor of 2 is supported"));
+        }
+        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+        hp.rope = false;
+        hp.size_label = "?B";
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let (e, ne) = (hp.n_embd, hp.n_expert);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let ff = hp.n_ff[il];
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            if hp.is_recurrent(il) {
+                mamba::mamba_tensors(hp, il, true, &mut specs);
+            } else {
+                attention_tensors(hp, il, &mut specs);
+            }
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            // Each layer is a mixture of experts (as wide as the dense FFN) or dense.
+            let router = b("ffn_gate_inp.weight");
+            if ne > 0 {
+                specs.push(TensorSpec::new(&router, &[e, ne], false));
+                specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, ff, ne], false));
+                specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ff, ne], false));
+                specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ff, e, ne], false));
+            }
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true).unless(&router));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true).unless(&router));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true).unless(&router));
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+}
+
+impl Decoder for Jamba {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = llama::Variant {
+            mamba1: true,
+            moe: Some(Moe {
+                gating: Gating::Softmax,
+                normalize: false,
+                act: ExpertAct::Silu,
+                scaled: false,
+            }),
+            ..Default::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
