@@ -448,19 +448,30 @@ def mamba(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
-def mamba2(w, weights, n_vocab, dtype):
-    inner, state, heads, groups, conv = 2 * N_EMBD, 16, 4, 2, 4
-    ssm_keys(w, "mamba2", inner, state, heads, groups)
+def mamba2_layer(weights, tensors, il, inner, state, heads, groups, conv=4):
+    """A Mamba-2 layer's tensors in `tensors`."""
+    blk = f"blk.{il}."
     channels = inner + 2 * groups * state
-    tensors = ssm_common(weights, n_vocab, inner + channels + heads, inner)
+    tensors[blk + "ssm_in.weight"] = weights.matrix(inner + channels + heads, N_EMBD)
+    tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+    tensors[blk + "ssm_conv1d.weight"] = weights.matrix(channels, conv)
+    tensors[blk + "ssm_conv1d.bias"] = weights.bias(channels)
+    tensors[blk + "ssm_dt.bias"] = weights.bias(heads) - 2.0
+    tensors[blk + "ssm_a"] = decays(weights, (heads, 1))
+    tensors[blk + "ssm_d"] = weights.norm(heads).reshape(heads, 1)
+    tensors[blk + "ssm_norm.weight"] = np.stack([weights.norm(inner // groups) for _ in range(groups)])
+
+
+def mamba2(w, weights, n_vocab, dtype):
+    inner, state, heads, groups = 2 * N_EMBD, 16, 4, 2
+    ssm_keys(w, "mamba2", inner, state, heads, groups)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+    }
     for il in range(N_LAYER):
-        blk = f"blk.{il}."
-        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(channels, conv)
-        tensors[blk + "ssm_conv1d.bias"] = weights.bias(channels)
-        tensors[blk + "ssm_dt.bias"] = weights.bias(heads) - 2.0
-        tensors[blk + "ssm_a"] = decays(weights, (heads, 1))
-        tensors[blk + "ssm_d"] = weights.norm(heads).reshape(heads, 1)
-        tensors[blk + "ssm_norm.weight"] = np.stack([weights.norm(inner // groups) for _ in range(groups)])
+        tensors[f"blk.{il}.attn_norm.weight"] = weights.norm(N_EMBD)
+        mamba2_layer(weights, tensors, il, inner, state, heads, groups)
     add_tensors(w, tensors, dtype)
 
 
@@ -480,19 +491,10 @@ def granitehybrid(w, weights, n_vocab, dtype):
     w.add_uint32(f"{a}.ssm.time_step_rank", heads)
     w.add_uint32(f"{a}.ssm.group_count", groups)
     tensors = decoder_tensors(weights, n_vocab, n_layer)
-    channels = inner + 2 * groups * state
     for il in (0, 2):
-        blk = f"blk.{il}."
         for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            del tensors[blk + t + ".weight"]
-        tensors[blk + "ssm_in.weight"] = weights.matrix(inner + channels + heads, N_EMBD)
-        tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
-        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(channels, conv)
-        tensors[blk + "ssm_conv1d.bias"] = weights.bias(channels)
-        tensors[blk + "ssm_dt.bias"] = weights.bias(heads) - 2.0
-        tensors[blk + "ssm_a"] = decays(weights, (heads, 1))
-        tensors[blk + "ssm_d"] = weights.norm(heads).reshape(heads, 1)
-        tensors[blk + "ssm_norm.weight"] = np.stack([weights.norm(inner // groups) for _ in range(groups)])
+            del tensors[f"blk.{il}.{t}.weight"]
+        mamba2_layer(weights, tensors, il, inner, state, heads, groups, conv)
     add_tensors(w, tensors, dtype)
 
 
@@ -534,6 +536,27 @@ def jamba(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def falcon_h1(w, weights, n_vocab, dtype):
+    # Attention and a Mamba-2 mixer side by side in every layer, FFN biases, NeoX rotation.
+    inner, state, heads, groups = 2 * N_EMBD, 16, 4, 2
+    a = "falcon-h1"
+    decoder_keys(w, a, N_LAYER, 1000.0)
+    w.add_uint32(f"{a}.ssm.conv_kernel", 4)
+    w.add_uint32(f"{a}.ssm.inner_size", inner)
+    w.add_uint32(f"{a}.ssm.state_size", state)
+    w.add_uint32(f"{a}.ssm.time_step_rank", heads)
+    w.add_uint32(f"{a}.ssm.group_count", groups)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ffn_norm"] = tensors.pop(blk + "ffn_norm.weight")
+        tensors[blk + "ffn_gate.bias"] = weights.bias(N_FF)
+        tensors[blk + "ffn_up.bias"] = weights.bias(N_FF)
+        tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
+        mamba2_layer(weights, tensors, il, inner, state, heads, groups)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -556,6 +579,7 @@ MODELS = {
     "mamba2": ("mamba2", mamba2, True),
     "granitehybrid": ("granitehybrid", granitehybrid, True),
     "jamba": ("jamba", jamba, True),
+    "falcon-h1": ("falcon-h1", falcon_h1, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -4,6 +4,7 @@
 //! and one line there. Nothing below this layer knows any architecture.
 
 pub(crate) mod bert;
+pub(crate) mod falcon_h1;
 pub(crate) mod gemma2;
 pub(crate) mod gemma3;
 pub(crate) mod gpt_oss;
@@ -33,7 +34,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 17] = [
+static ARCHITECTURES: [&dyn Architecture; 18] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -51,6 +52,7 @@ static ARCHITECTURES: [&dyn Architecture; 17] = [
     &mamba::Mamba2,
     &granite_hybrid::GraniteHybrid,
     &jamba::Jamba,
+    &falcon_h1::FalconH1,
 ];
 
 /// The architecture of a `general.architecture` name.

@@ -17,7 +17,9 @@ impl Context<'_> {
             n_seq_max: self.params.n_seq_max as usize,
             v_trans: !self.params.graph.flash_attn,
             swa,
-            recurrent: hp.map(|hp| hp.recurrent_layers.clone()).unwrap_or_default(),
+            uncached: hp
+                .map(|hp| hp.n_head_kv.iter().map(|&h| h == 0).collect())
+                .unwrap_or_default(),
         }
     }
 

@@ -972,7 +972,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
         .map_err(ggml_err)?;
     // Layers that never rotate keep their keys as they are (llama.cpp's `has_rope`).
     let n_rotated = if hp.rope { hp.n_layer as usize } else { 0 };
-    for il in (0..n_rotated).filter(|&il| !hp.is_recurrent(il)) {
+    for il in (0..n_rotated).filter(|&il| hp.n_head_kv[il] > 0) {
         let k = kv.k(il);
         let heads = g
             .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])

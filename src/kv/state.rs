@@ -23,15 +23,15 @@ pub struct Layout {
     pub v_trans: bool,
     /// Per layer, whether it is a sliding-window layer, and the window; None without such layers.
     pub swa: Option<(Vec<bool>, u32)>,
-    /// Per layer, whether it keeps recurrent state instead (a hybrid model): such layers have no
-    /// part in the cache or its state.
-    pub recurrent: Vec<bool>,
+    /// Per layer, whether it has no keys and values (a hybrid model's recurrent layers): such
+    /// layers have no part in the cache or its state.
+    pub uncached: Vec<bool>,
 }
 
 impl Layout {
     /// The layers of each cache, and whether it is the sliding-window one.
     fn caches(&self, n_layer: usize) -> Vec<(Vec<usize>, bool)> {
-        let attends = |il: &usize| !self.recurrent.get(*il).copied().unwrap_or(false);
+        let attends = |il: &usize| !self.uncached.get(*il).copied().unwrap_or(false);
         match &self.swa {
             None => vec![((0..n_layer).filter(attends).collect(), false)],
             Some((flags, _)) => vec![
@@ -345,16 +345,16 @@ impl KvCache {
                 )));
             }
         }
-        if layout.recurrent.iter().any(|&r| r) {
+        if layout.uncached.iter().any(|&r| r) {
             if layout.swa.is_some() {
                 return Err(Error::NotImplemented(
                     "state of a hybrid model with sliding-window layers",
                 ));
             }
-            // The recurrent layers' (empty) rows, so every cell has one per layer.
+            // The uncached layers' (empty) rows, so every cell has one per layer.
             for c in &mut full {
-                c.k = merge_layers(&layout.recurrent, std::mem::take(&mut c.k), None, |_| 0);
-                c.v = merge_layers(&layout.recurrent, std::mem::take(&mut c.v), None, |_| 0);
+                c.k = merge_layers(&layout.uncached, std::mem::take(&mut c.k), None, |_| 0);
+                c.v = merge_layers(&layout.uncached, std::mem::take(&mut c.v), None, |_| 0);
             }
         }
         self.apply_staged(dest, full)
