@@ -47,19 +47,15 @@ run() {
         [ "$rc" -eq 0 ] || result="FAIL (rc $rc)"
         if [ "${1:-}" = --models ]; then
             # One line per model: its name, then its checks' results.
-            grep -a '\.gguf ' "$out/$name.$lib.log" | sed 's/\x1b\[[0-9;]*m//g' >"$out/$name.$lib.models"
-            local n_ok n_all
-            n_ok="$(grep -vc FAIL "$out/$name.$lib.models")"
-            n_all="$(find "$zoo" -name '*.gguf' | wc -l)"
-            result+=", $n_ok of $n_all models"
+            grep -a '\.gguf ' "$out/$name.$lib.log" | sed 's/\x1b\[[0-9;]*m//g' | tr -s ' ' | sort >"$out/$name.$lib.models"
+            result+=", $(grep -vc 'FAIL\|SKIP' "$out/$name.$lib.models") models passed"
         fi
         row+="$(printf '%-30s' "$result")"
     done
     if [ "${1:-}" = --models ]; then
-        local lost
-        lost="$(grep -v FAIL "$out/$name.llama.models" | awk '{print $1}' | sort | comm -23 - \
-            <(grep -v FAIL "$out/$name.engine.models" | awk '{print $1}' | sort) | tr '\n' ' ')"
-        row+="${lost:+ not on the engine: $lost}"
+        # The models whose results differ (the list in $out/$name.differ).
+        comm -23 "$out/$name.llama.models" "$out/$name.engine.models" | cut -d' ' -f1 >"$out/$name.differ"
+        row+="$(wc -l <"$out/$name.differ") of $(find "$zoo" -name '*.gguf' | wc -l) models differ"
     fi
     echo "$row"
 }
@@ -77,7 +73,12 @@ for t in "${selected[@]}"; do
     test-thread-safety) run "$t" "$t" -m "$model" -ngl 99 -p "The meaning of life is" -n 128 -c 256 -ub 32 -np 4 -t 2 ;;
     test-state-restore-fragmented) run "$t" "$t" -m "$model" ;;
     test-model-load-cancel | test-autorelease) run "$t" "$t" "$model" ;;
-    test-backend-sampler) run "$t" "$t" --model "$model" ;;
+    test-backend-sampler)
+        # One run per case: a failing case aborts the program.
+        for c in $(sed -n 's/^ *{ *"\([a-z_]*\)", *test_backend.*/\1/p' "$src/tests/$t.cpp"); do
+            run "$t-$c" "$t" --model "$model" --test "$c"
+        done
+        ;;
     test-save-load-state | test-recurrent-state-rollback) run "$t" "$t" --models "$zoo" ;;
     *) run "$t" "$t" ;;
     esac

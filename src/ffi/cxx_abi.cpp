@@ -13,6 +13,7 @@
 #include <map>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "ggml-backend.h"
 
@@ -235,4 +236,18 @@ struct memory_handle final : memory_iface {
 extern "C" const void *engine_memory_vtable() noexcept {
     static const memory_handle prototype;
     return *reinterpret_cast<const void *const *>(&prototype);
+}
+
+// llama.cpp's testing constructor of the DRY sampler (src/llama-sampler.cpp), which its
+// test-sampling links against by its C++ name, takes its breakers as a
+// `const std::vector<std::vector<llama_token>> &`; the constructor itself is defined in Rust
+// (src/ffi/llama_ext.rs), which reads the vectors through this: up to `cap` of their data pointers
+// and lengths into `data` and `lens`; returns how many vectors there are.
+extern "C" size_t engine_token_vectors(const void *vectors, const int32_t **data, size_t *lens, size_t cap) noexcept {
+    const auto &v = *static_cast<const std::vector<std::vector<int32_t>> *>(vectors);
+    for (size_t i = 0; i < v.size() && i < cap; i++) {
+        data[i] = v[i].data();
+        lens[i] = v[i].size();
+    }
+    return v.size();
 }

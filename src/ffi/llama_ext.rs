@@ -10,7 +10,8 @@
 
 use super::entry::entry;
 use super::handle::{ctx, ctx_mut, model};
-use super::types::{llama_context, llama_model};
+use super::sampler::c_slice;
+use super::types::{llama_context, llama_model, llama_sampler, llama_token};
 use crate::error::Error;
 use std::ffi::c_void;
 
@@ -30,6 +31,9 @@ extern "C" {
     /// Constructs a `std::string` in `slot` holding the `n` bytes at `bytes`; 0, or -1 when memory
     /// ran out (the string is valid, empty, either way).
     fn engine_string_construct(slot: *mut c_void, bytes: *const u8, n: usize) -> i32;
+    /// Up to `cap` of the data pointers and lengths of the `std::vector<std::vector<int32_t>>` at
+    /// `vectors`; returns how many vectors it holds.
+    fn engine_token_vectors(vectors: *const c_void, data: *mut *const i32, lens: *mut usize, cap: usize) -> usize;
 }
 
 /// `int32_t llama_model_n_expert(const llama_model *)`
@@ -253,4 +257,43 @@ mod tests {
         assert_eq!(utf8_of(0xd800), Some(vec![0xed, 0xa0, 0x80]));
         assert_eq!(utf8_of(0x11_0000), None);
     }
+}
+
+/// `llama_sampler * llama_sampler_init_dry_testing(float, float, int32_t, int32_t,
+/// const std::vector<std::vector<llama_token>> &)`: llama.cpp's testing constructor of the DRY
+/// sampler (its test-sampling links against it), with breakers as token sequences.
+#[export_name = "_Z30llama_sampler_init_dry_testingffiiRKSt6vectorIS_IiSaIiEESaIS1_EE"]
+pub unsafe extern "C" fn llama_sampler_init_dry_testing(
+    multiplier: f32,
+    base: f32,
+    allowed_length: i32,
+    penalty_last_n: i32,
+    seq_breakers: *const c_void,
+) -> *mut llama_sampler {
+    entry!(std::ptr::null_mut(), {
+        if seq_breakers.is_null() {
+            return Err(Error::invalid("seq_breakers is NULL"));
+        }
+        // SAFETY: the caller's vector of vectors, alive during the call; the first call only
+        // counts, the second fills `n` entries.
+        let n = unsafe { engine_token_vectors(seq_breakers, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        let mut data = vec![std::ptr::null::<llama_token>(); n];
+        let mut lens = vec![0usize; n];
+        // SAFETY: as above; both arrays hold `n` entries.
+        unsafe { engine_token_vectors(seq_breakers, data.as_mut_ptr(), lens.as_mut_ptr(), n) };
+        let mut breakers = Vec::with_capacity(n);
+        for (&p, &len) in data.iter().zip(&lens) {
+            // SAFETY: each inner vector's data holds its length in tokens.
+            breakers.push(unsafe { c_slice(p, len, "a breaker") }?);
+        }
+        super::sampler::make(|| {
+            Ok(crate::sampling::Dry::with_token_breakers(
+                multiplier,
+                base,
+                allowed_length,
+                penalty_last_n,
+                &breakers,
+            ))
+        })
+    })
 }

@@ -695,7 +695,7 @@ unsafe fn c_str_list<'a>(list: *const *const c_char, n: usize, what: &str) -> Re
 
 /// # Safety
 /// `p` must be NULL (with `n == 0`) or hold `n` elements.
-unsafe fn c_slice<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+pub(crate) unsafe fn c_slice<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -910,7 +910,7 @@ pub unsafe extern "C" fn llama_sampler_chain_remove(chain: *mut llama_sampler, i
 }
 
 /// The body of a constructor: the sampler, or NULL with the reason logged.
-fn make(f: impl FnOnce() -> Result<BoxedSampler>) -> Result<*mut llama_sampler> {
+pub(crate) fn make(f: impl FnOnce() -> Result<BoxedSampler>) -> Result<*mut llama_sampler> {
     f().map(wrap)
 }
 

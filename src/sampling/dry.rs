@@ -71,6 +71,32 @@ impl Dry {
         )))
     }
 
+    /// llama.cpp's testing constructor: breakers given as token sequences (a head token and the
+    /// tail that completes it), no vocabulary involved. Always an active DRY sampler.
+    pub fn with_token_breakers(
+        multiplier: f32,
+        base: f32,
+        allowed_length: i32,
+        penalty_last_n: i32,
+        seq_breakers: &[&[Token]],
+    ) -> Box<dyn Sampler> {
+        let mut breakers = Breakers::new();
+        if seq_breakers.is_empty() {
+            crate::log_warn!("empty DRY sequence breakers list in llama_sampler_init_dry_testing");
+        }
+        for b in seq_breakers {
+            match b.split_first() {
+                Some((&head, tail)) => breakers.entry(head).or_default().push(tail.to_vec()),
+                None => crate::log_warn!("skipping DRY empty sequence breaker"),
+            }
+        }
+        if !seq_breakers.is_empty() && breakers.is_empty() {
+            crate::log_warn!("no valid DRY sequence breakers processed in llama_sampler_init_dry_testing");
+        }
+        let penalty_last_n = penalty_last_n.max(0) as usize;
+        Box::new(Dry::new(multiplier, base, allowed_length, penalty_last_n, breakers))
+    }
+
     fn new(multiplier: f32, base: f32, allowed_length: i32, penalty_last_n: usize, breakers: Breakers) -> Self {
         Dry {
             multiplier,
