@@ -237,28 +237,6 @@ pub unsafe extern "C" fn unicode_cpt_to_utf8(slot: *mut c_void, cpt: u32) -> *mu
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::utf8_of;
-
-    #[test]
-    fn code_points_encode_as_llama_cpp_encodes_them() {
-        for cpt in (0..0x11_0000)
-            .step_by(7)
-            .chain([0x7f, 0x80, 0x7ff, 0x800, 0xffff, 0x1_0000, 0x10_ffff])
-        {
-            let ours = utf8_of(cpt).expect("in range");
-            match char::from_u32(cpt) {
-                Some(c) => assert_eq!(ours, c.to_string().into_bytes(), "{cpt:#x}"),
-                // Surrogates: the three-byte pattern, which UTF-8 proper forbids.
-                None => assert_eq!(ours.len(), 3, "{cpt:#x}"),
-            }
-        }
-        assert_eq!(utf8_of(0xd800), Some(vec![0xed, 0xa0, 0x80]));
-        assert_eq!(utf8_of(0x11_0000), None);
-    }
-}
-
 /// `llama_sampler * llama_sampler_init_dry_testing(float, float, int32_t, int32_t,
 /// const std::vector<std::vector<llama_token>> &)`: llama.cpp's testing constructor of the DRY
 /// sampler (its test-sampling links against it), with breakers as token sequences.
@@ -296,4 +274,26 @@ pub unsafe extern "C" fn llama_sampler_init_dry_testing(
             ))
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utf8_of;
+
+    #[test]
+    fn code_points_encode_as_llama_cpp_encodes_them() {
+        for cpt in (0..0x11_0000)
+            .step_by(7)
+            .chain([0x7f, 0x80, 0x7ff, 0x800, 0xffff, 0x1_0000, 0x10_ffff])
+        {
+            let ours = utf8_of(cpt).expect("in range");
+            match char::from_u32(cpt) {
+                Some(c) => assert_eq!(ours, c.to_string().into_bytes(), "{cpt:#x}"),
+                // Surrogates: the three-byte pattern, which UTF-8 proper forbids.
+                None => assert_eq!(ours.len(), 3, "{cpt:#x}"),
+            }
+        }
+        assert_eq!(utf8_of(0xd800), Some(vec![0xed, 0xa0, 0x80]));
+        assert_eq!(utf8_of(0x11_0000), None);
+    }
 }
