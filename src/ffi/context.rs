@@ -71,7 +71,8 @@ pub unsafe extern "C" fn llama_n_seq_max(ctx: *const llama_context) -> u32 {
     entry!(0, { param_getter(ctx, |c| c.params.n_seq_max) })
 }
 
-/// Recurrent-state snapshots do not apply to the supported (attention-only) architectures.
+/// Recurrent-state rollback snapshots: none of the supported architectures keeps them (llama.cpp
+/// clamps `n_rs_seq` to 0 for such architectures too).
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
     entry!(0, { param_getter(ctx, |_| 0) })
