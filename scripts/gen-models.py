@@ -63,12 +63,15 @@ class Weights:
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
 
-def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None):
-    """The hyper-parameters every Llama-like decoder here has (`kv_heads`: per layer)."""
+def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None, ff=None):
+    """The hyper-parameters every Llama-like decoder here has (`kv_heads`, `ff`: per layer)."""
     w.add_uint32(f"{a}.block_count", n_layer)
     w.add_uint32(f"{a}.context_length", N_CTX)
     w.add_uint32(f"{a}.embedding_length", d.embd)
-    w.add_uint32(f"{a}.feed_forward_length", d.ff)
+    if ff is None:
+        w.add_uint32(f"{a}.feed_forward_length", d.ff)
+    else:
+        w.add_array(f"{a}.feed_forward_length", ff)
     w.add_uint32(f"{a}.attention.head_count", d.n_head)
     if kv_heads is None:
         w.add_uint32(f"{a}.attention.head_count_kv", d.n_head_kv)
@@ -557,6 +560,34 @@ def falcon_h1(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def nemotron_h(w, weights, n_vocab, dtype):
+    # Nemotron-H's three layer kinds: attention (no FFN, no rotation), Mamba-2 (no heads, no FFN)
+    # and a squared-ReLU FFN alone.
+    inner, state, heads, groups = 2 * N_EMBD, 16, 4, 2
+    a = "nemotron_h"
+    decoder_keys(w, a, 3, 10000.0, kv_heads=[N_HEAD_KV, 0, 0], ff=[0, 0, N_FF])
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
+    w.add_uint32(f"{a}.ssm.conv_kernel", 4)
+    w.add_uint32(f"{a}.ssm.inner_size", inner)
+    w.add_uint32(f"{a}.ssm.state_size", state)
+    w.add_uint32(f"{a}.ssm.time_step_rank", heads)
+    w.add_uint32(f"{a}.ssm.group_count", groups)
+    tensors = decoder_tensors(weights, n_vocab, 3)
+    for il in range(3):
+        for t in ("ffn_norm.weight", "ffn_gate.weight"):
+            del tensors[f"blk.{il}.{t}"]
+        if il != 2:
+            del tensors[f"blk.{il}.ffn_up.weight"], tensors[f"blk.{il}.ffn_down.weight"]
+        if il != 0:
+            for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+                del tensors[f"blk.{il}.{t}.weight"]
+    tensors["blk.0.attn_output.bias"] = weights.bias(N_EMBD)
+    tensors["blk.2.ffn_up.bias"] = weights.bias(N_FF)
+    tensors["blk.2.ffn_down.bias"] = weights.bias(N_EMBD)
+    mamba2_layer(weights, tensors, 1, inner, state, heads, groups)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -580,6 +611,7 @@ MODELS = {
     "granitehybrid": ("granitehybrid", granitehybrid, True),
     "jamba": ("jamba", jamba, True),
     "falcon-h1": ("falcon-h1", falcon_h1, True),
+    "nemotron-h": ("nemotron_h", nemotron_h, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

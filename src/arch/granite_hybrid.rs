@@ -35,6 +35,7 @@ impl ArchSpec for GraniteHybrid {
         hp.rope = meta.bool_opt(&hp.key("rope.scaling.finetuned"))?.unwrap_or(true);
         // A layer without key/value heads is a Mamba-2 layer.
         hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
         if meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0) > 0 {
             return Err(Error::NotImplemented("granitehybrid with shared experts"));
         }

@@ -27,6 +27,7 @@ impl ArchSpec for Jamba {
             return Err(Error::model("jamba: only an expansion factor of 2 is supported"));
         }
         hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
         hp.rope = false;
         hp.size_label = "?B";
         Ok(())

@@ -22,7 +22,10 @@ pub(super) fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()
     } else {
         hp.ssm_dt_b_c_rms = meta.bool_opt(&hp.key("ssm.dt_b_c_rms"))?.unwrap_or(false);
     }
-    hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+    // Absent: whatever the architecture set (0, which loading refuses, unless it has a fallback).
+    hp.rms_eps = meta
+        .f32_opt(&hp.key("attention.layer_norm_rms_epsilon"))?
+        .unwrap_or(hp.rms_eps);
     let limit = 1 << 20;
     let sizes = [hp.ssm_d_conv, hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank];
     if sizes.iter().any(|&v| v == 0 || v > limit) || hp.ssm_n_group > limit {

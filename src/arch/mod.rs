@@ -13,6 +13,7 @@ pub(crate) mod granite_hybrid;
 pub(crate) mod jamba;
 pub(crate) mod llama;
 pub(crate) mod mamba;
+pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
 pub(crate) mod olmo2;
 pub(crate) mod phi3;
@@ -34,7 +35,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 18] = [
+static ARCHITECTURES: [&dyn Architecture; 19] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -53,6 +54,7 @@ static ARCHITECTURES: [&dyn Architecture; 18] = [
     &granite_hybrid::GraniteHybrid,
     &jamba::Jamba,
     &falcon_h1::FalconH1,
+    &nemotron_h::NemotronH,
 ];
 
 /// The architecture of a `general.architecture` name.

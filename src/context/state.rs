@@ -18,7 +18,7 @@ impl Context<'_> {
             v_trans: !self.params.graph.flash_attn,
             swa,
             uncached: hp
-                .map(|hp| hp.n_head_kv.iter().map(|&h| h == 0).collect())
+                .map(|hp| hp.kv_layers.iter().map(|&k| !k).collect())
                 .unwrap_or_default(),
         }
     }

@@ -602,6 +602,19 @@ impl Graph {
         Self::wrap(unsafe { ggml_sys::ggml_silu(self.ctx.as_ptr(), a.as_ptr()) }, "silu")
     }
 
+    pub fn relu(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(unsafe { ggml_sys::ggml_relu(self.ctx.as_ptr(), a.as_ptr()) }, "relu")
+    }
+
+    /// Element-wise square.
+    pub fn sqr(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(unsafe { ggml_sys::ggml_sqr(self.ctx.as_ptr(), a.as_ptr()) }, "sqr")
+    }
+
     /// Per token, the chosen experts' matrices times that token's input: `experts` [k, n, n_expert]
     /// by `x` [k, 1 or n_used, n_tokens] at `ids` (I32 [n_used, n_tokens]) = [n, n_used, n_tokens].
     pub fn mul_mat_id(&mut self, experts: TensorRef, x: TensorRef, ids: TensorRef) -> OpResult {

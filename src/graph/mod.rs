@@ -876,6 +876,19 @@ impl<'a> Builder<'a> {
     }
 
     /// down(gelu(up x)), each with its bias (no scales): BERT's FFN.
+    /// An ungated FFN with squared ReLU (Nemotron-H): projections with their biases and scales.
+    pub fn relu_sqr_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
+        let ffn = Ffn {
+            biased: true,
+            scaled: true,
+            ..Ffn::default()
+        };
+        let up = self.ffn_projection(il, "ffn_up", x, ffn)?;
+        let h = self.g.relu(up).map_err(ggml_err)?;
+        let h = self.g.sqr(h).map_err(ggml_err)?;
+        self.ffn_projection(il, "ffn_down", h, ffn)
+    }
+
     pub fn gelu_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
         let ffn = Ffn {
             biased: true,
@@ -972,7 +985,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
         .map_err(ggml_err)?;
     // Layers that never rotate keep their keys as they are (llama.cpp's `has_rope`).
     let n_rotated = if hp.rope { hp.n_layer as usize } else { 0 };
-    for il in (0..n_rotated).filter(|&il| hp.n_head_kv[il] > 0) {
+    for il in (0..n_rotated).filter(|&il| hp.has_kv(il)) {
         let k = kv.k(il);
         let heads = g
             .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])

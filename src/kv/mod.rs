@@ -53,8 +53,10 @@ impl KvCache {
         let mut arena = Arena::new(2 * n_layer).map_err(Error::Ggml)?;
         let mut layers = Vec::with_capacity(n_layer);
         for il in 0..n_layer {
-            let k_width = i64::from(hp.n_embd_head_k * hp.n_head_kv[il]);
-            let v_width = i64::from(hp.n_embd_head_v * hp.n_head_kv[il]);
+            // Layers that keep no keys and values get empty tensors.
+            let heads = if hp.has_kv(il) { hp.n_head_kv[il] } else { 0 };
+            let k_width = i64::from(hp.n_embd_head_k * heads);
+            let v_width = i64::from(hp.n_embd_head_v * heads);
             let k = arena.new_tensor(type_k, &[k_width, rows], &format!("cache_k_l{il}"));
             let v = arena.new_tensor(type_v, &[v_width, rows], &format!("cache_v_l{il}"));
             let (k, v) = (k.map_err(Error::invalid)?, v.map_err(Error::invalid)?);

@@ -23,8 +23,8 @@ pub struct Layout {
     pub v_trans: bool,
     /// Per layer, whether it is a sliding-window layer, and the window; None without such layers.
     pub swa: Option<(Vec<bool>, u32)>,
-    /// Per layer, whether it has no keys and values (a hybrid model's recurrent layers): such
-    /// layers have no part in the cache or its state.
+    /// Per layer, whether it keeps no keys and values (a hybrid model's recurrent or FFN-only
+    /// layers): such layers have no part in the cache or its state.
     pub uncached: Vec<bool>,
 }
 

@@ -96,9 +96,10 @@ pub struct HParams {
     pub cls_labels: Vec<Vec<u8>>,
     /// llama.cpp's size label ("256M", "1B", ...) for `llama_model_desc`.
     pub size_label: &'static str,
-    /// Which layers keep recurrent state rather than attending (all of a Mamba, some of a
-    /// hybrid).
+    /// Which layers keep recurrent state (all of a Mamba, some of a hybrid), and which keep keys
+    /// and values (those that attend; every layer unless the architecture says otherwise).
     pub recurrent_layers: Vec<bool>,
+    pub kv_layers: Vec<bool>,
     /// State-space layers: convolution width, inner width, state size per channel, step-size
     /// rank (Mamba 2: heads) and groups; whether Δt, B and C are RMS-normed (Falcon Mamba).
     pub ssm_d_conv: u32,
@@ -117,6 +118,10 @@ impl HParams {
 
     pub fn is_recurrent(&self, il: usize) -> bool {
         self.recurrent_layers.get(il).copied().unwrap_or(false)
+    }
+
+    pub fn has_kv(&self, il: usize) -> bool {
+        self.kv_layers.get(il).copied().unwrap_or(false)
     }
 
     /// Floats of a sequence's convolution state per layer: the last `d_conv - 1` inputs of every
@@ -254,6 +259,7 @@ impl HParams {
             cls_labels,
             size_label: "?B",
             recurrent_layers: vec![false; n],
+            kv_layers: vec![true; n],
             ssm_d_conv: 0,
             ssm_d_inner: 0,
             ssm_d_state: 0,
