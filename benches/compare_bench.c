@@ -351,6 +351,66 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     p_llama_free_model(old);
 }
 
+/* Recurrent state rolled back (n_rs_seq snapshots; a model without them reports 0 and refuses):
+ * a prompt, a rollback of its last three tokens (and a second one, refused while the first is
+ * pending), the sequence's state then, and the three tokens decoded again one by one. */
+static void rollback(struct llama_model *model, int n_vocab) {
+    DL_LOAD(llama_model_is_recurrent);
+    DL_LOAD(llama_model_is_hybrid);
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_n_rs_seq);
+    DL_LOAD(llama_get_memory);
+    DL_LOAD(llama_memory_seq_rm);
+    DL_LOAD(llama_memory_seq_pos_max);
+    DL_LOAD(llama_state_seq_get_size);
+    DL_LOAD(llama_state_seq_get_data);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    if (!p_llama_model_is_recurrent(model) && !p_llama_model_is_hybrid(model)) {
+        return;
+    }
+    static llama_token ids[64];
+    int n = p_llama_tokenize(p_llama_model_get_vocab(model), PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 64, true, true);
+    if (n > 20) n = 20;
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 512;
+    cp.n_batch = 64;
+    cp.n_ubatch = 16;
+    cp.n_rs_seq = 4;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    printf("rollback n_rs_seq %u\n", p_llama_n_rs_seq(ctx));
+    decode_and_print(ctx, ids, n, n_vocab, "rollback prompt");
+    llama_memory_t mem = p_llama_get_memory(ctx);
+    bool rm = p_llama_memory_seq_rm(mem, 0, n - 3, -1);
+    bool again = p_llama_memory_seq_rm(mem, 0, n - 4, -1);
+    printf("rollback rm %d again %d pos max %d\n", rm, again, p_llama_memory_seq_pos_max(mem, 0));
+    static unsigned char state[1 << 22];
+    size_t size = p_llama_state_seq_get_size(ctx, 0);
+    size_t got = size <= sizeof state ? p_llama_state_seq_get_data(ctx, state, sizeof state, 0) : 0;
+    printf("rollback state %zu %zu %016llx\n", size, got, (unsigned long long)hash_bytes(state, got));
+    struct llama_batch b = p_llama_batch_init(1, 0, 1);
+    for (int pos = n - 3; pos < n && rm; pos++) {
+        b.n_tokens = 0;
+        append_seq(&b, &ids[pos], 1, 0, true);
+        b.pos[0] = pos;
+        int rc = p_llama_decode(ctx, b);
+        printf("rollback replay %d rc %d", pos, rc);
+        if (rc == 0) {
+            print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+        } else {
+            printf("\n");
+        }
+    }
+    p_llama_batch_free(b);
+    p_llama_free(ctx);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s LIBRARY MODEL\n", argv[0]);
@@ -390,6 +450,7 @@ int main(int argc, char **argv) {
         p_llama_free(ctx);
         printf("encoder %d\n", encoder);
     }
+    rollback(model, n_vocab);
     static char text[4096], out[1 << 16];
     static llama_token ids[4096];
 

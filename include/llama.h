@@ -612,8 +612,8 @@ uint32_t llama_n_ubatch(const struct llama_context *ctx);
 
 uint32_t llama_n_seq_max(const struct llama_context *ctx);
 
-// Recurrent-state rollback snapshots: none of the supported architectures keeps them (llama.cpp
-// clamps `n_rs_seq` to 0 for such architectures too).
+// Recurrent-state rollback snapshots per sequence: as asked for, for an architecture that can
+// roll back, else 0 (llama.cpp clamps it so).
 uint32_t llama_n_rs_seq(const struct llama_context *ctx);
 
 const struct llama_model *llama_get_model(const struct llama_context *ctx);

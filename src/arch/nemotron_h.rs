@@ -70,6 +70,10 @@ impl ArchSpec for NemotronH {
     fn memory(&self) -> Memory {
         Memory::Hybrid
     }
+
+    fn rollback(&self) -> bool {
+        true
+    }
 }
 
 impl Decoder for NemotronH {

@@ -396,8 +396,9 @@ pub fn split_simple(n_tokens: usize, n_ubatch: usize) -> Vec<Ubatch> {
 /// `sequential` (what per-sequence caches and recurrent state need) takes only sets of
 /// consecutive first ids and no token shared between sequences: None when the batch has one.
 /// Attention then runs per sequence, which decides the kernel path ggml takes (and so the exact
-/// numbers).
-pub fn split_equal(b: &Batch, n_ubatch: usize, sequential: bool) -> Option<Vec<Ubatch>> {
+/// numbers). With `keep_tail` (> 0, below `n_ubatch`), a sequence's last `keep_tail` tokens are
+/// never split across ubatches.
+pub fn split_equal(b: &Batch, n_ubatch: usize, sequential: bool, keep_tail: usize) -> Option<Vec<Ubatch>> {
     if sequential && b.places.iter().any(|p| p.seqs.iter().nth(1).is_some()) {
         return None;
     }
@@ -449,9 +450,39 @@ pub fn split_equal(b: &Batch, n_ubatch: usize, sequential: bool) -> Option<Vec<U
                 break;
             }
         }
+        // Tokens taken per set this time.
+        let mut count = vec![per_set; cur.len()];
+        if keep_tail > 0 {
+            let left = |k: usize, taken: &[usize]| sets[k].1.len() - taken[k];
+            // The sets that finish here or leave at least a whole tail for later, in order.
+            let mut n_keep = cur
+                .iter()
+                .take_while(|&&k| left(k, &taken) == 0 || left(k, &taken) >= keep_tail)
+                .count();
+            if n_keep == 0 {
+                // The first set alone: to its end if that fits, else leaving a whole tail.
+                let k = cur[0];
+                if count[0] + left(k, &taken) <= n_ubatch {
+                    count[0] += left(k, &taken);
+                    taken[k] = sets[k].1.len();
+                } else {
+                    while left(k, &taken) < keep_tail {
+                        taken[k] -= 1;
+                        count[0] -= 1;
+                    }
+                }
+                n_keep = 1;
+            }
+            for &k in &cur[n_keep..] {
+                taken[k] -= per_set;
+            }
+            cur.truncate(n_keep);
+            count.truncate(n_keep);
+        }
         let idx = cur
             .iter()
-            .flat_map(|&k| sets[k].1[taken[k] - per_set..taken[k]].iter().copied())
+            .zip(&count)
+            .flat_map(|(&k, &n)| sets[k].1[taken[k] - n..taken[k]].iter().copied())
             .collect();
         out.push(Ubatch {
             idx,
@@ -512,7 +543,7 @@ mod split_tests {
     fn equal_split_takes_the_same_count_from_consecutive_sequences() {
         // The reference multi-sequence batch: prompts of 5, 37, 18 and 4 tokens.
         let b = batch_of(&[5, 37, 18, 4]);
-        let u = split_equal(&b, 512, true).expect("no shared tokens");
+        let u = split_equal(&b, 512, true, 0).expect("no shared tokens");
         let shape: Vec<(usize, usize)> = u.iter().map(|u| (u.n_streams, u.idx.len())).collect();
         assert_eq!(shape, [(4, 16), (3, 3), (2, 26), (1, 19)]);
         assert_eq!(&u[0].idx[..5], &[0, 1, 2, 3, 5]);
@@ -524,7 +555,7 @@ mod split_tests {
 
     #[test]
     fn equal_split_respects_n_ubatch() {
-        let u = split_equal(&batch_of(&[10, 10]), 7, true).expect("no shared tokens");
+        let u = split_equal(&batch_of(&[10, 10]), 7, true, 0).expect("no shared tokens");
         assert!(u.iter().all(|u| u.idx.len() <= 7));
         assert_eq!(u.iter().map(|u| u.idx.len()).sum::<usize>(), 20);
     }

@@ -209,7 +209,20 @@ impl Context<'_> {
                 split_seq(batch, n_ubatch)
             } else {
                 let sequential = !(self.uses_kv() && self.kv.n_stream() == 1);
-                split_equal(batch, n_ubatch, sequential)
+                // A sequence's last n_rs_seq + 1 tokens stay in one ubatch, so that its rollback
+                // snapshots are of consecutive steps.
+                let keep_tail = match self.params.n_rs_seq as usize {
+                    0 => 0,
+                    n => n + 1,
+                };
+                if keep_tail > 0 && n_ubatch <= keep_tail {
+                    crate::log_error!(
+                        "decode: n_rs_seq = {} rollback snapshots need n_ubatch > n_rs_seq + 1 (n_ubatch = {n_ubatch})",
+                        self.params.n_rs_seq
+                    );
+                    return None;
+                }
+                split_equal(batch, n_ubatch, sequential, keep_tail)
             };
             if split.is_none() {
                 crate::log_error!(
@@ -223,7 +236,7 @@ impl Context<'_> {
         // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
         // cache takes consecutive chunks.
         if self.kv.n_stream() > 1 {
-            let split = split_equal(batch, n_ubatch, true);
+            let split = split_equal(batch, n_ubatch, true, 0);
             if split.is_none() {
                 crate::log_error!(
                     "decode: a token belongs to several sequences, which needs one cache for all of them: \
@@ -334,7 +347,8 @@ impl Context<'_> {
             self.params.n_threads_batch
         };
         self.backend.set_n_threads(n_threads);
-        self.set_inputs(tokens, places, outputs, rows, seqs)?;
+        let copy_sources = self.rs.as_mut().map(|rs| rs.cells.take_copy_sources());
+        self.set_inputs(tokens, places, outputs, rows, seqs, copy_sources.as_deref())?;
         let Some((_, built)) = &self.graph else {
             return Err(Error::Internal("no graph after preparing one".into()));
         };
@@ -414,6 +428,7 @@ impl Context<'_> {
         outputs: &[bool],
         rows: &[usize],
         seqs: &[usize],
+        copy_sources: Option<&[i32]>,
     ) -> Result<()> {
         let Some((shape, built)) = &self.graph else {
             return Err(Error::Internal("no graph to set inputs of".into()));
@@ -440,9 +455,8 @@ impl Context<'_> {
             };
             set(m, &mask_bytes(&mask, fa))?;
         }
-        if let (Some(t), Some(rs), Some(r)) = (inp.s_copy, &self.rs, shape.recurrent) {
-            let sources: Vec<i32> = (0..r.window.n).map(|i| rs.cells.copy_source(i)).collect();
-            set(t, &to_bytes_i32(&sources))?;
+        if let (Some(t), Some(sources)) = (inp.s_copy, copy_sources) {
+            set(t, &to_bytes_i32(sources))?;
         }
         if let Some(m) = inp.mask_swa {
             let hp = self

@@ -55,6 +55,8 @@ pub struct Params {
     pub n_batch: u32,
     pub n_ubatch: u32,
     pub n_seq_max: u32,
+    /// Recurrent-state snapshots kept per sequence for rolling back (0: none).
+    pub n_rs_seq: u32,
     pub n_threads: i32,
     pub n_threads_batch: i32,
     pub type_k: RawType,
@@ -89,6 +91,8 @@ pub struct Resolved {
     pub n_batch: u32,
     pub n_ubatch: u32,
     pub n_seq_max: u32,
+    /// As asked for where the architecture can roll its recurrent state back, else 0.
+    pub n_rs_seq: u32,
     pub n_threads: i32,
     pub n_threads_batch: i32,
     pub graph: GraphParams,
@@ -206,9 +210,14 @@ impl<'m> Context<'m> {
             }
             _ => KvCache::without_layers(n_ctx as usize),
         };
+        let n_rs_seq = if arch.is_some_and(|a| a.rollback()) {
+            p.n_rs_seq
+        } else {
+            0
+        };
         let rs = match hp {
             Some(hp) if matches!(memory, Memory::Recurrent | Memory::Hybrid) => {
-                Some(Recurrent::new(hp, n_seq_max as usize)?)
+                Some(Recurrent::new(hp, n_seq_max as usize, n_rs_seq as usize)?)
             }
             _ => None,
         };
@@ -230,6 +239,7 @@ impl<'m> Context<'m> {
                 n_batch,
                 n_ubatch,
                 n_seq_max,
+                n_rs_seq,
                 n_threads,
                 n_threads_batch,
                 graph,

@@ -15,6 +15,7 @@ pub(crate) fn params(n_ctx: u32, n_ubatch: u32, n_seq_max: u32) -> Params {
         n_batch: 2048,
         n_ubatch,
         n_seq_max,
+        n_rs_seq: 0,
         n_threads: 2,
         n_threads_batch: 2,
         type_k: ggml_sys::ggml_type_GGML_TYPE_F16,

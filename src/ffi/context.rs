@@ -71,11 +71,11 @@ pub unsafe extern "C" fn llama_n_seq_max(ctx: *const llama_context) -> u32 {
     entry!(0, { param_getter(ctx, |c| c.params.n_seq_max) })
 }
 
-/// Recurrent-state rollback snapshots: none of the supported architectures keeps them (llama.cpp
-/// clamps `n_rs_seq` to 0 for such architectures too).
+/// Recurrent-state rollback snapshots per sequence: as asked for, for an architecture that can
+/// roll back, else 0 (llama.cpp clamps it so).
 #[no_mangle]
 pub unsafe extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
-    entry!(0, { param_getter(ctx, |_| 0) })
+    entry!(0, { param_getter(ctx, |c| c.params.n_rs_seq) })
 }
 
 #[no_mangle]

@@ -301,6 +301,7 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         n_batch: p.n_batch,
         n_ubatch: p.n_ubatch,
         n_seq_max: p.n_seq_max,
+        n_rs_seq: p.n_rs_seq,
         n_threads: p.n_threads,
         n_threads_batch: p.n_threads_batch,
         type_k: p.type_k,

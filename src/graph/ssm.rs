@@ -105,10 +105,17 @@ impl Builder<'_> {
         }
     }
 
+    /// Rollback snapshots the memory keeps per sequence besides the latest state (written by the
+    /// layers whose scan can keep them, Mamba-2's).
+    fn snapshots(&self) -> usize {
+        self.rs.map_or(0, |rs| rs.n_rs_seq())
+    }
+
     /// The tokens' inputs to layer `il`'s convolution, with each sequence's previous window in
     /// front: [d_conv - 1 + n_seq_tokens, channels, n_seqs]. The window's new end goes back to
-    /// the state.
-    fn conv_window(&mut self, conv_all: TensorRef, x: TensorRef, channels: i64) -> Result<TensorRef> {
+    /// the state, and with `k` > 1 the windows ending up to `k - 1` tokens earlier to the
+    /// snapshot planes.
+    fn conv_window(&mut self, conv_all: TensorRef, x: TensorRef, channels: i64, k: usize) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
         let d_conv = i64::from(self.hp.ssm_d_conv);
         let n_seqs = rs.n_seqs as i64;
@@ -121,23 +128,23 @@ impl Builder<'_> {
         let xt = self.g.transpose(x).map_err(ggml_err)?;
         let conv_x = self.g.concat(conv, xt, 0).map_err(ggml_err)?;
         let nb = conv_x.nb();
-        let last = self
-            .g
-            .view(
-                conv_x,
-                &[d_conv - 1, channels, n_seqs],
-                &[nb[1], nb[2]],
-                n_seq_tokens as usize * nb[0],
-            )
-            .map_err(ggml_err)?;
         let n_state = (d_conv - 1) * channels;
         let row = row_size(conv_all.ggml_type(), n_state);
-        let dst = self
-            .g
-            .view(conv_all, &[n_state, n_seqs], &[conv_all.nb()[1]], rs.window.head * row)
-            .map_err(ggml_err)?;
-        let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
-        self.g.expand(saved);
+        let cells = self.rs.map_or(0, |r| r.size());
+        for slot in 0..(n_seq_tokens as usize).min(k) {
+            let offset = (n_seq_tokens as usize - slot) * nb[0];
+            let last = self
+                .g
+                .view(conv_x, &[d_conv - 1, channels, n_seqs], &[nb[1], nb[2]], offset)
+                .map_err(ggml_err)?;
+            let at = (slot * cells + rs.window.head) * row;
+            let dst = self
+                .g
+                .view(conv_all, &[n_state, n_seqs], &[conv_all.nb()[1]], at)
+                .map_err(ggml_err)?;
+            let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
+            self.g.expand(saved);
+        }
         Ok(conv_x)
     }
 
@@ -152,8 +159,9 @@ impl Builder<'_> {
         self.g.silu(y).map_err(ggml_err)
     }
 
-    /// The scan over layer `il`'s states for inputs `x`, with the last states written back.
-    /// Returns the scan's result (outputs, then states).
+    /// The scan over layer `il`'s states for inputs `x`, with the last states written back (and
+    /// with `k` > 1 the `k - 1` before them to the snapshot planes). Returns the scan's result
+    /// (outputs, then states).
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &mut self,
@@ -164,6 +172,7 @@ impl Builder<'_> {
         b: TensorRef,
         c: TensorRef,
         heads: (i64, i64),
+        k: usize,
     ) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
         let a = self.layer_weight(il, "ssm_a")?;
@@ -174,16 +183,32 @@ impl Builder<'_> {
             let s =
                 bd.g.reshape(states, &[d_state, head_dim, n_head, slots])
                     .map_err(ggml_err)?;
-            bd.g.ssm_scan(s, x, dt, a, b, c, ids, 1).map_err(ggml_err)
+            bd.g.ssm_scan(s, x, dt, a, b, c, ids, k as i64).map_err(ggml_err)
         };
         let y = self.gather_states(ssm_all, i64::from(self.hp.n_embd_s()), Some(&mut read))?;
         let n_state = i64::from(self.hp.n_embd_s());
         let x_bytes = row_size(x.ggml_type(), x.ne().iter().product());
         let row = row_size(ssm_all.ggml_type(), n_state);
-        let last = self.g.view(y, &[n_state * n_seqs], &[], x_bytes).map_err(ggml_err)?;
+        let y_row = row_size(y.ggml_type(), n_state);
+        let cells = self.rs.map_or(0, |r| r.size());
+        let n_written = (x.ne()[2] as usize).min(k) as i64;
+        let last = self
+            .g
+            .view(
+                y,
+                &[n_state, n_seqs, n_written],
+                &[y_row, y_row * n_seqs as usize],
+                x_bytes,
+            )
+            .map_err(ggml_err)?;
         let dst = self
             .g
-            .view(ssm_all, &[n_state * n_seqs], &[], rs.window.head * row)
+            .view(
+                ssm_all,
+                &[n_state, n_seqs, n_written],
+                &[ssm_all.nb()[1], cells * row],
+                rs.window.head * row,
+            )
             .map_err(ggml_err)?;
         let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
         self.g.expand(saved);
@@ -212,7 +237,7 @@ impl Builder<'_> {
         let nb = xz.nb();
         let x = self.sub(xz, &[d_inner, n_seq_tokens, n_seqs], &[nb[1], nb[2]], 0)?;
         let z = self.sub(xz, &[d_inner, n_seq_tokens, n_seqs], &[nb[1], nb[2]], d_inner)?;
-        let conv_x = self.conv_window(conv_all, x, d_inner)?;
+        let conv_x = self.conv_window(conv_all, x, d_inner, 1)?;
         let x = self.conv_silu(il, conv_x)?;
 
         let x_db = self.ssm_matmul(il, "ssm_x", x)?;
@@ -245,7 +270,7 @@ impl Builder<'_> {
             .g
             .reshape(x, &[1, d_inner, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
-        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (1, d_inner))?;
+        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (1, d_inner), 1)?;
         let xnb = x.nb();
         let y = self
             .g
@@ -301,7 +326,8 @@ impl Builder<'_> {
             &[nb[1], nb[2]],
             2 * d_inner + 2 * n_group * d_state,
         )?;
-        let conv_x = self.conv_window(conv_all, xbc, channels)?;
+        let k = self.snapshots() + 1;
+        let conv_x = self.conv_window(conv_all, xbc, channels, k)?;
         let xbc = self.conv_silu(il, conv_x)?;
 
         let nb = xbc.nb();
@@ -319,7 +345,7 @@ impl Builder<'_> {
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
         let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
 
-        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (head_dim, n_head))?;
+        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (head_dim, n_head), k)?;
         let xnb1 = x.nb()[1];
         let y = self
             .g

@@ -29,6 +29,12 @@ pub trait ArchSpec: Sync {
     fn memory(&self) -> Memory {
         Memory::KvCache
     }
+
+    /// Whether its recurrent state can keep rollback snapshots (`n_rs_seq`), as llama.cpp's
+    /// `llm_arch_supports_rs_rollback` says.
+    fn rollback(&self) -> bool {
+        false
+    }
 }
 
 /// The memory an architecture's contexts keep (llama.cpp's `create_memory`).

@@ -45,6 +45,10 @@ pub struct RsCells {
     n: usize,
     /// A cell of the window that no other cell copies from, zeroed for fresh states (-1: none).
     rs_z: i32,
+    /// Earlier states kept per cell (rollback snapshots), and per sequence the snapshot its next
+    /// step starts from after a rollback (0: its latest state).
+    n_rs_seq: usize,
+    rs_idx: Vec<usize>,
 }
 
 /// The window the graph of a ubatch works on: `n` cells from `head`, `zero` the one it clears.
@@ -56,7 +60,7 @@ pub struct Window {
 }
 
 impl RsCells {
-    pub fn new(size: usize) -> RsCells {
+    pub fn new(size: usize, n_rs_seq: usize) -> RsCells {
         let empty = Cell {
             pos: -1,
             src: -1,
@@ -70,6 +74,8 @@ impl RsCells {
             used: 0,
             n: 0,
             rs_z: -1,
+            n_rs_seq,
+            rs_idx: vec![0; size.max(1)],
         }
     }
 
@@ -81,6 +87,10 @@ impl RsCells {
         self.used
     }
 
+    pub fn n_rs_seq(&self) -> usize {
+        self.n_rs_seq
+    }
+
     /// The window of the last slot search.
     pub fn window(&self) -> Window {
         Window {
@@ -90,9 +100,21 @@ impl RsCells {
         }
     }
 
-    /// Where the graph copies the state of window cell `i` from.
-    pub fn copy_source(&self, i: usize) -> i32 {
-        self.cells.get(self.head + i).map_or(-1, |c| c.src0)
+    /// Where the graph copies the states of the window's cells from (rows of the state tensors:
+    /// a snapshot plane after a rollback). A pending rollback is used up here, as llama.cpp's
+    /// is when it sets the graph's inputs.
+    pub fn take_copy_sources(&mut self) -> Vec<i32> {
+        let size = self.size();
+        (self.head..self.head + self.n)
+            .map(|i| {
+                let c = &self.cells[i];
+                let plane = match c.seqs.iter().next() {
+                    Some(s) if self.n_rs_seq > 0 => std::mem::take(&mut self.rs_idx[s]),
+                    _ => 0,
+                };
+                (plane * size) as i32 + c.src0
+            })
+            .collect()
     }
 
     pub fn clear(&mut self) {
@@ -104,6 +126,7 @@ impl RsCells {
         }
         self.head = 0;
         self.used = 0;
+        self.rs_idx.fill(0);
     }
 
     /// Empty cell `i` (its record of a tail stays).
@@ -123,14 +146,24 @@ impl RsCells {
     pub fn seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) -> bool {
         let p0 = p0.max(0);
         let p1 = if p1 < 0 { i32::MAX } else { p1 };
+        if p0 == 0 && p1 == i32::MAX {
+            self.reset_rollback(seq);
+        }
         match seq {
             Some(s) if s >= self.size() => return false,
             Some(s) => {
                 let tail = self.cells[s].tail;
                 if tail >= 0 {
                     let pos = self.cells[tail as usize].pos;
-                    // The end of the state's history without its start: not possible.
+                    // The end of the state's history without its start: only back to a kept
+                    // snapshot, one rollback until the next step.
                     if 0 < p0 && p0 <= pos && p1 > pos {
+                        let back = (pos - (p0 - 1)) as usize;
+                        if self.rs_idx[s] == 0 && (1..=self.n_rs_seq).contains(&back) {
+                            self.rs_idx[s] = back;
+                            self.cells[tail as usize].pos = p0 - 1;
+                            return true;
+                        }
                         return false;
                     }
                     if p0 <= pos && pos < p1 {
@@ -390,8 +423,10 @@ impl RsCells {
     }
 
     /// The cells to save for `seq` (all non-empty cells when None), in order, each with the row
-    /// its state is in.
-    pub fn saved_cells(&self, seq: Option<usize>) -> Vec<(usize, usize)> {
+    /// its state is in (in a snapshot plane while a rollback is pending). None when sequences
+    /// sharing a state have different rollbacks pending.
+    pub fn saved_cells(&self, seq: Option<usize>) -> Option<Vec<(usize, usize)>> {
+        let size = self.size();
         self.cells
             .iter()
             .enumerate()
@@ -399,8 +434,34 @@ impl RsCells {
                 None => !c.is_empty(),
                 Some(s) => c.seqs.contains(s),
             })
-            .map(|(i, c)| (i, usize::try_from(c.src).unwrap_or(i)))
+            .map(|(i, c)| {
+                let plane = match seq {
+                    _ if self.n_rs_seq == 0 => 0,
+                    Some(s) => self.rs_idx[s],
+                    None => {
+                        let mut planes = c.seqs.iter().map(|s| self.rs_idx[s]);
+                        let first = planes.next().unwrap_or(0);
+                        if planes.any(|p| p != first) {
+                            return None;
+                        }
+                        first
+                    }
+                };
+                Some((i, plane * size + usize::try_from(c.src).unwrap_or(i)))
+            })
             .collect()
+    }
+
+    /// A restored state starts from its latest step.
+    pub fn reset_rollback(&mut self, seq: Option<usize>) {
+        match seq {
+            Some(s) => {
+                if let Some(i) = self.rs_idx.get_mut(s) {
+                    *i = 0;
+                }
+            }
+            None => self.rs_idx.fill(0),
+        }
     }
 
     pub fn pos(&self, i: usize) -> i32 {
@@ -417,7 +478,7 @@ impl RsCells {
         if saved.len() > self.size() {
             return None;
         }
-        let mut next = RsCells::new(self.size());
+        let mut next = RsCells::new(self.size(), self.n_rs_seq);
         for (i, (pos, seqs)) in saved.iter().enumerate() {
             let c = &mut next.cells[i];
             c.pos = *pos;
@@ -470,25 +531,25 @@ mod tests {
     /// A first ubatch takes one cell per sequence, each starting from the zeroed one.
     #[test]
     fn first_slots_start_from_zero() {
-        let mut c = RsCells::new(4);
+        let mut c = RsCells::new(4, 0);
         assert!(c.find_slot(&[group(0, 3, 2), group(1, 3, 2)]));
         let w = c.window();
         assert_eq!((w.head, w.n), (0, 2));
         assert_eq!(w.zero, 0);
-        assert_eq!((c.copy_source(0), c.copy_source(1)), (0, 0));
+        assert_eq!(c.take_copy_sources(), [0, 0]);
         assert_eq!(c.seq_pos_max(0), Some(2));
         assert_eq!(c.used(), 2);
         // The next ubatch continues each state in place.
         assert!(c.find_slot(&[group(1, 1, 3)]));
         assert_eq!(c.window().head, 1);
-        assert_eq!(c.copy_source(0), 1);
+        assert_eq!(c.take_copy_sources(), [1]);
         assert_eq!(c.seq_pos_max(1), Some(3));
     }
 
     /// A copied sequence shares the state until it moves on, then continues from a copy.
     #[test]
     fn shared_states_split_on_write() {
-        let mut c = RsCells::new(3);
+        let mut c = RsCells::new(3, 0);
         assert!(c.find_slot(&[group(0, 2, 1)]));
         c.seq_cp(0, 2);
         assert_eq!(c.seq_pos_max(2), Some(1));
@@ -497,7 +558,7 @@ mod tests {
         assert_eq!(c.used(), 2);
         let w = c.window();
         // Sequence 2's new cell starts from sequence 0's state.
-        assert_eq!(c.copy_source(0), 0);
+        assert_eq!(c.take_copy_sources()[0], 0);
         assert_ne!(w.head, 0);
         assert_eq!(c.seq_pos_max(0), Some(1));
         assert_eq!(c.seq_pos_max(2), Some(2));
@@ -506,7 +567,7 @@ mod tests {
     /// Only whole states can be removed.
     #[test]
     fn partial_removal_is_refused() {
-        let mut c = RsCells::new(2);
+        let mut c = RsCells::new(2, 0);
         assert!(c.find_slot(&[group(0, 5, 4)]));
         let before = c.clone();
         assert!(!c.seq_rm(Some(0), 2, -1));
@@ -521,9 +582,33 @@ mod tests {
         assert!(c.seq_rm(None, -1, -1));
     }
 
+    /// With snapshots, the end of a state's history can be taken back up to that many tokens,
+    /// once per step: the next step starts from the snapshot's plane, and so does a saved state.
+    #[test]
+    fn rollback_within_the_snapshots_once_per_step() {
+        let mut c = RsCells::new(2, 3);
+        assert!(c.find_slot(&[group(0, 10, 9), group(1, 10, 9)]));
+        c.take_copy_sources();
+        assert!(!c.seq_rm(Some(0), 5, -1), "5 tokens back, 3 kept");
+        assert!(c.seq_rm(Some(0), 7, -1));
+        assert_eq!(c.seq_pos_max(0), Some(6));
+        assert!(!c.seq_rm(Some(0), 6, -1), "a rollback is pending");
+        let cell = c.saved_cells(Some(0)).unwrap()[0];
+        assert_eq!(cell.1, 3 * 2 + cell.0, "3 tokens back: plane 3 of 2 cells");
+        assert!(c.find_slot(&[group(0, 1, 7)]));
+        assert_eq!(c.take_copy_sources(), [(3 * 2 + cell.0) as i32]);
+        // Used up: the step after starts from the latest state again.
+        assert!(c.find_slot(&[group(0, 1, 8)]));
+        assert_eq!(c.take_copy_sources(), [cell.0 as i32]);
+        // Removing the whole sequence forgets a pending rollback.
+        assert!(c.seq_rm(Some(1), 9, -1));
+        assert!(c.seq_rm(Some(1), -1, -1));
+        assert!(c.saved_cells(Some(1)).unwrap().is_empty());
+    }
+
     #[test]
     fn keep_add_div_and_restore() {
-        let mut c = RsCells::new(3);
+        let mut c = RsCells::new(3, 0);
         assert!(c.find_slot(&[group(0, 1, 9), group(1, 1, 9)]));
         c.seq_add(0, 0, -1, 5);
         assert_eq!(c.seq_pos_max(0), Some(14));
@@ -534,15 +619,16 @@ mod tests {
         assert_eq!(c.used(), 1);
         let saved: Vec<(i32, SeqSet)> = c
             .saved_cells(None)
+            .unwrap()
             .iter()
             .map(|&(i, _)| (c.pos(i), c.seqs(i)))
             .collect();
-        let mut d = RsCells::new(3);
+        let mut d = RsCells::new(3, 0);
         d.restore_all(&saved).unwrap();
         assert_eq!(d.seq_pos_max(1), Some(9));
         let cell = d.restore_seq(2, 4).unwrap();
         assert_eq!(d.seq_pos_max(2), Some(4));
-        assert_eq!(d.copy_source(0), cell as i32);
+        assert_eq!(d.take_copy_sources(), [cell as i32]);
         assert!(d
             .restore_all(&[(1, SeqSet::single(0)), (2, SeqSet::single(0))])
             .is_none());

@@ -23,9 +23,12 @@ pub struct Recurrent {
 }
 
 impl Recurrent {
-    /// States for `n_seq_max` sequences in the recurrent layers of a model.
-    pub fn new(hp: &HParams, n_seq_max: usize) -> Result<Recurrent> {
+    /// States for `n_seq_max` sequences in the recurrent layers of a model, with `n_rs_seq`
+    /// earlier states of each kept for rolling back: the tensors hold `1 + n_rs_seq` planes of a
+    /// row per cell (plane k: the state k tokens before the last).
+    pub fn new(hp: &HParams, n_seq_max: usize, n_rs_seq: usize) -> Result<Recurrent> {
         let size = n_seq_max.max(1);
+        let rows = (size * (1 + n_rs_seq)) as i64;
         let n_layer = hp.n_layer as usize;
         let (n_embd_r, n_embd_s) = (hp.n_embd_r() as i64, hp.n_embd_s() as i64);
         let mut arena = Arena::new(2 * n_layer).map_err(Error::Ggml)?;
@@ -36,19 +39,19 @@ impl Recurrent {
                 layers.push(None);
                 continue;
             }
-            let r = arena.new_tensor(f32t, &[n_embd_r, size as i64], &format!("cache_r_l{il}"));
-            let s = arena.new_tensor(f32t, &[n_embd_s, size as i64], &format!("cache_s_l{il}"));
+            let r = arena.new_tensor(f32t, &[n_embd_r, rows], &format!("cache_r_l{il}"));
+            let s = arena.new_tensor(f32t, &[n_embd_s, rows], &format!("cache_s_l{il}"));
             layers.push(Some((r.map_err(Error::invalid)?, s.map_err(Error::invalid)?)));
         }
         let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("recurrent state: {e}")))?;
         // Fresh states are zero (and padding must not hold NaN patterns).
         buffer.clear(0);
         crate::log_info!(
-            "recurrent memory: {size} cells, {n_layer} layers, {:.2} MiB",
+            "recurrent memory: {size} cells, {n_rs_seq} rollback snapshots, {n_layer} layers, {:.2} MiB",
             buffer.size() as f64 / (1024.0 * 1024.0)
         );
         Ok(Recurrent {
-            cells: RsCells::new(size),
+            cells: RsCells::new(size, n_rs_seq),
             layers,
             n_seq_max,
             storage: (buffer, arena),
@@ -66,6 +69,11 @@ impl Recurrent {
 
     pub fn size(&self) -> usize {
         self.cells.size()
+    }
+
+    /// Rollback snapshots kept per cell.
+    pub fn n_rs_seq(&self) -> usize {
+        self.cells.n_rs_seq()
     }
 
     pub fn clear(&mut self, data: bool) {

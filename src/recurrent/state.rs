@@ -31,7 +31,10 @@ impl Recurrent {
 
     /// Append the state of `seq` (every sequence when None) to `out`.
     pub fn state_write(&self, seq: Option<usize>, out: &mut dyn Sink) -> Result<()> {
-        let saved = self.cells.saved_cells(seq);
+        let saved = self
+            .cells
+            .saved_cells(seq)
+            .ok_or_else(|| Error::invalid("sequences sharing a recurrent state have different rollbacks pending"))?;
         out.put(&(saved.len() as u32).to_le_bytes());
         for &(i, _) in &saved {
             out.put(&self.cells.pos(i).to_le_bytes());
@@ -98,8 +101,9 @@ impl Recurrent {
             }
             Ok(())
         });
-        if written.is_err() {
-            self.cells = before;
+        match written {
+            Ok(()) => self.cells.reset_rollback(dest),
+            Err(_) => self.cells = before,
         }
         written
     }
