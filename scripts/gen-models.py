@@ -179,7 +179,7 @@ def add_tensors(w, tensors, dtype, rng=None):
         # group norms stay F32, as llama.cpp's converters keep them (ggml computes those in F32).
         keep = t.ndim == 1 or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "ssm_conv1d.weight", "ssm_a", "ssm_d",
-             "ssm_norm.weight"))
+             "ssm_norm.weight", "shortconv.conv.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -588,6 +588,24 @@ def nemotron_h(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def lfm2(w, weights, n_vocab, dtype):
+    # LFM2's layout: short-convolution layers (no key/value heads) around an attention layer with
+    # per-head query and key norms; the output norm is named token_embd_norm.
+    a = "lfm2"
+    decoder_keys(w, a, 3, 1000000.0, kv_heads=[0, N_HEAD_KV, 0])
+    w.add_uint32(f"{a}.shortconv.l_cache", 3)
+    tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
+    tensors["token_embd_norm.weight"] = tensors.pop("output_norm.weight")
+    for il in (0, 2):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "shortconv.conv.weight"] = weights.matrix(N_EMBD, 3)
+        tensors[blk + "shortconv.in_proj.weight"] = weights.matrix(3 * N_EMBD, N_EMBD)
+        tensors[blk + "shortconv.out_proj.weight"] = weights.matrix(N_EMBD, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -612,6 +630,7 @@ MODELS = {
     "jamba": ("jamba", jamba, True),
     "falcon-h1": ("falcon-h1", falcon_h1, True),
     "nemotron-h": ("nemotron_h", nemotron_h, True),
+    "lfm2": ("lfm2", lfm2, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

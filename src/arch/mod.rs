@@ -11,6 +11,7 @@ pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
 pub(crate) mod jamba;
+pub(crate) mod lfm2;
 pub(crate) mod llama;
 pub(crate) mod mamba;
 pub(crate) mod nemotron_h;
@@ -35,7 +36,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 19] = [
+static ARCHITECTURES: [&dyn Architecture; 20] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -55,6 +56,7 @@ static ARCHITECTURES: [&dyn Architecture; 19] = [
     &jamba::Jamba,
     &falcon_h1::FalconH1,
     &nemotron_h::NemotronH,
+    &lfm2::Lfm2,
 ];
 
 /// The architecture of a `general.architecture` name.

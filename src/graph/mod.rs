@@ -912,7 +912,12 @@ impl<'a> Builder<'a> {
     /// Final norm and the output head ([n_vocab, n_outputs] logits). Models without a separate
     /// head reuse the token embeddings.
     pub fn output_head(&mut self, x: TensorRef) -> Result<TensorRef> {
-        let norm_w = self.weight("output_norm.weight")?;
+        self.output_head_after("output_norm.weight", x)
+    }
+
+    /// The output head with its norm's weight named `norm` (LFM2's is `token_embd_norm`).
+    pub fn output_head_after(&mut self, norm: &str, x: TensorRef) -> Result<TensorRef> {
+        let norm_w = self.weight(norm)?;
         let x = self.rms_norm(x, norm_w)?;
         let x = self.name(x, "result_norm", None);
         self.hidden = Some(x);

@@ -117,7 +117,11 @@ impl Builder<'_> {
     /// snapshot planes.
     fn conv_window(&mut self, conv_all: TensorRef, x: TensorRef, channels: i64, k: usize) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
-        let d_conv = i64::from(self.hp.ssm_d_conv);
+        let d_conv = i64::from(if self.hp.shortconv_l_cache > 0 {
+            self.hp.shortconv_l_cache
+        } else {
+            self.hp.ssm_d_conv
+        });
         let n_seqs = rs.n_seqs as i64;
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
         let conv = self.gather_states(conv_all, i64::from(self.hp.n_embd_r()), None)?;
@@ -379,6 +383,32 @@ impl Builder<'_> {
         let y = self.g.add(y, dx).map_err(ggml_err)?;
         let z = self.g.cont(z).map_err(ggml_err)?;
         self.g.swiglu(z, y).map_err(ggml_err)
+    }
+
+    /// An LFM2 short-convolution layer over `cur` ([n_embd, n_tokens]): one projection to the
+    /// gates B and C and the input x, a causal depthwise convolution of B·x (its window kept as
+    /// the layer's recurrent state, and with rollback snapshots the earlier windows too), gated
+    /// by C and projected out.
+    pub fn shortconv_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+        let rs = self.recurrent_shape()?;
+        let (conv_all, _) = self.rs_layer(il)?;
+        let n_embd = i64::from(self.hp.n_embd);
+        let n_seqs = rs.n_seqs as i64;
+        let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
+        let cur = self.g.reshape(cur, &[n_embd, n_seq_tokens, n_seqs]).map_err(ggml_err)?;
+        let bcx = self.ssm_matmul(il, "shortconv.in_proj", cur)?;
+        let nb = bcx.nb();
+        let chunk =
+            |bd: &mut Builder, i: i64| bd.sub(bcx, &[n_embd, n_seq_tokens, n_seqs], &[nb[1], nb[2]], i * n_embd);
+        let (b, c, x) = (chunk(self, 0)?, chunk(self, 1)?, chunk(self, 2)?);
+        let bx = self.g.mul(b, x).map_err(ggml_err)?;
+        let k = self.snapshots() + 1;
+        let bx = self.conv_window(conv_all, bx, n_embd, k)?;
+        let kernel = self.layer_weight(il, "shortconv.conv.weight")?;
+        let conv = self.g.ssm_conv(bx, kernel).map_err(ggml_err)?;
+        let y = self.g.mul(c, conv).map_err(ggml_err)?;
+        let y = self.ssm_matmul(il, "shortconv.out_proj", y)?;
+        self.g.reshape(y, &[n_embd, n_seq_tokens * n_seqs]).map_err(ggml_err)
     }
 
     fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {

@@ -28,26 +28,40 @@ pub struct Layout {
     pub uncached: Vec<bool>,
 }
 
+/// Which of a model's caches a layer's keys and values are in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LayerKind {
+    Full,
+    Sliding,
+    Uncached,
+}
+
 impl Layout {
+    fn kinds(&self, n_layer: usize) -> Vec<LayerKind> {
+        (0..n_layer)
+            .map(|il| {
+                if self.uncached.get(il).copied().unwrap_or(false) {
+                    LayerKind::Uncached
+                } else if self
+                    .swa
+                    .as_ref()
+                    .is_some_and(|(f, _)| f.get(il).copied().unwrap_or(false))
+                {
+                    LayerKind::Sliding
+                } else {
+                    LayerKind::Full
+                }
+            })
+            .collect()
+    }
+
     /// The layers of each cache, and whether it is the sliding-window one.
     fn caches(&self, n_layer: usize) -> Vec<(Vec<usize>, bool)> {
-        let attends = |il: &usize| !self.uncached.get(*il).copied().unwrap_or(false);
-        match &self.swa {
-            None => vec![((0..n_layer).filter(attends).collect(), false)],
-            Some((flags, _)) => vec![
-                (
-                    (0..n_layer)
-                        .filter(|&il| !flags.get(il).copied().unwrap_or(false))
-                        .collect(),
-                    false,
-                ),
-                (
-                    (0..n_layer)
-                        .filter(|&il| flags.get(il).copied().unwrap_or(false))
-                        .collect(),
-                    true,
-                ),
-            ],
+        let kinds = self.kinds(n_layer);
+        let of = |kind: LayerKind| (0..n_layer).filter(|&il| kinds[il] == kind).collect();
+        match self.swa {
+            None => vec![(of(LayerKind::Full), false)],
+            Some(_) => vec![(of(LayerKind::Full), false), (of(LayerKind::Sliding), true)],
         }
     }
 }
@@ -326,35 +340,26 @@ impl KvCache {
                 }
             }
         }
-        // A sliding-window model's cells come from the full layers' cache; its sliding layers'
-        // rows are matched by stream, position and sequences, in order where several cells share
-        // them (cells outside every window have none).
-        if let Some((flags, _)) = &layout.swa {
+        // A sliding-window model's cells come from the full layers' cache (which may have no
+        // layers, but has the cells).
+        // Rows per layer for every cell: the sliding layers' matched by stream, position and
+        // sequences, in order where several cells share them (cells outside every window have
+        // none), and empty ones for layers without a cache.
+        if layout.swa.is_some() || layout.uncached.contains(&true) {
+            let kinds = layout.kinds(n_layer);
             for c in &mut full {
                 let (k, v) = sliding_rows
                     .get_mut(&(c.stream, c.pos, c.seqs))
                     .and_then(VecDeque::pop_front)
                     .unzip();
-                c.k = merge_layers(flags, std::mem::take(&mut c.k), k, |il| self.k_row(il));
-                c.v = merge_layers(flags, std::mem::take(&mut c.v), v, |il| self.v_row(il));
+                c.k = merge_layers(&kinds, std::mem::take(&mut c.k), k, |il| self.k_row(il));
+                c.v = merge_layers(&kinds, std::mem::take(&mut c.v), v, |il| self.v_row(il));
             }
             let unmatched: usize = sliding_rows.values().map(VecDeque::len).sum();
             if unmatched > 0 {
                 return Err(bad(format!(
                     "{unmatched} cells of the sliding-window layers are not among the full layers' cells"
                 )));
-            }
-        }
-        if layout.uncached.iter().any(|&r| r) {
-            if layout.swa.is_some() {
-                return Err(Error::NotImplemented(
-                    "state of a hybrid model with sliding-window layers",
-                ));
-            }
-            // The uncached layers' (empty) rows, so every cell has one per layer.
-            for c in &mut full {
-                c.k = merge_layers(&layout.uncached, std::mem::take(&mut c.k), None, |_| 0);
-                c.v = merge_layers(&layout.uncached, std::mem::take(&mut c.v), None, |_| 0);
             }
         }
         self.apply_staged(dest, full)
@@ -574,22 +579,20 @@ impl KvCache {
 }
 
 /// Rows for every layer, from the full layers' rows and the sliding layers' (zeros where a cell has
-/// none: it is outside every window, so no sliding layer reads it).
-fn merge_layers(sliding: &[bool], full: Rows, window: Option<Rows>, row_len: impl Fn(usize) -> usize) -> Rows {
+/// none: it is outside every window, so no sliding layer reads it); none for an uncached layer.
+fn merge_layers(kinds: &[LayerKind], full: Rows, window: Option<Rows>, row_len: impl Fn(usize) -> usize) -> Rows {
     let mut full = full.into_iter();
     let mut window = window.map(Vec::into_iter);
-    sliding
+    kinds
         .iter()
         .enumerate()
-        .map(|(il, &is_sliding)| {
-            if is_sliding {
-                window
-                    .as_mut()
-                    .and_then(Iterator::next)
-                    .unwrap_or_else(|| vec![0; row_len(il)])
-            } else {
-                full.next().unwrap_or_default()
-            }
+        .map(|(il, kind)| match kind {
+            LayerKind::Sliding => window
+                .as_mut()
+                .and_then(Iterator::next)
+                .unwrap_or_else(|| vec![0; row_len(il)]),
+            LayerKind::Full => full.next().unwrap_or_default(),
+            LayerKind::Uncached => Vec::new(),
         })
         .collect()
 }

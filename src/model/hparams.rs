@@ -108,6 +108,8 @@ pub struct HParams {
     pub ssm_dt_rank: u32,
     pub ssm_n_group: u32,
     pub ssm_dt_b_c_rms: bool,
+    /// LFM2's short convolutions: the window they see, the current token included (0: none).
+    pub shortconv_l_cache: u32,
 }
 
 impl HParams {
@@ -127,6 +129,9 @@ impl HParams {
     /// Floats of a sequence's convolution state per layer: the last `d_conv - 1` inputs of every
     /// convolved channel (the inner width and, in Mamba 2, B and C).
     pub fn n_embd_r(&self) -> u32 {
+        if self.shortconv_l_cache > 0 {
+            return self.n_embd * (self.shortconv_l_cache - 1);
+        }
         self.ssm_d_conv.saturating_sub(1) * (self.ssm_d_inner + 2 * self.ssm_n_group * self.ssm_d_state)
     }
 
@@ -266,6 +271,7 @@ impl HParams {
             ssm_dt_rank: 0,
             ssm_n_group: 0,
             ssm_dt_b_c_rms: false,
+            shortconv_l_cache: 0,
         };
         arch.load_hparams(meta, &mut hp)?;
         // Each architecture reads the epsilon of the norms it uses.

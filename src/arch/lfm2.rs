@@ -1,0 +1,133 @@
+//! LFM2: layers without key/value heads are short convolutions (gated by the input, their
+//! window kept as recurrent state); the others attend with per-head query and key norms and NeoX
+//! rotation (through a sliding window when the file gives one); each layer ends in a gated FFN.
+
+use super::attention_tensors;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder, Ffn};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct Lfm2;
+
+impl ArchSpec for Lfm2 {
+    fn name(&self) -> &'static str {
+        "lfm2"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.shortconv_l_cache = meta.u32(&hp.key("shortconv.l_cache"))?;
+        if !(2..=64).contains(&hp.shortconv_l_cache) {
+            return Err(Error::model(format!(
+                "lfm2: short convolution window {} out of range (2..=64)",
+                hp.shortconv_l_cache
+            )));
+        }
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        if hp.n_expert > 0 {
+            return Err(Error::NotImplemented("lfm2 with experts"));
+        }
+        if !hp.causal {
+            return Err(Error::NotImplemented(
+                "non-causal lfm2 (its centred convolution window)",
+            ));
+        }
+        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
+        // A sliding window, when given, is every attention layer's.
+        let window = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
+        if window > 0 {
+            hp.n_swa = window;
+            hp.swa_layers = hp.kv_layers.clone();
+            hp.rope_freq_base_swa = hp.rope_freq_base;
+        }
+        if hp.n_embd_head_k != hp.n_embd_head_v {
+            return Err(Error::model("lfm2 needs equal key and value head sizes"));
+        }
+        hp.size_label = match hp.n_ff.first() {
+            Some(2560) => "230M",
+            Some(4608) => "350M",
+            Some(6912) => "700M",
+            Some(8192) => "1.2B",
+            Some(10752) => "2.6B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let (e, v) = (hp.n_embd, hp.n_vocab);
+        let mut specs = vec![
+            TensorSpec::new("token_embd.weight", &[e, v], true),
+            TensorSpec::new("token_embd_norm.weight", &[e], true),
+            TensorSpec::matmul("output.weight", &[e, v], false),
+        ];
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let ff = hp.n_ff[il];
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            if hp.is_recurrent(il) {
+                let l = hp.shortconv_l_cache;
+                specs.push(TensorSpec::new(b("shortconv.conv.weight"), &[l, e], true));
+                specs.push(TensorSpec::matmul(b("shortconv.in_proj.weight"), &[e, 3 * e], true));
+                specs.push(TensorSpec::matmul(b("shortconv.out_proj.weight"), &[e, e], true));
+            } else {
+                attention_tensors(hp, il, &mut specs);
+                specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
+                specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
+            }
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    fn rollback(&self) -> bool {
+        true
+    }
+}
+
+impl Decoder for Lfm2 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let kq_scale = 1.0 / (hp.n_embd_head_v as f32).sqrt();
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let cur = if hp.is_recurrent(il) {
+                b.shortconv_layer(il, cur)?
+            } else {
+                let (q, k, v) = b.qkv(il, cur, true)?;
+                let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+                let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+                let (q, k) = (b.rms_norm(q, q_norm)?, b.rms_norm(k, k_norm)?);
+                let (q, k) = (b.rope(q, il, None)?, b.rope(k, il, None)?);
+                let sliding = crate::graph::is_sliding(hp, il);
+                let att = b.attention(il, q, k, v, kq_scale, sliding)?;
+                let wo = b.layer_weight(il, "attn_output.weight")?;
+                let att = b.linear(wo, None, att)?;
+                b.name(att, "attn_out", l)
+            };
+            let (cur, residual) = b.last_layer_rows(il, cur, x)?;
+            let h = b.add(residual, cur)?;
+            let normed = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = b.gated_ffn(il, normed, Ffn::default())?;
+            x = b.add(h, ffn)?;
+            x = b.name(x, "l_out", l);
+        }
+        b.output_head_after("token_embd_norm.weight", x).map(Some)
+    }
+}
