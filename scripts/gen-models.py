@@ -400,6 +400,16 @@ def smollm3(w, weights, n_vocab, dtype):
 # Those it cannot go to OUT_DIR/no-oracle/ (granite without rotary positions: llama.cpp leaves its
 # position input without memory and aborts in ggml_backend_tensor_set). A vocabulary named here
 # (a path from the repository root) replaces the one given on the command line.
+def ssm_block_keys(w, a, conv, inner, state, rank, groups):
+    """The state-space layers' hyper-parameters (`groups`: Mamba-2's, None for Mamba)."""
+    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
+    w.add_uint32(f"{a}.ssm.inner_size", inner)
+    w.add_uint32(f"{a}.ssm.state_size", state)
+    w.add_uint32(f"{a}.ssm.time_step_rank", rank)
+    if groups is not None:
+        w.add_uint32(f"{a}.ssm.group_count", groups)
+
+
 def ssm_keys(w, a, inner, state, rank, groups=None):
     """A state-space model's hyper-parameters (no attention, no FFN: their counts are 0, as
     llama.cpp's converter writes them)."""
@@ -408,12 +418,7 @@ def ssm_keys(w, a, inner, state, rank, groups=None):
     w.add_uint32(f"{a}.embedding_length", N_EMBD)
     w.add_uint32(f"{a}.feed_forward_length", 0)
     w.add_uint32(f"{a}.attention.head_count", 0)
-    w.add_uint32(f"{a}.ssm.conv_kernel", 4)
-    w.add_uint32(f"{a}.ssm.inner_size", inner)
-    w.add_uint32(f"{a}.ssm.state_size", state)
-    w.add_uint32(f"{a}.ssm.time_step_rank", rank)
-    if groups is not None:
-        w.add_uint32(f"{a}.ssm.group_count", groups)
+    ssm_block_keys(w, a, 4, inner, state, rank, groups)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-5)
 
 
@@ -488,11 +493,7 @@ def granitehybrid(w, weights, n_vocab, dtype):
     w.add_float32(f"{a}.residual_scale", 0.5)
     w.add_float32(f"{a}.embedding_scale", 6.0)
     w.add_float32(f"{a}.attention.scale", 0.125)
-    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
-    w.add_uint32(f"{a}.ssm.inner_size", inner)
-    w.add_uint32(f"{a}.ssm.state_size", state)
-    w.add_uint32(f"{a}.ssm.time_step_rank", heads)
-    w.add_uint32(f"{a}.ssm.group_count", groups)
+    ssm_block_keys(w, a, conv, inner, state, heads, groups)
     tensors = decoder_tensors(weights, n_vocab, n_layer)
     for il in (0, 2):
         for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
@@ -508,10 +509,7 @@ def jamba(w, weights, n_vocab, dtype):
     a = "jamba"
     decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, N_HEAD_KV, 0])
     experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
-    w.add_uint32(f"{a}.ssm.inner_size", inner)
-    w.add_uint32(f"{a}.ssm.state_size", state)
-    w.add_uint32(f"{a}.ssm.time_step_rank", rank)
+    ssm_block_keys(w, a, conv, inner, state, rank, None)
     tensors = decoder_tensors(weights, n_vocab, n_layer)
     blk = "blk.1."
     for t in ("ffn_gate", "ffn_up", "ffn_down"):
@@ -544,11 +542,7 @@ def falcon_h1(w, weights, n_vocab, dtype):
     inner, state, heads, groups = 2 * N_EMBD, 16, 4, 2
     a = "falcon-h1"
     decoder_keys(w, a, N_LAYER, 1000.0)
-    w.add_uint32(f"{a}.ssm.conv_kernel", 4)
-    w.add_uint32(f"{a}.ssm.inner_size", inner)
-    w.add_uint32(f"{a}.ssm.state_size", state)
-    w.add_uint32(f"{a}.ssm.time_step_rank", heads)
-    w.add_uint32(f"{a}.ssm.group_count", groups)
+    ssm_block_keys(w, a, 4, inner, state, heads, groups)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
@@ -567,11 +561,7 @@ def nemotron_h(w, weights, n_vocab, dtype):
     a = "nemotron_h"
     decoder_keys(w, a, 3, 10000.0, kv_heads=[N_HEAD_KV, 0, 0], ff=[0, 0, N_FF])
     w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
-    w.add_uint32(f"{a}.ssm.conv_kernel", 4)
-    w.add_uint32(f"{a}.ssm.inner_size", inner)
-    w.add_uint32(f"{a}.ssm.state_size", state)
-    w.add_uint32(f"{a}.ssm.time_step_rank", heads)
-    w.add_uint32(f"{a}.ssm.group_count", groups)
+    ssm_block_keys(w, a, 4, inner, state, heads, groups)
     tensors = decoder_tensors(weights, n_vocab, 3)
     for il in range(3):
         for t in ("ffn_norm.weight", "ffn_gate.weight"):

@@ -62,9 +62,7 @@ impl ArchSpec for FalconH1 {
             specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
             specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
             specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
-            specs.push(TensorSpec::new(b("ffn_gate.bias"), &[ff], false));
-            specs.push(TensorSpec::new(b("ffn_up.bias"), &[ff], false));
-            specs.push(TensorSpec::new(b("ffn_down.bias"), &[e], false));
+            super::ffn_bias_tensors(hp, il, &mut specs);
         }
         specs
     }
@@ -77,11 +75,7 @@ impl ArchSpec for FalconH1 {
 impl Decoder for FalconH1 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
-        let kq_scale = if hp.attn_scale != 0.0 {
-            hp.attn_scale
-        } else {
-            1.0 / (hp.n_embd_head_k as f32).sqrt()
-        };
+        let kq_scale = hp.kq_scale();
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);

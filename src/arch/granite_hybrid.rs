@@ -69,10 +69,7 @@ impl ArchSpec for GraniteHybrid {
             }
             ffn_tensors(hp, il, true, &mut specs);
             if hp.n_expert == 0 {
-                let ff = hp.n_ff[il];
-                specs.push(TensorSpec::new(b("ffn_gate.bias"), &[ff], false));
-                specs.push(TensorSpec::new(b("ffn_up.bias"), &[ff], false));
-                specs.push(TensorSpec::new(b("ffn_down.bias"), &[e], false));
+                super::ffn_bias_tensors(hp, il, &mut specs);
             }
         }
         specs

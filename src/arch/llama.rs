@@ -79,12 +79,12 @@ pub(super) fn tensors(hp: &HParams) -> Vec<TensorSpec> {
         s.required = false;
     }
     for il in 0..hp.n_layer as usize {
-        let e = hp.n_embd;
-        let ff = hp.n_ff[il];
-        specs.push(TensorSpec::new(format!("blk.{il}.attn_output.bias"), &[e], false));
-        specs.push(TensorSpec::new(format!("blk.{il}.ffn_gate.bias"), &[ff], false));
-        specs.push(TensorSpec::new(format!("blk.{il}.ffn_up.bias"), &[ff], false));
-        specs.push(TensorSpec::new(format!("blk.{il}.ffn_down.bias"), &[e], false));
+        specs.push(TensorSpec::new(
+            format!("blk.{il}.attn_output.bias"),
+            &[hp.n_embd],
+            false,
+        ));
+        super::ffn_bias_tensors(hp, il, &mut specs);
     }
     specs
 }
@@ -116,12 +116,7 @@ const MOE: Moe = Moe {
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.
 pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<TensorRef>> {
     let hp = b.hp;
-    let head = hp.n_embd_head_k;
-    let kq_scale = if hp.attn_scale != 0.0 {
-        hp.attn_scale
-    } else {
-        1.0 / (head as f32).sqrt()
-    };
+    let kq_scale = hp.kq_scale();
     let rope_factors = rope_factors(b.model, &b.params);
     let mut x = b.embed_tokens()?;
     if hp.embedding_scale != 0.0 {

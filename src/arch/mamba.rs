@@ -46,6 +46,21 @@ pub(super) fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()
     Ok(())
 }
 
+/// A state-space model's tensors: the head's, and per layer its norm and `layer`'s.
+fn state_space_tensors(hp: &HParams, layer: impl Fn(usize, &mut Vec<TensorSpec>)) -> Vec<TensorSpec> {
+    let mut specs = Vec::new();
+    super::head_tensors(hp, &mut specs);
+    for il in 0..hp.n_layer as usize {
+        specs.push(TensorSpec::new(
+            format!("blk.{il}.attn_norm.weight"),
+            &[hp.n_embd],
+            true,
+        ));
+        layer(il, &mut specs);
+    }
+    specs
+}
+
 /// A Mamba layer's tensors; `norms`: the norms of Δt, B and C are required (Jamba), else optional
 /// (Falcon Mamba has them, Mamba not).
 pub(super) fn mamba_tensors(hp: &HParams, il: usize, norms: bool, specs: &mut Vec<TensorSpec>) {
@@ -125,17 +140,7 @@ impl ArchSpec for Mamba {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        super::head_tensors(hp, &mut specs);
-        for il in 0..hp.n_layer as usize {
-            specs.push(TensorSpec::new(
-                format!("blk.{il}.attn_norm.weight"),
-                &[hp.n_embd],
-                true,
-            ));
-            mamba_tensors(hp, il, false, &mut specs);
-        }
-        specs
+        state_space_tensors(hp, |il, specs| mamba_tensors(hp, il, false, specs))
     }
 
     fn memory(&self) -> Memory {
@@ -160,17 +165,7 @@ impl ArchSpec for Mamba2 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        super::head_tensors(hp, &mut specs);
-        for il in 0..hp.n_layer as usize {
-            specs.push(TensorSpec::new(
-                format!("blk.{il}.attn_norm.weight"),
-                &[hp.n_embd],
-                true,
-            ));
-            mamba2_tensors(hp, il, true, &mut specs);
-        }
-        specs
+        state_space_tensors(hp, |il, specs| mamba2_tensors(hp, il, true, specs))
     }
 
     fn memory(&self) -> Memory {

@@ -132,6 +132,14 @@ pub(crate) fn attention_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorS
     specs.push(TensorSpec::matmul(b("attn_output.weight"), &[q, e], true));
 }
 
+/// The optional biases of layer `il`'s gated FFN.
+pub(crate) fn ffn_bias_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let (e, ff) = (hp.n_embd, hp.n_ff[il]);
+    specs.push(TensorSpec::new(format!("blk.{il}.ffn_gate.bias"), &[ff], false));
+    specs.push(TensorSpec::new(format!("blk.{il}.ffn_up.bias"), &[ff], false));
+    specs.push(TensorSpec::new(format!("blk.{il}.ffn_down.bias"), &[e], false));
+}
+
 /// Layer `il`'s FFN norm and gated FFN, or (`experts`, in a file with experts) its router and
 /// experts.
 pub(crate) fn ffn_tensors(hp: &HParams, il: usize, experts: bool, specs: &mut Vec<TensorSpec>) {

@@ -79,11 +79,7 @@ impl ArchSpec for NemotronH {
 impl Decoder for NemotronH {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
-        let kq_scale = if hp.attn_scale != 0.0 {
-            hp.attn_scale
-        } else {
-            1.0 / (hp.n_embd_head_k as f32).sqrt()
-        };
+        let kq_scale = hp.kq_scale();
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;

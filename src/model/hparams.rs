@@ -118,6 +118,15 @@ impl HParams {
         (self.cls_labels.len() as u32).max(1)
     }
 
+    /// The scale of attention scores: the model's, else 1/sqrt(key head size).
+    pub fn kq_scale(&self) -> f32 {
+        if self.attn_scale != 0.0 {
+            self.attn_scale
+        } else {
+            1.0 / (self.n_embd_head_k as f32).sqrt()
+        }
+    }
+
     pub fn is_recurrent(&self, il: usize) -> bool {
         self.recurrent_layers.get(il).copied().unwrap_or(false)
     }
