@@ -144,12 +144,23 @@ bool llama_memory_can_shift(const void *mem);
 using write_fn = bool (*)(void *io, const void *src, size_t size);
 using write_tensor_fn = bool (*)(void *io, ggml_tensor *tensor, size_t offset, size_t size);
 using read_fn = bool (*)(void *io, void *dst, size_t size);
-bool engine_memory_state_write(const void *mem, llama_seq_id seq_id, llama_state_seq_flags flags, void *io,
-                               write_fn write, write_tensor_fn write_tensor);
-bool engine_memory_state_read(const void *mem, llama_seq_id seq_id, llama_state_seq_flags flags, void *io,
-                              read_fn read);
-size_t engine_memory_buffers(const void *mem, size_t *bufts, size_t *sizes, size_t cap);
+
+// What Rust hands over for what llama.h has no function for (MemoryCallbacks in
+// memory_object.rs): function pointers, so that nothing beyond llama.h's names is exported.
+struct engine_memory_callbacks {
+    bool (*state_write)(const void *mem, llama_seq_id seq_id, llama_state_seq_flags flags, void *io, write_fn write,
+                        write_tensor_fn write_tensor);
+    bool (*state_read)(const void *mem, llama_seq_id seq_id, llama_state_seq_flags flags, void *io, read_fn read);
+    size_t (*buffers)(const void *mem, size_t *bufts, size_t *sizes, size_t cap);
+};
 }
+
+namespace {
+
+// Set once, by the first call of engine_memory_vtable (every call passes the same functions).
+const engine_memory_callbacks *callbacks = nullptr;
+
+}  // namespace
 
 namespace {
 
@@ -209,7 +220,7 @@ struct memory_handle final : memory_iface {
 
     std::map<ggml_backend_buffer_type_t, size_t> memory_breakdown() const override {
         size_t bufts[16], sizes[16];
-        const size_t n = engine_memory_buffers(self(), bufts, sizes, 16);
+        const size_t n = callbacks->buffers(self(), bufts, sizes, 16);
         std::map<ggml_backend_buffer_type_t, size_t> out;
         for (size_t i = 0; i < n && i < 16; i++) {
             out[reinterpret_cast<ggml_backend_buffer_type_t>(bufts[i])] += sizes[i];
@@ -218,13 +229,13 @@ struct memory_handle final : memory_iface {
     }
 
     void state_write(io_write &io, llama_seq_id s, llama_state_seq_flags flags) const override {
-        if (!engine_memory_state_write(self(), s, flags, &io, io_write_bytes, io_write_tensor)) {
+        if (!callbacks->state_write(self(), s, flags, &io, io_write_bytes, io_write_tensor)) {
             throw std::runtime_error("failed to write the memory state (see the log)");
         }
     }
 
     void state_read(io_read &io, llama_seq_id s, llama_state_seq_flags flags) override {
-        if (!engine_memory_state_read(self(), s, flags, &io, io_read_bytes)) {
+        if (!callbacks->state_read(self(), s, flags, &io, io_read_bytes)) {
             throw std::runtime_error("failed to restore the memory state (see the log)");
         }
     }
@@ -232,8 +243,10 @@ struct memory_handle final : memory_iface {
 
 }  // namespace
 
-// The vtable pointer a `memory_handle` object starts with.
-extern "C" const void *engine_memory_vtable() noexcept {
+// The vtable pointer a `memory_handle` object starts with; `cb` what its entries call.
+extern "C" const void *engine_memory_vtable(const engine_memory_callbacks *cb) noexcept {
+    static const engine_memory_callbacks saved = *cb;
+    callbacks = &saved;
     static const memory_handle prototype;
     return *reinterpret_cast<const void *const *>(&prototype);
 }

@@ -255,9 +255,9 @@ mod tests {
         assert!(missing.is_empty(), "header functions not found in src/ffi: {missing:?}");
         assert_eq!(
             names.len(),
-            256 + 14 + 1 + 3 + 1,
+            256 + 14 + 1 + 1,
             "exported functions: llama.h's 255, the last-error extension, llama-ext.h's 14, unicode.h's 1, \
-             the memory handle's C++ interface's 3, llama-sampler.cpp's DRY testing constructor"
+             llama-sampler.cpp's DRY testing constructor"
         );
     }
 }

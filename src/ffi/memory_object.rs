@@ -2,8 +2,9 @@
 //! llama.cpp's internal interface `llama_memory_i` (`llama_get_memory(ctx)->state_write(io)`), so a
 //! memory handle is an object starting with a pointer to a vtable of that layout
 //! (`cxx_abi.cpp`), whose entries call the llama.h functions of the handle and, for state
-//! reading and writing through a client's `llama_io_*_i`, the functions below. A client's reader
-//! and writer are reached through C++ callbacks that keep its exceptions on that side.
+//! reading and writing through a client's `llama_io_*_i` and the memory's buffers, the functions
+//! below (handed to C++ as pointers, not exported). A client's reader and writer are reached
+//! through C++ callbacks that keep its exceptions on that side.
 
 use super::entry::entry;
 use super::handle::memory;
@@ -14,15 +15,42 @@ use crate::ggml::TensorRef;
 use crate::kv::{Sink, Source};
 use std::ffi::c_void;
 
+/// The functions the vtable's entries call for what llama.h has no function for
+/// (`engine_memory_callbacks` in `cxx_abi.cpp`).
+#[repr(C)]
+struct MemoryCallbacks {
+    state_write: StateWriteFn,
+    state_read: StateReadFn,
+    buffers: BuffersFn,
+}
+
+type StateWriteFn = unsafe extern "C" fn(
+    llama_memory_t,
+    llama_seq_id,
+    llama_state_seq_flags,
+    *mut c_void,
+    WriteFn,
+    WriteTensorFn,
+) -> bool;
+type StateReadFn =
+    unsafe extern "C" fn(llama_memory_t, llama_seq_id, llama_state_seq_flags, *mut c_void, ReadFn) -> bool;
+type BuffersFn = unsafe extern "C" fn(llama_memory_t, *mut usize, *mut usize, usize) -> usize;
+
+static CALLBACKS: MemoryCallbacks = MemoryCallbacks {
+    state_write,
+    state_read,
+    buffers,
+};
+
 extern "C" {
-    /// The vtable pointer a memory handle starts with.
-    fn engine_memory_vtable() -> *const c_void;
+    /// The vtable pointer a memory handle starts with, whose entries call `callbacks`.
+    fn engine_memory_vtable(callbacks: *const MemoryCallbacks) -> *const c_void;
 }
 
 /// What a memory handle's first word holds.
 pub(crate) fn vtable() -> u64 {
-    // SAFETY: returns the address of a static vtable; no arguments.
-    unsafe { engine_memory_vtable() as u64 }
+    // SAFETY: returns the address of a static vtable; the callbacks are static too.
+    unsafe { engine_memory_vtable(&CALLBACKS) as u64 }
 }
 
 type WriteFn = unsafe extern "C" fn(io: *mut c_void, src: *const c_void, size: usize) -> bool;
@@ -84,8 +112,7 @@ fn seq_of(seq_id: llama_seq_id) -> Option<usize> {
 }
 
 /// `llama_memory_i::state_write` of a memory handle.
-#[no_mangle]
-pub unsafe extern "C" fn engine_memory_state_write(
+unsafe extern "C" fn state_write(
     mem: llama_memory_t,
     seq_id: llama_seq_id,
     flags: llama_state_seq_flags,
@@ -93,7 +120,7 @@ pub unsafe extern "C" fn engine_memory_state_write(
     write: WriteFn,
     write_tensor: WriteTensorFn,
 ) -> bool {
-    entry!(false, {
+    entry!(as "llama_memory_i::state_write", false, {
         let c = memory(mem)?;
         let mut sink = IoSink {
             io,
@@ -110,15 +137,14 @@ pub unsafe extern "C" fn engine_memory_state_write(
 }
 
 /// `llama_memory_i::state_read` of a memory handle.
-#[no_mangle]
-pub unsafe extern "C" fn engine_memory_state_read(
+unsafe extern "C" fn state_read(
     mem: llama_memory_t,
     seq_id: llama_seq_id,
     flags: llama_state_seq_flags,
     io: *mut c_void,
     read: ReadFn,
 ) -> bool {
-    entry!(false, {
+    entry!(as "llama_memory_i::state_read", false, {
         let mut c = memory(mem)?;
         let mut src = IoSource {
             io,
@@ -133,14 +159,8 @@ pub unsafe extern "C" fn engine_memory_state_read(
 
 /// `llama_memory_i::memory_breakdown` of a memory handle: up to `cap` (buffer type, bytes) pairs
 /// into `bufts` and `sizes`; returns how many.
-#[no_mangle]
-pub unsafe extern "C" fn engine_memory_buffers(
-    mem: llama_memory_t,
-    bufts: *mut usize,
-    sizes: *mut usize,
-    cap: usize,
-) -> usize {
-    entry!(0, {
+unsafe extern "C" fn buffers(mem: llama_memory_t, bufts: *mut usize, sizes: *mut usize, cap: usize) -> usize {
+    entry!(as "llama_memory_i::memory_breakdown", 0, {
         let c = memory(mem)?;
         let buffers = c.memory_buffers();
         let n = buffers.len().min(cap);
