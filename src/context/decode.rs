@@ -307,9 +307,8 @@ impl Context<'_> {
                 window: rs.cells.window(),
             }),
         };
-        let rows = rows.to_vec();
         let status = self
-            .compute_ubatch(shape, &tokens, &places, &outputs, &rows, &seqs)
+            .compute_ubatch(shape, &tokens, &places, &outputs, rows, &seqs)
             .and_then(finished)
             .and_then(|done| {
                 if done {
