@@ -1,9 +1,8 @@
 /* What llama.cpp's `common` library (llama-server, llama-cli, ...) asks at every start and every
  * token gets llama.cpp's answers, quietly: the llama_get_sampled_* getters when no backend sampler
  * ran, setting zero LoRA adapters, clearing the control vector, attaching and detaching a
- * threadpool (the context keeps its own thread counts), and backend samplers in the context
- * params (accepted; sampling stays on the CPU); the version, clock, build features and timings
- * they print. */
+ * threadpool (the context keeps its own thread counts); the version, clock, build features and
+ * timings they print. Backend sampling itself: test_backend_sampling.c. */
 #include "testutil.h"
 
 #include <string.h>
@@ -15,17 +14,13 @@ int main(void) {
     struct llama_model *model = tu_load(SMOLLM2_FILE, false);
     int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
 
-    struct llama_sampler *greedy = llama_sampler_init_greedy();
-    struct llama_sampler_seq_config config = {0, greedy};
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = 512;
     cp.n_threads = 2;
     cp.n_threads_batch = 2;
-    cp.samplers = &config;
-    cp.n_samplers = 1;
     tu_log_clear();
     struct llama_context *ctx = llama_init_from_model(model, cp);
-    CHECK(ctx != NULL, "backend samplers in the params are accepted: %s", llama_engine_last_error());
+    CHECK(ctx != NULL, "a context: %s", llama_engine_last_error());
     if (!ctx) {
         return tu_finish("test_common_queries");
     }
@@ -34,7 +29,7 @@ int main(void) {
     CHECK(llama_set_adapters_lora(ctx, NULL, 0, NULL) == 0, "zero LoRA adapters");
     CHECK(llama_set_adapter_cvec(ctx, NULL, 0, llama_model_n_embd(model), 0, 0) == 0, "clearing the control vector");
     /* A pool of the client's own ggml: any non-NULL handle; the engine never runs it. */
-    ggml_threadpool_t pool = (ggml_threadpool_t)(void *)&config;
+    ggml_threadpool_t pool = (ggml_threadpool_t)(void *)&cp;
     llama_attach_threadpool(ctx, pool, pool);
     CHECK(llama_n_threads(ctx) == 2 && llama_n_threads_batch(ctx) == 2, "thread counts kept");
 
@@ -87,7 +82,6 @@ int main(void) {
           "the timings are printed through the log");
 
     llama_free(ctx);
-    llama_sampler_free(greedy);
     llama_model_free(model);
     llama_backend_free();
     return tu_finish("test_common_queries");

@@ -592,7 +592,8 @@ int32_t llama_chat_builtin_templates(const char **output, size_t len);
 
 // # Safety
 // `model` must be NULL or a live model that outlives the context; callbacks in `params` must be
-// callable from the computing thread while the context lives.
+// callable from the computing thread while the context lives; `params.samplers` must hold
+// `n_samplers` configurations whose chains outlive their use by the context.
 struct llama_context *llama_init_from_model(struct llama_model *model,
                                             struct llama_context_params params);
 
@@ -682,6 +683,8 @@ float *llama_get_sampled_logits_ith(struct llama_context *ctx, int32_t i);
 
 uint32_t llama_get_sampled_logits_count_ith(struct llama_context *ctx, int32_t i);
 
+// The candidates' ids; every token id in order when the samplers left none (an invalid index
+// too, without a log line, as llama.cpp falls back).
 llama_token *llama_get_sampled_candidates_ith(struct llama_context *ctx, int32_t i);
 
 uint32_t llama_get_sampled_candidates_count_ith(struct llama_context *ctx, int32_t i);
@@ -957,8 +960,6 @@ void llama_perf_sampler_print(const struct llama_sampler *chain);
 
 void llama_perf_sampler_reset(struct llama_sampler *chain);
 
-bool llama_set_sampler(struct llama_context *ctx, llama_seq_id seq_id, struct llama_sampler *smpl);
-
 struct llama_sampler *llama_sampler_init(struct llama_sampler_i *iface,
                                          llama_sampler_context_t ctx);
 
@@ -1061,6 +1062,8 @@ uint32_t llama_sampler_get_seed(const struct llama_sampler *smpl);
 llama_token llama_sampler_sample(struct llama_sampler *smpl,
                                  struct llama_context *ctx,
                                  int32_t idx);
+
+bool llama_set_sampler(struct llama_context *ctx, llama_seq_id seq_id, struct llama_sampler *smpl);
 
 size_t llama_state_get_size(struct llama_context *ctx);
 

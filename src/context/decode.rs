@@ -2,9 +2,10 @@
 //! inputs of the (reused when possible) graph, compute, and copy the requested logits out.
 
 use super::batch::{resolve, split_equal, split_seq, split_simple, Batch, BatchInput, Ubatch};
+use super::sampling::Layout;
 use super::Context;
 use crate::error::{Error, Result};
-use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, TensorRef};
+use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, Scheduler, TensorRef};
 use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
 use crate::kv::{Placement, TokenPlace};
 use crate::recurrent::{RsCells, SeqGroup};
@@ -60,6 +61,7 @@ impl Context<'_> {
             next_row += i32::from(o);
         }
         self.n_outputs = 0;
+        self.sampling.begin(n_outputs);
     }
 
     pub fn decode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
@@ -78,6 +80,20 @@ impl Context<'_> {
             self.params.embeddings,
             &|s| this.memory_seq_pos_max(s),
         )?;
+        let n_outputs = batch.n_outputs();
+        if n_outputs > self.params.n_outputs_max as usize {
+            return Err(Error::invalid(format!(
+                "the batch asks for {n_outputs} outputs; the context allows {} (n_outputs_max)",
+                self.params.n_outputs_max
+            )));
+        }
+        if !self.sampling.is_empty() {
+            let output_seqs: Vec<usize> = (0..batch.len())
+                .filter(|&i| batch.outputs[i])
+                .flat_map(|i| batch.places[i].seqs.iter())
+                .collect();
+            self.check_sampling(&output_seqs)?;
+        }
         self.apply_pending_shift()?;
         let Some(ubatches) = self.split(&batch) else {
             return Ok(DecodeStatus::NoSlot);
@@ -112,7 +128,6 @@ impl Context<'_> {
             return Ok(DecodeStatus::NoSlot);
         }
 
-        let n_outputs = batch.n_outputs();
         self.prepare_outputs(&batch.outputs);
 
         // Each finished ubatch's placement, to take back if a later one fails.
@@ -184,7 +199,15 @@ impl Context<'_> {
             idx: (0..n).collect(),
             n_streams: 1,
         };
-        let computed = self.compute_ubatch(shape, &batch.tokens, &batch.places, &batch.outputs, &[], &seqs)?;
+        let computed = self.compute_ubatch(
+            shape,
+            Layout::new(),
+            &batch.tokens,
+            &batch.places,
+            &batch.outputs,
+            &[],
+            &seqs,
+        )?;
         if !finished(computed)? {
             return Ok(DecodeStatus::Aborted);
         }
@@ -307,8 +330,15 @@ impl Context<'_> {
                 window: rs.cells.window(),
             }),
         };
+        let layout = self.sampling.layout(
+            places
+                .iter()
+                .zip(&outputs)
+                .filter(|(_, &o)| o)
+                .map(|(p, _)| p.primary_seq),
+        );
         let status = self
-            .compute_ubatch(shape, &tokens, &places, &outputs, rows, &seqs)
+            .compute_ubatch(shape, layout, &tokens, &places, &outputs, rows, &seqs)
             .and_then(finished)
             .and_then(|done| {
                 if done {
@@ -330,16 +360,18 @@ impl Context<'_> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn compute_ubatch(
         &mut self,
         shape: Shape,
+        layout: Layout,
         tokens: &[i32],
         places: &[TokenPlace],
         outputs: &[bool],
         rows: &[usize],
         seqs: &[usize],
     ) -> Result<ComputeStatus> {
-        self.prepare_graph(shape)?;
+        self.prepare_graph(shape, layout)?;
         let n_threads = if tokens.len() == 1 {
             self.params.n_threads
         } else {
@@ -348,6 +380,9 @@ impl Context<'_> {
         self.backend.set_n_threads(n_threads);
         let copy_sources = self.rs.as_mut().map(|rs| rs.cells.take_copy_sources());
         self.set_inputs(tokens, places, outputs, rows, seqs, copy_sources.as_deref())?;
+        if let Some(sg) = &self.sampling_graph {
+            self.sampling.set_inputs(sg)?;
+        }
         let Some((_, built)) = &self.graph else {
             return Err(Error::Internal("no graph after preparing one".into()));
         };
@@ -373,6 +408,10 @@ impl Context<'_> {
             for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows.clone()) {
                 self.logits[dst * n_vocab..(dst + 1) * n_vocab].copy_from_slice(src);
             }
+        }
+        if let Some(sg) = &self.sampling_graph {
+            let dst: Vec<usize> = dst_rows.clone().collect();
+            self.sampling.read(sg, &dst, n_vocab)?;
         }
         if let (Some(embd), Some(pooling)) = (built.embd, self.params.graph.embeddings) {
             // A ranking head gives its scores per sequence, not an embedding.
@@ -400,15 +439,31 @@ impl Context<'_> {
         Ok(())
     }
 
-    /// Make the graph for `shape` current: the previous one when the shape repeats (nothing built
-    /// or allocated), otherwise a new one allocated in the reserved compute buffers.
-    fn prepare_graph(&mut self, shape: Shape) -> Result<()> {
-        if self.reuse_graphs && self.graph.as_ref().is_some_and(|(s, _)| *s == shape) {
+    /// Make the graph for `shape` (and the backend samplers' `layout`) current: the previous one
+    /// when both repeat (nothing built or allocated), otherwise a new one allocated in the
+    /// reserved compute buffers.
+    fn prepare_graph(&mut self, shape: Shape, layout: Layout) -> Result<()> {
+        let same_sampling = self
+            .sampling_graph
+            .as_ref()
+            .is_some_and(|sg| self.sampling.fits(sg, &layout));
+        if self.reuse_graphs && same_sampling && self.graph.as_ref().is_some_and(|(s, _)| *s == shape) {
             self.counters.graphs_reused += 1;
             return Ok(());
         }
         self.graph = None;
-        let built = Builder::build(self.model, self.decoder()?, self.memories(), shape, self.params.graph)?;
+        self.sampling_graph = None;
+        let extra = self.sampling.extra_nodes(&layout);
+        let mut built = Builder::build(
+            self.model,
+            self.decoder()?,
+            self.memories(),
+            shape,
+            self.params.graph,
+            extra,
+        )?;
+        let sampling_graph = self.sampling.build(&mut built.graph, built.logits, layout)?;
+        self.ensure_sched_nodes(crate::graph::max_nodes(self.model) + extra)?;
         self.sched.alloc(&built.graph).map_err(Error::Ggml)?;
         self.counters.graphs_built += 1;
         let size = self.sched.buffer_size(&self.backend);
@@ -417,6 +472,20 @@ impl Context<'_> {
             self.counters.compute_buffer_bytes = size;
         }
         self.graph = Some((shape, built));
+        self.sampling_graph = Some(sampling_graph);
+        Ok(())
+    }
+
+    /// A scheduler able to hold graphs of `n` nodes (made anew when backend samplers need more).
+    fn ensure_sched_nodes(&mut self, n: usize) -> Result<()> {
+        if n <= self.sched_nodes {
+            return Ok(());
+        }
+        self.sched = Scheduler::new(&self.backend, n).map_err(Error::Ggml)?;
+        if let Some(cb) = self.cb_eval {
+            self.sched.set_eval_callback(cb);
+        }
+        self.sched_nodes = n;
         Ok(())
     }
 

@@ -8,12 +8,14 @@ mod decode;
 mod memory;
 mod perf;
 mod rope;
+mod sampling;
 mod shift;
 mod state;
 
 pub use batch::{AddError, Batch, BatchExt, BatchInput};
 pub use decode::DecodeStatus;
 pub use perf::{Counters, PerfData};
+pub use sampling::SampledRow;
 
 use crate::arch::Architecture;
 use crate::error::{Error, Result};
@@ -55,6 +57,11 @@ pub struct Params {
     pub n_batch: u32,
     pub n_ubatch: u32,
     pub n_seq_max: u32,
+    /// Outputs a batch may ask for (0: n_batch).
+    pub n_outputs_max: u32,
+    /// Outputs of one sequence a batch may ask for when it has a backend sampler (0: as many as
+    /// `n_outputs_max`).
+    pub n_outputs_max_per_seq: u32,
     /// Recurrent-state snapshots kept per sequence for rolling back (0: none).
     pub n_rs_seq: u32,
     pub n_threads: i32,
@@ -91,6 +98,8 @@ pub struct Resolved {
     pub n_batch: u32,
     pub n_ubatch: u32,
     pub n_seq_max: u32,
+    pub n_outputs_max: u32,
+    pub n_outputs_max_per_seq: u32,
     /// As asked for where the architecture can roll its recurrent state back, else 0.
     pub n_rs_seq: u32,
     pub n_threads: i32,
@@ -110,7 +119,12 @@ pub struct Context<'m> {
     pub params: Resolved,
     // Drop order: graph, scheduler, memories, then the backend they all use.
     graph: Option<(Shape, Built)>,
+    /// The backend samplers' part of `graph`.
+    sampling_graph: Option<sampling::SamplingGraph>,
     sched: Scheduler,
+    /// Graph nodes the scheduler was made for.
+    sched_nodes: usize,
+    cb_eval: Option<EvalCallback>,
     /// The attention cache (without layers when the architecture keeps none).
     pub kv: KvCache,
     /// Recurrent states, for architectures with recurrent layers.
@@ -126,6 +140,8 @@ pub struct Context<'m> {
     output_ids: Vec<i32>,
     /// Every token id in order: the candidates llama.h reports when no backend sampler ran.
     all_token_ids: Vec<i32>,
+    /// Backend samplers and what they left.
+    sampling: sampling::Sampling,
     n_outputs: usize,
     reuse_graphs: bool,
     pub perf: PerfData,
@@ -175,6 +191,11 @@ impl<'m> Context<'m> {
         // Bounded by the context size asked for, before padding, as llama.cpp bounds it.
         let n_batch = if causal { n_ctx_asked.min(p.n_batch) } else { p.n_batch };
         let n_ubatch = n_batch.min(if p.n_ubatch == 0 { n_batch } else { p.n_ubatch });
+        let n_outputs_max = if p.n_outputs_max == 0 { n_batch } else { p.n_outputs_max };
+        let n_outputs_max_per_seq = match p.n_outputs_max_per_seq {
+            0 => n_outputs_max,
+            n => n.min(n_outputs_max),
+        };
         check_cache_type("type_k", p.type_k)?;
         check_cache_type("type_v", p.type_v)?;
         let flash_attn = p.flash_attn != FlashAttn::Off;
@@ -221,7 +242,8 @@ impl<'m> Context<'m> {
             }
             _ => None,
         };
-        let sched = Scheduler::new(&backend, crate::graph::max_nodes(model)).map_err(Error::Ggml)?;
+        let sched_nodes = crate::graph::max_nodes(model);
+        let sched = Scheduler::new(&backend, sched_nodes).map_err(Error::Ggml)?;
         if let Some(cb) = p.cb_eval {
             sched.set_eval_callback(cb);
         }
@@ -239,6 +261,8 @@ impl<'m> Context<'m> {
                 n_batch,
                 n_ubatch,
                 n_seq_max,
+                n_outputs_max,
+                n_outputs_max_per_seq,
                 n_rs_seq,
                 n_threads,
                 n_threads_batch,
@@ -249,7 +273,10 @@ impl<'m> Context<'m> {
                 kv_unified: p.kv_unified,
             },
             graph: None,
+            sampling_graph: None,
             sched,
+            sched_nodes,
+            cb_eval: p.cb_eval,
             kv,
             rs,
             backend,
@@ -258,6 +285,7 @@ impl<'m> Context<'m> {
             embd_seq: BTreeMap::new(),
             output_ids: Vec::new(),
             all_token_ids: (0..model.vocab.n_tokens() as i32).collect(),
+            sampling: sampling::Sampling::default(),
             n_outputs: 0,
             reuse_graphs,
             perf: PerfData::new(model),
@@ -304,7 +332,14 @@ impl<'m> Context<'m> {
                     },
                 }),
             };
-            let built = Builder::build(self.model, self.decoder()?, self.memories(), shape, self.params.graph)?;
+            let built = Builder::build(
+                self.model,
+                self.decoder()?,
+                self.memories(),
+                shape,
+                self.params.graph,
+                0,
+            )?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
         }
         self.counters.compute_buffer_bytes = self.sched.buffer_size(&self.backend);

@@ -11,6 +11,8 @@ pub(crate) fn load(file: &str) -> Model {
 
 pub(crate) fn params(n_ctx: u32, n_ubatch: u32, n_seq_max: u32) -> Params {
     Params {
+        n_outputs_max: 0,
+        n_outputs_max_per_seq: 0,
         n_ctx,
         n_batch: 2048,
         n_ubatch,
@@ -613,4 +615,85 @@ fn thread_counts_beyond_ggml_are_refused_and_the_old_ones_kept() {
         ..params(256, 64, 1)
     };
     assert!(Context::new(&m, p).is_err());
+}
+
+/// The samplers of a test chain driven directly (the FFI layer's chain does this through C).
+struct GraphChain(Vec<Box<dyn crate::sampling::Sampler>>);
+
+impl crate::sampling::backend::SeqSampler for GraphChain {
+    fn build(
+        &mut self,
+        g: &mut crate::ggml::Graph,
+        d: &mut crate::sampling::backend::GraphData,
+    ) -> std::result::Result<(), String> {
+        self.0
+            .iter_mut()
+            .try_for_each(|s| s.graph_part().map_or(Ok(()), |p| p.build(g, d)))
+    }
+
+    fn set_input(&mut self) -> std::result::Result<(), String> {
+        self.0
+            .iter_mut()
+            .try_for_each(|s| s.graph_part().map_or(Ok(()), |p| p.set_input()))
+    }
+
+    fn reset(&mut self) {
+        self.0
+            .iter_mut()
+            .filter_map(|s| s.graph_part())
+            .for_each(|p| p.forget_graph());
+    }
+
+    fn begin(&mut self) {}
+
+    fn is_live(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn backend_sampling_runs_in_the_reused_graph_beside_cpu_sequences() {
+    let m = load(SMOLLM2.0);
+    let mut ctx = Context::new(&m, params(512, 512, 2)).expect("context");
+    let mut greedy: Box<dyn crate::sampling::Sampler> = Box::<crate::sampling::Greedy>::default();
+    assert!(greedy.graph_part().expect("greedy runs in the graph").init(1));
+    ctx.attach_sampler(0, Box::new(GraphChain(vec![greedy])))
+        .expect("attach");
+    let mut toks = [504, 3575];
+    let mut reused = 0;
+    for pos in 0..24 {
+        let before = ctx.counters.graphs_reused;
+        let seq_ids: Vec<&[i32]> = vec![&[0], &[1]];
+        let input = BatchInput {
+            tokens: &toks,
+            pos: Some(&[pos, pos]),
+            seq_ids: Some(seq_ids),
+            outputs: Some(&[1, 1]),
+        };
+        assert_eq!(ctx.decode(&input).expect("decode"), DecodeStatus::Ok);
+        reused += ctx.counters.graphs_reused - before;
+        let best = argmax(ctx.logits_ith(0).expect("logits"));
+        let row = ctx.sampled_row(0).expect("row").expect("backend sampling on");
+        assert_eq!(row.token, best, "greedy in the graph picks the argmax at {pos}");
+        toks[0] = row.token;
+        let other = ctx.sampled_row(1).expect("row").expect("backend sampling on");
+        assert!(
+            other.token == -1 && other.logits.is_empty(),
+            "sequence 1 has no sampler"
+        );
+        toks[1] = argmax(ctx.logits_ith(1).expect("logits"));
+    }
+    assert!(reused >= 22, "only {reused} of 23 steps reused the graph");
+    ctx.detach_sampler(0).expect("detach");
+    let input = BatchInput {
+        tokens: &toks[..1],
+        pos: Some(&[24]),
+        seq_ids: None,
+        outputs: None,
+    };
+    ctx.decode(&input).expect("decode");
+    assert!(
+        ctx.sampled_row(0).expect("row").is_none(),
+        "no sampler: nothing sampled"
+    );
 }

@@ -1,17 +1,21 @@
 //! Context creation, its getters and setters, and reading outputs.
 
 use super::entry::entry;
-use super::handle::{ctx, ctx_free, ctx_mut, ctx_new, memory_handle, Ctx, CtxCell};
+use super::handle::{ctx, ctx_free, ctx_mut, ctx_new, memory_handle, CtxCell};
 use super::params::context_params;
+use super::sampler::is_our_chain;
+use super::sampler_backend::attach;
 use super::types::*;
-use crate::error::Result;
+use crate::context::SampledRow;
+use crate::error::{Error, Result};
 use crate::ggml::AbortCallback;
 use crate::graph::Pooling;
 use std::ffi::c_void;
 
 /// # Safety
 /// `model` must be NULL or a live model that outlives the context; callbacks in `params` must be
-/// callable from the computing thread while the context lives.
+/// callable from the computing thread while the context lives; `params.samplers` must hold
+/// `n_samplers` configurations whose chains outlive their use by the context.
 #[no_mangle]
 pub unsafe extern "C" fn llama_init_from_model(
     model: *mut llama_model,
@@ -20,7 +24,28 @@ pub unsafe extern "C" fn llama_init_from_model(
     entry!(std::ptr::null_mut(), {
         // SAFETY: forwarded contract on the callbacks.
         let p = unsafe { context_params(&params) }?;
-        ctx_new(model, p)
+        // SAFETY: forwarded contract on the sampler configurations.
+        let configs = unsafe { super::sampler::c_slice(params.samplers, params.n_samplers, "samplers") }?;
+        // SAFETY: as above.
+        if let Some(c) = configs.iter().find(|c| !unsafe { is_our_chain(c.sampler) }) {
+            return Err(Error::invalid(format!(
+                "the backend sampler of seq_id {} must be a sampler chain (llama_sampler_chain_init)",
+                c.seq_id
+            )));
+        }
+        let ctx = ctx_new(model, p)?;
+        for c in configs {
+            // SAFETY: the context made above; a live chain (contract).
+            match unsafe { attach(ctx, c.seq_id, c.sampler) } {
+                Ok(true) => crate::log_info!("context: backend sampler for seq_id {} set", c.seq_id),
+                Ok(false) => {}
+                Err(e) => {
+                    ctx_free(ctx)?;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(ctx)
     })
 }
 
@@ -264,54 +289,71 @@ pub unsafe extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_i
     })
 }
 
-/// The `llama_get_sampled_*` getters answer as llama.cpp does when no backend sampler ran, which is
-/// always the case here (backend samplers are not run in the graph): no token, no probabilities or
-/// logits, the whole vocabulary as candidates, n_vocab logits to read from `llama_get_logits_ith`.
-/// `common` asks these for every token, so they answer without a log line.
-fn sampled_getter<T>(p: *mut llama_context, f: impl FnOnce(&mut Ctx) -> T) -> Result<T> {
-    Ok(f(&mut *ctx_mut(p)?))
+/// The `llama_get_sampled_*` getters answer as llama.cpp: when no backend sampler was attached at
+/// the last decode, no token, probabilities or candidates and n_vocab logits (to read with
+/// `llama_get_logits_ith`), without a log line (`common` asks every token); otherwise what the
+/// samplers left for the output (nothing for an output of a sequence without one), an invalid
+/// index logged. The buffers stay valid until the next decode.
+fn sampled<T>(p: *mut llama_context, i: i32, none: T, f: impl FnOnce(&mut SampledRow) -> T) -> Result<T> {
+    let mut c = ctx_mut(p)?;
+    Ok(c.sampled_row(i)?.map_or(none, f))
+}
+
+fn data_or_null<T>(v: &mut [T]) -> *mut T {
+    if v.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        v.as_mut_ptr()
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_token_ith(ctx: *mut llama_context, i: i32) -> llama_token {
-    let _ = i;
-    entry!(LLAMA_TOKEN_NULL, { sampled_getter(ctx, |_| LLAMA_TOKEN_NULL) })
+    entry!(LLAMA_TOKEN_NULL, { sampled(ctx, i, LLAMA_TOKEN_NULL, |r| r.token) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    let _ = i;
-    entry!(std::ptr::null_mut(), { sampled_getter(ctx, |_| std::ptr::null_mut()) })
+    entry!(std::ptr::null_mut(), {
+        sampled(ctx, i, std::ptr::null_mut(), |r| data_or_null(&mut r.probs))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_probs_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    let _ = i;
-    entry!(0, { sampled_getter(ctx, |_| 0) })
+    entry!(0, { sampled(ctx, i, 0, |r| r.probs.len() as u32) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    let _ = i;
-    entry!(std::ptr::null_mut(), { sampled_getter(ctx, |_| std::ptr::null_mut()) })
+    entry!(std::ptr::null_mut(), {
+        sampled(ctx, i, std::ptr::null_mut(), |r| data_or_null(&mut r.logits))
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_logits_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    let _ = i;
-    entry!(0, { sampled_getter(ctx, |c| c.n_vocab() as u32) })
+    entry!(0, {
+        let n_vocab = ctx_mut(ctx)?.n_vocab() as u32;
+        sampled(ctx, i, n_vocab, |r| r.logits.len() as u32)
+    })
 }
 
+/// The candidates' ids; every token id in order when the samplers left none (an invalid index
+/// too, without a log line, as llama.cpp falls back).
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_ith(ctx: *mut llama_context, i: i32) -> *mut llama_token {
-    let _ = i;
     entry!(std::ptr::null_mut(), {
-        sampled_getter(ctx, |c| c.all_token_ids_mut().as_mut_ptr())
+        let mut c = ctx_mut(ctx)?;
+        let own = match c.sampled_row(i) {
+            Ok(Some(r)) => Some(data_or_null(&mut r.candidates)).filter(|p| !p.is_null()),
+            _ => None,
+        };
+        Ok(own.unwrap_or_else(|| c.all_token_ids_mut().as_mut_ptr()))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_get_sampled_candidates_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    let _ = i;
-    entry!(0, { sampled_getter(ctx, |_| 0) })
+    entry!(0, { sampled(ctx, i, 0, |r| r.candidates.len() as u32) })
 }

@@ -24,6 +24,7 @@ mod params;
 mod perf;
 mod registry;
 mod sampler;
+mod sampler_backend;
 mod state;
 mod strings;
 mod vocab;

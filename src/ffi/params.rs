@@ -274,15 +274,6 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         _ => Some(RopeScaling::LongRope),
     };
     let pooling = Pooling::from_llama(enum_in("pooling_type", p.pooling_type.0, &[-1, 0, 1, 2, 3, 4])?);
-    if p.n_samplers > 0 && !p.samplers.is_null() {
-        // Accepted (common's --backend-sampling passes them), not run in the graph: the sampled
-        // getters then say nothing was sampled, and the client samples on the CPU as it would
-        // without them.
-        crate::log_warn!(
-            "context: {} backend sampler(s) given; sampling stays on the CPU (backend sampling is not supported yet)",
-            p.n_samplers
-        );
-    }
     if p.n_seq_max as usize > super::misc::MAX_PARALLEL_SEQUENCES {
         return Err(Error::invalid(format!(
             "n_seq_max = {} exceeds llama_max_parallel_sequences() = {}",
@@ -301,6 +292,8 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         n_batch: p.n_batch,
         n_ubatch: p.n_ubatch,
         n_seq_max: p.n_seq_max,
+        n_outputs_max: p.n_outputs_max,
+        n_outputs_max_per_seq: p.n_outputs_max_per_seq,
         n_rs_seq: p.n_rs_seq,
         n_threads: p.n_threads,
         n_threads_batch: p.n_threads_batch,

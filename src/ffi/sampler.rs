@@ -11,6 +11,10 @@
 use super::entry::entry;
 use super::handle::ctx_mut;
 use super::registry::Book;
+use super::sampler_backend::{
+    chain_backend_accept, chain_backend_apply, chain_backend_init, chain_backend_reset, chain_backend_set_input,
+    rs_backend_apply, rs_backend_init, rs_backend_reset, rs_backend_set_input, ChainGraph,
+};
 use super::strings::c_str;
 use super::types::*;
 use crate::error::{Error, Result};
@@ -48,6 +52,16 @@ static RUST_IFACE: llama_sampler_i = llama_sampler_i {
     copy_state: Some(rs_copy_state),
 };
 
+/// The vtable of the built-in samplers llama.cpp can run in the graph.
+static RUST_GRAPH_IFACE: llama_sampler_i = llama_sampler_i {
+    backend_init: Some(rs_backend_init),
+    backend_accept: None,
+    backend_apply: Some(rs_backend_apply),
+    backend_set_input: Some(rs_backend_set_input),
+    backend_reset: Some(rs_backend_reset),
+    ..RUST_IFACE
+};
+
 static CHAIN_IFACE: llama_sampler_i = llama_sampler_i {
     name: Some(chain_name),
     accept: Some(chain_accept),
@@ -55,11 +69,11 @@ static CHAIN_IFACE: llama_sampler_i = llama_sampler_i {
     reset: Some(chain_reset),
     clone: Some(chain_clone),
     free: Some(chain_free),
-    backend_init: None,
-    backend_accept: None,
-    backend_apply: None,
-    backend_set_input: None,
-    backend_reset: None,
+    backend_init: Some(chain_backend_init),
+    backend_accept: Some(chain_backend_accept),
+    backend_apply: Some(chain_backend_apply),
+    backend_set_input: Some(chain_backend_set_input),
+    backend_reset: Some(chain_backend_reset),
     copy_state: Some(chain_copy_state),
 };
 
@@ -68,9 +82,11 @@ fn iface_ptr(i: &'static llama_sampler_i) -> *mut llama_sampler_i {
     ptr::from_ref(i).cast_mut()
 }
 
-struct Chain {
+pub(super) struct Chain {
     no_perf: bool,
-    samplers: Vec<*mut llama_sampler>,
+    pub(super) samplers: Vec<*mut llama_sampler>,
+    /// Set once the chain is attached to a context (backend_init): its graph part.
+    pub(super) graph: Option<ChainGraph>,
     /// Reused by `llama_sampler_sample` for the candidate array.
     cur: Vec<TokenData>,
     t_sample_us: i64,
@@ -102,7 +118,7 @@ fn new_sampler(iface: *mut llama_sampler_i, ctx: llama_sampler_context_t) -> *mu
 }
 
 /// Refuse a freed sampler (NULL and client-built ones pass, for the caller to handle).
-fn not_freed(smpl: *const llama_sampler) -> Result<()> {
+pub(super) fn not_freed(smpl: *const llama_sampler) -> Result<()> {
     let book = SAMPLERS.lock();
     match book.get(smpl as usize) {
         Err(e) if book.is_freed(smpl as usize) => Err(e),
@@ -186,14 +202,20 @@ fn orphan(smpl: *const llama_sampler) {
     }
 }
 
-fn wrap(s: BoxedSampler) -> *mut llama_sampler {
-    new_sampler(iface_ptr(&RUST_IFACE), Box::into_raw(Box::new(s)).cast())
+fn wrap(mut s: BoxedSampler) -> *mut llama_sampler {
+    let iface = if s.graph_part().is_some() {
+        &RUST_GRAPH_IFACE
+    } else {
+        &RUST_IFACE
+    };
+    new_sampler(iface_ptr(iface), Box::into_raw(Box::new(s)).cast())
 }
 
 fn new_chain(no_perf: bool) -> *mut llama_sampler {
     let chain = Chain {
         no_perf,
         samplers: Vec::new(),
+        graph: None,
         cur: Vec::new(),
         t_sample_us: 0,
         n_sample: 0,
@@ -212,20 +234,29 @@ unsafe fn is(smpl: *const llama_sampler, iface: &'static llama_sampler_i) -> boo
 ///
 /// # Safety
 /// `smpl` must be NULL or a live sampler, not otherwise borrowed while the result is used.
-unsafe fn rust_sampler<'a>(smpl: *const llama_sampler) -> Option<&'a mut BoxedSampler> {
-    // SAFETY: forwarded contract; a RUST_IFACE sampler's ctx is the `Box<BoxedSampler>` from `wrap`.
+pub(super) unsafe fn rust_sampler<'a>(smpl: *const llama_sampler) -> Option<&'a mut BoxedSampler> {
+    // SAFETY: forwarded contract; a built-in sampler's ctx is the `Box<BoxedSampler>` from `wrap`.
     unsafe {
-        is(smpl, &RUST_IFACE)
+        (is(smpl, &RUST_IFACE) || is(smpl, &RUST_GRAPH_IFACE))
             .then(|| (*smpl).ctx.cast::<BoxedSampler>().as_mut())
             .flatten()
     }
+}
+
+/// Whether `smpl` is a chain made by `llama_sampler_chain_init`.
+///
+/// # Safety
+/// `smpl` must be NULL or a live sampler.
+pub(super) unsafe fn is_our_chain(smpl: *const llama_sampler) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { is(smpl, &CHAIN_IFACE) }
 }
 
 /// The chain behind a chain `llama_sampler`, or an error naming `what` for other samplers.
 ///
 /// # Safety
 /// `smpl` must be NULL or a live sampler, not otherwise borrowed while the result is used.
-unsafe fn as_chain<'a>(smpl: *const llama_sampler) -> Result<&'a mut Chain> {
+pub(super) unsafe fn as_chain<'a>(smpl: *const llama_sampler) -> Result<&'a mut Chain> {
     // SAFETY: forwarded contract; a CHAIN_IFACE sampler's ctx is the `Box<Chain>` from `new_chain`.
     unsafe {
         is(smpl, &CHAIN_IFACE)
@@ -384,7 +415,7 @@ unsafe extern "C" fn rs_copy_state(src: *const llama_sampler, dst: *mut llama_sa
     entry!(as "llama_sampler_copy", (), {
         // SAFETY: called through our vtable on live samplers.
         let s = unsafe { rust_sampler(src) }.ok_or_else(|| Error::invalid("src is not a built-in sampler"))?;
-        let copy = s.box_clone();
+        let mut copy = s.box_clone();
         // SAFETY: as above; `src != dst` (llama_sampler_copy checks), so the borrows are distinct.
         let d = unsafe { rust_sampler(dst) }.ok_or_else(|| Error::invalid("dst is not a built-in sampler"))?;
         if (**d).type_id() != (*copy).type_id() {
@@ -393,6 +424,10 @@ unsafe extern "C" fn rs_copy_state(src: *const llama_sampler, dst: *mut llama_sa
                 copy.name().to_string_lossy(),
                 d.name().to_string_lossy()
             )));
+        }
+        // The state moves; what belongs to the graph `dst` is part of stays with it.
+        if let (Some(new), Some(old)) = (copy.graph_part(), d.graph_part()) {
+            std::mem::swap(new.bound(), old.bound());
         }
         *d = copy;
         Ok(())
@@ -404,7 +439,7 @@ unsafe extern "C" fn rs_copy_state(src: *const llama_sampler, dst: *mut llama_sa
 
 /// # Safety
 /// `smpl` must be a live chain.
-unsafe fn chain_child(smpl: *const llama_sampler, i: usize) -> Option<*mut llama_sampler> {
+pub(super) unsafe fn chain_child(smpl: *const llama_sampler, i: usize) -> Option<*mut llama_sampler> {
     // SAFETY: forwarded contract; the borrow ends here.
     unsafe { as_chain(smpl) }.ok().and_then(|c| c.samplers.get(i).copied())
 }
@@ -461,7 +496,10 @@ unsafe extern "C" fn chain_apply(smpl: *mut llama_sampler, cur_p: *mut llama_tok
     entry!(as "llama_sampler_apply", (), {
         // SAFETY: called through our vtable on a live chain.
         let t0 = unsafe { perf_start(smpl) };
-        for i in 0.. {
+        // What runs in the graph of an attached chain ran there already.
+        // SAFETY: as above.
+        let first = unsafe { as_chain(smpl) }?.graph.map_or(0, |g| g.prefix);
+        for i in first.. {
             // SAFETY: as above; each child is live while the chain owns it.
             let Some(child) = (unsafe { chain_child(smpl, i) }) else {
                 break;
@@ -598,26 +636,36 @@ unsafe fn copy(src: *const llama_sampler, dst: *mut llama_sampler) -> Result<()>
 #[cfg(test)]
 unsafe fn sample_logits(smpl: *mut llama_sampler, logits: &[f32]) -> Result<llama_token> {
     // SAFETY: forwarded contract.
-    unsafe { sample_candidates(smpl, candidates(smpl, logits)) }
+    unsafe { sample_candidates(smpl, candidates(smpl, logits, &[], &[])?) }
 }
 
-/// One candidate per logit, in the buffer the chain keeps between calls (taken out of it, so no
-/// borrow of the chain is kept).
+/// The candidates `llama_sampler_sample` starts from, in the buffer the chain keeps between calls
+/// (taken out of it, so no borrow of the chain is kept): one per logit, with the ids in `ids`
+/// (empty: the logit's index) and the probabilities in `probs` (empty: none yet), as a backend
+/// sampler may have left them.
 ///
 /// # Safety
 /// As [`sample_logits`].
-unsafe fn candidates(smpl: *mut llama_sampler, logits: &[f32]) -> Vec<TokenData> {
+unsafe fn candidates(smpl: *mut llama_sampler, logits: &[f32], ids: &[i32], probs: &[f32]) -> Result<Vec<TokenData>> {
+    let n = if probs.is_empty() { logits.len() } else { probs.len() };
+    if logits.len() < n || (!ids.is_empty() && ids.len() < n) {
+        return Err(Error::invalid(format!(
+            "the backend sampler left {} logits and {} candidates for {n} rows",
+            logits.len(),
+            ids.len()
+        )));
+    }
     // SAFETY: forwarded contract.
     let mut cur = unsafe { as_chain(smpl) }
         .map(|c| std::mem::take(&mut c.cur))
         .unwrap_or_default();
     cur.clear();
-    cur.extend(logits.iter().enumerate().map(|(id, &logit)| TokenData {
-        id: id as llama_token,
-        logit,
-        p: 0.0,
+    cur.extend((0..n).map(|i| TokenData {
+        id: ids.get(i).copied().unwrap_or(i as llama_token),
+        logit: logits[i],
+        p: probs.get(i).copied().unwrap_or(0.0),
     }));
-    cur
+    Ok(cur)
 }
 
 /// Apply `smpl` to the candidates, accept and return the selected token.
@@ -729,30 +777,6 @@ pub(super) unsafe fn chain_perf_reset(smpl: *mut llama_sampler) -> Result<()> {
     c.t_sample_us = 0;
     c.n_sample = 0;
     Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llama_set_sampler(
-    ctx: *mut llama_context,
-    seq_id: llama_seq_id,
-    smpl: *mut llama_sampler,
-) -> bool {
-    entry!(false, {
-        if ctx.is_null() {
-            return Err(Error::invalid("ctx is NULL"));
-        }
-        if smpl.is_null() {
-            return Ok(true);
-        }
-        // Sampling runs on the CPU after decoding; there is no backend sampling to attach to.
-        // SAFETY: live sampler by contract.
-        let name = unsafe { CStr::from_ptr(llama_sampler_name(smpl)) };
-        crate::log_warn!(
-            "llama_set_sampler: sampler '{}' for seq_id = {seq_id}, cannot be offloaded to the backend",
-            name.to_string_lossy()
-        );
-        Ok(false)
-    })
 }
 
 #[no_mangle]
@@ -916,7 +940,7 @@ pub(crate) fn make(f: impl FnOnce() -> Result<BoxedSampler>) -> Result<*mut llam
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_sampler_init_greedy() -> *mut llama_sampler {
-    entry!(ptr::null_mut(), { make(|| Ok(Box::new(sampling::Greedy))) })
+    entry!(ptr::null_mut(), { make(|| Ok(Box::<sampling::Greedy>::default())) })
 }
 
 #[no_mangle]
@@ -1092,11 +1116,10 @@ pub unsafe extern "C" fn llama_sampler_init_penalties(
     penalty_freq: f32,
     penalty_present: f32,
 ) -> *mut llama_sampler {
-    // n_vocab is unused on the CPU path, as in llama.cpp.
-    let _ = n_vocab;
     entry!(ptr::null_mut(), {
         make(|| {
             Ok(sampling::Penalties::boxed(
+                n_vocab,
                 penalty_last_n,
                 penalty_repeat,
                 penalty_freq,
@@ -1152,13 +1175,13 @@ pub unsafe extern "C" fn llama_sampler_init_logit_bias(
     n_logit_bias: i32,
     logit_bias: *const llama_logit_bias,
 ) -> *mut llama_sampler {
-    let _ = n_vocab;
     entry!(ptr::null_mut(), {
         make(|| {
             let n = usize::try_from(n_logit_bias).unwrap_or(0);
             // SAFETY: `logit_bias` holds `n_logit_bias` entries (contract).
             let biases = unsafe { c_slice(logit_bias, n, "logit_bias") }?;
             Ok(sampling::LogitBias::boxed(
+                n_vocab,
                 biases.iter().map(|b| (b.token, b.bias)).collect(),
             ))
         })
@@ -1223,13 +1246,27 @@ pub unsafe extern "C" fn llama_sampler_sample(
         }
         // The candidates are made while the context is locked; the samplers then run without the
         // lock, so a client sampler may read the context (llama_get_logits_ith), as in llama.cpp.
+        // A token a backend sampler chose is taken as it is; what a backend sampler left
+        // (probabilities, filtered logits) is what the CPU samplers continue from.
         let cur = {
-            let c = ctx_mut(ctx)?;
-            // SAFETY: live sampler by contract.
-            unsafe { candidates(smpl, c.logits_ith(idx)?) }
+            let mut c = ctx_mut(ctx)?;
+            match c.sampled_row(idx)? {
+                Some(r) if r.token != LLAMA_TOKEN_NULL => Err(r.token),
+                // SAFETY: live sampler by contract.
+                Some(r) if !r.logits.is_empty() => Ok(unsafe { candidates(smpl, &r.logits, &r.candidates, &r.probs) }?),
+                // SAFETY: as above.
+                _ => Ok(unsafe { candidates(smpl, c.logits_ith(idx)?, &[], &[]) }?),
+            }
         };
-        // SAFETY: live sampler by contract.
-        unsafe { sample_candidates(smpl, cur) }
+        match cur {
+            // SAFETY: live sampler by contract.
+            Ok(cur) => unsafe { sample_candidates(smpl, cur) },
+            Err(token) => {
+                // SAFETY: as above.
+                unsafe { call_accept(smpl, token) };
+                Ok(token)
+            }
+        }
     })
 }
 

@@ -39,6 +39,10 @@ impl EvalCallback {
     }
 }
 
+// SAFETY: `new`'s maker vouched that the callback may be called from the computing thread, which
+// is whichever thread drives the context (one at a time).
+unsafe impl Send for EvalCallback {}
+
 pub struct CpuBackend {
     raw: NonNull<ggml_sys::ggml_backend>,
 }

@@ -5,6 +5,7 @@
 use super::{RawType, TensorRef};
 use std::ptr::NonNull;
 
+mod sampling;
 mod ssm;
 
 pub type OpResult = Result<TensorRef, String>;
@@ -14,6 +15,8 @@ pub struct Graph {
     gf: NonNull<ggml_sys::ggml_cgraph>,
     max_tensors: usize,
     n_tensors: usize,
+    /// False for a graph lent by its owner (a sampler's part of a decode graph): not freed here.
+    owned: bool,
 }
 
 // SAFETY: a graph is plain memory used by one context on one thread at a time.
@@ -52,7 +55,44 @@ impl Graph {
             gf,
             max_tensors: max_nodes,
             n_tensors: 0,
+            owned: true,
         })
+    }
+
+    /// The graph `gf` under construction in `ctx`, lent by whoever made them (llama.h hands a
+    /// backend sampler the raw pair); new tensors are counted against what is left of the pool.
+    ///
+    /// # Safety
+    /// `ctx` and `gf` must be a live no_alloc context and a graph in it, outliving the result.
+    pub unsafe fn borrowed(ctx: NonNull<ggml_sys::ggml_context>, gf: NonNull<ggml_sys::ggml_cgraph>) -> Graph {
+        // SAFETY: size queries on a live context (contract).
+        let free = unsafe { ggml_sys::ggml_get_mem_size(ctx.as_ptr()) - ggml_sys::ggml_used_mem(ctx.as_ptr()) };
+        // SAFETY: a size query.
+        let per_tensor = unsafe { ggml_sys::ggml_tensor_overhead() };
+        Graph {
+            ctx,
+            gf,
+            max_tensors: free / per_tensor,
+            n_tensors: 0,
+            owned: false,
+        }
+    }
+
+    pub(crate) fn raw_ctx(&self) -> *mut ggml_sys::ggml_context {
+        self.ctx.as_ptr()
+    }
+
+    /// Tensor descriptions in the graph's context (nodes, inputs and views alike).
+    pub fn n_tensors(&self) -> usize {
+        let mut n = 0;
+        // SAFETY: walking the live context's object list.
+        let mut t = unsafe { ggml_sys::ggml_get_first_tensor(self.ctx.as_ptr()) };
+        while !t.is_null() {
+            n += 1;
+            // SAFETY: as above.
+            t = unsafe { ggml_sys::ggml_get_next_tensor(self.ctx.as_ptr(), t) };
+        }
+        n
     }
 
     pub(crate) fn raw(&self) -> *mut ggml_sys::ggml_cgraph {
@@ -397,7 +437,22 @@ impl Graph {
     pub fn set_rows(&mut self, dst: TensorRef, src: TensorRef, idx: TensorRef) -> OpResult {
         self.room()?;
         let (dn, sn, inn) = (dst.ne(), src.ne(), idx.ne());
-        if dn[0] != sn[0] || inn[0] != sn[1] || idx.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I64 {
+        let idx_type_ok = matches!(
+            idx.ggml_type(),
+            ggml_sys::ggml_type_GGML_TYPE_I64 | ggml_sys::ggml_type_GGML_TYPE_I32
+        );
+        let src_type_ok = matches!(
+            src.ggml_type(),
+            ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16
+        );
+        let broadcast = dn[2] == sn[2]
+            && dn[3] == sn[3]
+            && inn[1] > 0
+            && inn[2] > 0
+            && sn[2] % inn[1] == 0
+            && sn[3] % inn[2] == 0
+            && inn[3] == 1;
+        if dn[0] != sn[0] || inn[0] != sn[1] || !idx_type_ok || !src_type_ok || !broadcast {
             return Err(format!("set_rows: {sn:?} into {dn:?} at {inn:?}"));
         }
         // SAFETY: row width, index count and index type checked.
@@ -699,8 +754,10 @@ impl Graph {
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        // SAFETY: the context (which owns the graph object) is freed once.
-        unsafe { ggml_sys::ggml_free(self.ctx.as_ptr()) }
+        if self.owned {
+            // SAFETY: the context (which owns the graph object) is ours and freed once.
+            unsafe { ggml_sys::ggml_free(self.ctx.as_ptr()) }
+        }
     }
 }
 

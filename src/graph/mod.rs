@@ -228,19 +228,21 @@ pub(crate) fn ggml_err(e: String) -> Error {
 
 impl<'a> Builder<'a> {
     /// Build the graph of `shape` for `model`, whose architecture's body is `decoder`, over the
-    /// context's attention cache `kv` and recurrent states `rs`.
+    /// context's attention cache `kv` and recurrent states `rs`, with room for `extra_nodes`
+    /// more (what backend samplers append).
     pub fn build(
         model: &'a Model,
         decoder: &dyn Decoder,
         (kv, rs): (&'a KvCache, Option<&'a Recurrent>),
         shape: Shape,
         params: GraphParams,
+        extra_nodes: usize,
     ) -> Result<Built> {
         let hp = model
             .hparams
             .as_ref()
             .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
-        let mut g = Graph::new(max_nodes(model)).map_err(ggml_err)?;
+        let mut g = Graph::new(max_nodes(model) + extra_nodes).map_err(ggml_err)?;
         let nt = shape.n_tokens as i64;
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;

@@ -1,26 +1,54 @@
 //! Dist: draw a candidate from the softmax of the logits with a seeded `std::mt19937`.
 
+use super::backend::{self, GraphBound, GraphData, GraphPart};
 use super::candidates::max_logit;
-use super::rng::SeededRng;
-use super::{Candidates, Sampler};
+use super::rng::{Mt19937, SeededRng};
+use super::{Candidates, Sampler, Token};
+use crate::ggml::Graph;
 use std::ffi::CStr;
 
 #[derive(Clone)]
 pub struct Dist {
     rng: SeededRng,
+    /// With several outputs per sequence in the graph, the rows draw from this copy of the
+    /// stream; each accepted token then commits one draw to `rng`, so rejected rows cost nothing.
+    rng_side: Mt19937,
+    side_drawn: usize,
+    side_committed: usize,
+    graph: GraphBound,
 }
 
 impl Dist {
     pub fn new(seed: u32) -> Self {
-        Dist {
-            rng: SeededRng::new(seed),
-        }
+        let rng = SeededRng::new(seed);
+        let mut d = Dist {
+            rng_side: Mt19937::new(0),
+            rng,
+            side_drawn: 0,
+            side_committed: 0,
+            graph: GraphBound::default(),
+        };
+        d.restart_side();
+        d
+    }
+
+    fn restart_side(&mut self) {
+        self.rng_side = self.rng.generator().clone();
+        self.side_drawn = 0;
+        self.side_committed = 0;
     }
 }
 
 impl Sampler for Dist {
     fn name(&self) -> &'static CStr {
-        c"dist"
+        self.graph.name([c"dist", c"+dist", c"-dist"])
+    }
+
+    fn accept(&mut self, _token: Token) {
+        if self.side_committed < self.side_drawn {
+            self.rng.generator().uniform_f64();
+            self.side_committed += 1;
+        }
     }
 
     /// llama.cpp's single pass: unnormalised exp weights summed in double, one uniform double, the
@@ -64,6 +92,7 @@ impl Sampler for Dist {
 
     fn reset(&mut self) {
         self.rng.reset();
+        self.restart_side();
     }
 
     fn box_clone(&self) -> Box<dyn Sampler> {
@@ -72,6 +101,42 @@ impl Sampler for Dist {
 
     fn seed(&self) -> Option<u32> {
         Some(self.rng.current_seed())
+    }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for Dist {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    fn init(&mut self, n_outputs_max_per_seq: u32) -> bool {
+        let g = &mut self.graph;
+        g.init_as(true, n_outputs_max_per_seq);
+        self.restart_side();
+        true
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::dist(g, d, &mut self.graph)
+    }
+
+    fn set_input(&mut self) -> Result<(), String> {
+        backend::dist_set_input(
+            &self.graph,
+            self.rng.generator(),
+            &mut self.rng_side,
+            &mut self.side_drawn,
+        )
+    }
+
+    fn begin(&mut self) {
+        if self.graph.multi_output() {
+            self.restart_side();
+        }
     }
 }
 

@@ -1,14 +1,18 @@
 //! Greedy: select the first candidate with the highest logit.
 
+use super::backend::{self, GraphBound, GraphData, GraphPart};
 use super::{Candidates, Sampler};
+use crate::ggml::Graph;
 use std::ffi::CStr;
 
 #[derive(Clone, Default)]
-pub struct Greedy;
+pub struct Greedy {
+    graph: GraphBound,
+}
 
 impl Sampler for Greedy {
     fn name(&self) -> &'static CStr {
-        c"greedy"
+        self.graph.name([c"greedy", c"+greedy", c"-greedy"])
     }
 
     fn apply(&mut self, cur: &mut Candidates<'_>) {
@@ -30,6 +34,20 @@ impl Sampler for Greedy {
     fn box_clone(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for Greedy {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::greedy(g, d)
+    }
 }
 
 #[cfg(test)]
@@ -41,14 +59,14 @@ mod tests {
     fn picks_the_first_maximum() {
         let mut v = from_logits(&[1.0, 5.0, 5.0, -2.0]);
         let mut c = Candidates::new(&mut v, -1, false);
-        Greedy.apply(&mut c);
+        Greedy::default().apply(&mut c);
         assert_eq!(c.selected, 1);
     }
 
     #[test]
     fn empty_selects_nothing() {
         let mut c = Candidates::new(&mut [], 3, false);
-        Greedy.apply(&mut c);
+        Greedy::default().apply(&mut c);
         assert_eq!(c.selected, -1);
     }
 }

@@ -1,23 +1,30 @@
 //! Logit bias: add a fixed bias to given tokens' logits.
 
+use super::backend::{self, GraphBound, GraphData, GraphPart};
 use super::{Candidates, Empty, Sampler, Token};
+use crate::ggml::Graph;
 use std::ffi::CStr;
 
 #[derive(Clone)]
 pub struct LogitBias {
+    /// Only the graph's ops need it (0: unknown, which keeps the sampler off the graph).
+    n_vocab: usize,
     biases: Vec<(Token, f32)>,
     to_search: Vec<(Token, f32)>,
+    graph: GraphBound,
 }
 
 impl LogitBias {
     /// No biases is a no-op sampler ("?logit-bias").
-    pub fn boxed(biases: Vec<(Token, f32)>) -> Box<dyn Sampler> {
+    pub fn boxed(n_vocab: i32, biases: Vec<(Token, f32)>) -> Box<dyn Sampler> {
         if biases.is_empty() {
             Box::new(Empty::new(c"?logit-bias"))
         } else {
             Box::new(LogitBias {
+                n_vocab: n_vocab.max(0) as usize,
                 biases,
                 to_search: Vec::new(),
+                graph: GraphBound::default(),
             })
         }
     }
@@ -25,7 +32,7 @@ impl LogitBias {
 
 impl Sampler for LogitBias {
     fn name(&self) -> &'static CStr {
-        c"logit-bias"
+        self.graph.name([c"logit-bias", c"+logit-bias", c"-logit-bias"])
     }
 
     /// A token still at its own index (the array as built from the logits) is biased directly; the
@@ -52,6 +59,31 @@ impl Sampler for LogitBias {
     fn box_clone(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for LogitBias {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    /// Every biased token must be in the vocabulary (ggml would write outside the row).
+    fn supports(&self, _n_outputs_max_per_seq: u32) -> bool {
+        self.biases
+            .iter()
+            .all(|&(t, _)| usize::try_from(t).is_ok_and(|t| t < self.n_vocab))
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::logit_bias(g, d, &mut self.graph, self.n_vocab, self.biases.len())
+    }
+
+    fn set_input(&mut self) -> Result<(), String> {
+        backend::logit_bias_set_input(&self.graph, &self.biases)
+    }
 }
 
 #[cfg(test)]
@@ -61,7 +93,7 @@ mod tests {
 
     #[test]
     fn biases_in_place_and_shuffled() {
-        let mut s = LogitBias::boxed(vec![(1, 2.0), (3, -1.0), (9, 5.0)]);
+        let mut s = LogitBias::boxed(100, vec![(1, 2.0), (3, -1.0), (9, 5.0)]);
         let mut v = from_logits(&[0.0; 4]);
         v.swap(0, 3); // ids 3,1,2,0: token 3 is no longer at index 3
         let mut c = Candidates::new(&mut v, -1, false);

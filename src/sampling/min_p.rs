@@ -1,13 +1,16 @@
 //! Min-p: keep the candidates whose probability is at least p times the best one's.
 
+use super::backend::{self, GraphBound, GraphData, GraphPart};
 use super::candidates::{cxx_max, sort_top};
 use super::{Candidates, Empty, Sampler};
+use crate::ggml::Graph;
 use std::ffi::CStr;
 
 #[derive(Clone)]
 pub struct MinP {
     p: f32,
     min_keep: usize,
+    graph: GraphBound,
 }
 
 impl MinP {
@@ -16,14 +19,18 @@ impl MinP {
         if p <= 0.0 {
             Box::new(Empty::new(c"?min-p"))
         } else {
-            Box::new(MinP { p, min_keep })
+            Box::new(MinP {
+                p,
+                min_keep,
+                graph: GraphBound::default(),
+            })
         }
     }
 }
 
 impl Sampler for MinP {
     fn name(&self) -> &'static CStr {
-        c"min-p"
+        self.graph.name([c"min-p", c"+min-p", c"-min-p"])
     }
 
     fn apply(&mut self, cur: &mut Candidates<'_>) {
@@ -66,6 +73,20 @@ impl Sampler for MinP {
 
     fn box_clone(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for MinP {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::min_p(g, d, self.p)
     }
 }
 

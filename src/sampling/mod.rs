@@ -5,6 +5,7 @@
 //! The C objects (`struct llama_sampler`, the vtable, the chain of C pointers) live in `ffi/sampler.rs`;
 //! each built-in sampler there owns one `Box<dyn Sampler>` from here.
 
+pub mod backend;
 mod candidates;
 mod cxx_sort;
 mod rng;
@@ -78,6 +79,11 @@ pub trait Sampler: Any + Send {
 
     /// The seed in use, for the samplers whose seed `llama_sampler_get_seed` reports.
     fn seed(&self) -> Option<u32> {
+        None
+    }
+
+    /// The sampler's ops for backend sampling, for the samplers llama.cpp runs in the graph.
+    fn graph_part(&mut self) -> Option<&mut dyn backend::GraphPart> {
         None
     }
 }

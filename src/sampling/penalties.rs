@@ -1,18 +1,23 @@
 //! Repetition penalties over the last n accepted tokens: repeat (divide positive / multiply negative
 //! logits), frequency (per occurrence) and presence (once).
 
+use super::backend::{GraphBound, GraphData, GraphPart, PenaltyOps};
 use super::{Candidates, Empty, Sampler, Token};
+use crate::ggml::Graph;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 
 #[derive(Clone)]
 pub struct Penalties {
+    /// Only the graph's ops need it (0: unknown, which keeps the sampler off the graph).
+    n_vocab: usize,
     last_n: usize,
     repeat: f32,
     freq: f32,
     present: f32,
     prev: VecDeque<Token>,
     count: HashMap<Token, i32>,
+    graph: GraphBound,
 }
 
 /// Bits of the prefilter that spares a hash lookup for most candidates of a big vocabulary.
@@ -20,25 +25,27 @@ const FILTER_BITS: usize = 4096;
 
 impl Penalties {
     /// A negative `last_n` counts as 0; `last_n == 0` or all penalties neutral is a no-op ("?penalties").
-    pub fn boxed(last_n: i32, repeat: f32, freq: f32, present: f32) -> Box<dyn Sampler> {
+    pub fn boxed(n_vocab: i32, last_n: i32, repeat: f32, freq: f32, present: f32) -> Box<dyn Sampler> {
         let last_n = last_n.max(0) as usize;
         if last_n == 0 || (repeat == 1.0 && freq == 0.0 && present == 0.0) {
             return Box::new(Empty::new(c"?penalties"));
         }
         Box::new(Penalties {
+            n_vocab: n_vocab.max(0) as usize,
             last_n,
             repeat,
             freq,
             present,
             prev: VecDeque::with_capacity(last_n.min(1 << 16)),
             count: HashMap::new(),
+            graph: GraphBound::default(),
         })
     }
 }
 
 impl Sampler for Penalties {
     fn name(&self) -> &'static CStr {
-        c"penalties"
+        self.graph.name([c"penalties", c"+penalties", c"-penalties"])
     }
 
     fn accept(&mut self, token: Token) {
@@ -90,6 +97,42 @@ impl Sampler for Penalties {
     fn box_clone(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl Penalties {
+    fn ops(&self) -> PenaltyOps {
+        PenaltyOps {
+            n_vocab: self.n_vocab,
+            last_n: self.last_n,
+            repeat: self.repeat,
+            freq: self.freq,
+            present: self.present,
+        }
+    }
+}
+
+impl GraphPart for Penalties {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    /// One output per sequence (the history would change between two), and a known vocabulary.
+    fn supports(&self, n_outputs_max_per_seq: u32) -> bool {
+        n_outputs_max_per_seq <= 1 && self.n_vocab > 0
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        self.ops().build(g, d, &mut self.graph)
+    }
+
+    fn set_input(&mut self) -> Result<(), String> {
+        let count: Vec<(i32, i32)> = self.count.iter().map(|(&t, &c)| (t, c)).collect();
+        self.ops().set_input(&self.graph, &count)
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +144,7 @@ mod tests {
     fn run(last: &[Token], expected: &[f32], repeat: f32, freq: f32, present: f32) {
         let mut v = from_probs(&[0.2; 5]);
         let mut c = Candidates::new(&mut v, -1, false);
-        let mut s = Penalties::boxed(last.len() as i32, repeat, freq, present);
+        let mut s = Penalties::boxed(100, last.len() as i32, repeat, freq, present);
         for &t in last {
             s.accept(t);
         }
@@ -138,7 +181,7 @@ mod tests {
 
     #[test]
     fn only_the_last_n_count() {
-        let mut s = Penalties::boxed(2, 1.0, 1.0, 0.0);
+        let mut s = Penalties::boxed(100, 2, 1.0, 1.0, 0.0);
         for t in [4, 1, 2] {
             s.accept(t);
         }
@@ -151,9 +194,9 @@ mod tests {
 
     #[test]
     fn disabled_forms() {
-        assert_eq!(Penalties::boxed(0, 1.5, 0.0, 0.0).name(), c"?penalties");
-        assert_eq!(Penalties::boxed(-3, 1.5, 0.0, 0.0).name(), c"?penalties");
-        assert_eq!(Penalties::boxed(64, 1.0, 0.0, 0.0).name(), c"?penalties");
-        assert_eq!(Penalties::boxed(64, 1.1, 0.0, 0.0).name(), c"penalties");
+        assert_eq!(Penalties::boxed(100, 0, 1.5, 0.0, 0.0).name(), c"?penalties");
+        assert_eq!(Penalties::boxed(100, -3, 1.5, 0.0, 0.0).name(), c"?penalties");
+        assert_eq!(Penalties::boxed(100, 64, 1.0, 0.0, 0.0).name(), c"?penalties");
+        assert_eq!(Penalties::boxed(100, 64, 1.1, 0.0, 0.0).name(), c"penalties");
     }
 }

@@ -1,12 +1,15 @@
 //! Temperature: plain (logits / t) and dynamic ("temp-ext": t chosen from the entropy).
 
+use super::backend::{self, GraphBound, GraphData, GraphPart};
 use super::candidates::{apply_temp, cxx_max, softmax};
 use super::{Candidates, Empty, Sampler};
+use crate::ggml::Graph;
 use std::ffi::CStr;
 
 #[derive(Clone)]
 pub struct Temp {
     t: f32,
+    graph: GraphBound,
 }
 
 impl Temp {
@@ -15,14 +18,17 @@ impl Temp {
         if t == 1.0 {
             Box::new(Empty::new(c"?temp"))
         } else {
-            Box::new(Temp { t })
+            Box::new(Temp {
+                t,
+                graph: GraphBound::default(),
+            })
         }
     }
 }
 
 impl Sampler for Temp {
     fn name(&self) -> &'static CStr {
-        c"temp"
+        self.graph.name([c"temp", c"+temp", c"-temp"])
     }
 
     fn apply(&mut self, cur: &mut Candidates<'_>) {
@@ -32,6 +38,20 @@ impl Sampler for Temp {
     fn box_clone(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for Temp {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::temperature(g, d, self.t)
+    }
 }
 
 #[derive(Clone)]
@@ -39,6 +59,7 @@ pub struct TempExt {
     t: f32,
     delta: f32,
     exponent: f32,
+    graph: GraphBound,
 }
 
 impl TempExt {
@@ -47,7 +68,12 @@ impl TempExt {
         if t == 1.0 && delta <= 0.0 {
             Box::new(Empty::new(c"?temp-ext"))
         } else {
-            Box::new(TempExt { t, delta, exponent })
+            Box::new(TempExt {
+                t,
+                delta,
+                exponent,
+                graph: GraphBound::default(),
+            })
         }
     }
 
@@ -85,7 +111,7 @@ impl TempExt {
 
 impl Sampler for TempExt {
     fn name(&self) -> &'static CStr {
-        c"temp-ext"
+        self.graph.name([c"temp-ext", c"+temp-ext", c"-temp-ext"])
     }
 
     fn apply(&mut self, cur: &mut Candidates<'_>) {
@@ -98,6 +124,20 @@ impl Sampler for TempExt {
 
     fn box_clone(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for TempExt {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::temperature_ext(g, d, self.t, self.delta, self.exponent)
     }
 }
 

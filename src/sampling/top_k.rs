@@ -1,12 +1,15 @@
 //! Top-k: keep the k highest logits, sorted.
 
+use super::backend::{self, GraphBound, GraphData, GraphPart};
 use super::candidates::apply_top_k;
 use super::{Candidates, Empty, Sampler};
+use crate::ggml::Graph;
 use std::ffi::CStr;
 
 #[derive(Clone)]
 pub struct TopK {
     k: i32,
+    graph: GraphBound,
 }
 
 impl TopK {
@@ -15,14 +18,17 @@ impl TopK {
         if k <= 0 {
             Box::new(Empty::new(c"?top-k"))
         } else {
-            Box::new(TopK { k })
+            Box::new(TopK {
+                k,
+                graph: GraphBound::default(),
+            })
         }
     }
 }
 
 impl Sampler for TopK {
     fn name(&self) -> &'static CStr {
-        c"top-k"
+        self.graph.name([c"top-k", c"+top-k", c"-top-k"])
     }
 
     fn apply(&mut self, cur: &mut Candidates<'_>) {
@@ -31,6 +37,20 @@ impl Sampler for TopK {
 
     fn box_clone(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for TopK {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::top_k(g, d, self.k)
     }
 }
 

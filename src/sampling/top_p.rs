@@ -1,7 +1,9 @@
 //! Top-p (nucleus): keep the smallest prefix of the sorted candidates whose probability reaches p.
 
+use super::backend::{self, GraphBound, GraphData, GraphPart};
 use super::candidates::{bucket_partial_sort, softmax, sort_top};
 use super::{Candidates, Empty, Sampler, TokenData};
+use crate::ggml::Graph;
 use std::ffi::CStr;
 
 #[derive(Clone)]
@@ -9,6 +11,7 @@ pub struct TopP {
     p: f32,
     min_keep: usize,
     buf_sort: Vec<TokenData>,
+    graph: GraphBound,
 }
 
 impl TopP {
@@ -21,6 +24,7 @@ impl TopP {
                 p,
                 min_keep,
                 buf_sort: Vec::new(),
+                graph: GraphBound::default(),
             })
         }
     }
@@ -28,7 +32,7 @@ impl TopP {
 
 impl Sampler for TopP {
     fn name(&self) -> &'static CStr {
-        c"top-p"
+        self.graph.name([c"top-p", c"+top-p", c"-top-p"])
     }
 
     /// Unsorted large arrays are first sorted only for their top 256 (most nuclei are smaller), and
@@ -73,7 +77,22 @@ impl Sampler for TopP {
             p: self.p,
             min_keep: self.min_keep,
             buf_sort: Vec::new(),
+            graph: self.graph.clone(),
         })
+    }
+
+    fn graph_part(&mut self) -> Option<&mut dyn GraphPart> {
+        Some(self)
+    }
+}
+
+impl GraphPart for TopP {
+    fn bound(&mut self) -> &mut GraphBound {
+        &mut self.graph
+    }
+
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+        backend::top_p(g, d, self.p)
     }
 }
 
