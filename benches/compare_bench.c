@@ -1,8 +1,8 @@
 // What a llama.h library computes, printed so that two libraries can be compared line by line:
 // tokenization and detokenization of generated texts, the logits of whole prompts (a hash of every
 // row's bits, and its top 3) at n_ubatch 512 and 7 and the saved state's bytes, several sequences
-// in one batch, embeddings with every pooling, and seeded generation through sampler chains of
-// every family.
+// in one batch, embeddings with every pooling, seeded generation through sampler chains of every
+// family, and backend sampling (chains in the graph, alone and mixed with CPU samplers).
 //
 //   compare_bench LIBRARY MODEL
 //
@@ -411,6 +411,181 @@ static void rollback(struct llama_model *model, int n_vocab) {
     p_llama_free(ctx);
 }
 
+/* A chain that runs in the graph (backend sampling), in full or its first samplers. */
+static struct llama_sampler *make_backend_chain(int c, uint32_t seed, int n_vocab) {
+    DL_LOAD(llama_sampler_chain_init);
+    DL_LOAD(llama_sampler_chain_default_params);
+    DL_LOAD(llama_sampler_chain_add);
+    DL_LOAD(llama_sampler_init_greedy);
+    DL_LOAD(llama_sampler_init_dist);
+    DL_LOAD(llama_sampler_init_top_k);
+    DL_LOAD(llama_sampler_init_top_p);
+    DL_LOAD(llama_sampler_init_min_p);
+    DL_LOAD(llama_sampler_init_typical);
+    DL_LOAD(llama_sampler_init_temp);
+    DL_LOAD(llama_sampler_init_temp_ext);
+    DL_LOAD(llama_sampler_init_penalties);
+    DL_LOAD(llama_sampler_init_logit_bias);
+    struct llama_sampler *s = p_llama_sampler_chain_init(p_llama_sampler_chain_default_params());
+    llama_logit_bias bias[2] = {{13, -5.0f}, {11, 3.0f}};
+    switch (c) {
+    case 0:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_greedy());
+        return s;
+    case 1:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_k(40));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_p(0.9f, 1));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(0.8f));
+        break;
+    case 2:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_logit_bias(n_vocab, 2, bias));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_min_p(0.05f, 1));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp_ext(0.9f, 0.3f, 1.5f));
+        break;
+    case 3:
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_penalties(n_vocab, 64, 1.3f, 0.2f, 0.1f));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_k(50));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_temp(0.0f));
+        break;
+    default:
+        /* Typical sampling has no graph form: top-k runs in the graph, the rest on the CPU. */
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_top_k(30));
+        p_llama_sampler_chain_add(s, p_llama_sampler_init_typical(0.7f, 1));
+        break;
+    }
+    p_llama_sampler_chain_add(s, p_llama_sampler_init_dist(seed));
+    return s;
+}
+#define N_BACKEND_CHAINS 5
+
+/* What the backend samplers left for output i: the token and a hash of each buffer. */
+static void print_sampled(struct llama_context *ctx, int i) {
+    DL_LOAD(llama_get_sampled_token_ith);
+    DL_LOAD(llama_get_sampled_probs_ith);
+    DL_LOAD(llama_get_sampled_probs_count_ith);
+    DL_LOAD(llama_get_sampled_logits_ith);
+    DL_LOAD(llama_get_sampled_logits_count_ith);
+    DL_LOAD(llama_get_sampled_candidates_ith);
+    DL_LOAD(llama_get_sampled_candidates_count_ith);
+    int n_p = (int)p_llama_get_sampled_probs_count_ith(ctx, i);
+    int n_l = (int)p_llama_get_sampled_logits_count_ith(ctx, i);
+    int n_c = (int)p_llama_get_sampled_candidates_count_ith(ctx, i);
+    const float *probs = p_llama_get_sampled_probs_ith(ctx, i);
+    const float *logits = p_llama_get_sampled_logits_ith(ctx, i);
+    const llama_token *cand = p_llama_get_sampled_candidates_ith(ctx, i);
+    printf(" [%d p%d %016llx l%d %016llx c%d %016llx]", p_llama_get_sampled_token_ith(ctx, i), n_p,
+           (unsigned long long)(probs ? hash_bits(probs, n_p) : 0), n_l,
+           (unsigned long long)(logits ? hash_bits(logits, n_l) : 0), n_c,
+           (unsigned long long)(cand && n_c ? hash_bytes((const unsigned char *)cand, sizeof(llama_token) * (size_t)n_c) : 0));
+}
+
+/* Backend sampling as a client drives it: three sequences in each batch, two with chains in the
+ * graph (given at creation, then swapped with llama_set_sampler), one sampled on the CPU; prompts
+ * split into small ubatches; then two outputs per sequence in one batch. */
+static void backend_sampling(struct llama_model *model, const llama_token *ids, int n_ids, int n_vocab) {
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_sampler_sample);
+    DL_LOAD(llama_sampler_free);
+    DL_LOAD(llama_set_sampler);
+    DL_LOAD(llama_sampler_name);
+    DL_LOAD(llama_sampler_chain_get);
+    for (int c = 0; c < N_BACKEND_CHAINS; c++) {
+        struct llama_sampler *chains[2] = {make_backend_chain(c, 11u + c, n_vocab),
+                                           make_backend_chain((c + 2) % N_BACKEND_CHAINS, 23u + c, n_vocab)};
+        struct llama_sampler *cpu = make_backend_chain(4, 37u, n_vocab);
+        struct llama_sampler_seq_config configs[2] = {{0, chains[0]}, {1, chains[1]}};
+        struct llama_context_params cp = p_llama_context_default_params();
+        cp.n_ctx = 512;
+        cp.n_batch = 128;
+        cp.n_ubatch = 7;
+        cp.n_seq_max = 3;
+        cp.samplers = configs;
+        cp.n_samplers = 2;
+        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        printf("backend chain %d: %s %s\n", c, p_llama_sampler_name(p_llama_sampler_chain_get(chains[0], 0)),
+               p_llama_sampler_name(p_llama_sampler_chain_get(chains[1], 0)));
+        struct llama_batch b = p_llama_batch_init(128, 0, 1);
+        int len[3] = {n_ids < 9 ? n_ids : 9, n_ids < 17 ? n_ids : 17, n_ids < 5 ? n_ids : 5};
+        int out[3];
+        for (int s = 0; s < 3; s++) {
+            append_seq(&b, ids, len[s], s, false);
+            out[s] = b.n_tokens - 1;
+        }
+        int pos[3] = {len[0], len[1], len[2]};
+        for (int step = 0; step < 10; step++) {
+            if (step == 5) {
+                /* Swap: sequence 1 loses its chain, sequence 0 gets a fresh one. */
+                struct llama_sampler *fresh = make_backend_chain((c + 1) % N_BACKEND_CHAINS, 51u, n_vocab);
+                printf("set %d %d", p_llama_set_sampler(ctx, 1, NULL), p_llama_set_sampler(ctx, 0, fresh));
+                p_llama_sampler_free(chains[0]);
+                chains[0] = fresh;
+                p_llama_sampler_free(chains[1]);
+                chains[1] = NULL;
+                printf("\n");
+            }
+            int rc = p_llama_decode(ctx, b);
+            printf("backend chain %d step %d rc %d:", c, step, rc);
+            if (rc != 0) {
+                printf("\n");
+                break;
+            }
+            llama_token next[3];
+            for (int s = 0; s < 3; s++) {
+                int i = out[s];
+                print_sampled(ctx, i);
+                next[s] = p_llama_sampler_sample(s < 2 && chains[s] ? chains[s] : cpu, ctx, i);
+                printf(" %d", next[s]);
+            }
+            printf("\n");
+            b.n_tokens = 0;
+            for (int s = 0; s < 3; s++) {
+                append_seq(&b, &next[s], 1, s, true);
+                b.pos[b.n_tokens - 1] = pos[s]++;
+                out[s] = s;
+            }
+        }
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+        for (int s = 0; s < 2; s++) p_llama_sampler_free(chains[s]);
+        p_llama_sampler_free(cpu);
+    }
+    /* Two outputs per sequence: the dist sampler draws on a side stream, committed as tokens
+     * are accepted. */
+    struct llama_sampler *chain = make_backend_chain(1, 5u, n_vocab);
+    struct llama_sampler_seq_config config = {0, chain};
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_outputs_max_per_seq = 2;
+    cp.samplers = &config;
+    cp.n_samplers = 1;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_batch b = p_llama_batch_init(64, 0, 1);
+    for (int round = 0; round < 3; round++) {
+        b.n_tokens = 0;
+        append_seq(&b, ids, n_ids < 6 ? n_ids : 6, 0, false);
+        b.logits[b.n_tokens - 2] = true;
+        for (int j = 0; j < b.n_tokens; j++) b.pos[j] += round * b.n_tokens;
+        int rc = p_llama_decode(ctx, b);
+        printf("backend two outputs round %d rc %d:", round, rc);
+        for (int k = 2; k >= 1 && rc == 0; k--) {
+            print_sampled(ctx, b.n_tokens - k);
+            if (round > 0) printf(" %d", p_llama_sampler_sample(chain, ctx, b.n_tokens - k));
+        }
+        printf("\n");
+    }
+    b.n_tokens = 0;
+    append_seq(&b, ids, 3, 0, true);
+    for (int j = 0; j < b.n_tokens; j++) b.pos[j] += 3 * (n_ids < 6 ? n_ids : 6);
+    printf("backend three outputs rc %d\n", p_llama_decode(ctx, b) != 0);
+    p_llama_batch_free(b);
+    p_llama_free(ctx);
+    p_llama_sampler_free(chain);
+}
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s LIBRARY MODEL\n", argv[0]);
@@ -700,6 +875,11 @@ int main(int argc, char **argv) {
         printf("\n");
         p_llama_batch_free(b);
         p_llama_free(ctx);
+    }
+
+    if (!encoder) {
+        int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
+        backend_sampling(model, ids, n, n_vocab);
     }
 
     for (int p = 0; p < 3; p++) {
