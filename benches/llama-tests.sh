@@ -35,7 +35,7 @@ run() {
     local name="$1" test="$2"
     shift 2
     local row lib rc
-    row="$(printf '%-34s' "$name")"
+    row="$(printf '%-54s' "$name")"
     for lib in llama engine; do
         if [ "$lib" = engine ]; then
             LD_LIBRARY_PATH="$swap" timeout 1800 "$bin/$test" "$@" >"$out/$name.$lib.log" 2>&1
@@ -60,7 +60,7 @@ run() {
     echo "$row"
 }
 
-printf '%-34s%-30s%-30s\n' test llama.cpp engine
+printf '%-54s%-30s%-30s\n' test llama.cpp engine
 for t in "${selected[@]}"; do
     case "$t" in
     test-tokenizer-0)
