@@ -596,6 +596,37 @@ def lfm2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def lfm2moe(w, weights, n_vocab, dtype):
+    # LFM2-MoE: LFM2's layers, the first with a dense FFN, the others with four experts chosen by
+    # sigmoid scores plus a selection bias.
+    a = "lfm2moe"
+    decoder_keys(w, a, 3, 1000000.0, kv_heads=[0, N_HEAD_KV, 0])
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.shortconv.l_cache", 3)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
+    tensors["token_embd_norm.weight"] = tensors.pop("output_norm.weight")
+    for il in (0, 2):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "shortconv.conv.weight"] = weights.matrix(N_EMBD, 3)
+        tensors[blk + "shortconv.in_proj.weight"] = weights.matrix(3 * N_EMBD, N_EMBD)
+        tensors[blk + "shortconv.out_proj.weight"] = weights.matrix(N_EMBD, N_EMBD)
+    for il in (1, 2):
+        blk = f"blk.{il}."
+        for t in ("ffn_gate", "ffn_up", "ffn_down"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+        tensors[blk + "ffn_gate_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
+        tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
+        tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, N_FF)
+        tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -621,6 +652,7 @@ MODELS = {
     "falcon-h1": ("falcon-h1", falcon_h1, True),
     "nemotron-h": ("nemotron_h", nemotron_h, True),
     "lfm2": ("lfm2", lfm2, True),
+    "lfm2moe": ("lfm2moe", lfm2moe, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -36,7 +36,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 20] = [
+static ARCHITECTURES: [&dyn Architecture; 21] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -57,6 +57,7 @@ static ARCHITECTURES: [&dyn Architecture; 20] = [
     &falcon_h1::FalconH1,
     &nemotron_h::NemotronH,
     &lfm2::Lfm2,
+    &lfm2::Lfm2Moe,
 ];
 
 /// The architecture of a `general.architecture` name.

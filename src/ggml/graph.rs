@@ -663,6 +663,18 @@ impl Graph {
         Self::wrap(unsafe { ggml_sys::ggml_relu(self.ctx.as_ptr(), a.as_ptr()) }, "relu")
     }
 
+    pub fn sigmoid(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        if !Self::rows_contiguous(a) {
+            return Err(format!("sigmoid of {:?}", a.ne()));
+        }
+        // SAFETY: contiguous rows (the CPU kernel's requirement).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_sigmoid(self.ctx.as_ptr(), a.as_ptr()) },
+            "sigmoid",
+        )
+    }
+
     /// Element-wise square.
     pub fn sqr(&mut self, a: TensorRef) -> OpResult {
         self.room()?;

@@ -153,8 +153,22 @@ pub fn max_nodes(model: &Model) -> usize {
 pub enum Gating {
     /// Softmax over all experts, then pick the largest.
     Softmax,
+    /// Each expert's sigmoid, then pick the largest.
+    Sigmoid,
     /// Pick the largest logits, then softmax over the picked.
     SoftmaxWeight,
+}
+
+impl Gating {
+    /// llama.cpp's `expert_gating_func` value (the ones implemented here).
+    pub fn from_llama(v: u32) -> Option<Gating> {
+        match v {
+            1 => Some(Gating::Softmax),
+            2 => Some(Gating::Sigmoid),
+            3 => Some(Gating::SoftmaxWeight),
+            _ => None,
+        }
+    }
 }
 
 /// The experts' gated activation.
@@ -777,10 +791,19 @@ impl<'a> Builder<'a> {
         }
         let probs = match moe.gating {
             Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
+            Gating::Sigmoid => self.g.sigmoid(logits).map_err(ggml_err)?,
             Gating::SoftmaxWeight => logits,
         };
         let probs = self.name(probs, "ffn_moe_probs", l);
-        let picked = self.g.argsort_top_k(probs, n_pick).map_err(ggml_err)?;
+        // A per-expert bias steers the choice only; the weights come from the unbiased probs.
+        let selection = match self.layer_weight_opt(il, "exp_probs_b.bias") {
+            Some(b) => {
+                let biased = self.add(probs, b)?;
+                self.name(biased, "ffn_moe_probs_biased", l)
+            }
+            None => probs,
+        };
+        let picked = self.g.argsort_top_k(selection, n_pick).map_err(ggml_err)?;
         let picked = self.name(picked, "ffn_moe_topk", l);
         let probs = self.g.reshape(probs, &[1, n_expert, n_tokens]).map_err(ggml_err)?;
         let mut weights = self.g.get_rows(probs, picked).map_err(ggml_err)?;

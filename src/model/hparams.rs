@@ -92,6 +92,10 @@ pub struct HParams {
     pub n_expert_used: u32,
     pub n_ff_exp: u32,
     pub expert_weights_scale: f32,
+    /// The first layers with a dense FFN before the experts' layers begin.
+    pub n_layer_dense_lead: u32,
+    /// llama.cpp's `expert_gating_func` (0: the architecture's own).
+    pub expert_gating_func: u32,
     /// Classifier output labels (classifier models only), NUL-terminated.
     pub cls_labels: Vec<Vec<u8>>,
     /// llama.cpp's size label ("256M", "1B", ...) for `llama_model_desc`.
@@ -270,6 +274,8 @@ impl HParams {
             n_expert_used,
             n_ff_exp: meta.u32_opt(&key("expert_feed_forward_length"))?.unwrap_or(0),
             expert_weights_scale: 0.0,
+            n_layer_dense_lead: 0,
+            expert_gating_func: 0,
             cls_labels,
             size_label: "?B",
             recurrent_layers: vec![false; n],
