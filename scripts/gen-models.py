@@ -554,11 +554,10 @@ def falcon_h1(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
-def nemotron_h(w, weights, n_vocab, dtype):
+def nemotron_h(w, weights, n_vocab, dtype, a="nemotron_h"):
     # Nemotron-H's three layer kinds: attention (no FFN, no rotation), Mamba-2 (no heads, no FFN)
     # and a squared-ReLU FFN alone.
     inner, state, heads, groups = 2 * N_EMBD, 16, 4, 2
-    a = "nemotron_h"
     decoder_keys(w, a, 3, 10000.0, kv_heads=[N_HEAD_KV, 0, 0], ff=[0, 0, N_FF])
     w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
     ssm_block_keys(w, a, 4, inner, state, heads, groups)
@@ -575,7 +574,32 @@ def nemotron_h(w, weights, n_vocab, dtype):
     tensors["blk.2.ffn_up.bias"] = weights.bias(N_FF)
     tensors["blk.2.ffn_down.bias"] = weights.bias(N_EMBD)
     mamba2_layer(weights, tensors, 1, inner, state, heads, groups)
+    if a == "nemotron_h_moe":
+        # Four squared-ReLU experts (two per token, weights normalised and scaled) in a latent
+        # width of half the embedding, beside a shared expert.
+        latent, n_ff_exp, n_ff_sh = N_EMBD // 2, 48, 32
+        experts_keys(w, a, 4, 2)
+        w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_ff_sh)
+        w.add_uint32(f"{a}.moe_latent_size", latent)
+        w.add_bool(f"{a}.expert_weights_norm", True)
+        w.add_float32(f"{a}.expert_weights_scale", 2.5)
+        blk = "blk.2."
+        for t in ("ffn_up.weight", "ffn_down.weight", "ffn_up.bias", "ffn_down.bias"):
+            del tensors[blk + t]
+        tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+        tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+        tensors[blk + "ffn_latent_down.weight"] = weights.matrix(latent, N_EMBD)
+        tensors[blk + "ffn_latent_up.weight"] = weights.matrix(N_EMBD, latent)
+        tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, n_ff_exp, latent)
+        tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, latent, n_ff_exp)
+        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_ff_sh, N_EMBD)
+        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_ff_sh)
     add_tensors(w, tensors, dtype)
+
+
+def nemotron_h_moe(w, weights, n_vocab, dtype):
+    nemotron_h(w, weights, n_vocab, dtype, a="nemotron_h_moe")
 
 
 def lfm2(w, weights, n_vocab, dtype):
@@ -651,6 +675,7 @@ MODELS = {
     "jamba": ("jamba", jamba, True),
     "falcon-h1": ("falcon-h1", falcon_h1, True),
     "nemotron-h": ("nemotron_h", nemotron_h, True),
+    "nemotron-h-moe": ("nemotron_h_moe", nemotron_h_moe, True),
     "lfm2": ("lfm2", lfm2, True),
     "lfm2moe": ("lfm2moe", lfm2moe, True),
 }

@@ -20,6 +20,7 @@ const MOE: Moe = Moe {
     normalize: false,
     act: ExpertAct::SwigluOai,
     scaled: false,
+    warmup_all: true,
 };
 
 impl ArchSpec for GptOss {

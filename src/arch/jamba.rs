@@ -76,6 +76,7 @@ impl Decoder for Jamba {
                 normalize: false,
                 act: ExpertAct::Silu,
                 scaled: false,
+                warmup_all: true,
             }),
             ..Default::default()
         };

@@ -209,6 +209,7 @@ fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
                 normalize: true,
                 act: ExpertAct::Silu,
                 scaled: false,
+                warmup_all: true,
             };
             b.moe_ffn(il, normed, moe)?
         };

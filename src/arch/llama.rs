@@ -111,6 +111,7 @@ const MOE: Moe = Moe {
     normalize: true,
     act: ExpertAct::Silu,
     scaled: true,
+    warmup_all: true,
 };
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.

@@ -36,7 +36,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 21] = [
+static ARCHITECTURES: [&dyn Architecture; 22] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -56,6 +56,7 @@ static ARCHITECTURES: [&dyn Architecture; 21] = [
     &jamba::Jamba,
     &falcon_h1::FalconH1,
     &nemotron_h::NemotronH,
+    &nemotron_h::NemotronHMoe,
     &lfm2::Lfm2,
     &lfm2::Lfm2Moe,
 ];

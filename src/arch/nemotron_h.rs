@@ -1,17 +1,21 @@
 //! Nemotron-H: each layer one of three kinds, told apart by its head and FFN counts — a Mamba-2
 //! layer (no key/value heads, no FFN), an attention layer without rotary positions (no FFN) or a
 //! squared-ReLU FFN — between an RMS norm and the residual. Only the attention layers keep keys
-//! and values, only the Mamba-2 layers recurrent state.
+//! and values, only the Mamba-2 layers recurrent state. Nemotron-H MoE (`nemotron_h_moe`): the
+//! FFN layers of a file with experts are squared-ReLU experts (sigmoid routing with a selection
+//! bias, optionally in a narrower latent width) beside a squared-ReLU shared expert.
 
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct NemotronH;
+
+pub struct NemotronHMoe;
 
 impl ArchSpec for NemotronH {
     fn name(&self) -> &'static str {
@@ -23,48 +27,11 @@ impl ArchSpec for NemotronH {
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        // Its RMS norms' epsilon, else the layer norms' (which llama.cpp requires).
-        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
-        mamba::load_mamba2(meta, hp)?;
-        if hp.n_expert > 0 {
-            return Err(Error::NotImplemented("nemotron_h with experts"));
-        }
-        let n = hp.n_layer as usize;
-        hp.recurrent_layers = (0..n).map(|il| hp.n_head_kv[il] == 0 && hp.n_ff[il] == 0).collect();
-        hp.kv_layers = (0..n).map(|il| !hp.recurrent_layers[il] && hp.n_ff[il] == 0).collect();
-        hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
-        hp.rope = false;
-        if hp.n_embd_head_k != hp.n_embd_head_v {
-            return Err(Error::model("nemotron_h needs equal key and value head sizes"));
-        }
-        hp.size_label = match hp.n_layer {
-            56 => "9B",
-            _ => "?B",
-        };
-        Ok(())
+        load_hparams(meta, hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        head_tensors(hp, &mut specs);
-        let e = hp.n_embd;
-        for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-            if hp.is_recurrent(il) {
-                mamba::mamba2_tensors(hp, il, true, &mut specs);
-            } else if hp.has_kv(il) {
-                attention_tensors(hp, il, &mut specs);
-                specs.push(TensorSpec::new(b("attn_output.bias"), &[e], false));
-            } else {
-                let ff = hp.n_ff[il];
-                specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
-                specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
-                specs.push(TensorSpec::new(b("ffn_up.bias"), &[ff], false));
-                specs.push(TensorSpec::new(b("ffn_down.bias"), &[e], false));
-            }
-        }
-        specs
+        tensors(hp)
     }
 
     fn memory(&self) -> Memory {
@@ -76,28 +43,160 @@ impl ArchSpec for NemotronH {
     }
 }
 
+impl ArchSpec for NemotronHMoe {
+    fn name(&self) -> &'static str {
+        "nemotron_h_moe"
+    }
+
+    fn rope_type(&self) -> i32 {
+        -1
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        load_hparams(meta, hp)?;
+        if hp.size_label == "?B" && hp.n_layer == 52 {
+            hp.size_label = "31B.A3.5B";
+        }
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        tensors(hp)
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    fn rollback(&self) -> bool {
+        true
+    }
+}
+
+fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    // Its RMS norms' epsilon, else the layer norms' (which llama.cpp requires).
+    hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
+    mamba::load_mamba2(meta, hp)?;
+    hp.n_ff_shexp = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
+    hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+    hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+    hp.moe_latent_size = meta.u32_opt(&hp.key("moe_latent_size"))?.unwrap_or(0);
+    if hp.n_expert > 0 && hp.n_expert_used == 0 {
+        return Err(Error::model("nemotron_h: experts without expert_used_count"));
+    }
+    let n = hp.n_layer as usize;
+    hp.recurrent_layers = (0..n).map(|il| hp.n_head_kv[il] == 0 && hp.n_ff[il] == 0).collect();
+    hp.kv_layers = (0..n).map(|il| !hp.recurrent_layers[il] && hp.n_ff[il] == 0).collect();
+    hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
+    hp.rope = false;
+    if hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model("nemotron_h needs equal key and value head sizes"));
+    }
+    hp.size_label = match hp.n_layer {
+        56 => "9B",
+        _ => "?B",
+    };
+    Ok(())
+}
+
+fn tensors(hp: &HParams) -> Vec<TensorSpec> {
+    let mut specs = Vec::new();
+    head_tensors(hp, &mut specs);
+    let e = hp.n_embd;
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+        if hp.is_recurrent(il) {
+            mamba::mamba2_tensors(hp, il, true, &mut specs);
+        } else if hp.has_kv(il) {
+            attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("attn_output.bias"), &[e], false));
+        } else if hp.n_expert > 0 {
+            // Experts work in the latent width when the file projects down to one.
+            let (n, m) = (hp.n_expert, if hp.moe_latent_size > 0 { hp.moe_latent_size } else { e });
+            let x = if hp.n_ff_exp > 0 {
+                hp.n_ff_exp
+            } else {
+                hp.n_ff[il] / hp.n_expert_used
+            };
+            let sh = hp.n_ff_shexp;
+            specs.push(TensorSpec::matmul(b("ffn_gate_inp.weight"), &[e, n], true));
+            specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n], true));
+            specs.push(TensorSpec::matmul(b("ffn_latent_down.weight"), &[e, m], false));
+            specs.push(TensorSpec::matmul(b("ffn_latent_up.weight"), &[m, e], false));
+            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[m, x, n], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, m, n], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+        } else {
+            let ff = hp.n_ff[il];
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+            specs.push(TensorSpec::new(b("ffn_up.bias"), &[ff], false));
+            specs.push(TensorSpec::new(b("ffn_down.bias"), &[e], false));
+        }
+    }
+    specs
+}
+
 impl Decoder for NemotronH {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        let hp = b.hp;
-        let kq_scale = hp.kq_scale();
-        let mut x = b.embed_tokens()?;
-        for il in 0..hp.n_layer as usize {
-            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let cur = if hp.is_recurrent(il) {
-                b.mamba2_layer(il, cur)?
-            } else if hp.has_kv(il) {
-                let (q, k, v) = b.qkv(il, cur, true)?;
-                let att = b.attention(il, q, k, v, kq_scale, false)?;
-                let att = b.layer_linear(il, "attn_output", att)?;
-                b.name(att, "attn_out", Some(il))
-            } else {
-                let ffn = b.relu_sqr_ffn(il, cur)?;
-                b.name(ffn, "ffn_out", Some(il))
-            };
-            let (cur, residual) = b.last_layer_rows(il, cur, x)?;
-            let out = b.add(cur, residual)?;
-            x = b.name(out, "nemotron_h_block_out", Some(il));
-        }
-        b.output_head(x).map(Some)
+        decoder(b)
     }
+}
+
+impl Decoder for NemotronHMoe {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        decoder(b)
+    }
+}
+
+/// The experts' FFN: squared-ReLU experts on the (latent) input beside the shared expert.
+fn experts_ffn(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    let latent = match b.layer_weight_opt(il, "ffn_latent_down.weight") {
+        Some(w) => b.linear(w, None, cur)?,
+        None => cur,
+    };
+    let moe = Moe {
+        gating: Gating::Sigmoid,
+        normalize: b.hp.expert_weights_norm,
+        act: ExpertAct::ReluSqr,
+        scaled: true,
+        // llama.cpp passes the layer's own count here, so a warm-up picks as usual.
+        warmup_all: false,
+    };
+    let mut out = b.moe_ffn_routed(il, latent, cur, moe)?;
+    if let Some(w) = b.layer_weight_opt(il, "ffn_latent_up.weight") {
+        out = b.linear(w, None, out)?;
+    }
+    let shared = b.relu_sqr_ffn_named(il, cur, "_shexp")?;
+    let shared = b.name(shared, "ffn_shexp", Some(il));
+    b.add(out, shared)
+}
+
+fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
+    let hp = b.hp;
+    let kq_scale = hp.kq_scale();
+    let mut x = b.embed_tokens()?;
+    for il in 0..hp.n_layer as usize {
+        let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+        let cur = if hp.is_recurrent(il) {
+            b.mamba2_layer(il, cur)?
+        } else if hp.has_kv(il) {
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let att = b.attention(il, q, k, v, kq_scale, false)?;
+            let att = b.layer_linear(il, "attn_output", att)?;
+            b.name(att, "attn_out", Some(il))
+        } else if hp.n_expert > 0 {
+            let ffn = experts_ffn(b, il, cur)?;
+            b.name(ffn, "ffn_out", Some(il))
+        } else {
+            let ffn = b.relu_sqr_ffn(il, cur)?;
+            b.name(ffn, "ffn_out", Some(il))
+        };
+        let (cur, residual) = b.last_layer_rows(il, cur, x)?;
+        let out = b.add(cur, residual)?;
+        x = b.name(out, "nemotron_h_block_out", Some(il));
+    }
+    b.output_head(x).map(Some)
 }

@@ -178,6 +178,8 @@ pub enum ExpertAct {
     Silu,
     /// gpt-oss's clamped, sharpened SwiGLU.
     SwigluOai,
+    /// relu(up)², experts without a gate (Nemotron-H).
+    ReluSqr,
 }
 
 /// What varies between the mixture-of-experts layers of the architectures.
@@ -190,6 +192,8 @@ pub struct Moe {
     /// Multiply the experts' products by their per-expert scales (where llama.cpp's graph
     /// passes them).
     pub scaled: bool,
+    /// A warm-up routes every expert (where llama.cpp's graph passes its warm-up count).
+    pub warmup_all: bool,
 }
 
 /// What varies between the architectures' gated FFNs.
@@ -776,14 +780,24 @@ impl<'a> Builder<'a> {
     /// `ffn_gate_inp` picks `n_expert_used` experts per token, whose gated FFNs
     /// (`ffn_{gate,up,down}_exps`, the gate optional; SiLU) are mixed by the router's weights.
     pub fn moe_ffn(&mut self, il: usize, x: TensorRef, moe: Moe) -> Result<TensorRef> {
+        self.moe_ffn_routed(il, x, x, moe)
+    }
+
+    /// The same with the router reading `router_x` rather than the experts' input `x` (which a
+    /// latent projection may have narrowed).
+    pub fn moe_ffn_routed(&mut self, il: usize, x: TensorRef, router_x: TensorRef, moe: Moe) -> Result<TensorRef> {
         let l = Some(il);
         let hp = self.hp;
         let (n_expert, n_used) = (i64::from(hp.n_expert), i64::from(hp.n_expert_used));
         // A warm-up picks every expert, as llama.cpp's does, so each expert's weights are read.
-        let n_pick = if self.params.warmup { n_expert } else { n_used };
+        let n_pick = if self.params.warmup && moe.warmup_all {
+            n_expert
+        } else {
+            n_used
+        };
         let [n_embd, n_tokens, ..] = x.ne();
         let router = self.layer_weight(il, "ffn_gate_inp.weight")?;
-        let mut logits = self.g.mul_mat(router, x).map_err(ggml_err)?;
+        let mut logits = self.g.mul_mat(router, router_x).map_err(ggml_err)?;
         logits = self.name(logits, "ffn_moe_logits", l);
         if let Some(b) = self.layer_weight_opt(il, "ffn_gate_inp.bias") {
             logits = self.add(logits, b)?;
@@ -843,6 +857,12 @@ impl<'a> Builder<'a> {
             (None, ExpertAct::Silu) => self.g.silu(up),
             (Some(gate), ExpertAct::SwigluOai) => self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT),
             (None, ExpertAct::SwigluOai) => return Err(Error::model("gpt-oss experts need a gate")),
+            (None, ExpertAct::ReluSqr) => self.g.relu(up).and_then(|h| self.g.sqr(h)),
+            (Some(_), ExpertAct::ReluSqr) => {
+                return Err(Error::model(
+                    "squared-ReLU experts have no gate (llama.cpp has no gated form)",
+                ))
+            }
         }
         .map_err(ggml_err)?;
         let experts = self.experts_linear(il, "ffn_down_exps", h, picked, moe.scaled)?;
@@ -903,15 +923,20 @@ impl<'a> Builder<'a> {
     /// down(gelu(up x)), each with its bias (no scales): BERT's FFN.
     /// An ungated FFN with squared ReLU (Nemotron-H): projections with their biases and scales.
     pub fn relu_sqr_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
+        self.relu_sqr_ffn_named(il, x, "")
+    }
+
+    /// The same over `ffn_up{suffix}` and `ffn_down{suffix}` (a shared expert: "_shexp").
+    pub fn relu_sqr_ffn_named(&mut self, il: usize, x: TensorRef, suffix: &str) -> Result<TensorRef> {
         let ffn = Ffn {
             biased: true,
             scaled: true,
             ..Ffn::default()
         };
-        let up = self.ffn_projection(il, "ffn_up", x, ffn)?;
+        let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn)?;
         let h = self.g.relu(up).map_err(ggml_err)?;
         let h = self.g.sqr(h).map_err(ggml_err)?;
-        self.ffn_projection(il, "ffn_down", h, ffn)
+        self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)
     }
 
     pub fn gelu_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {

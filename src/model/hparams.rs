@@ -96,6 +96,12 @@ pub struct HParams {
     pub n_layer_dense_lead: u32,
     /// llama.cpp's `expert_gating_func` (0: the architecture's own).
     pub expert_gating_func: u32,
+    /// Divide the picked experts' weights by their sum (where the architecture reads it).
+    pub expert_weights_norm: bool,
+    /// The shared expert's FFN width (0: none).
+    pub n_ff_shexp: u32,
+    /// The width experts work in when they project down to it first (0: n_embd).
+    pub moe_latent_size: u32,
     /// Classifier output labels (classifier models only), NUL-terminated.
     pub cls_labels: Vec<Vec<u8>>,
     /// llama.cpp's size label ("256M", "1B", ...) for `llama_model_desc`.
@@ -276,6 +282,9 @@ impl HParams {
             expert_weights_scale: 0.0,
             n_layer_dense_lead: 0,
             expert_gating_func: 0,
+            expert_weights_norm: false,
+            n_ff_shexp: 0,
+            moe_latent_size: 0,
             cls_labels,
             size_label: "?B",
             recurrent_layers: vec![false; n],
