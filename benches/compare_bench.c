@@ -297,15 +297,21 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     p_llama_set_warmup(ctx, false);
     p_llama_synchronize(ctx);
 
-    /* Positions divided: what the cache then holds, and the logits of the next token after it. */
-    p_llama_memory_seq_div(mem, 0, 2, -1, 2);
-    printf("divided: pos %d..%d", (int)p_llama_memory_seq_pos_min(mem, 0), (int)p_llama_memory_seq_pos_max(mem, 0));
-    llama_token next = ids[n - 1];
-    struct llama_batch one = p_llama_batch_get_one(&next, 1);
-    int rc = p_llama_decode(ctx, one);
-    printf(" next rc %d", rc);
-    if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
-    else printf("\n");
+    /* Positions divided: what the cache then holds, and the logits of the next token after it
+     * (not where keys cannot be shifted: llama.cpp aborts there). */
+    DL_LOAD(llama_memory_can_shift);
+    if (p_llama_memory_can_shift(mem)) {
+        p_llama_memory_seq_div(mem, 0, 2, -1, 2);
+        printf("divided: pos %d..%d", (int)p_llama_memory_seq_pos_min(mem, 0), (int)p_llama_memory_seq_pos_max(mem, 0));
+        llama_token next = ids[n - 1];
+        struct llama_batch one = p_llama_batch_get_one(&next, 1);
+        int rc = p_llama_decode(ctx, one);
+        printf(" next rc %d", rc);
+        if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+        else printf("\n");
+    } else {
+        printf("divided: cannot shift\n");
+    }
 
     size_t size = p_llama_get_state_size(ctx);
     unsigned char *state = malloc(size);
@@ -337,7 +343,7 @@ static void small_functions(const char *model_path, struct llama_model *model, i
         p_llama_batch_ext_add_seq(be, idx, 1);
     }
     p_llama_batch_ext_set_output_embd(be, n - 1, true);
-    rc = p_llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, be);
+    int rc = p_llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, be);
     printf(" process rc %d", rc);
     if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
     else printf("\n");

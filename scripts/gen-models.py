@@ -651,6 +651,37 @@ def lfm2moe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def qwen35(w, weights, n_vocab, dtype):
+    # Qwen3.5: gated delta net layers around a full attention layer whose doubled query projection
+    # carries an output gate; interleaved M-RoPE; post-attention norms before the FFNs.
+    a = "qwen35"
+    n_v_heads, n_k_heads, state, conv = 4, 2, N_EMBD // 4, 4
+    inner, conv_dim = n_v_heads * state, 2 * n_k_heads * state + n_v_heads * state
+    decoder_keys(w, a, 3, 100000.0)
+    w.add_array(f"{a}.attention.recurrent_layers", [True, False, True])
+    w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
+    ssm_block_keys(w, a, conv, inner, state, n_v_heads, n_k_heads)
+    tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
+    for il in range(3):
+        blk = f"blk.{il}."
+        tensors[blk + "post_attention_norm.weight"] = tensors.pop(blk + "ffn_norm.weight")
+        if il == 1:
+            tensors[blk + "attn_q.weight"] = weights.matrix(2 * N_HEAD * HEAD, N_EMBD)
+            continue
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "attn_qkv.weight"] = weights.matrix(conv_dim, N_EMBD)
+        tensors[blk + "attn_gate.weight"] = weights.matrix(inner, N_EMBD)
+        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(conv_dim, conv)
+        tensors[blk + "ssm_dt.bias"] = weights.bias(n_v_heads)
+        tensors[blk + "ssm_a"] = -np.abs(weights.norm(n_v_heads))
+        tensors[blk + "ssm_beta.weight"] = weights.matrix(n_v_heads, N_EMBD)
+        tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
+        tensors[blk + "ssm_norm.weight"] = weights.norm(state)
+        tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -678,6 +709,7 @@ MODELS = {
     "nemotron-h-moe": ("nemotron_h_moe", nemotron_h_moe, True),
     "lfm2": ("lfm2", lfm2, True),
     "lfm2moe": ("lfm2moe", lfm2moe, True),
+    "qwen35": ("qwen35", qwen35, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -20,6 +20,7 @@ pub(crate) mod olmo2;
 pub(crate) mod phi3;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
+pub(crate) mod qwen35;
 pub(crate) mod qwen3moe;
 pub(crate) mod smollm3;
 
@@ -36,7 +37,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 22] = [
+static ARCHITECTURES: [&dyn Architecture; 23] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -59,6 +60,7 @@ static ARCHITECTURES: [&dyn Architecture; 22] = [
     &nemotron_h::NemotronHMoe,
     &lfm2::Lfm2,
     &lfm2::Lfm2Moe,
+    &qwen35::Qwen35,
 ];
 
 /// The architecture of a `general.architecture` name.

@@ -2,7 +2,7 @@
 //! resolved and checked against the model and the cache before anything is touched.
 
 use crate::error::{Error, Result};
-use crate::kv::{SeqSet, TokenPlace};
+use crate::kv::{CellExt, SeqSet, TokenPlace};
 
 /// A batch borrowed from the caller (C arrays, already turned into slices by the FFI layer).
 pub struct BatchInput<'a> {
@@ -46,6 +46,7 @@ pub fn resolve(
     n_seq_max: usize,
     n_batch: usize,
     output_all: bool,
+    mrope: bool,
     seq_pos_max: &dyn Fn(usize) -> Option<i32>,
 ) -> Result<Batch> {
     let n = b.tokens.len();
@@ -116,7 +117,7 @@ pub fn resolve(
                 .collect()
         }
     };
-    check_positions(&pos, &seqs, n_seq_max, seq_pos_max)?;
+    check_positions(&pos, &seqs, n_seq_max, mrope, seq_pos_max)?;
     let mut outputs: Vec<bool> = match b.outputs {
         Some(o) => o.iter().map(|&x| x != 0).collect(),
         None => (0..n).map(|i| i == n - 1).collect(),
@@ -130,6 +131,12 @@ pub fn resolve(
             pos: pos[i],
             seqs: seqs[i],
             primary_seq: primary[i],
+            // A text token's 2D position is its position (llama.cpp's M-RoPE positions).
+            ext: CellExt {
+                x: pos[i],
+                y: pos[i],
+                tok: b.tokens[i],
+            },
         })
         .collect();
     Ok(Batch {
@@ -139,12 +146,13 @@ pub fn resolve(
     })
 }
 
-/// llama.cpp's consistency rules: each sequence continues right after its last cached position,
-/// its positions in the batch are continuous and never decrease.
+/// llama.cpp's consistency rules: each sequence continues right after its last cached position
+/// (with M-RoPE, anywhere after it), its positions in the batch are continuous and never decrease.
 fn check_positions(
     pos: &[i32],
     seqs: &[SeqSet],
     n_seq_max: usize,
+    mrope: bool,
     seq_pos_max: &dyn Fn(usize) -> Option<i32>,
 ) -> Result<()> {
     for s in 0..n_seq_max {
@@ -170,7 +178,13 @@ fn check_positions(
             continue;
         }
         if let Some(p0) = seq_pos_max(s) {
-            if min != p0 + 1 {
+            if mrope && min <= p0 {
+                return Err(Error::invalid(format!(
+                    "the tokens of sequence {s} in the batch start at position Y = {min}, but the last position \
+                     in the KV cache for sequence {s} is X = {p0}; with M-RoPE positions must satisfy X < Y"
+                )));
+            }
+            if !mrope && min != p0 + 1 {
                 return Err(Error::invalid(format!(
                     "the tokens of sequence {s} in the batch start at position Y = {min}, but the last position \
                      in the KV cache for sequence {s} is X = {p0}; positions must remain consecutive: Y = X + 1"
@@ -199,7 +213,7 @@ mod tests {
 
     #[test]
     fn defaults_resolve_like_llama_cpp() {
-        let b = resolve(&input(&[1, 2, 3]), 10, 1, 512, false, &|_| None).expect("valid");
+        let b = resolve(&input(&[1, 2, 3]), 10, 1, 512, false, false, &|_| None).expect("valid");
         assert_eq!(b.places.iter().map(|p| p.pos).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!(b.outputs, [false, false, true]);
     }
@@ -208,41 +222,43 @@ mod tests {
     fn bad_batches_are_rejected_with_the_reason() {
         let cells = |_| None;
         let err = |r: Result<Batch>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err(resolve(&input(&[]), 10, 1, 512, false, &cells)).contains("empty"));
-        assert!(err(resolve(&input(&[1, 10]), 10, 1, 512, false, &cells)).contains("invalid token[1] = 10"));
-        assert!(err(resolve(&input(&[1, -1]), 10, 1, 512, false, &cells)).contains("invalid token[1] = -1"));
-        assert!(err(resolve(&input(&[1; 5]), 10, 1, 4, false, &cells)).contains("exceeds the context's n_batch = 4"));
+        assert!(err(resolve(&input(&[]), 10, 1, 512, false, false, &cells)).contains("empty"));
+        assert!(err(resolve(&input(&[1, 10]), 10, 1, 512, false, false, &cells)).contains("invalid token[1] = 10"));
+        assert!(err(resolve(&input(&[1, -1]), 10, 1, 512, false, false, &cells)).contains("invalid token[1] = -1"));
+        assert!(
+            err(resolve(&input(&[1; 5]), 10, 1, 4, false, false, &cells)).contains("exceeds the context's n_batch = 4")
+        );
         let ids: [&[i32]; 1] = [&[3]];
         let b = BatchInput {
             seq_ids: Some(ids.to_vec()),
             ..input(&[1])
         };
-        assert!(err(resolve(&b, 10, 2, 512, false, &cells)).contains("invalid seq_id[0][0] = 3"));
+        assert!(err(resolve(&b, 10, 2, 512, false, false, &cells)).contains("invalid seq_id[0][0] = 3"));
         let pos = [0, 2];
         let b = BatchInput {
             pos: Some(&pos),
             ..input(&[1, 1])
         };
-        assert!(err(resolve(&b, 10, 1, 512, false, &cells)).contains("not continuous"));
+        assert!(err(resolve(&b, 10, 1, 512, false, false, &cells)).contains("not continuous"));
         let pos = [1, 0];
         let b = BatchInput {
             pos: Some(&pos),
             ..input(&[1, 1])
         };
-        assert!(err(resolve(&b, 10, 1, 512, false, &cells)).contains("decreasing"));
+        assert!(err(resolve(&b, 10, 1, 512, false, false, &cells)).contains("decreasing"));
     }
 
     #[test]
     fn positions_must_continue_the_cache() {
         let cells = |s| (s == 0).then_some(1);
-        let b = resolve(&input(&[4]), 10, 1, 512, false, &cells).expect("auto position");
+        let b = resolve(&input(&[4]), 10, 1, 512, false, false, &cells).expect("auto position");
         assert_eq!(b.places[0].pos, 2);
         let pos = [5];
         let bad = BatchInput {
             pos: Some(&pos),
             ..input(&[4])
         };
-        let msg = resolve(&bad, 10, 1, 512, false, &cells)
+        let msg = resolve(&bad, 10, 1, 512, false, false, &cells)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
@@ -250,6 +266,23 @@ mod tests {
             msg.contains("start at position Y = 5") && msg.contains("X = 1"),
             "{msg}"
         );
+    }
+
+    /// With M-RoPE a sequence may jump ahead of its cached positions, not back onto them.
+    #[test]
+    fn mrope_positions_may_jump_forward_only() {
+        let cells = |s| (s == 0).then_some(1);
+        let at = |p: i32| {
+            let pos = [p];
+            let b = BatchInput {
+                pos: Some(&pos),
+                ..input(&[4])
+            };
+            resolve(&b, 10, 1, 512, false, true, &cells).map(|b| b.places[0].ext)
+        };
+        let ext = at(5).expect("a jump forward");
+        assert_eq!((ext.x, ext.y, ext.tok), (5, 5, 4));
+        assert!(at(1).is_err() && at(0).is_err());
     }
 }
 
@@ -532,6 +565,7 @@ mod split_tests {
                     pos: i as i32,
                     seqs: SeqSet::single(s),
                     primary_seq: s,
+                    ext: CellExt::default(),
                 });
                 b.outputs.push(false);
             }

@@ -78,6 +78,7 @@ impl Context<'_> {
             self.params.n_seq_max as usize,
             self.params.n_batch as usize,
             self.params.embeddings,
+            self.model.hparams.as_ref().is_some_and(|h| h.n_pos_per_embd() > 1),
             &|s| this.memory_seq_pos_max(s),
         )?;
         let n_outputs = batch.n_outputs();
@@ -172,6 +173,7 @@ impl Context<'_> {
             self.n_vocab(),
             self.params.n_seq_max as usize,
             self.params.n_batch as usize,
+            false,
             false,
             &|_| None,
         )?;
@@ -505,7 +507,14 @@ impl Context<'_> {
         let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
         set(inp.tokens, &to_bytes_i32(tokens))?;
         if let Some(pos_input) = inp.pos {
-            let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
+            let mut pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
+            if pos_input.ne()[0] as usize == 4 * places.len() {
+                // A multi-dimensional rope over text: three copies of the positions, then zeros.
+                let n = pos.len();
+                pos.extend_from_within(..);
+                pos.extend_from_within(..n);
+                pos.resize(4 * n, 0);
+            }
             set(pos_input, &to_bytes_i32(&pos))?;
         }
         if let Some(kv_rows) = inp.kv_rows {
@@ -653,6 +662,7 @@ mod tests {
             pos,
             seqs: SeqSet::single(seq),
             primary_seq: seq,
+            ext: crate::kv::CellExt::default(),
         }
     }
 

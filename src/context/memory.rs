@@ -3,7 +3,7 @@
 //! llama.cpp's hybrid memory combines them) — and does nothing on a context without memory.
 
 use super::Context;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ggml::BufferTypeId;
 use crate::model::spec::Memory;
 
@@ -67,22 +67,43 @@ impl Context<'_> {
         }
     }
 
-    pub fn memory_seq_add(&mut self, seq: usize, p0: i32, p1: i32, delta: i32) {
+    pub fn memory_seq_add(&mut self, seq: usize, p0: i32, p1: i32, delta: i32) -> Result<()> {
+        self.require_shift("llama_memory_seq_add")?;
         if self.uses_kv() {
             self.kv.seq_add(seq, p0, p1, delta);
         }
         if let Some(rs) = &mut self.rs {
             rs.cells.seq_add(seq, p0, p1, delta);
         }
+        Ok(())
     }
 
-    pub fn memory_seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) {
+    pub fn memory_seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) -> Result<()> {
+        self.require_shift("llama_memory_seq_div")?;
         if self.uses_kv() {
             self.kv.seq_div(seq, p0, p1, d);
         }
         if let Some(rs) = &mut self.rs {
             rs.cells.seq_div(seq, p0, p1, d);
         }
+        Ok(())
+    }
+
+    /// Whether cached keys can be turned to new positions (`llama_memory_can_shift`): not when
+    /// attention rotates by several positions per token (M-RoPE), as in llama.cpp.
+    pub fn can_shift(&self) -> bool {
+        !self.uses_kv() || self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
+    }
+
+    /// Refuse a position change the keys cannot follow (llama.cpp aborts at the next decode).
+    fn require_shift(&self, what: &str) -> Result<()> {
+        if self.can_shift() {
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "{what}: this model's cached keys cannot be shifted (multi-dimensional rope; \
+             llama_memory_can_shift is false): nothing changed"
+        )))
     }
 
     /// The lowest position `seq` holds (both memories must hold it).

@@ -20,6 +20,7 @@ impl Context<'_> {
             uncached: hp
                 .map(|hp| hp.kv_layers.iter().map(|&k| !k).collect())
                 .unwrap_or_default(),
+            cell_ext: hp.is_some_and(|hp| hp.n_pos_per_embd() > 1),
         }
     }
 

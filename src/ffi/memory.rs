@@ -92,8 +92,7 @@ pub unsafe extern "C" fn llama_memory_seq_add(
         }
         let mut c = memory(mem)?;
         let s = seq(&c, seq_id)?;
-        c.memory_seq_add(s, p0, p1, delta);
-        Ok(())
+        c.memory_seq_add(s, p0, p1, delta)
     })
 }
 
@@ -114,8 +113,7 @@ pub unsafe extern "C" fn llama_memory_seq_div(
         if d < 1 {
             return Err(Error::invalid(format!("divisor d = {d} must be positive")));
         }
-        c.memory_seq_div(s, p0, p1, d);
-        Ok(())
+        c.memory_seq_div(s, p0, p1, d)
     })
 }
 
@@ -143,14 +141,15 @@ pub unsafe extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: l
     })
 }
 
-/// The supported architectures rotate keys by position, which a K-shift can redo; a recurrent
-/// state has only its last position, which can move freely.
+/// Keys rotated by one position per token can be turned to new positions by a K-shift, and a
+/// recurrent state has only its last position, which can move freely; keys rotated by several
+/// (M-RoPE) cannot, as in llama.cpp.
 #[no_mangle]
 pub unsafe extern "C" fn llama_memory_can_shift(mem: llama_memory_t) -> bool {
     entry!(false, {
         if mem.is_null() {
             return Ok(false);
         }
-        Ok(true)
+        Ok(memory(mem)?.can_shift())
     })
 }

@@ -25,6 +25,8 @@ unsafe impl Send for Graph {}
 /// ggml's rope modes (`GGML_ROPE_TYPE_*`).
 pub const ROPE_NORMAL: i32 = 0;
 pub const ROPE_NEOX: i32 = 2;
+/// The bit of the multi-dimensional (M-RoPE) modes.
+pub const ROPE_MROPE: i32 = 8;
 
 impl Graph {
     /// An empty graph with room for `max_nodes` nodes (and as many tensor descriptions).
@@ -389,6 +391,8 @@ impl Graph {
 
     /// Rotary position embedding of `a` ([head_dim, n_head, n_tokens]) at positions `pos` (I32).
     #[allow(clippy::too_many_arguments)]
+    /// With `sections` (a multi-dimensional rope, `mode` M-RoPE or interleaved M-RoPE), four
+    /// positions per token: all tokens' first, then their second, ...
     pub fn rope(
         &mut self,
         a: TensorRef,
@@ -396,6 +400,7 @@ impl Graph {
         freq_factors: Option<TensorRef>,
         n_rot: i32,
         mode: i32,
+        sections: Option<[i32; 4]>,
         n_ctx_orig: i32,
         freq_base: f32,
         freq_scale: f32,
@@ -406,28 +411,55 @@ impl Graph {
     ) -> OpResult {
         self.room()?;
         let (an, pn) = (a.ne(), pos.ne());
-        if pos.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32 || pn[0] != an[2] || n_rot as i64 > an[0] {
-            return Err(format!("rope: {an:?} at positions {pn:?}"));
+        let multi = mode & ROPE_MROPE != 0;
+        let per_token = if multi { 4 } else { 1 };
+        if pos.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32
+            || pn[0] != per_token * an[2]
+            || n_rot as i64 > an[0]
+            || multi != sections.is_some()
+        {
+            return Err(format!(
+                "rope (mode {mode}, n_rot {n_rot}, sections {sections:?}): {an:?} at positions {pn:?}"
+            ));
         }
         let ff = freq_factors.map_or(std::ptr::null_mut(), |f| f.as_ptr());
-        // SAFETY: positions match the token dimension; freq factors (if any) come from the model.
+        // SAFETY: positions match the token dimension (four per token for a multi-dimensional
+        // rope, which then has its sections); freq factors (if any) come from the model.
         Self::wrap(
             unsafe {
-                ggml_sys::ggml_rope_ext(
-                    self.ctx.as_ptr(),
-                    a.as_ptr(),
-                    pos.as_ptr(),
-                    ff,
-                    n_rot,
-                    mode,
-                    n_ctx_orig,
-                    freq_base,
-                    freq_scale,
-                    ext_factor,
-                    attn_factor,
-                    beta_fast,
-                    beta_slow,
-                )
+                match sections {
+                    Some(mut s) => ggml_sys::ggml_rope_multi(
+                        self.ctx.as_ptr(),
+                        a.as_ptr(),
+                        pos.as_ptr(),
+                        ff,
+                        n_rot,
+                        s.as_mut_ptr(),
+                        mode,
+                        n_ctx_orig,
+                        freq_base,
+                        freq_scale,
+                        ext_factor,
+                        attn_factor,
+                        beta_fast,
+                        beta_slow,
+                    ),
+                    None => ggml_sys::ggml_rope_ext(
+                        self.ctx.as_ptr(),
+                        a.as_ptr(),
+                        pos.as_ptr(),
+                        ff,
+                        n_rot,
+                        mode,
+                        n_ctx_orig,
+                        freq_base,
+                        freq_scale,
+                        ext_factor,
+                        attn_factor,
+                        beta_fast,
+                        beta_slow,
+                    ),
+                }
             },
             "rope",
         )

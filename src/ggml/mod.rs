@@ -16,7 +16,7 @@ pub use backend::{
 pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};
 pub use extra_buft::{cpu_extra_buffer_types, ExtraBufferType};
-pub use graph::{Graph, OpResult, ROPE_NEOX, ROPE_NORMAL};
+pub use graph::{Graph, OpResult, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
 
 use crate::log::{self, Level};
 use std::ffi::{c_char, c_void, CStr};

@@ -460,7 +460,7 @@ impl<'a> Builder<'a> {
         if let Some(pos) = self.inputs.pos {
             return Ok(pos);
         }
-        let n = self.shape.n_tokens as i64;
+        let n = self.shape.n_tokens as i64 * i64::from(self.hp.n_pos_per_embd());
         let pos = self
             .g
             .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "inp_pos")
@@ -521,6 +521,7 @@ impl<'a> Builder<'a> {
         let p = self.params.rope;
         let mode = self.hp.rope_type;
         let pos = self.positions()?;
+        let sections = (self.hp.n_pos_per_embd() > 1).then_some(self.hp.rope_sections);
         self.g
             .rope(
                 x,
@@ -528,6 +529,7 @@ impl<'a> Builder<'a> {
                 freq_factors,
                 self.hp.n_rot as i32,
                 mode,
+                sections,
                 p.n_ctx_orig as i32,
                 freq_base,
                 freq_scale,
@@ -967,8 +969,19 @@ impl<'a> Builder<'a> {
 
     /// The output head with its norm's weight named `norm` (LFM2's is `token_embd_norm`).
     pub fn output_head_after(&mut self, norm: &str, x: TensorRef) -> Result<TensorRef> {
+        self.output_head_with(norm, x, false)
+    }
+
+    /// The output head of an architecture whose layers keep every row: the output rows are
+    /// selected after the final norm.
+    pub fn output_head_selecting(&mut self, x: TensorRef) -> Result<TensorRef> {
+        self.output_head_with("output_norm.weight", x, true)
+    }
+
+    fn output_head_with(&mut self, norm: &str, x: TensorRef, select: bool) -> Result<TensorRef> {
         let norm_w = self.weight(norm)?;
         let x = self.rms_norm(x, norm_w)?;
+        let x = if select { self.select_outputs(x)? } else { x };
         let x = self.name(x, "result_norm", None);
         self.hidden = Some(x);
         let head = match self.weight_opt("output.weight") {
@@ -1059,6 +1072,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
                 factors,
                 hp.n_rot as i32,
                 hp.rope_type,
+                None,
                 params.rope.n_ctx_orig as i32,
                 base,
                 scale,

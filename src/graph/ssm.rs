@@ -114,8 +114,16 @@ impl Builder<'_> {
     /// The tokens' inputs to layer `il`'s convolution, with each sequence's previous window in
     /// front: [d_conv - 1 + n_seq_tokens, channels, n_seqs]. The window's new end goes back to
     /// the state, and with `k` > 1 the windows ending up to `k - 1` tokens earlier to the
-    /// snapshot planes.
-    fn conv_window(&mut self, conv_all: TensorRef, x: TensorRef, channels: i64, k: usize) -> Result<TensorRef> {
+    /// snapshot planes: those the ubatch reaches, or with `fill` all `k` (a plane older than the
+    /// ubatch gets the window it started from, as llama.cpp's delta-net layers write them).
+    fn conv_window(
+        &mut self,
+        conv_all: TensorRef,
+        x: TensorRef,
+        channels: i64,
+        k: usize,
+        fill: bool,
+    ) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
         let d_conv = i64::from(if self.hp.shortconv_l_cache > 0 {
             self.hp.shortconv_l_cache
@@ -135,8 +143,9 @@ impl Builder<'_> {
         let n_state = (d_conv - 1) * channels;
         let row = row_size(conv_all.ggml_type(), n_state);
         let cells = self.rs.map_or(0, |r| r.size());
-        for slot in 0..(n_seq_tokens as usize).min(k) {
-            let offset = (n_seq_tokens as usize - slot) * nb[0];
+        let slots = if fill { k } else { (n_seq_tokens as usize).min(k) };
+        for slot in 0..slots {
+            let offset = (n_seq_tokens as usize).saturating_sub(slot) * nb[0];
             let last = self
                 .g
                 .view(conv_x, &[d_conv - 1, channels, n_seqs], &[nb[1], nb[2]], offset)
@@ -241,7 +250,7 @@ impl Builder<'_> {
         let nb = xz.nb();
         let x = self.sub(xz, &[d_inner, n_seq_tokens, n_seqs], &[nb[1], nb[2]], 0)?;
         let z = self.sub(xz, &[d_inner, n_seq_tokens, n_seqs], &[nb[1], nb[2]], d_inner)?;
-        let conv_x = self.conv_window(conv_all, x, d_inner, 1)?;
+        let conv_x = self.conv_window(conv_all, x, d_inner, 1, false)?;
         let x = self.conv_silu(il, conv_x)?;
 
         let x_db = self.ssm_matmul(il, "ssm_x", x)?;
@@ -331,7 +340,7 @@ impl Builder<'_> {
             2 * d_inner + 2 * n_group * d_state,
         )?;
         let k = self.snapshots() + 1;
-        let conv_x = self.conv_window(conv_all, xbc, channels, k)?;
+        let conv_x = self.conv_window(conv_all, xbc, channels, k, false)?;
         let xbc = self.conv_silu(il, conv_x)?;
 
         let nb = xbc.nb();
@@ -403,12 +412,164 @@ impl Builder<'_> {
         let (b, c, x) = (chunk(self, 0)?, chunk(self, 1)?, chunk(self, 2)?);
         let bx = self.g.mul(b, x).map_err(ggml_err)?;
         let k = self.snapshots() + 1;
-        let bx = self.conv_window(conv_all, bx, n_embd, k)?;
+        let bx = self.conv_window(conv_all, bx, n_embd, k, false)?;
         let kernel = self.layer_weight(il, "shortconv.conv.weight")?;
         let conv = self.g.ssm_conv(bx, kernel).map_err(ggml_err)?;
         let y = self.g.mul(c, conv).map_err(ggml_err)?;
         let y = self.ssm_matmul(il, "shortconv.out_proj", y)?;
         self.g.reshape(y, &[n_embd, n_seq_tokens * n_seqs]).map_err(ggml_err)
+    }
+
+    /// A gated delta net layer (Qwen3.5's linear attention) over `cur` ([n_embd, n_tokens]):
+    /// projections to the convolved q, k, v, the output gate z, the write strengths β and the
+    /// decays; a causal convolution; L2-normalised q and k; the gated delta rule over each
+    /// sequence's [S, S] state per head (with rollback snapshots when kept); a gated RMS norm and
+    /// the output projection.
+    pub fn gated_delta_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+        let hp = self.hp;
+        let rs = self.recurrent_shape()?;
+        let (conv_all, ssm_all) = self.rs_layer(il)?;
+        let (d_inner, head_k, n_k_heads, n_v_heads) = (
+            i64::from(hp.ssm_d_inner),
+            i64::from(hp.ssm_d_state),
+            i64::from(hp.ssm_n_group),
+            i64::from(hp.ssm_dt_rank),
+        );
+        if n_k_heads == 0 || n_v_heads == 0 || d_inner % n_v_heads != 0 || n_v_heads % n_k_heads != 0 {
+            return Err(Error::model(format!(
+                "gated delta net: inner size {d_inner} must split into {n_v_heads} value heads, a multiple of                  {n_k_heads} key heads"
+            )));
+        }
+        let head_v = d_inner / n_v_heads;
+        if head_v != head_k {
+            return Err(Error::model(format!(
+                "gated delta net: value heads of {head_v} and key heads of {head_k} must be equal"
+            )));
+        }
+        let n_seqs = rs.n_seqs as i64;
+        let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
+        let l = Some(il);
+
+        let qkv = self.ssm_projection(il, "attn_qkv", cur)?;
+        let qkv = self
+            .g
+            .reshape(qkv, &[qkv.ne()[0], n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let z = self.ssm_projection(il, "attn_gate", cur)?;
+        let beta = self.ssm_projection(il, "ssm_beta", cur)?;
+        let beta = self
+            .g
+            .reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let beta = self.g.sigmoid(beta).map_err(ggml_err)?;
+        let alpha = self.ssm_projection(il, "ssm_alpha", cur)?;
+        let alpha = self
+            .g
+            .reshape(alpha, &[n_v_heads, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
+        let alpha = self.g.add(alpha, dt_b).map_err(ggml_err)?;
+        let alpha = self.g.softplus(alpha).map_err(ggml_err)?;
+        let a = self.layer_weight(il, "ssm_a")?;
+        let gate = self.g.mul(alpha, a).map_err(ggml_err)?;
+        let gate = self
+            .g
+            .reshape(gate, &[1, n_v_heads, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+
+        let channels = d_inner + 2 * n_k_heads * head_k;
+        let k = self.snapshots() + 1;
+        let conv_x = self.conv_window(conv_all, qkv, channels, k, true)?;
+        let state = self.gather_states(ssm_all, i64::from(hp.n_embd_s()), None)?;
+        let state = self
+            .g
+            .reshape(state, &[head_v, head_v, n_v_heads, n_seqs])
+            .map_err(ggml_err)?;
+        let kernel = self.layer_weight(il, "ssm_conv1d.weight")?;
+        let conv = self.g.ssm_conv(conv_x, kernel).map_err(ggml_err)?;
+        let conv = self.g.silu(conv).map_err(ggml_err)?;
+
+        let nb1 = conv.nb()[1];
+        let heads = |bd: &mut Builder, dim: i64, n: i64, at: i64| {
+            bd.sub(
+                conv,
+                &[dim, n, n_seq_tokens, n_seqs],
+                &[row_size(conv.ggml_type(), dim), nb1, nb1 * n_seq_tokens as usize],
+                at,
+            )
+        };
+        let q = heads(self, head_k, n_k_heads, 0)?;
+        let kk = heads(self, head_k, n_k_heads, head_k * n_k_heads)?;
+        let v = heads(self, head_v, n_v_heads, 2 * head_k * n_k_heads)?;
+        let q = self.l2_norm(q)?;
+        let kk = self.l2_norm(kk)?;
+
+        let out = self
+            .g
+            .gated_delta_net(q, kk, v, gate, beta, state, k as i64)
+            .map_err(ggml_err)?;
+        let f = |n: i64| row_size(out.ggml_type(), n);
+        let output = self
+            .g
+            .view(
+                out,
+                &[head_v, n_v_heads, n_seq_tokens, n_seqs],
+                &[f(head_v), f(head_v * n_v_heads), f(head_v * n_v_heads * n_seq_tokens)],
+                0,
+            )
+            .map_err(ggml_err)?;
+        // The last states (the latest first) go to the state rows and their snapshot planes.
+        let n_state = i64::from(hp.n_embd_s());
+        let n_written = n_seq_tokens.min(k as i64);
+        let row = row_size(ssm_all.ggml_type(), n_state);
+        let cells = self.rs.map_or(0, |r| r.size());
+        let src = self
+            .g
+            .view(
+                out,
+                &[n_state, n_seqs, n_written],
+                &[f(n_state), f(n_state * n_seqs)],
+                f(head_v * n_v_heads * n_seq_tokens * n_seqs),
+            )
+            .map_err(ggml_err)?;
+        let dst = self
+            .g
+            .view(
+                ssm_all,
+                &[n_state, n_seqs, n_written],
+                &[ssm_all.nb()[1], cells * row],
+                rs.window.head * row,
+            )
+            .map_err(ggml_err)?;
+        let saved = self.g.copy_into(src, dst).map_err(ggml_err)?;
+        self.g.expand(saved);
+
+        // Gated norm: RMS norm times the layer's weight, times SiLU of z.
+        let z = self
+            .g
+            .reshape(z, &[head_v, n_v_heads, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
+        let normed = self.rms_norm(output, norm_w)?;
+        let z = self.g.silu(z).map_err(ggml_err)?;
+        let y = self.g.mul(normed, z).map_err(ggml_err)?;
+        let y = self
+            .g
+            .reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let y = self.ssm_projection(il, "ssm_out", y)?;
+        let y = self.name(y, "linear_attn_out", l);
+        self.g
+            .reshape(y, &[i64::from(hp.n_embd), n_seq_tokens * n_seqs])
+            .map_err(ggml_err)
+    }
+
+    /// `x / ‖x‖` per row, as llama.cpp's delta-net layers compute it: an RMS norm with the
+    /// epsilon divided by the row length, scaled by 1/√n.
+    fn l2_norm(&mut self, x: TensorRef) -> Result<TensorRef> {
+        let n = x.ne()[0] as f32;
+        let y = self.g.rms_norm(x, self.hp.rms_eps / n).map_err(ggml_err)?;
+        self.g.scale(y, 1.0 / n.sqrt()).map_err(ggml_err)
     }
 
     fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {

@@ -54,11 +54,27 @@ pub struct Undo {
     head: usize,
 }
 
+/// What llama.cpp keeps of a cell besides its position, for models rotating by several positions
+/// per token (M-RoPE): the 2D position and the token (saved states carry them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellExt {
+    pub x: i32,
+    pub y: i32,
+    pub tok: i32,
+}
+
+impl Default for CellExt {
+    fn default() -> Self {
+        CellExt { x: 0, y: 0, tok: -1 }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Cells {
     /// Position per cell; `EMPTY` when the cell holds nothing.
     pos: Vec<i32>,
     seqs: Vec<SeqSet>,
+    ext: Vec<CellExt>,
     /// Pending position change per cell since its K was written (applied by a K-shift).
     shift: Vec<i32>,
     has_shift: bool,
@@ -81,6 +97,7 @@ impl Cells {
         Cells {
             pos: vec![EMPTY; n],
             seqs: vec![SeqSet::default(); n],
+            ext: vec![CellExt::default(); n],
             shift: vec![0; n],
             has_shift: false,
             used: 0,
@@ -94,6 +111,10 @@ impl Cells {
 
     pub fn used(&self) -> usize {
         self.used
+    }
+
+    pub fn ext(&self, i: usize) -> CellExt {
+        self.ext.get(i).copied().unwrap_or_default()
     }
 
     pub fn pos(&self, i: usize) -> Option<i32> {
@@ -153,17 +174,18 @@ impl Cells {
         (found.len() == n).then_some(found)
     }
 
-    /// Occupy `slots` with the given positions and sequence sets; returns what undoes it.
-    pub fn place(&mut self, slots: &[usize], pos: &[i32], seqs: &[SeqSet]) -> Undo {
+    /// Occupy `slots` with the given positions, sequence sets and extras; returns what undoes it.
+    pub fn place(&mut self, slots: &[usize], pos: &[i32], seqs: &[SeqSet], ext: &[CellExt]) -> Undo {
         let undo = Undo {
             slots: slots.to_vec(),
             used: self.used,
             head: self.head,
         };
-        for ((&c, &p), s) in slots.iter().zip(pos).zip(seqs) {
+        for (((&c, &p), s), e) in slots.iter().zip(pos).zip(seqs).zip(ext) {
             debug_assert_eq!(self.pos[c], EMPTY);
             self.pos[c] = p;
             self.seqs[c] = *s;
+            self.ext[c] = *e;
             self.shift[c] = 0;
             self.used += 1;
         }
@@ -178,6 +200,7 @@ impl Cells {
         for c in undo.slots {
             self.pos[c] = EMPTY;
             self.seqs[c] = SeqSet::default();
+            self.ext[c] = CellExt::default();
             self.shift[c] = 0;
         }
         self.used = undo.used;
@@ -191,10 +214,10 @@ impl Cells {
 
     /// Empty the cells and fill them from the first one with `pos` and `seqs` (a whole-state
     /// restore); searches start from the beginning again, as in llama.cpp.
-    pub fn restore(&mut self, pos: &[i32], seqs: &[SeqSet]) -> Vec<usize> {
+    pub fn restore(&mut self, pos: &[i32], seqs: &[SeqSet], ext: &[CellExt]) -> Vec<usize> {
         self.clear();
         let slots: Vec<usize> = (0..pos.len().min(self.size())).collect();
-        self.place(&slots, pos, seqs);
+        self.place(&slots, pos, seqs, ext);
         self.head = 0;
         slots
     }
@@ -260,6 +283,7 @@ impl Cells {
             if src.pos[i] != EMPTY && src.seqs[i].contains(from) {
                 self.pos[i] = src.pos[i];
                 self.seqs[i] = SeqSet::single(to);
+                self.ext[i] = src.ext[i];
                 self.shift[i] = src.shift[i];
                 self.has_shift |= src.shift[i] != 0;
                 self.used += 1;
@@ -349,7 +373,12 @@ mod tests {
         let n = positions.len();
         let slots = c.find_slots(n).expect("room");
         let pos: Vec<i32> = positions.collect();
-        c.place(&slots, &pos, &vec![SeqSet::single(seq); n]);
+        c.place(
+            &slots,
+            &pos,
+            &vec![SeqSet::single(seq); n],
+            &vec![CellExt::default(); n],
+        );
     }
 
     #[test]
@@ -359,7 +388,7 @@ mod tests {
         c.seq_rm(Some(0), 1, 2);
         assert_eq!(c.find_slots(2), Some(vec![1, 3]));
         let before = (c.pos.clone(), c.seqs.clone(), c.used);
-        let undo = c.place(&[1, 3], &[7, 8], &[SeqSet::single(1); 2]);
+        let undo = c.place(&[1, 3], &[7, 8], &[SeqSet::single(1); 2], &[CellExt::default(); 2]);
         assert_eq!(c.used(), 4);
         c.rollback(undo);
         assert_eq!((c.pos.clone(), c.seqs.clone(), c.used), before);
@@ -380,7 +409,12 @@ mod tests {
         c.seq_add(1, 0, 2, -5);
         assert_eq!((c.used(), c.head), (4, 4));
         assert_eq!(c.find_slots(3), Some(vec![4, 5, 0]));
-        let undo = c.place(&[4, 5, 0], &[9, 10, 11], &[SeqSet::single(2); 3]);
+        let undo = c.place(
+            &[4, 5, 0],
+            &[9, 10, 11],
+            &[SeqSet::single(2); 3],
+            &[CellExt::default(); 3],
+        );
         assert_eq!(c.head, 1);
         c.rollback(undo);
         assert_eq!(c.head, 4);

@@ -8,7 +8,7 @@ mod cells;
 mod state;
 
 use cells::Undo;
-pub use cells::{Cells, SeqSet, MAX_SEQ};
+pub use cells::{CellExt, Cells, SeqSet, MAX_SEQ};
 pub(crate) use state::{i32_of, u32_of, u64_of};
 pub use state::{read_string, write_string, Layout, Sink, SliceSource, Source};
 
@@ -26,6 +26,8 @@ pub struct TokenPlace {
     pub seqs: SeqSet,
     /// The sequence whose cells the token attends to (llama.cpp uses the first of its ids).
     pub primary_seq: usize,
+    /// What the cell keeps besides (the token, and for M-RoPE its 2D position).
+    pub ext: CellExt,
 }
 
 pub struct KvCache {
@@ -183,7 +185,8 @@ impl KvCache {
             };
             let pos: Vec<i32> = members.iter().map(|&i| tokens[i].pos).collect();
             let seqs: Vec<SeqSet> = members.iter().map(|&i| tokens[i].seqs).collect();
-            let undo = self.streams[s].place(&slots, &pos, &seqs);
+            let ext: Vec<CellExt> = members.iter().map(|&i| tokens[i].ext).collect();
+            let undo = self.streams[s].place(&slots, &pos, &seqs, &ext);
             for (&i, &c) in members.iter().zip(&slots) {
                 placement.rows[i] = s * stream_size + c;
             }

@@ -11,7 +11,7 @@
 //! `i32 v_type, u64 v_row_bytes` and the V rows, or (V transposed) `i32 v_type, u32 v_elem_bytes,
 //! u32 n_embd_v` and the V values column by column.
 
-use super::{KvCache, SeqSet, TokenPlace};
+use super::{CellExt, KvCache, SeqSet, TokenPlace};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, tensor_read, tensor_write, TensorRef};
 use std::collections::{HashMap, VecDeque};
@@ -26,6 +26,8 @@ pub struct Layout {
     /// Per layer, whether it keeps no keys and values (a hybrid model's recurrent or FFN-only
     /// layers): such layers have no part in the cache or its state.
     pub uncached: Vec<bool>,
+    /// Each cell's 2D position and token follow its position (models with M-RoPE).
+    pub cell_ext: bool,
 }
 
 /// Which of a model's caches a layer's keys and values are in.
@@ -171,6 +173,7 @@ struct StagedCell {
     stream: usize,
     pos: i32,
     seqs: SeqSet,
+    ext: CellExt,
     k: Rows,
     v: Rows,
 }
@@ -240,6 +243,12 @@ impl KvCache {
                     let pos = self.stream(stream).pos(row - first_row).unwrap_or_default();
                     out.put(&pos.to_le_bytes());
                     out.put(&(ids.len() as u32).to_le_bytes());
+                    if layout.cell_ext {
+                        let e = self.stream(stream).ext(row - first_row);
+                        for v in [e.x, e.y, e.tok] {
+                            out.put(&v.to_le_bytes());
+                        }
+                    }
                     for &s in ids {
                         out.put(&(s as i32).to_le_bytes());
                     }
@@ -399,6 +408,15 @@ impl KvCache {
             if pos < 0 {
                 return Err(bad(format!("negative position {pos}")));
             }
+            let ext = if layout.cell_ext {
+                CellExt {
+                    x: i32_of(src)?,
+                    y: i32_of(src)?,
+                    tok: i32_of(src)?,
+                }
+            } else {
+                CellExt::default()
+            };
             let mut seqs = SeqSet::default();
             for _ in 0..n_seq {
                 let s = i32_of(src)?;
@@ -421,6 +439,7 @@ impl KvCache {
                 stream: dest.map_or(stream, |d| self.stream_of(d)),
                 pos,
                 seqs,
+                ext,
                 k: Vec::with_capacity(layers.len()),
                 v: Vec::with_capacity(layers.len()),
             });
@@ -524,18 +543,19 @@ impl KvCache {
     fn apply_staged(&mut self, dest: Option<usize>, cells: Vec<StagedCell>) -> Result<()> {
         let placed: Vec<usize> = match dest {
             None => {
-                let mut per_stream = vec![(Vec::new(), Vec::new()); self.n_stream()];
+                let mut per_stream = vec![(Vec::new(), Vec::new(), Vec::new()); self.n_stream()];
                 for c in &cells {
                     per_stream[c.stream].0.push(c.pos);
                     per_stream[c.stream].1.push(c.seqs);
+                    per_stream[c.stream].2.push(c.ext);
                 }
                 self.clear(true);
                 let first_rows: Vec<usize> = (0..self.n_stream()).map(|s| s * self.stream_size()).collect();
                 let mut rows_of: Vec<std::vec::IntoIter<usize>> = per_stream
                     .iter()
                     .enumerate()
-                    .map(|(s, (pos, seqs))| {
-                        let slots = self.stream_mut(s).restore(pos, seqs);
+                    .map(|(s, (pos, seqs, ext))| {
+                        let slots = self.stream_mut(s).restore(pos, seqs, ext);
                         slots
                             .into_iter()
                             .map(|c| first_rows[s] + c)
@@ -561,6 +581,7 @@ impl KvCache {
                         pos: c.pos,
                         seqs: c.seqs,
                         primary_seq: d,
+                        ext: c.ext,
                     })
                     .collect();
                 self.place(&tokens)

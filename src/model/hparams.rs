@@ -37,6 +37,8 @@ pub struct HParams {
     pub arch_name: &'static str,
     /// llama.h `enum llama_rope_type` of the architecture.
     pub rope_type: i32,
+    /// A multi-dimensional rope's sections (dimension pairs per position kind).
+    pub rope_sections: [i32; 4],
     pub n_vocab: u32,
     pub n_ctx_train: u32,
     pub n_embd: u32,
@@ -154,6 +156,15 @@ impl HParams {
         self.ssm_d_conv.saturating_sub(1) * (self.ssm_d_inner + 2 * self.ssm_n_group * self.ssm_d_state)
     }
 
+    /// Positions per token: four for a multi-dimensional rope (M-RoPE), else one.
+    pub fn n_pos_per_embd(&self) -> u32 {
+        if self.rope_type & crate::ggml::ROPE_MROPE != 0 {
+            4
+        } else {
+            1
+        }
+    }
+
     /// Floats of a sequence's scan state per layer.
     pub fn n_embd_s(&self) -> u32 {
         self.ssm_d_state * self.ssm_d_inner
@@ -238,6 +249,7 @@ impl HParams {
         let mut hp = HParams {
             arch_name: arch.name(),
             rope_type: arch.rope_type(),
+            rope_sections: [0; 4],
             n_vocab,
             n_ctx_train,
             n_embd,

@@ -169,6 +169,28 @@ impl Meta<'_> {
         Ok(self.u32_opt(key)?.map(|x| vec![x; n_layer]))
     }
 
+    /// A per-layer flag given as an array of `n_layer` booleans (or integers), if present.
+    pub fn bool_per_layer(&self, key: &str, n_layer: usize) -> Result<Option<Vec<bool>>> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(Value::Array(Array::Bool(b))) if b.len() == n_layer => Ok(Some(b.clone())),
+            Some(_) => Ok(self
+                .u32_per_layer(key, n_layer)?
+                .map(|v| v.iter().map(|&x| x != 0).collect())),
+        }
+    }
+
+    /// A fixed-length integer array (a scalar fills it), if present.
+    pub fn i32_array(&self, key: &str, n: usize) -> Result<Option<Vec<i32>>> {
+        let v = self.u32_per_layer(key, n)?;
+        v.map(|v| {
+            v.into_iter()
+                .map(|x| i32::try_from(x).map_err(|_| Error::model(format!("key '{key}' holds {x}, out of range"))))
+                .collect()
+        })
+        .transpose()
+    }
+
     /// An array of strings, if present.
     pub fn str_array_opt(&self, key: &str) -> Result<Option<&[Vec<u8>]>> {
         match self.0.get(key) {

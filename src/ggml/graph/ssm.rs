@@ -140,4 +140,77 @@ impl Graph {
             "ssm_scan",
         )
     }
+
+    /// log(1 + exp(a)), element-wise.
+    pub fn softplus(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        if a.ggml_type() != F32 || !Self::rows_contiguous(a) {
+            return Err(format!("softplus of {:?}", a.ne()));
+        }
+        // SAFETY: F32 rows, contiguous (the CPU kernel's requirement).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_softplus(self.ctx.as_ptr(), a.as_ptr()) },
+            "softplus",
+        )
+    }
+
+    /// The gated delta rule over queries and keys `q`, `k` ([S, H_k, n_tokens, n_seqs]), values
+    /// `v` ([S, H_v, n_tokens, n_seqs], H_v a multiple of H_k), a decay `g` ([1 or S, H_v,
+    /// n_tokens, n_seqs]), write strengths `beta` ([1, H_v, n_tokens, n_seqs]) and each
+    /// sequence's state `state` ([S, S, H_v, n_seqs]). The result holds the outputs, then the `k`
+    /// last states (the latest first).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gated_delta_net(
+        &mut self,
+        q: TensorRef,
+        k: TensorRef,
+        v: TensorRef,
+        g: TensorRef,
+        beta: TensorRef,
+        state: TensorRef,
+        snapshots: i64,
+    ) -> OpResult {
+        self.room()?;
+        let (qn, kn, vn, gn, bn, sn) = (q.ne(), k.ne(), v.ne(), g.ne(), beta.ne(), state.ne());
+        let f32_all = [q, k, v, g, beta, state].iter().all(|t| t.ggml_type() == F32);
+        // Each row's elements adjacent (ggml_is_contiguous_rows); rows may lie anywhere.
+        let rows = [q, k, v].iter().all(|t| t.nb()[0] == 4);
+        let whole = [g, beta, state].iter().all(|&t| Self::is_contiguous(t));
+        let [s_v, h, n_t, n_s] = vn;
+        let ok = f32_all
+            && rows
+            && whole
+            && (1..=i64::from(i32::MAX)).contains(&snapshots)
+            && qn == kn
+            && qn[0] == s_v
+            && qn[1] > 0
+            && h % qn[1] == 0
+            && qn[2] == n_t
+            && qn[3] == n_s
+            && (gn[0] == 1 || gn[0] == s_v)
+            && gn[1..] == [h, n_t, n_s]
+            && bn == [1, h, n_t, n_s]
+            && sn == [s_v, s_v, h, n_s];
+        if !ok {
+            return Err(format!(
+                "gated_delta_net: q {qn:?}, k {kn:?}, v {vn:?}, g {gn:?}, beta {bn:?}, state {sn:?} do not fit (all F32)"
+            ));
+        }
+        // SAFETY: every shape, layout and type ggml and its CPU kernel assert was checked above.
+        Self::wrap(
+            unsafe {
+                ggml_sys::ggml_gated_delta_net(
+                    self.ctx.as_ptr(),
+                    q.as_ptr(),
+                    k.as_ptr(),
+                    v.as_ptr(),
+                    g.as_ptr(),
+                    beta.as_ptr(),
+                    state.as_ptr(),
+                    snapshots,
+                )
+            },
+            "gated_delta_net",
+        )
+    }
 }

@@ -1,0 +1,180 @@
+//! Qwen3.5: a hybrid of gated delta net layers (linear attention with a per-head [S, S] state,
+//! `graph/ssm.rs`) and full attention layers every few layers (a query with an output gate from
+//! one doubled projection, per-head query and key norms, interleaved multi-dimensional rope);
+//! each layer's output passes a post-attention norm into a gated FFN. Rows are selected for the
+//! outputs only after the final norm, as llama.cpp does here.
+
+use super::{attention_tensors, head_tensors, mamba};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct Qwen35;
+
+impl ArchSpec for Qwen35 {
+    fn name(&self) -> &'static str {
+        "qwen35"
+    }
+
+    /// Interleaved M-RoPE.
+    fn rope_type(&self) -> i32 {
+        40
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        let sections = meta
+            .i32_array(&hp.key("rope.dimension_sections"), 4)?
+            .ok_or_else(|| Error::model("qwen35: rope.dimension_sections is missing"))?;
+        hp.rope_sections.copy_from_slice(&sections);
+        mamba::load_ssm(meta, hp, true)?;
+        let n = hp.n_layer as usize;
+        hp.recurrent_layers = match meta.bool_per_layer(&hp.key("attention.recurrent_layers"), n)? {
+            Some(r) => r,
+            None => {
+                let interval = meta.u32_opt(&hp.key("full_attention_interval"))?.unwrap_or(4).max(1) as usize;
+                (0..n).map(|il| (il + 1) % interval != 0).collect()
+            }
+        };
+        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
+        hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
+        if hp.n_embd_head_k != hp.n_embd_head_v {
+            return Err(Error::model("qwen35 needs equal key and value head sizes"));
+        }
+        if hp.n_expert > 0 {
+            return Err(Error::model("qwen35 has no experts (qwen35moe has)"));
+        }
+        hp.size_label = match hp.n_layer {
+            24 if hp.n_embd == 1024 => "0.8B",
+            24 => "2B",
+            32 if hp.n_embd == 2560 => "4B",
+            32 => "9B",
+            64 => "27B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let e = hp.n_embd;
+        let (head, n_k, n_v, inner) = (hp.ssm_d_state, hp.ssm_n_group, hp.ssm_dt_rank, hp.ssm_d_inner);
+        let conv_dim = 2 * head * n_k + inner;
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("post_attention_norm.weight"), &[e], true));
+            if hp.is_recurrent(il) {
+                specs.push(TensorSpec::matmul(b("attn_qkv.weight"), &[e, conv_dim], true));
+                specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, inner], true));
+                specs.push(TensorSpec::new(
+                    b("ssm_conv1d.weight"),
+                    &[hp.ssm_d_conv, conv_dim],
+                    true,
+                ));
+                specs.push(TensorSpec::new(b("ssm_dt.bias"), &[n_v], true));
+                specs.push(TensorSpec::new(b("ssm_a"), &[n_v], true));
+                specs.push(TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true));
+                specs.push(TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true));
+                specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / n_v], true));
+                specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
+            } else {
+                // The query projection is doubled: each head's query, then its output gate.
+                let mut attn = Vec::new();
+                attention_tensors(hp, il, &mut attn);
+                let q = hp.n_embd_head_k * hp.n_head[il];
+                for s in attn.iter_mut() {
+                    if s.name.ends_with("attn_q.weight") {
+                        *s = TensorSpec::matmul(b("attn_q.weight"), &[e, 2 * q], true);
+                    } else if s.name.ends_with("attn_q.bias") {
+                        *s = TensorSpec::new(b("attn_q.bias"), &[2 * q], false);
+                    }
+                }
+                // A fused projection would need the doubled query split out of it too.
+                attn.retain(|s| !s.name.contains("attn_qkv"));
+                specs.extend(attn);
+                specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
+                specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
+            }
+            let ff = hp.n_ff[il];
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    fn rollback(&self) -> bool {
+        true
+    }
+}
+
+impl Decoder for Qwen35 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let cur = if hp.is_recurrent(il) {
+                b.gated_delta_layer(il, cur)?
+            } else {
+                gated_attention(b, il, cur)?
+            };
+            let h = b.add(cur, x)?;
+            let h = b.name(h, "attn_residual", l);
+            let normed = b.layer_rms_norm(il, h, "post_attention_norm.weight", "attn_post_norm")?;
+            let ffn = Ffn {
+                scaled: true,
+                ..Ffn::default()
+            };
+            let ffn = b.gated_ffn(il, normed, ffn)?;
+            let ffn = b.name(ffn, "ffn_out", l);
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        b.output_head_selecting(x).map(Some)
+    }
+}
+
+/// Full attention with an output gate: one projection gives each head's query and gate.
+fn gated_attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    let hp = b.hp;
+    let (hd, nh, nkv) = (
+        i64::from(hp.n_embd_head_k),
+        i64::from(hp.n_head[il]),
+        i64::from(hp.n_head_kv[il]),
+    );
+    let nt = cur.ne()[1];
+    let (q_full, k, v) = b.qkv(il, cur, false)?;
+    let q_full = b.g.reshape(q_full, &[2 * hd, nh, nt]).map_err(ggml_err)?;
+    let es = crate::ggml::row_size(q_full.ggml_type(), 1);
+    let stride = [2 * hd as usize * es, 2 * (hd * nh) as usize * es];
+    let q = b.g.view(q_full, &[hd, nh, nt], &stride, 0).map_err(ggml_err)?;
+    let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+    let q = b.rms_norm(q, q_norm)?;
+    let k = b.g.reshape(k, &[hd, nkv, nt]).map_err(ggml_err)?;
+    let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+    let k = b.rms_norm(k, k_norm)?;
+    let gate =
+        b.g.view(q_full, &[hd, nh, nt], &stride, hd as usize * es)
+            .map_err(ggml_err)?;
+    let gate = b.g.cont(gate).map_err(ggml_err)?;
+    let gate = b.g.reshape(gate, &[hd * nh, nt]).map_err(ggml_err)?;
+    let v = b.g.reshape(v, &[hd, nkv, nt]).map_err(ggml_err)?;
+    let q = b.rope(q, il, None)?;
+    let k = b.rope(k, il, None)?;
+    let att = b.attention(il, q, k, v, hp.kq_scale(), false)?;
+    let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+    let att = b.g.mul(att, gate).map_err(ggml_err)?;
+    let out = b.layer_linear(il, "attn_output", att)?;
+    Ok(b.name(out, "attn_output", Some(il)))
+}
