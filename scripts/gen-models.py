@@ -651,10 +651,9 @@ def lfm2moe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
-def qwen35(w, weights, n_vocab, dtype):
+def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
     # Qwen3.5: gated delta net layers around a full attention layer whose doubled query projection
     # carries an output gate; interleaved M-RoPE; post-attention norms before the FFNs.
-    a = "qwen35"
     n_v_heads, n_k_heads, state, conv = 4, 2, N_EMBD // 4, 4
     inner, conv_dim = n_v_heads * state, 2 * n_k_heads * state + n_v_heads * state
     decoder_keys(w, a, 3, 100000.0)
@@ -679,7 +678,34 @@ def qwen35(w, weights, n_vocab, dtype):
         tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
         tensors[blk + "ssm_norm.weight"] = weights.norm(state)
         tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+    if a == "qwen35moe":
+        # Four experts, two per token, beside a gated shared expert; the first layer's gate and
+        # up stacks in one fused tensor.
+        n_ff_exp, n_ff_sh = 48, 32
+        experts_keys(w, a, 4, 2)
+        w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_ff_sh)
+        for il in range(3):
+            blk = f"blk.{il}."
+            for t in ("ffn_gate", "ffn_up", "ffn_down"):
+                del tensors[blk + t + ".weight"]
+            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+            gate, up = weights.experts(4, n_ff_exp, N_EMBD), weights.experts(4, n_ff_exp, N_EMBD)
+            if il == 0:
+                tensors[blk + "ffn_gate_up_exps.weight"] = np.concatenate([gate, up], axis=1)
+            else:
+                tensors[blk + "ffn_gate_exps.weight"] = gate
+                tensors[blk + "ffn_up_exps.weight"] = up
+            tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, n_ff_exp)
+            tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
+            tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_ff_sh, N_EMBD)
+            tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_ff_sh, N_EMBD)
+            tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_ff_sh)
     add_tensors(w, tensors, dtype)
+
+
+def qwen35moe(w, weights, n_vocab, dtype):
+    qwen35(w, weights, n_vocab, dtype, a="qwen35moe")
 
 
 MODELS = {
@@ -710,6 +736,7 @@ MODELS = {
     "lfm2": ("lfm2", lfm2, True),
     "lfm2moe": ("lfm2moe", lfm2moe, True),
     "qwen35": ("qwen35", qwen35, True),
+    "qwen35moe": ("qwen35moe", qwen35moe, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -2,17 +2,20 @@
 //! `graph/ssm.rs`) and full attention layers every few layers (a query with an output gate from
 //! one doubled projection, per-head query and key norms, interleaved multi-dimensional rope);
 //! each layer's output passes a post-attention norm into a gated FFN. Rows are selected for the
-//! outputs only after the final norm, as llama.cpp does here.
+//! outputs only after the final norm, as llama.cpp does here. Qwen3.5-MoE (`qwen35moe`): the FFNs
+//! are softmax-routed experts beside a shared expert scaled by its own sigmoid gate.
 
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Qwen35;
+
+pub struct Qwen35Moe;
 
 impl ArchSpec for Qwen35 {
     fn name(&self) -> &'static str {
@@ -25,28 +28,10 @@ impl ArchSpec for Qwen35 {
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        let sections = meta
-            .i32_array(&hp.key("rope.dimension_sections"), 4)?
-            .ok_or_else(|| Error::model("qwen35: rope.dimension_sections is missing"))?;
-        hp.rope_sections.copy_from_slice(&sections);
-        mamba::load_ssm(meta, hp, true)?;
-        let n = hp.n_layer as usize;
-        hp.recurrent_layers = match meta.bool_per_layer(&hp.key("attention.recurrent_layers"), n)? {
-            Some(r) => r,
-            None => {
-                let interval = meta.u32_opt(&hp.key("full_attention_interval"))?.unwrap_or(4).max(1) as usize;
-                (0..n).map(|il| (il + 1) % interval != 0).collect()
-            }
-        };
-        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
-        hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
-        if hp.n_embd_head_k != hp.n_embd_head_v {
-            return Err(Error::model("qwen35 needs equal key and value head sizes"));
-        }
         if hp.n_expert > 0 {
             return Err(Error::model("qwen35 has no experts (qwen35moe has)"));
         }
+        load_hparams(meta, hp)?;
         hp.size_label = match hp.n_layer {
             24 if hp.n_embd == 1024 => "0.8B",
             24 => "2B",
@@ -59,53 +44,7 @@ impl ArchSpec for Qwen35 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        head_tensors(hp, &mut specs);
-        let e = hp.n_embd;
-        let (head, n_k, n_v, inner) = (hp.ssm_d_state, hp.ssm_n_group, hp.ssm_dt_rank, hp.ssm_d_inner);
-        let conv_dim = 2 * head * n_k + inner;
-        for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-            specs.push(TensorSpec::new(b("post_attention_norm.weight"), &[e], true));
-            if hp.is_recurrent(il) {
-                specs.push(TensorSpec::matmul(b("attn_qkv.weight"), &[e, conv_dim], true));
-                specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, inner], true));
-                specs.push(TensorSpec::new(
-                    b("ssm_conv1d.weight"),
-                    &[hp.ssm_d_conv, conv_dim],
-                    true,
-                ));
-                specs.push(TensorSpec::new(b("ssm_dt.bias"), &[n_v], true));
-                specs.push(TensorSpec::new(b("ssm_a"), &[n_v], true));
-                specs.push(TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true));
-                specs.push(TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true));
-                specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / n_v], true));
-                specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
-            } else {
-                // The query projection is doubled: each head's query, then its output gate.
-                let mut attn = Vec::new();
-                attention_tensors(hp, il, &mut attn);
-                let q = hp.n_embd_head_k * hp.n_head[il];
-                for s in attn.iter_mut() {
-                    if s.name.ends_with("attn_q.weight") {
-                        *s = TensorSpec::matmul(b("attn_q.weight"), &[e, 2 * q], true);
-                    } else if s.name.ends_with("attn_q.bias") {
-                        *s = TensorSpec::new(b("attn_q.bias"), &[2 * q], false);
-                    }
-                }
-                // A fused projection would need the doubled query split out of it too.
-                attn.retain(|s| !s.name.contains("attn_qkv"));
-                specs.extend(attn);
-                specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
-                specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
-            }
-            let ff = hp.n_ff[il];
-            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
-            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
-            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
-        }
-        specs
+        tensors(hp)
     }
 
     fn memory(&self) -> Memory {
@@ -117,32 +56,199 @@ impl ArchSpec for Qwen35 {
     }
 }
 
+impl ArchSpec for Qwen35Moe {
+    fn name(&self) -> &'static str {
+        "qwen35moe"
+    }
+
+    fn rope_type(&self) -> i32 {
+        40
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        load_hparams(meta, hp)?;
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(Error::model("qwen35moe needs expert_count and expert_used_count"));
+        }
+        if hp.n_ff_exp == 0 {
+            hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
+        }
+        hp.n_ff_shexp = meta
+            .u32_opt(&hp.key("expert_shared_feed_forward_length"))?
+            .unwrap_or(hp.n_ff[0]);
+        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.size_label = match hp.n_layer {
+            40 => "35B.A3B",
+            48 => "122B.A10B",
+            60 => "397B.A17B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        tensors(hp)
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    fn rollback(&self) -> bool {
+        true
+    }
+}
+
+fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+    let sections = meta
+        .i32_array(&hp.key("rope.dimension_sections"), 4)?
+        .ok_or_else(|| Error::model("qwen35: rope.dimension_sections is missing"))?;
+    hp.rope_sections.copy_from_slice(&sections);
+    mamba::load_ssm(meta, hp, true)?;
+    let n = hp.n_layer as usize;
+    hp.recurrent_layers = match meta.bool_per_layer(&hp.key("attention.recurrent_layers"), n)? {
+        Some(r) => r,
+        None => {
+            let interval = meta.u32_opt(&hp.key("full_attention_interval"))?.unwrap_or(4).max(1) as usize;
+            (0..n).map(|il| (il + 1) % interval != 0).collect()
+        }
+    };
+    hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
+    hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
+    if hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model("qwen35 needs equal key and value head sizes"));
+    }
+    Ok(())
+}
+
+fn tensors(hp: &HParams) -> Vec<TensorSpec> {
+    let mut specs = Vec::new();
+    head_tensors(hp, &mut specs);
+    let e = hp.n_embd;
+    let (head, n_k, n_v, inner) = (hp.ssm_d_state, hp.ssm_n_group, hp.ssm_dt_rank, hp.ssm_d_inner);
+    let conv_dim = 2 * head * n_k + inner;
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+        specs.push(TensorSpec::new(b("post_attention_norm.weight"), &[e], true));
+        if hp.is_recurrent(il) {
+            specs.push(TensorSpec::matmul(b("attn_qkv.weight"), &[e, conv_dim], true));
+            specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, inner], true));
+            specs.push(TensorSpec::new(
+                b("ssm_conv1d.weight"),
+                &[hp.ssm_d_conv, conv_dim],
+                true,
+            ));
+            specs.push(TensorSpec::new(b("ssm_dt.bias"), &[n_v], true));
+            specs.push(TensorSpec::new(b("ssm_a"), &[n_v], true));
+            specs.push(TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true));
+            specs.push(TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true));
+            specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / n_v], true));
+            specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
+        } else {
+            // The query projection is doubled: each head's query, then its output gate.
+            let mut attn = Vec::new();
+            attention_tensors(hp, il, &mut attn);
+            let q = hp.n_embd_head_k * hp.n_head[il];
+            for s in attn.iter_mut() {
+                if s.name.ends_with("attn_q.weight") {
+                    *s = TensorSpec::matmul(b("attn_q.weight"), &[e, 2 * q], true);
+                } else if s.name.ends_with("attn_q.bias") {
+                    *s = TensorSpec::new(b("attn_q.bias"), &[2 * q], false);
+                }
+            }
+            // A fused projection would need the doubled query split out of it too.
+            attn.retain(|s| !s.name.contains("attn_qkv"));
+            specs.extend(attn);
+            specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
+            specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
+        }
+        if hp.n_expert == 0 {
+            let ff = hp.n_ff[il];
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+            continue;
+        }
+        let (n, x, sh) = (hp.n_expert, hp.n_ff_exp, hp.n_ff_shexp);
+        let fused = b("ffn_gate_up_exps.weight");
+        specs.push(TensorSpec::matmul(b("ffn_gate_inp.weight"), &[e, n], true));
+        specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
+        specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
+        specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
+        specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
+        specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
+        specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
+        specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
+        specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+    }
+    specs
+}
+
 impl Decoder for Qwen35 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        let hp = b.hp;
-        let mut x = b.embed_tokens()?;
-        for il in 0..hp.n_layer as usize {
-            let l = Some(il);
-            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let cur = if hp.is_recurrent(il) {
-                b.gated_delta_layer(il, cur)?
-            } else {
-                gated_attention(b, il, cur)?
-            };
-            let h = b.add(cur, x)?;
-            let h = b.name(h, "attn_residual", l);
-            let normed = b.layer_rms_norm(il, h, "post_attention_norm.weight", "attn_post_norm")?;
+        decoder(b)
+    }
+}
+
+impl Decoder for Qwen35Moe {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        decoder(b)
+    }
+}
+
+/// The experts (softmax routing, weights normalised) plus the shared expert times the sigmoid of
+/// its gate.
+fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
+    let moe = Moe {
+        gating: Gating::Softmax,
+        normalize: true,
+        act: ExpertAct::Silu,
+        scaled: true,
+        warmup_all: true,
+    };
+    let routed = b.moe_ffn(il, x, moe)?;
+    let ffn = Ffn {
+        scaled: true,
+        ..Ffn::default()
+    };
+    let shared = b.gated_ffn_named(il, x, ffn, "_shexp")?;
+    let gate_w = b.layer_weight(il, "ffn_gate_inp_shexp.weight")?;
+    let gate = b.linear(gate_w, None, x)?;
+    let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+    let shared = b.g.mul(shared, gate).map_err(ggml_err)?;
+    b.add(routed, shared)
+}
+
+fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
+    let hp = b.hp;
+    let mut x = b.embed_tokens()?;
+    for il in 0..hp.n_layer as usize {
+        let l = Some(il);
+        let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+        let cur = if hp.is_recurrent(il) {
+            b.gated_delta_layer(il, cur)?
+        } else {
+            gated_attention(b, il, cur)?
+        };
+        let h = b.add(cur, x)?;
+        let h = b.name(h, "attn_residual", l);
+        let normed = b.layer_rms_norm(il, h, "post_attention_norm.weight", "attn_post_norm")?;
+        let ffn = if hp.n_expert > 0 {
+            experts_ffn(b, il, normed)?
+        } else {
             let ffn = Ffn {
                 scaled: true,
                 ..Ffn::default()
             };
-            let ffn = b.gated_ffn(il, normed, ffn)?;
-            let ffn = b.name(ffn, "ffn_out", l);
-            x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
-        }
-        b.output_head_selecting(x).map(Some)
+            b.gated_ffn(il, normed, ffn)?
+        };
+        let ffn = b.name(ffn, "ffn_out", l);
+        x = b.add(ffn, h)?;
+        x = b.name(x, "l_out", l);
     }
+    b.output_head_selecting(x).map(Some)
 }
 
 /// Full attention with an output gate: one projection gives each head's query and gate.

@@ -758,15 +758,20 @@ impl<'a> Builder<'a> {
     /// down(act(gate x) * up x), as `ffn` says: the activation, and whether the weights' scales
     /// and biases apply (some of llama.cpp's architectures load them but leave them out).
     pub fn gated_ffn(&mut self, il: usize, x: TensorRef, ffn: Ffn) -> Result<TensorRef> {
-        let up = self.ffn_projection(il, "ffn_up", x, ffn)?;
-        let gate = self.ffn_projection(il, "ffn_gate", x, ffn)?;
+        self.gated_ffn_named(il, x, ffn, "")
+    }
+
+    /// The same over `ffn_{up,gate,down}{suffix}` (a shared expert: "_shexp").
+    pub fn gated_ffn_named(&mut self, il: usize, x: TensorRef, ffn: Ffn, suffix: &str) -> Result<TensorRef> {
+        let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn)?;
+        let gate = self.ffn_projection(il, &format!("ffn_gate{suffix}"), x, ffn)?;
         let h = if ffn.gelu {
             self.g.geglu(gate, up)
         } else {
             self.g.swiglu(gate, up)
         }
         .map_err(ggml_err)?;
-        self.ffn_projection(il, "ffn_down", h, ffn)
+        self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)
     }
 
     /// `blk.{il}.{name}.weight` times `x`, then its bias and its scale as `ffn` says.
@@ -846,13 +851,26 @@ impl<'a> Builder<'a> {
         self.g.expand(weights);
 
         let x = self.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
-        let up = self.experts_linear(il, "ffn_up_exps", x, picked, moe.scaled)?;
-        let up = self.name(up, "ffn_moe_up", l);
-        let gate = if self.layer_weight_opt(il, "ffn_gate_exps.weight").is_some() {
-            let gate = self.experts_linear(il, "ffn_gate_exps", x, picked, moe.scaled)?;
-            Some(self.name(gate, "ffn_moe_gate", l))
+        let (up, gate) = if self.layer_weight_opt(il, "ffn_gate_up_exps.weight").is_some() {
+            // Gate and up in one stack: one product, split into its halves.
+            let gate_up = self.experts_linear(il, "ffn_gate_up_exps", x, picked, moe.scaled)?;
+            let gate_up = self.name(gate_up, "ffn_moe_gate_up", l);
+            let [n2, n_p, n_t, _] = gate_up.ne();
+            let nb = gate_up.nb();
+            let half = |bd: &mut Builder, at: usize| bd.g.view(gate_up, &[n2 / 2, n_p, n_t], &[nb[1], nb[2]], at);
+            let gate = half(self, 0).map_err(ggml_err)?;
+            let up = half(self, (n2 / 2) as usize * nb[0]).map_err(ggml_err)?;
+            (up, Some(gate))
         } else {
-            None
+            let up = self.experts_linear(il, "ffn_up_exps", x, picked, moe.scaled)?;
+            let up = self.name(up, "ffn_moe_up", l);
+            let gate = if self.layer_weight_opt(il, "ffn_gate_exps.weight").is_some() {
+                let gate = self.experts_linear(il, "ffn_gate_exps", x, picked, moe.scaled)?;
+                Some(self.name(gate, "ffn_moe_gate", l))
+            } else {
+                None
+            };
+            (up, gate)
         };
         let h = match (gate, moe.act) {
             (Some(gate), ExpertAct::Silu) => self.g.swiglu(gate, up),
