@@ -658,7 +658,8 @@ def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
     inner, conv_dim = n_v_heads * state, 2 * n_k_heads * state + n_v_heads * state
     decoder_keys(w, a, 3, 100000.0)
     w.add_array(f"{a}.attention.recurrent_layers", [True, False, True])
-    w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
+    if a != "qwen3next":
+        w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
     ssm_block_keys(w, a, conv, inner, state, n_v_heads, n_k_heads)
     tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
     for il in range(3):
@@ -674,11 +675,15 @@ def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
         tensors[blk + "ssm_conv1d.weight"] = weights.matrix(conv_dim, conv)
         tensors[blk + "ssm_dt.bias"] = weights.bias(n_v_heads)
         tensors[blk + "ssm_a"] = -np.abs(weights.norm(n_v_heads))
-        tensors[blk + "ssm_beta.weight"] = weights.matrix(n_v_heads, N_EMBD)
-        tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
+        if a == "qwen3next":
+            # Qwen3-Next: per key head, its value heads' beta then their alpha, in one projection.
+            tensors[blk + "ssm_ba.weight"] = weights.matrix(2 * n_v_heads, N_EMBD)
+        else:
+            tensors[blk + "ssm_beta.weight"] = weights.matrix(n_v_heads, N_EMBD)
+            tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
         tensors[blk + "ssm_norm.weight"] = weights.norm(state)
         tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
-    if a == "qwen35moe":
+    if a in ("qwen35moe", "qwen3next"):
         # Four experts, two per token, beside a gated shared expert; the first layer's gate and
         # up stacks in one fused tensor.
         n_ff_exp, n_ff_sh = 48, 32
@@ -706,6 +711,10 @@ def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
 
 def qwen35moe(w, weights, n_vocab, dtype):
     qwen35(w, weights, n_vocab, dtype, a="qwen35moe")
+
+
+def qwen3next(w, weights, n_vocab, dtype):
+    qwen35(w, weights, n_vocab, dtype, a="qwen3next")
 
 
 MODELS = {
@@ -737,6 +746,7 @@ MODELS = {
     "lfm2moe": ("lfm2moe", lfm2moe, True),
     "qwen35": ("qwen35", qwen35, True),
     "qwen35moe": ("qwen35moe", qwen35moe, True),
+    "qwen3next": ("qwen3next", qwen3next, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -37,7 +37,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 24] = [
+static ARCHITECTURES: [&dyn Architecture; 25] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -62,6 +62,7 @@ static ARCHITECTURES: [&dyn Architecture; 24] = [
     &lfm2::Lfm2Moe,
     &qwen35::Qwen35,
     &qwen35::Qwen35Moe,
+    &qwen35::Qwen3Next,
 ];
 
 /// The architecture of a `general.architecture` name.

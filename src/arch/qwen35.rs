@@ -3,12 +3,14 @@
 //! one doubled projection, per-head query and key norms, interleaved multi-dimensional rope);
 //! each layer's output passes a post-attention norm into a gated FFN. Rows are selected for the
 //! outputs only after the final norm, as llama.cpp does here. Qwen3.5-MoE (`qwen35moe`): the FFNs
-//! are softmax-routed experts beside a shared expert scaled by its own sigmoid gate.
+//! are softmax-routed experts beside a shared expert scaled by its own sigmoid gate. Qwen3-Next
+//! (`qwen3next`): Qwen3.5-MoE's forerunner, with NeoX rotation, unscaled delta-net projections
+//! and β and α from one projection (`graph::DeltaNet`).
 
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, DeltaNet, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -16,6 +18,8 @@ use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 pub struct Qwen35;
 
 pub struct Qwen35Moe;
+
+pub struct Qwen3Next;
 
 impl ArchSpec for Qwen35 {
     fn name(&self) -> &'static str {
@@ -44,7 +48,7 @@ impl ArchSpec for Qwen35 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp)
+        tensors(hp, DeltaNet::Qwen35)
     }
 
     fn memory(&self) -> Memory {
@@ -67,16 +71,7 @@ impl ArchSpec for Qwen35Moe {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         load_hparams(meta, hp)?;
-        if hp.n_expert == 0 || hp.n_expert_used == 0 {
-            return Err(Error::model("qwen35moe needs expert_count and expert_used_count"));
-        }
-        if hp.n_ff_exp == 0 {
-            hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
-        }
-        hp.n_ff_shexp = meta
-            .u32_opt(&hp.key("expert_shared_feed_forward_length"))?
-            .unwrap_or(hp.n_ff[0]);
-        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+        load_experts(meta, hp)?;
         hp.size_label = match hp.n_layer {
             40 => "35B.A3B",
             48 => "122B.A10B",
@@ -87,7 +82,7 @@ impl ArchSpec for Qwen35Moe {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp)
+        tensors(hp, DeltaNet::Qwen35)
     }
 
     fn memory(&self) -> Memory {
@@ -99,12 +94,62 @@ impl ArchSpec for Qwen35Moe {
     }
 }
 
+impl ArchSpec for Qwen3Next {
+    fn name(&self) -> &'static str {
+        "qwen3next"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        load_hparams(meta, hp)?;
+        load_experts(meta, hp)?;
+        hp.size_label = if hp.n_layer == 48 { "80B.A3B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        tensors(hp, DeltaNet::Qwen3Next)
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    /// llama.cpp keeps no rollback snapshots for it.
+    fn rollback(&self) -> bool {
+        false
+    }
+}
+
+/// The experts' keys (required: these architectures have no dense FFN).
+fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    if hp.n_expert == 0 || hp.n_expert_used == 0 {
+        return Err(Error::model(format!(
+            "{} needs expert_count and expert_used_count",
+            hp.arch_name
+        )));
+    }
+    if hp.n_ff_exp == 0 {
+        hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
+    }
+    hp.n_ff_shexp = meta
+        .u32_opt(&hp.key("expert_shared_feed_forward_length"))?
+        .unwrap_or(hp.n_ff[0]);
+    hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+    Ok(())
+}
+
 fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
     hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-    let sections = meta
-        .i32_array(&hp.key("rope.dimension_sections"), 4)?
-        .ok_or_else(|| Error::model("qwen35: rope.dimension_sections is missing"))?;
-    hp.rope_sections.copy_from_slice(&sections);
+    if hp.n_pos_per_embd() > 1 {
+        let sections = meta
+            .i32_array(&hp.key("rope.dimension_sections"), 4)?
+            .ok_or_else(|| Error::model(format!("{}: rope.dimension_sections is missing", hp.arch_name)))?;
+        hp.rope_sections.copy_from_slice(&sections);
+    }
     mamba::load_ssm(meta, hp, true)?;
     let n = hp.n_layer as usize;
     hp.recurrent_layers = match meta.bool_per_layer(&hp.key("attention.recurrent_layers"), n)? {
@@ -122,7 +167,7 @@ fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
     Ok(())
 }
 
-fn tensors(hp: &HParams) -> Vec<TensorSpec> {
+fn tensors(hp: &HParams, style: DeltaNet) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
     head_tensors(hp, &mut specs);
     let e = hp.n_embd;
@@ -142,8 +187,15 @@ fn tensors(hp: &HParams) -> Vec<TensorSpec> {
             ));
             specs.push(TensorSpec::new(b("ssm_dt.bias"), &[n_v], true));
             specs.push(TensorSpec::new(b("ssm_a"), &[n_v], true));
-            specs.push(TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true));
-            specs.push(TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true));
+            if style == DeltaNet::Qwen3Next {
+                specs.push(TensorSpec::matmul(b("ssm_ba.weight"), &[e, 2 * n_v], true));
+                // The older files' interleaved q, k, v, z projection, which llama.cpp loads and
+                // leaves unused once the split projections are there.
+                specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[e, conv_dim + inner], false));
+            } else {
+                specs.push(TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true));
+                specs.push(TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true));
+            }
             specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / n_v], true));
             specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
         } else {
@@ -188,13 +240,19 @@ fn tensors(hp: &HParams) -> Vec<TensorSpec> {
 
 impl Decoder for Qwen35 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        decoder(b)
+        decoder(b, DeltaNet::Qwen35)
     }
 }
 
 impl Decoder for Qwen35Moe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        decoder(b)
+        decoder(b, DeltaNet::Qwen35)
+    }
+}
+
+impl Decoder for Qwen3Next {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        decoder(b, DeltaNet::Qwen3Next)
     }
 }
 
@@ -221,14 +279,14 @@ fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
     b.add(routed, shared)
 }
 
-fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
+fn decoder(b: &mut Builder, style: DeltaNet) -> Result<Option<TensorRef>> {
     let hp = b.hp;
     let mut x = b.embed_tokens()?;
     for il in 0..hp.n_layer as usize {
         let l = Some(il);
         let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
         let cur = if hp.is_recurrent(il) {
-            b.gated_delta_layer(il, cur)?
+            b.gated_delta_layer(il, cur, style)?
         } else {
             gated_attention(b, il, cur)?
         };

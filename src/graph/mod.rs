@@ -5,6 +5,8 @@
 
 mod ssm;
 
+pub use ssm::DeltaNet;
+
 use crate::error::{Error, Result};
 use crate::ggml::{Graph, RawType, TensorRef};
 use crate::kv::KvCache;

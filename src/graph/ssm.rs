@@ -10,6 +10,15 @@ use crate::ggml::{row_size, TensorRef};
 /// window's copy sources (the scan reads the states where they lie).
 type ReadStates<'f> = &'f mut dyn FnMut(&mut Builder, TensorRef, TensorRef) -> Result<TensorRef>;
 
+/// Where the gated delta net layers of two architectures part: Qwen3.5 scales its projections
+/// and projects β and α apart; Qwen3-Next does neither, and repeats its key heads for the value
+/// heads itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeltaNet {
+    Qwen35,
+    Qwen3Next,
+}
+
 impl Builder<'_> {
     fn recurrent_shape(&self) -> Result<RecurrentShape> {
         self.shape
@@ -425,7 +434,7 @@ impl Builder<'_> {
     /// decays; a causal convolution; L2-normalised q and k; the gated delta rule over each
     /// sequence's [S, S] state per head (with rollback snapshots when kept); a gated RMS norm and
     /// the output projection.
-    pub fn gated_delta_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    pub fn gated_delta_layer(&mut self, il: usize, cur: TensorRef, style: DeltaNet) -> Result<TensorRef> {
         let hp = self.hp;
         let rs = self.recurrent_shape()?;
         let (conv_all, ssm_all) = self.rs_layer(il)?;
@@ -450,23 +459,57 @@ impl Builder<'_> {
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
         let l = Some(il);
 
-        let qkv = self.ssm_projection(il, "attn_qkv", cur)?;
+        let project = |bd: &mut Builder, name: &str| match style {
+            DeltaNet::Qwen35 => bd.ssm_projection(il, name, cur),
+            DeltaNet::Qwen3Next => bd.ssm_matmul(il, name, cur),
+        };
+        let qkv = project(self, "attn_qkv")?;
         let qkv = self
             .g
             .reshape(qkv, &[qkv.ne()[0], n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
-        let z = self.ssm_projection(il, "attn_gate", cur)?;
-        let beta = self.ssm_projection(il, "ssm_beta", cur)?;
-        let beta = self
-            .g
-            .reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
-        let beta = self.g.sigmoid(beta).map_err(ggml_err)?;
-        let alpha = self.ssm_projection(il, "ssm_alpha", cur)?;
-        let alpha = self
-            .g
-            .reshape(alpha, &[n_v_heads, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let z = project(self, "attn_gate")?;
+        let (beta, alpha) = match style {
+            DeltaNet::Qwen35 => {
+                let beta = self.ssm_projection(il, "ssm_beta", cur)?;
+                let beta = self
+                    .g
+                    .reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])
+                    .map_err(ggml_err)?;
+                let beta = self.g.sigmoid(beta).map_err(ggml_err)?;
+                let alpha = self.ssm_projection(il, "ssm_alpha", cur)?;
+                let alpha = self
+                    .g
+                    .reshape(alpha, &[n_v_heads, n_seq_tokens, n_seqs])
+                    .map_err(ggml_err)?;
+                (beta, alpha)
+            }
+            DeltaNet::Qwen3Next => {
+                // One projection: per key head, its value heads' β, then their α.
+                let ba = self.ssm_matmul(il, "ssm_ba", cur)?;
+                let per = n_v_heads / n_k_heads;
+                let ba = self
+                    .g
+                    .reshape(ba, &[2 * per, n_k_heads, n_seq_tokens, n_seqs])
+                    .map_err(ggml_err)?;
+                let nb = ba.nb();
+                let shape = [per, n_k_heads, n_seq_tokens, n_seqs];
+                let b = self.sub(ba, &shape, &[nb[1], nb[2], nb[3]], 0)?;
+                let a = self.sub(ba, &shape, &[nb[1], nb[2], nb[3]], per)?;
+                let b = self.g.cont(b).map_err(ggml_err)?;
+                let beta = self.g.sigmoid(b).map_err(ggml_err)?;
+                let a = self.g.cont(a).map_err(ggml_err)?;
+                let alpha = self
+                    .g
+                    .reshape(a, &[n_v_heads, n_seq_tokens, n_seqs])
+                    .map_err(ggml_err)?;
+                let beta = self
+                    .g
+                    .reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])
+                    .map_err(ggml_err)?;
+                (beta, alpha)
+            }
+        };
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
         let alpha = self.g.add(alpha, dt_b).map_err(ggml_err)?;
         let alpha = self.g.softplus(alpha).map_err(ggml_err)?;
@@ -501,8 +544,24 @@ impl Builder<'_> {
         let q = heads(self, head_k, n_k_heads, 0)?;
         let kk = heads(self, head_k, n_k_heads, head_k * n_k_heads)?;
         let v = heads(self, head_v, n_v_heads, 2 * head_k * n_k_heads)?;
-        let q = self.l2_norm(q)?;
-        let kk = self.l2_norm(kk)?;
+        let mut q = self.l2_norm(q)?;
+        let mut kk = self.l2_norm(kk)?;
+        if style == DeltaNet::Qwen3Next && n_k_heads != n_v_heads {
+            // Each key head repeated for its value heads, interleaved, as llama.cpp does here.
+            let rep = n_v_heads / n_k_heads;
+            let repeat = |bd: &mut Builder, t: TensorRef| -> Result<TensorRef> {
+                let t =
+                    bd.g.reshape(t, &[head_k, 1, n_k_heads, n_seq_tokens * n_seqs])
+                        .map_err(ggml_err)?;
+                let t =
+                    bd.g.repeat(t, [head_k, rep, n_k_heads, n_seq_tokens * n_seqs])
+                        .map_err(ggml_err)?;
+                bd.g.reshape(t, &[head_k, n_v_heads, n_seq_tokens, n_seqs])
+                    .map_err(ggml_err)
+            };
+            q = repeat(self, q)?;
+            kk = repeat(self, kk)?;
+        }
 
         let out = self
             .g
@@ -557,7 +616,10 @@ impl Builder<'_> {
             .g
             .reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
-        let y = self.ssm_projection(il, "ssm_out", y)?;
+        let y = match style {
+            DeltaNet::Qwen35 => self.ssm_projection(il, "ssm_out", y)?,
+            DeltaNet::Qwen3Next => self.ssm_matmul(il, "ssm_out", y)?,
+        };
         let y = self.name(y, "linear_attn_out", l);
         self.g
             .reshape(y, &[i64::from(hp.n_embd), n_seq_tokens * n_seqs])
