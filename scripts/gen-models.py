@@ -717,6 +717,28 @@ def qwen3next(w, weights, n_vocab, dtype):
     qwen35(w, weights, n_vocab, dtype, a="qwen3next")
 
 
+def llama_like(a, gate=True, wo_bias=False):
+    """A Llama-like architecture: the Llama layout under another name (with FFN scales, which
+    these leave out; `gate`: a gated FFN; `wo_bias`: an attention output bias, loaded but
+    unused by ERNIE 4.5)."""
+
+    def make(w, weights, n_vocab, dtype):
+        decoder_keys(w, a, N_LAYER, 10000.0)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+        for il in range(N_LAYER):
+            blk = f"blk.{il}."
+            for t in ("ffn_up", "ffn_down") + (("ffn_gate",) if gate else ()):
+                tensors[blk + t + ".scale"] = weights.norm(1)
+            if not gate:
+                del tensors[blk + "ffn_gate.weight"]
+            if wo_bias:
+                tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+        add_tensors(w, tensors, dtype)
+
+    return make
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -747,6 +769,10 @@ MODELS = {
     "qwen35": ("qwen35", qwen35, True),
     "qwen35moe": ("qwen35moe", qwen35moe, True),
     "qwen3next": ("qwen3next", qwen3next, True),
+    "xverse": ("xverse", llama_like("xverse"), True),
+    "exaone": ("exaone", llama_like("exaone"), True),
+    "ernie4_5": ("ernie4_5", llama_like("ernie4_5", wo_bias=True), True),
+    "arcee": ("arcee", llama_like("arcee", gate=False), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

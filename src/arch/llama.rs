@@ -70,8 +70,13 @@ impl Decoder for Llama {
 
 /// Llama's tensors: the common decoder's, optional rotary factors and optional biases.
 pub(super) fn tensors(hp: &HParams) -> Vec<TensorSpec> {
+    tensors_with(hp, true)
+}
+
+/// The same, with experts where the file has them only if the architecture loads `experts`.
+pub(super) fn tensors_with(hp: &HParams, experts: bool) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
-    common_tensors(hp, true, &mut specs);
+    common_tensors(hp, experts, &mut specs);
     // Llama 3 (or LongRoPE) stores rotary frequency factors once for all layers.
     super::rope_factor_tensors(hp, &mut specs);
     // Experts may leave out their gate (then SiLU acts on the up projection alone).
@@ -103,6 +108,10 @@ pub(super) struct Variant {
     pub mamba1: bool,
     /// The experts' gating and weighting, when not the Llama family's.
     pub moe: Option<Moe>,
+    /// The dense FFN is relu(up x)² projected down, without a gate (Arcee's).
+    pub relu_sqr: bool,
+    /// The attention output's bias is loaded but left out (ERNIE 4.5's graph).
+    pub no_wo_bias: bool,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -147,6 +156,9 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
         let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
             b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?
+        } else if variant.relu_sqr {
+            let ffn = b.relu_sqr_ffn_named(il, cur, "", Ffn::default())?;
+            b.name(ffn, "ffn_out", l)
         } else {
             let ffn = b.gated_ffn(
                 il,
@@ -203,7 +215,12 @@ fn attention_block(
     let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
     let att = b.attention(il, q, k, v, kq_scale, false)?;
     let att = b.name(att, "kqv_out", l);
-    let att = b.layer_linear(il, "attn_output", att)?;
+    let att = if variant.no_wo_bias {
+        let wo = b.layer_weight(il, "attn_output.weight")?;
+        b.linear(wo, None, att)?
+    } else {
+        b.layer_linear(il, "attn_output", att)?
+    };
     let att = b.name(att, "attn_out", l);
     Ok(att)
 }

@@ -13,6 +13,7 @@ pub(crate) mod granite_hybrid;
 pub(crate) mod jamba;
 pub(crate) mod lfm2;
 pub(crate) mod llama;
+pub(crate) mod llama_like;
 pub(crate) mod mamba;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
@@ -37,7 +38,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 25] = [
+static ARCHITECTURES: [&dyn Architecture; 29] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -63,6 +64,10 @@ static ARCHITECTURES: [&dyn Architecture; 25] = [
     &qwen35::Qwen35,
     &qwen35::Qwen35Moe,
     &qwen35::Qwen3Next,
+    &llama_like::XVERSE,
+    &llama_like::EXAONE,
+    &llama_like::ERNIE4_5,
+    &llama_like::ARCEE,
 ];
 
 /// The architecture of a `general.architecture` name.

@@ -169,7 +169,7 @@ fn experts_ffn(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> 
     if let Some(w) = b.layer_weight_opt(il, "ffn_latent_up.weight") {
         out = b.linear(w, None, out)?;
     }
-    let shared = b.relu_sqr_ffn_named(il, cur, "_shexp")?;
+    let shared = b.relu_sqr_ffn_named(il, cur, "_shexp", crate::graph::RELU_SQR_FFN)?;
     let shared = b.name(shared, "ffn_shexp", Some(il));
     b.add(out, shared)
 }

@@ -209,6 +209,13 @@ pub struct Ffn {
     pub biased: bool,
 }
 
+/// The squared-ReLU FFN with its weights' scales and biases (Nemotron-H's).
+pub const RELU_SQR_FFN: Ffn = Ffn {
+    gelu: false,
+    scaled: true,
+    biased: true,
+};
+
 /// gpt-oss's SwiGLU constants (llama.cpp's).
 const OAI_ALPHA: f32 = 1.702;
 const OAI_LIMIT: f32 = 7.0;
@@ -945,16 +952,12 @@ impl<'a> Builder<'a> {
     /// down(gelu(up x)), each with its bias (no scales): BERT's FFN.
     /// An ungated FFN with squared ReLU (Nemotron-H): projections with their biases and scales.
     pub fn relu_sqr_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
-        self.relu_sqr_ffn_named(il, x, "")
+        self.relu_sqr_ffn_named(il, x, "", RELU_SQR_FFN)
     }
 
-    /// The same over `ffn_up{suffix}` and `ffn_down{suffix}` (a shared expert: "_shexp").
-    pub fn relu_sqr_ffn_named(&mut self, il: usize, x: TensorRef, suffix: &str) -> Result<TensorRef> {
-        let ffn = Ffn {
-            biased: true,
-            scaled: true,
-            ..Ffn::default()
-        };
+    /// The same over `ffn_up{suffix}` and `ffn_down{suffix}` (a shared expert: "_shexp"), with
+    /// the weights' scales and biases as `ffn` says.
+    pub fn relu_sqr_ffn_named(&mut self, il: usize, x: TensorRef, suffix: &str, ffn: Ffn) -> Result<TensorRef> {
         let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn)?;
         let h = self.g.relu(up).map_err(ggml_err)?;
         let h = self.g.sqr(h).map_err(ggml_err)?;

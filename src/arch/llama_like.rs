@@ -1,0 +1,100 @@
+//! Architectures whose llama.cpp graph is the Llama decoder's with different switches: their
+//! rotation, whether the dense FFN multiplies by its weights' scales, and llama.cpp's size labels.
+//! XVERSE (normal rotation), EXAONE (NeoX rotation, rotary frequency factors) and ERNIE 4.5
+//! leave the FFN scales out; Arcee's FFN is an ungated squared ReLU.
+
+use super::llama;
+use crate::error::Result;
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct LlamaLike {
+    name: &'static str,
+    rope_type: i32,
+    variant: llama::Variant,
+    /// llama.cpp's size label per layer count.
+    sizes: &'static [(u32, &'static str)],
+}
+
+const NO_FFN_SCALES: llama::Variant = llama::Variant {
+    qk_norm: false,
+    no_rope_every: 0,
+    ffn_scales: false,
+    mamba1: false,
+    moe: None,
+    relu_sqr: false,
+    no_wo_bias: false,
+};
+
+pub const XVERSE: LlamaLike = LlamaLike {
+    name: "xverse",
+    rope_type: 0,
+    variant: NO_FFN_SCALES,
+    sizes: &[(32, "7B"), (40, "13B"), (80, "65B")],
+};
+
+pub const EXAONE: LlamaLike = LlamaLike {
+    name: "exaone",
+    rope_type: 2,
+    variant: NO_FFN_SCALES,
+    sizes: &[(32, "8B")],
+};
+
+pub const ERNIE4_5: LlamaLike = LlamaLike {
+    name: "ernie4_5",
+    rope_type: 0,
+    variant: llama::Variant {
+        no_wo_bias: true,
+        ..NO_FFN_SCALES
+    },
+    sizes: &[(18, "0.3B")],
+};
+
+pub const ARCEE: LlamaLike = LlamaLike {
+    name: "arcee",
+    rope_type: 0,
+    variant: llama::Variant {
+        relu_sqr: true,
+        ..NO_FFN_SCALES
+    },
+    sizes: &[(36, "4B")],
+};
+
+impl ArchSpec for LlamaLike {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn rope_type(&self) -> i32 {
+        self.rope_type
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        hp.size_label = self
+            .sizes
+            .iter()
+            .find(|(n, _)| *n == hp.n_layer)
+            .map_or("?B", |(_, label)| label);
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        // Dense architectures: a file's expert counts do not make them mixtures.
+        let mut specs = llama::tensors_with(hp, false);
+        if self.variant.relu_sqr {
+            specs.retain(|s| !s.name.ends_with("ffn_gate.weight"));
+        }
+        specs
+    }
+}
+
+impl Decoder for LlamaLike {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        llama::decoder(b, self.variant)
+    }
+}
