@@ -212,6 +212,26 @@ def granite_norope(w, weights, n_vocab, dtype):
     granite(w, weights, n_vocab, dtype, rope=False)
 
 
+def granitemoe(w, weights, n_vocab, dtype):
+    # Granite MoE: Granite's scales, four experts as wide as the FFN (two per token) and a shared
+    # expert beside them.
+    a, n_sh = "granitemoe", 48
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_float32(f"{a}.logit_scale", 8.0)
+    w.add_float32(f"{a}.residual_scale", 0.22)
+    w.add_float32(f"{a}.embedding_scale", 12.0)
+    w.add_float32(f"{a}.attention.scale", 0.125)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
+        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
+        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_sh)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype):
     decoder_keys(w, "qwen3", N_LAYER, 1000000.0)
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
@@ -773,6 +793,7 @@ MODELS = {
     "exaone": ("exaone", llama_like("exaone"), True),
     "ernie4_5": ("ernie4_5", llama_like("ernie4_5", wo_bias=True), True),
     "arcee": ("arcee", llama_like("arcee", gate=False), True),
+    "granitemoe": ("granitemoe", granitemoe, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

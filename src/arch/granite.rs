@@ -1,19 +1,24 @@
 //! Granite: the Llama decoder with a scaled embedding, scaled block outputs, its own attention
-//! scale and divided logits; `rope.scaling.finetuned = false` turns rotary positions off.
+//! scale and divided logits; `rope.scaling.finetuned = false` turns rotary positions off. Granite
+//! MoE (`granitemoe`, or `granite` with experts): experts as wide as the FFN, without the weights'
+//! scales, and optionally a shared expert beside them.
 
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
-pub struct Granite;
+pub struct Granite(&'static str);
+
+pub const GRANITE: Granite = Granite("granite");
+pub const GRANITE_MOE: Granite = Granite("granitemoe");
 
 impl ArchSpec for Granite {
     fn name(&self) -> &'static str {
-        "granite"
+        self.0
     }
 
     fn rope_type(&self) -> i32 {
@@ -26,10 +31,20 @@ impl ArchSpec for Granite {
         hp.residual_scale = meta.f32_opt(&hp.key("residual_scale"))?.unwrap_or(0.0);
         hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(0.0);
         hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
-        hp.rope = meta.bool_opt(&hp.key("rope.scaling.finetuned"))?.unwrap_or(true);
+        // Granite Mamba-free dense models may turn rotation off; Granite MoE always rotates.
+        if self.0 == "granite" {
+            hp.rope = meta.bool_opt(&hp.key("rope.scaling.finetuned"))?.unwrap_or(true);
+        }
         super::check_equal_head_sizes(hp)?;
+        if hp.n_expert > 0 {
+            hp.n_ff_exp = hp.n_ff[0];
+            hp.n_ff_shexp = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
+        }
         // Size labels as llama.cpp derives them, for llama_model_desc.
         hp.size_label = match (hp.n_layer, hp.n_embd) {
+            (24, _) if self.0 == "granitemoe" => "1B.A400M",
+            (32, _) if self.0 == "granitemoe" => "3B.A800M",
+            _ if self.0 == "granitemoe" => "?B",
             (32, _) => "3B",
             (40, 2048) => "2B",
             (40, 2560) => "3B",
@@ -41,12 +56,30 @@ impl ArchSpec for Granite {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        llama::tensors(hp)
+        let mut specs = llama::tensors(hp);
+        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
+        for il in (0..hp.n_layer as usize).filter(|_| sh > 0) {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+        }
+        specs
     }
 }
 
 impl Decoder for Granite {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        llama::decoder(b, llama::Variant::default())
+        let variant = llama::Variant {
+            moe: Some(Moe {
+                gating: Gating::Softmax,
+                normalize: true,
+                act: ExpertAct::Silu,
+                scaled: false,
+                warmup_all: true,
+            }),
+            ..llama::Variant::default()
+        };
+        llama::decoder(b, variant)
     }
 }

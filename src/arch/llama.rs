@@ -155,7 +155,15 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
         let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
-            b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?
+            let experts = b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?;
+            // A shared expert beside them (Granite MoE's), without its weights' scales.
+            if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_some() {
+                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                let shared = b.name(shared, "ffn_shexp", l);
+                b.add(experts, shared)?
+            } else {
+                experts
+            }
         } else if variant.relu_sqr {
             let ffn = b.relu_sqr_ffn_named(il, cur, "", Ffn::default())?;
             b.name(ffn, "ffn_out", l)

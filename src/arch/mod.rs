@@ -38,13 +38,14 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 29] = [
+static ARCHITECTURES: [&dyn Architecture; 30] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
     &qwen3moe::Qwen3Moe,
     &smollm3::SmolLm3,
-    &granite::Granite,
+    &granite::GRANITE,
+    &granite::GRANITE_MOE,
     &olmo2::Olmo2,
     &phi3::Phi3,
     &gpt_oss::GptOss,
