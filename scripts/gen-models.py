@@ -737,13 +737,20 @@ def qwen3next(w, weights, n_vocab, dtype):
     qwen35(w, weights, n_vocab, dtype, a="qwen3next")
 
 
-def llama_like(a, gate=True, wo_bias=False):
+def llama_like(a, gate=True, wo_bias=False, experts=False):
     """A Llama-like architecture: the Llama layout under another name (with FFN scales, which
-    these leave out; `gate`: a gated FFN; `wo_bias`: an attention output bias, loaded but
-    unused by ERNIE 4.5)."""
+    most of these leave out; `gate`: a gated FFN; `wo_bias`: an attention output bias, loaded but
+    unused by ERNIE 4.5; `experts`: four Mixtral-style experts, two per token, and an attention
+    scale, which Mistral 3 does not read)."""
 
     def make(w, weights, n_vocab, dtype):
         decoder_keys(w, a, N_LAYER, 10000.0)
+        if experts:
+            experts_keys(w, a, 4, 2)
+            w.add_float32(f"{a}.attention.scale", 0.2)
+            tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
+            add_tensors(w, tensors, dtype)
+            return
         tensors = decoder_tensors(weights, n_vocab, N_LAYER)
         tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
         for il in range(N_LAYER):
@@ -794,6 +801,7 @@ MODELS = {
     "ernie4_5": ("ernie4_5", llama_like("ernie4_5", wo_bias=True), True),
     "arcee": ("arcee", llama_like("arcee", gate=False), True),
     "granitemoe": ("granitemoe", granitemoe, True),
+    "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -1,10 +1,11 @@
 //! Architectures whose llama.cpp graph is the Llama decoder's with different switches: their
 //! rotation, whether the dense FFN multiplies by its weights' scales, and llama.cpp's size labels.
 //! XVERSE (normal rotation), EXAONE (NeoX rotation, rotary frequency factors) and ERNIE 4.5
-//! leave the FFN scales out; Arcee's FFN is an ungated squared ReLU.
+//! leave the FFN scales out; Arcee's FFN is an ungated squared ReLU; Mistral 3 is Llama itself,
+//! experts included (without its attention temperature).
 
 use super::llama;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -15,6 +16,8 @@ pub struct LlamaLike {
     name: &'static str,
     rope_type: i32,
     variant: llama::Variant,
+    /// Mixtral-style experts (as wide as the FFN) where the file has them.
+    experts: bool,
     /// llama.cpp's size label per layer count.
     sizes: &'static [(u32, &'static str)],
 }
@@ -33,6 +36,7 @@ pub const XVERSE: LlamaLike = LlamaLike {
     name: "xverse",
     rope_type: 0,
     variant: NO_FFN_SCALES,
+    experts: false,
     sizes: &[(32, "7B"), (40, "13B"), (80, "65B")],
 };
 
@@ -40,6 +44,7 @@ pub const EXAONE: LlamaLike = LlamaLike {
     name: "exaone",
     rope_type: 2,
     variant: NO_FFN_SCALES,
+    experts: false,
     sizes: &[(32, "8B")],
 };
 
@@ -50,6 +55,7 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
         no_wo_bias: true,
         ..NO_FFN_SCALES
     },
+    experts: false,
     sizes: &[(18, "0.3B")],
 };
 
@@ -60,7 +66,19 @@ pub const ARCEE: LlamaLike = LlamaLike {
         relu_sqr: true,
         ..NO_FFN_SCALES
     },
+    experts: false,
     sizes: &[(36, "4B")],
+};
+
+pub const MISTRAL3: LlamaLike = LlamaLike {
+    name: "mistral3",
+    rope_type: 0,
+    variant: llama::Variant {
+        ffn_scales: true,
+        ..NO_FFN_SCALES
+    },
+    experts: true,
+    sizes: &[(26, "3B"), (34, "8B"), (40, "14B")],
 };
 
 impl ArchSpec for LlamaLike {
@@ -75,6 +93,14 @@ impl ArchSpec for LlamaLike {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
+        if meta.f32_opt(&hp.key("attention.temperature_scale"))?.unwrap_or(0.0) != 0.0 {
+            return Err(Error::NotImplemented(
+                "attention temperature scaling (attention.temperature_scale)",
+            ));
+        }
+        if self.experts {
+            hp.n_ff_exp = hp.n_ff[0];
+        }
         hp.size_label = self
             .sizes
             .iter()
@@ -85,7 +111,7 @@ impl ArchSpec for LlamaLike {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         // Dense architectures: a file's expert counts do not make them mixtures.
-        let mut specs = llama::tensors_with(hp, false);
+        let mut specs = llama::tensors_with(hp, self.experts);
         if self.variant.relu_sqr {
             specs.retain(|s| !s.name.ends_with("ffn_gate.weight"));
         }

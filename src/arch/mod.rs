@@ -38,7 +38,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 30] = [
+static ARCHITECTURES: [&dyn Architecture; 31] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen3::Qwen3,
@@ -69,6 +69,7 @@ static ARCHITECTURES: [&dyn Architecture; 30] = [
     &llama_like::EXAONE,
     &llama_like::ERNIE4_5,
     &llama_like::ARCEE,
+    &llama_like::MISTRAL3,
 ];
 
 /// The architecture of a `general.architecture` name.
