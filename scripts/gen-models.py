@@ -197,6 +197,25 @@ def qwen2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def qwen2moe(w, weights, n_vocab, dtype):
+    # Qwen2-MoE: Qwen2's attention biases, four experts (two per token, weights not normalised)
+    # and a shared expert behind its own gate.
+    a, n_ff_exp, n_sh = "qwen2moe", 48, 40
+    decoder_keys(w, a, N_LAYER, 1000000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True, experts=(4, n_ff_exp))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
+        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
+        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
+        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_sh)
+    add_tensors(w, tensors, dtype)
+
+
 def granite(w, weights, n_vocab, dtype, rope=True):
     decoder_keys(w, "granite", N_LAYER, 10000.0)
     w.add_float32("granite.logit_scale", 8.0)
@@ -802,6 +821,7 @@ MODELS = {
     "arcee": ("arcee", llama_like("arcee", gate=False), True),
     "granitemoe": ("granitemoe", granitemoe, True),
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
+    "qwen2moe": ("qwen2moe", qwen2moe, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

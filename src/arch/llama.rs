@@ -156,9 +156,16 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
         let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
             let experts = b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?;
-            // A shared expert beside them (Granite MoE's), without its weights' scales.
+            // A shared expert beside them (Granite MoE's), without its weights' scales; with a
+            // gate (Qwen2-MoE's), scaled by silu(g)/g of the gate's output g.
             if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_some() {
-                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                let mut shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                if let Some(w) = b.layer_weight_opt(il, "ffn_gate_inp_shexp.weight") {
+                    let g = b.linear(w, None, cur)?;
+                    let silu = b.g.silu(g).map_err(crate::graph::ggml_err)?;
+                    let gate = b.g.div(silu, g).map_err(crate::graph::ggml_err)?;
+                    shared = b.g.mul(shared, gate).map_err(crate::graph::ggml_err)?;
+                }
                 let shared = b.name(shared, "ffn_shexp", l);
                 b.add(experts, shared)?
             } else {

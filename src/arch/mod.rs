@@ -38,9 +38,10 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 31] = [
+static ARCHITECTURES: [&dyn Architecture; 32] = [
     &llama::Llama,
     &qwen2::Qwen2,
+    &qwen2::Qwen2Moe,
     &qwen3::Qwen3,
     &qwen3moe::Qwen3Moe,
     &smollm3::SmolLm3,

@@ -3,7 +3,7 @@
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -49,5 +49,67 @@ impl ArchSpec for Qwen2 {
 impl Decoder for Qwen2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         llama::decoder(b, llama::Variant::default())
+    }
+}
+
+/// Qwen2-MoE: Qwen2's attention, softmax-routed experts (weights not normalised, no scales)
+/// beside a shared expert scaled by silu(g)/g of its gate's output g.
+pub struct Qwen2Moe;
+
+impl ArchSpec for Qwen2Moe {
+    fn name(&self) -> &'static str {
+        "qwen2moe"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(crate::Error::model("qwen2moe needs expert_count and expert_used_count"));
+        }
+        if hp.n_ff_exp == 0 {
+            hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
+        }
+        hp.n_ff_shexp = meta
+            .u32_opt(&hp.key("expert_shared_feed_forward_length"))?
+            .unwrap_or(hp.n_ff[0]);
+        hp.size_label = match hp.n_layer {
+            24 => "A2.7B",
+            28 => "57B.A14B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = llama::tensors(hp);
+        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for Qwen2Moe {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = llama::Variant {
+            moe: Some(Moe {
+                gating: Gating::Softmax,
+                normalize: false,
+                act: ExpertAct::Silu,
+                scaled: false,
+                warmup_all: true,
+            }),
+            ..llama::Variant::default()
+        };
+        llama::decoder(b, variant)
     }
 }
