@@ -216,6 +216,22 @@ def qwen2moe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def olmoe(w, weights, n_vocab, dtype):
+    # OLMoE: norms over the whole query and key projections, four experts as wide as the FFN (two
+    # per token, weights not normalised).
+    a = "olmoe"
+    d = Dims(embd=N_EMBD, n_head=N_HEAD, n_head_kv=N_HEAD, head=HEAD, ff=N_FF)
+    decoder_keys(w, a, N_LAYER, 10000.0, d)
+    experts_keys(w, a, 4, 2)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF), d=d)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD * HEAD)
+        tensors[blk + "attn_k_norm.weight"] = weights.norm(N_HEAD * HEAD)
+    add_tensors(w, tensors, dtype)
+
+
 def granite(w, weights, n_vocab, dtype, rope=True):
     decoder_keys(w, "granite", N_LAYER, 10000.0)
     w.add_float32("granite.logit_scale", 8.0)
@@ -822,6 +838,7 @@ MODELS = {
     "granitemoe": ("granitemoe", granitemoe, True),
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
+    "olmoe": ("olmoe", olmoe, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -112,6 +112,9 @@ pub(super) struct Variant {
     pub relu_sqr: bool,
     /// The attention output's bias is loaded but left out (ERNIE 4.5's graph).
     pub no_wo_bias: bool,
+    /// Normalise the whole query and key projections (`attn_q_norm`, `attn_k_norm` as wide as
+    /// them) before splitting them into heads (OLMoE's).
+    pub qk_norm_whole: bool,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -211,7 +214,20 @@ fn attention_block(
 ) -> Result<TensorRef> {
     let hp = b.hp;
     let l = Some(il);
-    let (q, k, v) = b.qkv(il, cur, true)?;
+    let (q, k, v) = if variant.qk_norm_whole {
+        let (q, k, v) = b.qkv(il, cur, false)?;
+        let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
+        let q = b.rms_norm(q, q_norm)?;
+        let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
+        let k = b.rms_norm(k, k_norm)?;
+        (
+            b.heads(q, hp.n_embd_head_k, hp.n_head[il])?,
+            b.heads(k, hp.n_embd_head_k, hp.n_head_kv[il])?,
+            b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?,
+        )
+    } else {
+        b.qkv(il, cur, true)?
+    };
     let (q, k) = if variant.qk_norm {
         let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
         let q = b.rms_norm(q, q_norm)?;

@@ -2,12 +2,13 @@
 //! rotation, whether the dense FFN multiplies by its weights' scales, and llama.cpp's size labels.
 //! XVERSE (normal rotation), EXAONE (NeoX rotation, rotary frequency factors) and ERNIE 4.5
 //! leave the FFN scales out; Arcee's FFN is an ungated squared ReLU; Mistral 3 is Llama itself,
-//! experts included (without its attention temperature).
+//! experts included (without its attention temperature); OLMoE normalises whole query and key
+//! projections and mixes its experts' outputs unnormalised.
 
 use super::llama;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -30,6 +31,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     moe: None,
     relu_sqr: false,
     no_wo_bias: false,
+    qk_norm_whole: false,
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
@@ -68,6 +70,25 @@ pub const ARCEE: LlamaLike = LlamaLike {
     },
     experts: false,
     sizes: &[(36, "4B")],
+};
+
+pub const OLMOE: LlamaLike = LlamaLike {
+    name: "olmoe",
+    rope_type: 2,
+    variant: llama::Variant {
+        qk_norm_whole: true,
+        no_wo_bias: true,
+        moe: Some(Moe {
+            gating: Gating::Softmax,
+            normalize: false,
+            act: ExpertAct::Silu,
+            scaled: false,
+            warmup_all: true,
+        }),
+        ..NO_FFN_SCALES
+    },
+    experts: true,
+    sizes: &[(16, "A1.7B")],
 };
 
 pub const MISTRAL3: LlamaLike = LlamaLike {
@@ -114,6 +135,12 @@ impl ArchSpec for LlamaLike {
         let mut specs = llama::tensors_with(hp, self.experts);
         if self.variant.relu_sqr {
             specs.retain(|s| !s.name.ends_with("ffn_gate.weight"));
+        }
+        for il in (0..hp.n_layer as usize).filter(|_| self.variant.qk_norm_whole) {
+            let q = hp.n_embd_head_k * hp.n_head[il];
+            let k = hp.n_embd_head_k * hp.n_head_kv[il];
+            specs.push(TensorSpec::new(format!("blk.{il}.attn_q_norm.weight"), &[q], true));
+            specs.push(TensorSpec::new(format!("blk.{il}.attn_k_norm.weight"), &[k], true));
         }
         specs
     }

@@ -38,7 +38,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 32] = [
+static ARCHITECTURES: [&dyn Architecture; 33] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -71,6 +71,7 @@ static ARCHITECTURES: [&dyn Architecture; 32] = [
     &llama_like::ERNIE4_5,
     &llama_like::ARCEE,
     &llama_like::MISTRAL3,
+    &llama_like::OLMOE,
 ];
 
 /// The architecture of a `general.architecture` name.
