@@ -772,7 +772,7 @@ def qwen3next(w, weights, n_vocab, dtype):
     qwen35(w, weights, n_vocab, dtype, a="qwen3next")
 
 
-def llama_like(a, gate=True, wo_bias=False, experts=False):
+def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None):
     """A Llama-like architecture: the Llama layout under another name (with FFN scales, which
     most of these leave out; `gate`: a gated FFN; `wo_bias`: an attention output bias, loaded but
     unused by ERNIE 4.5; `experts`: four Mixtral-style experts, two per token, and an attention
@@ -796,6 +796,8 @@ def llama_like(a, gate=True, wo_bias=False, experts=False):
                 del tensors[blk + "ffn_gate.weight"]
             if wo_bias:
                 tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+            if ffn_norm:
+                tensors[blk + ffn_norm] = tensors.pop(blk + "ffn_norm.weight")
         add_tensors(w, tensors, dtype)
 
     return make
@@ -839,6 +841,7 @@ MODELS = {
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),
+    "seed_oss": ("seed_oss", llama_like("seed_oss", ffn_norm="post_attention_norm.weight"), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -115,6 +115,8 @@ pub(super) struct Variant {
     /// Normalise the whole query and key projections (`attn_q_norm`, `attn_k_norm` as wide as
     /// them) before splitting them into heads (OLMoE's).
     pub qk_norm_whole: bool,
+    /// The FFN's norm weight under another name (Seed-OSS's `post_attention_norm`).
+    pub ffn_norm: Option<&'static str>,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -155,7 +157,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         }
         let h = b.add(att, residual)?;
         let h = b.name(h, "ffn_inp", l);
-        let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+        let cur = b.layer_rms_norm(il, h, variant.ffn_norm.unwrap_or("ffn_norm.weight"), "ffn_norm")?;
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
         let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
             let experts = b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?;

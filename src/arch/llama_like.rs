@@ -3,7 +3,8 @@
 //! XVERSE (normal rotation), EXAONE (NeoX rotation, rotary frequency factors) and ERNIE 4.5
 //! leave the FFN scales out; Arcee's FFN is an ungated squared ReLU; Mistral 3 is Llama itself,
 //! experts included (without its attention temperature); OLMoE normalises whole query and key
-//! projections and mixes its experts' outputs unnormalised.
+//! projections and mixes its experts' outputs unnormalised; Seed-OSS names its FFN norm
+//! `post_attention_norm`.
 
 use super::llama;
 use crate::error::{Error, Result};
@@ -32,6 +33,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     relu_sqr: false,
     no_wo_bias: false,
     qk_norm_whole: false,
+    ffn_norm: None,
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
@@ -91,6 +93,17 @@ pub const OLMOE: LlamaLike = LlamaLike {
     sizes: &[(16, "A1.7B")],
 };
 
+pub const SEED_OSS: LlamaLike = LlamaLike {
+    name: "seed_oss",
+    rope_type: 2,
+    variant: llama::Variant {
+        ffn_norm: Some("post_attention_norm.weight"),
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    sizes: &[(64, "36B")],
+};
+
 pub const MISTRAL3: LlamaLike = LlamaLike {
     name: "mistral3",
     rope_type: 0,
@@ -135,6 +148,11 @@ impl ArchSpec for LlamaLike {
         let mut specs = llama::tensors_with(hp, self.experts);
         if self.variant.relu_sqr {
             specs.retain(|s| !s.name.ends_with("ffn_gate.weight"));
+        }
+        if let Some(name) = self.variant.ffn_norm {
+            for s in specs.iter_mut().filter(|s| s.name.ends_with("ffn_norm.weight")) {
+                s.name = s.name.replace("ffn_norm.weight", name);
+            }
         }
         for il in (0..hp.n_layer as usize).filter(|_| self.variant.qk_norm_whole) {
             let q = hp.n_embd_head_k * hp.n_head[il];

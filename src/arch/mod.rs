@@ -38,7 +38,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 33] = [
+static ARCHITECTURES: [&dyn Architecture; 34] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -72,6 +72,7 @@ static ARCHITECTURES: [&dyn Architecture; 33] = [
     &llama_like::ARCEE,
     &llama_like::MISTRAL3,
     &llama_like::OLMOE,
+    &llama_like::SEED_OSS,
 ];
 
 /// The architecture of a `general.architecture` name.
