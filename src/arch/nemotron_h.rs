@@ -13,39 +13,15 @@ use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
-pub struct NemotronH;
+/// `nemotron_h` or `nemotron_h_moe` (one graph; the experts come with the file).
+pub struct NemotronH(&'static str);
 
-pub struct NemotronHMoe;
+pub const NEMOTRON_H: NemotronH = NemotronH("nemotron_h");
+pub const NEMOTRON_H_MOE: NemotronH = NemotronH("nemotron_h_moe");
 
 impl ArchSpec for NemotronH {
     fn name(&self) -> &'static str {
-        "nemotron_h"
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        load_hparams(meta, hp)
-    }
-
-    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
-    }
-}
-
-impl ArchSpec for NemotronHMoe {
-    fn name(&self) -> &'static str {
-        "nemotron_h_moe"
+        self.0
     }
 
     fn rope_type(&self) -> i32 {
@@ -54,7 +30,7 @@ impl ArchSpec for NemotronHMoe {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         load_hparams(meta, hp)?;
-        if hp.size_label == "?B" && hp.n_layer == 52 {
+        if self.0 == "nemotron_h_moe" && hp.n_layer == 52 {
             hp.size_label = "31B.A3.5B";
         }
         Ok(())
@@ -140,12 +116,6 @@ fn tensors(hp: &HParams) -> Vec<TensorSpec> {
 }
 
 impl Decoder for NemotronH {
-    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        decoder(b)
-    }
-}
-
-impl Decoder for NemotronHMoe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         decoder(b)
     }

@@ -15,40 +15,81 @@ use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
-pub struct Qwen35;
+/// One of the family: its name, rotation, delta-net flavour, whether its FFNs are experts,
+/// whether llama.cpp keeps rollback snapshots for it, and llama.cpp's size labels.
+pub struct Qwen35 {
+    name: &'static str,
+    rope_type: i32,
+    style: DeltaNet,
+    experts: bool,
+    rollback: bool,
+    size: fn(&HParams) -> &'static str,
+}
 
-pub struct Qwen35Moe;
+/// Qwen3.5 (interleaved M-RoPE).
+pub const QWEN35: Qwen35 = Qwen35 {
+    name: "qwen35",
+    rope_type: 40,
+    style: DeltaNet::Qwen35,
+    experts: false,
+    rollback: true,
+    size: |hp| match hp.n_layer {
+        24 if hp.n_embd == 1024 => "0.8B",
+        24 => "2B",
+        32 if hp.n_embd == 2560 => "4B",
+        32 => "9B",
+        64 => "27B",
+        _ => "?B",
+    },
+};
 
-pub struct Qwen3Next;
+pub const QWEN35_MOE: Qwen35 = Qwen35 {
+    name: "qwen35moe",
+    rope_type: 40,
+    style: DeltaNet::Qwen35,
+    experts: true,
+    rollback: true,
+    size: |hp| match hp.n_layer {
+        40 => "35B.A3B",
+        48 => "122B.A10B",
+        60 => "397B.A17B",
+        _ => "?B",
+    },
+};
+
+/// Qwen3-Next (NeoX rotation; llama.cpp keeps no rollback snapshots for it).
+pub const QWEN3_NEXT: Qwen35 = Qwen35 {
+    name: "qwen3next",
+    rope_type: 2,
+    style: DeltaNet::Qwen3Next,
+    experts: true,
+    rollback: false,
+    size: |hp| if hp.n_layer == 48 { "80B.A3B" } else { "?B" },
+};
 
 impl ArchSpec for Qwen35 {
     fn name(&self) -> &'static str {
-        "qwen35"
+        self.name
     }
 
-    /// Interleaved M-RoPE.
     fn rope_type(&self) -> i32 {
-        40
+        self.rope_type
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        if hp.n_expert > 0 {
-            return Err(Error::model("qwen35 has no experts (qwen35moe has)"));
+        if hp.n_expert > 0 && !self.experts {
+            return Err(Error::model(format!("{} has no experts", self.name)));
         }
         load_hparams(meta, hp)?;
-        hp.size_label = match hp.n_layer {
-            24 if hp.n_embd == 1024 => "0.8B",
-            24 => "2B",
-            32 if hp.n_embd == 2560 => "4B",
-            32 => "9B",
-            64 => "27B",
-            _ => "?B",
-        };
+        if self.experts {
+            load_experts(meta, hp)?;
+        }
+        hp.size_label = (self.size)(hp);
         Ok(())
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp, DeltaNet::Qwen35)
+        tensors(hp, self.style)
     }
 
     fn memory(&self) -> Memory {
@@ -56,71 +97,7 @@ impl ArchSpec for Qwen35 {
     }
 
     fn rollback(&self) -> bool {
-        true
-    }
-}
-
-impl ArchSpec for Qwen35Moe {
-    fn name(&self) -> &'static str {
-        "qwen35moe"
-    }
-
-    fn rope_type(&self) -> i32 {
-        40
-    }
-
-    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        load_hparams(meta, hp)?;
-        load_experts(meta, hp)?;
-        hp.size_label = match hp.n_layer {
-            40 => "35B.A3B",
-            48 => "122B.A10B",
-            60 => "397B.A17B",
-            _ => "?B",
-        };
-        Ok(())
-    }
-
-    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp, DeltaNet::Qwen35)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
-    }
-}
-
-impl ArchSpec for Qwen3Next {
-    fn name(&self) -> &'static str {
-        "qwen3next"
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        load_hparams(meta, hp)?;
-        load_experts(meta, hp)?;
-        hp.size_label = if hp.n_layer == 48 { "80B.A3B" } else { "?B" };
-        Ok(())
-    }
-
-    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp, DeltaNet::Qwen3Next)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    /// llama.cpp keeps no rollback snapshots for it.
-    fn rollback(&self) -> bool {
-        false
+        self.rollback
     }
 }
 
@@ -240,19 +217,7 @@ fn tensors(hp: &HParams, style: DeltaNet) -> Vec<TensorSpec> {
 
 impl Decoder for Qwen35 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        decoder(b, DeltaNet::Qwen35)
-    }
-}
-
-impl Decoder for Qwen35Moe {
-    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        decoder(b, DeltaNet::Qwen35)
-    }
-}
-
-impl Decoder for Qwen3Next {
-    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        decoder(b, DeltaNet::Qwen3Next)
+        decoder(b, self.style)
     }
 }
 

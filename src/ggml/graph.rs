@@ -411,7 +411,7 @@ impl Graph {
     ) -> OpResult {
         self.room()?;
         let (an, pn) = (a.ne(), pos.ne());
-        let multi = mode & ROPE_MROPE != 0;
+        let multi = mode > 0 && mode & ROPE_MROPE != 0;
         let per_token = if multi { 4 } else { 1 };
         if pos.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32
             || pn[0] != per_token * an[2]

@@ -156,9 +156,11 @@ impl HParams {
         self.ssm_d_conv.saturating_sub(1) * (self.ssm_d_inner + 2 * self.ssm_n_group * self.ssm_d_state)
     }
 
-    /// Positions per token: four for a multi-dimensional rope (M-RoPE), else one.
+    /// Positions per token: four for a multi-dimensional rope (M-RoPE, interleaved or not), else
+    /// one (also without rotation, rope type -1).
     pub fn n_pos_per_embd(&self) -> u32 {
-        if self.rope_type & crate::ggml::ROPE_MROPE != 0 {
+        const IMROPE: i32 = 40;
+        if self.rope_type == crate::ggml::ROPE_MROPE || self.rope_type == IMROPE {
             4
         } else {
             1
