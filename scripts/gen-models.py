@@ -232,6 +232,12 @@ def olmoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def gemma(w, weights, n_vocab, dtype):
+    # Gemma 1: the Llama layout, used with scaled embeddings, scaled queries and a GELU FFN.
+    decoder_keys(w, "gemma", N_LAYER, 10000.0)
+    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER), dtype)
+
+
 def granite(w, weights, n_vocab, dtype, rope=True):
     decoder_keys(w, "granite", N_LAYER, 10000.0)
     w.add_float32("granite.logit_scale", 8.0)
@@ -841,6 +847,7 @@ MODELS = {
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),
+    "gemma": ("gemma", gemma, True),
     "seed_oss": ("seed_oss", llama_like("seed_oss", ffn_norm="post_attention_norm.weight"), True),
 }
 F = gguf.LlamaFileType

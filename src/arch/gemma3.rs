@@ -116,7 +116,12 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
         let wo = b.layer_weight(il, "attn_output.weight")?;
         let att = b.linear(wo, None, att)?;
         let (att, residual) = b.last_layer_rows(il, att, x)?;
-        let att = b.layer_rms_norm(il, att, "post_attention_norm.weight", "attn_post_norm")?;
+        // Gemma 1 has no post-norms (Gemma 2 and 3 require theirs).
+        let att = if b.layer_weight_opt(il, "post_attention_norm.weight").is_some() {
+            b.layer_rms_norm(il, att, "post_attention_norm.weight", "attn_post_norm")?
+        } else {
+            att
+        };
         let h = b.add(att, residual)?;
         let h = b.name(h, "sa_out", l);
         let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
@@ -129,7 +134,11 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
             },
         )?;
         let ffn = b.name(ffn, "ffn_out", l);
-        let ffn = b.layer_rms_norm(il, ffn, "post_ffw_norm.weight", "ffn_post_norm")?;
+        let ffn = if b.layer_weight_opt(il, "post_ffw_norm.weight").is_some() {
+            b.layer_rms_norm(il, ffn, "post_ffw_norm.weight", "ffn_post_norm")?
+        } else {
+            ffn
+        };
         x = b.add(ffn, h)?;
         x = b.name(x, "l_out", l);
     }

@@ -5,6 +5,7 @@
 
 pub(crate) mod bert;
 pub(crate) mod falcon_h1;
+pub(crate) mod gemma;
 pub(crate) mod gemma2;
 pub(crate) mod gemma3;
 pub(crate) mod gpt_oss;
@@ -38,7 +39,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 34] = [
+static ARCHITECTURES: [&dyn Architecture; 35] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -52,6 +53,7 @@ static ARCHITECTURES: [&dyn Architecture; 34] = [
     &gpt_oss::GptOss,
     &bert::Bert,
     &nomic_bert::NomicBert,
+    &gemma::Gemma,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
     &mamba::Mamba,

@@ -1,0 +1,50 @@
+//! Gemma (the first generation): Gemma 2's decoder without its post-norms, sliding windows and
+//! soft caps (`gemma3::decoder`): scaled embeddings, queries scaled by 1/√head, a GELU-gated FFN,
+//! the output tied to the embeddings.
+
+use super::gemma3;
+use crate::error::Result;
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Gemma;
+
+impl ArchSpec for Gemma {
+    fn name(&self) -> &'static str {
+        "gemma"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.attn_scale = gemma3::query_scale(hp, false);
+        hp.size_label = match hp.n_layer {
+            18 => "2B",
+            28 => "7B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = gemma3::tensors(hp, false);
+        specs.retain(|s| {
+            s.name != "output.weight"
+                && !s.name.ends_with("post_attention_norm.weight")
+                && !s.name.ends_with("post_ffw_norm.weight")
+        });
+        specs
+    }
+}
+
+impl Decoder for Gemma {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        gemma3::decoder(b, false)
+    }
+}
