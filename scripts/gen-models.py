@@ -238,6 +238,19 @@ def gemma(w, weights, n_vocab, dtype):
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER), dtype)
 
 
+def olmo(w, weights, n_vocab, dtype):
+    # OLMo 1: the Llama layout without norm weights (layer norms), queries, keys and values
+    # clamped.
+    a = "olmo"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
+    w.add_float32(f"{a}.attention.clamp_kqv", 0.4)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    for name in [n for n in tensors if n.endswith("_norm.weight")]:
+        del tensors[name]
+    add_tensors(w, tensors, dtype)
+
+
 def granite(w, weights, n_vocab, dtype, rope=True):
     decoder_keys(w, "granite", N_LAYER, 10000.0)
     w.add_float32("granite.logit_scale", 8.0)
@@ -848,6 +861,7 @@ MODELS = {
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),
     "gemma": ("gemma", gemma, True),
+    "olmo": ("olmo", olmo, True),
     "seed_oss": ("seed_oss", llama_like("seed_oss", ffn_norm="post_attention_norm.weight"), True),
 }
 F = gguf.LlamaFileType

@@ -18,6 +18,7 @@ pub(crate) mod llama_like;
 pub(crate) mod mamba;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
+pub(crate) mod olmo;
 pub(crate) mod olmo2;
 pub(crate) mod phi3;
 pub(crate) mod qwen2;
@@ -39,7 +40,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 35] = [
+static ARCHITECTURES: [&dyn Architecture; 36] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -48,6 +49,7 @@ static ARCHITECTURES: [&dyn Architecture; 35] = [
     &smollm3::SmolLm3,
     &granite::GRANITE,
     &granite::GRANITE_MOE,
+    &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::Phi3,
     &gpt_oss::GptOss,

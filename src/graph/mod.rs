@@ -707,10 +707,20 @@ impl<'a> Builder<'a> {
         let hp = self.hp;
         let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
         let (nh, nkv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
+        // llama.cpp clamps the projections it splits into heads when the model asks for it.
+        let clamp = per_head && hp.clamp_kqv > 0.0;
         let Some(w) = self.layer_weight_opt(il, "attn_qkv.weight") else {
-            let q = self.layer_linear(il, "attn_q", x)?;
-            let k = self.layer_linear(il, "attn_k", x)?;
-            let v = self.layer_linear(il, "attn_v", x)?;
+            let proj = |bd: &mut Builder, name: &str| -> Result<TensorRef> {
+                let t = bd.layer_linear(il, name, x)?;
+                if clamp {
+                    bd.g.clamp(t, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)
+                } else {
+                    Ok(t)
+                }
+            };
+            let q = proj(self, "attn_q")?;
+            let k = proj(self, "attn_k")?;
+            let v = proj(self, "attn_v")?;
             if !per_head {
                 return Ok((q, k, v));
             }
@@ -722,7 +732,10 @@ impl<'a> Builder<'a> {
         };
         let bias = self.layer_weight_opt(il, "attn_qkv.bias");
         let qkv = self.linear(w, bias, x)?;
-        let qkv = self.name(qkv, "wqkv", Some(il));
+        let mut qkv = self.name(qkv, "wqkv", Some(il));
+        if clamp {
+            qkv = self.g.clamp(qkv, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)?;
+        }
         let nt = qkv.ne()[1];
         let row = |n: i64| crate::ggml::row_size(qkv.ggml_type(), n);
         let nb1 = qkv.nb()[1];
@@ -1005,6 +1018,11 @@ impl<'a> Builder<'a> {
         let norm_w = self.weight(norm)?;
         let x = self.rms_norm(x, norm_w)?;
         let x = if select { self.select_outputs(x)? } else { x };
+        self.output_head_unnormed(x)
+    }
+
+    /// The output projection of hidden states `x` the architecture normalised itself.
+    pub fn output_head_unnormed(&mut self, x: TensorRef) -> Result<TensorRef> {
         let x = self.name(x, "result_norm", None);
         self.hidden = Some(x);
         let head = match self.weight_opt("output.weight") {

@@ -102,6 +102,8 @@ pub struct HParams {
     pub expert_weights_norm: bool,
     /// The shared expert's FFN width (0: none).
     pub n_ff_shexp: u32,
+    /// Clamp queries, keys and values to ±this (0: no clamp; OLMo's `attention.clamp_kqv`).
+    pub clamp_kqv: f32,
     /// The width experts work in when they project down to it first (0: n_embd).
     pub moe_latent_size: u32,
     /// Classifier output labels (classifier models only), NUL-terminated.
@@ -298,6 +300,7 @@ impl HParams {
             expert_gating_func: 0,
             expert_weights_norm: false,
             n_ff_shexp: 0,
+            clamp_kqv: 0.0,
             moe_latent_size: 0,
             cls_labels,
             size_label: "?B",

@@ -1,0 +1,68 @@
+//! OLMo (the first generation): the Llama layout with layer norms that have no weights, an
+//! unbiased attention output, no FFN scales, and queries, keys and values optionally clamped.
+
+use super::llama;
+use crate::error::Result;
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Olmo;
+
+impl ArchSpec for Olmo {
+    fn name(&self) -> &'static str {
+        "olmo"
+    }
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
+        hp.clamp_kqv = meta.f32_opt(&hp.key("attention.clamp_kqv"))?.unwrap_or(0.0);
+        super::check_equal_head_sizes(hp)?;
+        hp.size_label = match hp.n_layer {
+            22 => "1B",
+            32 => "7B",
+            80 => "70B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = llama::tensors_with(hp, false);
+        specs.retain(|s| !s.name.ends_with("_norm.weight"));
+        specs
+    }
+}
+
+impl Decoder for Olmo {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let eps = hp.norm_eps;
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.g.norm(x, eps).map_err(ggml_err)?;
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let q = b.rope(q, il, None)?;
+            let k = b.rope(k, il, None)?;
+            let att = b.attention(il, q, k, v, hp.kq_scale(), false)?;
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let h = b.add(att, residual)?;
+            let cur = b.g.norm(h, eps).map_err(ggml_err)?;
+            let ffn = b.gated_ffn(il, cur, Ffn::default())?;
+            let ffn = b.name(ffn, "ffn_out", l);
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let x = b.g.norm(x, eps).map_err(ggml_err)?;
+        b.output_head_unnormed(x).map(Some)
+    }
+}
