@@ -730,8 +730,9 @@ llama_pos llama_memory_seq_pos_min(llama_memory_t mem, llama_seq_id seq_id);
 
 llama_pos llama_memory_seq_pos_max(llama_memory_t mem, llama_seq_id seq_id);
 
-// The supported architectures rotate keys by position, which a K-shift can redo; a recurrent
-// state has only its last position, which can move freely.
+// Keys rotated by one position per token can be turned to new positions by a K-shift, and a
+// recurrent state has only its last position, which can move freely; keys rotated by several
+// (M-RoPE) cannot, as in llama.cpp.
 bool llama_memory_can_shift(llama_memory_t mem);
 
 const char *llama_ftype_name(enum llama_ftype ftype);
