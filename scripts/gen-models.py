@@ -175,11 +175,11 @@ def add_tensors(w, tensors, dtype, rng=None):
     blocks from `rng`, a fixed seed by default, for the types gguf cannot quantize)."""
     rng = rng or np.random.default_rng(0)
     for name, t in tensors.items():
-        # Norms, routers, BERT's token types and the state-space layers' kernels, decays, skips and
-        # group norms stay F32, as llama.cpp's converters keep them (ggml computes those in F32).
+        # Norms (StableLM's per-head ones too), routers, BERT's token types and the state-space
+        # layers' kernels, decays and skips stay F32, as llama.cpp's converters keep them (ggml computes those in F32).
         keep = t.ndim == 1 or name.endswith(
-            ("ffn_gate_inp.weight", ".bias", "token_types.weight", "ssm_conv1d.weight", "ssm_a", "ssm_d",
-             "ssm_norm.weight", "shortconv.conv.weight"))
+            ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
+             "ssm_d", "shortconv.conv.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -822,6 +822,107 @@ def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None):
     return make
 
 
+def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False, biases=True, alibi=None,
+              act_scales=False, rope_dims=None, ffn_norm=True, head_norms=False, parallel=None, output_bias=False):
+    """A GPT-2-family architecture: layer norms with biases, fused (or separate) projections with
+    biases, a GELU (or `swiglu`) FFN; positions "learned" (a table), "rope" (over `rope_dims` of
+    each head) or "none"; `alibi`: the maximum bias the file gives; `biases`: attention output and
+    FFN biases (Orion has none); `act_scales`: MPT's per-channel divisors of GELU's output, and its
+    clamp; `ffn_norm`: the FFN's own norm (Phi-2 and this StableLM have none); `head_norms`:
+    StableLM's per-head query and key norms; `parallel`: GPT-NeoX's parallel-residual flag;
+    `output_bias`: Phi-2's."""
+
+    def make(w, weights, n_vocab, dtype):
+        decoder_keys(w, a, N_LAYER, 10000.0)
+        if rope_dims:
+            w.add_uint32(f"{a}.rope.dimension_count", rope_dims)
+        if parallel is not None:
+            w.add_bool(f"{a}.use_parallel_residual", parallel)
+        w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
+        if alibi is not None:
+            w.add_float32(f"{a}.attention.max_alibi_bias", alibi)
+        if act_scales:
+            w.add_float32(f"{a}.attention.clamp_kqv", 2.0)
+        e, q, kv = N_EMBD, N_HEAD * HEAD, N_HEAD_KV * HEAD
+        tensors = {
+            "token_embd.weight": weights.matrix(n_vocab, e),
+            "output_norm.weight": weights.norm(e),
+            "output_norm.bias": weights.bias(e),
+            "output.weight": weights.matrix(n_vocab, e),
+        }
+        if output_bias:
+            tensors["output.bias"] = weights.bias(n_vocab)
+        if positions == "learned":
+            tensors["position_embd.weight"] = (0.1 * weights.matrix(N_CTX, e)).astype(np.float32)
+        if token_norm:
+            tensors["token_embd_norm.weight"] = weights.norm(e)
+            tensors["token_embd_norm.bias"] = weights.bias(e)
+        for il in range(N_LAYER):
+            blk = f"blk.{il}."
+            for norm in ("attn_norm", "ffn_norm") if ffn_norm else ("attn_norm",):
+                tensors[blk + norm + ".weight"] = weights.norm(e)
+                tensors[blk + norm + ".bias"] = weights.bias(e)
+            if head_norms:
+                tensors[blk + "attn_q_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD)])
+                tensors[blk + "attn_k_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD_KV)])
+            if fused:
+                tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, e)
+                tensors[blk + "attn_qkv.bias"] = weights.bias(q + 2 * kv)
+            else:
+                for t, n in (("attn_q", q), ("attn_k", kv), ("attn_v", kv)):
+                    tensors[blk + t + ".weight"] = weights.matrix(n, e)
+                    tensors[blk + t + ".bias"] = weights.bias(n)
+            tensors[blk + "attn_output.weight"] = weights.matrix(e, q)
+            ffn = ("ffn_up", "ffn_gate") if swiglu else ("ffn_up",)
+            for t in ffn:
+                tensors[blk + t + ".weight"] = weights.matrix(N_FF, e)
+            tensors[blk + "ffn_down.weight"] = weights.matrix(e, N_FF)
+            if biases:
+                tensors[blk + "attn_output.bias"] = weights.bias(e)
+                for t in ffn:
+                    tensors[blk + t + ".bias"] = weights.bias(N_FF)
+                tensors[blk + "ffn_down.bias"] = weights.bias(e)
+            if act_scales:
+                tensors[blk + "ffn.act.scales"] = weights.norm(N_FF)
+        add_tensors(w, tensors, dtype)
+
+    return make
+
+
+def refact(w, weights, n_vocab, dtype):
+    # Refact: the Llama layout without rotation (ALiBi, fixed by llama.cpp), its attention output
+    # and FFN biases loaded but left out.
+    decoder_keys(w, "refact", N_LAYER, 10000.0)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+        tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def qwen(w, weights, n_vocab, dtype):
+    # Qwen (the first): no grouped-query attention, a fused projection with its bias and an FFN
+    # half as wide as the file says.
+    decoder_keys(w, "qwen", N_LAYER, 10000.0, d=Dims(n_head_kv=N_HEAD))
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, d=Dims(n_head_kv=N_HEAD, ff=N_FF // 2))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        parts = [tensors.pop(blk + t + ".weight") for t in ("attn_q", "attn_k", "attn_v")]
+        tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
+        tensors[blk + "attn_qkv.bias"] = weights.bias(sum(p.shape[0] for p in parts))
+    add_tensors(w, tensors, dtype)
+
+
+def baichuan(w, weights, n_vocab, dtype):
+    # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
+    decoder_keys(w, "baichuan", 32, 10000.0)
+    tensors = decoder_tensors(weights, n_vocab, 32)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -863,6 +964,23 @@ MODELS = {
     "gemma": ("gemma", gemma, True),
     "olmo": ("olmo", olmo, True),
     "seed_oss": ("seed_oss", llama_like("seed_oss", ffn_norm="post_attention_norm.weight"), True),
+    "gpt2": ("gpt2", gpt2_like("gpt2"), True),
+    "starcoder": ("starcoder", gpt2_like("starcoder"), True),
+    "codeshell": ("codeshell", gpt2_like("codeshell", positions="rope", fused=False), True),
+    "starcoder2": ("starcoder2", gpt2_like("starcoder2", positions="rope"), True),
+    "bloom": ("bloom", gpt2_like("bloom", positions="none", token_norm=True), True),
+    "mpt": ("mpt", gpt2_like("mpt", alibi=8.0, act_scales=True), True),
+    "jais": ("jais", gpt2_like("jais", positions="none", swiglu=True, alibi=8.0), True),
+    "orion": ("orion", gpt2_like("orion", positions="rope", swiglu=True, biases=False), True),
+    "refact": ("refact", refact, True),
+    "stablelm": ("stablelm", gpt2_like("stablelm", positions="rope", fused=False, swiglu=True, biases=False,
+                                       rope_dims=HEAD // 4, ffn_norm=False, head_norms=True), True),
+    "phi2": ("phi2", gpt2_like("phi2", positions="rope", rope_dims=HEAD // 2, ffn_norm=False, output_bias=True),
+             True),
+    "gptneox": ("gptneox", gpt2_like("gptneox", positions="rope", rope_dims=HEAD // 2, parallel=True), True),
+    "internlm2": ("internlm2", llama_like("internlm2"), True),
+    "qwen": ("qwen", qwen, True),
+    "baichuan": ("baichuan", baichuan, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
@@ -906,6 +1024,7 @@ QUANTIZED = {
     "bert": ["q8_0"],
     "mamba2": ["q4_0"],
     "granitehybrid": ["q8_0"],
+    "bloom": ["q8_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

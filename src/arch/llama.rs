@@ -117,6 +117,11 @@ pub(super) struct Variant {
     pub qk_norm_whole: bool,
     /// The FFN's norm weight under another name (Seed-OSS's `post_attention_norm`).
     pub ffn_norm: Option<&'static str>,
+    /// The dense FFN's biases are loaded but left out (Refact's graph).
+    pub no_ffn_bias: bool,
+    /// The graph rotates nothing though the model has rotary positions (which a K-shift still
+    /// turns): Baichuan's sizes other than 7B, as llama.cpp builds them.
+    pub no_rope: bool,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -185,7 +190,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
                 cur,
                 Ffn {
                     scaled: variant.ffn_scales,
-                    biased: true,
+                    biased: !variant.no_ffn_bias,
                     ..Ffn::default()
                 },
             )?;
@@ -239,7 +244,8 @@ fn attention_block(
     } else {
         (q, k)
     };
-    let rotate = hp.rope && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
+    let rotate =
+        hp.rope && !variant.no_rope && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
     let (q, k) = if rotate {
         (b.rope(q, il, rope_factors)?, b.rope(k, il, rope_factors)?)
     } else {

@@ -4,7 +4,9 @@
 //! leave the FFN scales out; Arcee's FFN is an ungated squared ReLU; Mistral 3 is Llama itself,
 //! experts included (without its attention temperature); OLMoE normalises whole query and key
 //! projections and mixes its experts' outputs unnormalised; Seed-OSS names its FFN norm
-//! `post_attention_norm`.
+//! `post_attention_norm`; Refact does not rotate but biases scores by distance (ALiBi), and
+//! leaves out the biases of its attention output and FFN; InternLM 2 is Llama without FFN scales;
+//! Qwen (the first) rotates as NeoX and its FFN is half as wide as its file says.
 
 use super::llama;
 use crate::error::{Error, Result};
@@ -22,6 +24,10 @@ pub struct LlamaLike {
     experts: bool,
     /// llama.cpp's size label per layer count.
     sizes: &'static [(u32, &'static str)],
+    /// ALiBi's maximum bias (0: none), which llama.cpp fixes for the architecture.
+    alibi: f32,
+    /// The FFN is half as wide as `feed_forward_length` says (Qwen's).
+    half_ffn: bool,
 }
 
 const NO_FFN_SCALES: llama::Variant = llama::Variant {
@@ -34,6 +40,8 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     no_wo_bias: false,
     qk_norm_whole: false,
     ffn_norm: None,
+    no_ffn_bias: false,
+    no_rope: false,
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
@@ -41,6 +49,8 @@ pub const XVERSE: LlamaLike = LlamaLike {
     rope_type: 0,
     variant: NO_FFN_SCALES,
     experts: false,
+    alibi: 0.0,
+    half_ffn: false,
     sizes: &[(32, "7B"), (40, "13B"), (80, "65B")],
 };
 
@@ -49,6 +59,8 @@ pub const EXAONE: LlamaLike = LlamaLike {
     rope_type: 2,
     variant: NO_FFN_SCALES,
     experts: false,
+    alibi: 0.0,
+    half_ffn: false,
     sizes: &[(32, "8B")],
 };
 
@@ -60,6 +72,8 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
         ..NO_FFN_SCALES
     },
     experts: false,
+    alibi: 0.0,
+    half_ffn: false,
     sizes: &[(18, "0.3B")],
 };
 
@@ -71,6 +85,8 @@ pub const ARCEE: LlamaLike = LlamaLike {
         ..NO_FFN_SCALES
     },
     experts: false,
+    alibi: 0.0,
+    half_ffn: false,
     sizes: &[(36, "4B")],
 };
 
@@ -90,6 +106,8 @@ pub const OLMOE: LlamaLike = LlamaLike {
         ..NO_FFN_SCALES
     },
     experts: true,
+    alibi: 0.0,
+    half_ffn: false,
     sizes: &[(16, "A1.7B")],
 };
 
@@ -101,6 +119,8 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
         ..NO_FFN_SCALES
     },
     experts: false,
+    alibi: 0.0,
+    half_ffn: false,
     sizes: &[(64, "36B")],
 };
 
@@ -112,7 +132,46 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
         ..NO_FFN_SCALES
     },
     experts: true,
+    alibi: 0.0,
+    half_ffn: false,
     sizes: &[(26, "3B"), (34, "8B"), (40, "14B")],
+};
+
+pub const REFACT: LlamaLike = LlamaLike {
+    name: "refact",
+    rope_type: -1,
+    variant: llama::Variant {
+        no_wo_bias: true,
+        no_ffn_bias: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 8.0,
+    half_ffn: false,
+    sizes: &[(32, "1B")],
+};
+
+pub const INTERNLM2: LlamaLike = LlamaLike {
+    name: "internlm2",
+    rope_type: 0,
+    variant: NO_FFN_SCALES,
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    sizes: &[(32, "7B"), (48, "20B")],
+};
+
+pub const QWEN: LlamaLike = LlamaLike {
+    name: "qwen",
+    rope_type: 2,
+    variant: llama::Variant {
+        no_wo_bias: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: true,
+    sizes: &[(32, "7B"), (40, "13B")],
 };
 
 impl ArchSpec for LlamaLike {
@@ -135,6 +194,11 @@ impl ArchSpec for LlamaLike {
         if self.experts {
             hp.n_ff_exp = hp.n_ff[0];
         }
+        hp.rope = self.rope_type >= 0;
+        if self.half_ffn {
+            hp.n_ff.iter_mut().for_each(|n| *n /= 2);
+        }
+        hp.max_alibi_bias = self.alibi;
         hp.size_label = self
             .sizes
             .iter()

@@ -3,11 +3,13 @@
 //! `graph/` (`graph::Decoder`). The registry below lists them; adding an architecture is one file
 //! and one line there. Nothing below this layer knows any architecture.
 
+pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod falcon_h1;
 pub(crate) mod gemma;
 pub(crate) mod gemma2;
 pub(crate) mod gemma3;
+pub(crate) mod gpt2;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
@@ -40,7 +42,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 36] = [
+static ARCHITECTURES: [&dyn Architecture; 51] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -77,6 +79,21 @@ static ARCHITECTURES: [&dyn Architecture; 36] = [
     &llama_like::MISTRAL3,
     &llama_like::OLMOE,
     &llama_like::SEED_OSS,
+    &llama_like::REFACT,
+    &llama_like::INTERNLM2,
+    &llama_like::QWEN,
+    &baichuan::Baichuan,
+    &gpt2::ORION,
+    &gpt2::STABLELM,
+    &gpt2::PHI2,
+    &gpt2::GPTNEOX,
+    &gpt2::GPT2,
+    &gpt2::STARCODER,
+    &gpt2::CODESHELL,
+    &gpt2::STARCODER2,
+    &gpt2::BLOOM,
+    &gpt2::MPT,
+    &gpt2::JAIS,
 ];
 
 /// The architecture of a `general.architecture` name.

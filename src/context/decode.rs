@@ -523,9 +523,10 @@ impl Context<'_> {
         }
         let fa = self.params.graph.flash_attn;
         let causal = self.params.graph.causal;
+        let alibi = self.model.hparams.as_ref().is_some_and(|hp| hp.max_alibi_bias > 0.0);
         if let Some(m) = inp.mask {
             let mask = if self.has_memory() {
-                self.kv.mask(places, shape.n_kv, causal, None)
+                self.kv.mask(places, shape.n_kv, causal, None, alibi)
             } else {
                 // An encoder's tokens attend within the ubatch, each to its own (first) sequence.
                 encoder_mask(places, causal)
@@ -541,7 +542,7 @@ impl Context<'_> {
                 .hparams
                 .as_ref()
                 .ok_or_else(|| Error::invalid("vocab-only model"))?;
-            let mask = self.kv.mask(places, shape.n_kv, causal, Some(hp.n_swa));
+            let mask = self.kv.mask(places, shape.n_kv, causal, Some(hp.n_swa), alibi);
             set(m, &mask_bytes(&mask, fa))?;
         }
         if let Some(ids) = inp.out_ids {
@@ -645,7 +646,15 @@ fn to_bytes_i32(v: &[i32]) -> Vec<u8> {
 fn mask_bytes(mask: &[f32], f16: bool) -> Vec<u8> {
     if f16 {
         mask.iter()
-            .flat_map(|&m| if m == 0.0 { F16_ZERO } else { F16_NEG_INF }.to_le_bytes())
+            .flat_map(|&m| {
+                match m {
+                    0.0 => F16_ZERO,
+                    f32::NEG_INFINITY => F16_NEG_INF,
+                    // ALiBi's distances.
+                    _ => crate::ggml::f16_bits(m),
+                }
+                .to_le_bytes()
+            })
             .collect()
     } else {
         mask.iter().flat_map(|m| m.to_le_bytes()).collect()

@@ -10,6 +10,15 @@ mod ssm;
 
 pub type OpResult = Result<TensorRef, String>;
 
+/// How fused attention shapes its scores: the scale of q k^T, ALiBi's maximum bias (0: none; the
+/// mask then holds the negated distances the slopes multiply) and the soft cap (0: none).
+#[derive(Debug, Clone, Copy)]
+pub struct Scores {
+    pub scale: f32,
+    pub max_bias: f32,
+    pub softcap: f32,
+}
+
 pub struct Graph {
     ctx: NonNull<ggml_sys::ggml_context>,
     gf: NonNull<ggml_sys::ggml_cgraph>,
@@ -494,18 +503,16 @@ impl Graph {
         )
     }
 
-    /// Fused attention: softmax(scale * q k^T + mask) v with F32 accumulation; a nonzero
-    /// `softcap` caps the scores first (softcap * tanh(s / softcap)); `sinks` (F32, one per head)
-    /// join each softmax as a score with no value.
-    #[allow(clippy::too_many_arguments)]
+    /// Fused attention: softmax(scale * q k^T + mask) v with F32 accumulation, the scores
+    /// shaped as `scores` says; `sinks` (F32, one per head) join each softmax as a score with no
+    /// value.
     pub fn flash_attn(
         &mut self,
         q: TensorRef,
         k: TensorRef,
         v: TensorRef,
         mask: TensorRef,
-        scale: f32,
-        softcap: f32,
+        scores: Scores,
         sinks: Option<TensorRef>,
     ) -> OpResult {
         self.room()?;
@@ -530,9 +537,9 @@ impl Graph {
                 k.as_ptr(),
                 v.as_ptr(),
                 mask.as_ptr(),
-                scale,
-                0.0,
-                softcap,
+                scores.scale,
+                scores.max_bias,
+                scores.softcap,
             );
             if !p.is_null() {
                 ggml_sys::ggml_flash_attn_ext_add_sinks(p, sinks.map_or(std::ptr::null_mut(), |s| s.as_ptr()));
@@ -543,9 +550,17 @@ impl Graph {
         Self::wrap(p, "flash_attn_ext")
     }
 
-    /// softmax(scale * a + mask) along rows, with `sinks` (F32, one per head, `a`'s dimension 2)
-    /// joining each softmax as a score with no value.
-    pub fn soft_max(&mut self, a: TensorRef, mask: TensorRef, scale: f32, sinks: Option<TensorRef>) -> OpResult {
+    /// softmax(scale * a + mask) along rows (with ALiBi, `max_bias` > 0, the mask times each
+    /// head's slope), with `sinks` (F32, one per head, `a`'s dimension 2) joining each softmax as
+    /// a score with no value.
+    pub fn soft_max(
+        &mut self,
+        a: TensorRef,
+        mask: TensorRef,
+        scale: f32,
+        max_bias: f32,
+        sinks: Option<TensorRef>,
+    ) -> OpResult {
         self.room()?;
         let (an, mn) = (a.ne(), mask.ne());
         let ok = mn[0] == an[0]
@@ -558,7 +573,7 @@ impl Graph {
         }
         // SAFETY: mask covers the rows, sinks match the heads (checked).
         let p = unsafe {
-            let p = ggml_sys::ggml_soft_max_ext(self.ctx.as_ptr(), a.as_ptr(), mask.as_ptr(), scale, 0.0);
+            let p = ggml_sys::ggml_soft_max_ext(self.ctx.as_ptr(), a.as_ptr(), mask.as_ptr(), scale, max_bias);
             if !p.is_null() {
                 ggml_sys::ggml_soft_max_add_sinks(p, sinks.map_or(std::ptr::null_mut(), |s| s.as_ptr()));
             }

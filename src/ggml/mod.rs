@@ -16,7 +16,7 @@ pub use backend::{
 pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};
 pub use extra_buft::{cpu_extra_buffer_types, ExtraBufferType};
-pub use graph::{Graph, OpResult, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
+pub use graph::{Graph, OpResult, Scores, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
 
 use crate::log::{self, Level};
 use std::ffi::{c_char, c_void, CStr};
@@ -26,6 +26,12 @@ pub use ggml_sys::ggml_type as RawType;
 
 /// The most threads ggml's CPU backend computes with (`GGML_MAX_N_THREADS`).
 pub const MAX_THREADS: i32 = ggml_sys::GGML_MAX_N_THREADS as i32;
+
+/// `x` as ggml's F16 bits (rounded as ggml rounds).
+pub fn f16_bits(x: f32) -> u16 {
+    // SAFETY: a pure conversion of a value.
+    unsafe { ggml_sys::ggml_fp32_to_fp16(x) }
+}
 
 /// One-time process set-up: ggml's log lines go to our log, timers and f16 tables are initialised.
 /// Every entry point that touches ggml calls this first; repeated calls are free.

@@ -8,7 +8,7 @@ mod ssm;
 pub use ssm::DeltaNet;
 
 use crate::error::{Error, Result};
-use crate::ggml::{Graph, RawType, TensorRef};
+use crate::ggml::{Graph, RawType, Scores, TensorRef};
 use crate::kv::KvCache;
 use crate::model::hparams::HParams;
 use crate::model::Model;
@@ -396,7 +396,13 @@ impl<'a> Builder<'a> {
 
     /// Token embeddings of the input tokens, [n_embd, n_tokens].
     pub fn embed_tokens(&mut self) -> Result<TensorRef> {
-        let table = self.weight("token_embd.weight")?;
+        self.embed_rows("token_embd.weight")
+    }
+
+    /// The input tokens' rows of the table `name` (a model without token embeddings reads its
+    /// output head), [n_embd, n_tokens].
+    pub fn embed_rows(&mut self, name: &str) -> Result<TensorRef> {
+        let table = self.weight(name)?;
         let x = self.g.get_rows(table, self.inputs.tokens).map_err(ggml_err)?;
         Ok(self.name(x, "inp_embd", None))
     }
@@ -606,7 +612,12 @@ impl<'a> Builder<'a> {
             row(vc, hv * n_head_kv * stream_rows),
         );
         let s0 = self.shape.first_stream;
-        let q = self.g.reshape(q, &[hk, n_head, tps, ns]).map_err(ggml_err)?;
+        // A view, not a reshape: queries may be strided views of a fused projection.
+        let qnb = q.nb();
+        let q = self
+            .g
+            .view(q, &[hk, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)
+            .map_err(ggml_err)?;
         let kview = self
             .g
             .view(
@@ -631,12 +642,14 @@ impl<'a> Builder<'a> {
         let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
         let kp = self.g.permute(kview, [0, 2, 1, 3]).map_err(ggml_err)?;
         let vp = self.g.permute(vview, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let scores = Scores {
+            scale: kq_scale,
+            max_bias: hp.max_alibi_bias,
+            softcap: hp.attn_softcap,
+        };
         if self.params.flash_attn {
             // Result [head_dim_v, n_head, tokens, streams].
-            let o = self
-                .g
-                .flash_attn(q, kp, vp, mask, kq_scale, hp.attn_softcap, sinks)
-                .map_err(ggml_err)?;
+            let o = self.g.flash_attn(q, kp, vp, mask, scores, sinks).map_err(ggml_err)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
         } else {
             let mut kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
@@ -645,7 +658,10 @@ impl<'a> Builder<'a> {
                 kq = self.tanh(kq)?;
                 kq = self.scale(kq, hp.attn_softcap)?;
             }
-            let kq = self.g.soft_max(kq, mask, kq_scale, sinks).map_err(ggml_err)?;
+            let kq = self
+                .g
+                .soft_max(kq, mask, kq_scale, hp.max_alibi_bias, sinks)
+                .map_err(ggml_err)?;
             // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head].
             let vt = self.g.permute(vp, [1, 0, 2, 3]).map_err(ggml_err)?;
             let vt = self.g.cont(vt).map_err(ggml_err)?;
@@ -666,18 +682,21 @@ impl<'a> Builder<'a> {
         let k = self.g.permute(k, [0, 2, 1, 3]).map_err(ggml_err)?;
         let v = self.g.permute(v, [0, 2, 1, 3]).map_err(ggml_err)?;
         let f16 = ggml_sys::ggml_type_GGML_TYPE_F16;
+        // An encoder's mask holds no distances: no ALiBi here.
+        let scores = Scores {
+            scale: kq_scale,
+            max_bias: 0.0,
+            softcap: self.hp.attn_softcap,
+        };
         if self.params.flash_attn {
             // Flash attention reads F16 keys and values.
             let k = self.g.cast(k, f16).map_err(ggml_err)?;
             let v = self.g.cast(v, f16).map_err(ggml_err)?;
-            let o = self
-                .g
-                .flash_attn(q, k, v, mask, kq_scale, self.hp.attn_softcap, None)
-                .map_err(ggml_err)?;
+            let o = self.g.flash_attn(q, k, v, mask, scores, None).map_err(ggml_err)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
         } else {
             let kq = self.g.mul_mat(k, q).map_err(ggml_err)?; // [n_tokens, n_tokens, n_head]
-            let kq = self.g.soft_max(kq, mask, kq_scale, None).map_err(ggml_err)?;
+            let kq = self.g.soft_max(kq, mask, kq_scale, 0.0, None).map_err(ggml_err)?;
             let vt = self.g.permute(v, [1, 0, 2, 3]).map_err(ggml_err)?;
             let vt = self.g.cont(vt).map_err(ggml_err)?;
             let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?; // [head_v, n_tokens, n_head]
@@ -962,7 +981,6 @@ impl<'a> Builder<'a> {
         Ok(y)
     }
 
-    /// down(gelu(up x)), each with its bias (no scales): BERT's FFN.
     /// An ungated FFN with squared ReLU (Nemotron-H): projections with their biases and scales.
     pub fn relu_sqr_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
         self.relu_sqr_ffn_named(il, x, "", RELU_SQR_FFN)
@@ -977,13 +995,18 @@ impl<'a> Builder<'a> {
         self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)
     }
 
+    /// down(gelu(up x)), each with its bias (no scales), GELU's output divided by the layer's
+    /// `ffn.act.scales` where it has them (MPT): BERT's and GPT-2's FFN.
     pub fn gelu_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
         let ffn = Ffn {
             biased: true,
             ..Ffn::default()
         };
         let up = self.ffn_projection(il, "ffn_up", x, ffn)?;
-        let h = self.g.gelu(up).map_err(ggml_err)?;
+        let mut h = self.g.gelu(up).map_err(ggml_err)?;
+        if let Some(scales) = self.layer_weight_opt(il, "ffn.act.scales") {
+            h = self.g.div(h, scales).map_err(ggml_err)?;
+        }
         self.ffn_projection(il, "ffn_down", h, ffn)
     }
 

@@ -203,9 +203,10 @@ impl KvCache {
     }
 
     /// The attention mask for `tokens` over the first `n_kv` cells of each token's stream,
-    /// row-major [n_tokens][n_kv]: 0 where a token may attend to a cell, -inf elsewhere. `window`
-    /// limits attention to the last `window` positions (sliding-window layers).
-    pub fn mask(&self, tokens: &[TokenPlace], n_kv: usize, causal: bool, window: Option<u32>) -> Vec<f32> {
+    /// row-major [n_tokens][n_kv]: 0 (with `alibi`, minus the distance between the positions)
+    /// where a token may attend to a cell, -inf elsewhere. `window` limits attention to the last
+    /// `window` positions (sliding-window layers).
+    pub fn mask(&self, tokens: &[TokenPlace], n_kv: usize, causal: bool, window: Option<u32>, alibi: bool) -> Vec<f32> {
         let mut out = vec![f32::NEG_INFINITY; tokens.len() * n_kv];
         for (t, row) in tokens.iter().zip(out.chunks_exact_mut(n_kv)) {
             let cells = &self.streams[self.stream_of(t.primary_seq)];
@@ -220,7 +221,7 @@ impl KvCache {
                 if window.is_some_and(|w| t.pos.saturating_sub(p0) >= w as i32) {
                     continue;
                 }
-                *m = 0.0;
+                *m = if alibi { -(p0.abs_diff(t.pos) as f32) } else { 0.0 };
             }
         }
         out

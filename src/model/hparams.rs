@@ -81,6 +81,11 @@ pub struct HParams {
     /// Soft caps (cap * tanh(x / cap)) of the attention scores and of the logits; 0 means none.
     pub attn_softcap: f32,
     pub final_logit_softcap: f32,
+    /// Attention and FFN both read the layer's input and are added to it (GPT-NeoX's
+    /// `use_parallel_residual`).
+    pub parallel_residual: bool,
+    /// ALiBi's maximum bias (0: no ALiBi): scores are biased by head slopes times distance.
+    pub max_alibi_bias: f32,
     /// Multipliers of the token embeddings and of each block's attention and FFN outputs, and the
     /// divisor of the logits (Granite); 0 means none.
     pub embedding_scale: f32,
@@ -288,6 +293,8 @@ impl HParams {
             attn_scale: 0.0,
             attn_softcap: 0.0,
             final_logit_softcap: 0.0,
+            max_alibi_bias: 0.0,
+            parallel_residual: false,
             embedding_scale: 0.0,
             residual_scale: 0.0,
             logit_scale: 0.0,

@@ -129,6 +129,10 @@ impl Meta<'_> {
         }
     }
 
+    pub fn bool(&self, key: &str) -> Result<bool> {
+        self.bool_opt(key)?.ok_or_else(|| missing(key))
+    }
+
     pub fn str_opt(&self, key: &str) -> Result<Option<&[u8]>> {
         match self.0.get(key) {
             None => Ok(None),

@@ -1,0 +1,439 @@
+//! The GPT-2 family: pre-norm layers with layer norms (mean and variance, with biases), one
+//! attention (fused or separate projections with biases) and an FFN of GELU (or, JAIS, SwiGLU)
+//! with biases. What differs is how positions enter: GPT-2 and StarCoder add a learned table,
+//! CodeShell, StarCoder 2 and Orion rotate, BLOOM, MPT and JAIS bias the scores by distance
+//! (ALiBi); Orion's attention output and SwiGLU FFN have no biases. BLOOM
+//! normalises its token embeddings first; MPT's biases are optional and it may divide GELU's
+//! output by per-channel scales.
+//!
+//! llama.cpp's FFNs here leave the weights' scales out; its K-shift rotates the keys of any
+//! architecture whose rope type is not "none", StarCoder's included, so a shift does so here too.
+
+use crate::error::Result;
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+/// How token positions reach attention.
+#[derive(Clone, Copy, PartialEq)]
+enum Positions {
+    /// A learned table `position_embd` added to the token embeddings (`optional`: MPT's).
+    Learned { optional: bool },
+    /// Rotated queries and keys.
+    Rotary,
+    /// ALiBi: `attention.max_alibi_bias` from the file, or this fixed value when llama.cpp sets it.
+    Alibi { fixed: Option<f32> },
+}
+
+/// How a layer's attention and FFN join the residual stream.
+#[derive(Clone, Copy, PartialEq)]
+enum Residual {
+    /// The FFN reads the stream after attention was added (with its own norm; without one, as in
+    /// StableLM 2, it reads the attention's norm output).
+    Sequential,
+    /// Both read the stream before the layer, each through its own norm, and both are added to it
+    /// where the file says so (GPT-NeoX's `use_parallel_residual`), else sequential.
+    ParallelIfFile,
+    /// Both read the attention's norm output (Phi-2).
+    SharedNorm,
+}
+
+pub struct Gpt2Like {
+    name: &'static str,
+    rope_type: i32,
+    positions: Positions,
+    /// A layer norm over the token embeddings (BLOOM).
+    token_norm: bool,
+    /// Norm and projection biases may be absent (MPT).
+    optional_biases: bool,
+    /// SwiGLU with a gate projection (JAIS) rather than GELU.
+    swiglu: bool,
+    /// The attention output and the FFN have no biases (Orion).
+    no_layer_biases: bool,
+    /// Attention scores scaled by 1/head_dim (JAIS) rather than 1/sqrt(head_dim).
+    scale_by_head_dim: bool,
+    /// Queries are scaled before attention rather than the scores in it (Phi-2).
+    prescale_q: bool,
+    /// How attention and FFN meet the residual stream.
+    residual: Residual,
+    /// Optional per-head query and key norms, and an optional FFN norm (StableLM).
+    head_norms: bool,
+    /// The token embeddings may be left out and the output head read instead (CodeShell), whose
+    /// head is then required.
+    embeddings_from_output: bool,
+    /// llama.cpp's size label per layer count.
+    sizes: &'static [(u32, &'static str)],
+}
+
+const GPT2_BASE: Gpt2Like = Gpt2Like {
+    name: "gpt2",
+    rope_type: -1,
+    positions: Positions::Learned { optional: false },
+    token_norm: false,
+    optional_biases: false,
+    swiglu: false,
+    no_layer_biases: false,
+    scale_by_head_dim: false,
+    prescale_q: false,
+    residual: Residual::Sequential,
+    head_norms: false,
+    embeddings_from_output: false,
+    sizes: &[(12, "0.1B"), (24, "0.4B"), (36, "0.8B"), (48, "1.5B")],
+};
+
+pub const GPT2: Gpt2Like = GPT2_BASE;
+
+pub const STARCODER: Gpt2Like = Gpt2Like {
+    name: "starcoder",
+    rope_type: 0,
+    sizes: &[(24, "1B"), (36, "3B"), (42, "7B"), (40, "15B")],
+    ..GPT2_BASE
+};
+
+pub const CODESHELL: Gpt2Like = Gpt2Like {
+    name: "codeshell",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    embeddings_from_output: true,
+    sizes: &[(42, "7B")],
+    ..GPT2_BASE
+};
+
+pub const STARCODER2: Gpt2Like = Gpt2Like {
+    name: "starcoder2",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    sizes: &[(30, "3B"), (32, "7B"), (40, "15B"), (52, "20B"), (88, "34B")],
+    ..GPT2_BASE
+};
+
+pub const BLOOM: Gpt2Like = Gpt2Like {
+    name: "bloom",
+    positions: Positions::Alibi { fixed: Some(8.0) },
+    token_norm: true,
+    sizes: &[(24, "1B")],
+    ..GPT2_BASE
+};
+
+pub const MPT: Gpt2Like = Gpt2Like {
+    name: "mpt",
+    positions: Positions::Learned { optional: true },
+    optional_biases: true,
+    sizes: &[(32, "7B"), (48, "30B")],
+    ..GPT2_BASE
+};
+
+pub const JAIS: Gpt2Like = Gpt2Like {
+    name: "jais",
+    positions: Positions::Alibi { fixed: None },
+    swiglu: true,
+    scale_by_head_dim: true,
+    sizes: &[(24, "1.3B"), (40, "13B")],
+    ..GPT2_BASE
+};
+
+pub const ORION: Gpt2Like = Gpt2Like {
+    name: "orion",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    swiglu: true,
+    no_layer_biases: true,
+    sizes: &[(40, "14B")],
+    ..GPT2_BASE
+};
+
+pub const STABLELM: Gpt2Like = Gpt2Like {
+    name: "stablelm",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    swiglu: true,
+    no_layer_biases: true,
+    head_norms: true,
+    sizes: &[(24, "1B"), (32, "3B"), (40, "12B")],
+    ..GPT2_BASE
+};
+
+pub const PHI2: Gpt2Like = Gpt2Like {
+    name: "phi2",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    prescale_q: true,
+    residual: Residual::SharedNorm,
+    sizes: &[(24, "1B"), (32, "3B")],
+    ..GPT2_BASE
+};
+
+pub const GPTNEOX: Gpt2Like = Gpt2Like {
+    name: "gptneox",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    residual: Residual::ParallelIfFile,
+    sizes: &[],
+    ..GPT2_BASE
+};
+
+/// GPT-NeoX's size labels by layer count and FFN width (llama.cpp's).
+const GPTNEOX_SIZES: &[(u32, u32, &str)] = &[
+    (6, 512, "14M"),
+    (6, 2048, "70M"),
+    (12, 3072, "160M"),
+    (16, 8192, "1B"),
+    (24, 4096, "410M"),
+    (24, 8192, "1.4B"),
+    (32, 10240, "2.8B"),
+    (32, 16384, "6.9B"),
+    (36, 20480, "12B"),
+    (44, 24576, "20B"),
+];
+
+impl ArchSpec for Gpt2Like {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn rope_type(&self) -> i32 {
+        self.rope_type
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
+        // Only a rope type other than "none" has its keys turned by a K-shift (llama.cpp's rule).
+        hp.rope = self.rope_type >= 0;
+        let file_alibi = meta.f32_opt(&hp.key("attention.max_alibi_bias"))?;
+        hp.max_alibi_bias = match self.positions {
+            Positions::Alibi { fixed: Some(bias) } => bias,
+            // MPT reads it too: its learned table is optional.
+            Positions::Alibi { fixed: None } | Positions::Learned { optional: true } => file_alibi.unwrap_or(0.0),
+            _ => 0.0,
+        };
+        if self.optional_biases {
+            hp.clamp_kqv = meta.f32_opt(&hp.key("attention.clamp_kqv"))?.unwrap_or(0.0);
+        }
+        if self.residual == Residual::ParallelIfFile {
+            hp.parallel_residual = meta.bool(&hp.key("use_parallel_residual"))?;
+        }
+        hp.size_label = match (self.name, hp.n_layer, hp.n_embd) {
+            ("bloom", 30, 2560) => "3B",
+            ("bloom", 30, 4096) => "7B",
+            ("gptneox", n, _) => GPTNEOX_SIZES
+                .iter()
+                .find(|(l, ff, _)| *l == n && *ff == hp.n_ff[0])
+                .map_or("?B", |(_, _, s)| s),
+            (_, n, _) => self.sizes.iter().find(|(l, _)| *l == n).map_or("?B", |(_, s)| s),
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let (e, v) = (hp.n_embd, hp.n_vocab);
+        let bias = !self.optional_biases;
+        let mut specs = vec![
+            TensorSpec::new("output_norm.weight", &[e], true),
+            TensorSpec::new("output_norm.bias", &[e], bias),
+        ];
+        if self.embeddings_from_output {
+            specs.push(TensorSpec::new("token_embd.weight", &[e, v], true).unless("output.weight"));
+            // Read by row for the embeddings, so kept in a plain layout.
+            specs.push(TensorSpec::new("output.weight", &[e, v], true));
+        } else {
+            specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
+            specs.push(TensorSpec::matmul("output.weight", &[e, v], false));
+        }
+        // Phi-2's head has a bias.
+        if self.residual == Residual::SharedNorm {
+            specs.push(TensorSpec::new("output.bias", &[v], true));
+        }
+        if let Positions::Learned { optional } = self.positions {
+            specs.push(TensorSpec::new("position_embd.weight", &[e, hp.n_ctx_train], !optional));
+        }
+        if self.token_norm {
+            specs.push(TensorSpec::new("token_embd_norm.weight", &[e], true));
+            specs.push(TensorSpec::new("token_embd_norm.bias", &[e], true));
+        }
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let ff = hp.n_ff[il];
+            let q = hp.n_embd_head_k * hp.n_head[il];
+            let k = hp.n_embd_head_k * hp.n_head_kv[il];
+            super::attention_tensors(hp, il, &mut specs);
+            specs.extend([
+                TensorSpec::new(b("attn_norm.weight"), &[e], true),
+                TensorSpec::new(b("attn_norm.bias"), &[e], bias),
+                TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true),
+                TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true),
+            ]);
+            match (self.residual, self.head_norms) {
+                // Phi-2's FFN reads the attention's norm output.
+                (Residual::SharedNorm, _) => {}
+                (_, true) => specs.extend([
+                    TensorSpec::new(b("ffn_norm.weight"), &[e], false),
+                    TensorSpec::new(b("ffn_norm.bias"), &[e], false),
+                    TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k, hp.n_head[il]], false),
+                    TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k, hp.n_head_kv[il]], false),
+                ]),
+                _ => specs.extend([
+                    TensorSpec::new(b("ffn_norm.weight"), &[e], true),
+                    TensorSpec::new(b("ffn_norm.bias"), &[e], bias),
+                ]),
+            }
+            if self.swiglu {
+                specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+            }
+            if !self.no_layer_biases {
+                specs.extend([
+                    TensorSpec::new(b("attn_output.bias"), &[e], bias),
+                    TensorSpec::new(b("ffn_up.bias"), &[ff], bias),
+                    TensorSpec::new(b("ffn_down.bias"), &[e], bias),
+                ]);
+                if self.swiglu {
+                    specs.push(TensorSpec::new(b("ffn_gate.bias"), &[ff], true));
+                }
+            }
+            if self.optional_biases {
+                // MPT's optional norms over whole queries and keys (applied with the query norm)
+                // and the scales GELU's output is divided by.
+                specs.extend([
+                    TensorSpec::new(b("attn_q_norm.weight"), &[q], false),
+                    TensorSpec::new(b("attn_q_norm.bias"), &[q], false),
+                    TensorSpec::new(b("attn_k_norm.weight"), &[k], false),
+                    TensorSpec::new(b("attn_k_norm.bias"), &[k], false),
+                    TensorSpec::new(b("ffn.act.scales"), &[ff], false),
+                ]);
+            }
+        }
+        specs
+    }
+}
+
+/// Layer norm of `x` by `{name}.weight` and, when present, `{name}.bias`, named `label`.
+fn norm(b: &mut Builder, name: &str, x: TensorRef, label: &str, il: Option<usize>) -> Result<TensorRef> {
+    let w = b.weight(&format!("{name}.weight"))?;
+    let bias = b.weight_opt(&format!("{name}.bias"));
+    let n = b.g.norm(x, b.hp.norm_eps).map_err(ggml_err)?;
+    let mut y = b.g.mul(n, w).map_err(ggml_err)?;
+    if let Some(bias) = bias {
+        y = b.add(y, bias)?;
+    }
+    Ok(b.name(y, label, il))
+}
+
+impl Gpt2Like {
+    /// The optional query and key norms: StableLM's per head (each where the layer has it), MPT's
+    /// over whole projections (both, where the layer has the query norm).
+    fn qk_norm(&self, b: &mut Builder, il: usize, q: TensorRef, k: TensorRef) -> Result<(TensorRef, TensorRef)> {
+        if self.head_norms {
+            let mut out = [q, k];
+            for (t, which) in out.iter_mut().zip(["q", "k"]) {
+                if b.layer_weight_opt(il, &format!("attn_{which}_norm.weight")).is_some() {
+                    let name = format!("blk.{il}.attn_{which}_norm");
+                    *t = norm(b, &name, *t, &format!("{}cur_normed", which.to_uppercase()), Some(il))?;
+                }
+            }
+            return Ok((out[0], out[1]));
+        }
+        if b.layer_weight_opt(il, "attn_q_norm.weight").is_none() {
+            return Ok((q, k));
+        }
+        let hp = b.hp;
+        let nt = b.shape.n_tokens as i64;
+        let mut out = [q, k];
+        for (t, (which, n_head)) in out.iter_mut().zip([("q", hp.n_head[il]), ("k", hp.n_head_kv[il])]) {
+            let flat = b.g.cont(*t).map_err(ggml_err)?;
+            let flat =
+                b.g.reshape(flat, &[i64::from(hp.n_embd_head_k * n_head), nt])
+                    .map_err(ggml_err)?;
+            let normed = norm(
+                b,
+                &format!("blk.{il}.attn_{which}_norm"),
+                flat,
+                &format!("attn_{which}_norm"),
+                Some(il),
+            )?;
+            *t = b.heads(normed, hp.n_embd_head_k, n_head)?;
+        }
+        Ok((out[0], out[1]))
+    }
+
+    fn ffn(&self, b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
+        if self.swiglu {
+            let ffn = Ffn {
+                biased: true,
+                ..Ffn::default()
+            };
+            return b.gated_ffn(il, x, ffn);
+        }
+        b.gelu_ffn(il, x)
+    }
+}
+
+impl Decoder for Gpt2Like {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let mut x = match b.weight_opt("token_embd.weight") {
+            Some(_) => b.embed_tokens()?,
+            None => b.embed_rows("output.weight")?,
+        };
+        if let Some(table) = b.weight_opt("position_embd.weight") {
+            let pos = b.positions()?;
+            let p = b.g.get_rows(table, pos).map_err(ggml_err)?;
+            x = b.add(x, p)?;
+        }
+        if self.token_norm {
+            x = norm(b, "token_embd_norm", x, "norm", Some(0))?;
+        }
+        let head = hp.n_embd_head_k as f32;
+        let kq_scale = if self.scale_by_head_dim {
+            1.0 / head
+        } else {
+            1.0 / head.sqrt()
+        };
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = norm(b, &format!("blk.{il}.attn_norm"), x, "attn_norm", l)?;
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let (mut q, mut k) = self.qk_norm(b, il, q, k)?;
+            if self.positions == Positions::Rotary {
+                q = b.rope(q, il, None)?;
+                k = b.rope(k, il, None)?;
+            }
+            let scale = if self.prescale_q {
+                q = b.scale(q, kq_scale)?;
+                1.0
+            } else {
+                kq_scale
+            };
+            let att = b.attention(il, q, k, v, scale, false)?;
+            let att = b.layer_linear(il, "attn_output", att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let (cur, _) = b.last_layer_rows(il, cur, cur)?;
+            let parallel = self.residual == Residual::ParallelIfFile && hp.parallel_residual;
+            x = if self.residual == Residual::SharedNorm {
+                let ffn = self.ffn(b, il, cur)?;
+                let ffn = b.name(ffn, "ffn_out", l);
+                let sum = b.add(att, ffn)?;
+                b.add(sum, residual)?
+            } else if parallel {
+                let ffn_in = norm(b, &format!("blk.{il}.ffn_norm"), residual, "ffn_norm", l)?;
+                let ffn = self.ffn(b, il, ffn_in)?;
+                let ffn = b.name(ffn, "ffn_out", l);
+                let sum = b.add(ffn, residual)?;
+                b.add(sum, att)?
+            } else {
+                let h = b.add(att, residual)?;
+                let h = b.name(h, "ffn_inp", l);
+                let ffn_in = match b.layer_weight_opt(il, "ffn_norm.weight") {
+                    Some(_) => norm(b, &format!("blk.{il}.ffn_norm"), h, "ffn_norm", l)?,
+                    None => cur,
+                };
+                let ffn = self.ffn(b, il, ffn_in)?;
+                let ffn = b.name(ffn, "ffn_out", l);
+                b.add(ffn, h)?
+            };
+            x = b.name(x, "l_out", l);
+        }
+        let x = norm(b, "output_norm", x, "result_norm", None)?;
+        b.output_head_unnormed(x).map(Some)
+    }
+}
