@@ -823,14 +823,16 @@ def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None):
 
 
 def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False, biases=True, alibi=None,
-              act_scales=False, rope_dims=None, ffn_norm=True, head_norms=False, parallel=None, output_bias=False):
+              act_scales=False, rope_dims=None, ffn_norm=True, head_norms=False, parallel=None, output_bias=False,
+              attn_norm_2=False, qkv_bias=True):
     """A GPT-2-family architecture: layer norms with biases, fused (or separate) projections with
     biases, a GELU (or `swiglu`) FFN; positions "learned" (a table), "rope" (over `rope_dims` of
     each head) or "none"; `alibi`: the maximum bias the file gives; `biases`: attention output and
     FFN biases (Orion has none); `act_scales`: MPT's per-channel divisors of GELU's output, and its
     clamp; `ffn_norm`: the FFN's own norm (Phi-2 and this StableLM have none); `head_norms`:
     StableLM's per-head query and key norms; `parallel`: GPT-NeoX's parallel-residual flag;
-    `output_bias`: Phi-2's."""
+    `output_bias`: Phi-2's; `attn_norm_2`: Falcon 40B's second norm for attention; `qkv_bias`:
+    whether the projections have biases (Falcon's do not)."""
 
     def make(w, weights, n_vocab, dtype):
         decoder_keys(w, a, N_LAYER, 10000.0)
@@ -865,13 +867,18 @@ def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False
             if head_norms:
                 tensors[blk + "attn_q_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD)])
                 tensors[blk + "attn_k_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD_KV)])
+            if attn_norm_2:
+                tensors[blk + "attn_norm_2.weight"] = weights.norm(e)
+                tensors[blk + "attn_norm_2.bias"] = weights.bias(e)
             if fused:
                 tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, e)
-                tensors[blk + "attn_qkv.bias"] = weights.bias(q + 2 * kv)
+                if qkv_bias:
+                    tensors[blk + "attn_qkv.bias"] = weights.bias(q + 2 * kv)
             else:
                 for t, n in (("attn_q", q), ("attn_k", kv), ("attn_v", kv)):
                     tensors[blk + t + ".weight"] = weights.matrix(n, e)
-                    tensors[blk + t + ".bias"] = weights.bias(n)
+                    if qkv_bias:
+                        tensors[blk + t + ".bias"] = weights.bias(n)
             tensors[blk + "attn_output.weight"] = weights.matrix(e, q)
             ffn = ("ffn_up", "ffn_gate") if swiglu else ("ffn_up",)
             for t in ffn:
@@ -913,6 +920,32 @@ def qwen(w, weights, n_vocab, dtype):
         tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
         tensors[blk + "attn_qkv.bias"] = weights.bias(sum(p.shape[0] for p in parts))
     add_tensors(w, tensors, dtype)
+
+
+def cohere(a, n_layer, sliding):
+    """Command R (per-head query and key norms, which llama.cpp reads from 64 layers on) or, `sliding`, Cohere 2 (a 32-token window in
+    three layers of four, FFN scales): layer norms without biases, the head tied to the embeddings,
+    a logit scale."""
+
+    def make(w, weights, n_vocab, dtype):
+        decoder_keys(w, a, n_layer, 10000.0)
+        w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
+        w.add_float32(f"{a}.logit_scale", 0.125)
+        if sliding:
+            w.add_uint32(f"{a}.attention.sliding_window", 32)
+        tensors = decoder_tensors(weights, n_vocab, n_layer)
+        for il in range(n_layer):
+            blk = f"blk.{il}."
+            del tensors[blk + "ffn_norm.weight"]
+            if sliding:
+                for t in ("ffn_up", "ffn_gate", "ffn_down"):
+                    tensors[blk + t + ".scale"] = weights.norm(1)
+            elif n_layer >= 64:
+                tensors[blk + "attn_q_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD)])
+                tensors[blk + "attn_k_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD_KV)])
+        add_tensors(w, tensors, dtype)
+
+    return make
 
 
 def baichuan(w, weights, n_vocab, dtype):
@@ -978,6 +1011,10 @@ MODELS = {
     "phi2": ("phi2", gpt2_like("phi2", positions="rope", rope_dims=HEAD // 2, ffn_norm=False, output_bias=True),
              True),
     "gptneox": ("gptneox", gpt2_like("gptneox", positions="rope", rope_dims=HEAD // 2, parallel=True), True),
+    "falcon": ("falcon", gpt2_like("falcon", positions="rope", biases=False, ffn_norm=False, attn_norm_2=True,
+                                   qkv_bias=False), True),
+    "command-r": ("command-r", cohere("command-r", 64, False), True),
+    "cohere2": ("cohere2", cohere("cohere2", 4, True), True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "qwen": ("qwen", qwen, True),
     "baichuan": ("baichuan", baichuan, True),

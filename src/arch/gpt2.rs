@@ -2,7 +2,8 @@
 //! attention (fused or separate projections with biases) and an FFN of GELU (or, JAIS, SwiGLU)
 //! with biases. What differs is how positions enter: GPT-2 and StarCoder add a learned table,
 //! CodeShell, StarCoder 2 and Orion rotate, BLOOM, MPT and JAIS bias the scores by distance
-//! (ALiBi); Orion's attention output and SwiGLU FFN have no biases. BLOOM
+//! (ALiBi); Orion's attention output and SwiGLU FFN have no biases. Phi-2 and Falcon feed
+//! attention and FFN from one norm and add both to the stream, GPT-NeoX may (its file says). BLOOM
 //! normalises its token embeddings first; MPT's biases are optional and it may divide GELU's
 //! output by per-channel scales.
 //!
@@ -36,7 +37,8 @@ enum Residual {
     /// Both read the stream before the layer, each through its own norm, and both are added to it
     /// where the file says so (GPT-NeoX's `use_parallel_residual`), else sequential.
     ParallelIfFile,
-    /// Both read the attention's norm output (Phi-2).
+    /// Both read the attention's norm output (Phi-2, Falcon; Falcon 40B's attention may read a
+    /// norm of its own).
     SharedNorm,
 }
 
@@ -60,6 +62,10 @@ pub struct Gpt2Like {
     residual: Residual,
     /// Optional per-head query and key norms, and an optional FFN norm (StableLM).
     head_norms: bool,
+    /// The output head has a bias (Phi-2).
+    output_bias: bool,
+    /// Attention may read its own norm `attn_norm_2` of the layer's input (Falcon 40B).
+    attn_norm_2: bool,
     /// The token embeddings may be left out and the output head read instead (CodeShell), whose
     /// head is then required.
     embeddings_from_output: bool,
@@ -79,6 +85,8 @@ const GPT2_BASE: Gpt2Like = Gpt2Like {
     prescale_q: false,
     residual: Residual::Sequential,
     head_norms: false,
+    output_bias: false,
+    attn_norm_2: false,
     embeddings_from_output: false,
     sizes: &[(12, "0.1B"), (24, "0.4B"), (36, "0.8B"), (48, "1.5B")],
 };
@@ -161,7 +169,19 @@ pub const PHI2: Gpt2Like = Gpt2Like {
     positions: Positions::Rotary,
     prescale_q: true,
     residual: Residual::SharedNorm,
+    output_bias: true,
     sizes: &[(24, "1B"), (32, "3B")],
+    ..GPT2_BASE
+};
+
+pub const FALCON: Gpt2Like = Gpt2Like {
+    name: "falcon",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    no_layer_biases: true,
+    residual: Residual::SharedNorm,
+    attn_norm_2: true,
+    sizes: &[(32, "7B"), (60, "40B")],
     ..GPT2_BASE
 };
 
@@ -241,8 +261,7 @@ impl ArchSpec for Gpt2Like {
             specs.push(TensorSpec::new("token_embd.weight", &[e, v], true));
             specs.push(TensorSpec::matmul("output.weight", &[e, v], false));
         }
-        // Phi-2's head has a bias.
-        if self.residual == Residual::SharedNorm {
+        if self.output_bias {
             specs.push(TensorSpec::new("output.bias", &[v], true));
         }
         if let Positions::Learned { optional } = self.positions {
@@ -264,8 +283,12 @@ impl ArchSpec for Gpt2Like {
                 TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true),
                 TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true),
             ]);
+            if self.attn_norm_2 {
+                specs.push(TensorSpec::new(b("attn_norm_2.weight"), &[e], false));
+                specs.push(TensorSpec::new(b("attn_norm_2.bias"), &[e], false));
+            }
             match (self.residual, self.head_norms) {
-                // Phi-2's FFN reads the attention's norm output.
+                // Phi-2's and Falcon's FFNs read the attention's norm output.
                 (Residual::SharedNorm, _) => {}
                 (_, true) => specs.extend([
                     TensorSpec::new(b("ffn_norm.weight"), &[e], false),
@@ -308,7 +331,7 @@ impl ArchSpec for Gpt2Like {
 }
 
 /// Layer norm of `x` by `{name}.weight` and, when present, `{name}.bias`, named `label`.
-fn norm(b: &mut Builder, name: &str, x: TensorRef, label: &str, il: Option<usize>) -> Result<TensorRef> {
+pub(super) fn norm(b: &mut Builder, name: &str, x: TensorRef, label: &str, il: Option<usize>) -> Result<TensorRef> {
     let w = b.weight(&format!("{name}.weight"))?;
     let bias = b.weight_opt(&format!("{name}.bias"));
     let n = b.g.norm(x, b.hp.norm_eps).map_err(ggml_err)?;
@@ -392,7 +415,11 @@ impl Decoder for Gpt2Like {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = norm(b, &format!("blk.{il}.attn_norm"), x, "attn_norm", l)?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
+            let att_in = match b.layer_weight_opt(il, "attn_norm_2.weight") {
+                Some(_) => norm(b, &format!("blk.{il}.attn_norm_2"), x, "attn_norm_2", l)?,
+                None => cur,
+            };
+            let (q, k, v) = b.qkv(il, att_in, true)?;
             let (mut q, mut k) = self.qk_norm(b, il, q, k)?;
             if self.positions == Positions::Rotary {
                 q = b.rope(q, il, None)?;

@@ -5,6 +5,7 @@
 
 pub(crate) mod baichuan;
 pub(crate) mod bert;
+pub(crate) mod cohere;
 pub(crate) mod falcon_h1;
 pub(crate) mod gemma;
 pub(crate) mod gemma2;
@@ -42,7 +43,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 51] = [
+static ARCHITECTURES: [&dyn Architecture; 54] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -87,6 +88,9 @@ static ARCHITECTURES: [&dyn Architecture; 51] = [
     &gpt2::STABLELM,
     &gpt2::PHI2,
     &gpt2::GPTNEOX,
+    &gpt2::FALCON,
+    &cohere::COMMAND_R,
+    &cohere::COHERE2,
     &gpt2::GPT2,
     &gpt2::STARCODER,
     &gpt2::CODESHELL,

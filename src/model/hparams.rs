@@ -87,7 +87,7 @@ pub struct HParams {
     /// ALiBi's maximum bias (0: no ALiBi): scores are biased by head slopes times distance.
     pub max_alibi_bias: f32,
     /// Multipliers of the token embeddings and of each block's attention and FFN outputs, and the
-    /// divisor of the logits (Granite); 0 means none.
+    /// logits' scale (Granite divides by it, Command R multiplies); 0 means none.
     pub embedding_scale: f32,
     pub residual_scale: f32,
     pub logit_scale: f32,

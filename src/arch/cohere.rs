@@ -1,0 +1,147 @@
+//! Command R and Cohere 2 (Command R7B): layer norms without biases, attention and a SwiGLU FFN
+//! both reading the layer's one norm output and both added to the stream, the output head tied to
+//! the token embeddings and the logits multiplied by `logit_scale`. Command R normalises each
+//! query and key head from 64 layers on (llama.cpp loads the norms only then); Cohere 2 slides three layers of four, rotates only
+//! those (with the context's frequencies, as llama.cpp's graph does) and scales its FFN by the
+//! weights' scales.
+
+use super::gpt2;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{rope_factors, Builder, Decoder, Ffn};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Cohere {
+    name: &'static str,
+    /// Sliding layers (which alone rotate) and FFN scales: Cohere 2.
+    sliding: bool,
+    sizes: &'static [(u32, &'static str)],
+}
+
+pub const COMMAND_R: Cohere = Cohere {
+    name: "command-r",
+    sliding: false,
+    sizes: &[(40, "35B")],
+};
+
+pub const COHERE2: Cohere = Cohere {
+    name: "cohere2",
+    sliding: true,
+    sizes: &[(32, "8B")],
+};
+
+/// Cohere 2's sliding layers: three of every four.
+const SWA_PERIOD: u32 = 4;
+
+/// From this many layers Command R normalises query and key heads.
+const HEAD_NORM_LAYERS: u32 = 64;
+
+impl ArchSpec for Cohere {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
+        let logit_scale = meta.f32_opt(&hp.key("logit_scale"))?;
+        if self.sliding {
+            hp.logit_scale =
+                logit_scale.ok_or_else(|| Error::model(format!("missing key '{}'", hp.key("logit_scale"))))?;
+            let window = meta.u32(&hp.key("attention.sliding_window"))?;
+            let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+            super::load_sliding_window(meta, hp, window, SWA_PERIOD, base, scale)?;
+        } else {
+            hp.logit_scale = logit_scale.unwrap_or(0.0);
+        }
+        hp.size_label = self
+            .sizes
+            .iter()
+            .find(|(n, _)| *n == hp.n_layer)
+            .map_or("?B", |(_, s)| s);
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let e = hp.n_embd;
+        let mut specs = vec![
+            TensorSpec::new("token_embd.weight", &[e, hp.n_vocab], true),
+            TensorSpec::new("output_norm.weight", &[e], true),
+        ];
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let ff = hp.n_ff[il];
+            super::attention_tensors(hp, il, &mut specs);
+            specs.extend([
+                TensorSpec::new(b("attn_norm.weight"), &[e], true),
+                TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true),
+                TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true),
+                TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true),
+            ]);
+            if !self.sliding && hp.n_layer >= HEAD_NORM_LAYERS {
+                let (hk, nh, nkv) = (hp.n_embd_head_k, hp.n_head[il], hp.n_head_kv[il]);
+                specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hk, nh], true));
+                specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hk, nkv], true));
+            }
+        }
+        if self.sliding {
+            super::rope_factor_tensors(hp, &mut specs);
+        }
+        specs
+    }
+}
+
+impl Decoder for Cohere {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+        let factors = rope_factors(b.model, &b.params);
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = gpt2::norm(b, &format!("blk.{il}.attn_norm"), x, "attn_norm", l)?;
+            let (mut q, mut k, v) = b.qkv(il, cur, true)?;
+            let sliding = hp.swa_layers[il];
+            if self.sliding {
+                if sliding {
+                    let p = b.params.rope;
+                    q = b.rope_ext(q, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
+                    k = b.rope_ext(k, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
+                }
+            } else {
+                for (t, which) in [(&mut q, "q"), (&mut k, "k")] {
+                    if b.layer_weight_opt(il, &format!("attn_{which}_norm.weight")).is_some() {
+                        let name = format!("blk.{il}.attn_{which}_norm");
+                        *t = gpt2::norm(b, &name, *t, &format!("{}cur_normed", which.to_uppercase()), l)?;
+                    }
+                }
+                q = b.rope(q, il, None)?;
+                k = b.rope(k, il, None)?;
+            }
+            let att = b.attention(il, q, k, v, kq_scale, sliding)?;
+            let att = b.layer_linear(il, "attn_output", att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let (cur, _) = b.last_layer_rows(il, cur, cur)?;
+            let ffn = Ffn {
+                scaled: self.sliding,
+                ..Ffn::default()
+            };
+            let ffn = b.gated_ffn(il, cur, ffn)?;
+            let ffn = b.name(ffn, "ffn_out", l);
+            let sum = b.add(ffn, residual)?;
+            x = b.add(sum, att)?;
+            x = b.name(x, "l_out", l);
+        }
+        let x = gpt2::norm(b, "output_norm", x, "result_norm", None)?;
+        let mut logits = b.output_head_unnormed(x)?;
+        if hp.logit_scale != 0.0 {
+            logits = b.scale(logits, hp.logit_scale)?;
+        }
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
