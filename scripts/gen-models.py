@@ -791,11 +791,11 @@ def qwen3next(w, weights, n_vocab, dtype):
     qwen35(w, weights, n_vocab, dtype, a="qwen3next")
 
 
-def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None):
+def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None, qk_norm=False):
     """A Llama-like architecture: the Llama layout under another name (with FFN scales, which
     most of these leave out; `gate`: a gated FFN; `wo_bias`: an attention output bias, loaded but
     unused by ERNIE 4.5; `experts`: four Mixtral-style experts, two per token, and an attention
-    scale, which Mistral 3 does not read)."""
+    scale, which Mistral 3 does not read; `qk_norm`: per-head query and key norms)."""
 
     def make(w, weights, n_vocab, dtype):
         decoder_keys(w, a, N_LAYER, 10000.0)
@@ -805,7 +805,7 @@ def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None):
             tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
             add_tensors(w, tensors, dtype)
             return
-        tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=qk_norm)
         tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
         for il in range(N_LAYER):
             blk = f"blk.{il}."
@@ -948,6 +948,28 @@ def cohere(a, n_layer, sliding):
     return make
 
 
+def diffusion(a):
+    """The diffusion models, which attend both ways without a cache: Dream (Qwen2's layout, a head
+    bias it leaves out) or LLaDA (Llama's, with attention output and FFN biases and rotary factors
+    it leaves out)."""
+
+    def make(w, weights, n_vocab, dtype):
+        decoder_keys(w, a, N_LAYER, 10000.0)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+        if a == "dream":
+            tensors["output.bias"] = weights.bias(n_vocab)
+        else:
+            tensors["rope_freqs.weight"] = weights.norm(HEAD // 2)
+            for il in range(N_LAYER):
+                blk = f"blk.{il}."
+                tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+                tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
+        add_tensors(w, tensors, dtype)
+
+    return make
+
+
 def baichuan(w, weights, n_vocab, dtype):
     # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
     decoder_keys(w, "baichuan", 32, 10000.0)
@@ -1016,6 +1038,10 @@ MODELS = {
     "command-r": ("command-r", cohere("command-r", 64, False), True),
     "cohere2": ("cohere2", cohere("cohere2", 4, True), True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
+    "dream": ("dream", diffusion("dream"), True),
+    "llada": ("llada", diffusion("llada"), True),
+    "nanbeige": ("nanbeige", llama_like("nanbeige"), True),
+    "maincoder": ("maincoder", llama_like("maincoder", qk_norm=True), True),
     "qwen": ("qwen", qwen, True),
     "baichuan": ("baichuan", baichuan, True),
 }

@@ -97,8 +97,10 @@ pub(super) fn tensors_with(hp: &HParams, experts: bool) -> Vec<TensorSpec> {
 /// What the architectures built on the Llama decoder change in it.
 #[derive(Default, Clone, Copy)]
 pub(super) struct Variant {
-    /// Normalise each query and key head (`attn_q_norm`, `attn_k_norm`) before rotation.
+    /// Normalise each query and key head (`attn_q_norm`, `attn_k_norm`) before rotation, or
+    /// (`qk_norm_after_rope`, Maincoder's) after it.
     pub qk_norm: bool,
+    pub qk_norm_after_rope: bool,
     /// Every this-many layers (the last of each group) rotates nothing; 0: every layer rotates.
     pub no_rope_every: usize,
     /// Multiply the dense FFN's projections by their weights' scales (llama.cpp's Llama and Qwen3
@@ -119,6 +121,12 @@ pub(super) struct Variant {
     pub ffn_norm: Option<&'static str>,
     /// The dense FFN's biases are loaded but left out (Refact's graph).
     pub no_ffn_bias: bool,
+    /// Attention within the ubatch, without a cache (the diffusion models, which have no memory).
+    pub no_cache: bool,
+    /// The output head's bias is loaded but left out (Dream's graph).
+    pub no_output_bias: bool,
+    /// Rotary frequency factors are loaded but left out (LLaDA's graph).
+    pub no_rope_factors: bool,
     /// The graph rotates nothing though the model has rotary positions (which a K-shift still
     /// turns): Baichuan's sizes other than 7B, as llama.cpp builds them.
     pub no_rope: bool,
@@ -137,7 +145,7 @@ const MOE: Moe = Moe {
 pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<TensorRef>> {
     let hp = b.hp;
     let kq_scale = hp.kq_scale();
-    let rope_factors = rope_factors(b.model, &b.params);
+    let rope_factors = rope_factors(b.model, &b.params).filter(|_| !variant.no_rope_factors);
     let mut x = b.embed_tokens()?;
     if hp.embedding_scale != 0.0 {
         x = b.scale(x, hp.embedding_scale)?;
@@ -202,7 +210,11 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         x = b.add(ffn, h)?;
         x = b.name(x, "l_out", l);
     }
-    let mut logits = b.output_head(x)?;
+    let mut logits = if variant.no_output_bias {
+        b.output_head_without_bias(x)?
+    } else {
+        b.output_head(x)?
+    };
     if hp.logit_scale != 0.0 {
         logits = b.scale(logits, 1.0 / hp.logit_scale)?;
     }
@@ -235,15 +247,14 @@ fn attention_block(
     } else {
         b.qkv(il, cur, true)?
     };
-    let (q, k) = if variant.qk_norm {
+    let head_norms = |b: &mut Builder, q: TensorRef, k: TensorRef| -> Result<(TensorRef, TensorRef)> {
         let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
         let q = b.rms_norm(q, q_norm)?;
         let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
         let k = b.rms_norm(k, k_norm)?;
-        (b.name(q, "Qcur_normed", l), b.name(k, "Kcur_normed", l))
-    } else {
-        (q, k)
+        Ok((b.name(q, "Qcur_normed", l), b.name(k, "Kcur_normed", l)))
     };
+    let (q, k) = if variant.qk_norm { head_norms(b, q, k)? } else { (q, k) };
     let rotate =
         hp.rope && !variant.no_rope && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
     let (q, k) = if rotate {
@@ -251,8 +262,17 @@ fn attention_block(
     } else {
         (q, k)
     };
+    let (q, k) = if variant.qk_norm_after_rope {
+        head_norms(b, q, k)?
+    } else {
+        (q, k)
+    };
     let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-    let att = b.attention(il, q, k, v, kq_scale, false)?;
+    let att = if variant.no_cache {
+        b.attention_no_cache(q, k, v, kq_scale)?
+    } else {
+        b.attention(il, q, k, v, kq_scale, false)?
+    };
     let att = b.name(att, "kqv_out", l);
     let att = if variant.no_wo_bias {
         let wo = b.layer_weight(il, "attn_output.weight")?;

@@ -6,7 +6,10 @@
 //! projections and mixes its experts' outputs unnormalised; Seed-OSS names its FFN norm
 //! `post_attention_norm`; Refact does not rotate but biases scores by distance (ALiBi), and
 //! leaves out the biases of its attention output and FFN; InternLM 2 is Llama without FFN scales;
-//! Qwen (the first) rotates as NeoX and its FFN is half as wide as its file says.
+//! Qwen (the first) rotates as NeoX and its FFN is half as wide as its file says; Nanbeige is Llama
+//! itself (its layers in loops refused); Maincoder normalises query and key heads after rotating.
+//! The diffusion models Dream (Qwen2's layout) and LLaDA (Llama's, its attention output and FFN
+//! biases and rotary factors left out) attend both ways within a batch and keep no memory, as encoders do.
 
 use super::llama;
 use crate::error::{Error, Result};
@@ -14,7 +17,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct LlamaLike {
     name: &'static str,
@@ -32,6 +35,7 @@ pub struct LlamaLike {
 
 const NO_FFN_SCALES: llama::Variant = llama::Variant {
     qk_norm: false,
+    qk_norm_after_rope: false,
     no_rope_every: 0,
     ffn_scales: false,
     mamba1: false,
@@ -41,6 +45,9 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     qk_norm_whole: false,
     ffn_norm: None,
     no_ffn_bias: false,
+    no_cache: false,
+    no_output_bias: false,
+    no_rope_factors: false,
     no_rope: false,
 };
 
@@ -151,6 +158,62 @@ pub const REFACT: LlamaLike = LlamaLike {
     sizes: &[(32, "1B")],
 };
 
+pub const NANBEIGE: LlamaLike = LlamaLike {
+    name: "nanbeige",
+    rope_type: 0,
+    variant: llama::Variant {
+        ffn_scales: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    sizes: &[],
+};
+
+pub const MAINCODER: LlamaLike = LlamaLike {
+    name: "maincoder",
+    rope_type: 0,
+    variant: llama::Variant {
+        qk_norm_after_rope: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    sizes: &[(32, "1B")],
+};
+
+pub const DREAM: LlamaLike = LlamaLike {
+    name: "dream",
+    rope_type: 2,
+    variant: llama::Variant {
+        no_cache: true,
+        no_output_bias: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    sizes: &[(28, "7B")],
+};
+
+pub const LLADA: LlamaLike = LlamaLike {
+    name: "llada",
+    rope_type: 0,
+    variant: llama::Variant {
+        no_cache: true,
+        no_wo_bias: true,
+        no_ffn_bias: true,
+        no_rope_factors: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    sizes: &[(32, "8B")],
+};
+
 pub const INTERNLM2: LlamaLike = LlamaLike {
     name: "internlm2",
     rope_type: 0,
@@ -183,6 +246,14 @@ impl ArchSpec for LlamaLike {
         self.rope_type
     }
 
+    fn memory(&self) -> Memory {
+        if self.variant.no_cache {
+            Memory::None
+        } else {
+            Memory::KvCache
+        }
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
@@ -191,10 +262,15 @@ impl ArchSpec for LlamaLike {
                 "attention temperature scaling (attention.temperature_scale)",
             ));
         }
+        if meta.u32_opt(&hp.key("num_loops"))?.unwrap_or(1) > 1 {
+            return Err(Error::NotImplemented("layers run in loops (num_loops above 1)"));
+        }
         if self.experts {
             hp.n_ff_exp = hp.n_ff[0];
         }
         hp.rope = self.rope_type >= 0;
+        // The diffusion models attend both ways.
+        hp.causal &= !self.variant.no_cache;
         if self.half_ffn {
             hp.n_ff.iter_mut().for_each(|n| *n /= 2);
         }
@@ -210,6 +286,9 @@ impl ArchSpec for LlamaLike {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         // Dense architectures: a file's expert counts do not make them mixtures.
         let mut specs = llama::tensors_with(hp, self.experts);
+        if self.variant.no_output_bias {
+            specs.push(TensorSpec::new("output.bias", &[hp.n_vocab], false));
+        }
         if self.variant.relu_sqr {
             specs.retain(|s| !s.name.ends_with("ffn_gate.weight"));
         }
@@ -217,6 +296,11 @@ impl ArchSpec for LlamaLike {
             for s in specs.iter_mut().filter(|s| s.name.ends_with("ffn_norm.weight")) {
                 s.name = s.name.replace("ffn_norm.weight", name);
             }
+        }
+        for il in (0..hp.n_layer as usize).filter(|_| self.variant.qk_norm_after_rope) {
+            let hk = hp.n_embd_head_k;
+            specs.push(TensorSpec::new(format!("blk.{il}.attn_q_norm.weight"), &[hk], true));
+            specs.push(TensorSpec::new(format!("blk.{il}.attn_k_norm.weight"), &[hk], true));
         }
         for il in (0..hp.n_layer as usize).filter(|_| self.variant.qk_norm_whole) {
             let q = hp.n_embd_head_k * hp.n_head[il];

@@ -43,7 +43,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 54] = [
+static ARCHITECTURES: [&dyn Architecture; 58] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -83,6 +83,10 @@ static ARCHITECTURES: [&dyn Architecture; 54] = [
     &llama_like::REFACT,
     &llama_like::INTERNLM2,
     &llama_like::QWEN,
+    &llama_like::NANBEIGE,
+    &llama_like::MAINCODER,
+    &llama_like::DREAM,
+    &llama_like::LLADA,
     &baichuan::Baichuan,
     &gpt2::ORION,
     &gpt2::STABLELM,

@@ -528,8 +528,9 @@ impl Context<'_> {
             let mask = if self.has_memory() {
                 self.kv.mask(places, shape.n_kv, causal, None, alibi)
             } else {
-                // An encoder's tokens attend within the ubatch, each to its own (first) sequence.
-                encoder_mask(places, causal)
+                // An encoder's tokens attend within the ubatch, each to its own (first) sequence,
+                // both ways whatever the context's causal setting (llama.cpp's encode).
+                encoder_mask(places)
             };
             set(m, &mask_bytes(&mask, fa))?;
         }
@@ -624,13 +625,13 @@ fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
 }
 
 /// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of
-/// its first sequence (only those at or before it when `causal`), as llama.cpp's cacheless mask.
-fn encoder_mask(places: &[TokenPlace], causal: bool) -> Vec<f32> {
+/// its first sequence, as llama.cpp's cacheless mask.
+fn encoder_mask(places: &[TokenPlace]) -> Vec<f32> {
     let n = places.len();
     let mut mask = vec![f32::NEG_INFINITY; n * n];
     for (i1, p1) in places.iter().enumerate() {
         for (i0, p0) in places.iter().enumerate() {
-            if p0.primary_seq == p1.primary_seq && !(causal && p0.pos > p1.pos) {
+            if p0.primary_seq == p1.primary_seq {
                 mask[i1 * n + i0] = 0.0;
             }
         }
@@ -675,14 +676,11 @@ mod tests {
         }
     }
 
-    /// An encoder's tokens see their whole sequence (and only it); causally, only what precedes.
+    /// An encoder's tokens see their whole sequence (and only it).
     #[test]
     fn encoder_masks_keep_tokens_to_their_sequence() {
         let places = [place(0, 0), place(1, 0), place(0, 1)];
-        let open = encoder_mask(&places, false);
         let ninf = f32::NEG_INFINITY;
-        assert_eq!(open, [0.0, 0.0, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]);
-        let causal = encoder_mask(&places, true);
-        assert_eq!(causal, [0.0, ninf, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]);
+        assert_eq!(encoder_mask(&places), [0.0, 0.0, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]);
     }
 }

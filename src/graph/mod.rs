@@ -1046,13 +1046,24 @@ impl<'a> Builder<'a> {
 
     /// The output projection of hidden states `x` the architecture normalised itself.
     pub fn output_head_unnormed(&mut self, x: TensorRef) -> Result<TensorRef> {
+        let bias = self.weight_opt("output.bias");
+        self.output_projection(x, bias)
+    }
+
+    /// The output head of an architecture that loads the head's bias but leaves it out (Dream).
+    pub fn output_head_without_bias(&mut self, x: TensorRef) -> Result<TensorRef> {
+        let norm_w = self.weight("output_norm.weight")?;
+        let x = self.rms_norm(x, norm_w)?;
+        self.output_projection(x, None)
+    }
+
+    fn output_projection(&mut self, x: TensorRef, bias: Option<TensorRef>) -> Result<TensorRef> {
         let x = self.name(x, "result_norm", None);
         self.hidden = Some(x);
         let head = match self.weight_opt("output.weight") {
             Some(w) => w,
             None => self.weight("token_embd.weight")?,
         };
-        let bias = self.weight_opt("output.bias");
         self.linear(head, bias, x)
     }
 
