@@ -197,6 +197,16 @@ def qwen2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def qwen2vl(w, weights, n_vocab, dtype):
+    # Qwen2-VL's language model: Qwen2 with M-RoPE sections; its norm epsilon and head bias are
+    # in the file but llama.cpp reads neither.
+    decoder_keys(w, "qwen2vl", N_LAYER, 1000000.0)
+    w.add_array("qwen2vl.rope.dimension_sections", [4, 2, 2, 0])
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    tensors["output.bias"] = weights.bias(n_vocab)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen2moe(w, weights, n_vocab, dtype):
     # Qwen2-MoE: Qwen2's attention biases, four experts (two per token, weights not normalised)
     # and a shared expert behind its own gate.
@@ -970,6 +980,23 @@ def diffusion(a):
     return make
 
 
+def exaone4(w, weights, n_vocab, dtype):
+    # EXAONE 4 with the 32B's 64 layers, the only size llama.cpp slides (here over 32 tokens, in
+    # three layers of four, which alone rotate): no pre-norms, per-head query and key norms, norms
+    # after attention and FFN, rotary factors.
+    a, n_layer = "exaone4", 64
+    decoder_keys(w, a, n_layer, 10000.0)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True)
+    tensors["rope_freqs.weight"] = weights.norm(HEAD // 2)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        del tensors[blk + "attn_norm.weight"]
+        tensors[blk + "post_attention_norm.weight"] = tensors.pop(blk + "ffn_norm.weight")
+        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def baichuan(w, weights, n_vocab, dtype):
     # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
     decoder_keys(w, "baichuan", 32, 10000.0)
@@ -1037,6 +1064,8 @@ MODELS = {
                                    qkv_bias=False), True),
     "command-r": ("command-r", cohere("command-r", 64, False), True),
     "cohere2": ("cohere2", cohere("cohere2", 4, True), True),
+    "qwen2vl": ("qwen2vl", qwen2vl, True),
+    "exaone4": ("exaone4", exaone4, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),
@@ -1075,6 +1104,8 @@ TYPES = {
 }
 # Models with rows too long for F32/F16 copies to be worth their size: only the types listed.
 ONLY_QUANTIZED = {"llama-wide"}
+# Models with many layers (the sizes llama.cpp treats apart), slow to compare: F16 alone.
+ONLY_F16 = {"command-r", "exaone4"}
 # Quantized variants: experts and a fused projection in Q4_0 (which ggml's CPU backend repacks on
 # AVX2), the other block types once each.
 QUANTIZED = {
@@ -1122,6 +1153,6 @@ if __name__ == "__main__":
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     for name in sys.argv[3:] or MODELS:
-        floats = [] if name in ONLY_QUANTIZED else ["f32", "f16"]
+        floats = [] if name in ONLY_QUANTIZED else ["f16"] if name in ONLY_F16 else ["f32", "f16"]
         for t in [*floats, *QUANTIZED.get(name, [])]:
             print(generate(sys.argv[1], out, name, t))

@@ -6,6 +6,7 @@
 pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod cohere;
+pub(crate) mod exaone4;
 pub(crate) mod falcon_h1;
 pub(crate) mod gemma;
 pub(crate) mod gemma2;
@@ -43,10 +44,11 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 58] = [
+static ARCHITECTURES: [&dyn Architecture; 60] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
+    &qwen2::Qwen2Vl,
     &qwen3::Qwen3,
     &qwen3moe::Qwen3Moe,
     &smollm3::SmolLm3,
@@ -95,6 +97,7 @@ static ARCHITECTURES: [&dyn Architecture; 58] = [
     &gpt2::FALCON,
     &cohere::COMMAND_R,
     &cohere::COHERE2,
+    &exaone4::Exaone4,
     &gpt2::GPT2,
     &gpt2::STARCODER,
     &gpt2::CODESHELL,
@@ -203,6 +206,15 @@ pub(crate) fn ffn_tensors(hp: &HParams, il: usize, experts: bool, specs: &mut Ve
         specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ffe, ne], true));
         specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ffe, e, ne], true));
     }
+}
+
+/// M-RoPE's four sections (`rope.dimension_sections`, required).
+pub(crate) fn load_rope_sections(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    let sections = meta
+        .i32_array(&hp.key("rope.dimension_sections"), 4)?
+        .ok_or_else(|| Error::model(format!("{}: rope.dimension_sections is missing", hp.arch_name)))?;
+    hp.rope_sections.copy_from_slice(&sections);
+    Ok(())
 }
 
 /// The rotary frequency factors llama.cpp reads for the Llama family: LongRoPE's long and short

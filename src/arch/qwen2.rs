@@ -1,4 +1,5 @@
-//! Qwen2: the Llama decoder with attention biases, an output bias and NeoX rotation.
+//! Qwen2: the Llama decoder with attention biases, an output bias and NeoX rotation; Qwen2-VL's
+//! language model (M-RoPE) and Qwen2-MoE.
 
 use super::llama;
 use crate::error::Result;
@@ -49,6 +50,41 @@ impl ArchSpec for Qwen2 {
 impl Decoder for Qwen2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         llama::decoder(b, llama::Variant::default())
+    }
+}
+
+/// Qwen2-VL's language model: Qwen2 with M-RoPE (four positions per token in sections of the
+/// head), its head bias and rotary factors loaded but left out.
+pub struct Qwen2Vl;
+
+impl ArchSpec for Qwen2Vl {
+    fn name(&self) -> &'static str {
+        "qwen2vl"
+    }
+
+    fn rope_type(&self) -> i32 {
+        crate::ggml::ROPE_MROPE
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        // llama.cpp never reads this architecture's norm epsilon: its norms add 0.
+        hp.rms_eps = 0.0;
+        super::load_rope_sections(meta, hp)
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        Qwen2.tensors(hp)
+    }
+}
+
+impl Decoder for Qwen2Vl {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = llama::Variant {
+            no_output_bias: true,
+            no_rope_factors: true,
+            ..Default::default()
+        };
+        llama::decoder(b, variant)
     }
 }
 

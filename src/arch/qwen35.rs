@@ -122,10 +122,7 @@ fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
 fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
     hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
     if hp.n_pos_per_embd() > 1 {
-        let sections = meta
-            .i32_array(&hp.key("rope.dimension_sections"), 4)?
-            .ok_or_else(|| Error::model(format!("{}: rope.dimension_sections is missing", hp.arch_name)))?;
-        hp.rope_sections.copy_from_slice(&sections);
+        super::load_rope_sections(meta, hp)?;
     }
     mamba::load_ssm(meta, hp, true)?;
     let n = hp.n_layer as usize;

@@ -324,7 +324,8 @@ impl HParams {
         arch.load_hparams(meta, &mut hp)?;
         // Each architecture reads the epsilon of the norms it uses.
         let eps = if hp.norm_eps != 0.0 { hp.norm_eps } else { hp.rms_eps };
-        if !(eps > 0.0 && eps < 1.0) {
+        // 0 is llama.cpp's own value where it never reads the key (Qwen2-VL).
+        if !(0.0..1.0).contains(&eps) {
             return Err(Error::model(format!("layer-norm epsilon {eps} is out of range")));
         }
         Ok(hp)
