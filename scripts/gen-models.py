@@ -997,6 +997,32 @@ def exaone4(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def glm4(w, weights, n_vocab, dtype):
+    # GLM-4: norms before and after attention and FFN, the gate and up projections fused, M-RoPE
+    # sections (all nonzero, so llama.cpp rotates by four positions).
+    a = "glm4"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_array(f"{a}.rope.dimension_sections", [4, 2, 2, 0])
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        gate = tensors.pop(blk + "ffn_gate.weight")
+        tensors[blk + "ffn_up.weight"] = np.concatenate([gate, tensors[blk + "ffn_up.weight"]])
+        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def minicpm(w, weights, n_vocab, dtype):
+    # MiniCPM: Granite's graph; the embedding and residual scales from the file, the logit scale
+    # llama.cpp's default (256 / n_embd).
+    a = "minicpm"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_float32(f"{a}.embedding_scale", 12.0)
+    w.add_float32(f"{a}.residual_scale", 0.9)
+    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER), dtype)
+
+
 def baichuan(w, weights, n_vocab, dtype):
     # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
     decoder_keys(w, "baichuan", 32, 10000.0)
@@ -1066,6 +1092,9 @@ MODELS = {
     "cohere2": ("cohere2", cohere("cohere2", 4, True), True),
     "qwen2vl": ("qwen2vl", qwen2vl, True),
     "exaone4": ("exaone4", exaone4, True),
+    "glm4": ("glm4", glm4, True),
+    "minicpm": ("minicpm", minicpm, True),
+    "nemotron": ("nemotron", gpt2_like("nemotron", positions="rope", rope_dims=HEAD // 2), True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

@@ -2,7 +2,8 @@
 //! attention (fused or separate projections with biases) and an FFN of GELU (or, JAIS, SwiGLU)
 //! with biases. What differs is how positions enter: GPT-2 and StarCoder add a learned table,
 //! CodeShell, StarCoder 2 and Orion rotate, BLOOM, MPT and JAIS bias the scores by distance
-//! (ALiBi); Orion's attention output and SwiGLU FFN have no biases. Phi-2 and Falcon feed
+//! (ALiBi); Orion's attention output and SwiGLU FFN have no biases; Nemotron's FFN is an ungated
+//! squared ReLU. Phi-2 and Falcon feed
 //! attention and FFN from one norm and add both to the stream, GPT-NeoX may (its file says). BLOOM
 //! normalises its token embeddings first; MPT's biases are optional and it may divide GELU's
 //! output by per-channel scales.
@@ -28,6 +29,28 @@ enum Positions {
     Alibi { fixed: Option<f32> },
 }
 
+/// Which biases an architecture's norms and projections (attention output, FFN) have.
+#[derive(Clone, Copy, PartialEq)]
+enum Biases {
+    Required,
+    /// Any may be absent (MPT).
+    Optional,
+    /// The norms' are required, the projections' optional (Nemotron).
+    OptionalProjections,
+    /// The projections have none (Orion, StableLM, Falcon).
+    NoProjections,
+}
+
+/// The FFN's activation.
+#[derive(Clone, Copy, PartialEq)]
+enum Act {
+    Gelu,
+    /// With a gate projection (JAIS, Orion, StableLM).
+    SwiGlu,
+    /// relu(x)², ungated (Nemotron).
+    ReluSqr,
+}
+
 /// How a layer's attention and FFN join the residual stream.
 #[derive(Clone, Copy, PartialEq)]
 enum Residual {
@@ -48,12 +71,13 @@ pub struct Gpt2Like {
     positions: Positions,
     /// A layer norm over the token embeddings (BLOOM).
     token_norm: bool,
-    /// Norm and projection biases may be absent (MPT).
-    optional_biases: bool,
-    /// SwiGLU with a gate projection (JAIS) rather than GELU.
-    swiglu: bool,
-    /// The attention output and the FFN have no biases (Orion).
-    no_layer_biases: bool,
+    /// Which biases the norms and projections have.
+    biases: Biases,
+    /// MPT's extras: clamped projections, optional norms of whole queries and keys, GELU's output
+    /// divided by per-channel scales.
+    mpt: bool,
+    /// The FFN's activation.
+    act: Act,
     /// Attention scores scaled by 1/head_dim (JAIS) rather than 1/sqrt(head_dim).
     scale_by_head_dim: bool,
     /// Queries are scaled before attention rather than the scores in it (Phi-2).
@@ -78,9 +102,9 @@ const GPT2_BASE: Gpt2Like = Gpt2Like {
     rope_type: -1,
     positions: Positions::Learned { optional: false },
     token_norm: false,
-    optional_biases: false,
-    swiglu: false,
-    no_layer_biases: false,
+    biases: Biases::Required,
+    mpt: false,
+    act: Act::Gelu,
     scale_by_head_dim: false,
     prescale_q: false,
     residual: Residual::Sequential,
@@ -128,7 +152,8 @@ pub const BLOOM: Gpt2Like = Gpt2Like {
 pub const MPT: Gpt2Like = Gpt2Like {
     name: "mpt",
     positions: Positions::Learned { optional: true },
-    optional_biases: true,
+    biases: Biases::Optional,
+    mpt: true,
     sizes: &[(32, "7B"), (48, "30B")],
     ..GPT2_BASE
 };
@@ -136,7 +161,7 @@ pub const MPT: Gpt2Like = Gpt2Like {
 pub const JAIS: Gpt2Like = Gpt2Like {
     name: "jais",
     positions: Positions::Alibi { fixed: None },
-    swiglu: true,
+    act: Act::SwiGlu,
     scale_by_head_dim: true,
     sizes: &[(24, "1.3B"), (40, "13B")],
     ..GPT2_BASE
@@ -146,8 +171,8 @@ pub const ORION: Gpt2Like = Gpt2Like {
     name: "orion",
     rope_type: 2,
     positions: Positions::Rotary,
-    swiglu: true,
-    no_layer_biases: true,
+    act: Act::SwiGlu,
+    biases: Biases::NoProjections,
     sizes: &[(40, "14B")],
     ..GPT2_BASE
 };
@@ -156,8 +181,8 @@ pub const STABLELM: Gpt2Like = Gpt2Like {
     name: "stablelm",
     rope_type: 2,
     positions: Positions::Rotary,
-    swiglu: true,
-    no_layer_biases: true,
+    act: Act::SwiGlu,
+    biases: Biases::NoProjections,
     head_norms: true,
     sizes: &[(24, "1B"), (32, "3B"), (40, "12B")],
     ..GPT2_BASE
@@ -174,11 +199,21 @@ pub const PHI2: Gpt2Like = Gpt2Like {
     ..GPT2_BASE
 };
 
+pub const NEMOTRON: Gpt2Like = Gpt2Like {
+    name: "nemotron",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    biases: Biases::OptionalProjections,
+    act: Act::ReluSqr,
+    sizes: &[(32, "4B")],
+    ..GPT2_BASE
+};
+
 pub const FALCON: Gpt2Like = Gpt2Like {
     name: "falcon",
     rope_type: 2,
     positions: Positions::Rotary,
-    no_layer_biases: true,
+    biases: Biases::NoProjections,
     residual: Residual::SharedNorm,
     attn_norm_2: true,
     sizes: &[(32, "7B"), (60, "40B")],
@@ -228,7 +263,7 @@ impl ArchSpec for Gpt2Like {
             Positions::Alibi { fixed: None } | Positions::Learned { optional: true } => file_alibi.unwrap_or(0.0),
             _ => 0.0,
         };
-        if self.optional_biases {
+        if self.mpt {
             hp.clamp_kqv = meta.f32_opt(&hp.key("attention.clamp_kqv"))?.unwrap_or(0.0);
         }
         if self.residual == Residual::ParallelIfFile {
@@ -248,7 +283,8 @@ impl ArchSpec for Gpt2Like {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, v) = (hp.n_embd, hp.n_vocab);
-        let bias = !self.optional_biases;
+        let bias = self.biases != Biases::Optional;
+        let projection_bias = matches!(self.biases, Biases::Required);
         let mut specs = vec![
             TensorSpec::new("output_norm.weight", &[e], true),
             TensorSpec::new("output_norm.bias", &[e], bias),
@@ -301,20 +337,20 @@ impl ArchSpec for Gpt2Like {
                     TensorSpec::new(b("ffn_norm.bias"), &[e], bias),
                 ]),
             }
-            if self.swiglu {
+            if self.act == Act::SwiGlu {
                 specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
             }
-            if !self.no_layer_biases {
+            if self.biases != Biases::NoProjections {
                 specs.extend([
-                    TensorSpec::new(b("attn_output.bias"), &[e], bias),
-                    TensorSpec::new(b("ffn_up.bias"), &[ff], bias),
-                    TensorSpec::new(b("ffn_down.bias"), &[e], bias),
+                    TensorSpec::new(b("attn_output.bias"), &[e], projection_bias),
+                    TensorSpec::new(b("ffn_up.bias"), &[ff], projection_bias),
+                    TensorSpec::new(b("ffn_down.bias"), &[e], projection_bias),
                 ]);
-                if self.swiglu {
-                    specs.push(TensorSpec::new(b("ffn_gate.bias"), &[ff], true));
+                if self.act == Act::SwiGlu {
+                    specs.push(TensorSpec::new(b("ffn_gate.bias"), &[ff], projection_bias));
                 }
             }
-            if self.optional_biases {
+            if self.mpt {
                 // MPT's optional norms over whole queries and keys (applied with the query norm)
                 // and the scales GELU's output is divided by.
                 specs.extend([
@@ -380,14 +416,15 @@ impl Gpt2Like {
     }
 
     fn ffn(&self, b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
-        if self.swiglu {
-            let ffn = Ffn {
-                biased: true,
-                ..Ffn::default()
-            };
-            return b.gated_ffn(il, x, ffn);
+        let biased = Ffn {
+            biased: true,
+            ..Ffn::default()
+        };
+        match self.act {
+            Act::Gelu => b.gelu_ffn(il, x),
+            Act::SwiGlu => b.gated_ffn(il, x, biased),
+            Act::ReluSqr => b.relu_sqr_ffn_named(il, x, "", biased),
         }
-        b.gelu_ffn(il, x)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Granite: the Llama decoder with a scaled embedding, scaled block outputs, its own attention
 //! scale and divided logits; `rope.scaling.finetuned = false` turns rotary positions off. Granite
 //! MoE (`granitemoe`, or `granite` with experts): experts as wide as the FFN, without the weights'
-//! scales, and optionally a shared expert beside them.
+//! scales, and optionally a shared expert beside them. MiniCPM: Granite's graph, always rotating,
+//! with llama.cpp's default scales where the file has none.
 
 use super::llama;
 use crate::error::Result;
@@ -15,6 +16,8 @@ pub struct Granite(&'static str);
 
 pub const GRANITE: Granite = Granite("granite");
 pub const GRANITE_MOE: Granite = Granite("granitemoe");
+/// MiniCPM: Granite's graph, with defaults for the scales older files leave out.
+pub const MINICPM: Granite = Granite("minicpm");
 
 impl ArchSpec for Granite {
     fn name(&self) -> &'static str {
@@ -27,10 +30,19 @@ impl ArchSpec for Granite {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;
-        hp.residual_scale = meta.f32_opt(&hp.key("residual_scale"))?.unwrap_or(0.0);
-        hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(0.0);
-        hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
+        if self.0 == "minicpm" {
+            // llama.cpp's defaults for MiniCPM files without the keys.
+            let logit = if hp.n_embd > 0 { 256.0 / hp.n_embd as f32 } else { 1.0 };
+            hp.logit_scale = meta.f32_opt(&hp.key("logit_scale"))?.unwrap_or(logit);
+            let residual = 1.4 / (hp.n_layer as f32).sqrt();
+            hp.residual_scale = meta.f32_opt(&hp.key("residual_scale"))?.unwrap_or(residual);
+            hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(12.0);
+        } else {
+            hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;
+            hp.residual_scale = meta.f32_opt(&hp.key("residual_scale"))?.unwrap_or(0.0);
+            hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(0.0);
+            hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
+        }
         // Granite Mamba-free dense models may turn rotation off; Granite MoE always rotates.
         if self.0 == "granite" {
             hp.rope = meta.bool_opt(&hp.key("rope.scaling.finetuned"))?.unwrap_or(true);
@@ -42,6 +54,9 @@ impl ArchSpec for Granite {
         }
         // Size labels as llama.cpp derives them, for llama_model_desc.
         hp.size_label = match (hp.n_layer, hp.n_embd) {
+            (52, _) if self.0 == "minicpm" => "1B",
+            (40, _) if self.0 == "minicpm" => "2B",
+            _ if self.0 == "minicpm" => "?B",
             (24, _) if self.0 == "granitemoe" => "1B.A400M",
             (32, _) if self.0 == "granitemoe" => "3B.A800M",
             _ if self.0 == "granitemoe" => "?B",

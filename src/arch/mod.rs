@@ -11,6 +11,7 @@ pub(crate) mod falcon_h1;
 pub(crate) mod gemma;
 pub(crate) mod gemma2;
 pub(crate) mod gemma3;
+pub(crate) mod glm4;
 pub(crate) mod gpt2;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
@@ -44,7 +45,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 60] = [
+static ARCHITECTURES: [&dyn Architecture; 63] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -54,6 +55,7 @@ static ARCHITECTURES: [&dyn Architecture; 60] = [
     &smollm3::SmolLm3,
     &granite::GRANITE,
     &granite::GRANITE_MOE,
+    &granite::MINICPM,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::Phi3,
@@ -95,9 +97,11 @@ static ARCHITECTURES: [&dyn Architecture; 60] = [
     &gpt2::PHI2,
     &gpt2::GPTNEOX,
     &gpt2::FALCON,
+    &gpt2::NEMOTRON,
     &cohere::COMMAND_R,
     &cohere::COHERE2,
     &exaone4::Exaone4,
+    &glm4::Glm4,
     &gpt2::GPT2,
     &gpt2::STARCODER,
     &gpt2::CODESHELL,

@@ -312,7 +312,11 @@ const NO_ROPE: RopeType = RopeType(llama_rope_type::LLAMA_ROPE_TYPE_NONE as c_in
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_rope_type(model: *const llama_model) -> RopeType {
     entry!(NO_ROPE, {
-        Ok(self::model(model)?.arch.map_or(NO_ROPE, |a| RopeType(a.rope_type())))
+        // The loaded hyper-parameters' type: some architectures' depends on the file (GLM-4's
+        // M-RoPE sections).
+        let m = self::model(model)?;
+        let arch_type = m.arch.map_or(NO_ROPE, |a| RopeType(a.rope_type()));
+        Ok(m.hparams.as_ref().map_or(arch_type, |h| RopeType(h.rope_type)))
     })
 }
 
