@@ -63,8 +63,9 @@ class Weights:
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
 
-def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None, ff=None):
-    """The hyper-parameters every Llama-like decoder here has (`kv_heads`, `ff`: per layer)."""
+def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None, ff=None, heads=None):
+    """The hyper-parameters every Llama-like decoder here has (`heads`, `kv_heads`, `ff`: per
+    layer)."""
     w.add_uint32(f"{a}.block_count", n_layer)
     w.add_uint32(f"{a}.context_length", N_CTX)
     w.add_uint32(f"{a}.embedding_length", d.embd)
@@ -72,7 +73,10 @@ def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None, ff=None):
         w.add_uint32(f"{a}.feed_forward_length", d.ff)
     else:
         w.add_array(f"{a}.feed_forward_length", ff)
-    w.add_uint32(f"{a}.attention.head_count", d.n_head)
+    if heads is None:
+        w.add_uint32(f"{a}.attention.head_count", d.n_head)
+    else:
+        w.add_array(f"{a}.attention.head_count", heads)
     if kv_heads is None:
         w.add_uint32(f"{a}.attention.head_count_kv", d.n_head_kv)
     else:
@@ -1023,6 +1027,39 @@ def minicpm(w, weights, n_vocab, dtype):
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER), dtype)
 
 
+def plamo(w, weights, n_vocab, dtype):
+    # PLaMo: attention and FFN from one RMS norm, added together to the stream.
+    decoder_keys(w, "plamo", N_LAYER, 10000.0)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        del tensors[f"blk.{il}.ffn_norm.weight"]
+    add_tensors(w, tensors, dtype)
+
+
+def openelm(w, weights, n_vocab, dtype):
+    # OpenELM: head counts and FFN widths per layer, a fused projection (its scale, which
+    # llama.cpp leaves out), per-head query and key norms, the head tied to the embeddings.
+    a = "openelm"
+    heads, kv_heads, ffs = [4, 2], [2, 1], [128, 192]
+    decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=kv_heads, ff=ffs, heads=heads)
+    tensors = {"token_embd.weight": weights.matrix(n_vocab, N_EMBD), "output_norm.weight": weights.norm(N_EMBD)}
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        n_qkv = (heads[il] + 2 * kv_heads[il]) * HEAD
+        tensors[blk + "attn_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "attn_qkv.weight"] = weights.matrix(n_qkv, N_EMBD)
+        tensors[blk + "attn_qkv.scale"] = weights.norm(1)
+        tensors[blk + "attn_q_norm.weight"] = weights.norm(HEAD)
+        tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, heads[il] * HEAD)
+        tensors[blk + "ffn_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "ffn_gate.weight"] = weights.matrix(ffs[il], N_EMBD)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(ffs[il], N_EMBD)
+        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, ffs[il])
+    add_tensors(w, tensors, dtype)
+
+
 def baichuan(w, weights, n_vocab, dtype):
     # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
     decoder_keys(w, "baichuan", 32, 10000.0)
@@ -1095,6 +1132,9 @@ MODELS = {
     "glm4": ("glm4", glm4, True),
     "minicpm": ("minicpm", minicpm, True),
     "nemotron": ("nemotron", gpt2_like("nemotron", positions="rope", rope_dims=HEAD // 2), True),
+    "jais2": ("jais2", gpt2_like("jais2", positions="rope"), True),
+    "plamo": ("plamo", plamo, True),
+    "openelm": ("openelm", openelm, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

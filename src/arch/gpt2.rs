@@ -3,7 +3,7 @@
 //! with biases. What differs is how positions enter: GPT-2 and StarCoder add a learned table,
 //! CodeShell, StarCoder 2 and Orion rotate, BLOOM, MPT and JAIS bias the scores by distance
 //! (ALiBi); Orion's attention output and SwiGLU FFN have no biases; Nemotron's FFN is an ungated
-//! squared ReLU. Phi-2 and Falcon feed
+//! squared ReLU, and so is JAIS 2's (which rotates). Phi-2 and Falcon feed
 //! attention and FFN from one norm and add both to the stream, GPT-NeoX may (its file says). BLOOM
 //! normalises its token embeddings first; MPT's biases are optional and it may divide GELU's
 //! output by per-channel scales.
@@ -206,6 +206,15 @@ pub const NEMOTRON: Gpt2Like = Gpt2Like {
     biases: Biases::OptionalProjections,
     act: Act::ReluSqr,
     sizes: &[(32, "4B")],
+    ..GPT2_BASE
+};
+
+pub const JAIS2: Gpt2Like = Gpt2Like {
+    name: "jais2",
+    rope_type: 2,
+    positions: Positions::Rotary,
+    act: Act::ReluSqr,
+    sizes: &[(32, "8B"), (68, "70B")],
     ..GPT2_BASE
 };
 

@@ -127,6 +127,8 @@ pub(super) struct Variant {
     pub no_output_bias: bool,
     /// Rotary frequency factors are loaded but left out (LLaDA's graph).
     pub no_rope_factors: bool,
+    /// A fused projection's scale is loaded but left out (OpenELM's graph).
+    pub no_qkv_scale: bool,
     /// The graph rotates nothing though the model has rotary positions (which a K-shift still
     /// turns): Baichuan's sizes other than 7B, as llama.cpp builds them.
     pub no_rope: bool,
@@ -245,7 +247,7 @@ fn attention_block(
             b.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?,
         )
     } else {
-        b.qkv(il, cur, true)?
+        b.qkv_scaled(il, cur, true, !variant.no_qkv_scale)?
     };
     let head_norms = |b: &mut Builder, q: TensorRef, k: TensorRef| -> Result<(TensorRef, TensorRef)> {
         let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;

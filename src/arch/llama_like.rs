@@ -8,6 +8,8 @@
 //! leaves out the biases of its attention output and FFN; InternLM 2 is Llama without FFN scales;
 //! Qwen (the first) rotates as NeoX and its FFN is half as wide as its file says; Nanbeige is Llama
 //! itself (its layers in loops refused); Maincoder normalises query and key heads after rotating.
+//! OpenELM (head counts and FFN widths per layer) normalises query and key heads and leaves its
+//! fused projection's scale out.
 //! The diffusion models Dream (Qwen2's layout) and LLaDA (Llama's, its attention output and FFN
 //! biases and rotary factors left out) attend both ways within a batch and keep no memory, as encoders do.
 
@@ -48,6 +50,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     no_cache: false,
     no_output_bias: false,
     no_rope_factors: false,
+    no_qkv_scale: false,
     no_rope: false,
 };
 
@@ -214,6 +217,20 @@ pub const LLADA: LlamaLike = LlamaLike {
     sizes: &[(32, "8B")],
 };
 
+pub const OPENELM: LlamaLike = LlamaLike {
+    name: "openelm",
+    rope_type: 2,
+    variant: llama::Variant {
+        qk_norm: true,
+        no_qkv_scale: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    sizes: &[(16, "270M"), (20, "450M"), (28, "1B"), (36, "3B")],
+};
+
 pub const INTERNLM2: LlamaLike = LlamaLike {
     name: "internlm2",
     rope_type: 0,
@@ -297,7 +314,8 @@ impl ArchSpec for LlamaLike {
                 s.name = s.name.replace("ffn_norm.weight", name);
             }
         }
-        for il in (0..hp.n_layer as usize).filter(|_| self.variant.qk_norm_after_rope) {
+        let head_norms = self.variant.qk_norm_after_rope || self.variant.qk_norm;
+        for il in (0..hp.n_layer as usize).filter(|_| head_norms) {
             let hk = hp.n_embd_head_k;
             specs.push(TensorSpec::new(format!("blk.{il}.attn_q_norm.weight"), &[hk], true));
             specs.push(TensorSpec::new(format!("blk.{il}.attn_k_norm.weight"), &[hk], true));

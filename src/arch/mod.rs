@@ -26,6 +26,7 @@ pub(crate) mod nomic_bert;
 pub(crate) mod olmo;
 pub(crate) mod olmo2;
 pub(crate) mod phi3;
+pub(crate) mod plamo;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
 pub(crate) mod qwen35;
@@ -45,7 +46,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 63] = [
+static ARCHITECTURES: [&dyn Architecture; 66] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -89,6 +90,7 @@ static ARCHITECTURES: [&dyn Architecture; 63] = [
     &llama_like::QWEN,
     &llama_like::NANBEIGE,
     &llama_like::MAINCODER,
+    &llama_like::OPENELM,
     &llama_like::DREAM,
     &llama_like::LLADA,
     &baichuan::Baichuan,
@@ -98,10 +100,12 @@ static ARCHITECTURES: [&dyn Architecture; 63] = [
     &gpt2::GPTNEOX,
     &gpt2::FALCON,
     &gpt2::NEMOTRON,
+    &gpt2::JAIS2,
     &cohere::COMMAND_R,
     &cohere::COHERE2,
     &exaone4::Exaone4,
     &glm4::Glm4,
+    &plamo::Plamo,
     &gpt2::GPT2,
     &gpt2::STARCODER,
     &gpt2::CODESHELL,

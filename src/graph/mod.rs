@@ -723,6 +723,17 @@ impl<'a> Builder<'a> {
     /// `attn_qkv` (each with its bias and scale): per head, [head, n_head, n_tokens] (views of a
     /// fused projection), or flat and contiguous, [head * n_head, n_tokens].
     pub fn qkv(&mut self, il: usize, x: TensorRef, per_head: bool) -> Result<(TensorRef, TensorRef, TensorRef)> {
+        self.qkv_scaled(il, x, per_head, true)
+    }
+
+    /// The same, leaving a fused projection's scale out unless `scaled` (OpenELM's graph does).
+    pub fn qkv_scaled(
+        &mut self,
+        il: usize,
+        x: TensorRef,
+        per_head: bool,
+        scaled: bool,
+    ) -> Result<(TensorRef, TensorRef, TensorRef)> {
         let hp = self.hp;
         let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
         let (nh, nkv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
@@ -750,7 +761,11 @@ impl<'a> Builder<'a> {
             ));
         };
         let bias = self.layer_weight_opt(il, "attn_qkv.bias");
-        let qkv = self.linear(w, bias, x)?;
+        let qkv = if scaled {
+            self.linear(w, bias, x)?
+        } else {
+            self.project(w, bias, x, Order::BiasThenScale { scaled: false })?
+        };
         let mut qkv = self.name(qkv, "wqkv", Some(il));
         if clamp {
             qkv = self.g.clamp(qkv, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)?;
