@@ -381,6 +381,23 @@ def phi3(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def phimoe(w, weights, n_vocab, dtype):
+    # PhiMoE: Phi-3's attention with biased RMS norms and attention output, four softmax-routed
+    # experts (two per token), a biased head.
+    a = "phimoe"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    experts_keys(w, a, 4, 2)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True, experts=(4, N_FF))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    tensors["output.bias"] = weights.bias(n_vocab)
+    tensors["output_norm.bias"] = weights.bias(N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name in ("attn_norm", "ffn_norm", "attn_output"):
+            tensors[blk + name + ".bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def gpt_oss(w, weights, n_vocab, dtype):
     # Four biased experts, two per token; sinks; a 32-token window on every other layer; YaRN
     # stretching a 512-token training context by 4.
@@ -1135,6 +1152,7 @@ MODELS = {
     "jais2": ("jais2", gpt2_like("jais2", positions="rope"), True),
     "plamo": ("plamo", plamo, True),
     "openelm": ("openelm", openelm, True),
+    "phimoe": ("phimoe", phimoe, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

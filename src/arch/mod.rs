@@ -46,7 +46,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 66] = [
+static ARCHITECTURES: [&dyn Architecture; 67] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -59,7 +59,8 @@ static ARCHITECTURES: [&dyn Architecture; 66] = [
     &granite::MINICPM,
     &olmo::Olmo,
     &olmo2::Olmo2,
-    &phi3::Phi3,
+    &phi3::PHI3,
+    &phi3::PHIMOE,
     &gpt_oss::GptOss,
     &bert::Bert,
     &nomic_bert::NomicBert,

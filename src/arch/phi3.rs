@@ -1,19 +1,43 @@
 //! Phi-3 (and Phi-4): a fused query-key-value projection (or separate ones), queries scaled before
 //! attention, the FFN's gate and up projections fused in one matrix, LongRoPE frequency factors.
+//! PhiMoE: the same graph with biased RMS norms, a biased attention output and head, and
+//! softmax-routed experts.
 
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder};
+use crate::graph::{ggml_err, rope_factors, Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
-pub struct Phi3;
+pub struct Phi3 {
+    name: &'static str,
+    experts: bool,
+}
+
+pub const PHI3: Phi3 = Phi3 {
+    name: "phi3",
+    experts: false,
+};
+
+pub const PHIMOE: Phi3 = Phi3 {
+    name: "phimoe",
+    experts: true,
+};
+
+/// PhiMoE's experts: softmax over all, the picked weights summing to one.
+const PHIMOE_EXPERTS: Moe = Moe {
+    gating: Gating::Softmax,
+    normalize: true,
+    act: ExpertAct::Silu,
+    scaled: false,
+    warmup_all: true,
+};
 
 impl ArchSpec for Phi3 {
     fn name(&self) -> &'static str {
-        "phi3"
+        self.name
     }
 
     fn rope_type(&self) -> i32 {
@@ -27,7 +51,12 @@ impl ArchSpec for Phi3 {
             // As llama.cpp 0.3.36 does: Phi's sliding window is switched off.
             crate::log_warn!("phi3: the model's sliding window is ignored, as llama.cpp ignores it");
         }
+        if self.experts {
+            hp.n_ff_exp = hp.n_ff[0];
+        }
         hp.size_label = match hp.n_layer {
+            32 if self.experts => "16x3.8B",
+            _ if self.experts => "?B",
             24 => "1B",
             32 => "3B",
             40 => "14B",
@@ -38,7 +67,7 @@ impl ArchSpec for Phi3 {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
-        common_tensors(hp, false, &mut specs);
+        common_tensors(hp, self.experts, &mut specs);
         specs.retain(|s| !s.name.ends_with(".ffn_gate.weight"));
         for s in specs.iter_mut().filter(|s| s.name.ends_with(".ffn_up.weight")) {
             // Gate and up, one after the other in each row.
@@ -47,7 +76,30 @@ impl ArchSpec for Phi3 {
         for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
             specs.push(TensorSpec::new(name, &[hp.n_rot / 2], false));
         }
+        if self.experts {
+            let (e, v) = (hp.n_embd, hp.n_vocab);
+            for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+                s.required = true;
+            }
+            specs.push(TensorSpec::new("output_norm.bias", &[e], true));
+            specs.push(TensorSpec::new("output.bias", &[v], true));
+            for il in 0..hp.n_layer as usize {
+                for name in ["attn_norm.bias", "ffn_norm.bias", "attn_output.bias"] {
+                    specs.push(TensorSpec::new(format!("blk.{il}.{name}"), &[e], true));
+                }
+            }
+        }
         specs
+    }
+}
+
+/// RMS norm of `x` by `{name}.weight`, plus `{name}.bias` where the model has it (PhiMoE).
+fn biased_rms_norm(b: &mut Builder, name: &str, x: TensorRef) -> Result<TensorRef> {
+    let w = b.weight(&format!("{name}.weight"))?;
+    let y = b.rms_norm(x, w)?;
+    match b.weight_opt(&format!("{name}.bias")) {
+        Some(bias) => b.g.add(y, bias).map_err(ggml_err),
+        None => Ok(y),
     }
 }
 
@@ -60,7 +112,8 @@ impl Decoder for Phi3 {
         let n_layer = hp.n_layer as usize;
         for il in 0..n_layer {
             let l = Some(il);
-            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let cur = biased_rms_norm(b, &format!("blk.{il}.attn_norm"), x)?;
+            let cur = b.name(cur, "attn_norm", l);
             let (q, k, v) = b.qkv(il, cur, true)?;
             let q = b.rope(q, il, factors)?;
             let k = b.rope(k, il, factors)?;
@@ -68,17 +121,22 @@ impl Decoder for Phi3 {
             let q = b.scale(q, q_scale)?;
             let att = b.attention(il, q, k, v, 1.0, false)?;
             let att = b.name(att, "kqv_out", l);
-            let wo = b.layer_weight(il, "attn_output.weight")?;
-            let att = b.linear(wo, None, att)?;
+            let att = b.layer_linear(il, "attn_output", att)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;
             let h = b.add(att, residual)?;
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = b.fused_gated_ffn(il, cur)?;
+            let cur = biased_rms_norm(b, &format!("blk.{il}.ffn_norm"), h)?;
+            let cur = b.name(cur, "ffn_norm", l);
+            let ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
+                b.moe_ffn(il, cur, PHIMOE_EXPERTS)?
+            } else {
+                b.fused_gated_ffn(il, cur)?
+            };
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(h, ffn)?;
             x = b.name(x, "l_out", l);
         }
-        let logits = b.output_head(x)?;
+        let x = biased_rms_norm(b, "output_norm", x)?;
+        let logits = b.output_head_unnormed(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
 }
