@@ -398,6 +398,34 @@ def phimoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def ernie4_5_moe(w, weights, n_vocab, dtype):
+    # ERNIE 4.5 with experts: a leading dense layer, then four experts (two per token) 96 wide with
+    # a selection bias and a 64-wide shared expert; the attention output bias is left out.
+    a, n_layer, x = "ernie4_5-moe", 3, 96
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", x)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 64)
+    w.add_uint32(f"{a}.interleave_moe_layer_step", 1)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    tensors = decoder_tensors(weights, n_vocab, n_layer, experts=(4, x))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    dense = decoder_tensors(weights, n_vocab, 1)
+    for t in ("ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"):
+        del tensors[f"blk.0.{t}.weight"]
+    for t in ("ffn_gate", "ffn_up", "ffn_down"):
+        tensors[f"blk.0.{t}.weight"] = dense[f"blk.0.{t}.weight"]
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(64, N_EMBD)
+            tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(64, N_EMBD)
+            tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, 64)
+    add_tensors(w, tensors, dtype)
+
+
 def gpt_oss(w, weights, n_vocab, dtype):
     # Four biased experts, two per token; sinks; a 32-token window on every other layer; YaRN
     # stretching a 512-token training context by 4.
@@ -1153,6 +1181,7 @@ MODELS = {
     "plamo": ("plamo", plamo, True),
     "openelm": ("openelm", openelm, True),
     "phimoe": ("phimoe", phimoe, True),
+    "ernie4_5-moe": ("ernie4_5-moe", ernie4_5_moe, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

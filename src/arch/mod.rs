@@ -6,6 +6,7 @@
 pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod cohere;
+pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
 pub(crate) mod falcon_h1;
 pub(crate) mod gemma;
@@ -46,7 +47,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 67] = [
+static ARCHITECTURES: [&dyn Architecture; 68] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -105,6 +106,7 @@ static ARCHITECTURES: [&dyn Architecture; 67] = [
     &cohere::COMMAND_R,
     &cohere::COHERE2,
     &exaone4::Exaone4,
+    &ernie4_5_moe::Ernie45Moe,
     &glm4::Glm4,
     &plamo::Plamo,
     &gpt2::GPT2,
