@@ -1105,6 +1105,23 @@ def openelm(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def hunyuan(a):
+    """Hunyuan's dense model (its base raised by an XDRoPE alpha) or Hunyuan-VL's language model
+    (M-RoPE sections): per-head query and key norms after rotation."""
+
+    def make(w, weights, n_vocab, dtype):
+        decoder_keys(w, a, N_LAYER, 10000.0)
+        if a == "hunyuan_vl":
+            w.add_array(f"{a}.rope.dimension_sections", [4, 2, 2, 0])
+        else:
+            w.add_float32(f"{a}.rope.scaling.alpha", 1000.0)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True)
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+        add_tensors(w, tensors, dtype)
+
+    return make
+
+
 def baichuan(w, weights, n_vocab, dtype):
     # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
     decoder_keys(w, "baichuan", 32, 10000.0)
@@ -1184,6 +1201,8 @@ MODELS = {
     "openelm": ("openelm", openelm, True),
     "phimoe": ("phimoe", phimoe, True),
     "ernie4_5-moe": ("ernie4_5-moe", ernie4_5_moe, True),
+    "hunyuan-dense": ("hunyuan-dense", hunyuan("hunyuan-dense"), True),
+    "hunyuan_vl": ("hunyuan_vl", hunyuan("hunyuan_vl"), True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

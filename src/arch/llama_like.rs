@@ -8,6 +8,8 @@
 //! leaves out the biases of its attention output and FFN; InternLM 2 is Llama without FFN scales;
 //! Qwen (the first) rotates as NeoX and its FFN is half as wide as its file says; Nanbeige is Llama
 //! itself (its layers in loops refused); Maincoder normalises query and key heads after rotating.
+//! Hunyuan's dense models (and Hunyuan-VL's language model, with M-RoPE when its file has the
+//! sections) normalise query and key heads after rotating, their base raised by an XDRoPE alpha.
 //! OpenELM (head counts and FFN widths per layer) normalises query and key heads and leaves its
 //! fused projection's scale out.
 //! The diffusion models Dream (Qwen2's layout) and LLaDA (Llama's, its attention output and FFN
@@ -33,6 +35,9 @@ pub struct LlamaLike {
     alibi: f32,
     /// The FFN is half as wide as `feed_forward_length` says (Qwen's).
     half_ffn: bool,
+    /// Hunyuan's rotation: the base raised by `rope.scaling.alpha` (XDRoPE); `Some(true)` also
+    /// M-RoPE when the file's sections ask for it (llama.cpp's `use_mrope`, Hunyuan-VL).
+    hunyuan_rope: Option<bool>,
 }
 
 const NO_FFN_SCALES: llama::Variant = llama::Variant {
@@ -61,6 +66,7 @@ pub const XVERSE: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(32, "7B"), (40, "13B"), (80, "65B")],
 };
 
@@ -71,6 +77,7 @@ pub const EXAONE: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(32, "8B")],
 };
 
@@ -84,6 +91,7 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(18, "0.3B")],
 };
 
@@ -97,6 +105,7 @@ pub const ARCEE: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(36, "4B")],
 };
 
@@ -118,6 +127,7 @@ pub const OLMOE: LlamaLike = LlamaLike {
     experts: true,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(16, "A1.7B")],
 };
 
@@ -131,6 +141,7 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(64, "36B")],
 };
 
@@ -144,6 +155,7 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
     experts: true,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(26, "3B"), (34, "8B"), (40, "14B")],
 };
 
@@ -158,6 +170,7 @@ pub const REFACT: LlamaLike = LlamaLike {
     experts: false,
     alibi: 8.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(32, "1B")],
 };
 
@@ -171,6 +184,7 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[],
 };
 
@@ -184,6 +198,7 @@ pub const MAINCODER: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(32, "1B")],
 };
 
@@ -198,6 +213,7 @@ pub const DREAM: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(28, "7B")],
 };
 
@@ -214,6 +230,7 @@ pub const LLADA: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(32, "8B")],
 };
 
@@ -228,7 +245,32 @@ pub const OPENELM: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(16, "270M"), (20, "450M"), (28, "1B"), (36, "3B")],
+};
+
+/// Hunyuan's dense models and Hunyuan-VL's language model: per-head query and key norms after
+/// rotation.
+const HUNYUAN: LlamaLike = LlamaLike {
+    name: "hunyuan-dense",
+    rope_type: 2,
+    variant: llama::Variant {
+        qk_norm_after_rope: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    hunyuan_rope: Some(false),
+    sizes: &[],
+};
+
+pub const HUNYUAN_DENSE: LlamaLike = HUNYUAN;
+
+pub const HUNYUAN_VL: LlamaLike = LlamaLike {
+    name: "hunyuan_vl",
+    hunyuan_rope: Some(true),
+    ..HUNYUAN
 };
 
 pub const INTERNLM2: LlamaLike = LlamaLike {
@@ -238,6 +280,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: false,
+    hunyuan_rope: None,
     sizes: &[(32, "7B"), (48, "20B")],
 };
 
@@ -251,6 +294,7 @@ pub const QWEN: LlamaLike = LlamaLike {
     experts: false,
     alibi: 0.0,
     half_ffn: true,
+    hunyuan_rope: None,
     sizes: &[(32, "7B"), (40, "13B")],
 };
 
@@ -288,15 +332,37 @@ impl ArchSpec for LlamaLike {
         hp.rope = self.rope_type >= 0;
         // The diffusion models attend both ways.
         hp.causal &= !self.variant.no_cache;
+        if let Some(mrope) = self.hunyuan_rope {
+            let alpha = meta.f32_opt(&hp.key("rope.scaling.alpha"))?.unwrap_or(0.0);
+            if alpha > 0.0 {
+                let dim = hp.n_embd_head_k as f32;
+                hp.rope_freq_base *= alpha.powf(dim / (dim - 2.0));
+            }
+            if mrope && meta.i32_array(&hp.key("rope.dimension_sections"), 4)?.is_some() {
+                super::load_rope_sections(meta, hp)?;
+                if hp.rope_sections[0] > 0 && hp.rope_sections[1] > 0 {
+                    hp.rope_type = crate::ggml::ROPE_MROPE;
+                }
+            }
+        }
         if self.half_ffn {
             hp.n_ff.iter_mut().for_each(|n| *n /= 2);
         }
         hp.max_alibi_bias = self.alibi;
-        hp.size_label = self
-            .sizes
-            .iter()
-            .find(|(n, _)| *n == hp.n_layer)
-            .map_or("?B", |(_, label)| label);
+        hp.size_label = if self.hunyuan_rope.is_some() {
+            match hp.n_embd {
+                1024 => "0.5B",
+                2048 => "1.8B",
+                3072 => "4B",
+                4096 => "7B",
+                _ => "?B",
+            }
+        } else {
+            self.sizes
+                .iter()
+                .find(|(n, _)| *n == hp.n_layer)
+                .map_or("?B", |(_, label)| label)
+        };
         Ok(())
     }
 

@@ -47,7 +47,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 68] = [
+static ARCHITECTURES: [&dyn Architecture; 70] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -93,6 +93,8 @@ static ARCHITECTURES: [&dyn Architecture; 68] = [
     &llama_like::NANBEIGE,
     &llama_like::MAINCODER,
     &llama_like::OPENELM,
+    &llama_like::HUNYUAN_DENSE,
+    &llama_like::HUNYUAN_VL,
     &llama_like::DREAM,
     &llama_like::LLADA,
     &baichuan::Baichuan,
