@@ -317,12 +317,24 @@ def llama_moe(w, weights, n_vocab, dtype):
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF)), dtype)
 
 
-def qwen3moe(w, weights, n_vocab, dtype):
+def qwen3moe(w, weights, n_vocab, dtype, a="qwen3moe"):
     # Eight narrow experts, three per token.
-    decoder_keys(w, "qwen3moe", N_LAYER, 1000000.0)
-    experts_keys(w, "qwen3moe", 8, 3)
-    w.add_uint32("qwen3moe.expert_feed_forward_length", 32)
-    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(8, 32)), dtype)
+    decoder_keys(w, a, N_LAYER, 1000000.0)
+    experts_keys(w, a, 8, 3)
+    w.add_uint32(f"{a}.expert_feed_forward_length", 32)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(8, 32))
+    if a == "llada-moe":
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def llada_moe(w, weights, n_vocab, dtype):
+    # The diffusion models on Qwen3-MoE's layout (no cache, attention both ways).
+    qwen3moe(w, weights, n_vocab, dtype, "llada-moe")
+
+
+def rnd1(w, weights, n_vocab, dtype):
+    qwen3moe(w, weights, n_vocab, dtype, "rnd1")
 
 
 def gemma2(w, weights, n_vocab, dtype):
@@ -1203,6 +1215,8 @@ MODELS = {
     "ernie4_5-moe": ("ernie4_5-moe", ernie4_5_moe, True),
     "hunyuan-dense": ("hunyuan-dense", hunyuan("hunyuan-dense"), True),
     "hunyuan_vl": ("hunyuan_vl", hunyuan("hunyuan_vl"), True),
+    "llada-moe": ("llada-moe", llada_moe, True),
+    "rnd1": ("rnd1", rnd1, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

@@ -47,13 +47,15 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 70] = [
+static ARCHITECTURES: [&dyn Architecture; 72] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
     &qwen2::Qwen2Vl,
     &qwen3::Qwen3,
-    &qwen3moe::Qwen3Moe,
+    &qwen3moe::QWEN3MOE,
+    &qwen3moe::LLADA_MOE,
+    &qwen3moe::RND1,
     &smollm3::SmolLm3,
     &granite::GRANITE,
     &granite::GRANITE_MOE,

@@ -1,50 +1,104 @@
 //! Qwen3-MoE: Qwen3 whose FFNs are experts (softmax routing, the picked weights normalised), as
-//! wide as `expert_feed_forward_length`.
+//! wide as `expert_feed_forward_length`. The diffusion models built on it, LLaDA-MoE (the picked
+//! weights not normalised) and RND1, attend both ways without a cache and leave the experts'
+//! scales out.
 
-use super::qwen3;
+use super::{llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
-pub struct Qwen3Moe;
+pub struct Qwen3Moe {
+    name: &'static str,
+    /// A diffusion model's experts: whether their picked weights are normalised.
+    diffusion: Option<bool>,
+}
+
+pub const QWEN3MOE: Qwen3Moe = Qwen3Moe {
+    name: "qwen3moe",
+    diffusion: None,
+};
+
+pub const LLADA_MOE: Qwen3Moe = Qwen3Moe {
+    name: "llada-moe",
+    diffusion: Some(false),
+};
+
+pub const RND1: Qwen3Moe = Qwen3Moe {
+    name: "rnd1",
+    diffusion: Some(true),
+};
 
 impl ArchSpec for Qwen3Moe {
     fn name(&self) -> &'static str {
-        "qwen3moe"
+        self.name
     }
 
     fn rope_type(&self) -> i32 {
         2
     }
 
+    fn memory(&self) -> Memory {
+        match self.diffusion {
+            Some(_) => Memory::None,
+            None => Memory::KvCache,
+        }
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
         if hp.n_expert == 0 {
-            return Err(Error::model("qwen3moe needs experts (key 'qwen3moe.expert_count')"));
+            return Err(Error::model(format!("{} needs experts (expert_count)", self.name)));
         }
+        // The diffusion models attend both ways.
+        hp.causal &= self.diffusion.is_none();
         if hp.n_ff_exp == 0 {
             hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
         }
         // Size labels as llama.cpp derives them, for llama_model_desc.
-        hp.size_label = match hp.n_layer {
-            48 => "30B.A3B",
-            94 => "235B.A22B",
+        hp.size_label = match (self.name, hp.n_layer) {
+            ("qwen3moe", 48) | ("rnd1", 48) => "30B.A3B",
+            ("qwen3moe", 94) => "235B.A22B",
+            ("llada-moe", 16) => "A1.7B",
             _ => "?B",
         };
         Ok(())
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        qwen3::tensors(hp, true)
+        let mut specs = qwen3::tensors(hp, true);
+        // LLaDA-MoE requires its own output head.
+        for s in specs
+            .iter_mut()
+            .filter(|s| s.name == "output.weight" && self.name == "llada-moe")
+        {
+            s.required = true;
+        }
+        specs
     }
 }
 
 impl Decoder for Qwen3Moe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        qwen3::build(b)
+        let Some(normalize) = self.diffusion else {
+            return qwen3::build(b);
+        };
+        let variant = llama::Variant {
+            qk_norm: true,
+            no_cache: true,
+            moe: Some(Moe {
+                gating: Gating::Softmax,
+                normalize,
+                act: ExpertAct::Silu,
+                scaled: false,
+                warmup_all: true,
+            }),
+            ..Default::default()
+        };
+        llama::decoder(b, variant)
     }
 }
