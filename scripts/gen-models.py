@@ -1134,6 +1134,18 @@ def hunyuan(a):
     return make
 
 
+def paddleocr(w, weights, n_vocab, dtype):
+    # PaddleOCR's language model: ERNIE 4.5's dense layout with M-RoPE and an attention output
+    # bias it applies.
+    a = "paddleocr"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_array(f"{a}.rope.dimension_sections", [4, 2, 2, 0])
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    for il in range(N_LAYER):
+        tensors[f"blk.{il}.attn_output.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def baichuan(w, weights, n_vocab, dtype):
     # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
     decoder_keys(w, "baichuan", 32, 10000.0)
@@ -1217,6 +1229,7 @@ MODELS = {
     "hunyuan_vl": ("hunyuan_vl", hunyuan("hunyuan_vl"), True),
     "llada-moe": ("llada-moe", llada_moe, True),
     "rnd1": ("rnd1", rnd1, True),
+    "paddleocr": ("paddleocr", paddleocr, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

@@ -273,6 +273,19 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
     ..HUNYUAN
 };
 
+/// PaddleOCR's language model: ERNIE 4.5's layout (dense, whatever its expert count says) with
+/// M-RoPE and its attention output bias.
+pub const PADDLEOCR: LlamaLike = LlamaLike {
+    name: "paddleocr",
+    rope_type: crate::ggml::ROPE_MROPE,
+    variant: NO_FFN_SCALES,
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    hunyuan_rope: None,
+    sizes: &[(18, "0.3B"), (28, "21B.A3B"), (54, "300B.A47B")],
+};
+
 pub const INTERNLM2: LlamaLike = LlamaLike {
     name: "internlm2",
     rope_type: 0,
@@ -332,6 +345,9 @@ impl ArchSpec for LlamaLike {
         hp.rope = self.rope_type >= 0;
         // The diffusion models attend both ways.
         hp.causal &= !self.variant.no_cache;
+        if hp.n_pos_per_embd() > 1 && meta.i32_array(&hp.key("rope.dimension_sections"), 4)?.is_some() {
+            super::load_rope_sections(meta, hp)?;
+        }
         if let Some(mrope) = self.hunyuan_rope {
             let alpha = meta.f32_opt(&hp.key("rope.scaling.alpha"))?.unwrap_or(0.0);
             if alpha > 0.0 {

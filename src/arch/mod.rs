@@ -47,7 +47,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 72] = [
+static ARCHITECTURES: [&dyn Architecture; 73] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -97,6 +97,7 @@ static ARCHITECTURES: [&dyn Architecture; 72] = [
     &llama_like::OPENELM,
     &llama_like::HUNYUAN_DENSE,
     &llama_like::HUNYUAN_VL,
+    &llama_like::PADDLEOCR,
     &llama_like::DREAM,
     &llama_like::LLADA,
     &baichuan::Baichuan,
