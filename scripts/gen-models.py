@@ -300,9 +300,16 @@ def granitemoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
-def qwen3(w, weights, n_vocab, dtype):
-    decoder_keys(w, "qwen3", N_LAYER, 1000000.0)
+def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
+    decoder_keys(w, a, N_LAYER, 1000000.0)
+    if a == "qwen3vl":
+        w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
+
+
+def qwen3vl(w, weights, n_vocab, dtype):
+    # Qwen3-VL's language model: Qwen3 with interleaved M-RoPE sections.
+    qwen3(w, weights, n_vocab, dtype, "qwen3vl")
 
 
 def experts_keys(w, a, n_expert, n_used):
@@ -322,6 +329,8 @@ def qwen3moe(w, weights, n_vocab, dtype, a="qwen3moe"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     experts_keys(w, a, 8, 3)
     w.add_uint32(f"{a}.expert_feed_forward_length", 32)
+    if a == "qwen3vlmoe":
+        w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(8, 32))
     if a == "llada-moe":
         tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
@@ -335,6 +344,11 @@ def llada_moe(w, weights, n_vocab, dtype):
 
 def rnd1(w, weights, n_vocab, dtype):
     qwen3moe(w, weights, n_vocab, dtype, "rnd1")
+
+
+def qwen3vlmoe(w, weights, n_vocab, dtype):
+    # Qwen3-VL-MoE's language model: Qwen3-MoE with interleaved M-RoPE sections.
+    qwen3moe(w, weights, n_vocab, dtype, "qwen3vlmoe")
 
 
 def gemma2(w, weights, n_vocab, dtype):
@@ -1230,6 +1244,8 @@ MODELS = {
     "llada-moe": ("llada-moe", llada_moe, True),
     "rnd1": ("rnd1", rnd1, True),
     "paddleocr": ("paddleocr", paddleocr, True),
+    "qwen3vl": ("qwen3vl", qwen3vl, True),
+    "qwen3vlmoe": ("qwen3vlmoe", qwen3vlmoe, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

@@ -47,7 +47,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 73] = [
+static ARCHITECTURES: [&dyn Architecture; 75] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -56,6 +56,8 @@ static ARCHITECTURES: [&dyn Architecture; 73] = [
     &qwen3moe::QWEN3MOE,
     &qwen3moe::LLADA_MOE,
     &qwen3moe::RND1,
+    &qwen3moe::QWEN3VLMOE,
+    &qwen3::Qwen3Vl,
     &smollm3::SmolLm3,
     &granite::GRANITE,
     &granite::GRANITE_MOE,

@@ -1,7 +1,8 @@
 //! Qwen3: the Llama decoder without biases, with per-head query and key norms and NeoX rotation.
+//! Qwen3-VL's language model: the same with interleaved M-RoPE and no FFN scales.
 
 use super::{common_tensors, llama};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -47,6 +48,62 @@ impl ArchSpec for Qwen3 {
         ));
         specs
     }
+}
+
+/// The language model of Qwen3-VL.
+pub struct Qwen3Vl;
+
+/// llama.cpp's interleaved M-RoPE (`LLAMA_ROPE_TYPE_IMROPE`).
+pub(super) const IMROPE: i32 = 40;
+
+impl ArchSpec for Qwen3Vl {
+    fn name(&self) -> &'static str {
+        "qwen3vl"
+    }
+
+    fn rope_type(&self) -> i32 {
+        IMROPE
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        // Its rerankers, as Qwen3's, score with a softmax over their labels.
+        hp.rank_softmax = true;
+        super::check_equal_head_sizes(hp)?;
+        load_vl(meta, hp)?;
+        hp.size_label = match hp.n_layer {
+            28 => "1.7B",
+            36 if hp.n_embd == 2560 => "4B",
+            36 => "8B",
+            64 => "32B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        Qwen3.tensors(hp)
+    }
+}
+
+impl Decoder for Qwen3Vl {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = llama::Variant {
+            qk_norm: true,
+            ..Default::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
+
+/// What Qwen3-VL's language models read beyond Qwen3's: the rotary sections (required); their
+/// vision "deepstack" layers are refused.
+pub(super) fn load_vl(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    super::load_rope_sections(meta, hp)?;
+    if meta.u32_opt(&hp.key("n_deepstack_layers"))?.unwrap_or(0) > 0 {
+        return Err(Error::NotImplemented("Qwen3-VL deepstack layers (n_deepstack_layers)"));
+    }
+    Ok(())
 }
 
 /// Qwen3's tensors: the common decoder's (with `experts`, as Qwen3-MoE has them) and the per-head

@@ -1,7 +1,7 @@
 //! Qwen3-MoE: Qwen3 whose FFNs are experts (softmax routing, the picked weights normalised), as
 //! wide as `expert_feed_forward_length`. The diffusion models built on it, LLaDA-MoE (the picked
 //! weights not normalised) and RND1, attend both ways without a cache and leave the experts'
-//! scales out.
+//! scales out; so does Qwen3-VL-MoE's language model, with interleaved M-RoPE.
 
 use super::{llama, qwen3};
 use crate::error::{Error, Result};
@@ -15,21 +15,32 @@ pub struct Qwen3Moe {
     name: &'static str,
     /// A diffusion model's experts: whether their picked weights are normalised.
     diffusion: Option<bool>,
+    /// Qwen3-VL's: interleaved M-RoPE, unscaled experts.
+    vl: bool,
 }
 
 pub const QWEN3MOE: Qwen3Moe = Qwen3Moe {
     name: "qwen3moe",
     diffusion: None,
+    vl: false,
+};
+
+pub const QWEN3VLMOE: Qwen3Moe = Qwen3Moe {
+    name: "qwen3vlmoe",
+    diffusion: None,
+    vl: true,
 };
 
 pub const LLADA_MOE: Qwen3Moe = Qwen3Moe {
     name: "llada-moe",
     diffusion: Some(false),
+    vl: false,
 };
 
 pub const RND1: Qwen3Moe = Qwen3Moe {
     name: "rnd1",
     diffusion: Some(true),
+    vl: false,
 };
 
 impl ArchSpec for Qwen3Moe {
@@ -38,7 +49,11 @@ impl ArchSpec for Qwen3Moe {
     }
 
     fn rope_type(&self) -> i32 {
-        2
+        if self.vl {
+            qwen3::IMROPE
+        } else {
+            2
+        }
     }
 
     fn memory(&self) -> Memory {
@@ -54,6 +69,9 @@ impl ArchSpec for Qwen3Moe {
         if hp.n_expert == 0 {
             return Err(Error::model(format!("{} needs experts (expert_count)", self.name)));
         }
+        if self.vl {
+            qwen3::load_vl(meta, hp)?;
+        }
         // The diffusion models attend both ways.
         hp.causal &= self.diffusion.is_none();
         if hp.n_ff_exp == 0 {
@@ -61,8 +79,8 @@ impl ArchSpec for Qwen3Moe {
         }
         // Size labels as llama.cpp derives them, for llama_model_desc.
         hp.size_label = match (self.name, hp.n_layer) {
-            ("qwen3moe", 48) | ("rnd1", 48) => "30B.A3B",
-            ("qwen3moe", 94) => "235B.A22B",
+            ("qwen3moe", 48) | ("rnd1", 48) | ("qwen3vlmoe", 48) => "30B.A3B",
+            ("qwen3moe", 94) | ("qwen3vlmoe", 94) => "235B.A22B",
             ("llada-moe", 16) => "A1.7B",
             _ => "?B",
         };
@@ -84,15 +102,15 @@ impl ArchSpec for Qwen3Moe {
 
 impl Decoder for Qwen3Moe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        let Some(normalize) = self.diffusion else {
+        if self.diffusion.is_none() && !self.vl {
             return qwen3::build(b);
-        };
+        }
         let variant = llama::Variant {
             qk_norm: true,
-            no_cache: true,
+            no_cache: self.diffusion.is_some(),
             moe: Some(Moe {
                 gating: Gating::Softmax,
-                normalize,
+                normalize: self.diffusion.unwrap_or(true),
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
