@@ -1160,6 +1160,36 @@ def paddleocr(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def dbrx(w, weights, n_vocab, dtype):
+    # DBRX: layer norms without biases, a fused projection clamped, four softmax-routed experts
+    # (two per token) after a norm named attn_output_norm.
+    a = "dbrx"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
+    w.add_float32(f"{a}.attention.clamp_kqv", 0.5)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        parts = [tensors.pop(blk + t + ".weight") for t in ("attn_q", "attn_k", "attn_v")]
+        tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
+        tensors[blk + "attn_output_norm.weight"] = tensors.pop(blk + "ffn_norm.weight")
+    add_tensors(w, tensors, dtype)
+
+
+def pangu_embedded(w, weights, n_vocab, dtype):
+    # openPangu-Embedded: Llama with NeoX rotation, an attention output bias, rotary factors it
+    # leaves out.
+    a = "pangu-embedded"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    tensors["rope_freqs.weight"] = weights.norm(HEAD // 2)
+    for il in range(N_LAYER):
+        tensors[f"blk.{il}.attn_output.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def baichuan(w, weights, n_vocab, dtype):
     # Baichuan with the 7B's 32 layers, which llama.cpp rotates (its other sizes do not).
     decoder_keys(w, "baichuan", 32, 10000.0)
@@ -1246,6 +1276,8 @@ MODELS = {
     "paddleocr": ("paddleocr", paddleocr, True),
     "qwen3vl": ("qwen3vl", qwen3vl, True),
     "qwen3vlmoe": ("qwen3vlmoe", qwen3vlmoe, True),
+    "dbrx": ("dbrx", dbrx, True),
+    "pangu-embedded": ("pangu-embedded", pangu_embedded, True),
     "internlm2": ("internlm2", llama_like("internlm2"), True),
     "dream": ("dream", diffusion("dream"), True),
     "llada": ("llada", diffusion("llada"), True),

@@ -286,6 +286,22 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
     sizes: &[(18, "0.3B"), (28, "21B.A3B"), (54, "300B.A47B")],
 };
 
+/// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
+/// factors are loaded but left out.
+pub const PANGU_EMBED: LlamaLike = LlamaLike {
+    name: "pangu-embedded",
+    rope_type: 2,
+    variant: llama::Variant {
+        no_rope_factors: true,
+        ..NO_FFN_SCALES
+    },
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    hunyuan_rope: None,
+    sizes: &[(26, "1B"), (34, "7B")],
+};
+
 pub const INTERNLM2: LlamaLike = LlamaLike {
     name: "internlm2",
     rope_type: 0,

@@ -6,6 +6,7 @@
 pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod cohere;
+pub(crate) mod dbrx;
 pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
 pub(crate) mod falcon_h1;
@@ -47,7 +48,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 75] = [
+static ARCHITECTURES: [&dyn Architecture; 77] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -100,6 +101,8 @@ static ARCHITECTURES: [&dyn Architecture; 75] = [
     &llama_like::HUNYUAN_DENSE,
     &llama_like::HUNYUAN_VL,
     &llama_like::PADDLEOCR,
+    &llama_like::PANGU_EMBED,
+    &dbrx::Dbrx,
     &llama_like::DREAM,
     &llama_like::LLADA,
     &baichuan::Baichuan,
