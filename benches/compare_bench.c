@@ -4,7 +4,11 @@
 // in one batch, embeddings with every pooling, seeded generation through sampler chains of every
 // family, and backend sampling (chains in the graph, alone and mixed with CPU samplers).
 //
-//   compare_bench LIBRARY MODEL
+//   compare_bench LIBRARY MODEL [arch]
+//
+// With `arch` (the generated models of other architectures, whose vocabulary and samplers are the
+// test models'), each sampler chain runs once, on one prompt and seed: what differs between
+// architectures is the model, which a chain's sixteen steps drive the same way whatever its seed.
 //
 // LIBRARY is loaded with dlopen (libengine.so, or llama.cpp's libllama.so). benches/compare.sh runs
 // it against both and reports the first difference.
@@ -593,10 +597,11 @@ static void backend_sampling(struct llama_model *model, const llama_token *ids, 
     p_llama_sampler_free(chain);
 }
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s LIBRARY MODEL\n", argv[0]);
+    if (argc < 3 || (argc > 3 && strcmp(argv[3], "arch") != 0)) {
+        fprintf(stderr, "usage: %s LIBRARY MODEL [arch]\n", argv[0]);
         return 2;
     }
+    bool arch_only = argc > 3;
     dl_open(argv[1]);
     dl_init(dl_log_errors);
     DL_LOAD(llama_model_default_params);
@@ -888,10 +893,10 @@ int main(int argc, char **argv) {
         backend_sampling(model, ids, n, n_vocab);
     }
 
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < (arch_only ? 1 : 3); p++) {
         int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
         for (int c = 0; c < N_CHAINS; c++) {
-            for (uint32_t seed = 1; seed <= (c ? 3u : 1u); seed++) {
+            for (uint32_t seed = 1; seed <= (c && !arch_only ? 3u : 1u); seed++) {
                 struct llama_context_params cp = p_llama_context_default_params();
                 cp.n_ctx = 1024;
                 struct llama_context *ctx = p_llama_init_from_model(model, cp);

@@ -9,6 +9,7 @@ activations stay finite.
 Needs the `gguf` and `numpy` packages from PyPI (scripts/setup.sh installs them). Writes
 OUT_DIR/<model>-<type>.gguf for each model (an architecture, or a variant of one), in F32 and F16,
 and some in quantized types (QUANTIZED)."""
+import functools
 import pathlib
 import sys
 
@@ -29,15 +30,20 @@ class Dims:
 TINY = Dims()
 
 
-def copy_vocab(w, vocab_path):
+@functools.cache
+def vocab_keys(vocab_path):
+    """The `tokenizer.*` keys of a model as (name, value, type, array element type); read once per
+    path, as reading a vocabulary takes most of the time of writing a tiny model."""
     reader = gguf.GGUFReader(vocab_path)
+    return [(name, field.contents(), field.types[0],
+             field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None)
+            for name, field in reader.fields.items() if name.startswith("tokenizer.")]
+
+
+def copy_vocab(w, vocab_path):
     n_vocab = 0
-    for name, field in reader.fields.items():
-        if not name.startswith("tokenizer."):
-            continue
-        value = field.contents()
-        sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
-        w.add_key_value(name, value, field.types[0], sub_type=sub)
+    for name, value, vtype, sub in vocab_keys(str(vocab_path)):
+        w.add_key_value(name, value, vtype, sub_type=sub)
         if name == "tokenizer.ggml.tokens":
             n_vocab = len(value)
     return n_vocab
