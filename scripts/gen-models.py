@@ -306,6 +306,69 @@ def granitemoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def granite_swa(w, weights, n_vocab, dtype, experts=False):
+    # Granite's scales over four layers: a 32-token window on the first, second and last, the last
+    # unrotated; attention sinks and biases; with `experts`, four experts (two per token) beside a
+    # shared expert whose gate is fused into its up projection.
+    a, n_layer, n_sh = "granite_swa", 4, 48
+    decoder_keys(w, a, n_layer, 10000.0)
+    w.add_float32(f"{a}.logit_scale", 8.0)
+    w.add_float32(f"{a}.residual_scale", 0.22)
+    w.add_float32(f"{a}.attention.scale", 0.125)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [True, True, False, True])
+    w.add_array(f"{a}.attention.rope_pattern", [1, 1, 1, 0])
+    if experts:
+        experts_keys(w, a, 4, 2)
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qkv_bias=True, experts=(4, N_FF) if experts else None)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+        tensors[blk + "attn_sinks.weight"] = weights.bias(N_HEAD)
+        if experts:
+            tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(2 * n_sh, N_EMBD)
+            tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_sh)
+        else:
+            tensors[blk + "ffn_up.bias"] = weights.bias(N_FF)
+            tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def granite_swa_moe(w, weights, n_vocab, dtype):
+    granite_swa(w, weights, n_vocab, dtype, experts=True)
+
+
+def smallthinker(w, weights, n_vocab, dtype):
+    # Experts only (four, two per token, softmax-gated), ReLU-gated, routed from each layer's
+    # input; a sliding window over five layers: the first of each four attends globally unrotated.
+    a, n_layer = "smallthinker", 5
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.expert_gating_func", 1)
+    w.add_uint32(f"{a}.attention.sliding_window", 64)
+    w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+    add_tensors(w, decoder_tensors(weights, n_vocab, n_layer, qkv_bias=True, experts=(4, N_FF)), dtype)
+
+
+def talkie(w, weights, n_vocab, dtype):
+    # Norms without weights, a gain per query head, the normed embeddings added back in every
+    # layer (scaled per layer), a separate output head, logits times 2.
+    a = "talkie"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_float32(f"{a}.logit_scale", 2.0)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    del tensors["output_norm.weight"]
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        del tensors[blk + "attn_norm.weight"], tensors[blk + "ffn_norm.weight"]
+        tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD).reshape(N_HEAD, 1)
+        tensors[blk + "layer_output_scale.weight"] = weights.bias(1)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1239,6 +1302,10 @@ MODELS = {
     "ernie4_5": ("ernie4_5", llama_like("ernie4_5", wo_bias=True), True),
     "arcee": ("arcee", llama_like("arcee", gate=False), True),
     "granitemoe": ("granitemoe", granitemoe, True),
+    "granite-swa": ("granite_swa", granite_swa, True),
+    "granite-swa-moe": ("granite_swa", granite_swa_moe, True),
+    "smallthinker": ("smallthinker", smallthinker, True),
+    "talkie": ("talkie", talkie, True),
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),
@@ -1322,8 +1389,9 @@ TYPES = {
 }
 # Models with rows too long for F32/F16 copies to be worth their size: only the types listed.
 ONLY_QUANTIZED = {"llama-wide"}
-# Models with many layers (the sizes llama.cpp treats apart), slow to compare: F16 alone.
-ONLY_F16 = {"exaone4"}
+# F16 alone: models with many layers (the sizes llama.cpp treats apart), slow to compare, and
+# variants of a model compared in F32 already.
+ONLY_F16 = {"exaone4", "granite-swa-moe"}
 # Quantized variants: experts and a fused projection in Q4_0 (which ggml's CPU backend repacks on
 # AVX2), the other block types once each.
 QUANTIZED = {

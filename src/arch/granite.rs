@@ -85,16 +85,20 @@ impl ArchSpec for Granite {
 
 impl Decoder for Granite {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        let variant = llama::Variant {
-            moe: Some(Moe {
-                gating: Gating::Softmax,
-                normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-            }),
-            ..llama::Variant::default()
-        };
-        llama::decoder(b, variant)
+        llama::decoder(b, variant())
+    }
+}
+
+/// Granite's experts: a softmax over all, the picked weights summing to one, no weight scales.
+pub(super) fn variant() -> llama::Variant {
+    llama::Variant {
+        moe: Some(Moe {
+            gating: Gating::Softmax,
+            normalize: true,
+            act: ExpertAct::Silu,
+            scaled: false,
+            warmup_all: true,
+        }),
+        ..llama::Variant::default()
     }
 }

@@ -5,7 +5,7 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{is_sliding, rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -179,7 +179,13 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
             // A shared expert beside them (Granite MoE's), without its weights' scales; with a
             // gate (Qwen2-MoE's), scaled by silu(g)/g of the gate's output g.
             if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_some() {
-                let mut shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                // Without its own gate, the shared expert's gate is the first half of `ffn_up_shexp`
+                // (Granite SWA's).
+                let mut shared = if b.layer_weight_opt(il, "ffn_gate_shexp.weight").is_some() {
+                    b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?
+                } else {
+                    b.fused_gated_ffn_named(il, cur, "_shexp")?
+                };
                 if let Some(w) = b.layer_weight_opt(il, "ffn_gate_inp_shexp.weight") {
                     let g = b.linear(w, None, cur)?;
                     let silu = b.g.silu(g).map_err(crate::graph::ggml_err)?;
@@ -257,8 +263,9 @@ fn attention_block(
         Ok((b.name(q, "Qcur_normed", l), b.name(k, "Kcur_normed", l)))
     };
     let (q, k) = if variant.qk_norm { head_norms(b, q, k)? } else { (q, k) };
-    let rotate =
-        hp.rope && !variant.no_rope && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
+    let rotate = hp.has_rope(il)
+        && !variant.no_rope
+        && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
     let (q, k) = if rotate {
         (b.rope(q, il, rope_factors)?, b.rope(k, il, rope_factors)?)
     } else {
@@ -273,7 +280,7 @@ fn attention_block(
     let att = if variant.no_cache {
         b.attention_no_cache(q, k, v, kq_scale)?
     } else {
-        b.attention(il, q, k, v, kq_scale, false)?
+        b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?
     };
     let att = b.name(att, "kqv_out", l);
     let att = if variant.no_wo_bias {

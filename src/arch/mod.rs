@@ -18,6 +18,7 @@ pub(crate) mod gpt2;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
+pub(crate) mod granite_swa;
 pub(crate) mod jamba;
 pub(crate) mod lfm2;
 pub(crate) mod llama;
@@ -33,7 +34,9 @@ pub(crate) mod qwen2;
 pub(crate) mod qwen3;
 pub(crate) mod qwen35;
 pub(crate) mod qwen3moe;
+pub(crate) mod smallthinker;
 pub(crate) mod smollm3;
+pub(crate) mod talkie;
 
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
@@ -48,7 +51,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 77] = [
+static ARCHITECTURES: [&dyn Architecture; 80] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -63,6 +66,9 @@ static ARCHITECTURES: [&dyn Architecture; 77] = [
     &granite::GRANITE,
     &granite::GRANITE_MOE,
     &granite::MINICPM,
+    &granite_swa::GraniteSwa,
+    &smallthinker::SmallThinker,
+    &talkie::Talkie,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,
@@ -263,11 +269,27 @@ pub(crate) fn load_sliding_window(
     base: f32,
     scale: f32,
 ) -> Result<()> {
+    load_window(meta, hp, window, (default_period, false), base, scale)
+}
+
+/// The same where the first layer of each period attends globally (llama.cpp's `dense_first`).
+pub(crate) fn load_sliding_window_dense_first(
+    meta: &Meta,
+    hp: &mut HParams,
+    window: u32,
+    default_period: u32,
+    base: f32,
+    scale: f32,
+) -> Result<()> {
+    load_window(meta, hp, window, (default_period, true), base, scale)
+}
+
+fn load_window(meta: &Meta, hp: &mut HParams, window: u32, period: (u32, bool), base: f32, scale: f32) -> Result<()> {
     if window == 0 {
         return Ok(());
     }
     hp.n_swa = window;
-    hp.swa_layers = swa_layers(meta, hp, default_period)?;
+    hp.swa_layers = swa_layers(meta, hp, period)?;
     hp.rope_freq_base_swa = meta.f32_opt(&hp.key("rope.freq_base_swa"))?.unwrap_or(base);
     hp.rope_freq_scale_swa = scale;
     Ok(())
@@ -275,32 +297,45 @@ pub(crate) fn load_sliding_window(
 
 /// Which layers attend through the sliding window, from `{arch}.attention.sliding_window_pattern`
 /// as llama.cpp reads it: one flag per layer (an array of bools or integers, nonzero meaning
-/// sliding; layers past its end attend globally), or a period whose last layer of each group
-/// attends globally (`default_period` when the key is absent; 0: every layer slides).
-fn swa_layers(meta: &Meta, hp: &HParams, default_period: u32) -> Result<Vec<bool>> {
+/// sliding; layers past its end attend globally), or a period (the default's when the key is
+/// absent; 0: every layer slides) whose last layer of each group attends globally, or its first
+/// when `dense_first`.
+fn swa_layers(meta: &Meta, hp: &HParams, (default_period, dense_first): (u32, bool)) -> Result<Vec<bool>> {
     let key = hp.key("attention.sliding_window_pattern");
-    let n = hp.n_layer as usize;
-    let flags: Option<Vec<bool>> = match meta.0.get(&key) {
-        Some(Value::Array(Array::Bool(b))) => Some(b.clone()),
-        Some(Value::Array(Array::U32(v))) => Some(v.iter().map(|&x| x != 0).collect()),
-        Some(Value::Array(Array::I32(v))) => Some(v.iter().map(|&x| x != 0).collect()),
-        Some(Value::Array(_)) => {
-            return Err(Error::model(format!("key '{key}' must hold bools or 32-bit integers")));
-        }
-        _ => None,
-    };
-    if let Some(mut flags) = flags {
-        if flags.len() > MAX_LAYERS as usize {
-            return Err(Error::model(format!(
-                "key '{key}' has {} entries, more than {MAX_LAYERS}",
-                flags.len()
-            )));
-        }
-        flags.resize(n, false);
+    if let Some(flags) = layer_flags(meta, hp, &key, false)? {
         return Ok(flags);
     }
     let period = meta.u32_opt(&key)?.unwrap_or(default_period);
     Ok((0..hp.n_layer)
-        .map(|il| period == 0 || il % period < period - 1)
+        .map(|il| {
+            period == 0
+                || if dense_first {
+                    il % period != 0
+                } else {
+                    il % period < period - 1
+                }
+        })
         .collect())
+}
+
+/// A per-layer flag array as llama.cpp reads one into a fixed-size array (bools or 32-bit integers,
+/// nonzero meaning set; layers past its end take `pad`), or None when `key` holds no array.
+pub(crate) fn layer_flags(meta: &Meta, hp: &HParams, key: &str, pad: bool) -> Result<Option<Vec<bool>>> {
+    let mut flags: Vec<bool> = match meta.0.get(key) {
+        Some(Value::Array(Array::Bool(b))) => b.clone(),
+        Some(Value::Array(Array::U32(v))) => v.iter().map(|&x| x != 0).collect(),
+        Some(Value::Array(Array::I32(v))) => v.iter().map(|&x| x != 0).collect(),
+        Some(Value::Array(_)) => {
+            return Err(Error::model(format!("key '{key}' must hold bools or 32-bit integers")));
+        }
+        _ => return Ok(None),
+    };
+    if flags.len() > MAX_LAYERS as usize {
+        return Err(Error::model(format!(
+            "key '{key}' has {} entries, more than {MAX_LAYERS}",
+            flags.len()
+        )));
+    }
+    flags.resize(hp.n_layer as usize, pad);
+    Ok(Some(flags))
 }

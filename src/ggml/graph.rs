@@ -799,6 +799,17 @@ impl Graph {
         )
     }
 
+    /// relu(gate) * up.
+    pub fn reglu(&mut self, gate: TensorRef, up: TensorRef) -> OpResult {
+        self.room()?;
+        Self::check_glu("reglu", gate, up)?;
+        // SAFETY: equal shapes and types, rows contiguous.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_reglu_split(self.ctx.as_ptr(), gate.as_ptr(), up.as_ptr()) },
+            "reglu",
+        )
+    }
+
     /// gelu(gate) * up.
     pub fn geglu(&mut self, gate: TensorRef, up: TensorRef) -> OpResult {
         self.room()?;

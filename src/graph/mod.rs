@@ -182,6 +182,8 @@ pub enum ExpertAct {
     SwigluOai,
     /// relu(up)², experts without a gate (Nemotron-H).
     ReluSqr,
+    /// relu(gate) * up (relu of up alone without a gate).
+    Relu,
 }
 
 /// What varies between the mixture-of-experts layers of the architectures.
@@ -849,6 +851,27 @@ impl<'a> Builder<'a> {
     /// The same with the router reading `router_x` rather than the experts' input `x` (which a
     /// latent projection may have narrowed).
     pub fn moe_ffn_routed(&mut self, il: usize, x: TensorRef, router_x: TensorRef, moe: Moe) -> Result<TensorRef> {
+        let logits = self.router_logits(il, router_x)?;
+        self.moe_ffn_from_logits(il, x, logits, moe)
+    }
+
+    /// The router's logits for `x`: `ffn_gate_inp` times it, plus the router's bias if any
+    /// ([n_expert, n_tokens]).
+    pub fn router_logits(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
+        let l = Some(il);
+        let router = self.layer_weight(il, "ffn_gate_inp.weight")?;
+        let mut logits = self.g.mul_mat(router, x).map_err(ggml_err)?;
+        logits = self.name(logits, "ffn_moe_logits", l);
+        if let Some(b) = self.layer_weight_opt(il, "ffn_gate_inp.bias") {
+            logits = self.add(logits, b)?;
+            logits = self.name(logits, "ffn_moe_logits_biased", l);
+        }
+        Ok(logits)
+    }
+
+    /// The experts over `x`, routed by `logits` (`router_logits`, computed where the architecture
+    /// computes them).
+    pub fn moe_ffn_from_logits(&mut self, il: usize, x: TensorRef, logits: TensorRef, moe: Moe) -> Result<TensorRef> {
         let l = Some(il);
         let hp = self.hp;
         let (n_expert, n_used) = (i64::from(hp.n_expert), i64::from(hp.n_expert_used));
@@ -859,13 +882,6 @@ impl<'a> Builder<'a> {
             n_used
         };
         let [n_embd, n_tokens, ..] = x.ne();
-        let router = self.layer_weight(il, "ffn_gate_inp.weight")?;
-        let mut logits = self.g.mul_mat(router, router_x).map_err(ggml_err)?;
-        logits = self.name(logits, "ffn_moe_logits", l);
-        if let Some(b) = self.layer_weight_opt(il, "ffn_gate_inp.bias") {
-            logits = self.add(logits, b)?;
-            logits = self.name(logits, "ffn_moe_logits_biased", l);
-        }
         let probs = match moe.gating {
             Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
             Gating::Sigmoid => self.g.sigmoid(logits).map_err(ggml_err)?,
@@ -934,6 +950,8 @@ impl<'a> Builder<'a> {
             (Some(gate), ExpertAct::SwigluOai) => self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT),
             (None, ExpertAct::SwigluOai) => return Err(Error::model("gpt-oss experts need a gate")),
             (None, ExpertAct::ReluSqr) => self.g.relu(up).and_then(|h| self.g.sqr(h)),
+            (Some(gate), ExpertAct::Relu) => self.g.reglu(gate, up),
+            (None, ExpertAct::Relu) => self.g.relu(up),
             (Some(_), ExpertAct::ReluSqr) => {
                 return Err(Error::model(
                     "squared-ReLU experts have no gate (llama.cpp has no gated form)",
@@ -1028,8 +1046,13 @@ impl<'a> Builder<'a> {
     /// down(swiglu(up x)): the gate and up projections fused in `ffn_up` (Phi-3), no biases or
     /// scales.
     pub fn fused_gated_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
-        let up_w = self.layer_weight(il, "ffn_up.weight")?;
-        let down_w = self.layer_weight(il, "ffn_down.weight")?;
+        self.fused_gated_ffn_named(il, x, "")
+    }
+
+    /// The same over `ffn_up{suffix}` and `ffn_down{suffix}` (a shared expert's, `_shexp`).
+    pub fn fused_gated_ffn_named(&mut self, il: usize, x: TensorRef, suffix: &str) -> Result<TensorRef> {
+        let up_w = self.layer_weight(il, &format!("ffn_up{suffix}.weight"))?;
+        let down_w = self.layer_weight(il, &format!("ffn_down{suffix}.weight"))?;
         let up = self.g.mul_mat(up_w, x).map_err(ggml_err)?;
         let h = self.g.swiglu_fused(up).map_err(ggml_err)?;
         self.g.mul_mat(down_w, h).map_err(ggml_err)
@@ -1072,7 +1095,9 @@ impl<'a> Builder<'a> {
         self.output_projection(x, None)
     }
 
-    fn output_projection(&mut self, x: TensorRef, bias: Option<TensorRef>) -> Result<TensorRef> {
+    /// The output head over the already normalised `x` (which becomes `result_norm`, the hidden
+    /// state embeddings read).
+    pub fn output_projection(&mut self, x: TensorRef, bias: Option<TensorRef>) -> Result<TensorRef> {
         let x = self.name(x, "result_norm", None);
         self.hidden = Some(x);
         let head = match self.weight_opt("output.weight") {
@@ -1142,8 +1167,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
         .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")
         .map_err(ggml_err)?;
     // Layers that never rotate keep their keys as they are (llama.cpp's `has_rope`).
-    let n_rotated = if hp.rope { hp.n_layer as usize } else { 0 };
-    for il in (0..n_rotated).filter(|&il| hp.has_kv(il)) {
+    for il in (0..hp.n_layer as usize).filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
         let k = kv.k(il);
         let heads = g
             .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])

@@ -91,8 +91,10 @@ pub struct HParams {
     pub embedding_scale: f32,
     pub residual_scale: f32,
     pub logit_scale: f32,
-    /// Whether the layers rotate queries and keys at all (and the K-shift rotates the cache).
+    /// Whether the layers rotate queries and keys at all (and the K-shift rotates the cache), and
+    /// which of them do when not all (`attention.rope_pattern`; empty: every layer).
     pub rope: bool,
+    pub rope_layers: Vec<bool>,
     /// Experts per layer (0: a dense model), how many each token uses, their FFN width (0: not
     /// given) and the factor their mixing weights are multiplied by (0: none).
     pub n_expert: u32,
@@ -148,6 +150,11 @@ impl HParams {
 
     pub fn is_recurrent(&self, il: usize) -> bool {
         self.recurrent_layers.get(il).copied().unwrap_or(false)
+    }
+
+    /// Whether layer `il` rotates its queries and keys (llama.cpp's `has_rope`).
+    pub fn has_rope(&self, il: usize) -> bool {
+        self.rope && self.rope_layers.get(il).copied().unwrap_or(true)
     }
 
     pub fn has_kv(&self, il: usize) -> bool {
@@ -299,6 +306,7 @@ impl HParams {
             residual_scale: 0.0,
             logit_scale: 0.0,
             rope: true,
+            rope_layers: Vec::new(),
             n_expert,
             n_expert_used,
             n_ff_exp: meta.u32_opt(&key("expert_feed_forward_length"))?.unwrap_or(0),

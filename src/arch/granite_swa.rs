@@ -1,0 +1,91 @@
+//! Granite with sliding-window layers (`granite_swa`): Granite's decoder and scales (but no
+//! embedding scale in its graph), per-head attention sinks in every layer, a sliding window on the
+//! layers `attention.sliding_window_pattern` marks, rotation on those `attention.rope_pattern`
+//! marks (all when absent), and experts with a shared expert whose gate is fused into `ffn_up_shexp`.
+
+use super::{granite, layer_flags, llama};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::gguf::{Array, Value};
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct GraniteSwa;
+
+impl ArchSpec for GraniteSwa {
+    fn name(&self) -> &'static str {
+        "granite_swa"
+    }
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;
+        hp.residual_scale = meta.f32_opt(&hp.key("residual_scale"))?.unwrap_or(0.0);
+        hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
+        super::check_equal_head_sizes(hp)?;
+        let pattern = hp.key("attention.sliding_window_pattern");
+        if !matches!(meta.0.get(&pattern), Some(Value::Array(_))) {
+            return Err(Error::model(format!(
+                "granite_swa needs the per-layer array '{pattern}'"
+            )));
+        }
+        let window = meta.u32(&hp.key("attention.sliding_window"))?;
+        if window == 0 {
+            return Err(Error::model(format!("'{}' is 0", hp.key("attention.sliding_window"))));
+        }
+        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+        super::load_sliding_window(meta, hp, window, 0, base, scale)?;
+        if let Some(rope) = layer_flags(meta, hp, &hp.key("attention.rope_pattern"), true)? {
+            hp.rope_layers = rope;
+        }
+        // Granite Vision's deepstack inputs (image features added to later layers) need embedding
+        // inputs this engine does not take.
+        let deepstack = hp.key("deepstack_mapping");
+        let used = |map: Vec<i32>| map.into_iter().take(hp.n_layer as usize).skip(1).any(|m| m >= 0);
+        let deepstack_layers = match meta.0.get(&deepstack) {
+            Some(Value::Array(Array::I32(map))) => used(map.clone()),
+            Some(Value::Array(Array::U32(map))) => used(map.iter().map(|&m| m as i32).collect()),
+            _ => false,
+        };
+        if deepstack_layers {
+            return Err(Error::model(format!(
+                "'{deepstack}': deepstack layers are not supported"
+            )));
+        }
+        if hp.n_expert > 0 {
+            hp.n_ff_exp = hp.n_ff[0];
+            hp.n_ff_shexp = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
+        }
+        hp.size_label = match hp.n_layer {
+            32 | 40 => "3B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = llama::tensors(hp);
+        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_sinks.weight"), &[hp.n_head[il]], true));
+            if sh > 0 {
+                specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, 2 * sh], true));
+                specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+            }
+        }
+        specs
+    }
+}
+
+impl Decoder for GraniteSwa {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        llama::decoder(b, granite::variant())
+    }
+}

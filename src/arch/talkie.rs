@@ -1,0 +1,117 @@
+//! Talkie: every norm an RMS norm without a weight (the embeddings' too), queries normalised per
+//! head after rotation with one gain per head (keys without a gain), every layer adding the normed
+//! embeddings back times its `layer_output_scale`, and logits multiplied by `logit_scale`.
+
+use super::attention_tensors;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Talkie;
+
+impl ArchSpec for Talkie {
+    fn name(&self) -> &'static str {
+        "talkie"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_rot != hp.n_embd_head_k {
+            return Err(Error::model(format!(
+                "talkie needs the rope dimension count {} equal to the head size {}",
+                hp.n_rot, hp.n_embd_head_k
+            )));
+        }
+        hp.size_label = if hp.n_layer == 40 { "13B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let (e, v) = (hp.n_embd, hp.n_vocab);
+        let mut specs = vec![
+            TensorSpec::new("token_embd.weight", &[e, v], true),
+            TensorSpec::matmul("output.weight", &[e, v], true),
+        ];
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let ff = hp.n_ff[il];
+            attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[1, hp.n_head[il]], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+            specs.push(TensorSpec::new(b("layer_output_scale.weight"), &[1], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for Talkie {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let eps = hp.rms_eps;
+        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+        let x = b.embed_tokens()?;
+        let x = b.g.rms_norm(x, eps).map_err(ggml_err)?;
+        let mut x = b.name(x, "inp_norm", None);
+        let embd_skip = x;
+        let n_layer = hp.n_layer as usize;
+        for il in 0..n_layer {
+            let l = Some(il);
+            let cur = b.g.rms_norm(x, eps).map_err(ggml_err)?;
+            let cur = b.name(cur, "attn_norm", l);
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let q = b.rope(q, il, None)?;
+            let k = b.rope(k, il, None)?;
+            let q_gain = b.layer_weight(il, "attn_q_norm.weight")?;
+            let q = b.rms_norm(q, q_gain)?;
+            let q = b.name(q, "Qcur_norm", l);
+            let k = b.g.rms_norm(k, eps).map_err(ggml_err)?;
+            let k = b.name(k, "Kcur_norm", l);
+            let v = b.name(v, "Vcur", l);
+            let att = b.attention(il, q, k, v, kq_scale, false)?;
+            let att = b.name(att, "kqv_out", l);
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, att)?;
+            let att = b.name(att, "attn_out", l);
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let skip = if il + 1 == n_layer {
+                b.select_outputs(embd_skip)?
+            } else {
+                embd_skip
+            };
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.g.rms_norm(h, eps).map_err(ggml_err)?;
+            let cur = b.name(cur, "ffn_norm", l);
+            // llama.cpp's graph multiplies only the down projection by its weight's scale.
+            let up_w = b.layer_weight(il, "ffn_up.weight")?;
+            let up = b.g.mul_mat(up_w, cur).map_err(ggml_err)?;
+            let gate_w = b.layer_weight(il, "ffn_gate.weight")?;
+            let gate = b.g.mul_mat(gate_w, cur).map_err(ggml_err)?;
+            let act = b.g.swiglu(gate, up).map_err(ggml_err)?;
+            let down_w = b.layer_weight(il, "ffn_down.weight")?;
+            let ffn = b.linear(down_w, None, act)?;
+            let ffn = b.name(ffn, "ffn_out", l);
+            let out = b.add(ffn, h)?;
+            let out_scale = b.layer_weight(il, "layer_output_scale.weight")?;
+            let skip = b.g.mul(skip, out_scale).map_err(ggml_err)?;
+            let skip = b.name(skip, "embd_skip", l);
+            x = b.add(out, skip)?;
+            x = b.name(x, "l_out", l);
+        }
+        let x = b.g.rms_norm(x, eps).map_err(ggml_err)?;
+        let logits = b.output_projection(x, None)?;
+        let logits = b.scale(logits, hp.logit_scale)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
