@@ -369,6 +369,23 @@ def talkie(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def spark2_5(w, weights, n_vocab, dtype):
+    # Three layers with 4, 2 and 4 query heads; a 32-token window on the first and last (which
+    # rotate with their own base); a sigmoid gate per head; a GELU-gated FFN.
+    a, n_layer, heads = "spark2_5", 3, [4, 2, 4]
+    decoder_keys(w, a, n_layer, 10000.0, heads=heads)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [True, False, True])
+    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    tensors = decoder_tensors(weights, n_vocab, n_layer)
+    for il, n_head in enumerate(heads):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_q.weight"] = weights.matrix(n_head * HEAD, N_EMBD)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, n_head * HEAD)
+        tensors[blk + "attn_gate.weight"] = weights.matrix(n_head, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1306,6 +1323,7 @@ MODELS = {
     "granite-swa-moe": ("granite_swa", granite_swa_moe, True),
     "smallthinker": ("smallthinker", smallthinker, True),
     "talkie": ("talkie", talkie, True),
+    "spark2_5": ("spark2_5", spark2_5, True),
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -36,6 +36,7 @@ pub(crate) mod qwen35;
 pub(crate) mod qwen3moe;
 pub(crate) mod smallthinker;
 pub(crate) mod smollm3;
+pub(crate) mod spark2_5;
 pub(crate) mod talkie;
 
 use crate::error::{Error, Result};
@@ -51,7 +52,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 80] = [
+static ARCHITECTURES: [&dyn Architecture; 81] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -69,6 +70,7 @@ static ARCHITECTURES: [&dyn Architecture; 80] = [
     &granite_swa::GraniteSwa,
     &smallthinker::SmallThinker,
     &talkie::Talkie,
+    &spark2_5::Spark2_5,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,
@@ -290,6 +292,24 @@ fn load_window(meta: &Meta, hp: &mut HParams, window: u32, period: (u32, bool), 
     }
     hp.n_swa = window;
     hp.swa_layers = swa_layers(meta, hp, period)?;
+    // llama.cpp gives sliding layers their own head sizes and rotated dimensions when the file
+    // has them; this engine's layers share one, so a file that differs is refused, not misread.
+    let own = [
+        ("attention.key_length_swa", hp.n_embd_head_k),
+        ("attention.value_length_swa", hp.n_embd_head_v),
+        ("rope.dimension_count_swa", hp.n_rot),
+    ];
+    for (key, full) in own {
+        let key = hp.key(key);
+        match meta.u32_opt(&key)? {
+            Some(v) if v != full && hp.swa_layers.contains(&true) => {
+                return Err(Error::model(format!(
+                    "'{key}' is {v}, not {full} as on the other layers: not supported"
+                )));
+            }
+            _ => {}
+        }
+    }
     hp.rope_freq_base_swa = meta.f32_opt(&hp.key("rope.freq_base_swa"))?.unwrap_or(base);
     hp.rope_freq_scale_swa = scale;
     Ok(())
@@ -338,4 +358,82 @@ pub(crate) fn layer_flags(meta: &Meta, hp: &HParams, key: &str, pad: bool) -> Re
     }
     flags.resize(hp.n_layer as usize, pad);
     Ok(Some(flags))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::tests::writer::{File, Kv};
+    use crate::gguf::GgufFile;
+
+    /// HParams of a four-layer granite_swa file with `extra` keys added.
+    fn granite_swa(extra: Vec<Kv>) -> Result<HParams> {
+        let mut f = File::new();
+        let a = |k: &str| format!("granite_swa.{k}");
+        f.kvs = vec![
+            Kv::new("general.architecture", Value::Str(b"granite_swa".to_vec())),
+            Kv::new(&a("block_count"), Value::U32(4)),
+            Kv::new(&a("context_length"), Value::U32(64)),
+            Kv::new(&a("embedding_length"), Value::U32(16)),
+            Kv::new(&a("feed_forward_length"), Value::U32(32)),
+            Kv::new(&a("attention.head_count"), Value::U32(2)),
+            Kv::new(&a("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+            Kv::new(&a("logit_scale"), Value::F32(1.0)),
+            Kv::new(&a("attention.sliding_window"), Value::U32(8)),
+        ];
+        f.kvs.extend(extra);
+        let file = GgufFile::parse(&f.bytes())?;
+        HParams::load(&granite_swa::GraniteSwa, &Meta(&file), 4)
+    }
+
+    #[test]
+    fn per_layer_flags_pad_as_llama_cpp_does() {
+        let pattern = Kv::new(
+            "granite_swa.attention.sliding_window_pattern",
+            Value::Array(Array::Bool(vec![true, false])),
+        );
+        let rope = Kv::new(
+            "granite_swa.attention.rope_pattern",
+            Value::Array(Array::U32(vec![0, 1])),
+        );
+        let hp = granite_swa(vec![pattern, rope]).unwrap();
+        // Sliding flags past the array attend globally; rope flags past it rotate.
+        assert_eq!(hp.swa_layers, [true, false, false, false]);
+        assert_eq!(
+            (0..4).map(|il| hp.has_rope(il)).collect::<Vec<_>>(),
+            [false, true, true, true]
+        );
+    }
+
+    #[test]
+    fn sliding_layers_with_their_own_head_size_are_refused() {
+        let pattern = || {
+            Kv::new(
+                "granite_swa.attention.sliding_window_pattern",
+                Value::Array(Array::I32(vec![1, 0, 1, 0])),
+            )
+        };
+        let own = |v| Kv::new("granite_swa.attention.key_length_swa", Value::U32(v));
+        let err = granite_swa(vec![pattern(), own(4)]).unwrap_err().to_string();
+        assert!(err.contains("key_length_swa"), "{err}");
+        // The same size as the other layers' is what llama.cpp's dummy files write.
+        assert!(granite_swa(vec![pattern(), own(8)]).is_ok());
+    }
+
+    #[test]
+    fn dense_first_periods_keep_the_first_layer_of_each_global() {
+        let mut file = File::new();
+        file.kvs = vec![Kv::new("x.attention.sliding_window_pattern", Value::U32(2))];
+        let g = GgufFile::parse(&file.bytes()).unwrap();
+        let mut hp = granite_swa(vec![Kv::new(
+            "granite_swa.attention.sliding_window_pattern",
+            Value::Array(Array::Bool(vec![false; 4])),
+        )])
+        .unwrap();
+        hp.arch_name = "x";
+        load_sliding_window_dense_first(&Meta(&g), &mut hp, 8, 4, 1.0, 1.0).unwrap();
+        assert_eq!(hp.swa_layers, [false, true, false, true]);
+        load_sliding_window(&Meta(&g), &mut hp, 8, 4, 1.0, 1.0).unwrap();
+        assert_eq!(hp.swa_layers, [true, false, true, false]);
+    }
 }
