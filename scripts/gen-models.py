@@ -386,6 +386,23 @@ def spark2_5(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def mellum(w, weights, n_vocab, dtype):
+    # Query and key norms, four experts (two per token, as wide as the FFN over two); a 32-token
+    # window on three layers of four, which rotate plainly while the last uses YaRN.
+    a, n_layer = "mellum", 4
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", 0)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    w.add_string(f"{a}.rope.scaling.type", "yarn")
+    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
+    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, experts=(4, N_FF // 2))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1324,6 +1341,7 @@ MODELS = {
     "smallthinker": ("smallthinker", smallthinker, True),
     "talkie": ("talkie", talkie, True),
     "spark2_5": ("spark2_5", spark2_5, True),
+    "mellum": ("mellum", mellum, True),
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -132,6 +132,9 @@ pub(super) struct Variant {
     /// The graph rotates nothing though the model has rotary positions (which a K-shift still
     /// turns): Baichuan's sizes other than 7B, as llama.cpp builds them.
     pub no_rope: bool,
+    /// Sliding-window layers rotate with the context's base, unscaled and without YaRN (Mellum's
+    /// graph); a K-shift still uses the sliding layers' own base.
+    pub plain_swa_rope: bool,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -266,7 +269,13 @@ fn attention_block(
     let rotate = hp.has_rope(il)
         && !variant.no_rope
         && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
-    let (q, k) = if rotate {
+    let (q, k) = if rotate && variant.plain_swa_rope && is_sliding(hp, il) {
+        let base = b.params.rope.freq_base;
+        (
+            b.rope_ext(q, base, 1.0, 0.0, 1.0, rope_factors)?,
+            b.rope_ext(k, base, 1.0, 0.0, 1.0, rope_factors)?,
+        )
+    } else if rotate {
         (b.rope(q, il, rope_factors)?, b.rope(k, il, rope_factors)?)
     } else {
         (q, k)

@@ -24,6 +24,7 @@ pub(crate) mod lfm2;
 pub(crate) mod llama;
 pub(crate) mod llama_like;
 pub(crate) mod mamba;
+pub(crate) mod mellum;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
 pub(crate) mod olmo;
@@ -52,7 +53,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 81] = [
+static ARCHITECTURES: [&dyn Architecture; 82] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -71,6 +72,7 @@ static ARCHITECTURES: [&dyn Architecture; 81] = [
     &smallthinker::SmallThinker,
     &talkie::Talkie,
     &spark2_5::Spark2_5,
+    &mellum::Mellum,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

@@ -1,0 +1,69 @@
+//! Mellum: Qwen3-MoE's decoder (per-head query and key norms, softmax-routed experts with their
+//! weights' scales) with its own output head and, when the file has a window, sliding layers
+//! (three of each four by default) that rotate with the context's base, unscaled, without YaRN.
+
+use super::{llama, qwen3};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Mellum;
+
+/// Without a pattern in the file, the last layer of each four attends globally.
+const DEFAULT_SWA_PERIOD: u32 = 4;
+
+impl ArchSpec for Mellum {
+    fn name(&self) -> &'static str {
+        "mellum"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_rot != hp.n_embd_head_k {
+            return Err(Error::model(format!(
+                "mellum needs the rope dimension count {} equal to the head size {}",
+                hp.n_rot, hp.n_embd_head_k
+            )));
+        }
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(Error::model("mellum needs experts (expert_count, expert_used_count)"));
+        }
+        // llama.cpp requires the key, and reads 0 as the FFN width shared by the used experts.
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        if hp.n_ff_exp == 0 {
+            hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
+        }
+        let window = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
+        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+        super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, base, scale)?;
+        hp.size_label = if hp.n_layer == 28 { "12B.A2.5B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = qwen3::tensors(hp, true);
+        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+            s.required = true;
+        }
+        specs
+    }
+}
+
+impl Decoder for Mellum {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = llama::Variant {
+            qk_norm: true,
+            plain_swa_rope: true,
+            ..Default::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
