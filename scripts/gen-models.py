@@ -403,6 +403,23 @@ def mellum(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def arctic(w, weights, n_vocab, dtype):
+    # A dense FFN as wide as the model beside four experts (two per token) under their own norm;
+    # four query heads spanning the embedding.
+    a = "arctic"
+    d = Dims(head=N_EMBD // N_HEAD)
+    decoder_keys(w, a, N_LAYER, 10000.0, d=d)
+    experts_keys(w, a, 4, 2)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF), d=d)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ffn_norm_exps.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_EMBD, N_EMBD)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(N_EMBD, N_EMBD)
+        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1342,6 +1359,7 @@ MODELS = {
     "talkie": ("talkie", talkie, True),
     "spark2_5": ("spark2_5", spark2_5, True),
     "mellum": ("mellum", mellum, True),
+    "arctic": ("arctic", arctic, True),
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

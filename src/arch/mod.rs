@@ -3,6 +3,7 @@
 //! `graph/` (`graph::Decoder`). The registry below lists them; adding an architecture is one file
 //! and one line there. Nothing below this layer knows any architecture.
 
+pub(crate) mod arctic;
 pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod cohere;
@@ -53,7 +54,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 82] = [
+static ARCHITECTURES: [&dyn Architecture; 83] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -73,6 +74,7 @@ static ARCHITECTURES: [&dyn Architecture; 82] = [
     &talkie::Talkie,
     &spark2_5::Spark2_5,
     &mellum::Mellum,
+    &arctic::Arctic,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

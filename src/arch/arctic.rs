@@ -1,0 +1,112 @@
+//! Snowflake Arctic: each layer adds two FFNs to its stream, a dense one as wide as the model
+//! after attention, and experts (as wide as `feed_forward_length`) reading the layer's input
+//! under their own norm (`ffn_norm_exps`), softmax-routed with the picked weights normalised.
+
+use super::{attention_tensors, head_tensors};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Arctic;
+
+const MOE: Moe = Moe {
+    gating: Gating::Softmax,
+    normalize: true,
+    act: ExpertAct::Silu,
+    scaled: false,
+    warmup_all: true,
+};
+
+impl ArchSpec for Arctic {
+    fn name(&self) -> &'static str {
+        "arctic"
+    }
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
+            return Err(Error::model(
+                "arctic needs the rope dimension count and the heads to span the embedding",
+            ));
+        }
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(Error::model("arctic needs experts (expert_count, expert_used_count)"));
+        }
+        hp.n_ff_exp = hp.n_ff[0];
+        hp.size_label = match (hp.n_expert, hp.n_layer) {
+            (128, 35) => "10B+128x3.66B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let (e, ff, ne) = (hp.n_embd, hp.n_ff_exp, hp.n_expert);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, e], true));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, e], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[e, e], true));
+            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, ne], true));
+            specs.push(TensorSpec::new(b("ffn_norm_exps.weight"), &[e], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, ff, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ff, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ff, e, ne], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for Arctic {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let q = b.rope(q, il, None)?;
+            let k = b.rope(k, il, None)?;
+            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
+            let att = b.attention(il, q, k, v, kq_scale, false)?;
+            let att = b.name(att, "kqv_out", l);
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, att)?;
+            let (att, input) = b.last_layer_rows(il, att, x)?;
+            let h = b.add(att, input)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let dense = b.gated_ffn(
+                il,
+                cur,
+                Ffn {
+                    scaled: false,
+                    biased: false,
+                    ..Ffn::default()
+                },
+            )?;
+            let dense = b.name(dense, "ffn_out", l);
+            let dense = b.add(dense, h)?;
+            let cur = b.layer_rms_norm(il, input, "ffn_norm_exps.weight", "ffn_norm_exps")?;
+            let experts = b.moe_ffn(il, cur, MOE)?;
+            x = b.add(experts, dense)?;
+            x = b.name(x, "l_out", l);
+        }
+        let logits = b.output_head(x)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
