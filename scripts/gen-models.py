@@ -420,6 +420,28 @@ def arctic(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def deci(w, weights, n_vocab, dtype):
+    # Per-layer widths: 4 and 2 query heads, 2 and 1 KV heads, FFNs of 128 and 96; biases on the
+    # attention output and the FFN; Llama 3's rotary factors.
+    a, heads, kv_heads, ff = "deci", [4, 2], [2, 1], [128, 96]
+    decoder_keys(w, a, N_LAYER, 500000.0, heads=heads, kv_heads=kv_heads, ff=ff)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    tensors["rope_freqs.weight"] = (1.0 + weights.rng.uniform(0, 3, HEAD // 2)).astype(np.float32)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_q.weight"] = weights.matrix(heads[il] * HEAD, N_EMBD)
+        tensors[blk + "attn_k.weight"] = weights.matrix(kv_heads[il] * HEAD, N_EMBD)
+        tensors[blk + "attn_v.weight"] = weights.matrix(kv_heads[il] * HEAD, N_EMBD)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, heads[il] * HEAD)
+        tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
+        tensors[blk + "ffn_gate.weight"] = weights.matrix(ff[il], N_EMBD)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(ff[il], N_EMBD)
+        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, ff[il])
+        tensors[blk + "ffn_up.bias"] = weights.bias(ff[il])
+        tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1360,6 +1382,7 @@ MODELS = {
     "spark2_5": ("spark2_5", spark2_5, True),
     "mellum": ("mellum", mellum, True),
     "arctic": ("arctic", arctic, True),
+    "deci": ("deci", deci, True),
     "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

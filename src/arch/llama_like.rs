@@ -96,6 +96,19 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
     sizes: &[(18, "0.3B")],
 };
 
+/// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
+/// "linear attention" and FFN-free layers (no query heads, no KV heads, no FFN) are refused.
+pub const DECI: LlamaLike = LlamaLike {
+    name: "deci",
+    rope_type: 0,
+    variant: NO_FFN_SCALES,
+    experts: false,
+    alibi: 0.0,
+    half_ffn: false,
+    hunyuan_rope: None,
+    sizes: &[(32, "7B"), (80, "70B"), (162, "405B")],
+};
+
 pub const ARCEE: LlamaLike = LlamaLike {
     name: "arcee",
     rope_type: 0,
@@ -358,6 +371,14 @@ impl ArchSpec for LlamaLike {
         }
         if self.experts {
             hp.n_ff_exp = hp.n_ff[0];
+        }
+        let plain = |il: usize| hp.n_head[il] > 0 && hp.n_head_kv[il] > 0 && hp.n_ff[il] > 0;
+        if let Some(il) = (0..hp.n_layer as usize).find(|&il| !plain(il)) {
+            return Err(Error::NotImplemented(match (hp.n_head[il], hp.n_head_kv[il]) {
+                (0, _) => "attention-free layers (a layer with no attention heads)",
+                (_, 0) => "linear-attention layers (a layer with no KV heads)",
+                _ => "FFN-free layers (a layer with feed_forward_length 0)",
+            }));
         }
         hp.rope = self.rope_type >= 0;
         // The diffusion models attend both ways.

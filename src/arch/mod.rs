@@ -54,7 +54,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 83] = [
+static ARCHITECTURES: [&dyn Architecture; 84] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -75,6 +75,7 @@ static ARCHITECTURES: [&dyn Architecture; 83] = [
     &spark2_5::Spark2_5,
     &mellum::Mellum,
     &arctic::Arctic,
+    &llama_like::DECI,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,
