@@ -314,6 +314,7 @@ def granite_swa(w, weights, n_vocab, dtype, experts=False):
     decoder_keys(w, a, n_layer, 10000.0)
     w.add_float32(f"{a}.logit_scale", 8.0)
     w.add_float32(f"{a}.residual_scale", 0.22)
+    w.add_float32(f"{a}.embedding_scale", 12.0)
     w.add_float32(f"{a}.attention.scale", 0.125)
     w.add_uint32(f"{a}.attention.sliding_window", 32)
     w.add_array(f"{a}.attention.sliding_window_pattern", [True, True, False, True])
@@ -440,6 +441,19 @@ def deci(w, weights, n_vocab, dtype):
         tensors[blk + "ffn_up.bias"] = weights.bias(ff[il])
         tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
     add_tensors(w, tensors, dtype)
+
+
+def mistral3(w, weights, n_vocab, dtype):
+    # Four Mixtral-style experts, two per token; an attention scale it does not read; YaRN with
+    # the correction range and magnitude log multiplier Mistral 3 reads from the file.
+    a = "mistral3"
+    llama_like(a, experts=True)(w, weights, n_vocab, dtype)
+    w.add_string(f"{a}.rope.scaling.type", "yarn")
+    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
+    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+    w.add_float32(f"{a}.rope.scaling.yarn_beta_fast", 16.0)
+    w.add_float32(f"{a}.rope.scaling.yarn_beta_slow", 2.0)
+    w.add_float32(f"{a}.rope.scaling.yarn_log_multiplier", 0.7)
 
 
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
@@ -1383,7 +1397,7 @@ MODELS = {
     "mellum": ("mellum", mellum, True),
     "arctic": ("arctic", arctic, True),
     "deci": ("deci", deci, True),
-    "mistral3": ("mistral3", llama_like("mistral3", experts=True), True),
+    "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),
     "gemma": ("gemma", gemma, True),

@@ -1,5 +1,5 @@
-//! Granite with sliding-window layers (`granite_swa`): Granite's decoder and scales (but no
-//! embedding scale in its graph), per-head attention sinks in every layer, a sliding window on the
+//! Granite with sliding-window layers (`granite_swa`): Granite's decoder and scales, per-head
+//! attention sinks in every layer, a sliding window on the
 //! layers `attention.sliding_window_pattern` marks, rotation on those `attention.rope_pattern`
 //! marks (all when absent), and experts with a shared expert whose gate is fused into `ffn_up_shexp`.
 
@@ -27,6 +27,7 @@ impl ArchSpec for GraniteSwa {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;
         hp.residual_scale = meta.f32_opt(&hp.key("residual_scale"))?.unwrap_or(0.0);
+        hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(0.0);
         hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
         super::check_equal_head_sizes(hp)?;
         let pattern = hp.key("attention.sliding_window_pattern");

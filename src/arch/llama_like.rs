@@ -380,6 +380,11 @@ impl ArchSpec for LlamaLike {
                 _ => "FFN-free layers (a layer with feed_forward_length 0)",
             }));
         }
+        if self.name == "mistral3" {
+            super::load_yarn_betas(meta, hp)?;
+            let log_mul = meta.f32_opt(&hp.key("rope.scaling.yarn_log_multiplier"))?;
+            hp.rope_yarn_log_mul = log_mul.unwrap_or(0.0);
+        }
         hp.rope = self.rope_type >= 0;
         // The diffusion models attend both ways.
         hp.causal &= !self.variant.no_cache;

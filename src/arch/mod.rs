@@ -242,6 +242,16 @@ pub(crate) fn ffn_tensors(hp: &HParams, il: usize, experts: bool, specs: &mut Ve
     }
 }
 
+/// YaRN's correction range from `rope.scaling.yarn_beta_fast`/`_slow` where the file has them
+/// (the architectures whose llama.cpp loader reads the keys); other values stay as they are.
+pub(crate) fn load_yarn_betas(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    let fast = meta.f32_opt(&hp.key("rope.scaling.yarn_beta_fast"))?;
+    let slow = meta.f32_opt(&hp.key("rope.scaling.yarn_beta_slow"))?;
+    hp.yarn_beta_fast = fast.unwrap_or(hp.yarn_beta_fast);
+    hp.yarn_beta_slow = slow.unwrap_or(hp.yarn_beta_slow);
+    Ok(())
+}
+
 /// M-RoPE's four sections (`rope.dimension_sections`, required).
 pub(crate) fn load_rope_sections(meta: &Meta, hp: &mut HParams) -> Result<()> {
     let sections = meta

@@ -24,20 +24,31 @@ pub fn settings(p: &Params, hp: Option<&HParams>, n_ctx_seq: u32) -> RopeParams 
         (0, Some(h)) => h.n_ctx_train,
         (v, _) => v,
     };
-    let ext_factor = if p.yarn_ext_factor >= 0.0 {
-        p.yarn_ext_factor
-    } else if scaling == RopeScaling::Yarn {
-        1.0
-    } else {
-        0.0
+    // The context's value, else the model's (llama.cpp's hparams defaults without a model).
+    let yarn = |v: f32, model: fn(&HParams) -> f32, default: f32| or_default(v, hp.map_or(default, model));
+    let ext_factor = match yarn(p.yarn_ext_factor, |h| h.yarn_ext_factor, -1.0) {
+        v if v >= 0.0 => v,
+        _ if scaling == RopeScaling::Yarn => 1.0,
+        _ => 0.0,
     };
-    let mut attn_factor = or_default(p.yarn_attn_factor, 1.0);
+    let mut attn_factor = yarn(p.yarn_attn_factor, |h| h.yarn_attn_factor, 1.0);
     if ext_factor != 0.0 {
-        // YaRN's magnitude correction for the stretch factor, cancelled by the one ggml's rope
-        // applies itself when mixing in extrapolation (ggml's ops.cpp).
+        // YaRN's magnitude correction for the stretch factor (over the one a log multiplier asks
+        // for), cancelled by the one ggml's rope applies itself when mixing in extrapolation
+        // (ggml's ops.cpp).
         let factor = 1.0 / freq_scale;
-        let mscale = if factor <= 1.0 { 1.0 } else { 0.1 * factor.ln() + 1.0 };
-        attn_factor = mscale / (1.0 + 0.1 * factor.ln());
+        let mscale = |m: f32| {
+            if factor <= 1.0 {
+                1.0
+            } else {
+                0.1 * m * factor.ln() + 1.0
+            }
+        };
+        attn_factor = match hp.map_or(0.0, |h| h.rope_yarn_log_mul) {
+            0.0 => mscale(1.0),
+            log_mul => mscale(1.0) / mscale(log_mul),
+        };
+        attn_factor *= 1.0 / (1.0 + 0.1 * factor.ln());
     }
     attn_factor *= hp.map_or(1.0, |h| h.rope_attn_factor);
     RopeParams {
@@ -50,8 +61,8 @@ pub fn settings(p: &Params, hp: Option<&HParams>, n_ctx_seq: u32) -> RopeParams 
         n_ctx_orig,
         ext_factor,
         attn_factor,
-        beta_fast: or_default(p.yarn_beta_fast, 32.0),
-        beta_slow: or_default(p.yarn_beta_slow, 1.0),
+        beta_fast: yarn(p.yarn_beta_fast, |h| h.yarn_beta_fast, 32.0),
+        beta_slow: yarn(p.yarn_beta_slow, |h| h.yarn_beta_slow, 1.0),
         long_factors: hp.is_some_and(|h| n_ctx_seq > h.n_ctx_orig_yarn),
     }
 }
@@ -74,13 +85,31 @@ mod tests {
         let r = settings(&params(4096, 512, 1), Some(&hp), 4096);
         assert_eq!((r.ext_factor, r.freq_scale), (1.0, 0.25));
         let f = 4.0f32;
-        assert_eq!(r.attn_factor, (0.1 * f.ln() + 1.0) / (1.0 + 0.1 * f.ln()) * 1.5);
+        assert_eq!(r.attn_factor, (0.1 * f.ln() + 1.0) * (1.0 / (1.0 + 0.1 * f.ln())) * 1.5);
         // An explicit extrapolation factor of 0 turns YaRN's correction off.
         let mut p = params(4096, 512, 1);
         p.yarn_ext_factor = 0.0;
         p.yarn_attn_factor = 2.0;
         let r = settings(&p, Some(&hp), 4096);
         assert_eq!((r.ext_factor, r.attn_factor), (0.0, 3.0));
+    }
+
+    #[test]
+    fn yarn_settings_fall_back_to_the_model_then_to_llama_cpp_defaults() {
+        let mut hp = hparams();
+        hp.rope_scaling = RopeScaling::Yarn;
+        hp.rope_freq_scale = 0.25;
+        hp.yarn_beta_fast = 8.0;
+        hp.rope_yarn_log_mul = 0.5;
+        let r = settings(&params(4096, 512, 1), Some(&hp), 4096);
+        assert_eq!((r.beta_fast, r.beta_slow), (8.0, 1.0));
+        let f = 4.0f32;
+        let m = |m: f32| 0.1 * m * f.ln() + 1.0;
+        assert_eq!(r.attn_factor, m(1.0) / m(0.5) * (1.0 / (1.0 + 0.1 * f.ln())));
+        // The context's own value wins.
+        let mut p = params(4096, 512, 1);
+        p.yarn_beta_fast = 16.0;
+        assert_eq!(settings(&p, Some(&hp), 4096).beta_fast, 16.0);
     }
 
     #[test]

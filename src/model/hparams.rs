@@ -70,6 +70,15 @@ pub struct HParams {
     /// factor its rotations' magnitudes are multiplied by (`rope.scaling.attn_factor`).
     pub rope_scaling: RopeScaling,
     pub rope_attn_factor: f32,
+    /// YaRN's settings where a context leaves them unset (negative): extrapolation mix (-1: by
+    /// the scaling type), magnitude factor, correction range; and the magnitude's log multiplier
+    /// (`rope.scaling.yarn_log_multiplier`, 0: none). Only the architectures whose llama.cpp
+    /// loader reads the keys take them from the file.
+    pub yarn_ext_factor: f32,
+    pub yarn_attn_factor: f32,
+    pub yarn_beta_fast: f32,
+    pub yarn_beta_slow: f32,
+    pub rope_yarn_log_mul: f32,
     /// Frequency scale on sliding-window layers (1 unless the architecture says otherwise).
     pub rope_freq_scale_swa: f32,
     pub n_ctx_orig_yarn: u32,
@@ -291,6 +300,11 @@ impl HParams {
             rope_freq_scale,
             rope_scaling,
             rope_attn_factor: meta.f32_opt(&key("rope.scaling.attn_factor"))?.unwrap_or(1.0),
+            yarn_ext_factor: -1.0,
+            yarn_attn_factor: 1.0,
+            yarn_beta_fast: 32.0,
+            yarn_beta_slow: 1.0,
+            rope_yarn_log_mul: 0.0,
             rope_freq_scale_swa: 1.0,
             n_ctx_orig_yarn: meta
                 .u32_opt(&key("rope.scaling.original_context_length"))?
