@@ -456,6 +456,31 @@ def mistral3(w, weights, n_vocab, dtype):
     w.add_float32(f"{a}.rope.scaling.yarn_log_multiplier", 0.7)
 
 
+def grok(w, weights, n_vocab, dtype):
+    # Four GELU experts (two per token) averaged with a dense GELU FFN, norms after attention and
+    # after the FFN (`post_ffw_norm`), capped attention scores, soft-capped logits, YaRN with the
+    # extrapolation and magnitude factors from the file; the scales' defaults.
+    a = "grok"
+    d = Dims(head=N_EMBD // N_HEAD)
+    decoder_keys(w, a, N_LAYER, 10000.0, d=d)
+    experts_keys(w, a, 4, 2)
+    w.add_float32(f"{a}.final_logit_softcapping", 20.0)
+    w.add_string(f"{a}.rope.scaling.type", "yarn")
+    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
+    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+    w.add_float32(f"{a}.rope.scaling.yarn_ext_factor", 0.5)
+    w.add_float32(f"{a}.rope.scaling.yarn_attn_factor", 1.25)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF), d=d)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_output_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, N_EMBD)
+        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_FF)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1397,6 +1422,7 @@ MODELS = {
     "mellum": ("mellum", mellum, True),
     "arctic": ("arctic", arctic, True),
     "deci": ("deci", deci, True),
+    "grok": ("grok", grok, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -20,6 +20,7 @@ pub(crate) mod gpt_oss;
 pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
 pub(crate) mod granite_swa;
+pub(crate) mod grok;
 pub(crate) mod jamba;
 pub(crate) mod lfm2;
 pub(crate) mod llama;
@@ -54,7 +55,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 84] = [
+static ARCHITECTURES: [&dyn Architecture; 85] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -76,6 +77,7 @@ static ARCHITECTURES: [&dyn Architecture; 84] = [
     &mellum::Mellum,
     &arctic::Arctic,
     &llama_like::DECI,
+    &grok::Grok,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

@@ -198,7 +198,11 @@ impl<'m> Context<'m> {
         };
         check_cache_type("type_k", p.type_k)?;
         check_cache_type("type_v", p.type_v)?;
-        let flash_attn = p.flash_attn != FlashAttn::Off;
+        let capped = hp.is_some_and(|h| h.kq_tanh_cap != 0.0);
+        if capped && p.flash_attn != FlashAttn::Off {
+            crate::log_warn!("context: flash attention cannot cap attention scores as this model needs: turned off");
+        }
+        let flash_attn = p.flash_attn != FlashAttn::Off && !capped;
         if let (true, Some(hp)) = (flash_attn, hp) {
             check_head_blocks("K", "k", p.type_k, hp.n_embd_head_k)?;
             check_head_blocks("V", "v", p.type_v, hp.n_embd_head_v)?;

@@ -184,6 +184,8 @@ pub enum ExpertAct {
     ReluSqr,
     /// relu(gate) * up (relu of up alone without a gate).
     Relu,
+    /// gelu(gate) * up (gelu of up alone without a gate).
+    Gelu,
 }
 
 /// What varies between the mixture-of-experts layers of the architectures.
@@ -650,11 +652,21 @@ impl<'a> Builder<'a> {
             softcap: hp.attn_softcap,
         };
         if self.params.flash_attn {
+            if hp.kq_tanh_cap != 0.0 {
+                return Err(Error::model(
+                    "capped attention scores need attention without flash attention",
+                ));
+            }
             // Result [head_dim_v, n_head, tokens, streams].
             let o = self.g.flash_attn(q, kp, vp, mask, scores, sinks).map_err(ggml_err)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
         } else {
             let mut kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
+            if hp.kq_tanh_cap != 0.0 {
+                kq = self.scale(kq, hp.kq_tanh_scale / hp.kq_tanh_cap)?;
+                kq = self.tanh(kq)?;
+                kq = self.scale(kq, hp.kq_tanh_cap)?;
+            }
             if hp.attn_softcap != 0.0 {
                 kq = self.scale(kq, 1.0 / hp.attn_softcap)?;
                 kq = self.tanh(kq)?;
@@ -952,6 +964,8 @@ impl<'a> Builder<'a> {
             (None, ExpertAct::ReluSqr) => self.g.relu(up).and_then(|h| self.g.sqr(h)),
             (Some(gate), ExpertAct::Relu) => self.g.reglu(gate, up),
             (None, ExpertAct::Relu) => self.g.relu(up),
+            (Some(gate), ExpertAct::Gelu) => self.g.geglu(gate, up),
+            (None, ExpertAct::Gelu) => self.g.gelu(up),
             (Some(_), ExpertAct::ReluSqr) => {
                 return Err(Error::model(
                     "squared-ReLU experts have no gate (llama.cpp has no gated form)",

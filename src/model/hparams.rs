@@ -90,6 +90,11 @@ pub struct HParams {
     /// Soft caps (cap * tanh(x / cap)) of the attention scores and of the logits; 0 means none.
     pub attn_softcap: f32,
     pub final_logit_softcap: f32,
+    /// Grok's capping of attention scores before the softmax, cap * tanh(kq * scale / cap)
+    /// (cap 0: none); llama.cpp has it only without flash attention, which it turns off for
+    /// such models.
+    pub kq_tanh_scale: f32,
+    pub kq_tanh_cap: f32,
     /// Attention and FFN both read the layer's input and are added to it (GPT-NeoX's
     /// `use_parallel_residual`).
     pub parallel_residual: bool,
@@ -314,6 +319,8 @@ impl HParams {
             attn_scale: 0.0,
             attn_softcap: 0.0,
             final_logit_softcap: 0.0,
+            kq_tanh_scale: 0.0,
+            kq_tanh_cap: 0.0,
             max_alibi_bias: 0.0,
             parallel_residual: false,
             embedding_scale: 0.0,

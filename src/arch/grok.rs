@@ -1,0 +1,147 @@
+//! Grok: scaled embeddings; attention scores capped by cap * tanh(kq * output_scale / cap) before
+//! an unscaled softmax (so never flash attention, as in llama.cpp); norms after attention and
+//! after the FFN; GELU experts, averaged with an optional dense GELU FFN; multiplied and
+//! optionally soft-capped logits. llama.cpp's defaults stand in for keys older files lack.
+
+use super::{attention_tensors, head_tensors};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Grok;
+
+const MOE: Moe = Moe {
+    gating: Gating::Softmax,
+    normalize: true,
+    act: ExpertAct::Gelu,
+    scaled: false,
+    warmup_all: true,
+};
+
+impl ArchSpec for Grok {
+    fn name(&self) -> &'static str {
+        "grok"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        let f = |hp: &HParams, key: &str, default: f32| -> Result<f32> {
+            Ok(meta.f32_opt(&hp.key(key))?.unwrap_or(default))
+        };
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.logit_scale = f(hp, "logit_scale", 0.577_350_269_189_625_7_f64 as f32)?;
+        hp.embedding_scale = f(hp, "embedding_scale", 78.383_671_769_061_69_f64 as f32)?;
+        hp.kq_tanh_scale = f(hp, "attention.output_scale", 0.088_388_347_648_318_45_f64 as f32)?;
+        hp.kq_tanh_cap = f(hp, "attn_logit_softcapping", 30.0)?;
+        hp.final_logit_softcap = f(hp, "final_logit_softcapping", 0.0)?;
+        hp.yarn_ext_factor = f(hp, "rope.scaling.yarn_ext_factor", hp.yarn_ext_factor)?;
+        hp.yarn_attn_factor = f(hp, "rope.scaling.yarn_attn_factor", hp.yarn_attn_factor)?;
+        hp.yarn_beta_fast = 8.0;
+        super::load_yarn_betas(meta, hp)?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
+            return Err(Error::model(
+                "grok needs the rope dimension count and the heads to span the embedding",
+            ));
+        }
+        if hp.kq_tanh_cap == 0.0 {
+            return Err(Error::model(format!("'{}' is 0", hp.key("attn_logit_softcapping"))));
+        }
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(Error::model("grok needs experts (expert_count, expert_used_count)"));
+        }
+        if hp.n_ff_exp == 0 {
+            hp.n_ff_exp = hp.n_ff[0];
+        }
+        hp.size_label = if hp.n_layer == 64 { "314B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let (e, ffe, ne) = (hp.n_embd, hp.n_ff_exp, hp.n_expert);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let ff = hp.n_ff[il];
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("attn_output_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], false));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], false));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], false));
+            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, ffe, ne], false));
+            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ffe, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ffe, e, ne], true));
+            let out_norm = b("layer_output_norm.weight");
+            specs.push(TensorSpec::new(&out_norm, &[e], false));
+            specs.push(TensorSpec::new(b("post_ffw_norm.weight"), &[e], true).unless(out_norm));
+        }
+        specs
+    }
+}
+
+impl Decoder for Grok {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let mut x = b.embed_tokens()?;
+        if hp.embedding_scale != 0.0 {
+            x = b.scale(x, hp.embedding_scale)?;
+        }
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let q = b.rope(q, il, None)?;
+            let k = b.rope(k, il, None)?;
+            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
+            // The scale is in the capping; the softmax scales by 1.
+            let att = b.attention(il, q, k, v, 1.0, false)?;
+            let att = b.name(att, "kqv_out", l);
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let att = b.layer_rms_norm(il, att, "attn_output_norm.weight", "attn_out_norm")?;
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let experts = b.moe_ffn(il, cur, MOE)?;
+            let mut ffn = experts;
+            if b.layer_weight_opt(il, "ffn_up.weight").is_some() {
+                let plain = Ffn {
+                    gelu: true,
+                    scaled: false,
+                    biased: false,
+                };
+                let dense = b.gated_ffn(il, cur, plain)?;
+                let dense = b.name(dense, "ffn_out", l);
+                let sum = b.add(dense, experts)?;
+                ffn = b.scale(sum, std::f32::consts::FRAC_1_SQRT_2)?;
+            }
+            let post = match b.layer_weight_opt(il, "layer_output_norm.weight") {
+                Some(_) => "layer_output_norm.weight",
+                None => "post_ffw_norm.weight",
+            };
+            let ffn = b.layer_rms_norm(il, ffn, post, "ffn_post_norm")?;
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let mut logits = b.output_head(x)?;
+        logits = b.scale(logits, hp.logit_scale)?;
+        let cap = hp.final_logit_softcap;
+        if cap != 0.0 {
+            logits = b.scale(logits, 1.0 / cap)?;
+            logits = b.tanh(logits)?;
+            logits = b.scale(logits, cap)?;
+        }
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
