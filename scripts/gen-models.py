@@ -481,6 +481,23 @@ def grok(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def hunyuan_moe(w, weights, n_vocab, dtype):
+    # Head norms after rotation; four experts (two per token) as wide as the FFN beside a shared
+    # expert of its own width.
+    a, n_sh = "hunyuan-moe", 48
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", 32)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(4, N_FF))
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
+        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
+        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_sh)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1423,6 +1440,7 @@ MODELS = {
     "arctic": ("arctic", arctic, True),
     "deci": ("deci", deci, True),
     "grok": ("grok", grok, True),
+    "hunyuan-moe": ("hunyuan-moe", hunyuan_moe, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -21,6 +21,7 @@ pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
 pub(crate) mod granite_swa;
 pub(crate) mod grok;
+pub(crate) mod hunyuan_moe;
 pub(crate) mod jamba;
 pub(crate) mod lfm2;
 pub(crate) mod llama;
@@ -55,7 +56,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 85] = [
+static ARCHITECTURES: [&dyn Architecture; 86] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -78,6 +79,7 @@ static ARCHITECTURES: [&dyn Architecture; 85] = [
     &arctic::Arctic,
     &llama_like::DECI,
     &grok::Grok,
+    &hunyuan_moe::HunyuanMoe,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

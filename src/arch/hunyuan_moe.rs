@@ -1,0 +1,77 @@
+//! Hunyuan-MoE: Hunyuan's layers (query and key norms after NeoX rotation) whose FFN is a shared
+//! expert (as wide as `expert_shared_feed_forward_length`, else the FFN) plus softmax-routed
+//! experts as wide as the FFN, without the weights' scales.
+
+use super::llama;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct HunyuanMoe;
+
+impl ArchSpec for HunyuanMoe {
+    fn name(&self) -> &'static str {
+        "hunyuan-moe"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_rot != hp.n_embd_head_k {
+            return Err(Error::model(format!(
+                "hunyuan-moe needs the rope dimension count {} equal to the head size {}",
+                hp.n_rot, hp.n_embd_head_k
+            )));
+        }
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(Error::model(
+                "hunyuan-moe needs experts (expert_count, expert_used_count)",
+            ));
+        }
+        // Required by llama.cpp's loader, though its experts are as wide as the FFN.
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        hp.n_ff_exp = hp.n_ff[0];
+        let shared = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?;
+        hp.n_ff_shexp = shared.filter(|&n| n > 0).unwrap_or(hp.n_ff[0]);
+        hp.size_label = if hp.n_layer == 32 { "A13B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = llama::tensors(hp);
+        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
+            specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for HunyuanMoe {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = llama::Variant {
+            qk_norm_after_rope: true,
+            moe: Some(Moe {
+                gating: Gating::Softmax,
+                normalize: true,
+                act: ExpertAct::Silu,
+                scaled: false,
+                warmup_all: true,
+            }),
+            ..llama::Variant::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
