@@ -498,6 +498,33 @@ def hunyuan_moe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def dots1(w, weights, n_vocab, dtype):
+    # Head norms; a leading dense layer, then four sigmoid-routed experts of width 32 (two per
+    # token, with a selection bias, normalised and scaled weights) beside two shared experts.
+    a, n_layer, ffe = "dots1", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[N_HEAD] * n_layer)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 2)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    d = Dims(n_head_kv=N_HEAD)
+    dense = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, d=d)
+    moe = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, experts=(4, ffe), d=d)
+    tensors = {k: v for k, v in moe.items() if not k.startswith("blk.0.")}
+    tensors.update({k: v for k, v in dense.items() if k.startswith("blk.0.")})
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(1, n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(2 * ffe, N_EMBD)
+        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(2 * ffe, N_EMBD)
+        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, 2 * ffe)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1441,6 +1468,7 @@ MODELS = {
     "deci": ("deci", deci, True),
     "grok": ("grok", grok, True),
     "hunyuan-moe": ("hunyuan-moe", hunyuan_moe, True),
+    "dots1": ("dots1", dots1, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

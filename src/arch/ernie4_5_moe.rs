@@ -4,7 +4,7 @@
 //! llama.cpp's graph takes a layer's experts only every `interleave_moe_layer_step` layers and
 //! fails on the others, so files whose expert layers are not all on that step are refused.
 
-use super::llama;
+use super::{layer_of, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
@@ -52,18 +52,7 @@ impl ArchSpec for Ernie45Moe {
         let (e, x, sh, n) = (hp.n_embd, hp.n_ff_exp, hp.n_ff_shexp, hp.n_expert);
         let mut specs = llama::tensors_with(hp, true);
         let lead = hp.n_layer_dense_lead as usize;
-        // The leading layers are dense: their specs as a dense model's.
-        let dense = {
-            let mut d = hp.clone();
-            d.n_expert = 0;
-            llama::tensors_with(&d, false)
-        };
-        specs.retain(|s| layer_of(&s.name).is_none_or(|il| il >= lead));
-        specs.extend(
-            dense
-                .into_iter()
-                .filter(|s| layer_of(&s.name).is_some_and(|il| il < lead)),
-        );
+        super::dense_lead(hp, &mut specs, |d| llama::tensors_with(d, false));
         for s in specs.iter_mut() {
             if layer_of(&s.name).is_some_and(|il| il >= lead) && s.name.contains("_exps.") {
                 // Experts as wide as the file's expert width.
@@ -86,11 +75,6 @@ impl ArchSpec for Ernie45Moe {
         }
         specs
     }
-}
-
-/// The layer of a `blk.{il}.*` tensor name.
-fn layer_of(name: &str) -> Option<usize> {
-    name.strip_prefix("blk.")?.split('.').next()?.parse().ok()
 }
 
 impl Decoder for Ernie45Moe {

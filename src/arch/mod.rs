@@ -8,6 +8,7 @@ pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod cohere;
 pub(crate) mod dbrx;
+pub(crate) mod dots1;
 pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
 pub(crate) mod falcon_h1;
@@ -56,7 +57,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 86] = [
+static ARCHITECTURES: [&dyn Architecture; 87] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -80,6 +81,7 @@ static ARCHITECTURES: [&dyn Architecture; 86] = [
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,
+    &dots1::Dots1,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,
@@ -254,6 +256,25 @@ pub(crate) fn load_yarn_betas(meta: &Meta, hp: &mut HParams) -> Result<()> {
     hp.yarn_beta_fast = fast.unwrap_or(hp.yarn_beta_fast);
     hp.yarn_beta_slow = slow.unwrap_or(hp.yarn_beta_slow);
     Ok(())
+}
+
+/// The layer of a `blk.{il}.*` tensor name.
+pub(crate) fn layer_of(name: &str) -> Option<usize> {
+    name.strip_prefix("blk.")?.split('.').next()?.parse().ok()
+}
+
+/// Make the first `n_layer_dense_lead` layers of `specs` (a model whose layers are all experts)
+/// dense: their specs become those `dense` gives for the model without experts.
+pub(crate) fn dense_lead(hp: &HParams, specs: &mut Vec<TensorSpec>, dense: impl Fn(&HParams) -> Vec<TensorSpec>) {
+    let lead = hp.n_layer_dense_lead as usize;
+    let mut without_experts = hp.clone();
+    without_experts.n_expert = 0;
+    specs.retain(|s| layer_of(&s.name).is_none_or(|il| il >= lead));
+    specs.extend(
+        dense(&without_experts)
+            .into_iter()
+            .filter(|s| layer_of(&s.name).is_some_and(|il| il < lead)),
+    );
 }
 
 /// M-RoPE's four sections (`rope.dimension_sections`, required).
