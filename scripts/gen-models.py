@@ -525,6 +525,27 @@ def dots1(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def bailingmoe(w, weights, n_vocab, dtype):
+    # Four softmax-routed experts of width 32 in every layer (two per token, weights normalised
+    # and scaled) beside a shared expert; a leading-dense count it does not read.
+    a, ffe = "bailingmoe", 32
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, ffe))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(ffe, N_EMBD)
+        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(ffe, N_EMBD)
+        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, ffe)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1469,6 +1490,7 @@ MODELS = {
     "grok": ("grok", grok, True),
     "hunyuan-moe": ("hunyuan-moe", hunyuan_moe, True),
     "dots1": ("dots1", dots1, True),
+    "bailingmoe": ("bailingmoe", bailingmoe, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -8,7 +8,6 @@ pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod cohere;
 pub(crate) mod dbrx;
-pub(crate) mod dots1;
 pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
 pub(crate) mod falcon_h1;
@@ -39,6 +38,7 @@ pub(crate) mod qwen2;
 pub(crate) mod qwen3;
 pub(crate) mod qwen35;
 pub(crate) mod qwen3moe;
+pub(crate) mod shared_experts;
 pub(crate) mod smallthinker;
 pub(crate) mod smollm3;
 pub(crate) mod spark2_5;
@@ -57,7 +57,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 87] = [
+static ARCHITECTURES: [&dyn Architecture; 88] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -81,7 +81,8 @@ static ARCHITECTURES: [&dyn Architecture; 87] = [
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,
-    &dots1::Dots1,
+    &shared_experts::DOTS1,
+    &shared_experts::BAILINGMOE,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,
