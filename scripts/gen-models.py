@@ -68,6 +68,14 @@ class Weights:
     def norm(self, n):
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
+    def shared_expert(self, blk, width):
+        """A shared expert's gated FFN of `width` in layer prefix `blk`."""
+        return {
+            blk + "ffn_gate_shexp.weight": self.matrix(width, N_EMBD),
+            blk + "ffn_up_shexp.weight": self.matrix(width, N_EMBD),
+            blk + "ffn_down_shexp.weight": self.matrix(N_EMBD, width),
+        }
+
 
 def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None, ff=None, heads=None):
     """The hyper-parameters every Llama-like decoder here has (`heads`, `kv_heads`, `ff`: per
@@ -230,9 +238,7 @@ def qwen2moe(w, weights, n_vocab, dtype):
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
-        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
-        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
-        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_sh)
+        tensors.update(weights.shared_expert(blk, n_sh))
     add_tensors(w, tensors, dtype)
 
 
@@ -300,9 +306,7 @@ def granitemoe(w, weights, n_vocab, dtype):
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
-        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
-        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_sh)
+        tensors.update(weights.shared_expert(blk, n_sh))
     add_tensors(w, tensors, dtype)
 
 
@@ -492,9 +496,7 @@ def hunyuan_moe(w, weights, n_vocab, dtype):
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(4, N_FF))
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
-        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_sh, N_EMBD)
-        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_sh)
+        tensors.update(weights.shared_expert(blk, n_sh))
     add_tensors(w, tensors, dtype)
 
 
@@ -519,9 +521,7 @@ def dots1(w, weights, n_vocab, dtype):
     for il in range(1, n_layer):
         blk = f"blk.{il}."
         tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(2 * ffe, N_EMBD)
-        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(2 * ffe, N_EMBD)
-        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, 2 * ffe)
+        tensors.update(weights.shared_expert(blk, 2 * ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -540,9 +540,7 @@ def bailingmoe(w, weights, n_vocab, dtype):
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(ffe, N_EMBD)
-        tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(ffe, N_EMBD)
-        tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, ffe)
+        tensors.update(weights.shared_expert(blk, ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -692,9 +690,7 @@ def ernie4_5_moe(w, weights, n_vocab, dtype):
         tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
         if il > 0:
             tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(64, N_EMBD)
-            tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(64, N_EMBD)
-            tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, 64)
+            tensors.update(weights.shared_expert(blk, 64))
     add_tensors(w, tensors, dtype)
 
 
@@ -1108,9 +1104,7 @@ def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
                 tensors[blk + "ffn_up_exps.weight"] = up
             tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, n_ff_exp)
             tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
-            tensors[blk + "ffn_gate_shexp.weight"] = weights.matrix(n_ff_sh, N_EMBD)
-            tensors[blk + "ffn_up_shexp.weight"] = weights.matrix(n_ff_sh, N_EMBD)
-            tensors[blk + "ffn_down_shexp.weight"] = weights.matrix(N_EMBD, n_ff_sh)
+            tensors.update(weights.shared_expert(blk, n_ff_sh))
     add_tensors(w, tensors, dtype)
 
 

@@ -32,10 +32,8 @@ impl ArchSpec for Arctic {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
-            return Err(Error::model(
-                "arctic needs the rope dimension count and the heads to span the embedding",
-            ));
+        if hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
+            return Err(Error::model("arctic needs its query heads to span the embedding"));
         }
         if hp.n_expert == 0 || hp.n_expert_used == 0 {
             return Err(Error::model("arctic needs experts (expert_count, expert_used_count)"));
@@ -78,12 +76,7 @@ impl Decoder for Arctic {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let q = b.rope(q, il, None)?;
-            let k = b.rope(k, il, None)?;
-            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-            let att = b.attention(il, q, k, v, kq_scale, false)?;
-            let att = b.name(att, "kqv_out", l);
+            let att = b.rotary_attention(il, cur, kq_scale, false)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let (att, input) = b.last_layer_rows(il, att, x)?;

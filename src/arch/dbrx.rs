@@ -69,10 +69,7 @@ impl Decoder for Dbrx {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = gpt2::norm(b, &format!("blk.{il}.attn_norm"), x, "attn_norm", l)?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let q = b.rope(q, il, None)?;
-            let k = b.rope(k, il, None)?;
-            let att = b.attention(il, q, k, v, kq_scale, false)?;
+            let att = b.rotary_attention(il, cur, kq_scale, false)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;

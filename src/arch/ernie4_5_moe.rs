@@ -68,9 +68,7 @@ impl ArchSpec for Ernie45Moe {
             let b = |s: &str| format!("blk.{il}.{s}");
             specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n], false));
             if sh > 0 {
-                specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
-                specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
-                specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+                super::shared_expert_tensors(hp, il, &mut specs);
             }
         }
         specs

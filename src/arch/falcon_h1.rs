@@ -80,10 +80,7 @@ impl Decoder for FalconH1 {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            // No frequency factors, whatever the file holds (llama.cpp passes none).
-            let (q, k) = (b.rope(q, il, None)?, b.rope(k, il, None)?);
-            let att = b.attention(il, q, k, v, kq_scale, false)?;
+            let att = b.rotary_attention(il, cur, kq_scale, false)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let att = b.name(att, "attn_out", l);

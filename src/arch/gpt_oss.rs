@@ -83,12 +83,7 @@ impl Decoder for GptOss {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let q = b.rope(q, il, None)?;
-            let k = b.rope(k, il, None)?;
-            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-            let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
-            let att = b.name(att, "kqv_out", l);
+            let att = b.rotary_attention(il, cur, kq_scale, is_sliding(hp, il))?;
             let att = b.layer_linear(il, "attn_output", att)?;
             let att = b.name(att, "attn_out", l);
             let h = b.add(att, x)?;

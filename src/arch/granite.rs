@@ -72,12 +72,8 @@ impl ArchSpec for Granite {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = llama::tensors(hp);
-        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
-        for il in (0..hp.n_layer as usize).filter(|_| sh > 0) {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+        for il in (0..hp.n_layer as usize).filter(|_| hp.n_ff_shexp > 0) {
+            super::shared_expert_tensors(hp, il, &mut specs);
         }
         specs
     }

@@ -45,10 +45,8 @@ impl ArchSpec for Grok {
         hp.yarn_beta_fast = 8.0;
         super::load_yarn_betas(meta, hp)?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
-            return Err(Error::model(
-                "grok needs the rope dimension count and the heads to span the embedding",
-            ));
+        if hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
+            return Err(Error::model("grok needs its query heads to span the embedding"));
         }
         if hp.kq_tanh_cap == 0.0 {
             return Err(Error::model(format!("'{}' is 0", hp.key("attn_logit_softcapping"))));
@@ -99,13 +97,8 @@ impl Decoder for Grok {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let q = b.rope(q, il, None)?;
-            let k = b.rope(k, il, None)?;
-            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
             // The scale is in the capping; the softmax scales by 1.
-            let att = b.attention(il, q, k, v, 1.0, false)?;
-            let att = b.name(att, "kqv_out", l);
+            let att = b.rotary_attention(il, cur, 1.0, false)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;

@@ -24,12 +24,6 @@ impl ArchSpec for HunyuanMoe {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_rot != hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "hunyuan-moe needs the rope dimension count {} equal to the head size {}",
-                hp.n_rot, hp.n_embd_head_k
-            )));
-        }
         if hp.n_expert == 0 || hp.n_expert_used == 0 {
             return Err(Error::model(
                 "hunyuan-moe needs experts (expert_count, expert_used_count)",
@@ -46,14 +40,11 @@ impl ArchSpec for HunyuanMoe {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = llama::tensors(hp);
-        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hp.n_embd_head_k], true));
             specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hp.n_embd_head_k], true));
-            specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+            super::shared_expert_tensors(hp, il, &mut specs);
         }
         specs
     }

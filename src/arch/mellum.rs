@@ -27,12 +27,6 @@ impl ArchSpec for Mellum {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_rot != hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "mellum needs the rope dimension count {} equal to the head size {}",
-                hp.n_rot, hp.n_embd_head_k
-            )));
-        }
         if hp.n_expert == 0 || hp.n_expert_used == 0 {
             return Err(Error::model("mellum needs experts (expert_count, expert_used_count)"));
         }

@@ -259,6 +259,27 @@ pub(crate) fn load_yarn_betas(meta: &Meta, hp: &mut HParams) -> Result<()> {
     Ok(())
 }
 
+/// Layer `il`'s shared expert: gated FFN projections `ffn_{gate,up,down}_shexp` as wide as
+/// `hp.n_ff_shexp`.
+pub(crate) fn shared_expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
+    specs.push(TensorSpec::matmul(
+        format!("blk.{il}.ffn_gate_shexp.weight"),
+        &[e, sh],
+        true,
+    ));
+    specs.push(TensorSpec::matmul(
+        format!("blk.{il}.ffn_up_shexp.weight"),
+        &[e, sh],
+        true,
+    ));
+    specs.push(TensorSpec::matmul(
+        format!("blk.{il}.ffn_down_shexp.weight"),
+        &[sh, e],
+        true,
+    ));
+}
+
 /// The layer of a `blk.{il}.*` tensor name.
 pub(crate) fn layer_of(name: &str) -> Option<usize> {
     name.strip_prefix("blk.")?.split('.').next()?.parse().ok()

@@ -48,10 +48,7 @@ impl Decoder for Olmo {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.g.norm(x, eps).map_err(ggml_err)?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let q = b.rope(q, il, None)?;
-            let k = b.rope(k, il, None)?;
-            let att = b.attention(il, q, k, v, hp.kq_scale(), false)?;
+            let att = b.rotary_attention(il, cur, hp.kq_scale(), false)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;

@@ -122,13 +122,11 @@ impl ArchSpec for Qwen2Moe {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = llama::tensors(hp);
-        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
+        let e = hp.n_embd;
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
-            specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+            super::shared_expert_tensors(hp, il, &mut specs);
         }
         specs
     }

@@ -197,7 +197,7 @@ fn tensors(hp: &HParams, style: DeltaNet) -> Vec<TensorSpec> {
             specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
             continue;
         }
-        let (n, x, sh) = (hp.n_expert, hp.n_ff_exp, hp.n_ff_shexp);
+        let (n, x) = (hp.n_expert, hp.n_ff_exp);
         let fused = b("ffn_gate_up_exps.weight");
         specs.push(TensorSpec::matmul(b("ffn_gate_inp.weight"), &[e, n], true));
         specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
@@ -205,9 +205,7 @@ fn tensors(hp: &HParams, style: DeltaNet) -> Vec<TensorSpec> {
         specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
         specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
         specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
-        specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
-        specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
-        specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+        super::shared_expert_tensors(hp, il, &mut specs);
     }
     specs
 }

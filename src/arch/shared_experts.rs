@@ -44,12 +44,6 @@ impl ArchSpec for SharedExperts {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
         // llama.cpp's key and value projections are as wide as its queries.
-        if hp.n_rot != hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "{} needs the rope dimension count equal to the head size",
-                self.name
-            )));
-        }
         if self.dots && hp.n_head_kv.iter().zip(&hp.n_head).any(|(kv, q)| kv != q) {
             return Err(Error::model("dots1 needs as many KV heads as query heads"));
         }
@@ -98,15 +92,12 @@ impl ArchSpec for SharedExperts {
         for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
             s.required = true;
         }
-        let (e, sh) = (hp.n_embd, hp.n_ff_shexp);
         for il in hp.n_layer_dense_lead as usize..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             if self.dots {
                 specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], false));
             }
-            specs.push(TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true));
-            specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
+            super::shared_expert_tensors(hp, il, &mut specs);
         }
         specs
     }

@@ -3,7 +3,7 @@
 //! embeddings back times its `layer_output_scale`, and logits multiplied by `logit_scale`.
 
 use super::attention_tensors;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -25,12 +25,6 @@ impl ArchSpec for Talkie {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_rot != hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "talkie needs the rope dimension count {} equal to the head size {}",
-                hp.n_rot, hp.n_embd_head_k
-            )));
-        }
         hp.size_label = if hp.n_layer == 40 { "13B" } else { "?B" };
         Ok(())
     }

@@ -686,6 +686,24 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Layer `il`'s rotary self-attention over the normed `cur`: per-head projections (with
+    /// their biases and scales), rotation without frequency factors, attention over the cache
+    /// (through the window on `sliding` layers). Returns the heads' output before the output
+    /// projection ([head_v * n_head, n_tokens]).
+    pub fn rotary_attention(&mut self, il: usize, cur: TensorRef, kq_scale: f32, sliding: bool) -> Result<TensorRef> {
+        let l = Some(il);
+        let (q, k, v) = self.qkv(il, cur, true)?;
+        let q = self.rope(q, il, None)?;
+        let k = self.rope(k, il, None)?;
+        let (q, k, v) = (
+            self.name(q, "Qcur", l),
+            self.name(k, "Kcur", l),
+            self.name(v, "Vcur", l),
+        );
+        let att = self.attention(il, q, k, v, kq_scale, sliding)?;
+        Ok(self.name(att, "kqv_out", l))
+    }
+
     /// Attention of the ubatch's tokens among themselves, without a cache (encoders): `q`, `k`,
     /// `v` are [head, n_head(_kv), n_tokens]; the mask ([n_tokens, n_tokens]) keeps each token to
     /// its own sequence. Returns [head_v * n_head, n_tokens].
