@@ -544,6 +544,22 @@ def bailingmoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def maple(w, weights, n_vocab, dtype):
+    # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
+    # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
+    a, n_layer = "maple", 3
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", 64)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [True, False, True])
+    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 0.05, 0.0])
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, experts=(4, 64))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1485,6 +1501,7 @@ MODELS = {
     "hunyuan-moe": ("hunyuan-moe", hunyuan_moe, True),
     "dots1": ("dots1", dots1, True),
     "bailingmoe": ("bailingmoe", bailingmoe, True),
+    "maple": ("maple", maple, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -135,6 +135,8 @@ pub(super) struct Variant {
     /// Sliding-window layers rotate with the context's base, unscaled and without YaRN (Mellum's
     /// graph); a K-shift still uses the sliding layers' own base.
     pub plain_swa_rope: bool,
+    /// Only sliding-window layers rotate, in the graph (Maple's); a K-shift rotates every layer.
+    pub rope_sliding_only: bool,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -268,7 +270,8 @@ fn attention_block(
     let (q, k) = if variant.qk_norm { head_norms(b, q, k)? } else { (q, k) };
     let rotate = hp.has_rope(il)
         && !variant.no_rope
-        && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every));
+        && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every))
+        && (!variant.rope_sliding_only || is_sliding(hp, il));
     let (q, k) = if rotate && variant.plain_swa_rope && is_sliding(hp, il) {
         let base = b.params.rope.freq_base;
         (

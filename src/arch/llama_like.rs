@@ -58,6 +58,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     no_qkv_scale: false,
     no_rope: false,
     plain_swa_rope: false,
+    rope_sliding_only: false,
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {

@@ -27,6 +27,7 @@ pub(crate) mod lfm2;
 pub(crate) mod llama;
 pub(crate) mod llama_like;
 pub(crate) mod mamba;
+pub(crate) mod maple;
 pub(crate) mod mellum;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
@@ -57,7 +58,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 88] = [
+static ARCHITECTURES: [&dyn Architecture; 89] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -83,6 +84,7 @@ static ARCHITECTURES: [&dyn Architecture; 88] = [
     &hunyuan_moe::HunyuanMoe,
     &shared_experts::DOTS1,
     &shared_experts::BAILINGMOE,
+    &maple::Maple,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

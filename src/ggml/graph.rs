@@ -799,6 +799,17 @@ impl Graph {
         )
     }
 
+    /// silu(gate) * up with gate and up clamped to `limit` as ggml's `swiglu_clamp` does.
+    pub fn swiglu_clamp(&mut self, gate: TensorRef, up: TensorRef, limit: f32) -> OpResult {
+        self.room()?;
+        Self::check_glu("swiglu_clamp", gate, up)?;
+        // SAFETY: equal shapes and types, rows contiguous.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_swiglu_clamp(self.ctx.as_ptr(), gate.as_ptr(), up.as_ptr(), limit) },
+            "swiglu_clamp",
+        )
+    }
+
     /// relu(gate) * up.
     pub fn reglu(&mut self, gate: TensorRef, up: TensorRef) -> OpResult {
         self.room()?;

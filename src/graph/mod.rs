@@ -974,8 +974,13 @@ impl<'a> Builder<'a> {
             };
             (up, gate)
         };
+        // A layer's SwiGLU limit (Maple's): ggml's clamped SwiGLU.
+        let limit = hp.swiglu_clamp_exp.get(il).copied().filter(|&l| l > 1e-6);
         let h = match (gate, moe.act) {
-            (Some(gate), ExpertAct::Silu) => self.g.swiglu(gate, up),
+            (Some(gate), ExpertAct::Silu) => match limit {
+                Some(limit) => self.g.swiglu_clamp(gate, up, limit),
+                None => self.g.swiglu(gate, up),
+            },
             (None, ExpertAct::Silu) => self.g.silu(up),
             (Some(gate), ExpertAct::SwigluOai) => self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT),
             (None, ExpertAct::SwigluOai) => return Err(Error::model("gpt-oss experts need a gate")),

@@ -95,6 +95,9 @@ pub struct HParams {
     /// such models.
     pub kq_tanh_scale: f32,
     pub kq_tanh_cap: f32,
+    /// Per-layer limit of the experts' clamped SwiGLU (`swiglu_clamp_exp`; empty or at most
+    /// 1e-6: plain SwiGLU), ggml's `swiglu_clamp` (Maple's form of llama.cpp's two).
+    pub swiglu_clamp_exp: Vec<f32>,
     /// Attention and FFN both read the layer's input and are added to it (GPT-NeoX's
     /// `use_parallel_residual`).
     pub parallel_residual: bool,
@@ -321,6 +324,7 @@ impl HParams {
             final_logit_softcap: 0.0,
             kq_tanh_scale: 0.0,
             kq_tanh_cap: 0.0,
+            swiglu_clamp_exp: Vec::new(),
             max_alibi_bias: 0.0,
             parallel_residual: false,
             embedding_scale: 0.0,

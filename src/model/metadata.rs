@@ -173,6 +173,21 @@ impl Meta<'_> {
         Ok(self.u32_opt(key)?.map(|x| vec![x; n_layer]))
     }
 
+    /// A per-layer float: an array of `n_layer` F32 values, or one value for every layer, if
+    /// present (llama.cpp's `get_key_or_arr`).
+    pub fn f32_per_layer(&self, key: &str, n_layer: usize) -> Result<Option<Vec<f32>>> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(Value::Array(Array::F32(x))) if x.len() == n_layer => Ok(Some(x.clone())),
+            Some(Value::Array(Array::F32(x))) => Err(Error::model(format!(
+                "key '{key}' has {} entries but the model has {n_layer} layers",
+                x.len()
+            ))),
+            Some(v @ Value::Array(_)) => Err(mistyped(key, v, "a float array")),
+            Some(_) => Ok(self.f32_opt(key)?.map(|x| vec![x; n_layer])),
+        }
+    }
+
     /// A per-layer flag given as an array of `n_layer` booleans (or integers), if present.
     pub fn bool_per_layer(&self, key: &str, n_layer: usize) -> Result<Option<Vec<bool>>> {
         match self.0.get(key) {

@@ -1,0 +1,75 @@
+//! Maple: Qwen3-MoE's layers (per-head query and key norms before rotation, softmax-routed
+//! experts, the picked weights normalised) where only the sliding-window layers (an array in the
+//! file) rotate, with each layer's SwiGLU limit on the experts and its own output head.
+
+use super::{llama, qwen3};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::gguf::Value;
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Maple;
+
+impl ArchSpec for Maple {
+    fn name(&self) -> &'static str {
+        "maple"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(Error::model("maple needs experts (expert_count, expert_used_count)"));
+        }
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        let pattern = hp.key("attention.sliding_window_pattern");
+        if !matches!(meta.0.get(&pattern), Some(Value::Array(_))) {
+            return Err(Error::model(format!("maple needs the per-layer array '{pattern}'")));
+        }
+        let window = meta.u32(&hp.key("attention.sliding_window"))?;
+        if window == 0 {
+            return Err(Error::model(format!("'{}' is 0", hp.key("attention.sliding_window"))));
+        }
+        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+        super::load_sliding_window(meta, hp, window, 0, base, scale)?;
+        let clamp = hp.key("swiglu_clamp_exp");
+        hp.swiglu_clamp_exp = meta
+            .f32_per_layer(&clamp, hp.n_layer as usize)?
+            .ok_or_else(|| Error::model(format!("key '{clamp}' is missing")))?;
+        hp.size_label = if hp.n_layer == 24 { "20B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = qwen3::tensors(hp, true);
+        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+            s.required = true;
+        }
+        specs
+    }
+}
+
+impl Decoder for Maple {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = llama::Variant {
+            qk_norm: true,
+            rope_sliding_only: true,
+            moe: Some(Moe {
+                gating: Gating::Softmax,
+                normalize: true,
+                act: ExpertAct::Silu,
+                scaled: false,
+                warmup_all: true,
+            }),
+            ..llama::Variant::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
