@@ -560,6 +560,25 @@ def maple(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def chatglm(w, weights, n_vocab, dtype):
+    # Half of each head rotated; one fused, biased projection for queries, keys and values; gate
+    # and up fused in `ffn_up`.
+    a = "chatglm"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_uint32(f"{a}.rope.dimension_count", HEAD // 2)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, N_EMBD)
+        tensors[blk + "attn_qkv.bias"] = weights.bias(q + 2 * kv)
+        del tensors[blk + "ffn_gate.weight"]
+        tensors[blk + "ffn_up.weight"] = weights.matrix(2 * N_FF, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1502,6 +1521,7 @@ MODELS = {
     "dots1": ("dots1", dots1, True),
     "bailingmoe": ("bailingmoe", bailingmoe, True),
     "maple": ("maple", maple, True),
+    "chatglm": ("chatglm", chatglm, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

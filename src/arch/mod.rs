@@ -6,6 +6,7 @@
 pub(crate) mod arctic;
 pub(crate) mod baichuan;
 pub(crate) mod bert;
+pub(crate) mod chatglm;
 pub(crate) mod cohere;
 pub(crate) mod dbrx;
 pub(crate) mod ernie4_5_moe;
@@ -58,7 +59,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 89] = [
+static ARCHITECTURES: [&dyn Architecture; 90] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -85,6 +86,7 @@ static ARCHITECTURES: [&dyn Architecture; 89] = [
     &shared_experts::DOTS1,
     &shared_experts::BAILINGMOE,
     &maple::Maple,
+    &chatglm::ChatGlm,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

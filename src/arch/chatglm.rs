@@ -1,0 +1,81 @@
+//! ChatGLM: pre-norm attention whose rotation may cover part of
+//! each head, and an FFN whose gate and up projections are one matrix (`ffn_up`, twice as wide).
+
+use super::{attention_tensors, head_tensors};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct ChatGlm;
+
+impl ArchSpec for ChatGlm {
+    fn name(&self) -> &'static str {
+        "chatglm"
+    }
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot > hp.n_embd_head_k {
+            return Err(Error::model(format!(
+                "chatglm needs equal key and value head sizes and at most that many rotated dimensions (got {}, {}, {})",
+                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
+            )));
+        }
+        hp.size_label = match (hp.n_layer, hp.n_head[0]) {
+            (28, 16) => "1.5B",
+            (28, _) => "6B",
+            (40, 24) => "4B",
+            (40, _) => "9B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let e = hp.n_embd;
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let ff = hp.n_ff[il];
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, 2 * ff], true));
+            specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for ChatGlm {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let att = b.rotary_attention(il, cur, kq_scale, false)?;
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = b.fused_gated_ffn(il, cur)?;
+            let ffn = b.name(ffn, "ffn_out", l);
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let logits = b.output_head(x)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
