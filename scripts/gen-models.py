@@ -138,6 +138,15 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, ex
     return tensors
 
 
+def dense_first(weights, n_vocab, n_layer, experts, **kw):
+    """A decoder's tensors with a dense first layer and `experts` in the others."""
+    dense = decoder_tensors(weights, n_vocab, n_layer, **kw)
+    moe = decoder_tensors(weights, n_vocab, n_layer, experts=experts, **kw)
+    tensors = {k: v for k, v in moe.items() if not k.startswith("blk.0.")}
+    tensors.update({k: v for k, v in dense.items() if k.startswith("blk.0.")})
+    return tensors
+
+
 Q = gguf.GGMLQuantizationType
 
 # The types gguf has no quantizer for: the byte offsets of each block's F16 scales, and a scale
@@ -512,11 +521,7 @@ def dots1(w, weights, n_vocab, dtype):
     w.add_uint32(f"{a}.expert_gating_func", 2)
     w.add_bool(f"{a}.expert_weights_norm", True)
     w.add_float32(f"{a}.expert_weights_scale", 2.5)
-    d = Dims(n_head_kv=N_HEAD)
-    dense = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, d=d)
-    moe = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, experts=(4, ffe), d=d)
-    tensors = {k: v for k, v in moe.items() if not k.startswith("blk.0.")}
-    tensors.update({k: v for k, v in dense.items() if k.startswith("blk.0.")})
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True, d=Dims(n_head_kv=N_HEAD))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(1, n_layer):
         blk = f"blk.{il}."
@@ -576,6 +581,22 @@ def chatglm(w, weights, n_vocab, dtype):
         tensors[blk + "attn_qkv.bias"] = weights.bias(q + 2 * kv)
         del tensors[blk + "ffn_gate.weight"]
         tensors[blk + "ffn_up.weight"] = weights.matrix(2 * N_FF, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def deepseek(w, weights, n_vocab, dtype):
+    # A leading dense layer, then four softmax-routed experts of width 32 (two per token, weights
+    # scaled by 1.5, never normalised) beside two shared experts; the head tied to the embeddings.
+    a, n_layer, ffe = "deepseek", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 2)
+    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
+    for il in range(1, n_layer):
+        tensors.update(weights.shared_expert(f"blk.{il}.", 2 * ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -1522,6 +1543,7 @@ MODELS = {
     "bailingmoe": ("bailingmoe", bailingmoe, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
+    "deepseek": ("deepseek", deepseek, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

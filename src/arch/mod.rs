@@ -59,7 +59,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 90] = [
+static ARCHITECTURES: [&dyn Architecture; 91] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -85,6 +85,7 @@ static ARCHITECTURES: [&dyn Architecture; 90] = [
     &hunyuan_moe::HunyuanMoe,
     &shared_experts::DOTS1,
     &shared_experts::BAILINGMOE,
+    &shared_experts::DEEPSEEK,
     &maple::Maple,
     &chatglm::ChatGlm,
     &olmo::Olmo,

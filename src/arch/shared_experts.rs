@@ -2,7 +2,8 @@
 //! dense layers, then experts routed by the file's gating function (an optional selection bias,
 //! the picked weights normalised and scaled as the file says) beside shared experts, and its own
 //! output head. Bailing MoE (Ling): the same FFNs in every layer, softmax-routed, without head
-//! norms, rotating normally.
+//! norms, rotating normally. DeepSeek (the first): leading dense layers, softmax-routed experts
+//! whose weights are scaled but never normalised, an optional tied head.
 
 use super::{common_tensors, dense_lead, llama, qwen3};
 use crate::error::{Error, Result};
@@ -14,17 +15,28 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct SharedExperts {
     name: &'static str,
-    /// dots.llm1's: head norms, leading dense layers, gating and selection bias from the file.
-    dots: bool,
+    kind: Kind,
+}
+
+#[derive(PartialEq)]
+enum Kind {
+    /// Head norms, leading dense layers, gating and selection bias from the file.
+    Dots,
+    Bailing,
+    DeepSeek,
 }
 
 pub const DOTS1: SharedExperts = SharedExperts {
     name: "dots1",
-    dots: true,
+    kind: Kind::Dots,
 };
 pub const BAILINGMOE: SharedExperts = SharedExperts {
     name: "bailingmoe",
-    dots: false,
+    kind: Kind::Bailing,
+};
+pub const DEEPSEEK: SharedExperts = SharedExperts {
+    name: "deepseek",
+    kind: Kind::DeepSeek,
 };
 
 impl ArchSpec for SharedExperts {
@@ -33,7 +45,7 @@ impl ArchSpec for SharedExperts {
     }
 
     fn rope_type(&self) -> i32 {
-        if self.dots {
+        if self.kind == Kind::Dots {
             2
         } else {
             0
@@ -44,24 +56,28 @@ impl ArchSpec for SharedExperts {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
         // llama.cpp's key and value projections are as wide as its queries.
-        if self.dots && hp.n_head_kv.iter().zip(&hp.n_head).any(|(kv, q)| kv != q) {
+        let dots = self.kind == Kind::Dots;
+        if dots && hp.n_head_kv.iter().zip(&hp.n_head).any(|(kv, q)| kv != q) {
             return Err(Error::model("dots1 needs as many KV heads as query heads"));
         }
         // Bailing MoE's files have the key too; its layers are all experts whatever it says.
-        if self.dots {
+        if self.kind != Kind::Bailing {
             hp.n_layer_dense_lead = meta.u32_opt(&hp.key("leading_dense_block_count"))?.unwrap_or(0);
         }
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         let shared = meta.u32(&hp.key("expert_shared_count"))?;
         hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+        // DeepSeek's graph never normalises, whatever the file says.
+        if self.kind != Kind::DeepSeek {
+            hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+        }
         if hp.n_layer_dense_lead < hp.n_layer && (hp.n_expert == 0 || hp.n_expert_used == 0) {
             return Err(Error::model(format!(
                 "{} needs experts (expert_count, expert_used_count)",
                 self.name
             )));
         }
-        if self.dots && hp.n_layer_dense_lead < hp.n_layer {
+        if dots && hp.n_layer_dense_lead < hp.n_layer {
             // llama.cpp has no gating of its own for dots1: the file must say.
             let gating = meta.u32(&hp.key("expert_gating_func"))?;
             if Gating::from_llama(gating).is_none() {
@@ -70,31 +86,38 @@ impl ArchSpec for SharedExperts {
             hp.expert_gating_func = gating;
         }
         hp.n_ff_shexp = hp.n_ff_exp * shared;
-        hp.size_label = match (self.dots, hp.n_layer) {
-            (true, 62) => "142B",
-            (false, 28) => "16B",
-            (false, 88) => "290B",
+        hp.size_label = match (&self.kind, hp.n_layer, hp.n_ff_exp) {
+            (Kind::Dots, 62, _) => "142B",
+            (Kind::Bailing, 28, _) | (Kind::DeepSeek, _, 1408) => "16B",
+            (Kind::Bailing, 88, _) => "290B",
+            (Kind::DeepSeek, _, 1792) => "20B",
             _ => "?B",
         };
         Ok(())
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = if self.dots {
-            let mut specs = qwen3::tensors(hp, true);
-            dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false));
-            specs
-        } else {
+        let common = |hp: &HParams, experts: bool| {
             let mut specs = Vec::new();
-            common_tensors(hp, true, &mut specs);
+            common_tensors(hp, experts, &mut specs);
             specs
         };
+        let mut specs = match self.kind {
+            Kind::Dots => qwen3::tensors(hp, true),
+            _ => common(hp, true),
+        };
+        match self.kind {
+            Kind::Dots => dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false)),
+            Kind::DeepSeek => dense_lead(hp, &mut specs, |d| common(d, false)),
+            Kind::Bailing => {}
+        }
+        let tied = self.kind == Kind::DeepSeek;
         for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
+            s.required = !tied;
         }
         for il in hp.n_layer_dense_lead as usize..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
-            if self.dots {
+            if self.kind == Kind::Dots {
                 specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], false));
             }
             super::shared_expert_tensors(hp, il, &mut specs);
@@ -107,7 +130,7 @@ impl Decoder for SharedExperts {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let variant = llama::Variant {
-            qk_norm: self.dots,
+            qk_norm: self.kind == Kind::Dots,
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
                 normalize: hp.expert_weights_norm,
