@@ -600,6 +600,25 @@ def deepseek(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def minimax_m2(w, weights, n_vocab, dtype):
+    # Whole-projection query and key norms, half of each head rotated; four sigmoid-routed experts
+    # as wide as the FFN (two per token) with a selection bias; its own head.
+    a = "minimax-m2"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.rope.dimension_count", HEAD // 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", 32)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD * HEAD)
+        tensors[blk + "attn_k_norm.weight"] = weights.norm(N_HEAD_KV * HEAD)
+        tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1544,6 +1563,7 @@ MODELS = {
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),
+    "minimax-m2": ("minimax-m2", minimax_m2, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -30,6 +30,7 @@ pub(crate) mod llama_like;
 pub(crate) mod mamba;
 pub(crate) mod maple;
 pub(crate) mod mellum;
+pub(crate) mod minimax_m2;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
 pub(crate) mod olmo;
@@ -59,7 +60,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 91] = [
+static ARCHITECTURES: [&dyn Architecture; 92] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -88,6 +89,7 @@ static ARCHITECTURES: [&dyn Architecture; 91] = [
     &shared_experts::DEEPSEEK,
     &maple::Maple,
     &chatglm::ChatGlm,
+    &minimax_m2::MinimaxM2,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

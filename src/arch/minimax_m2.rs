@@ -1,0 +1,90 @@
+//! MiniMax-M2: query and key norms over the whole projections, NeoX rotation of part of each
+//! head, and experts in every layer (as wide as the FFN) routed by the file's gating function
+//! with a selection bias, the picked weights normalised; its own output head.
+
+use super::{attention_tensors, head_tensors, llama};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct MinimaxM2;
+
+impl ArchSpec for MinimaxM2 {
+    fn name(&self) -> &'static str {
+        "minimax-m2"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot > hp.n_embd_head_k {
+            return Err(Error::model(format!(
+                "minimax-m2 needs equal key and value head sizes and at most that many rotated dimensions (got {}, {}, {})",
+                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
+            )));
+        }
+        if hp.n_expert == 0 || hp.n_expert_used == 0 {
+            return Err(Error::model(
+                "minimax-m2 needs experts (expert_count, expert_used_count)",
+            ));
+        }
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        hp.n_ff_exp = hp.n_ff[0];
+        // llama.cpp has no gating of its own here: the file must say.
+        let gating = meta.u32(&hp.key("expert_gating_func"))?;
+        if Gating::from_llama(gating).is_none() {
+            return Err(Error::NotImplemented("minimax-m2 with that expert gating function"));
+        }
+        hp.expert_gating_func = gating;
+        hp.size_label = if hp.n_layer == 62 { "230B.A10B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+            s.required = true;
+        }
+        let (e, ff, ne) = (hp.n_embd, hp.n_ff_exp, hp.n_expert);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let (q, k) = (hp.n_embd_head_k * hp.n_head[il], hp.n_embd_head_k * hp.n_head_kv[il]);
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[q], true));
+            specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[k], true));
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, ff, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, ff, ne], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[ff, e, ne], true));
+            specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[ne], true));
+        }
+        specs
+    }
+}
+
+impl Decoder for MinimaxM2 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let variant = llama::Variant {
+            qk_norm_whole: true,
+            moe: Some(Moe {
+                gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
+                normalize: true,
+                act: ExpertAct::Silu,
+                scaled: false,
+                warmup_all: true,
+            }),
+            ..llama::Variant::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
