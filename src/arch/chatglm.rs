@@ -2,7 +2,7 @@
 //! each head, and an FFN whose gate and up projections are one matrix (`ffn_up`, twice as wide).
 
 use super::{attention_tensors, head_tensors};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -22,12 +22,7 @@ impl ArchSpec for ChatGlm {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot > hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "chatglm needs equal key and value head sizes and at most that many rotated dimensions (got {}, {}, {})",
-                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
-            )));
-        }
+        super::check_head_sizes_partial_rotation(hp)?;
         hp.size_label = match (hp.n_layer, hp.n_head[0]) {
             (28, 16) => "1.5B",
             (28, _) => "6B",

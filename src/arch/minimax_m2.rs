@@ -23,12 +23,7 @@ impl ArchSpec for MinimaxM2 {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot > hp.n_embd_head_k {
-            return Err(Error::model(format!(
-                "minimax-m2 needs equal key and value head sizes and at most that many rotated dimensions (got {}, {}, {})",
-                hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
-            )));
-        }
+        super::check_head_sizes_partial_rotation(hp)?;
         if hp.n_expert == 0 || hp.n_expert_used == 0 {
             return Err(Error::model(
                 "minimax-m2 needs experts (expert_count, expert_used_count)",

@@ -183,6 +183,17 @@ pub(crate) fn check_equal_head_sizes(hp: &HParams) -> Result<()> {
     Ok(())
 }
 
+/// The same where rotation may cover only part of each head.
+pub(crate) fn check_head_sizes_partial_rotation(hp: &HParams) -> Result<()> {
+    if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot > hp.n_embd_head_k {
+        return Err(Error::model(format!(
+            "{} needs equal key and value head sizes and at most that many rotated dimensions (got {}, {}, {})",
+            hp.arch_name, hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
+        )));
+    }
+    Ok(())
+}
+
 /// Tensors every decoder of this family has: embeddings, output norm, an optional separate output
 /// head, and per layer the attention projections (with optional biases) and the gated FFN, or,
 /// for an architecture with `experts` in a file with `hp.n_expert` > 0, the experts' gated FFNs
