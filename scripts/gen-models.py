@@ -619,6 +619,29 @@ def minimax_m2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def plamo3(w, weights, n_vocab, dtype):
+    # One fused projection (with a scale llama.cpp's graph leaves out), head norms, post-norms
+    # named without `.weight`, gate and up fused; a 32-token window on the first layer, rotating
+    # with its own base (llama.cpp aborts on a model without a global layer).
+    a = "plamo3"
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [True, False])
+    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True)
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "ffn_gate"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, N_EMBD)
+        tensors[blk + "attn_qkv.scale"] = weights.norm(1)
+        tensors[blk + "post_attention_norm"] = weights.norm(N_EMBD)
+        tensors[blk + "post_ffw_norm"] = weights.norm(N_EMBD)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(2 * N_FF, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1564,6 +1587,7 @@ MODELS = {
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),
     "minimax-m2": ("minimax-m2", minimax_m2, True),
+    "plamo3": ("plamo3", plamo3, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

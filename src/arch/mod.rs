@@ -37,6 +37,7 @@ pub(crate) mod olmo;
 pub(crate) mod olmo2;
 pub(crate) mod phi3;
 pub(crate) mod plamo;
+pub(crate) mod plamo3;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
 pub(crate) mod qwen35;
@@ -60,7 +61,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 92] = [
+static ARCHITECTURES: [&dyn Architecture; 93] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -90,6 +91,7 @@ static ARCHITECTURES: [&dyn Architecture; 92] = [
     &maple::Maple,
     &chatglm::ChatGlm,
     &minimax_m2::MinimaxM2,
+    &plamo3::Plamo3,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,
