@@ -642,6 +642,32 @@ def plamo3(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def exaone_moe(w, weights, n_vocab, dtype):
+    # Head norms; a 32-token window on the first three of four layers, which alone rotate (with
+    # the context's linear scaling, not their own base); a leading dense layer, then four
+    # sigmoid-routed experts of width 32 (two per token, selection bias, normalised and scaled
+    # weights) beside a shared expert of width 48.
+    a, n_layer, ffe = "exaone-moe", 4, 32
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    w.add_string(f"{a}.rope.scaling.type", "linear")
+    w.add_float32(f"{a}.rope.scaling.factor", 2.0)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.0)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(1, n_layer):
+        tensors[f"blk.{il}.exp_probs_b.bias"] = weights.bias(4)
+        tensors.update(weights.shared_expert(f"blk.{il}.", 48))
+    add_tensors(w, tensors, dtype)
+
+
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a == "qwen3vl":
@@ -1588,6 +1614,7 @@ MODELS = {
     "deepseek": ("deepseek", deepseek, True),
     "minimax-m2": ("minimax-m2", minimax_m2, True),
     "plamo3": ("plamo3", plamo3, True),
+    "exaone-moe": ("exaone-moe", exaone_moe, True),
     "mistral3": ("mistral3", mistral3, True),
     "qwen2moe": ("qwen2moe", qwen2moe, True),
     "olmoe": ("olmoe", olmoe, True),

@@ -132,11 +132,22 @@ pub(super) struct Variant {
     /// The graph rotates nothing though the model has rotary positions (which a K-shift still
     /// turns): Baichuan's sizes other than 7B, as llama.cpp builds them.
     pub no_rope: bool,
-    /// Sliding-window layers rotate with the context's base, unscaled and without YaRN (Mellum's
-    /// graph); a K-shift still uses the sliding layers' own base.
-    pub plain_swa_rope: bool,
+    /// How sliding-window layers rotate in the graph (a K-shift always uses their own base).
+    pub swa_rope: SwaRope,
     /// Only sliding-window layers rotate, in the graph (Maple's); a K-shift rotates every layer.
     pub rope_sliding_only: bool,
+}
+
+/// How a Llama-like graph rotates its sliding-window layers.
+#[derive(Default, Clone, Copy, PartialEq)]
+pub(super) enum SwaRope {
+    /// With their own base and scale (`rope_freq_base_swa`), as llama.cpp's `get_rope_freq_base`.
+    #[default]
+    Own,
+    /// With the context's base, unscaled and without YaRN (Mellum's graph).
+    Plain,
+    /// With the context's base and scale, as the global layers (EXAONE-MoE's graph).
+    Global,
 }
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
@@ -272,11 +283,20 @@ fn attention_block(
         && !variant.no_rope
         && (variant.no_rope_every == 0 || !(il + 1).is_multiple_of(variant.no_rope_every))
         && (!variant.rope_sliding_only || is_sliding(hp, il));
-    let (q, k) = if rotate && variant.plain_swa_rope && is_sliding(hp, il) {
-        let base = b.params.rope.freq_base;
+    let swa_rope = if is_sliding(hp, il) {
+        variant.swa_rope
+    } else {
+        SwaRope::Own
+    };
+    let (q, k) = if rotate && swa_rope != SwaRope::Own {
+        let r = b.params.rope;
+        let (scale, ext, attn) = match swa_rope {
+            SwaRope::Plain => (1.0, 0.0, 1.0),
+            _ => (r.freq_scale, r.ext_factor, r.attn_factor),
+        };
         (
-            b.rope_ext(q, base, 1.0, 0.0, 1.0, rope_factors)?,
-            b.rope_ext(k, base, 1.0, 0.0, 1.0, rope_factors)?,
+            b.rope_ext(q, r.freq_base, scale, ext, attn, rope_factors)?,
+            b.rope_ext(k, r.freq_base, scale, ext, attn, rope_factors)?,
         )
     } else if rotate {
         (b.rope(q, il, rope_factors)?, b.rope(k, il, rope_factors)?)

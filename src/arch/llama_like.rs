@@ -57,7 +57,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     no_rope_factors: false,
     no_qkv_scale: false,
     no_rope: false,
-    plain_swa_rope: false,
+    swa_rope: llama::SwaRope::Own,
     rope_sliding_only: false,
 };
 

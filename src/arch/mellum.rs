@@ -55,7 +55,7 @@ impl Decoder for Mellum {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             qk_norm: true,
-            plain_swa_rope: true,
+            swa_rope: llama::SwaRope::Plain,
             ..Default::default()
         };
         llama::decoder(b, variant)

@@ -11,6 +11,7 @@ pub(crate) mod cohere;
 pub(crate) mod dbrx;
 pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
+pub(crate) mod exaone_moe;
 pub(crate) mod falcon_h1;
 pub(crate) mod gemma;
 pub(crate) mod gemma2;
@@ -61,7 +62,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 93] = [
+static ARCHITECTURES: [&dyn Architecture; 94] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -92,6 +93,7 @@ static ARCHITECTURES: [&dyn Architecture; 93] = [
     &chatglm::ChatGlm,
     &minimax_m2::MinimaxM2,
     &plamo3::Plamo3,
+    &exaone_moe::ExaoneMoe,
     &olmo::Olmo,
     &olmo2::Olmo2,
     &phi3::PHI3,

@@ -1,0 +1,100 @@
+//! EXAONE-MoE: per-head query and key norms, NeoX rotation on the sliding-window layers only
+//! (with the context's base and scale, as the global layers would), leading dense layers, then
+//! experts routed by the file's gating function (optional selection bias, weights normalised and
+//! scaled as the file says) beside a shared expert; its own output head. Multi-token-prediction
+//! layers are refused.
+
+use super::{dense_lead, llama, qwen3};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct ExaoneMoe;
+
+/// Without a pattern in the file, the last layer of each four attends globally.
+const DEFAULT_SWA_PERIOD: u32 = 4;
+
+impl ArchSpec for ExaoneMoe {
+    fn name(&self) -> &'static str {
+        "exaone-moe"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
+            return Err(Error::NotImplemented(
+                "multi-token-prediction layers (nextn_predict_layers)",
+            ));
+        }
+        let window = meta.u32(&hp.key("attention.sliding_window"))?;
+        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+        super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, base, scale)?;
+        hp.n_layer_dense_lead = meta.u32_opt(&hp.key("leading_dense_block_count"))?.unwrap_or(0);
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        let shared = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
+        hp.n_ff_shexp = if shared > 0 { shared } else { hp.n_ff_exp };
+        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+        let gating = meta.u32(&hp.key("expert_gating_func"))?;
+        if hp.n_layer_dense_lead < hp.n_layer {
+            if hp.n_expert == 0 || hp.n_expert_used == 0 {
+                return Err(Error::model(
+                    "exaone-moe needs experts (expert_count, expert_used_count)",
+                ));
+            }
+            if Gating::from_llama(gating).is_none() {
+                return Err(Error::NotImplemented("exaone-moe with that expert gating function"));
+            }
+        }
+        hp.expert_gating_func = gating;
+        hp.size_label = match hp.n_layer {
+            32 => "30B.A3B",
+            48 => "235B.A22B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = qwen3::tensors(hp, true);
+        dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false));
+        super::rope_factor_tensors(hp, &mut specs);
+        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+            s.required = true;
+        }
+        for il in hp.n_layer_dense_lead as usize..hp.n_layer as usize {
+            let name = format!("blk.{il}.exp_probs_b.bias");
+            specs.push(TensorSpec::new(name, &[hp.n_expert], false));
+            super::shared_expert_tensors(hp, il, &mut specs);
+        }
+        specs
+    }
+}
+
+impl Decoder for ExaoneMoe {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let variant = llama::Variant {
+            qk_norm: true,
+            rope_sliding_only: true,
+            swa_rope: llama::SwaRope::Global,
+            moe: Some(Moe {
+                gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
+                normalize: hp.expert_weights_norm,
+                act: ExpertAct::Silu,
+                scaled: false,
+                warmup_all: true,
+            }),
+            ..llama::Variant::default()
+        };
+        llama::decoder(b, variant)
+    }
+}
