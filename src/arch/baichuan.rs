@@ -39,9 +39,7 @@ impl ArchSpec for Baichuan {
         let mut specs = Vec::new();
         super::common_tensors(hp, false, &mut specs);
         // llama.cpp requires the separate output head.
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         specs
     }
 }

@@ -57,13 +57,7 @@ impl Decoder for ChatGlm {
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
-            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let att = b.rotary_attention(il, cur, kq_scale, false)?;
-            let wo = b.layer_weight(il, "attn_output.weight")?;
-            let att = b.linear(wo, None, att)?;
-            let (att, residual) = b.last_layer_rows(il, att, x)?;
-            let h = b.add(att, residual)?;
-            let h = b.name(h, "ffn_inp", l);
+            let (h, _) = b.pre_norm_attention(il, x, kq_scale)?;
             let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
             let ffn = b.fused_gated_ffn(il, cur)?;
             let ffn = b.name(ffn, "ffn_out", l);

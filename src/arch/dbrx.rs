@@ -41,9 +41,7 @@ impl ArchSpec for Dbrx {
         let (e, ne) = (hp.n_embd, hp.n_expert);
         let mut specs = Vec::new();
         super::head_tensors(hp, &mut specs);
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             let ff = hp.n_ff[il];

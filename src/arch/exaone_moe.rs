@@ -67,9 +67,7 @@ impl ArchSpec for ExaoneMoe {
         let mut specs = qwen3::tensors(hp, true);
         dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false));
         super::rope_factor_tensors(hp, &mut specs);
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         for il in hp.n_layer_dense_lead as usize..hp.n_layer as usize {
             let name = format!("blk.{il}.exp_probs_b.bias");
             specs.push(TensorSpec::new(name, &[hp.n_expert], false));

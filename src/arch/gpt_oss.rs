@@ -57,9 +57,7 @@ impl ArchSpec for GptOss {
         let mut specs = Vec::new();
         common_tensors(hp, true, &mut specs);
         specs.retain(|s| !s.name.ends_with(".ffn_norm.weight"));
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         let (e, ne, ff) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");

@@ -44,9 +44,7 @@ impl ArchSpec for Mellum {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = qwen3::tensors(hp, true);
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         specs
     }
 }

@@ -44,9 +44,7 @@ impl ArchSpec for MinimaxM2 {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         head_tensors(hp, &mut specs);
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         let (e, ff, ne) = (hp.n_embd, hp.n_ff_exp, hp.n_expert);
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");

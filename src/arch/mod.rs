@@ -281,6 +281,13 @@ pub(crate) fn load_yarn_betas(meta: &Meta, hp: &mut HParams) -> Result<()> {
     Ok(())
 }
 
+/// Make the separate output head required (architectures whose llama.cpp loader never ties it).
+pub(crate) fn require_output(specs: &mut [TensorSpec]) {
+    for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+        s.required = true;
+    }
+}
+
 /// Layer `il`'s shared expert: gated FFN projections `ffn_{gate,up,down}_shexp` as wide as
 /// `hp.n_ff_shexp`.
 pub(crate) fn shared_expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {

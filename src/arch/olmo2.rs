@@ -51,9 +51,7 @@ impl ArchSpec for Olmo2 {
         common_tensors(hp, false, &mut specs);
         // No pre-norms; the output head is its own tensor.
         specs.retain(|s| !s.name.ends_with(".attn_norm.weight") && !s.name.ends_with(".ffn_norm.weight"));
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         let e = hp.n_embd;
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");

@@ -78,9 +78,7 @@ impl ArchSpec for Phi3 {
         }
         if self.experts {
             let (e, v) = (hp.n_embd, hp.n_vocab);
-            for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-                s.required = true;
-            }
+            super::require_output(&mut specs);
             specs.push(TensorSpec::new("output_norm.bias", &[e], true));
             specs.push(TensorSpec::new("output.bias", &[v], true));
             for il in 0..hp.n_layer as usize {

@@ -31,9 +31,7 @@ impl ArchSpec for Plamo {
         let e = hp.n_embd;
         let mut specs = Vec::new();
         super::head_tensors(hp, &mut specs);
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = true;
-        }
+        super::require_output(&mut specs);
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             let ff = hp.n_ff[il];

@@ -111,9 +111,9 @@ impl ArchSpec for SharedExperts {
             Kind::DeepSeek => dense_lead(hp, &mut specs, |d| common(d, false)),
             Kind::Bailing => {}
         }
-        let tied = self.kind == Kind::DeepSeek;
-        for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
-            s.required = !tied;
+        // DeepSeek's head may be tied to the embeddings.
+        if self.kind != Kind::DeepSeek {
+            super::require_output(&mut specs);
         }
         for il in hp.n_layer_dense_lead as usize..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");

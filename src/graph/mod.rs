@@ -704,6 +704,20 @@ impl<'a> Builder<'a> {
         Ok(self.name(att, "kqv_out", l))
     }
 
+    /// Layer `il`'s pre-norm rotary attention over the stream `x`: `attn_norm`, attention
+    /// (`rotary_attention`, full-sized layers), the output projection without a bias, and the
+    /// residual sum (`ffn_inp`), the last layer keeping only the requested rows. Returns the sum
+    /// and the layer's input (those rows of it in the last layer).
+    pub fn pre_norm_attention(&mut self, il: usize, x: TensorRef, kq_scale: f32) -> Result<(TensorRef, TensorRef)> {
+        let cur = self.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+        let att = self.rotary_attention(il, cur, kq_scale, false)?;
+        let wo = self.layer_weight(il, "attn_output.weight")?;
+        let att = self.linear(wo, None, att)?;
+        let (att, input) = self.last_layer_rows(il, att, x)?;
+        let h = self.add(att, input)?;
+        Ok((self.name(h, "ffn_inp", Some(il)), input))
+    }
+
     /// Attention of the ubatch's tokens among themselves, without a cache (encoders): `q`, `k`,
     /// `v` are [head, n_head(_kv), n_tokens]; the mask ([n_tokens, n_tokens]) keeps each token to
     /// its own sequence. Returns [head_v * n_head, n_tokens].
