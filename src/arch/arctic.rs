@@ -35,9 +35,7 @@ impl ArchSpec for Arctic {
         if hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {
             return Err(Error::model("arctic needs its query heads to span the embedding"));
         }
-        if hp.n_expert == 0 || hp.n_expert_used == 0 {
-            return Err(Error::model("arctic needs experts (expert_count, expert_used_count)"));
-        }
+        super::check_experts(hp)?;
         hp.n_ff_exp = hp.n_ff[0];
         hp.size_label = match (hp.n_expert, hp.n_layer) {
             (128, 35) => "10B+128x3.66B",

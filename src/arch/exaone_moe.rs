@@ -45,11 +45,7 @@ impl ArchSpec for ExaoneMoe {
         hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
         let gating = meta.u32(&hp.key("expert_gating_func"))?;
         if hp.n_layer_dense_lead < hp.n_layer {
-            if hp.n_expert == 0 || hp.n_expert_used == 0 {
-                return Err(Error::model(
-                    "exaone-moe needs experts (expert_count, expert_used_count)",
-                ));
-            }
+            super::check_experts(hp)?;
             if Gating::from_llama(gating).is_none() {
                 return Err(Error::NotImplemented("exaone-moe with that expert gating function"));
             }

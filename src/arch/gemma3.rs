@@ -145,9 +145,7 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
     let mut logits = b.output_head(x)?;
     let cap = hp.final_logit_softcap;
     if cap != 0.0 {
-        logits = b.scale(logits, 1.0 / cap)?;
-        logits = b.tanh(logits)?;
-        logits = b.scale(logits, cap)?;
+        logits = b.soft_cap(logits, 1.0, cap)?;
     }
     Ok(Some(b.name(logits, "result_output", None)))
 }

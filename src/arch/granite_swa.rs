@@ -30,18 +30,7 @@ impl ArchSpec for GraniteSwa {
         hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(0.0);
         hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
         super::check_equal_head_sizes(hp)?;
-        let pattern = hp.key("attention.sliding_window_pattern");
-        if !matches!(meta.0.get(&pattern), Some(Value::Array(_))) {
-            return Err(Error::model(format!(
-                "granite_swa needs the per-layer array '{pattern}'"
-            )));
-        }
-        let window = meta.u32(&hp.key("attention.sliding_window"))?;
-        if window == 0 {
-            return Err(Error::model(format!("'{}' is 0", hp.key("attention.sliding_window"))));
-        }
-        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
-        super::load_sliding_window(meta, hp, window, 0, base, scale)?;
+        super::load_sliding_window_array(meta, hp)?;
         if let Some(rope) = layer_flags(meta, hp, &hp.key("attention.rope_pattern"), true)? {
             hp.rope_layers = rope;
         }

@@ -51,9 +51,7 @@ impl ArchSpec for Grok {
         if hp.kq_tanh_cap == 0.0 {
             return Err(Error::model(format!("'{}' is 0", hp.key("attn_logit_softcapping"))));
         }
-        if hp.n_expert == 0 || hp.n_expert_used == 0 {
-            return Err(Error::model("grok needs experts (expert_count, expert_used_count)"));
-        }
+        super::check_experts(hp)?;
         if hp.n_ff_exp == 0 {
             hp.n_ff_exp = hp.n_ff[0];
         }
@@ -131,9 +129,7 @@ impl Decoder for Grok {
         logits = b.scale(logits, hp.logit_scale)?;
         let cap = hp.final_logit_softcap;
         if cap != 0.0 {
-            logits = b.scale(logits, 1.0 / cap)?;
-            logits = b.tanh(logits)?;
-            logits = b.scale(logits, cap)?;
+            logits = b.soft_cap(logits, 1.0, cap)?;
         }
         Ok(Some(b.name(logits, "result_output", None)))
     }

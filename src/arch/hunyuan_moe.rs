@@ -3,7 +3,7 @@
 //! experts as wide as the FFN, without the weights' scales.
 
 use super::llama;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
@@ -24,11 +24,7 @@ impl ArchSpec for HunyuanMoe {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_expert == 0 || hp.n_expert_used == 0 {
-            return Err(Error::model(
-                "hunyuan-moe needs experts (expert_count, expert_used_count)",
-            ));
-        }
+        super::check_experts(hp)?;
         // Required by llama.cpp's loader, though its experts are as wide as the FFN.
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         hp.n_ff_exp = hp.n_ff[0];

@@ -5,7 +5,6 @@
 use super::{llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::gguf::Value;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
@@ -25,20 +24,9 @@ impl ArchSpec for Maple {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_expert == 0 || hp.n_expert_used == 0 {
-            return Err(Error::model("maple needs experts (expert_count, expert_used_count)"));
-        }
+        super::check_experts(hp)?;
         meta.u32(&hp.key("expert_feed_forward_length"))?;
-        let pattern = hp.key("attention.sliding_window_pattern");
-        if !matches!(meta.0.get(&pattern), Some(Value::Array(_))) {
-            return Err(Error::model(format!("maple needs the per-layer array '{pattern}'")));
-        }
-        let window = meta.u32(&hp.key("attention.sliding_window"))?;
-        if window == 0 {
-            return Err(Error::model(format!("'{}' is 0", hp.key("attention.sliding_window"))));
-        }
-        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
-        super::load_sliding_window(meta, hp, window, 0, base, scale)?;
+        super::load_sliding_window_array(meta, hp)?;
         let clamp = hp.key("swiglu_clamp_exp");
         hp.swiglu_clamp_exp = meta
             .f32_per_layer(&clamp, hp.n_layer as usize)?

@@ -3,7 +3,7 @@
 //! (three of each four by default) that rotate with the context's base, unscaled, without YaRN.
 
 use super::{llama, qwen3};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -27,9 +27,7 @@ impl ArchSpec for Mellum {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if hp.n_expert == 0 || hp.n_expert_used == 0 {
-            return Err(Error::model("mellum needs experts (expert_count, expert_used_count)"));
-        }
+        super::check_experts(hp)?;
         // llama.cpp requires the key, and reads 0 as the FFN width shared by the used experts.
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         if hp.n_ff_exp == 0 {

@@ -24,11 +24,7 @@ impl ArchSpec for MinimaxM2 {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_head_sizes_partial_rotation(hp)?;
-        if hp.n_expert == 0 || hp.n_expert_used == 0 {
-            return Err(Error::model(
-                "minimax-m2 needs experts (expert_count, expert_used_count)",
-            ));
-        }
+        super::check_experts(hp)?;
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         hp.n_ff_exp = hp.n_ff[0];
         // llama.cpp has no gating of its own here: the file must say.

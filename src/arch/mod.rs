@@ -187,6 +187,17 @@ pub(crate) fn check_equal_head_sizes(hp: &HParams) -> Result<()> {
     Ok(())
 }
 
+/// A mixture of experts needs an expert count and a count used per token.
+pub(crate) fn check_experts(hp: &HParams) -> Result<()> {
+    if hp.n_expert == 0 || hp.n_expert_used == 0 {
+        return Err(Error::model(format!(
+            "{} needs experts (expert_count, expert_used_count)",
+            hp.arch_name
+        )));
+    }
+    Ok(())
+}
+
 /// The same where rotation may cover only part of each head.
 pub(crate) fn check_head_sizes_partial_rotation(hp: &HParams) -> Result<()> {
     if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot > hp.n_embd_head_k {
@@ -404,6 +415,25 @@ fn load_window(meta: &Meta, hp: &mut HParams, window: u32, period: (u32, bool), 
     hp.rope_freq_base_swa = meta.f32_opt(&hp.key("rope.freq_base_swa"))?.unwrap_or(base);
     hp.rope_freq_scale_swa = scale;
     Ok(())
+}
+
+/// A sliding window whose layers llama.cpp reads only from a per-layer array (required, as is a
+/// nonzero `attention.sliding_window`), the sliding layers rotating with the model's own settings.
+pub(crate) fn load_sliding_window_array(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    let pattern = hp.key("attention.sliding_window_pattern");
+    if !matches!(meta.0.get(&pattern), Some(Value::Array(_))) {
+        return Err(Error::model(format!(
+            "{} needs the per-layer array '{pattern}'",
+            hp.arch_name
+        )));
+    }
+    let window_key = hp.key("attention.sliding_window");
+    let window = meta.u32(&window_key)?;
+    if window == 0 {
+        return Err(Error::model(format!("'{window_key}' is 0")));
+    }
+    let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+    load_sliding_window(meta, hp, window, 0, base, scale)
 }
 
 /// Which layers attend through the sliding window, from `{arch}.attention.sliding_window_pattern`

@@ -71,11 +71,8 @@ impl ArchSpec for SharedExperts {
         if self.kind != Kind::DeepSeek {
             hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
         }
-        if hp.n_layer_dense_lead < hp.n_layer && (hp.n_expert == 0 || hp.n_expert_used == 0) {
-            return Err(Error::model(format!(
-                "{} needs experts (expert_count, expert_used_count)",
-                self.name
-            )));
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
         }
         if dots && hp.n_layer_dense_lead < hp.n_layer {
             // llama.cpp has no gating of its own for dots1: the file must say.

@@ -3,9 +3,8 @@
 //! input) before the output projection, and a GELU-gated FFN without biases or scales.
 
 use super::head_tensors;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::gguf::Value;
 use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
@@ -25,16 +24,7 @@ impl ArchSpec for Spark2_5 {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        let pattern = hp.key("attention.sliding_window_pattern");
-        if !matches!(meta.0.get(&pattern), Some(Value::Array(_))) {
-            return Err(Error::model(format!("spark2_5 needs the per-layer array '{pattern}'")));
-        }
-        let window = meta.u32(&hp.key("attention.sliding_window"))?;
-        if window == 0 {
-            return Err(Error::model(format!("'{}' is 0", hp.key("attention.sliding_window"))));
-        }
-        let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
-        super::load_sliding_window(meta, hp, window, 0, base, scale)?;
+        super::load_sliding_window_array(meta, hp)?;
         hp.size_label = if hp.n_layer == 28 { "1.7B" } else { "?B" };
         Ok(())
     }

@@ -663,14 +663,10 @@ impl<'a> Builder<'a> {
         } else {
             let mut kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
             if hp.kq_tanh_cap != 0.0 {
-                kq = self.scale(kq, hp.kq_tanh_scale / hp.kq_tanh_cap)?;
-                kq = self.tanh(kq)?;
-                kq = self.scale(kq, hp.kq_tanh_cap)?;
+                kq = self.soft_cap(kq, hp.kq_tanh_scale, hp.kq_tanh_cap)?;
             }
             if hp.attn_softcap != 0.0 {
-                kq = self.scale(kq, 1.0 / hp.attn_softcap)?;
-                kq = self.tanh(kq)?;
-                kq = self.scale(kq, hp.attn_softcap)?;
+                kq = self.soft_cap(kq, 1.0, hp.attn_softcap)?;
             }
             let kq = self
                 .g
@@ -1168,6 +1164,14 @@ impl<'a> Builder<'a> {
 
     pub fn tanh(&mut self, a: TensorRef) -> Result<TensorRef> {
         self.g.tanh(a).map_err(ggml_err)
+    }
+
+    /// cap * tanh(x * scale / cap): soft capping as llama.cpp builds it (scale 1 for the
+    /// attention and logit soft caps, Grok's output scale for its attention scores).
+    pub fn soft_cap(&mut self, x: TensorRef, scale: f32, cap: f32) -> Result<TensorRef> {
+        let x = self.scale(x, scale / cap)?;
+        let x = self.tanh(x)?;
+        self.scale(x, cap)
     }
 }
 
