@@ -37,13 +37,13 @@ impl ArchSpec for GraniteSwa {
         // Granite Vision's deepstack inputs (image features added to later layers) need embedding
         // inputs this engine does not take.
         let deepstack = hp.key("deepstack_mapping");
-        let used = |map: Vec<i32>| map.into_iter().take(hp.n_layer as usize).skip(1).any(|m| m >= 0);
-        let deepstack_layers = match meta.0.get(&deepstack) {
-            Some(Value::Array(Array::I32(map))) => used(map.clone()),
-            Some(Value::Array(Array::U32(map))) => used(map.iter().map(|&m| m as i32).collect()),
-            _ => false,
+        // llama.cpp reads the array as int32 (-1: none) and injects inputs from the second layer on.
+        let map: Vec<i32> = match meta.0.get(&deepstack) {
+            Some(Value::Array(Array::I32(map))) => map.clone(),
+            Some(Value::Array(Array::U32(map))) => map.iter().map(|&m| m as i32).collect(),
+            _ => Vec::new(),
         };
-        if deepstack_layers {
+        if map.iter().take(hp.n_layer as usize).skip(1).any(|&m| m >= 0) {
             return Err(Error::model(format!(
                 "'{deepstack}': deepstack layers are not supported"
             )));

@@ -542,6 +542,24 @@ mod tests {
     }
 
     #[test]
+    fn deepstack_inputs_past_the_first_layer_are_refused() {
+        let pattern = || {
+            Kv::new(
+                "granite_swa.attention.sliding_window_pattern",
+                Value::Array(Array::Bool(vec![true; 4])),
+            )
+        };
+        let map = |m: Vec<i32>| Kv::new("granite_swa.deepstack_mapping", Value::Array(Array::I32(m)));
+        let err = granite_swa(vec![pattern(), map(vec![-1, -1, 0, -1])])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("deepstack"), "{err}");
+        // The first layer's input is the embeddings themselves: llama.cpp injects nothing there.
+        assert!(granite_swa(vec![pattern(), map(vec![0, -1, -1, -1])]).is_ok());
+        assert!(granite_swa(vec![pattern()]).is_ok());
+    }
+
+    #[test]
     fn dense_first_periods_keep_the_first_layer_of_each_global() {
         let mut file = File::new();
         file.kvs = vec![Kv::new("x.attention.sliding_window_pattern", Value::U32(2))];
