@@ -1345,16 +1345,23 @@ def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False
     return make
 
 
-def refact(w, weights, n_vocab, dtype):
+def refact(w, weights, n_vocab, dtype, experts=None):
     # Refact: the Llama layout without rotation (ALiBi, fixed by llama.cpp), its attention output
-    # and FFN biases loaded but left out.
+    # and FFN biases loaded but left out; with `experts`, llama.cpp loads them and leaves them out.
     decoder_keys(w, "refact", N_LAYER, 10000.0)
-    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True)
+    if experts:
+        experts_keys(w, "refact", *experts)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True, experts=experts and (experts[0], N_FF))
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
-        tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
+        if not experts:
+            tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
     add_tensors(w, tensors, dtype)
+
+
+def refact_moe(w, weights, n_vocab, dtype):
+    refact(w, weights, n_vocab, dtype, experts=(4, 2))
 
 
 def qwen(w, weights, n_vocab, dtype):
@@ -1630,6 +1637,7 @@ MODELS = {
     "jais": ("jais", gpt2_like("jais", positions="none", swiglu=True, alibi=8.0), True),
     "orion": ("orion", gpt2_like("orion", positions="rope", swiglu=True, biases=False), True),
     "refact": ("refact", refact, True),
+    "refact-moe": ("refact", refact_moe, True),
     "stablelm": ("stablelm", gpt2_like("stablelm", positions="rope", fused=False, swiglu=True, biases=False,
                                        rope_dims=HEAD // 4, ffn_norm=False, head_norms=True), True),
     "phi2": ("phi2", gpt2_like("phi2", positions="rope", rope_dims=HEAD // 2, ffn_norm=False, output_bias=True),
@@ -1700,7 +1708,7 @@ TYPES = {
 ONLY_QUANTIZED = {"llama-wide"}
 # F16 alone: models with many layers (the sizes llama.cpp treats apart), slow to compare, and
 # variants of a model compared in F32 already.
-ONLY_F16 = {"exaone4", "granite-swa-moe"}
+ONLY_F16 = {"exaone4", "granite-swa-moe", "refact-moe"}
 # Quantized variants: experts and a fused projection in Q4_0 (which ggml's CPU backend repacks on
 # AVX2), the other block types once each.
 QUANTIZED = {

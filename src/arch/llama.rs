@@ -136,6 +136,9 @@ pub(super) struct Variant {
     pub swa_rope: SwaRope,
     /// Only sliding-window layers rotate, in the graph (Maple's); a K-shift rotates every layer.
     pub rope_sliding_only: bool,
+    /// A layer's experts are loaded but left out: its FFN is SiLU of the normed input alone
+    /// (Refact's graph, whose dense FFN finds no weights in a layer with experts).
+    pub experts_unused: bool,
 }
 
 /// How a Llama-like graph rotates its sliding-window layers.
@@ -190,7 +193,11 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         let h = b.name(h, "ffn_inp", l);
         let cur = b.layer_rms_norm(il, h, variant.ffn_norm.unwrap_or("ffn_norm.weight"), "ffn_norm")?;
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
-        let mut ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
+        let routed = b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some();
+        let mut ffn = if routed && variant.experts_unused {
+            let ffn = b.g.silu(cur).map_err(crate::graph::ggml_err)?;
+            b.name(ffn, "ffn_out", l)
+        } else if routed {
             let experts = b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?;
             // A shared expert beside them (Granite MoE's), without its weights' scales; with a
             // gate (Qwen2-MoE's), scaled by silu(g)/g of the gate's output g.

@@ -5,7 +5,8 @@
 //! experts included (without its attention temperature); OLMoE normalises whole query and key
 //! projections and mixes its experts' outputs unnormalised; Seed-OSS names its FFN norm
 //! `post_attention_norm`; Refact does not rotate but biases scores by distance (ALiBi), and
-//! leaves out the biases of its attention output and FFN; InternLM 2 is Llama without FFN scales;
+//! leaves out the biases of its attention output and FFN (and, in a file with experts, the
+//! experts themselves, which it loads); InternLM 2 is Llama without FFN scales;
 //! Qwen (the first) rotates as NeoX and its FFN is half as wide as its file says; Nanbeige is Llama
 //! itself (its layers in loops refused); Maincoder normalises query and key heads after rotating.
 //! Hunyuan's dense models (and Hunyuan-VL's language model, with M-RoPE when its file has the
@@ -59,6 +60,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
     no_rope: false,
     swa_rope: llama::SwaRope::Own,
     rope_sliding_only: false,
+    experts_unused: false,
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
@@ -180,9 +182,10 @@ pub const REFACT: LlamaLike = LlamaLike {
     variant: llama::Variant {
         no_wo_bias: true,
         no_ffn_bias: true,
+        experts_unused: true,
         ..NO_FFN_SCALES
     },
-    experts: false,
+    experts: true,
     alibi: 8.0,
     half_ffn: false,
     hunyuan_rope: None,
