@@ -549,6 +549,35 @@ def bailingmoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def bailingmoe2(w, weights, n_vocab, dtype):
+    # Head norms and one fused query-key-value projection; a leading dense layer, then four
+    # sigmoid-routed experts of width 32 (two per token, with a selection bias, normalised and
+    # scaled weights) beside one shared expert of its own width, 48.
+    a, n_layer, ffe = "bailingmoe2", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    w.add_uint32(f"{a}.nextn_predict_layers", 0)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v"):
+            del tensors[blk + t + ".weight"]
+        tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, N_EMBD)
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, 48))
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -1616,6 +1645,7 @@ MODELS = {
     "hunyuan-moe": ("hunyuan-moe", hunyuan_moe, True),
     "dots1": ("dots1", dots1, True),
     "bailingmoe": ("bailingmoe", bailingmoe, True),
+    "bailingmoe2": ("bailingmoe2", bailingmoe2, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

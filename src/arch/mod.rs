@@ -62,7 +62,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 94] = [
+static ARCHITECTURES: [&dyn Architecture; 95] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -88,6 +88,7 @@ static ARCHITECTURES: [&dyn Architecture; 94] = [
     &hunyuan_moe::HunyuanMoe,
     &shared_experts::DOTS1,
     &shared_experts::BAILINGMOE,
+    &shared_experts::BAILINGMOE2,
     &shared_experts::DEEPSEEK,
     &maple::Maple,
     &chatglm::ChatGlm,

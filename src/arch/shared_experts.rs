@@ -3,7 +3,9 @@
 //! the picked weights normalised and scaled as the file says) beside shared experts, and its own
 //! output head. Bailing MoE (Ling): the same FFNs in every layer, softmax-routed, without head
 //! norms, rotating normally. DeepSeek (the first): leading dense layers, softmax-routed experts
-//! whose weights are scaled but never normalised, an optional tied head.
+//! whose weights are scaled but never normalised, an optional tied head. Bailing MoE 2 (Ling
+//! 2.0): dots.llm1's layers with one fused query-key-value projection; shared experts as wide as
+//! the file says; multi-token-prediction layers refused.
 
 use super::{common_tensors, dense_lead, llama, qwen3};
 use crate::error::{Error, Result};
@@ -24,6 +26,8 @@ enum Kind {
     Dots,
     Bailing,
     DeepSeek,
+    /// Dots' layers with a fused projection; the router and gating required.
+    Bailing2,
 }
 
 pub const DOTS1: SharedExperts = SharedExperts {
@@ -34,10 +38,21 @@ pub const BAILINGMOE: SharedExperts = SharedExperts {
     name: "bailingmoe",
     kind: Kind::Bailing,
 };
+pub const BAILINGMOE2: SharedExperts = SharedExperts {
+    name: "bailingmoe2",
+    kind: Kind::Bailing2,
+};
 pub const DEEPSEEK: SharedExperts = SharedExperts {
     name: "deepseek",
     kind: Kind::DeepSeek,
 };
+
+impl SharedExperts {
+    /// Per-head query and key norms, NeoX rotation, gating and a selection bias from the file.
+    fn head_norms(&self) -> bool {
+        matches!(self.kind, Kind::Dots | Kind::Bailing2)
+    }
+}
 
 impl ArchSpec for SharedExperts {
     fn name(&self) -> &'static str {
@@ -45,7 +60,7 @@ impl ArchSpec for SharedExperts {
     }
 
     fn rope_type(&self) -> i32 {
-        if self.kind == Kind::Dots {
+        if self.head_norms() {
             2
         } else {
             0
@@ -57,6 +72,15 @@ impl ArchSpec for SharedExperts {
         super::check_equal_head_sizes(hp)?;
         // llama.cpp's key and value projections are as wide as its queries.
         let dots = self.kind == Kind::Dots;
+        let gated_by_file = self.head_norms();
+        if self.kind == Kind::Bailing2 {
+            if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
+                return Err(Error::NotImplemented(
+                    "multi-token-prediction layers (nextn_predict_layers)",
+                ));
+            }
+            super::check_experts(hp)?;
+        }
         if dots && hp.n_head_kv.iter().zip(&hp.n_head).any(|(kv, q)| kv != q) {
             return Err(Error::model("dots1 needs as many KV heads as query heads"));
         }
@@ -66,6 +90,10 @@ impl ArchSpec for SharedExperts {
         }
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         let shared = meta.u32(&hp.key("expert_shared_count"))?;
+        let shared_width = match self.kind {
+            Kind::Bailing2 => meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0),
+            _ => 0,
+        };
         hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
         // DeepSeek's graph never normalises, whatever the file says.
         if self.kind != Kind::DeepSeek {
@@ -74,20 +102,22 @@ impl ArchSpec for SharedExperts {
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
         }
-        if dots && hp.n_layer_dense_lead < hp.n_layer {
-            // llama.cpp has no gating of its own for dots1: the file must say.
+        if gated_by_file && (hp.n_layer_dense_lead < hp.n_layer || self.kind == Kind::Bailing2) {
+            // llama.cpp has no gating of its own for these: the file must say.
             let gating = meta.u32(&hp.key("expert_gating_func"))?;
             if Gating::from_llama(gating).is_none() {
-                return Err(Error::NotImplemented("dots1 with that expert gating function"));
+                return Err(Error::NotImplemented("shared experts with that expert gating function"));
             }
             hp.expert_gating_func = gating;
         }
-        hp.n_ff_shexp = hp.n_ff_exp * shared;
+        hp.n_ff_shexp = if shared_width > 0 { shared_width } else { hp.n_ff_exp } * shared;
         hp.size_label = match (&self.kind, hp.n_layer, hp.n_ff_exp) {
             (Kind::Dots, 62, _) => "142B",
             (Kind::Bailing, 28, _) | (Kind::DeepSeek, _, 1408) => "16B",
             (Kind::Bailing, 88, _) => "290B",
             (Kind::DeepSeek, _, 1792) => "20B",
+            (Kind::Bailing2, 20, _) => "16B.A1B",
+            (Kind::Bailing2, 32, _) => "100B.A6B",
             _ => "?B",
         };
         Ok(())
@@ -99,14 +129,23 @@ impl ArchSpec for SharedExperts {
             common_tensors(hp, experts, &mut specs);
             specs
         };
-        let mut specs = match self.kind {
-            Kind::Dots => qwen3::tensors(hp, true),
-            _ => common(hp, true),
+        let mut specs = if self.head_norms() {
+            qwen3::tensors(hp, true)
+        } else {
+            common(hp, true)
         };
         match self.kind {
-            Kind::Dots => dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false)),
+            Kind::Dots | Kind::Bailing2 => dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false)),
             Kind::DeepSeek => dense_lead(hp, &mut specs, |d| common(d, false)),
             Kind::Bailing => {}
+        }
+        if self.kind == Kind::Bailing2 {
+            // One fused projection, required, without biases.
+            let separate = ["attn_q.", "attn_k.", "attn_v.", "attn_qkv.bias", "attn_output.bias"];
+            specs.retain(|s| !separate.iter().any(|n| s.name.contains(n)));
+            for s in specs.iter_mut().filter(|s| s.name.ends_with("attn_qkv.weight")) {
+                s.required = true;
+            }
         }
         // DeepSeek's head may be tied to the embeddings.
         if self.kind != Kind::DeepSeek {
@@ -114,7 +153,7 @@ impl ArchSpec for SharedExperts {
         }
         for il in hp.n_layer_dense_lead as usize..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
-            if self.kind == Kind::Dots {
+            if self.head_norms() {
                 specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], false));
             }
             super::shared_expert_tensors(hp, il, &mut specs);
@@ -127,7 +166,7 @@ impl Decoder for SharedExperts {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let variant = llama::Variant {
-            qk_norm: self.kind == Kind::Dots,
+            qk_norm: self.head_norms(),
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
                 normalize: hp.expert_weights_norm,
