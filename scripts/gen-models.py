@@ -1433,6 +1433,43 @@ def cohere(a, n_layer, sliding):
     return make
 
 
+def cohere2moe(rms):
+    """Cohere 2 MoE: Cohere 2's block (RMS norms, or layer norms when `rms` is False) with a
+    leading dense layer, sliding layers after it (three of four), four sigmoid-routed experts of
+    width 32 (two per token, gate and up fused) averaged with a scaled shared expert."""
+
+    def make(w, weights, n_vocab, dtype):
+        a, n_layer, ffe = "cohere2moe", 5, 32
+        decoder_keys(w, a, n_layer, 10000.0)
+        experts_keys(w, a, 4, 2)
+        if not rms:
+            del w.kv_data[0][f"{a}.attention.layer_norm_rms_epsilon"]
+            w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
+        w.add_float32(f"{a}.logit_scale", 0.125)
+        w.add_uint32(f"{a}.attention.sliding_window", 32)
+        w.add_uint32(f"{a}.leading_dense_block_count", 1)
+        w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+        w.add_uint32(f"{a}.expert_shared_count", 1)
+        w.add_bool(f"{a}.expert_weights_norm", True)
+        w.add_float32(f"{a}.expert_weights_scale", 2.0)
+        tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qkv_bias=True)
+        for il in range(n_layer):
+            blk = f"blk.{il}."
+            del tensors[blk + "ffn_norm.weight"]
+            if il == 0:
+                for t in ("ffn_up", "ffn_gate", "ffn_down"):
+                    tensors[blk + t + ".scale"] = weights.norm(1)
+                continue
+            del tensors[blk + "ffn_gate_exps.weight"], tensors[blk + "ffn_up_exps.weight"]
+            tensors[blk + "ffn_gate_up_exps.weight"] = weights.experts(4, 2 * ffe, N_EMBD)
+            tensors.update(weights.shared_expert(blk, ffe))
+            for t in ("ffn_up_shexp", "ffn_gate_shexp", "ffn_down_shexp"):
+                tensors[blk + t + ".scale"] = weights.norm(1)
+        add_tensors(w, tensors, dtype)
+
+    return make
+
+
 def diffusion(a):
     """The diffusion models, which attend both ways without a cache: Dream (Qwen2's layout, a head
     bias it leaves out) or LLaDA (Llama's, with attention output and FFN biases and rotary factors
@@ -1679,6 +1716,8 @@ MODELS = {
     # hand; the norm is StableLM's, which is compared here).
     "command-r": ("command-r", cohere("command-r", N_LAYER, False), True),
     "cohere2": ("cohere2", cohere("cohere2", 4, True), True),
+    "cohere2moe": ("cohere2moe", cohere2moe(True), True),
+    "cohere2moe-ln": ("cohere2moe", cohere2moe(False), True),
     "qwen2vl": ("qwen2vl", qwen2vl, True),
     "exaone4": ("exaone4", exaone4, True),
     "glm4": ("glm4", glm4, True),
@@ -1738,7 +1777,7 @@ TYPES = {
 ONLY_QUANTIZED = {"llama-wide"}
 # F16 alone: models with many layers (the sizes llama.cpp treats apart), slow to compare, and
 # variants of a model compared in F32 already.
-ONLY_F16 = {"exaone4", "granite-swa-moe", "refact-moe"}
+ONLY_F16 = {"exaone4", "granite-swa-moe", "refact-moe", "cohere2moe-ln"}
 # Quantized variants: experts and a fused projection in Q4_0 (which ggml's CPU backend repacks on
 # AVX2), the other block types once each.
 QUANTIZED = {

@@ -3,12 +3,16 @@
 //! the token embeddings and the logits multiplied by `logit_scale`. Command R normalises each
 //! query and key head from 64 layers on (llama.cpp loads the norms only then); Cohere 2 slides three layers of four, rotates only
 //! those (with the context's frequencies, as llama.cpp's graph does) and scales its FFN by the
-//! weights' scales.
+//! weights' scales. Cohere 2 MoE: the same block with RMS norms (layer norms when the file gives
+//! only that epsilon), leading dense layers that rotate too, sigmoid-routed experts (fused or
+//! separate gate and up stacks, their weights' scales applied) averaged with shared experts, and
+//! its output rows picked after the final norm rather than in the last layer, as llama.cpp's
+//! graph does; multi-token-prediction layers refused.
 
 use super::gpt2;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, Ffn};
+use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -17,19 +21,30 @@ pub struct Cohere {
     name: &'static str,
     /// Sliding layers (which alone rotate) and FFN scales: Cohere 2.
     sliding: bool,
+    /// Experts after leading dense layers: Cohere 2 MoE.
+    experts: bool,
     sizes: &'static [(u32, &'static str)],
 }
 
 pub const COMMAND_R: Cohere = Cohere {
     name: "command-r",
     sliding: false,
+    experts: false,
     sizes: &[(40, "35B")],
 };
 
 pub const COHERE2: Cohere = Cohere {
     name: "cohere2",
     sliding: true,
+    experts: false,
     sizes: &[(32, "8B")],
+};
+
+pub const COHERE2MOE: Cohere = Cohere {
+    name: "cohere2moe",
+    sliding: true,
+    experts: true,
+    sizes: &[(49, "30B.A3B")],
 };
 
 /// Cohere 2's sliding layers: three of every four.
@@ -48,9 +63,19 @@ impl ArchSpec for Cohere {
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
+        if self.experts {
+            load_experts(meta, hp)?;
+        } else {
+            hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
+        }
         let logit_scale = meta.f32_opt(&hp.key("logit_scale"))?;
-        if self.sliding {
+        if self.experts {
+            hp.logit_scale =
+                logit_scale.ok_or_else(|| Error::model(format!("missing key '{}'", hp.key("logit_scale"))))?;
+            let window = meta.u32(&hp.key("attention.sliding_window"))?;
+            let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
+            super::load_sliding_window_dense_first(meta, hp, window, SWA_PERIOD, base, scale)?;
+        } else if self.sliding {
             hp.logit_scale =
                 logit_scale.ok_or_else(|| Error::model(format!("missing key '{}'", hp.key("logit_scale"))))?;
             let window = meta.u32(&hp.key("attention.sliding_window"))?;
@@ -73,12 +98,19 @@ impl ArchSpec for Cohere {
             TensorSpec::new("token_embd.weight", &[e, hp.n_vocab], true),
             TensorSpec::new("output_norm.weight", &[e], true),
         ];
+        if self.experts {
+            specs.push(TensorSpec::matmul("output.weight", &[e, hp.n_vocab], false));
+        }
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             let ff = hp.n_ff[il];
             super::attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            if self.experts && il >= hp.n_layer_dense_lead as usize {
+                expert_tensors(hp, il, &mut specs);
+                continue;
+            }
             specs.extend([
-                TensorSpec::new(b("attn_norm.weight"), &[e], true),
                 TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true),
                 TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true),
                 TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true),
@@ -96,6 +128,73 @@ impl ArchSpec for Cohere {
     }
 }
 
+/// Cohere 2 MoE's norms, leading dense layers and experts, as llama.cpp reads them.
+fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    let rms = meta.f32_opt(&hp.key("attention.layer_norm_rms_epsilon"))?;
+    let plain = meta.f32_opt(&hp.key("attention.layer_norm_epsilon"))?;
+    if rms.is_none() && plain.is_none() {
+        return Err(Error::model("cohere2moe needs a norm epsilon"));
+    }
+    // Without the RMS epsilon (0), llama.cpp's graph takes layer norms.
+    hp.rms_eps = rms.unwrap_or(0.0);
+    hp.norm_eps = plain.unwrap_or(0.0);
+    if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
+        return Err(Error::NotImplemented(
+            "multi-token-prediction layers (nextn_predict_layers)",
+        ));
+    }
+    super::check_experts(hp)?;
+    hp.n_layer_dense_lead = meta.u32(&hp.key("leading_dense_block_count"))?;
+    meta.u32(&hp.key("expert_feed_forward_length"))?;
+    if hp.n_ff_exp == 0 {
+        hp.n_ff_exp = hp.n_ff[0];
+    }
+    let shared = meta.u32_opt(&hp.key("expert_shared_count"))?.unwrap_or(0);
+    let width = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
+    hp.n_ff_shexp = match (shared, width) {
+        (0, _) => 0,
+        (_, 0) => hp.n_ff_exp * shared,
+        (_, w) => w,
+    };
+    hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+    hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+    // No gating in the file (or "none") means sigmoid.
+    let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
+        0 => 2,
+        g => g,
+    };
+    if Gating::from_llama(gating).is_none() {
+        return Err(Error::NotImplemented("cohere2moe with that expert gating function"));
+    }
+    hp.expert_gating_func = gating;
+    Ok(())
+}
+
+/// A Cohere 2 MoE layer's router, experts (gate and up fused or not) and shared experts.
+fn expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let (e, n, x) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let fused = b("ffn_gate_up_exps.weight");
+    specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true));
+    specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
+    specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
+    if hp.n_ff_shexp > 0 {
+        super::shared_expert_tensors(hp, il, specs);
+    }
+}
+
+/// The layer norm or, when the model has an RMS epsilon, the RMS norm of weight `name`.
+fn norm(b: &mut Builder, name: &str, x: TensorRef, label: &str, il: Option<usize>) -> Result<TensorRef> {
+    if b.hp.rms_eps == 0.0 {
+        return gpt2::norm(b, name, x, label, il);
+    }
+    let w = b.weight(&format!("{name}.weight"))?;
+    let y = b.rms_norm(x, w)?;
+    Ok(b.name(y, label, il))
+}
+
 impl Decoder for Cohere {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
@@ -104,11 +203,13 @@ impl Decoder for Cohere {
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
-            let cur = gpt2::norm(b, &format!("blk.{il}.attn_norm"), x, "attn_norm", l)?;
+            let dense = il < hp.n_layer_dense_lead as usize;
+            let cur = norm(b, &format!("blk.{il}.attn_norm"), x, "attn_norm", l)?;
             let (mut q, mut k, v) = b.qkv(il, cur, true)?;
             let sliding = hp.swa_layers[il];
             if self.sliding {
-                if sliding {
+                // Cohere 2 MoE's leading dense layers rotate too.
+                if sliding || (self.experts && dense) {
                     let p = b.params.rope;
                     q = b.rope_ext(q, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
                     k = b.rope_ext(k, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
@@ -125,23 +226,59 @@ impl Decoder for Cohere {
             }
             let att = b.attention(il, q, k, v, kq_scale, sliding)?;
             let att = b.layer_linear(il, "attn_output", att)?;
-            let (att, residual) = b.last_layer_rows(il, att, x)?;
-            let (cur, _) = b.last_layer_rows(il, cur, cur)?;
+            let (att, residual, cur) = if self.experts {
+                (att, x, cur)
+            } else {
+                let (att, residual) = b.last_layer_rows(il, att, x)?;
+                let (cur, _) = b.last_layer_rows(il, cur, cur)?;
+                (att, residual, cur)
+            };
             let ffn = Ffn {
                 scaled: self.sliding,
                 ..Ffn::default()
             };
-            let ffn = b.gated_ffn(il, cur, ffn)?;
+            let ffn = if self.experts && !dense {
+                experts(b, il, cur)?
+            } else {
+                b.gated_ffn(il, cur, ffn)?
+            };
             let ffn = b.name(ffn, "ffn_out", l);
             let sum = b.add(ffn, residual)?;
             x = b.add(sum, att)?;
             x = b.name(x, "l_out", l);
         }
-        let x = gpt2::norm(b, "output_norm", x, "result_norm", None)?;
+        let mut x = norm(b, "output_norm", x, "result_norm", None)?;
+        if self.experts {
+            x = b.select_outputs(x)?;
+        }
         let mut logits = b.output_head_unnormed(x)?;
         if hp.logit_scale != 0.0 {
             logits = b.scale(logits, hp.logit_scale)?;
         }
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// Cohere 2 MoE's experts over `cur`, averaged with the shared experts where the layer has them.
+fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    let hp = b.hp;
+    let moe = Moe {
+        gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
+        normalize: hp.expert_weights_norm,
+        act: ExpertAct::Silu,
+        scaled: true,
+        warmup_all: true,
+    };
+    let routed = b.moe_ffn(il, cur, moe)?;
+    if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_none() {
+        return Ok(routed);
+    }
+    let scaled = Ffn {
+        scaled: true,
+        ..Ffn::default()
+    };
+    let shared = b.gated_ffn_named(il, cur, scaled, "_shexp")?;
+    let shared = b.name(shared, "ffn_shexp", Some(il));
+    let sum = b.add(routed, shared)?;
+    b.scale(sum, 0.5)
 }

@@ -62,7 +62,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 95] = [
+static ARCHITECTURES: [&dyn Architecture; 96] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -147,6 +147,7 @@ static ARCHITECTURES: [&dyn Architecture; 95] = [
     &gpt2::JAIS2,
     &cohere::COMMAND_R,
     &cohere::COHERE2,
+    &cohere::COHERE2MOE,
     &exaone4::Exaone4,
     &ernie4_5_moe::Ernie45Moe,
     &glm4::Glm4,
