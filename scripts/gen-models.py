@@ -578,6 +578,29 @@ def bailingmoe2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def glm4moe(w, weights, n_vocab, dtype):
+    # GLM-4.5-Air's layout: biased projections without head norms, NeoX rotation, the FFN's norm
+    # named `post_attention_norm`; a leading dense layer, then four sigmoid-routed experts of
+    # width 32 (gating left to llama.cpp's default; two per token, a selection bias, normalised
+    # and scaled weights) beside one shared expert; the head tied to the embeddings.
+    a, n_layer, ffe = "glm4moe", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qkv_bias=True)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "post_attention_norm.weight"] = tensors.pop(blk + "ffn_norm.weight")
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, ffe))
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -1683,6 +1706,7 @@ MODELS = {
     "dots1": ("dots1", dots1, True),
     "bailingmoe": ("bailingmoe", bailingmoe, True),
     "bailingmoe2": ("bailingmoe2", bailingmoe2, True),
+    "glm4moe": ("glm4moe", glm4moe, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

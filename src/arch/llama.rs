@@ -97,8 +97,8 @@ pub(super) fn tensors_with(hp: &HParams, experts: bool) -> Vec<TensorSpec> {
 /// What the architectures built on the Llama decoder change in it.
 #[derive(Default, Clone, Copy)]
 pub(super) struct Variant {
-    /// Normalise each query and key head (`attn_q_norm`, `attn_k_norm`) before rotation, or
-    /// (`qk_norm_after_rope`, Maincoder's) after it.
+    /// Normalise each query and key head (`attn_q_norm`, `attn_k_norm`, each where the layer has
+    /// it) before rotation, or (`qk_norm_after_rope`, Maincoder's) after it.
     pub qk_norm: bool,
     pub qk_norm_after_rope: bool,
     /// Every this-many layers (the last of each group) rotates nothing; 0: every layer rotates.
@@ -278,12 +278,16 @@ fn attention_block(
     } else {
         b.qkv_scaled(il, cur, true, !variant.no_qkv_scale)?
     };
+    // Each norm where the layer has it (the architectures that load them optionally).
     let head_norms = |b: &mut Builder, q: TensorRef, k: TensorRef| -> Result<(TensorRef, TensorRef)> {
-        let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
-        let q = b.rms_norm(q, q_norm)?;
-        let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
-        let k = b.rms_norm(k, k_norm)?;
-        Ok((b.name(q, "Qcur_normed", l), b.name(k, "Kcur_normed", l)))
+        let mut out = [q, k];
+        for (t, which) in out.iter_mut().zip(["q", "k"]) {
+            if let Some(w) = b.layer_weight_opt(il, &format!("attn_{which}_norm.weight")) {
+                let normed = b.rms_norm(*t, w)?;
+                *t = b.name(normed, &format!("{}cur_normed", which.to_uppercase()), l);
+            }
+        }
+        Ok((out[0], out[1]))
     };
     let (q, k) = if variant.qk_norm { head_norms(b, q, k)? } else { (q, k) };
     let rotate = hp.has_rope(il)

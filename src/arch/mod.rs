@@ -62,7 +62,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 96] = [
+static ARCHITECTURES: [&dyn Architecture; 97] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -89,6 +89,7 @@ static ARCHITECTURES: [&dyn Architecture; 96] = [
     &shared_experts::DOTS1,
     &shared_experts::BAILINGMOE,
     &shared_experts::BAILINGMOE2,
+    &shared_experts::GLM4MOE,
     &shared_experts::DEEPSEEK,
     &maple::Maple,
     &chatglm::ChatGlm,

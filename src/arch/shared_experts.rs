@@ -5,7 +5,11 @@
 //! norms, rotating normally. DeepSeek (the first): leading dense layers, softmax-routed experts
 //! whose weights are scaled but never normalised, an optional tied head. Bailing MoE 2 (Ling
 //! 2.0): dots.llm1's layers with one fused query-key-value projection; shared experts as wide as
-//! the file says; multi-token-prediction layers refused.
+//! the file says; multi-token-prediction layers refused. GLM-4.5 (GLM-4 MoE): optional head norms,
+//! NeoX rotation (M-RoPE when the file's sections ask), the FFN's norm named
+//! `post_attention_norm`, leading dense layers, then experts routed by sigmoid (unless the file
+//! says otherwise) with a required selection bias beside shared experts; an optional tied head;
+//! multi-token-prediction layers refused.
 
 use super::{common_tensors, dense_lead, llama, qwen3};
 use crate::error::{Error, Result};
@@ -28,6 +32,8 @@ enum Kind {
     DeepSeek,
     /// Dots' layers with a fused projection; the router and gating required.
     Bailing2,
+    /// Optional head norms, `post_attention_norm`, sigmoid gating by default.
+    Glm4Moe,
 }
 
 pub const DOTS1: SharedExperts = SharedExperts {
@@ -42,15 +48,19 @@ pub const BAILINGMOE2: SharedExperts = SharedExperts {
     name: "bailingmoe2",
     kind: Kind::Bailing2,
 };
+pub const GLM4MOE: SharedExperts = SharedExperts {
+    name: "glm4moe",
+    kind: Kind::Glm4Moe,
+};
 pub const DEEPSEEK: SharedExperts = SharedExperts {
     name: "deepseek",
     kind: Kind::DeepSeek,
 };
 
 impl SharedExperts {
-    /// Per-head query and key norms, NeoX rotation, gating and a selection bias from the file.
+    /// Per-head query and key norms (optional for GLM-4.5), NeoX rotation, a selection bias.
     fn head_norms(&self) -> bool {
-        matches!(self.kind, Kind::Dots | Kind::Bailing2)
+        matches!(self.kind, Kind::Dots | Kind::Bailing2 | Kind::Glm4Moe)
     }
 }
 
@@ -72,14 +82,17 @@ impl ArchSpec for SharedExperts {
         super::check_equal_head_sizes(hp)?;
         // llama.cpp's key and value projections are as wide as its queries.
         let dots = self.kind == Kind::Dots;
-        let gated_by_file = self.head_norms();
-        if self.kind == Kind::Bailing2 {
+        let gated_by_file = matches!(self.kind, Kind::Dots | Kind::Bailing2);
+        if matches!(self.kind, Kind::Bailing2 | Kind::Glm4Moe) {
             if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
                 return Err(Error::NotImplemented(
                     "multi-token-prediction layers (nextn_predict_layers)",
                 ));
             }
             super::check_experts(hp)?;
+        }
+        if self.kind == Kind::Glm4Moe {
+            load_glm4moe(meta, hp)?;
         }
         if dots && hp.n_head_kv.iter().zip(&hp.n_head).any(|(kv, q)| kv != q) {
             return Err(Error::model("dots1 needs as many KV heads as query heads"));
@@ -110,6 +123,15 @@ impl ArchSpec for SharedExperts {
             }
             hp.expert_gating_func = gating;
         }
+        if self.kind == Kind::Glm4Moe && hp.n_ff_exp == 0 {
+            hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
+        }
+        // llama.cpp's GLM-4.5 graph calls the shared experts whether or not the file has them.
+        if self.kind == Kind::Glm4Moe && shared == 0 && hp.n_layer_dense_lead < hp.n_layer {
+            return Err(Error::NotImplemented(
+                "glm4moe without shared experts (expert_shared_count 0)",
+            ));
+        }
         hp.n_ff_shexp = if shared_width > 0 { shared_width } else { hp.n_ff_exp } * shared;
         hp.size_label = match (&self.kind, hp.n_layer, hp.n_ff_exp) {
             (Kind::Dots, 62, _) => "142B",
@@ -118,6 +140,9 @@ impl ArchSpec for SharedExperts {
             (Kind::DeepSeek, _, 1792) => "20B",
             (Kind::Bailing2, 20, _) => "16B.A1B",
             (Kind::Bailing2, 32, _) => "100B.A6B",
+            (Kind::Glm4Moe, 46, _) => "106B.A12B",
+            (Kind::Glm4Moe, 48, _) => "102B.A12B",
+            (Kind::Glm4Moe, 92, _) => "355B.A32B",
             _ => "?B",
         };
         Ok(())
@@ -135,9 +160,20 @@ impl ArchSpec for SharedExperts {
             common(hp, true)
         };
         match self.kind {
-            Kind::Dots | Kind::Bailing2 => dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false)),
+            Kind::Dots | Kind::Bailing2 | Kind::Glm4Moe => dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false)),
             Kind::DeepSeek => dense_lead(hp, &mut specs, |d| common(d, false)),
             Kind::Bailing => {}
+        }
+        if self.kind == Kind::Glm4Moe {
+            for s in specs.iter_mut() {
+                if s.name.ends_with("ffn_norm.weight") {
+                    s.name = s.name.replace("ffn_norm", "post_attention_norm");
+                }
+                // Only GLM-4.5's largest model has head norms.
+                if s.name.ends_with("attn_q_norm.weight") || s.name.ends_with("attn_k_norm.weight") {
+                    s.required = false;
+                }
+            }
         }
         if self.kind == Kind::Bailing2 {
             // One fused projection, required, without biases.
@@ -147,14 +183,15 @@ impl ArchSpec for SharedExperts {
                 s.required = true;
             }
         }
-        // DeepSeek's head may be tied to the embeddings.
-        if self.kind != Kind::DeepSeek {
+        // DeepSeek's and GLM-4.5's heads may be tied to the embeddings.
+        if !matches!(self.kind, Kind::DeepSeek | Kind::Glm4Moe) {
             super::require_output(&mut specs);
         }
         for il in hp.n_layer_dense_lead as usize..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             if self.head_norms() {
-                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], false));
+                let required = self.kind == Kind::Glm4Moe;
+                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], required));
             }
             super::shared_expert_tensors(hp, il, &mut specs);
         }
@@ -167,6 +204,8 @@ impl Decoder for SharedExperts {
         let hp = b.hp;
         let variant = llama::Variant {
             qk_norm: self.head_norms(),
+            ffn_norm: (self.kind == Kind::Glm4Moe).then_some("post_attention_norm.weight"),
+            no_wo_bias: self.kind == Kind::Glm4Moe,
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
                 normalize: hp.expert_weights_norm,
@@ -178,4 +217,24 @@ impl Decoder for SharedExperts {
         };
         llama::decoder(b, variant)
     }
+}
+
+/// GLM-4.5's rotation (M-RoPE when the first two sections are nonzero) and its gating, sigmoid
+/// unless the file names another.
+fn load_glm4moe(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    if meta.i32_array(&hp.key("rope.dimension_sections"), 4)?.is_some() {
+        super::load_rope_sections(meta, hp)?;
+    }
+    if hp.rope_sections[0] > 0 && hp.rope_sections[1] > 0 {
+        hp.rope_type = crate::ggml::ROPE_MROPE;
+    }
+    let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
+        0 => 2,
+        g => g,
+    };
+    if Gating::from_llama(gating).is_none() {
+        return Err(Error::NotImplemented("glm4moe with that expert gating function"));
+    }
+    hp.expert_gating_func = gating;
+    Ok(())
 }
