@@ -601,6 +601,32 @@ def glm4moe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def afmoe(w, weights, n_vocab, dtype):
+    # Four layers: head norms, a sigmoid attention gate, norms after attention and FFN, a 32-token
+    # window on the first three (the fourth global and unrotated); a leading dense layer, then
+    # four sigmoid-routed experts of width 32 (two per token, a selection bias, normalised and
+    # scaled weights) beside a shared expert; the head tied to the embeddings.
+    a, n_layer, ffe = "afmoe", 4, 32
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
+        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, ffe))
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -1707,6 +1733,7 @@ MODELS = {
     "bailingmoe": ("bailingmoe", bailingmoe, True),
     "bailingmoe2": ("bailingmoe2", bailingmoe2, True),
     "glm4moe": ("glm4moe", glm4moe, True),
+    "afmoe": ("afmoe", afmoe, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

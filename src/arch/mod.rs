@@ -3,6 +3,7 @@
 //! `graph/` (`graph::Decoder`). The registry below lists them; adding an architecture is one file
 //! and one line there. Nothing below this layer knows any architecture.
 
+pub(crate) mod afmoe;
 pub(crate) mod arctic;
 pub(crate) mod baichuan;
 pub(crate) mod bert;
@@ -62,7 +63,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 97] = [
+static ARCHITECTURES: [&dyn Architecture; 98] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -83,6 +84,7 @@ static ARCHITECTURES: [&dyn Architecture; 97] = [
     &spark2_5::Spark2_5,
     &mellum::Mellum,
     &arctic::Arctic,
+    &afmoe::Afmoe,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,
