@@ -627,6 +627,38 @@ def afmoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def laguna(w, weights, n_vocab, dtype):
+    # Five layers of 4, 2, 2, 2 and 4 query heads: head norms, YaRN on the global layers (the
+    # first and last) and plain rotation with their own base on the sliding ones (a 32-token
+    # window), a softplus attention gate per element (even layers) or per head (odd ones); a
+    # leading dense layer, then four sigmoid-routed experts of width 32 (two per token, a
+    # selection bias, normalised and scaled weights) beside a shared expert of width 48.
+    a, n_layer, ffe, heads = "laguna", 5, 32, [4, 2, 2, 2, 4]
+    decoder_keys(w, a, n_layer, 10000.0, heads=heads)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    w.add_string(f"{a}.rope.scaling.type", "yarn")
+    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
+    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        q = heads[il] * HEAD
+        tensors[blk + "attn_q.weight"] = weights.matrix(q, N_EMBD)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, q)
+        tensors[blk + "attn_gate.weight"] = weights.matrix(q if il % 2 == 0 else heads[il], N_EMBD)
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, 48))
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -1734,6 +1766,7 @@ MODELS = {
     "bailingmoe2": ("bailingmoe2", bailingmoe2, True),
     "glm4moe": ("glm4moe", glm4moe, True),
     "afmoe": ("afmoe", afmoe, True),
+    "laguna": ("laguna", laguna, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

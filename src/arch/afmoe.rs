@@ -142,8 +142,9 @@ impl Decoder for Afmoe {
     }
 }
 
-/// Layer `il`'s routed experts over `cur`, plus its shared experts where it has them.
-fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+/// Layer `il`'s routed experts over `cur` (sigmoid-routed unless the file says otherwise), plus
+/// its shared experts where it has them (AFMoE's and Laguna's).
+pub(super) fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let hp = b.hp;
     let moe = Moe {
         gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),

@@ -26,6 +26,7 @@ pub(crate) mod granite_swa;
 pub(crate) mod grok;
 pub(crate) mod hunyuan_moe;
 pub(crate) mod jamba;
+pub(crate) mod laguna;
 pub(crate) mod lfm2;
 pub(crate) mod llama;
 pub(crate) mod llama_like;
@@ -63,7 +64,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 98] = [
+static ARCHITECTURES: [&dyn Architecture; 99] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -85,6 +86,7 @@ static ARCHITECTURES: [&dyn Architecture; 98] = [
     &mellum::Mellum,
     &arctic::Arctic,
     &afmoe::Afmoe,
+    &laguna::Laguna,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

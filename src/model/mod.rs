@@ -331,8 +331,8 @@ fn check_tensors_match(specs: &[TensorSpec], tensors: &[(usize, &TensorInfo)]) -
             }
             None => {}
             Some(t) => {
-                let matches = (0..4).all(|i| t.ne[i] == s.shape.get(i).copied().unwrap_or(1));
-                if !matches {
+                let fits = |shape: &[u64]| (0..4).all(|i| t.ne[i] == shape.get(i).copied().unwrap_or(1));
+                if !fits(&s.shape) && !s.or_shape.as_deref().is_some_and(fits) {
                     return Err(Error::model(format!(
                         "tensor '{}' has shape {:?} but the hyper-parameters require {:?}",
                         s.name,

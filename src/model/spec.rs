@@ -62,6 +62,9 @@ pub struct TensorSpec {
     /// A tensor whose presence makes this one optional (separate projections a fused one
     /// replaces).
     pub unless: Option<String>,
+    /// Another shape the file may give it instead (Laguna's attention gate: one value per head
+    /// or per element).
+    pub or_shape: Option<Vec<u64>>,
 }
 
 impl TensorSpec {
@@ -72,6 +75,15 @@ impl TensorSpec {
             required,
             matmul_only: false,
             unless: None,
+            or_shape: None,
+        }
+    }
+
+    /// The same, also accepting `shape` instead.
+    pub fn or_shape(self, shape: &[u32]) -> TensorSpec {
+        TensorSpec {
+            or_shape: Some(shape.iter().map(|&d| d.into()).collect()),
+            ..self
         }
     }
 
@@ -109,6 +121,7 @@ pub fn with_weight_scales(mut specs: Vec<TensorSpec>) -> Vec<TensorSpec> {
                 required: false,
                 matmul_only: false,
                 unless: None,
+                or_shape: None,
             });
         }
     }

@@ -1,6 +1,7 @@
 //! Model-level validation over tiny synthetic GGUF files: what a well-formed file must also satisfy
 //! to be a model we can load.
 
+use super::spec::TensorSpec;
 use super::{KvOverride, LoadMode, LoadParams, Model, OverrideValue};
 use crate::error::Error;
 use crate::gguf::tests::writer::{File, Kv, Tensor};
@@ -461,4 +462,27 @@ fn pooling_and_causality_come_from_the_file() {
         LoadParams::default(),
     );
     assert_eq!(m.expect("loads").hparams.as_ref().map(|h| h.pooling_type), Some(-1));
+}
+
+#[test]
+fn a_tensor_may_have_either_of_two_shapes_where_its_spec_allows() {
+    let info = |ne: [u64; 4]| crate::gguf::TensorInfo {
+        name: "blk.0.attn_gate.weight".into(),
+        ggml_type: 0,
+        n_dims: 2,
+        ne,
+        offset: 0,
+        size: 0,
+    };
+    let spec = TensorSpec::new("blk.0.attn_gate.weight", &[64, 4], true);
+    let either = vec![spec.clone().or_shape(&[64, 64])];
+    for ne in [[64, 4, 1, 1], [64, 64, 1, 1]] {
+        let t = info(ne);
+        assert!(super::check_tensors_match(&either, &[(0, &t)]).is_ok(), "{ne:?}");
+    }
+    let per_element = info([64, 64, 1, 1]);
+    let err = super::check_tensors_match(&[spec], &[(0, &per_element)]).unwrap_err();
+    assert!(err.to_string().contains("has shape [64, 64]"), "{err}");
+    let neither = info([64, 8, 1, 1]);
+    assert!(super::check_tensors_match(&either, &[(0, &neither)]).is_err());
 }

@@ -1,0 +1,152 @@
+//! Laguna (poolside): per-layer head counts, per-head query and key norms, NeoX rotation (on the
+//! sliding layers with their own base, unscaled and without YaRN), an optional sliding window on
+//! three layers of four (the first of each four global), a softplus gate read from the
+//! attention's input (one value per head or per element, as the file's gate is shaped) before the
+//! output projection; leading dense layers, then experts routed by sigmoid (unless the file says
+//! otherwise) with a selection bias beside an always-on shared expert.
+
+use super::{afmoe, head_tensors};
+use crate::error::Result;
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn, Gating};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct Laguna;
+
+/// The first layer of each four attends globally (when the file has a window but no pattern).
+const SWA_PERIOD: u32 = 4;
+
+impl ArchSpec for Laguna {
+    fn name(&self) -> &'static str {
+        "laguna"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::check_equal_head_sizes(hp)?;
+        hp.n_layer_dense_lead = meta.u32(&hp.key("leading_dense_block_count"))?;
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+        // One shared expert unless the file says otherwise, as wide as the file says.
+        let shared = meta.u32_opt(&hp.key("expert_shared_count"))?.unwrap_or(1);
+        let width = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
+        hp.n_ff_shexp = if width > 0 { width } else { hp.n_ff_exp * shared };
+        let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
+            0 => 2,
+            g => g,
+        };
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
+            if Gating::from_llama(gating).is_none() {
+                return Err(crate::error::Error::NotImplemented(
+                    "laguna with that expert gating function",
+                ));
+            }
+        }
+        hp.expert_gating_func = gating;
+        // The sliding layers rotate unscaled (llama.cpp fixes their scale at 1).
+        let window = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
+        let base = hp.rope_freq_base;
+        super::load_sliding_window_dense_first(meta, hp, window, SWA_PERIOD, base, 1.0)?;
+        hp.size_label = match hp.n_layer {
+            40 => "30B.A3B",
+            48 => "118B.A8B",
+            70 => "230B.A10B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let (e, hk) = (hp.n_embd, hp.n_embd_head_k);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let n_head = hp.n_head[il];
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            super::attention_tensors(hp, il, &mut specs);
+            specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hk], true));
+            specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hk], true));
+            specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, n_head], true).or_shape(&[e, hk * n_head]));
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            if il < hp.n_layer_dense_lead as usize {
+                let ff = hp.n_ff[il];
+                specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+                specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+                specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+                continue;
+            }
+            let (n, x) = (hp.n_expert, hp.n_ff_exp);
+            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true));
+            specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n], true));
+            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true));
+            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true));
+            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
+            super::shared_expert_tensors(hp, il, &mut specs);
+        }
+        specs
+    }
+}
+
+impl Decoder for Laguna {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let head = i64::from(hp.n_embd_head_k);
+        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let sliding = is_sliding(hp, il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let (q, k, v) = b.qkv(il, cur, true)?;
+            let gate_w = b.layer_weight(il, "attn_gate.weight")?;
+            let gate = b.g.mul_mat(gate_w, cur).map_err(ggml_err)?;
+            let q = b.layer_rms_norm(il, q, "attn_q_norm.weight", "Qcur_normed")?;
+            let k = b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
+            let (q, k) = if sliding {
+                let base = hp.rope_freq_base_swa;
+                (
+                    b.rope_ext(q, base, 1.0, 0.0, 1.0, None)?,
+                    b.rope_ext(k, base, 1.0, 0.0, 1.0, None)?,
+                )
+            } else {
+                (b.rope(q, il, None)?, b.rope(k, il, None)?)
+            };
+            let att = b.attention(il, q, k, v, kq_scale, sliding)?;
+            let gate = b.g.softplus(gate).map_err(ggml_err)?;
+            let (n_head, n_tokens) = (i64::from(hp.n_head[il]), att.ne()[1]);
+            let gated = if gate.ne()[0] == n_head {
+                let heads = b.g.reshape(att, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+                let gate = b.g.reshape(gate, &[1, n_head, n_tokens]).map_err(ggml_err)?;
+                let gated = b.g.mul(heads, gate).map_err(ggml_err)?;
+                b.g.reshape(gated, &[head * n_head, n_tokens]).map_err(ggml_err)?
+            } else {
+                b.g.mul(att, gate).map_err(ggml_err)?
+            };
+            let gated = b.name(gated, "attn_gated", l);
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, gated)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = if il < hp.n_layer_dense_lead as usize {
+                b.gated_ffn(il, cur, Ffn::default())?
+            } else {
+                afmoe::experts(b, il, cur)?
+            };
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let logits = b.output_head(x)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
