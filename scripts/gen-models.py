@@ -659,6 +659,45 @@ def laguna(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def mimo2(w, weights, n_vocab, dtype):
+    # Four layers of 4, 2, 4 and 2 query heads (2, 1, 2, 1 KV heads): keys of 16 and values of 8
+    # per head, half of each key rotated, a 32-token window on the middle two (with their own
+    # base), per-head sinks, the attention's output scaled by 0.5, one fused projection (layer
+    # 0), projection biases left out; a dense FFN first, then four sigmoid-routed experts
+    # of width 32 (two per token, a selection bias in two layers).
+    a, n_layer, ffe, vh = "mimo2", 4, 32, HEAD // 2
+    heads, kv_heads = [4, 2, 4, 2], [2, 1, 2, 1]
+    decoder_keys(w, a, n_layer, 10000.0, heads=heads, kv_heads=kv_heads)
+    experts_keys(w, a, 4, 2)
+    w.kv_data[0][f"{a}.attention.value_length"].value = vh
+    w.add_uint32(f"{a}.rope.dimension_count", HEAD // 2)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, True, False])
+    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    w.add_float32(f"{a}.attention.value_scale", 0.5)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        q, k, v = heads[il] * HEAD, kv_heads[il] * HEAD, kv_heads[il] * vh
+        for t in ("attn_q", "attn_k", "attn_v"):
+            del tensors[blk + t + ".weight"]
+        if il == 0:
+            tensors[blk + "attn_qkv.weight"] = weights.matrix(q + k + v, N_EMBD)
+            tensors[blk + "attn_qkv.bias"] = weights.bias(q + k + v)
+        else:
+            tensors[blk + "attn_q.weight"] = weights.matrix(q, N_EMBD)
+            tensors[blk + "attn_k.weight"] = weights.matrix(k, N_EMBD)
+            tensors[blk + "attn_v.weight"] = weights.matrix(v, N_EMBD)
+            tensors[blk + "attn_q.bias"] = weights.bias(q)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, heads[il] * vh)
+        tensors[blk + "attn_sinks.weight"] = weights.bias(heads[il])
+        if il in (1, 2):
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -1767,6 +1806,7 @@ MODELS = {
     "glm4moe": ("glm4moe", glm4moe, True),
     "afmoe": ("afmoe", afmoe, True),
     "laguna": ("laguna", laguna, True),
+    "mimo2": ("mimo2", mimo2, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

@@ -33,6 +33,7 @@ pub(crate) mod llama_like;
 pub(crate) mod mamba;
 pub(crate) mod maple;
 pub(crate) mod mellum;
+pub(crate) mod mimo2;
 pub(crate) mod minimax_m2;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
@@ -64,7 +65,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 99] = [
+static ARCHITECTURES: [&dyn Architecture; 100] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -87,6 +88,7 @@ static ARCHITECTURES: [&dyn Architecture; 99] = [
     &arctic::Arctic,
     &afmoe::Afmoe,
     &laguna::Laguna,
+    &mimo2::Mimo2,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

@@ -777,8 +777,6 @@ impl<'a> Builder<'a> {
         scaled: bool,
     ) -> Result<(TensorRef, TensorRef, TensorRef)> {
         let hp = self.hp;
-        let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
-        let (nh, nkv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
         // llama.cpp clamps the projections it splits into heads when the model asks for it.
         let clamp = per_head && hp.clamp_kqv > 0.0;
         let Some(w) = self.layer_weight_opt(il, "attn_qkv.weight") else {
@@ -812,6 +810,20 @@ impl<'a> Builder<'a> {
         if clamp {
             qkv = self.g.clamp(qkv, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)?;
         }
+        self.split_qkv(il, qkv, per_head)
+    }
+
+    /// Layer `il`'s queries, keys and values out of the output of its fused projection: per
+    /// head (views) or flat and contiguous, as `qkv` returns them.
+    pub fn split_qkv(
+        &mut self,
+        il: usize,
+        qkv: TensorRef,
+        per_head: bool,
+    ) -> Result<(TensorRef, TensorRef, TensorRef)> {
+        let hp = self.hp;
+        let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
+        let (nh, nkv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
         let nt = qkv.ne()[1];
         let row = |n: i64| crate::ggml::row_size(qkv.ggml_type(), n);
         let nb1 = qkv.nb()[1];

@@ -108,6 +108,8 @@ pub struct HParams {
     pub embedding_scale: f32,
     pub residual_scale: f32,
     pub logit_scale: f32,
+    /// Multiplier of the attention's projected output (MiMo-V2's `attention.value_scale`); 0: none.
+    pub attn_value_scale: f32,
     /// Whether the layers rotate queries and keys at all (and the K-shift rotates the cache), and
     /// which of them do when not all (`attention.rope_pattern`; empty: every layer).
     pub rope: bool,
@@ -329,6 +331,7 @@ impl HParams {
             parallel_residual: false,
             embedding_scale: 0.0,
             residual_scale: 0.0,
+            attn_value_scale: 0.0,
             logit_scale: 0.0,
             rope: true,
             rope_layers: Vec::new(),
