@@ -698,6 +698,31 @@ def mimo2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def hy_v3(w, weights, n_vocab, dtype):
+    # Head norms; a dense first layer, then four sigmoid-routed experts of width 32 (two per
+    # token, gate and up fused in the last layer, a selection bias named without its suffix,
+    # normalised and scaled weights) beside a shared expert of width 48; scales on some weights.
+    a, n_layer, ffe = "hy_v3", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    tensors["blk.0.ffn_gate.scale"] = weights.norm(1)
+    for il in range(1, n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "exp_probs_b"] = weights.bias(4)
+        tensors.update(weights.shared_expert(blk, 48))
+        tensors[blk + "ffn_up_shexp.scale"] = weights.norm(1)
+        tensors[blk + "ffn_down_exps.scale"] = weights.norm(4)
+    del tensors["blk.2.ffn_gate_exps.weight"], tensors["blk.2.ffn_up_exps.weight"]
+    tensors["blk.2.ffn_gate_up_exps.weight"] = weights.experts(4, 2 * ffe, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -1807,6 +1832,7 @@ MODELS = {
     "afmoe": ("afmoe", afmoe, True),
     "laguna": ("laguna", laguna, True),
     "mimo2": ("mimo2", mimo2, True),
+    "hy_v3": ("hy_v3", hy_v3, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

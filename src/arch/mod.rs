@@ -25,6 +25,7 @@ pub(crate) mod granite_hybrid;
 pub(crate) mod granite_swa;
 pub(crate) mod grok;
 pub(crate) mod hunyuan_moe;
+pub(crate) mod hy_v3;
 pub(crate) mod jamba;
 pub(crate) mod laguna;
 pub(crate) mod lfm2;
@@ -65,7 +66,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 100] = [
+static ARCHITECTURES: [&dyn Architecture; 101] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -89,6 +90,7 @@ static ARCHITECTURES: [&dyn Architecture; 100] = [
     &afmoe::Afmoe,
     &laguna::Laguna,
     &mimo2::Mimo2,
+    &hy_v3::HyV3,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

@@ -941,7 +941,9 @@ impl<'a> Builder<'a> {
         };
         let probs = self.name(probs, "ffn_moe_probs", l);
         // A per-expert bias steers the choice only; the weights come from the unbiased probs.
-        let selection = match self.layer_weight_opt(il, "exp_probs_b.bias") {
+        // HY-V3 names the bias without its suffix.
+        let bias = self.layer_weight_opt(il, "exp_probs_b.bias");
+        let selection = match bias.or_else(|| self.layer_weight_opt(il, "exp_probs_b")) {
             Some(b) => {
                 let biased = self.add(probs, b)?;
                 self.name(biased, "ffn_moe_probs_biased", l)
