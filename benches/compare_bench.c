@@ -771,11 +771,14 @@ int main(int argc, char **argv) {
 
     /* One prompt longer than a ubatch with logits for its last token only (how every chat starts),
      * then greedy steps (single-token attention over 512 cells and more splits the cells among the
-     * threads); again with a small ubatch and without flash attention, and with a Q8_0 cache. The
-     * engine does not rotate keys and values before quantizing them as llama.cpp 0.3.36 does
-     * (README: known differences), so the quantized case is compared with llama.cpp's rotation off
-     * (LLAMA_ATTN_ROT_DISABLE, read when a context is made). */
-    for (int variant = 0; variant < (encoder ? 0 : 3); variant++) {
+     * threads); again with a small ubatch and without flash attention, and with quantized caches:
+     * Q8_0 keys and values (which llama.cpp rotates by Walsh-Hadamard before quantizing, where
+     * heads are a multiple of 64 wide), Q4_0 keys with the rotation turned off
+     * (LLAMA_ATTN_ROT_DISABLE, read when a context is made). The rotated context then shifts the
+     * sequence back over its first 100 cells (a K-shift through the rotation) and decodes on;
+     * llama.cpp's K-shift of a quantized cache without the rotation dereferences a missing
+     * matrix and crashes, so the Q4_0 context is not shifted. */
+    for (int variant = 0; variant < (encoder ? 0 : 4); variant++) {
         struct llama_context_params cp = p_llama_context_default_params();
         cp.n_ctx = 2048;
         cp.n_batch = 2048;
@@ -787,6 +790,9 @@ int main(int argc, char **argv) {
             cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
             cp.type_k = GGML_TYPE_Q8_0;
             cp.type_v = GGML_TYPE_Q8_0;
+        }
+        if (variant == 3) {
+            cp.type_k = GGML_TYPE_Q4_0;
             setenv("LLAMA_ATTN_ROT_DISABLE", "1", 1);
         }
         struct llama_context *ctx = p_llama_init_from_model(model, cp);
@@ -814,6 +820,22 @@ int main(int argc, char **argv) {
             rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
         }
         printf("long prompt variant %d tokens %d rc %d\n", variant, n, rc);
+        if (variant == 2 && rc == 0) {
+            DL_LOAD(llama_get_memory);
+            DL_LOAD(llama_memory_seq_rm);
+            DL_LOAD(llama_memory_seq_add);
+            llama_memory_t mem = p_llama_get_memory(ctx);
+            bool rm = p_llama_memory_seq_rm(mem, 0, 1, 101);
+            p_llama_memory_seq_add(mem, 0, 101, -1, -100);
+            llama_token tok = ids[n / 2];
+            rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
+            printf("long prompt variant %d shifted rm %d rc %d:", variant, rm, rc);
+            if (rc == 0) {
+                print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+            } else {
+                printf("\n");
+            }
+        }
         unsetenv("LLAMA_ATTN_ROT_DISABLE");
         p_llama_batch_free(b);
         p_llama_free(ctx);

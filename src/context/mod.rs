@@ -19,7 +19,9 @@ pub use sampling::SampledRow;
 
 use crate::arch::Architecture;
 use crate::error::{Error, Result};
-use crate::ggml::{AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS};
+use crate::ggml::{
+    is_quantized, AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS,
+};
 use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, RecurrentShape, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::hparams::RopeScaling;
@@ -219,12 +221,26 @@ impl<'m> Context<'m> {
             None => None,
         };
         let memory = arch.map_or(Memory::None, |a| a.memory());
+        // Only a KV cache is rotated (llama.cpp's encoders and recurrent layers keep none).
+        let cached = matches!(memory, Memory::KvCache | Memory::Hybrid);
+        let (k_rot, v_rot) = match hp {
+            Some(hp) if cached => {
+                let disabled = crate::graph::rotation::disabled_by_env();
+                if disabled {
+                    crate::log_warn!("context: attention rotation force disabled (LLAMA_ATTN_ROT_DISABLE)");
+                }
+                crate::graph::rotation::sizes(p.type_k, p.type_v, hp.n_embd_head_k, hp.n_embd_head_v, disabled)
+            }
+            _ => (0, 0),
+        };
         let graph = GraphParams {
             flash_attn,
             causal,
             warmup: false,
             rope: rope::settings(&p, hp, n_ctx_seq),
             embeddings: p.embeddings.then_some(pooling),
+            k_rot,
+            v_rot,
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
         let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
@@ -540,13 +556,6 @@ impl<'m> Context<'m> {
     pub fn all_token_ids_mut(&mut self) -> &mut [i32] {
         &mut self.all_token_ids
     }
-}
-
-fn is_quantized(t: RawType) -> bool {
-    !matches!(
-        t,
-        ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 | ggml_sys::ggml_type_GGML_TYPE_BF16
-    )
 }
 
 /// Flash attention reads the cache per head: a quantized type's blocks must not straddle heads

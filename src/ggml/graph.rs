@@ -290,6 +290,24 @@ impl Graph {
         )
     }
 
+    /// Each run of `rot.ne[0]` consecutive values of `x` (F32) times the orthonormal
+    /// Walsh-Hadamard matrix `rot` (F32, square, a power of two wide), in `x`'s shape. The hint
+    /// lets the CPU backend transform in place of multiplying, as llama.cpp's graphs do.
+    pub fn hadamard(&mut self, rot: TensorRef, x: TensorRef) -> OpResult {
+        let n = rot.ne()[0];
+        let ne = x.ne();
+        let total = Self::n_elements(&ne);
+        if rot.ne()[1] != n || n <= 0 || (n & (n - 1)) != 0 || total % n != 0 {
+            return Err(format!("hadamard {:?} of {ne:?}", rot.ne()));
+        }
+        let x = if Self::is_contiguous(x) { x } else { self.cont(x)? };
+        let rows = self.reshape(x, &[n, total / n])?;
+        let y = self.mul_mat(rot, rows)?;
+        // SAFETY: `y` is the MUL_MAT node just made; the hint is one of ggml's own values.
+        unsafe { ggml_sys::ggml_mul_mat_set_hint(y.as_ptr(), ggml_sys::ggml_op_hint_GGML_HINT_SRC0_IS_HADAMARD) };
+        self.reshape(y, &ne)
+    }
+
     fn is_contiguous(t: TensorRef) -> bool {
         // SAFETY: reading a live tensor.
         unsafe { ggml_sys::ggml_is_contiguous(t.as_ptr()) }

@@ -3,6 +3,7 @@
 //! head) the architectures wire together. No architecture is named here: each brings its body as a
 //! `Decoder` (`arch/`).
 
+pub mod rotation;
 mod ssm;
 
 pub use ssm::DeltaNet;
@@ -98,6 +99,10 @@ pub struct GraphParams {
     pub rope: RopeParams,
     /// Output the final-norm hidden states too, pooled so (llama.h's `embeddings`).
     pub embeddings: Option<Pooling>,
+    /// Walsh-Hadamard rotation sizes around a quantized cache (`rotation`): queries and keys by
+    /// `k_rot`, values and the attention's output by `v_rot`; 0: none.
+    pub k_rot: u32,
+    pub v_rot: u32,
 }
 
 /// The inputs of a built graph, set before every compute.
@@ -123,6 +128,10 @@ pub struct Inputs {
     pub mean: Option<TensorRef>,
     /// First or last pooling: the row of each sequence's token, I32 [n_seqs].
     pub cls: Option<TensorRef>,
+    /// The Hadamard matrices of `GraphParams::k_rot` and `v_rot`, F32 [n, n]; in graphs that
+    /// rotate.
+    pub k_rot: Option<TensorRef>,
+    pub v_rot: Option<TensorRef>,
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -303,6 +312,8 @@ impl<'a> Builder<'a> {
                 out_ids,
                 mean: None,
                 cls: None,
+                k_rot: None,
+                v_rot: None,
             },
             hidden: None,
             rs_copy: None,
@@ -580,6 +591,19 @@ impl<'a> Builder<'a> {
         let (kc, vc) = (self.kv.k(il), self.kv.v(il));
         // Per-head attention sinks, in the layers that have them (gpt-oss).
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
+        // Rotated before a quantized cache stores them, as llama.cpp does.
+        let (q, k) = match self.rotation(true)? {
+            Some(rot) => (
+                self.g.hadamard(rot, q).map_err(ggml_err)?,
+                self.g.hadamard(rot, k).map_err(ggml_err)?,
+            ),
+            None => (q, k),
+        };
+        let v_rot = self.rotation(false)?;
+        let v = match v_rot {
+            Some(rot) => self.g.hadamard(rot, v).map_err(ggml_err)?,
+            None => v,
+        };
 
         // Write first: the attention below reads the cache, including these rows.
         let kv_rows = match self.inputs.kv_rows {
@@ -659,7 +683,8 @@ impl<'a> Builder<'a> {
             }
             // Result [head_dim_v, n_head, tokens, streams].
             let o = self.g.flash_attn(q, kp, vp, mask, scores, sinks).map_err(ggml_err)?;
-            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+            let o = self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)?;
+            self.unrotate(o, v_rot)
         } else {
             let mut kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
             if hp.kq_tanh_cap != 0.0 {
@@ -678,7 +703,40 @@ impl<'a> Builder<'a> {
             let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?;
             let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?; // [head_dim, n_head, tokens, streams]
             let o = self.g.cont(o).map_err(ggml_err)?;
-            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+            let o = self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)?;
+            self.unrotate(o, v_rot)
+        }
+    }
+
+    /// The Hadamard matrix rotating keys (`keys`) or values, an input made by the first layer
+    /// that needs it; None when the cache is not rotated.
+    fn rotation(&mut self, keys: bool) -> Result<Option<TensorRef>> {
+        let n = i64::from(if keys { self.params.k_rot } else { self.params.v_rot });
+        if n == 0 {
+            return Ok(None);
+        }
+        let slot = if keys {
+            &mut self.inputs.k_rot
+        } else {
+            &mut self.inputs.v_rot
+        };
+        if let Some(t) = *slot {
+            return Ok(Some(t));
+        }
+        let name = if keys { "attn_inp_k_rot" } else { "attn_inp_v_rot" };
+        let t = self
+            .g
+            .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], name)
+            .map_err(ggml_err)?;
+        Ok(Some(*slot.insert(t)))
+    }
+
+    /// The attention's output rotated back from the values' rotation (the matrix is its own
+    /// inverse).
+    fn unrotate(&mut self, o: TensorRef, v_rot: Option<TensorRef>) -> Result<TensorRef> {
+        match v_rot {
+            Some(rot) => self.g.hadamard(rot, o).map_err(ggml_err),
+            None => Ok(o),
         }
     }
 
@@ -1223,6 +1281,8 @@ fn rope_freqs(hp: &HParams, params: &GraphParams, il: usize) -> (f32, f32) {
 pub struct ShiftGraph {
     pub graph: Graph,
     pub deltas: TensorRef,
+    /// The keys' Hadamard matrix (`GraphParams::k_rot`), when the cache is rotated.
+    pub k_rot: Option<TensorRef>,
 }
 
 pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<ShiftGraph> {
@@ -1235,20 +1295,48 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
     let deltas = g
         .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")
         .map_err(ggml_err)?;
+    let k_rot = match i64::from(params.k_rot) {
+        0 => None,
+        n => Some(
+            g.input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], "attn_inp_k_rot")
+                .map_err(ggml_err)?,
+        ),
+    };
+    let (hk, n_rot) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_rot));
     // Layers that never rotate keep their keys as they are (llama.cpp's `has_rope`).
     for il in (0..hp.n_layer as usize).filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
         let k = kv.k(il);
-        let heads = g
-            .reshape(k, &[i64::from(hp.n_embd_head_k), i64::from(hp.n_head_kv[il]), size])
-            .map_err(ggml_err)?;
-        let (base, scale) = rope_freqs(hp, &params, il);
-        // Rotation needs float input; quantized caches go through f32 and back.
-        let src = match k.ggml_type() {
-            ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 => heads,
-            _ => g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?,
+        let n_head_kv = i64::from(hp.n_head_kv[il]);
+        let float = matches!(
+            k.ggml_type(),
+            ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16
+        );
+        // A quantized cache turns only the rotated part of each head, through f32 (and, rotated
+        // by Hadamard, turned back and forth around it), as llama.cpp does.
+        let heads = if float {
+            g.reshape(k, &[hk, n_head_kv, size]).map_err(ggml_err)?
+        } else {
+            if n_rot % crate::ggml::block_size(k.ggml_type()) != 0 {
+                return Err(Error::invalid(format!(
+                    "cannot shift a {} cache whose {n_rot} rotated dimensions split its blocks",
+                    crate::ggml::type_name(k.ggml_type())
+                )));
+            }
+            let row = |n: i64| crate::ggml::row_size(k.ggml_type(), n);
+            g.view(k, &[n_rot, n_head_kv, size], &[row(hk), row(hk * n_head_kv)], 0)
+                .map_err(ggml_err)?
         };
+        let (base, scale) = rope_freqs(hp, &params, il);
+        let mut src = if float {
+            heads
+        } else {
+            g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?
+        };
+        if let Some(rot) = k_rot {
+            src = g.hadamard(rot, src).map_err(ggml_err)?;
+        }
         let factors = rope_factors(model, &params);
-        let rotated = g
+        let mut rotated = g
             .rope(
                 src,
                 deltas,
@@ -1265,8 +1353,15 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
                 params.rope.beta_slow,
             )
             .map_err(ggml_err)?;
+        if let Some(rot) = k_rot {
+            rotated = g.hadamard(rot, rotated).map_err(ggml_err)?;
+        }
         let stored = g.copy_into(rotated, heads).map_err(ggml_err)?;
         g.expand(stored);
     }
-    Ok(ShiftGraph { graph: g, deltas })
+    Ok(ShiftGraph {
+        graph: g,
+        deltas,
+        k_rot,
+    })
 }
