@@ -6,7 +6,7 @@
 //! optional shared experts.
 
 use super::head_tensors;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, is_sliding, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
@@ -35,20 +35,10 @@ impl ArchSpec for Afmoe {
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         let shared = meta.u32(&hp.key("expert_shared_count"))?;
         hp.n_ff_shexp = hp.n_ff_exp * shared;
-        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
-        // No gating in the file (or "none") means sigmoid.
-        let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
-            0 => 2,
-            g => g,
-        };
+        super::load_sigmoid_routing(meta, hp)?;
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
-            if Gating::from_llama(gating).is_none() {
-                return Err(Error::NotImplemented("afmoe with that expert gating function"));
-            }
         }
-        hp.expert_gating_func = gating;
         let window = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
         let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
         super::load_sliding_window(meta, hp, window, PERIOD, base, scale)?;
@@ -67,7 +57,7 @@ impl ArchSpec for Afmoe {
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             super::attention_tensors(hp, il, &mut specs);
-            for norm in ["attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"] {
+            for norm in ["attn_norm", "post_attention_norm", "post_ffw_norm"] {
                 specs.push(TensorSpec::new(b(&format!("{norm}.weight")), &[e], true));
             }
             specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hk], true));
@@ -77,22 +67,7 @@ impl ArchSpec for Afmoe {
                 &[e, hk * hp.n_head[il]],
                 true,
             ));
-            if il < hp.n_layer_dense_lead as usize {
-                let ff = hp.n_ff[il];
-                specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
-                specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
-                specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
-                continue;
-            }
-            let (n, x) = (hp.n_expert, hp.n_ff_exp);
-            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true));
-            specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n], true));
-            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true));
-            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true));
-            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
-            if hp.n_ff_shexp > 0 {
-                super::shared_expert_tensors(hp, il, &mut specs);
-            }
+            super::biased_expert_tensors(hp, il, &mut specs);
         }
         specs
     }

@@ -156,17 +156,7 @@ fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
         (_, 0) => hp.n_ff_exp * shared,
         (_, w) => w,
     };
-    hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
-    hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-    // No gating in the file (or "none") means sigmoid.
-    let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
-        0 => 2,
-        g => g,
-    };
-    if Gating::from_llama(gating).is_none() {
-        return Err(Error::NotImplemented("cohere2moe with that expert gating function"));
-    }
-    hp.expert_gating_func = gating;
+    super::load_sigmoid_routing(meta, hp)?;
     Ok(())
 }
 

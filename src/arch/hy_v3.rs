@@ -38,16 +38,7 @@ impl ArchSpec for HyV3 {
         }
         let shared = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
         hp.n_ff_shexp = if shared > 0 { shared } else { hp.n_ff_exp };
-        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
-        let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
-            0 => 2,
-            g => g,
-        };
-        if Gating::from_llama(gating).is_none() {
-            return Err(Error::NotImplemented("hy_v3 with that expert gating function"));
-        }
-        hp.expert_gating_func = gating;
+        super::load_sigmoid_routing(meta, hp)?;
         hp.size_label = if hp.n_layer == 48 { "30B.A3B" } else { "?B" };
         Ok(())
     }

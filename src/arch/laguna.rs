@@ -8,7 +8,7 @@
 use super::{afmoe, head_tensors};
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn, Gating};
+use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -32,25 +32,14 @@ impl ArchSpec for Laguna {
         super::check_equal_head_sizes(hp)?;
         hp.n_layer_dense_lead = meta.u32(&hp.key("leading_dense_block_count"))?;
         meta.u32(&hp.key("expert_feed_forward_length"))?;
-        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
         // One shared expert unless the file says otherwise, as wide as the file says.
         let shared = meta.u32_opt(&hp.key("expert_shared_count"))?.unwrap_or(1);
         let width = meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?.unwrap_or(0);
         hp.n_ff_shexp = if width > 0 { width } else { hp.n_ff_exp * shared };
-        let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
-            0 => 2,
-            g => g,
-        };
+        super::load_sigmoid_routing(meta, hp)?;
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
-            if Gating::from_llama(gating).is_none() {
-                return Err(crate::error::Error::NotImplemented(
-                    "laguna with that expert gating function",
-                ));
-            }
         }
-        hp.expert_gating_func = gating;
         // The sliding layers rotate unscaled (llama.cpp fixes their scale at 1).
         let window = meta.u32_opt(&hp.key("attention.sliding_window"))?.unwrap_or(0);
         let base = hp.rope_freq_base;
@@ -76,21 +65,7 @@ impl ArchSpec for Laguna {
             specs.push(TensorSpec::new(b("attn_q_norm.weight"), &[hk], true));
             specs.push(TensorSpec::new(b("attn_k_norm.weight"), &[hk], true));
             specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, n_head], true).or_shape(&[e, hk * n_head]));
-            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
-            if il < hp.n_layer_dense_lead as usize {
-                let ff = hp.n_ff[il];
-                specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
-                specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
-                specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
-                continue;
-            }
-            let (n, x) = (hp.n_expert, hp.n_ff_exp);
-            specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true));
-            specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n], true));
-            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true));
-            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true));
-            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
-            super::shared_expert_tensors(hp, il, &mut specs);
+            super::biased_expert_tensors(hp, il, &mut specs);
         }
         specs
     }

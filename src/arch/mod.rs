@@ -209,6 +209,44 @@ pub(crate) fn check_experts(hp: &HParams) -> Result<()> {
     Ok(())
 }
 
+/// The experts' routing as the sigmoid-routed families read it: `expert_gating_func` (absent or
+/// "none": sigmoid, as llama.cpp defaults it for them), and the picked weights' optional
+/// normalisation and scale.
+pub(crate) fn load_sigmoid_routing(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+    hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+    let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
+        0 => 2,
+        g => g,
+    };
+    if crate::graph::Gating::from_llama(gating).is_none() {
+        return Err(Error::model(format!(
+            "{}: unknown expert gating function {gating}",
+            hp.arch_name
+        )));
+    }
+    hp.expert_gating_func = gating;
+    Ok(())
+}
+
+/// Layer `il`'s FFN norm and FFN: dense within the leading dense layers, otherwise a router with a
+/// required selection bias, its experts and the shared experts where the model has them (AFMoE's
+/// and Laguna's layout).
+pub(crate) fn biased_expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let experts = il >= hp.n_layer_dense_lead as usize;
+    ffn_tensors(hp, il, experts, specs);
+    if experts {
+        specs.push(TensorSpec::new(
+            format!("blk.{il}.exp_probs_b.bias"),
+            &[hp.n_expert],
+            true,
+        ));
+        if hp.n_ff_shexp > 0 {
+            shared_expert_tensors(hp, il, specs);
+        }
+    }
+}
+
 /// The same where rotation may cover only part of each head.
 pub(crate) fn check_head_sizes_partial_rotation(hp: &HParams) -> Result<()> {
     if hp.n_embd_head_k != hp.n_embd_head_v || hp.n_rot > hp.n_embd_head_k {

@@ -219,7 +219,7 @@ impl Decoder for SharedExperts {
     }
 }
 
-/// GLM-4.5's rotation (M-RoPE when the first two sections are nonzero) and its gating, sigmoid
+/// GLM-4.5's rotation (M-RoPE when the first two sections are nonzero) and its routing, sigmoid
 /// unless the file names another.
 fn load_glm4moe(meta: &Meta, hp: &mut HParams) -> Result<()> {
     if meta.i32_array(&hp.key("rope.dimension_sections"), 4)?.is_some() {
@@ -228,13 +228,6 @@ fn load_glm4moe(meta: &Meta, hp: &mut HParams) -> Result<()> {
     if hp.rope_sections[0] > 0 && hp.rope_sections[1] > 0 {
         hp.rope_type = crate::ggml::ROPE_MROPE;
     }
-    let gating = match meta.u32_opt(&hp.key("expert_gating_func"))?.unwrap_or(0) {
-        0 => 2,
-        g => g,
-    };
-    if Gating::from_llama(gating).is_none() {
-        return Err(Error::NotImplemented("glm4moe with that expert gating function"));
-    }
-    hp.expert_gating_func = gating;
+    super::load_sigmoid_routing(meta, hp)?;
     Ok(())
 }
