@@ -723,6 +723,41 @@ def hy_v3(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def minicpm3(w, weights, n_vocab, dtype):
+    # Latent attention kept decompressed: key heads of 48 (16 unrotated, then 32 rotated and
+    # shared by the heads), value heads of 32, query and key-value ranks of 32; llama.cpp's fixed
+    # embedding, residual and head scales; the head tied to the embeddings. (Keys of 48 leave out
+    # the Q8_0 cache, whose K-shift of the trailing dimensions llama.cpp cannot run.)
+    a, hk, hv, rot, rank = "minicpm3", 48, 32, 32, 32
+    decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=[N_HEAD] * N_LAYER)
+    w.kv_data[0][f"{a}.attention.key_length"].value = hk
+    w.kv_data[0][f"{a}.attention.value_length"].value = hv
+    w.add_uint32(f"{a}.rope.dimension_count", rot)
+    w.add_uint32(f"{a}.attention.q_lora_rank", rank)
+    w.add_uint32(f"{a}.attention.kv_lora_rank", rank)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors.update({
+            blk + "attn_norm.weight": weights.norm(N_EMBD),
+            blk + "attn_q_a_norm.weight": weights.norm(rank),
+            blk + "attn_kv_a_norm.weight": weights.norm(rank),
+            blk + "attn_q_a.weight": weights.matrix(rank, N_EMBD),
+            blk + "attn_q_b.weight": weights.matrix(N_HEAD * hk, rank),
+            blk + "attn_kv_a_mqa.weight": weights.matrix(rank + rot, N_EMBD),
+            blk + "attn_kv_b.weight": weights.matrix(N_HEAD * (hk - rot + hv), rank),
+            blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+            blk + "ffn_norm.weight": weights.norm(N_EMBD),
+            blk + "ffn_gate.weight": weights.matrix(N_FF, N_EMBD),
+            blk + "ffn_up.weight": weights.matrix(N_FF, N_EMBD),
+            blk + "ffn_down.weight": weights.matrix(N_EMBD, N_FF),
+        })
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -1833,6 +1868,7 @@ MODELS = {
     "laguna": ("laguna", laguna, True),
     "mimo2": ("mimo2", mimo2, True),
     "hy_v3": ("hy_v3", hy_v3, True),
+    "minicpm3": ("minicpm3", minicpm3, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Miri over the pure-Rust parts that do not call into ggml: the handle registry and the C string
 # conversions of the boundary, the entry's panic catching, the GGUF reader, KV and recurrent cells,
-# batch splitting, the samplers and grammar, the log. Part of the test suite (scripts/test.sh).
+# the quantized cache's rotation matrix, batch splitting, the samplers and grammar, the log. Part
+# of the test suite (scripts/test.sh).
 # Installs the nightly toolchain's Miri when missing. Left out, being too slow under Miri or
 # needing what Miri isolates: the tests that read model files, call ggml, scan the source tree,
 # draw a seed from the OS, print NaN's sign (Miri makes NaN signs nondeterministic, as the
@@ -15,7 +16,7 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
 fi
 
 cargo +nightly miri test --lib -- \
-    ffi::registry ffi::strings ffi::entry ffi::sampler kv::cells recurrent::cells context::batch vocab::stl_order \
+    ffi::registry ffi::strings ffi::entry ffi::sampler kv::cells recurrent::cells context::batch vocab::stl_order graph::rotation \
     gguf::reader gguf::tests::malformed gguf::tests::valid gguf::tests::meta_string sampling:: log::tests \
     --skip every_exported_function_is_one_entry \
     --skip sampling::backend:: \

@@ -35,6 +35,7 @@ pub(crate) mod mamba;
 pub(crate) mod maple;
 pub(crate) mod mellum;
 pub(crate) mod mimo2;
+pub(crate) mod minicpm3;
 pub(crate) mod minimax_m2;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
@@ -66,7 +67,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 101] = [
+static ARCHITECTURES: [&dyn Architecture; 102] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -91,6 +92,7 @@ static ARCHITECTURES: [&dyn Architecture; 101] = [
     &laguna::Laguna,
     &mimo2::Mimo2,
     &hy_v3::HyV3,
+    &minicpm3::MiniCpm3,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

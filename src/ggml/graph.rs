@@ -492,6 +492,23 @@ impl Graph {
         )
     }
 
+    /// Make the rotation `rope` (a node `rope` made, of `n_rot` dimensions) turn dimensions
+    /// `offset..offset + n_rot` of each head instead of the first ones (MiniCPM3's trailing
+    /// rotated part).
+    pub fn rope_offset(&mut self, rope: TensorRef, offset: i32, n_rot: i32) -> OpResult {
+        // SAFETY: reading the node's op field of a live tensor of this graph.
+        let op = unsafe { (*rope.as_ptr()).op };
+        if op != ggml_sys::ggml_op_GGML_OP_ROPE || offset < 0 || i64::from(offset + n_rot) > rope.ne()[0] {
+            return Err(format!("rope offset {offset} of {n_rot} dimensions in {:?}", rope.ne()));
+        }
+        // SAFETY: a rope node (not a vision rope: `rope` makes none) and a non-negative offset
+        // that keeps the rotated dimensions within the head.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_rope_set_offset(rope.as_ptr(), offset) },
+            "rope_offset",
+        )
+    }
+
     /// Write the rows of `src` into `dst` at the row indices `idx` (I64); returns the updated `dst`.
     pub fn set_rows(&mut self, dst: TensorRef, src: TensorRef, idx: TensorRef) -> OpResult {
         self.room()?;

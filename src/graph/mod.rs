@@ -518,7 +518,8 @@ impl<'a> Builder<'a> {
         Ok(*slot.insert(m))
     }
 
-    /// The final hidden states of an encoder, which the embeddings are pooled from.
+    /// The final hidden states the embeddings are pooled from, where they are not the output
+    /// head's input (an encoder's; MiniCPM3's, scaled before its head).
     pub fn set_hidden(&mut self, x: TensorRef) {
         self.hidden = Some(x);
     }
@@ -1307,30 +1308,13 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
     for il in (0..hp.n_layer as usize).filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
         let k = kv.k(il);
         let n_head_kv = i64::from(hp.n_head_kv[il]);
-        let float = matches!(
-            k.ggml_type(),
-            ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16
-        );
-        // A quantized cache turns only the rotated part of each head, through f32 (and, rotated
-        // by Hadamard, turned back and forth around it), as llama.cpp does.
-        let heads = if float {
-            g.reshape(k, &[hk, n_head_kv, size]).map_err(ggml_err)?
-        } else {
-            if n_rot % crate::ggml::block_size(k.ggml_type()) != 0 {
-                return Err(Error::invalid(format!(
-                    "cannot shift a {} cache whose {n_rot} rotated dimensions split its blocks",
-                    crate::ggml::type_name(k.ggml_type())
-                )));
-            }
-            let row = |n: i64| crate::ggml::row_size(k.ggml_type(), n);
-            g.view(k, &[n_rot, n_head_kv, size], &[row(hk), row(hk * n_head_kv)], 0)
-                .map_err(ggml_err)?
-        };
+        let heads = g.reshape(k, &[hk, n_head_kv, size]).map_err(ggml_err)?;
         let (base, scale) = rope_freqs(hp, &params, il);
-        let mut src = if float {
-            heads
-        } else {
-            g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?
+        // Rotation needs float input; quantized caches go through f32 and back (rotated by
+        // Hadamard, turned back and forth around it, as llama.cpp does).
+        let mut src = match k.ggml_type() {
+            ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 => heads,
+            _ => g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?,
         };
         if let Some(rot) = k_rot {
             src = g.hadamard(rot, src).map_err(ggml_err)?;
@@ -1353,6 +1337,12 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
                 params.rope.beta_slow,
             )
             .map_err(ggml_err)?;
+        // Latent attention's keys rotate their last dimensions.
+        if hp.n_lora_kv > 0 {
+            rotated = g
+                .rope_offset(rotated, (hk - n_rot) as i32, n_rot as i32)
+                .map_err(ggml_err)?;
+        }
         if let Some(rot) = k_rot {
             rotated = g.hadamard(rot, rotated).map_err(ggml_err)?;
         }

@@ -50,6 +50,11 @@ pub struct HParams {
     pub n_embd_head_k: u32,
     pub n_embd_head_v: u32,
     pub n_rot: u32,
+    /// Latent ranks of multi-head latent attention's compressed queries and keys/values
+    /// (`attention.q_lora_rank`, `attention.kv_lora_rank`); 0: none. With a key rank, each key
+    /// head rotates its last `n_rot` dimensions rather than its first.
+    pub n_lora_q: u32,
+    pub n_lora_kv: u32,
     pub rms_eps: f32,
     /// Epsilon of the layer norms (mean and variance) of the architectures that use them.
     pub norm_eps: f32,
@@ -295,6 +300,8 @@ impl HParams {
             n_embd_head_k,
             n_embd_head_v,
             n_rot,
+            n_lora_q: 0,
+            n_lora_kv: 0,
             rms_eps: 0.0,
             norm_eps: 0.0,
             causal: meta.bool_opt(&key("attention.causal"))?.unwrap_or(true),

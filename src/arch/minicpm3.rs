@@ -1,0 +1,154 @@
+//! MiniCPM3: multi-head latent attention kept decompressed in the cache. Queries come through a
+//! normed low-rank projection; keys and values from one normed latent per token (`attn_kv_b`
+//! widening it per head) plus a rotated part shared by all heads; each key head is its unrotated
+//! part then the shared rotated one, and queries rotate only their trailing dimensions (NeoX, with
+//! LongRoPE's optional factors). Embeddings scaled by 12, each block's attention and FFN outputs
+//! by 1.4/√n_layer, and the hidden state by 256/n_embd before the head, as llama.cpp fixes them.
+
+use super::head_tensors;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, rope_factors, Builder, Decoder, Ffn};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct MiniCpm3;
+
+/// llama.cpp's fixed scales: of the embeddings, of the residual depth, and the base width the
+/// head's input is scaled to.
+const SCALE_EMBD: f32 = 12.0;
+const SCALE_DEPTH: f32 = 1.4;
+const N_EMBD_BASE: f32 = 256.0;
+
+impl ArchSpec for MiniCpm3 {
+    fn name(&self) -> &'static str {
+        "minicpm3"
+    }
+
+    fn rope_type(&self) -> i32 {
+        2
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.n_lora_q = meta.u32(&hp.key("attention.q_lora_rank"))?;
+        hp.n_lora_kv = meta.u32(&hp.key("attention.kv_lora_rank"))?;
+        if hp.n_rot > hp.n_embd_head_k || !hp.n_rot.is_multiple_of(2) {
+            return Err(Error::model(format!(
+                "minicpm3 rotates {} dimensions of key heads of {}",
+                hp.n_rot, hp.n_embd_head_k
+            )));
+        }
+        if hp.n_head.iter().zip(&hp.n_head_kv).any(|(q, kv)| q != kv) {
+            return Err(Error::model("minicpm3 needs as many KV heads as query heads"));
+        }
+        hp.size_label = if hp.n_layer == 62 { "4B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let (e, hk, hv, rot) = (hp.n_embd, hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot);
+        let (q_rank, kv_rank) = (hp.n_lora_q, hp.n_lora_kv);
+        for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
+            specs.push(TensorSpec::new(name, &[rot / 2], false));
+        }
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let (n_head, ff) = (hp.n_head[il], hp.n_ff[il]);
+            specs.extend([
+                TensorSpec::new(b("attn_norm.weight"), &[e], true),
+                TensorSpec::new(b("attn_q_a_norm.weight"), &[q_rank], true),
+                TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
+                TensorSpec::matmul(b("attn_q_a.weight"), &[e, q_rank], true),
+                TensorSpec::matmul(b("attn_q_b.weight"), &[q_rank, n_head * hk], true),
+                TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank + rot], true),
+                TensorSpec::matmul(b("attn_kv_b.weight"), &[kv_rank, n_head * (hk - rot + hv)], true),
+                TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
+                TensorSpec::new(b("ffn_norm.weight"), &[e], true),
+                TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true),
+                TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true),
+                TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true),
+            ]);
+        }
+        specs
+    }
+}
+
+impl Decoder for MiniCpm3 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let (hk, hv, rot) = (
+            i64::from(hp.n_embd_head_k),
+            i64::from(hp.n_embd_head_v),
+            i64::from(hp.n_rot),
+        );
+        let (nope, kv_rank) = (hk - rot, i64::from(hp.n_lora_kv));
+        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+        let scale_res = SCALE_DEPTH / (hp.n_layer as f32).sqrt();
+        let factors = rope_factors(b.model, &b.params);
+        let p = b.params.rope;
+        let x = b.embed_tokens()?;
+        let mut x = b.scale(x, SCALE_EMBD)?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let n_head = i64::from(hp.n_head[il]);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let plain = |b: &mut Builder, name: &str, x: TensorRef| -> Result<TensorRef> {
+                let w = b.layer_weight(il, name)?;
+                b.g.mul_mat(w, x).map_err(ggml_err)
+            };
+            let q = plain(b, "attn_q_a.weight", cur)?;
+            let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
+            let q = plain(b, "attn_q_b.weight", q)?;
+            let nt = q.ne()[1];
+            let q = b.g.reshape(q, &[hk, n_head, nt]).map_err(ggml_err)?;
+            let kv_pe = plain(b, "attn_kv_a_mqa.weight", cur)?;
+            let row = |n: i64| crate::ggml::row_size(kv_pe.ggml_type(), n);
+            let nb1 = kv_pe.nb()[1];
+            let latent = b.g.view(kv_pe, &[kv_rank, nt], &[nb1], 0).map_err(ggml_err)?;
+            let k_pe =
+                b.g.view(kv_pe, &[rot, 1, nt], &[nb1, nb1], row(kv_rank))
+                    .map_err(ggml_err)?;
+            let latent = b.layer_rms_norm(il, latent, "attn_kv_a_norm.weight", "kv_compressed")?;
+            let kv = plain(b, "attn_kv_b.weight", latent)?;
+            let krow = |n: i64| crate::ggml::row_size(kv.ggml_type(), n);
+            let (head_row, token_row) = (krow(nope + hv), krow((nope + hv) * n_head));
+            let k_nope =
+                b.g.view(kv, &[nope, n_head, nt], &[head_row, token_row], 0)
+                    .map_err(ggml_err)?;
+            let v =
+                b.g.view(kv, &[hv, n_head, nt], &[head_row, token_row], krow(nope))
+                    .map_err(ggml_err)?;
+            let v = b.g.cont(v).map_err(ggml_err)?;
+            let q = b.rope_ext(q, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
+            let q = b.g.rope_offset(q, nope as i32, rot as i32).map_err(ggml_err)?;
+            let k_pe = b.rope_ext(k_pe, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
+            let k_pe = b.g.repeat(k_pe, [rot, n_head, nt, 1]).map_err(ggml_err)?;
+            let k = b.g.concat(k_nope, k_pe, 0).map_err(ggml_err)?;
+            let att = b.attention(il, q, k, v, kq_scale, false)?;
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let att = b.scale(att, scale_res)?;
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = b.gated_ffn(il, cur, Ffn::default())?;
+            let ffn = b.scale(ffn, scale_res)?;
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let norm = b.weight("output_norm.weight")?;
+        let normed = b.rms_norm(x, norm)?;
+        let scaled = b.scale(normed, N_EMBD_BASE / hp.n_embd as f32)?;
+        let logits = b.output_head_unnormed(scaled)?;
+        // The embeddings are the normed states, before the head's scaling.
+        b.name(scaled, "lmhead_scaling", None);
+        let normed = b.name(normed, "result_norm", None);
+        b.set_hidden(normed);
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
