@@ -94,8 +94,7 @@ impl Decoder for Afmoe {
             };
             let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
             let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
-            let gated = b.g.mul(att, gate).map_err(ggml_err)?;
-            let gated = b.name(gated, "attn_gated", l);
+            let gated = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, gated)?;
             let att = b.layer_rms_norm(il, att, "post_attention_norm.weight", "attn_post_norm")?;

@@ -74,7 +74,6 @@ impl ArchSpec for Laguna {
 impl Decoder for Laguna {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
-        let head = i64::from(hp.n_embd_head_k);
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
@@ -97,16 +96,7 @@ impl Decoder for Laguna {
             };
             let att = b.attention(il, q, k, v, kq_scale, sliding)?;
             let gate = b.g.softplus(gate).map_err(ggml_err)?;
-            let (n_head, n_tokens) = (i64::from(hp.n_head[il]), att.ne()[1]);
-            let gated = if gate.ne()[0] == n_head {
-                let heads = b.g.reshape(att, &[head, n_head, n_tokens]).map_err(ggml_err)?;
-                let gate = b.g.reshape(gate, &[1, n_head, n_tokens]).map_err(ggml_err)?;
-                let gated = b.g.mul(heads, gate).map_err(ggml_err)?;
-                b.g.reshape(gated, &[head * n_head, n_tokens]).map_err(ggml_err)?
-            } else {
-                b.g.mul(att, gate).map_err(ggml_err)?
-            };
-            let gated = b.name(gated, "attn_gated", l);
+            let gated = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, gated)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;

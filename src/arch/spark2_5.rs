@@ -51,7 +51,6 @@ impl ArchSpec for Spark2_5 {
 impl Decoder for Spark2_5 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
-        let head = i64::from(hp.n_embd_head_k);
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
@@ -68,12 +67,7 @@ impl Decoder for Spark2_5 {
             let gate = b.g.mul_mat(gate_w, cur).map_err(ggml_err)?;
             let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
             let gate = b.name(gate, "attn_gate", l);
-            let (n_head, n_tokens) = (i64::from(hp.n_head[il]), att.ne()[1]);
-            let heads = b.g.reshape(att, &[head, n_head, n_tokens]).map_err(ggml_err)?;
-            let gate = b.g.reshape(gate, &[1, n_head, n_tokens]).map_err(ggml_err)?;
-            let gated = b.g.mul(heads, gate).map_err(ggml_err)?;
-            let gated = b.g.reshape(gated, &[head * n_head, n_tokens]).map_err(ggml_err)?;
-            let gated = b.name(gated, "attn_gated", l);
+            let gated = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, gated)?;
             let att = b.name(att, "attn_out_proj", l);

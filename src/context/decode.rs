@@ -521,8 +521,10 @@ impl Context<'_> {
             let rows: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
             set(kv_rows, &rows)?;
         }
-        for rot in [inp.k_rot, inp.v_rot].into_iter().flatten() {
-            set(rot, &crate::graph::rotation::matrix_bytes(rot.ne()[0] as usize))?;
+        for (rot, bytes) in [inp.k_rot, inp.v_rot].into_iter().zip(&self.rotation_bytes) {
+            if let Some(rot) = rot {
+                set(rot, bytes)?;
+            }
         }
         let fa = self.params.graph.flash_attn;
         let causal = self.params.graph.causal;

@@ -142,6 +142,9 @@ pub struct Context<'m> {
     output_ids: Vec<i32>,
     /// Every token id in order: the candidates llama.h reports when no backend sampler ran.
     all_token_ids: Vec<i32>,
+    /// The Hadamard matrices of the cache's rotation (keys, values) as input bytes, made once;
+    /// empty when not rotated.
+    rotation_bytes: [Vec<u8>; 2],
     /// Backend samplers and what they left.
     sampling: sampling::Sampling,
     n_outputs: usize,
@@ -305,6 +308,7 @@ impl<'m> Context<'m> {
             embd_seq: BTreeMap::new(),
             output_ids: Vec::new(),
             all_token_ids: (0..model.vocab.n_tokens() as i32).collect(),
+            rotation_bytes: [k_rot, v_rot].map(|n| crate::graph::rotation::matrix_bytes(n as usize)),
             sampling: sampling::Sampling::default(),
             n_outputs: 0,
             reuse_graphs,

@@ -24,7 +24,7 @@ impl Context<'_> {
         self.sched.alloc(&shift.graph).map_err(Error::Ggml)?;
         tensor_set(shift.deltas, &bytes).map_err(Error::Ggml)?;
         if let Some(rot) = shift.k_rot {
-            tensor_set(rot, &crate::graph::rotation::matrix_bytes(rot.ne()[0] as usize)).map_err(Error::Ggml)?;
+            tensor_set(rot, &self.rotation_bytes[0]).map_err(Error::Ggml)?;
         }
         self.backend.set_n_threads(self.params.n_threads_batch);
         match self.sched.compute(&shift.graph) {

@@ -709,6 +709,26 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Layer `il`'s attention output `att` ([head_v * n_head, n_tokens]) times its gate `gate`:
+    /// one value per head, spread over the head, when `gate` is [n_head, n_tokens], otherwise one
+    /// per element (the gated attentions of Spark 2.5, AFMoE and Laguna).
+    pub fn gate_heads(&mut self, il: usize, att: TensorRef, gate: TensorRef) -> Result<TensorRef> {
+        let (head, n_head, n_tokens) = (
+            i64::from(self.hp.n_embd_head_v),
+            i64::from(self.hp.n_head[il]),
+            att.ne()[1],
+        );
+        let gated = if gate.ne()[0] == n_head {
+            let heads = self.g.reshape(att, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+            let gate = self.g.reshape(gate, &[1, n_head, n_tokens]).map_err(ggml_err)?;
+            let gated = self.g.mul(heads, gate).map_err(ggml_err)?;
+            self.g.reshape(gated, &[head * n_head, n_tokens]).map_err(ggml_err)?
+        } else {
+            self.g.mul(att, gate).map_err(ggml_err)?
+        };
+        Ok(self.name(gated, "attn_gated", Some(il)))
+    }
+
     /// The Hadamard matrix rotating keys (`keys`) or values, an input made by the first layer
     /// that needs it; None when the cache is not rotated.
     fn rotation(&mut self, keys: bool) -> Result<Option<TensorRef>> {
