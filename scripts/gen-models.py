@@ -758,6 +758,88 @@ def minicpm3(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def deepseek2(absorbed, a="deepseek2"):
+    """DeepSeek V2/V3's (and Mistral 4's) latent attention: four heads with query and key-value ranks of 32 and 40,
+    key heads of 40 (24 unrotated, then 16 rotated and shared by the heads), value heads of 32;
+    YaRN (factor 4, the converter's log multiplier); a dense first layer, then four sigmoid-routed
+    experts of width 32 (two per token, with a selection bias, normalised and scaled weights)
+    beside a shared expert. `absorbed`: the MLA files' split `attn_k_b`/`attn_v_b`, one cached KV
+    head of the latent and the rotated part (56, which leaves out the Q8_0 cache, whose K-shift
+    llama.cpp cannot run on a latent cache); otherwise the older files' `attn_kv_b`, decompressed
+    into four KV heads. Mistral 4 differs from DeepSeek 2 only in YaRN's magnitude (llama.cpp
+    special-cases DeepSeek 2's)."""
+    def build(w, weights, n_vocab, dtype):
+        n_layer, ffe = 3, 32
+        q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
+        hk = nope + rot
+        kv_heads = 1 if absorbed else N_HEAD
+        decoder_keys(w, a, n_layer, 10000.0, kv_heads=[kv_heads] * n_layer)
+        cached_k, cached_v = (kv_rank + rot, kv_rank) if absorbed else (hk, hv)
+        w.kv_data[0][f"{a}.attention.key_length"].value = cached_k
+        w.kv_data[0][f"{a}.attention.value_length"].value = cached_v
+        if absorbed:
+            w.add_uint32(f"{a}.attention.key_length_mla", hk)
+            w.add_uint32(f"{a}.attention.value_length_mla", hv)
+        w.add_uint32(f"{a}.rope.dimension_count", rot)
+        w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
+        w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+        w.add_string(f"{a}.rope.scaling.type", "yarn")
+        w.add_float32(f"{a}.rope.scaling.factor", 4.0)
+        w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+        w.add_float32(f"{a}.rope.scaling.yarn_log_multiplier", 0.0707)
+        experts_keys(w, a, 4, 2)
+        w.add_uint32(f"{a}.leading_dense_block_count", 1)
+        w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+        w.add_uint32(f"{a}.expert_shared_count", 1)
+        w.add_uint32(f"{a}.expert_gating_func", 2)
+        w.add_bool(f"{a}.expert_weights_norm", True)
+        w.add_float32(f"{a}.expert_weights_scale", 2.5)
+        tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+        for il in range(n_layer):
+            blk = f"blk.{il}."
+            for t in ("attn_q", "attn_k", "attn_v"):
+                del tensors[blk + t + ".weight"]
+            tensors.update({
+                blk + "attn_q_a_norm.weight": weights.norm(q_rank),
+                blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
+                blk + "attn_q_a.weight": weights.matrix(q_rank, N_EMBD),
+                blk + "attn_q_b.weight": weights.matrix(N_HEAD * hk, q_rank),
+                blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank + rot, N_EMBD),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+            })
+            if absorbed:
+                tensors[blk + "attn_k_b.weight"] = weights.experts(N_HEAD, kv_rank, nope)
+                tensors[blk + "attn_v_b.weight"] = weights.experts(N_HEAD, hv, kv_rank)
+            else:
+                tensors[blk + "attn_kv_b.weight"] = weights.matrix(N_HEAD * (nope + hv), kv_rank)
+            if il > 0:
+                tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+                tensors.update(weights.shared_expert(blk, ffe))
+        add_tensors(w, tensors, dtype)
+    return build
+
+
+def cogvlm(w, weights, n_vocab, dtype):
+    # CogVLM's language model: a fused projection, NeoX rotation at ggml's defaults (the file's
+    # base of 50000 left out by llama.cpp's graph), the vision expert's weights beside the text
+    # ones; as many KV heads as heads, together as wide as the embeddings.
+    a, e = "cogvlm", N_EMBD
+    decoder_keys(w, a, N_LAYER, 50000.0, kv_heads=[N_HEAD] * N_LAYER)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, d=Dims(n_head_kv=N_HEAD))
+    tensors["output.weight"] = weights.matrix(n_vocab, e)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        parts = [tensors.pop(blk + t + ".weight") for t in ("attn_q", "attn_k", "attn_v")]
+        tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
+        tensors[blk + "vis_attn_qkv.weight"] = weights.matrix(3 * e, e)
+        tensors[blk + "vis_attn_output.weight"] = weights.matrix(e, e)
+        tensors[blk + "vis_gate.weight"] = weights.matrix(N_FF, e)
+        tensors[blk + "vis_up.weight"] = weights.matrix(N_FF, e)
+        tensors[blk + "vis_down.weight"] = weights.matrix(e, N_FF)
+    add_tensors(w, tensors, dtype)
+
+
 def maple(w, weights, n_vocab, dtype):
     # Head norms; three layers, the first and last sliding (32 tokens) and alone rotating; four
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
@@ -879,7 +961,7 @@ def exaone_moe(w, weights, n_vocab, dtype):
 
 def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
-    if a == "qwen3vl":
+    if a in ("qwen3vl", "qwen3tts"):
         w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
 
@@ -887,6 +969,11 @@ def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
 def qwen3vl(w, weights, n_vocab, dtype):
     # Qwen3-VL's language model: Qwen3 with interleaved M-RoPE sections.
     qwen3(w, weights, n_vocab, dtype, "qwen3vl")
+
+
+def qwen3tts(w, weights, n_vocab, dtype):
+    # Qwen3-TTS's talker: Qwen3-VL's language model under its own name.
+    qwen3(w, weights, n_vocab, dtype, "qwen3tts")
 
 
 def experts_keys(w, a, n_expert, n_used):
@@ -1482,7 +1569,7 @@ def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None, qk_nor
 
 def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False, biases=True, alibi=None,
               act_scales=False, rope_dims=None, ffn_norm=True, head_norms=False, parallel=None, output_bias=False,
-              attn_norm_2=False, qkv_bias=True):
+              attn_norm_2=False, qkv_bias=True, tied=False):
     """A GPT-2-family architecture: layer norms with biases, fused (or separate) projections with
     biases, a GELU (or `swiglu`) FFN; positions "learned" (a table), "rope" (over `rope_dims` of
     each head) or "none"; `alibi`: the maximum bias the file gives; `biases`: attention output and
@@ -1490,7 +1577,8 @@ def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False
     clamp; `ffn_norm`: the FFN's own norm (Phi-2 and this StableLM have none); `head_norms`:
     StableLM's per-head query and key norms; `parallel`: GPT-NeoX's parallel-residual flag;
     `output_bias`: Phi-2's; `attn_norm_2`: Falcon 40B's second norm for attention; `qkv_bias`:
-    whether the projections have biases (Falcon's do not)."""
+    whether the projections have biases (Falcon's do not); `tied`: no output head, the token
+    embeddings serve (Pocket TTS)."""
 
     def make(w, weights, n_vocab, dtype):
         decoder_keys(w, a, N_LAYER, 10000.0)
@@ -1508,8 +1596,9 @@ def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False
             "token_embd.weight": weights.matrix(n_vocab, e),
             "output_norm.weight": weights.norm(e),
             "output_norm.bias": weights.bias(e),
-            "output.weight": weights.matrix(n_vocab, e),
         }
+        if not tied:
+            tensors["output.weight"] = weights.matrix(n_vocab, e)
         if output_bias:
             tensors["output.bias"] = weights.bias(n_vocab)
         if positions == "learned":
@@ -1869,6 +1958,12 @@ MODELS = {
     "mimo2": ("mimo2", mimo2, True),
     "hy_v3": ("hy_v3", hy_v3, True),
     "minicpm3": ("minicpm3", minicpm3, True),
+    "cogvlm": ("cogvlm", cogvlm, True),
+    "qwen3tts": ("qwen3tts", qwen3tts, True),
+    "pockettts": ("pockettts", gpt2_like("pockettts", positions="rope", fused=False, biases=False, tied=True), True),
+    "deepseek2": ("deepseek2", deepseek2(True), True),
+    "deepseek2-kv-b": ("deepseek2", deepseek2(False), True),
+    "mistral4": ("mistral4", deepseek2(True, "mistral4"), True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

@@ -107,7 +107,7 @@ impl ArchSpec for Cohere {
             super::attention_tensors(hp, il, &mut specs);
             specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
             if self.experts && il >= hp.n_layer_dense_lead as usize {
-                expert_tensors(hp, il, &mut specs);
+                super::routed_expert_tensors(hp, il, &mut specs);
                 continue;
             }
             specs.extend([
@@ -138,11 +138,7 @@ fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
     // Without the RMS epsilon (0), llama.cpp's graph takes layer norms.
     hp.rms_eps = rms.unwrap_or(0.0);
     hp.norm_eps = plain.unwrap_or(0.0);
-    if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
-        return Err(Error::NotImplemented(
-            "multi-token-prediction layers (nextn_predict_layers)",
-        ));
-    }
+    super::refuse_mtp(meta, hp)?;
     super::check_experts(hp)?;
     hp.n_layer_dense_lead = meta.u32(&hp.key("leading_dense_block_count"))?;
     meta.u32(&hp.key("expert_feed_forward_length"))?;
@@ -158,21 +154,6 @@ fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
     };
     super::load_sigmoid_routing(meta, hp)?;
     Ok(())
-}
-
-/// A Cohere 2 MoE layer's router, experts (gate and up fused or not) and shared experts.
-fn expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
-    let (e, n, x) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
-    let b = |s: &str| format!("blk.{il}.{s}");
-    let fused = b("ffn_gate_up_exps.weight");
-    specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true));
-    specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
-    specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
-    specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
-    specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
-    if hp.n_ff_shexp > 0 {
-        super::shared_expert_tensors(hp, il, specs);
-    }
 }
 
 /// The layer norm or, when the model has an RMS epsilon, the RMS norm of weight `name`.

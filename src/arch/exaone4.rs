@@ -4,7 +4,7 @@
 //! only those, with the context's frequencies, as llama.cpp's graph does. Multi-token-prediction
 //! layers are refused.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
@@ -30,11 +30,7 @@ impl ArchSpec for Exaone4 {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
-            return Err(Error::NotImplemented(
-                "multi-token-prediction layers (nextn_predict_layers)",
-            ));
-        }
+        super::refuse_mtp(meta, hp)?;
         let window = meta.u32_opt(&hp.key("attention.sliding_window"))?;
         if hp.n_layer == LAYERS_32B {
             let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);

@@ -29,11 +29,7 @@ impl ArchSpec for ExaoneMoe {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
-            return Err(Error::NotImplemented(
-                "multi-token-prediction layers (nextn_predict_layers)",
-            ));
-        }
+        super::refuse_mtp(meta, hp)?;
         let window = meta.u32(&hp.key("attention.sliding_window"))?;
         let (base, scale) = (hp.rope_freq_base, hp.rope_freq_scale);
         super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, base, scale)?;

@@ -3,7 +3,7 @@
 //! and M-RoPE when the file's rotary sections ask for it (llama.cpp's `use_mrope`: the first two
 //! sections nonzero), normal rotation otherwise. Multi-token-prediction layers are refused.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::{TensorRef, ROPE_MROPE, ROPE_NORMAL};
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -23,11 +23,7 @@ impl ArchSpec for Glm4 {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
-            return Err(Error::NotImplemented(
-                "multi-token-prediction layers (nextn_predict_layers)",
-            ));
-        }
+        super::refuse_mtp(meta, hp)?;
         if meta.i32_array(&hp.key("rope.dimension_sections"), 4)?.is_some() {
             super::load_rope_sections(meta, hp)?;
         }

@@ -1,7 +1,7 @@
 //! The GPT-2 family: pre-norm layers with layer norms (mean and variance, with biases), one
 //! attention (fused or separate projections with biases) and an FFN of GELU (or, JAIS, SwiGLU)
 //! with biases. What differs is how positions enter: GPT-2 and StarCoder add a learned table,
-//! CodeShell, StarCoder 2 and Orion rotate, BLOOM, MPT and JAIS bias the scores by distance
+//! CodeShell, StarCoder 2, Orion and Pocket TTS (ungated GELU, no projection biases) rotate, BLOOM, MPT and JAIS bias the scores by distance
 //! (ALiBi); Orion's attention output and SwiGLU FFN have no biases; Nemotron's FFN is an ungated
 //! squared ReLU, and so is JAIS 2's (which rotates). Phi-2 and Falcon feed
 //! attention and FFN from one norm and add both to the stream, GPT-NeoX may (its file says). BLOOM
@@ -174,6 +174,16 @@ pub const ORION: Gpt2Like = Gpt2Like {
     act: Act::SwiGlu,
     biases: Biases::NoProjections,
     sizes: &[(40, "14B")],
+    ..GPT2_BASE
+};
+
+/// Pocket TTS's text backbone: rotated, no projection biases, its head the token embeddings.
+pub const POCKETTTS: Gpt2Like = Gpt2Like {
+    name: "pockettts",
+    rope_type: 0,
+    positions: Positions::Rotary,
+    biases: Biases::NoProjections,
+    sizes: &[(6, "109M"), (24, "335M")],
     ..GPT2_BASE
 };
 

@@ -6,7 +6,7 @@
 //! layers are refused.
 
 use super::head_tensors;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
@@ -27,11 +27,7 @@ impl ArchSpec for HyV3 {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
-            return Err(Error::NotImplemented(
-                "multi-token-prediction layers (nextn_predict_layers)",
-            ));
-        }
+        super::refuse_mtp(meta, hp)?;
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         if hp.n_ff_exp == 0 {
             hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used.max(1);

@@ -33,11 +33,7 @@ impl ArchSpec for Mimo2 {
                 hp.n_rot, hp.n_embd_head_k
             )));
         }
-        if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
-            return Err(Error::NotImplemented(
-                "multi-token-prediction layers (nextn_predict_layers)",
-            ));
-        }
+        super::refuse_mtp(meta, hp)?;
         meta.u32(&hp.key("expert_feed_forward_length"))?;
         super::load_sliding_window_array(meta, hp)?;
         // Unscaled unless the file gives a scale other than 1.

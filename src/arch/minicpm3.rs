@@ -80,55 +80,22 @@ impl ArchSpec for MiniCpm3 {
 impl Decoder for MiniCpm3 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
-        let (hk, hv, rot) = (
-            i64::from(hp.n_embd_head_k),
-            i64::from(hp.n_embd_head_v),
-            i64::from(hp.n_rot),
-        );
-        let (nope, kv_rank) = (hk - rot, i64::from(hp.n_lora_kv));
+        let hk = i64::from(hp.n_embd_head_k);
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let scale_res = SCALE_DEPTH / (hp.n_layer as f32).sqrt();
         let factors = rope_factors(b.model, &b.params);
-        let p = b.params.rope;
         let x = b.embed_tokens()?;
         let mut x = b.scale(x, SCALE_EMBD)?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let n_head = i64::from(hp.n_head[il]);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let plain = |b: &mut Builder, name: &str, x: TensorRef| -> Result<TensorRef> {
-                let w = b.layer_weight(il, name)?;
-                b.g.mul_mat(w, x).map_err(ggml_err)
-            };
-            let q = plain(b, "attn_q_a.weight", cur)?;
+            let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
             let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
-            let q = plain(b, "attn_q_b.weight", q)?;
-            let nt = q.ne()[1];
-            let q = b.g.reshape(q, &[hk, n_head, nt]).map_err(ggml_err)?;
-            let kv_pe = plain(b, "attn_kv_a_mqa.weight", cur)?;
-            let row = |n: i64| crate::ggml::row_size(kv_pe.ggml_type(), n);
-            let nb1 = kv_pe.nb()[1];
-            let latent = b.g.view(kv_pe, &[kv_rank, nt], &[nb1], 0).map_err(ggml_err)?;
-            let k_pe =
-                b.g.view(kv_pe, &[rot, 1, nt], &[nb1, nb1], row(kv_rank))
-                    .map_err(ggml_err)?;
-            let latent = b.layer_rms_norm(il, latent, "attn_kv_a_norm.weight", "kv_compressed")?;
-            let kv = plain(b, "attn_kv_b.weight", latent)?;
-            let krow = |n: i64| crate::ggml::row_size(kv.ggml_type(), n);
-            let (head_row, token_row) = (krow(nope + hv), krow((nope + hv) * n_head));
-            let k_nope =
-                b.g.view(kv, &[nope, n_head, nt], &[head_row, token_row], 0)
-                    .map_err(ggml_err)?;
-            let v =
-                b.g.view(kv, &[hv, n_head, nt], &[head_row, token_row], krow(nope))
-                    .map_err(ggml_err)?;
-            let v = b.g.cont(v).map_err(ggml_err)?;
-            let q = b.rope_ext(q, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
-            let q = b.g.rope_offset(q, nope as i32, rot as i32).map_err(ggml_err)?;
-            let k_pe = b.rope_ext(k_pe, p.freq_base, p.freq_scale, p.ext_factor, p.attn_factor, factors)?;
-            let k_pe = b.g.repeat(k_pe, [rot, n_head, nt, 1]).map_err(ggml_err)?;
-            let k = b.g.concat(k_nope, k_pe, 0).map_err(ggml_err)?;
-            let att = b.attention(il, q, k, v, kq_scale, false)?;
+            let q = b.layer_matmul(il, "attn_q_b.weight", q)?;
+            let q = b.g.reshape(q, &[hk, n_head, q.ne()[1]]).map_err(ggml_err)?;
+            let (latent, k_pe) = latent_kv(b, il, cur, factors)?;
+            let att = decompressed_attention(b, il, q, latent, k_pe, kq_scale, factors)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;
@@ -151,4 +118,62 @@ impl Decoder for MiniCpm3 {
         b.set_hidden(normed);
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// Layer `il`'s latent keys and values from the normed `cur`: the compressed latent, normed
+/// ([n_lora_kv, n_tokens]), and the part of the key shared by the heads, rotated ([n_rot, 1,
+/// n_tokens]).
+pub(super) fn latent_kv(
+    b: &mut Builder,
+    il: usize,
+    cur: TensorRef,
+    factors: Option<TensorRef>,
+) -> Result<(TensorRef, TensorRef)> {
+    let (rot, kv_rank) = (i64::from(b.hp.n_rot), i64::from(b.hp.n_lora_kv));
+    let kv_pe = b.layer_matmul(il, "attn_kv_a_mqa.weight", cur)?;
+    let nt = kv_pe.ne()[1];
+    let nb1 = kv_pe.nb()[1];
+    let offset = crate::ggml::row_size(kv_pe.ggml_type(), kv_rank);
+    let latent = b.g.view(kv_pe, &[kv_rank, nt], &[nb1], 0).map_err(ggml_err)?;
+    let k_pe = b.g.view(kv_pe, &[rot, 1, nt], &[nb1, nb1], offset).map_err(ggml_err)?;
+    let k_pe = b.rope(k_pe, il, factors)?;
+    let latent = b.layer_rms_norm(il, latent, "attn_kv_a_norm.weight", "kv_compressed")?;
+    Ok((latent, k_pe))
+}
+
+/// Latent attention decompressed into the cache: each head's key is its unrotated part widened
+/// from the `latent` by `attn_kv_b` then the shared rotated `k_pe`, its value widened the same
+/// way; the queries `q` ([head_k, n_head, n_tokens]) rotate their trailing dimensions.
+pub(super) fn decompressed_attention(
+    b: &mut Builder,
+    il: usize,
+    q: TensorRef,
+    latent: TensorRef,
+    k_pe: TensorRef,
+    kq_scale: f32,
+    factors: Option<TensorRef>,
+) -> Result<TensorRef> {
+    let hp = b.hp;
+    let (hk, hv, rot) = (
+        i64::from(hp.n_embd_head_k),
+        i64::from(hp.n_embd_head_v),
+        i64::from(hp.n_rot),
+    );
+    let nope = hk - rot;
+    let (n_head, nt) = (q.ne()[1], q.ne()[2]);
+    let kv = b.layer_matmul(il, "attn_kv_b.weight", latent)?;
+    let krow = |n: i64| crate::ggml::row_size(kv.ggml_type(), n);
+    let (head_row, token_row) = (krow(nope + hv), krow((nope + hv) * n_head));
+    let k_nope =
+        b.g.view(kv, &[nope, n_head, nt], &[head_row, token_row], 0)
+            .map_err(ggml_err)?;
+    let v =
+        b.g.view(kv, &[hv, n_head, nt], &[head_row, token_row], krow(nope))
+            .map_err(ggml_err)?;
+    let v = b.g.cont(v).map_err(ggml_err)?;
+    let q = b.rope(q, il, factors)?;
+    let q = b.g.rope_offset(q, nope as i32, rot as i32).map_err(ggml_err)?;
+    let k_pe = b.g.repeat(k_pe, [rot, n_head, nt, 1]).map_err(ggml_err)?;
+    let k = b.g.concat(k_nope, k_pe, 0).map_err(ggml_err)?;
+    b.attention(il, q, k, v, kq_scale, false)
 }

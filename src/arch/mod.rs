@@ -8,8 +8,10 @@ pub(crate) mod arctic;
 pub(crate) mod baichuan;
 pub(crate) mod bert;
 pub(crate) mod chatglm;
+pub(crate) mod cogvlm;
 pub(crate) mod cohere;
 pub(crate) mod dbrx;
+pub(crate) mod deepseek2;
 pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
 pub(crate) mod exaone_moe;
@@ -67,7 +69,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 102] = [
+static ARCHITECTURES: [&dyn Architecture; 107] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -77,7 +79,8 @@ static ARCHITECTURES: [&dyn Architecture; 102] = [
     &qwen3moe::LLADA_MOE,
     &qwen3moe::RND1,
     &qwen3moe::QWEN3VLMOE,
-    &qwen3::Qwen3Vl,
+    &qwen3::QWEN3VL,
+    &qwen3::QWEN3TTS,
     &smollm3::SmolLm3,
     &granite::GRANITE,
     &granite::GRANITE_MOE,
@@ -93,6 +96,10 @@ static ARCHITECTURES: [&dyn Architecture; 102] = [
     &mimo2::Mimo2,
     &hy_v3::HyV3,
     &minicpm3::MiniCpm3,
+    &gpt2::POCKETTTS,
+    &cogvlm::CogVlm,
+    &deepseek2::DEEPSEEK2,
+    &deepseek2::MISTRAL4,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,
@@ -200,6 +207,17 @@ pub(crate) fn check_equal_head_sizes(hp: &HParams) -> Result<()> {
     Ok(())
 }
 
+/// Multi-token-prediction layers (`nextn_predict_layers` > 0) are not run here: such a file is
+/// refused rather than run without them.
+pub(crate) fn refuse_mtp(meta: &Meta, hp: &HParams) -> Result<()> {
+    if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
+        return Err(Error::NotImplemented(
+            "multi-token-prediction layers (nextn_predict_layers)",
+        ));
+    }
+    Ok(())
+}
+
 /// A mixture of experts needs an expert count and a count used per token.
 pub(crate) fn check_experts(hp: &HParams) -> Result<()> {
     if hp.n_expert == 0 || hp.n_expert_used == 0 {
@@ -246,6 +264,22 @@ pub(crate) fn biased_expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<Ten
         if hp.n_ff_shexp > 0 {
             shared_expert_tensors(hp, il, specs);
         }
+    }
+}
+
+/// Layer `il`'s router, experts (gate and up fused or separate) and shared experts where the
+/// model has them (Cohere 2 MoE's and DeepSeek 2's layout).
+pub(crate) fn routed_expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let (e, n, x) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let fused = b("ffn_gate_up_exps.weight");
+    specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true));
+    specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
+    specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
+    if hp.n_ff_shexp > 0 {
+        shared_expert_tensors(hp, il, specs);
     }
 }
 

@@ -50,15 +50,28 @@ impl ArchSpec for Qwen3 {
     }
 }
 
-/// The language model of Qwen3-VL.
-pub struct Qwen3Vl;
+/// The language model of Qwen3-VL; Qwen3-TTS's talker is the same model under its own name
+/// (whose rerankers, llama.cpp says, score without a softmax).
+pub struct Qwen3Vl {
+    name: &'static str,
+    rank_softmax: bool,
+}
+
+pub const QWEN3VL: Qwen3Vl = Qwen3Vl {
+    name: "qwen3vl",
+    rank_softmax: true,
+};
+pub const QWEN3TTS: Qwen3Vl = Qwen3Vl {
+    name: "qwen3tts",
+    rank_softmax: false,
+};
 
 /// llama.cpp's interleaved M-RoPE (`LLAMA_ROPE_TYPE_IMROPE`).
 pub(super) const IMROPE: i32 = 40;
 
 impl ArchSpec for Qwen3Vl {
     fn name(&self) -> &'static str {
-        "qwen3vl"
+        self.name
     }
 
     fn rope_type(&self) -> i32 {
@@ -68,7 +81,7 @@ impl ArchSpec for Qwen3Vl {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         // Its rerankers, as Qwen3's, score with a softmax over their labels.
-        hp.rank_softmax = true;
+        hp.rank_softmax = self.rank_softmax;
         super::check_equal_head_sizes(hp)?;
         load_vl(meta, hp)?;
         hp.size_label = match hp.n_layer {

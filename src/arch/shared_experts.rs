@@ -84,11 +84,7 @@ impl ArchSpec for SharedExperts {
         let dots = self.kind == Kind::Dots;
         let gated_by_file = matches!(self.kind, Kind::Dots | Kind::Bailing2);
         if matches!(self.kind, Kind::Bailing2 | Kind::Glm4Moe) {
-            if meta.u32_opt(&hp.key("nextn_predict_layers"))?.unwrap_or(0) > 0 {
-                return Err(Error::NotImplemented(
-                    "multi-token-prediction layers (nextn_predict_layers)",
-                ));
-            }
+            super::refuse_mtp(meta, hp)?;
             super::check_experts(hp)?;
         }
         if self.kind == Kind::Glm4Moe {

@@ -232,7 +232,9 @@ impl<'m> Context<'m> {
                 if disabled {
                     crate::log_warn!("context: attention rotation force disabled (LLAMA_ATTN_ROT_DISABLE)");
                 }
-                crate::graph::rotation::sizes(p.type_k, p.type_v, hp.n_embd_head_k, hp.n_embd_head_v, disabled)
+                // A keys-only cache has no values to rotate.
+                let head_v = if hp.kv_latent() { 0 } else { hp.n_embd_head_v };
+                crate::graph::rotation::sizes(p.type_k, p.type_v, hp.n_embd_head_k, head_v, disabled)
             }
             _ => (0, 0),
         };

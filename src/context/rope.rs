@@ -46,7 +46,7 @@ pub fn settings(p: &Params, hp: Option<&HParams>, n_ctx_seq: u32) -> RopeParams 
         };
         attn_factor = match hp.map_or(0.0, |h| h.rope_yarn_log_mul) {
             0.0 => mscale(1.0),
-            log_mul => mscale(1.0) / mscale(log_mul),
+            log_mul => mscale(hp.map_or(1.0, |h| h.rope_yarn_mscale)) / mscale(log_mul),
         };
         attn_factor *= 1.0 / (1.0 + 0.1 * factor.ln());
     }
@@ -106,6 +106,10 @@ mod tests {
         let f = 4.0f32;
         let m = |m: f32| 0.1 * m * f.ln() + 1.0;
         assert_eq!(r.attn_factor, m(1.0) / m(0.5) * (1.0 / (1.0 + 0.1 * f.ln())));
+        // DeepSeek 2's scale is its log multiplier: the correction cancels.
+        hp.rope_yarn_mscale = 0.5;
+        let r = settings(&params(4096, 512, 1), Some(&hp), 4096);
+        assert_eq!(r.attn_factor, 1.0 / (1.0 + 0.1 * f.ln()));
         // The context's own value wins.
         let mut p = params(4096, 512, 1);
         p.yarn_beta_fast = 16.0;

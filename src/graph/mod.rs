@@ -247,6 +247,15 @@ enum Order {
     BiasThenScale { scaled: bool },
 }
 
+/// Where attention's values come from.
+enum Values {
+    /// This ubatch's values, stored in the layer's V cache beside the keys.
+    Cached(TensorRef),
+    /// The first `width` dimensions of each cached key (absorbed latent attention), each head's
+    /// output then widened by `v_mla` ([width, head_v, n_head]).
+    Latent { width: i64, v_mla: TensorRef },
+}
+
 pub struct Builder<'a> {
     pub g: Graph,
     pub model: &'a Model,
@@ -453,6 +462,12 @@ impl<'a> Builder<'a> {
         self.weight_opt(&format!("{}.scale", name.strip_suffix(".weight")?))
     }
 
+    /// `blk.{il}.{name}` times `x`, without bias or scale (where llama.cpp's graph leaves them out).
+    pub fn layer_matmul(&mut self, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
+        let w = self.layer_weight(il, name)?;
+        self.g.mul_mat(w, x).map_err(ggml_err)
+    }
+
     /// `w x`, times `w`'s scale when it has one, plus the bias `b` when there is one.
     pub fn linear(&mut self, w: TensorRef, b: Option<TensorRef>, x: TensorRef) -> Result<TensorRef> {
         self.project(w, b, x, Order::ScaleThenBias)
@@ -584,27 +599,54 @@ impl<'a> Builder<'a> {
         kq_scale: f32,
         sliding: bool,
     ) -> Result<TensorRef> {
+        self.attend(il, q, k, Values::Cached(v), kq_scale, sliding)
+    }
+
+    /// Absorbed multi-head latent attention (llama.cpp's attention over a keys-only cache): store
+    /// `k` ([n_embd_head_k, 1, n_tokens]: the normed latent, then the rotated part), attend with
+    /// `q` ([n_embd_head_k, n_head, n_tokens]) taking the values from the cached keys' first
+    /// `n_lora_kv` dimensions, and widen each head's output by `v_mla` ([n_lora_kv, head_v,
+    /// n_head]). Returns [head_v * n_head, n_tokens]. Never rotated by Hadamard, as in llama.cpp.
+    pub fn attention_latent(
+        &mut self,
+        il: usize,
+        q: TensorRef,
+        k: TensorRef,
+        v_mla: TensorRef,
+        kq_scale: f32,
+    ) -> Result<TensorRef> {
+        let width = i64::from(self.hp.n_lora_kv);
+        self.attend(il, q, k, Values::Latent { width, v_mla }, kq_scale, false)
+    }
+
+    fn attend(
+        &mut self,
+        il: usize,
+        q: TensorRef,
+        k: TensorRef,
+        values: Values,
+        kq_scale: f32,
+        sliding: bool,
+    ) -> Result<TensorRef> {
         let hp = self.hp;
         let nt = self.shape.n_tokens as i64;
         let n_kv = self.shape.n_kv as i64;
-        let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
+        let hk = i64::from(hp.n_embd_head_k);
         let n_head_kv = i64::from(hp.n_head_kv[il]);
-        let (kc, vc) = (self.kv.k(il), self.kv.v(il));
+        let kc = self.kv.k(il);
         // Per-head attention sinks, in the layers that have them (gpt-oss).
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
+        let cached = matches!(values, Values::Cached(_));
         // Rotated before a quantized cache stores them, as llama.cpp does.
-        let (q, k) = match self.rotation(true)? {
+        let k_rot = if cached { self.rotation(true)? } else { None };
+        let (q, k) = match k_rot {
             Some(rot) => (
                 self.g.hadamard(rot, q).map_err(ggml_err)?,
                 self.g.hadamard(rot, k).map_err(ggml_err)?,
             ),
             None => (q, k),
         };
-        let v_rot = self.rotation(false)?;
-        let v = match v_rot {
-            Some(rot) => self.g.hadamard(rot, v).map_err(ggml_err)?,
-            None => v,
-        };
+        let v_rot = if cached { self.rotation(false)? } else { None };
 
         // Write first: the attention below reads the cache, including these rows.
         let kv_rows = match self.inputs.kv_rows {
@@ -620,9 +662,6 @@ impl<'a> Builder<'a> {
         let k2 = self.merge_heads(k)?;
         let k_store = self.g.set_rows(kc, k2, kv_rows).map_err(ggml_err)?;
         self.g.expand(k_store);
-        let v2 = self.merge_heads(v)?;
-        let v_store = self.g.set_rows(vc, v2, kv_rows).map_err(ggml_err)?;
-        self.g.expand(v_store);
 
         let row = |t: TensorRef, n: i64| crate::ggml::row_size(t.ggml_type(), n);
         if sliding && self.hp.n_swa == 0 {
@@ -634,12 +673,8 @@ impl<'a> Builder<'a> {
         let ns = self.shape.n_streams.max(1) as i64;
         let tps = nt / ns;
         let n_head = i64::from(hp.n_head[il]);
-        let (ekb, evb) = (row(kc, hk), row(vc, hv));
         let stream_rows = self.kv.stream_size() as i64;
-        let (k_stream, v_stream) = (
-            row(kc, hk * n_head_kv * stream_rows),
-            row(vc, hv * n_head_kv * stream_rows),
-        );
+        let k_stream = row(kc, hk * n_head_kv * stream_rows);
         let s0 = self.shape.first_stream;
         // A view, not a reshape: queries may be strided views of a fused projection.
         let qnb = q.nb();
@@ -647,24 +682,47 @@ impl<'a> Builder<'a> {
             .g
             .view(q, &[hk, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)
             .map_err(ggml_err)?;
+        let k_strides = [row(kc, hk), row(kc, hk * n_head_kv), k_stream];
         let kview = self
             .g
-            .view(
-                kc,
-                &[hk, n_head_kv, n_kv, ns],
-                &[ekb, row(kc, hk * n_head_kv), k_stream],
-                k_stream * s0,
-            )
+            .view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
             .map_err(ggml_err)?;
-        let vview = self
-            .g
-            .view(
-                vc,
-                &[hv, n_head_kv, n_kv, ns],
-                &[evb, row(vc, hv * n_head_kv), v_stream],
-                v_stream * s0,
-            )
-            .map_err(ggml_err)?;
+        let (vview, hv, v_mla) = match values {
+            Values::Cached(v) => {
+                let vc = self
+                    .kv
+                    .v(il)
+                    .ok_or_else(|| Error::Internal(format!("layer {il} has no V cache")))?;
+                let hv = i64::from(hp.n_embd_head_v);
+                let v = match v_rot {
+                    Some(rot) => self.g.hadamard(rot, v).map_err(ggml_err)?,
+                    None => v,
+                };
+                let v2 = self.merge_heads(v)?;
+                let v_store = self.g.set_rows(vc, v2, kv_rows).map_err(ggml_err)?;
+                self.g.expand(v_store);
+                let v_stream = row(vc, hv * n_head_kv * stream_rows);
+                let vview = self
+                    .g
+                    .view(
+                        vc,
+                        &[hv, n_head_kv, n_kv, ns],
+                        &[row(vc, hv), row(vc, hv * n_head_kv), v_stream],
+                        v_stream * s0,
+                    )
+                    .map_err(ggml_err)?;
+                (vview, hv, None)
+            }
+            Values::Latent { width, v_mla } => {
+                let vview = self
+                    .g
+                    .view(kc, &[width, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
+                    .map_err(ggml_err)?;
+                (vview, width, Some(v_mla))
+            }
+        };
+        // Each head's output width, after latent attention's widening.
+        let h_out = v_mla.map_or(hv, |w| w.ne()[1]);
         let mask = self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?;
 
         // [head_dim, tokens, heads, streams].
@@ -676,7 +734,7 @@ impl<'a> Builder<'a> {
             max_bias: hp.max_alibi_bias,
             softcap: hp.attn_softcap,
         };
-        if self.params.flash_attn {
+        let o = if self.params.flash_attn {
             if hp.kq_tanh_cap != 0.0 {
                 return Err(Error::model(
                     "capped attention scores need attention without flash attention",
@@ -684,8 +742,16 @@ impl<'a> Builder<'a> {
             }
             // Result [head_dim_v, n_head, tokens, streams].
             let o = self.g.flash_attn(q, kp, vp, mask, scores, sinks).map_err(ggml_err)?;
-            let o = self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)?;
-            self.unrotate(o, v_rot)
+            match v_mla {
+                // Widened as one matrix product per head, tokens in dimension 1 (as llama.cpp).
+                Some(w) => {
+                    let o = self.g.permute(o, [0, 2, 1, 3]).map_err(ggml_err)?;
+                    let o = self.g.mul_mat(w, o).map_err(ggml_err)?;
+                    let o = self.g.permute(o, [0, 2, 1, 3]).map_err(ggml_err)?;
+                    self.g.cont(o).map_err(ggml_err)?
+                }
+                None => o,
+            }
         } else {
             let mut kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
             if hp.kq_tanh_cap != 0.0 {
@@ -701,12 +767,15 @@ impl<'a> Builder<'a> {
             // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head].
             let vt = self.g.permute(vp, [1, 0, 2, 3]).map_err(ggml_err)?;
             let vt = self.g.cont(vt).map_err(ggml_err)?;
-            let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?;
+            let mut kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?;
+            if let Some(w) = v_mla {
+                kqv = self.g.mul_mat(w, kqv).map_err(ggml_err)?;
+            }
             let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?; // [head_dim, n_head, tokens, streams]
-            let o = self.g.cont(o).map_err(ggml_err)?;
-            let o = self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)?;
-            self.unrotate(o, v_rot)
-        }
+            self.g.cont(o).map_err(ggml_err)?
+        };
+        let o = self.g.reshape(o, &[h_out * n_head, nt]).map_err(ggml_err)?;
+        self.unrotate(o, v_rot)
     }
 
     /// Layer `il`'s attention output `att` ([head_v * n_head, n_tokens]) times its gate `gate`:
@@ -934,6 +1003,22 @@ impl<'a> Builder<'a> {
         let w = self.layer_weight(il, weight)?;
         let y = self.rms_norm(x, w)?;
         Ok(self.name(y, label, Some(il)))
+    }
+
+    /// The first `n_outputs` rows of `logits` (and of the hidden states), computed for every
+    /// token: what llama.cpp hands back from a graph that never picks the requested rows
+    /// (CogVLM's), whichever tokens asked for them. The output-row input goes unused.
+    pub fn first_rows_as_outputs(&mut self, logits: TensorRef) -> Result<TensorRef> {
+        self.inputs.out_ids = None;
+        let n = self.shape.n_outputs as i64;
+        let first = |g: &mut Graph, t: TensorRef| -> Result<TensorRef> {
+            let v = g.view(t, &[t.ne()[0], n], &[t.nb()[1]], 0).map_err(ggml_err)?;
+            g.cont(v).map_err(ggml_err)
+        };
+        if let Some(h) = self.hidden {
+            self.hidden = Some(first(&mut self.g, h)?);
+        }
+        first(&mut self.g, logits)
     }
 
     /// Keep only the rows of the requested outputs (applied once, in the last layer).
@@ -1328,7 +1413,21 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
     for il in (0..hp.n_layer as usize).filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
         let k = kv.k(il);
         let n_head_kv = i64::from(hp.n_head_kv[il]);
-        let heads = g.reshape(k, &[hk, n_head_kv, size]).map_err(ggml_err)?;
+        // Latent attention's keys rotate their last dimensions: only those are taken, as
+        // llama.cpp takes them. A quantized cache is shifted over whole heads, rotated past an
+        // offset: ggml can only quantize into whole rows (llama.cpp aborts there).
+        let latent = hp.n_lora_kv > 0;
+        let trailing = latent && !crate::ggml::is_quantized(k.ggml_type());
+        let (width, offset) = if trailing { (n_rot, hk - n_rot) } else { (hk, 0) };
+        let row = |n: i64| crate::ggml::row_size(k.ggml_type(), n);
+        let heads = g
+            .view(
+                k,
+                &[width, n_head_kv, size],
+                &[row(hk), row(hk * n_head_kv)],
+                row(offset),
+            )
+            .map_err(ggml_err)?;
         let (base, scale) = rope_freqs(hp, &params, il);
         // Rotation needs float input; quantized caches go through f32 and back (rotated by
         // Hadamard, turned back and forth around it, as llama.cpp does).
@@ -1357,8 +1456,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
                 params.rope.beta_slow,
             )
             .map_err(ggml_err)?;
-        // Latent attention's keys rotate their last dimensions.
-        if hp.n_lora_kv > 0 {
+        if latent && !trailing {
             rotated = g
                 .rope_offset(rotated, (hk - n_rot) as i32, n_rot as i32)
                 .map_err(ggml_err)?;

@@ -33,8 +33,9 @@ pub struct TokenPlace {
 pub struct KvCache {
     /// The cells of each stream; stream `s` owns rows `s * stream_size ..` of the tensors.
     streams: Vec<Cells>,
-    /// (K, V) per layer, each [n_embd_gqa, stream_size * n_stream].
-    layers: Vec<(TensorRef, TensorRef)>,
+    /// (K, V) per layer, each [n_embd_gqa, stream_size * n_stream]; no V when the values are read
+    /// from the keys (`HParams::kv_latent`).
+    layers: Vec<(TensorRef, Option<TensorRef>)>,
     /// The tensors' memory and descriptions; None for a cache without layers (a context on a
     /// vocab-only model).
     storage: Option<(OwnedBuffer, Arena)>,
@@ -60,8 +61,13 @@ impl KvCache {
             let k_width = i64::from(hp.n_embd_head_k * heads);
             let v_width = i64::from(hp.n_embd_head_v * heads);
             let k = arena.new_tensor(type_k, &[k_width, rows], &format!("cache_k_l{il}"));
-            let v = arena.new_tensor(type_v, &[v_width, rows], &format!("cache_v_l{il}"));
-            let (k, v) = (k.map_err(Error::invalid)?, v.map_err(Error::invalid)?);
+            let k = k.map_err(Error::invalid)?;
+            let v = if hp.kv_latent() {
+                None
+            } else {
+                let v = arena.new_tensor(type_v, &[v_width, rows], &format!("cache_v_l{il}"));
+                Some(v.map_err(Error::invalid)?)
+            };
             layers.push((k, v));
         }
         let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("KV cache: {e}")))?;
@@ -91,7 +97,8 @@ impl KvCache {
         self.layers[il].0
     }
 
-    pub fn v(&self, il: usize) -> TensorRef {
+    /// Layer `il`'s values; None when they are read from the keys.
+    pub fn v(&self, il: usize) -> Option<TensorRef> {
         self.layers[il].1
     }
 
@@ -266,7 +273,7 @@ impl KvCache {
         self.streams[s1].copy_sequence(&from, src, dst);
         let rows = self.stream_size();
         for il in 0..self.layers.len() {
-            for t in [self.k(il), self.v(il)] {
+            for t in std::iter::once(self.k(il)).chain(self.v(il)) {
                 let row = row_size(t.ggml_type(), t.ne()[0]);
                 let mut data = vec![0u8; rows * row];
                 tensor_read(t, s0 * rows * row, &mut data).map_err(Error::Ggml)?;

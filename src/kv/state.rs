@@ -188,9 +188,17 @@ impl KvCache {
         row_size(t.ggml_type(), t.ne()[0])
     }
 
+    /// Bytes of a V row (0 where the values are read from the keys).
     fn v_row(&self, il: usize) -> usize {
-        let t = self.v(il);
-        row_size(t.ggml_type(), t.ne()[0])
+        self.v(il).map_or(0, |t| row_size(t.ggml_type(), t.ne()[0]))
+    }
+
+    /// Write one cell's V row of layer `il` (nothing where the layer keeps no values).
+    fn write_v(&self, il: usize, row: usize, data: &[u8]) -> Result<()> {
+        match self.v(il) {
+            Some(t) => tensor_write(t, row * self.v_row(il), data).map_err(Error::Ggml),
+            None => Ok(()),
+        }
     }
 
     /// The cells stream `stream` holds for `seq` (all sequences when None), in cell order, each as
@@ -276,8 +284,10 @@ impl KvCache {
                 out.tensor(t, i * row, row)?;
             }
         }
+        // Values read from the keys have no section, as in llama.cpp.
         for &il in layers {
-            let (t, row) = (self.v(il), self.v_row(il));
+            let Some(t) = self.v(il) else { continue };
+            let row = self.v_row(il);
             out.put(&(t.ggml_type() as i32).to_le_bytes());
             if !layout.v_trans {
                 out.put(&(row as u64).to_le_bytes());
@@ -286,7 +296,7 @@ impl KvCache {
                 }
                 continue;
             }
-            let (el, width) = self.v_element(il)?;
+            let (el, width) = v_element(t)?;
             out.put(&(el as u32).to_le_bytes());
             out.put(&(width as u32).to_le_bytes());
             for j in 0..width {
@@ -296,19 +306,6 @@ impl KvCache {
             }
         }
         Ok(())
-    }
-
-    /// Bytes per V element and elements per row, for the transposed layout (plain types only).
-    fn v_element(&self, il: usize) -> Result<(usize, usize)> {
-        let t = self.v(il);
-        let el = row_size(t.ggml_type(), 1);
-        let width = t.ne()[0] as usize;
-        if el == 0 || row_size(t.ggml_type(), t.ne()[0]) != el * width {
-            return Err(Error::invalid(
-                "a quantized V cache cannot be laid out transposed (that needs flash attention)",
-            ));
-        }
-        Ok((el, width))
     }
 
     /// Read the state of one sequence into `dest`, or (None) of the whole cache, from `src`. The
@@ -466,7 +463,10 @@ impl KvCache {
             }
         }
         for &il in layers {
-            let t = self.v(il);
+            let Some(t) = self.v(il) else {
+                cells.iter_mut().for_each(|c| c.v.push(Vec::new()));
+                continue;
+            };
             let row = self.v_row(il);
             check_type(src, t, il, "value")?;
             if !v_trans {
@@ -476,7 +476,7 @@ impl KvCache {
                 }
                 continue;
             }
-            let (el, width) = self.v_element(il)?;
+            let (el, width) = v_element(t)?;
             check_size(u64::from(u32_of(src)?), el, il, "value element")?;
             check_size(u64::from(u32_of(src)?), width, il, "value width")?;
             for c in cells.iter_mut() {
@@ -534,7 +534,7 @@ impl KvCache {
         for (c, &row) in staged.iter().zip(&rows) {
             for (j, &il) in layers.iter().enumerate() {
                 tensor_write(self.k(il), row * self.k_row(il), &c.k[j]).map_err(Error::Ggml)?;
-                tensor_write(self.v(il), row * self.v_row(il), &c.v[j]).map_err(Error::Ggml)?;
+                self.write_v(il, row, &c.v[j])?;
             }
         }
         Ok(())
@@ -592,11 +592,23 @@ impl KvCache {
         for (c, &row) in cells.iter().zip(&placed) {
             for il in 0..self.layers.len() {
                 tensor_write(self.k(il), row * self.k_row(il), &c.k[il]).map_err(Error::Ggml)?;
-                tensor_write(self.v(il), row * self.v_row(il), &c.v[il]).map_err(Error::Ggml)?;
+                self.write_v(il, row, &c.v[il])?;
             }
         }
         Ok(())
     }
+}
+
+/// Bytes per V element and elements per row, for the transposed layout (plain types only).
+fn v_element(t: TensorRef) -> Result<(usize, usize)> {
+    let el = row_size(t.ggml_type(), 1);
+    let width = t.ne()[0] as usize;
+    if el == 0 || row_size(t.ggml_type(), t.ne()[0]) != el * width {
+        return Err(Error::invalid(
+            "a quantized V cache cannot be laid out transposed (that needs flash attention)",
+        ));
+    }
+    Ok((el, width))
 }
 
 /// Rows for every layer, from the full layers' rows and the sliding layers' (zeros where a cell has

@@ -55,6 +55,11 @@ pub struct HParams {
     /// head rotates its last `n_rot` dimensions rather than its first.
     pub n_lora_q: u32,
     pub n_lora_kv: u32,
+    /// Absorbed latent attention's key and value head sizes once decompressed
+    /// (`attention.key_length_mla`, `attention.value_length_mla`; 0: not absorbed). The cache's
+    /// heads are then the latent's: see `kv_latent`.
+    pub n_embd_head_k_mla: u32,
+    pub n_embd_head_v_mla: u32,
     pub rms_eps: f32,
     /// Epsilon of the layer norms (mean and variance) of the architectures that use them.
     pub norm_eps: f32,
@@ -84,6 +89,9 @@ pub struct HParams {
     pub yarn_beta_fast: f32,
     pub yarn_beta_slow: f32,
     pub rope_yarn_log_mul: f32,
+    /// YaRN's magnitude scale over the one the log multiplier asks for (llama.cpp assumes 1;
+    /// DeepSeek 2 takes the log multiplier itself, which cancels the correction).
+    pub rope_yarn_mscale: f32,
     /// Frequency scale on sliding-window layers (1 unless the architecture says otherwise).
     pub rope_freq_scale_swa: f32,
     pub n_ctx_orig_yarn: u32,
@@ -179,6 +187,13 @@ impl HParams {
     /// Whether layer `il` rotates its queries and keys (llama.cpp's `has_rope`).
     pub fn has_rope(&self, il: usize) -> bool {
         self.rope && self.rope_layers.get(il).copied().unwrap_or(true)
+    }
+
+    /// Absorbed latent attention (DeepSeek's MLA files): the cache keeps only keys, each the
+    /// normed latent (`n_lora_kv` wide) then the rotated part, and the values are the latent,
+    /// read from the keys. No V cache.
+    pub fn kv_latent(&self) -> bool {
+        self.n_embd_head_k_mla != 0 && self.n_embd_head_v_mla != 0
     }
 
     pub fn has_kv(&self, il: usize) -> bool {
@@ -302,6 +317,8 @@ impl HParams {
             n_rot,
             n_lora_q: 0,
             n_lora_kv: 0,
+            n_embd_head_k_mla: 0,
+            n_embd_head_v_mla: 0,
             rms_eps: 0.0,
             norm_eps: 0.0,
             causal: meta.bool_opt(&key("attention.causal"))?.unwrap_or(true),
@@ -322,6 +339,7 @@ impl HParams {
             yarn_beta_fast: 32.0,
             yarn_beta_slow: 1.0,
             rope_yarn_log_mul: 0.0,
+            rope_yarn_mscale: 1.0,
             rope_freq_scale_swa: 1.0,
             n_ctx_orig_yarn: meta
                 .u32_opt(&key("rope.scaling.original_context_length"))?

@@ -1,0 +1,273 @@
+//! DeepSeek V2/V3 (and Mistral 4, the same graph under its own name): multi-head latent
+//! attention, leading dense layers, then experts routed as the file says (softmax unless it names
+//! another gating) beside shared experts.
+//!
+//! Attention: queries come through a normed low-rank projection (or one projection in the "lite"
+//! models); keys and values from one normed latent per token plus a rotated part shared by the
+//! heads. Files converted for MLA (`attention.key_length_mla`) keep the latent itself in the
+//! cache, absorbed as llama.cpp absorbs it: the queries' unrotated part is multiplied into latent
+//! space by `attn_k_b`, each cached key is the latent then the rotated part (one KV head), the
+//! values are the cached latent, and `attn_v_b` widens each head's output. Older files
+//! (`attn_kv_b`) decompress keys and values per head, as MiniCPM3 does.
+//! The attention scale carries YaRN's magnitude correction twice over, as llama.cpp's graph
+//! pre-scales it.
+
+use super::minicpm3;
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct DeepSeek2 {
+    name: &'static str,
+}
+
+pub const DEEPSEEK2: DeepSeek2 = DeepSeek2 { name: "deepseek2" };
+pub const MISTRAL4: DeepSeek2 = DeepSeek2 { name: "mistral4" };
+
+/// llama.cpp's vocabulary size of GLM 4.7 Lite, whose files route by sigmoid without saying so.
+const GLM47_LITE_VOCAB: u32 = 154880;
+
+impl ArchSpec for DeepSeek2 {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn rope_type(&self) -> i32 {
+        0
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        let key = |k: &str| format!("{}.{k}", self.name);
+        hp.rms_eps = meta.f32(&key("attention.layer_norm_rms_epsilon"))?;
+        super::refuse_mtp(meta, hp)?;
+        hp.n_layer_dense_lead = meta.u32_opt(&key("leading_dense_block_count"))?.unwrap_or(0);
+        // The "lite" models (DeepSeek-V2-Lite, GigaChat3, Kanana-2) project queries directly;
+        // llama.cpp tells them by their depth and ignores a query rank they might carry.
+        let lite = matches!(hp.n_layer, 26 | 27) || (hp.n_layer == 48 && hp.n_vocab == 128256);
+        if !lite {
+            hp.n_lora_q = meta.u32(&key("attention.q_lora_rank"))?;
+        }
+        hp.n_lora_kv = meta.u32(&key("attention.kv_lora_rank"))?;
+        hp.n_embd_head_k_mla = meta.u32_opt(&key("attention.key_length_mla"))?.unwrap_or(0);
+        hp.n_embd_head_v_mla = meta.u32_opt(&key("attention.value_length_mla"))?.unwrap_or(0);
+        if (hp.n_embd_head_k_mla == 0) != (hp.n_embd_head_v_mla == 0) {
+            return Err(Error::model(
+                "deepseek2: attention.key_length_mla and attention.value_length_mla go together",
+            ));
+        }
+        check_heads(hp)?;
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
+        }
+        meta.u32(&key("expert_feed_forward_length"))?;
+        let shared = meta.u32(&key("expert_shared_count"))?;
+        hp.n_ff_shexp = hp.n_ff_exp * shared;
+        hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
+        hp.expert_gating_func = match meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0) {
+            // The older DeepSeek files say nothing: softmax, except GLM 4.7 Lite's.
+            0 if matches!(hp.n_layer, 47 | 48) && hp.n_vocab == GLM47_LITE_VOCAB => 2,
+            0 => 1,
+            g if Gating::from_llama(g).is_some() => g,
+            g => return Err(Error::model(format!("deepseek2: unknown expert gating function {g}"))),
+        };
+        // The converter stores the log multiplier times 0.1; llama.cpp cancels that.
+        if let Some(m) = meta.f32_opt(&key("rope.scaling.yarn_log_multiplier"))? {
+            hp.rope_yarn_log_mul = m / 0.1;
+            // DeepSeek 2's rotations keep their magnitude (llama.cpp special-cases it, and not
+            // Mistral 4, which shares its graph).
+            if self.name == "deepseek2" && hp.rope_yarn_log_mul != 1.0 {
+                hp.rope_yarn_mscale = hp.rope_yarn_log_mul;
+            }
+        }
+        if meta
+            .f32_opt(&key("attention.temperature_scale"))?
+            .is_some_and(|s| s != 0.0)
+        {
+            return Err(Error::NotImplemented(
+                "attention temperature tuning (attention.temperature_scale)",
+            ));
+        }
+        hp.size_label = match hp.n_layer {
+            27 => "16B",
+            47 => "30B.A3B",
+            60 => "236B",
+            61 => "671B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        super::head_tensors(hp, &mut specs);
+        let (e, rot) = (hp.n_embd, hp.n_rot);
+        let (q_rank, kv_rank) = (hp.n_lora_q, hp.n_lora_kv);
+        let (hk, hv) = head_sizes(hp);
+        let nope = hk - rot;
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let n_head = hp.n_head[il];
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            if q_rank > 0 {
+                specs.extend([
+                    TensorSpec::new(b("attn_q_a_norm.weight"), &[q_rank], true),
+                    TensorSpec::matmul(b("attn_q_a.weight"), &[e, q_rank], true),
+                    TensorSpec::matmul(b("attn_q_b.weight"), &[q_rank, n_head * hk], true),
+                ]);
+            } else {
+                specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, n_head * hk], true));
+            }
+            specs.extend([
+                TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
+                TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank + rot], true),
+                TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
+            ]);
+            if hp.kv_latent() {
+                specs.extend([
+                    TensorSpec::matmul(b("attn_k_b.weight"), &[nope, kv_rank, n_head], true),
+                    TensorSpec::matmul(b("attn_v_b.weight"), &[kv_rank, hv, n_head], true),
+                ]);
+            } else {
+                let width = n_head * (nope + hv);
+                specs.push(TensorSpec::matmul(b("attn_kv_b.weight"), &[kv_rank, width], true));
+            }
+            if il < hp.n_layer_dense_lead as usize {
+                super::ffn_tensors(hp, il, false, &mut specs);
+            } else {
+                specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], false));
+                super::routed_expert_tensors(hp, il, &mut specs);
+            }
+        }
+        specs
+    }
+}
+
+/// The key and value head sizes attention computes with (decompressed, for an absorbed file).
+fn head_sizes(hp: &HParams) -> (u32, u32) {
+    if hp.kv_latent() {
+        (hp.n_embd_head_k_mla, hp.n_embd_head_v_mla)
+    } else {
+        (hp.n_embd_head_k, hp.n_embd_head_v)
+    }
+}
+
+/// The head sizes the cache and the graph can hold: an absorbed file's cache heads are one latent
+/// plus the rotated part; a decompressed one has a key head per query head.
+fn check_heads(hp: &HParams) -> Result<()> {
+    let (hk, _) = head_sizes(hp);
+    if hp.n_rot == 0 || hp.n_rot >= hk || hp.n_lora_kv == 0 {
+        return Err(Error::model(format!(
+            "deepseek2 rotates {} of key heads of {hk} dimensions (with a KV rank of {}): it needs some of both",
+            hp.n_rot, hp.n_lora_kv
+        )));
+    }
+    let absorbed = hp.kv_latent();
+    let kv_heads_ok = hp
+        .n_head
+        .iter()
+        .zip(&hp.n_head_kv)
+        .all(|(&q, &kv)| if absorbed { kv == 1 } else { kv == q });
+    if !kv_heads_ok {
+        return Err(Error::model(if absorbed {
+            "deepseek2 with absorbed latent attention needs one KV head per layer"
+        } else {
+            "deepseek2 needs as many KV heads as query heads"
+        }));
+    }
+    if absorbed && hp.n_embd_head_k != hp.n_lora_kv + hp.n_rot {
+        return Err(Error::model(format!(
+            "deepseek2: cached key heads of {} are not the latent ({}) plus the rotated part ({})",
+            hp.n_embd_head_k, hp.n_lora_kv, hp.n_rot
+        )));
+    }
+    Ok(())
+}
+
+impl Decoder for DeepSeek2 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let (hk, _) = head_sizes(hp);
+        let (hk, rot) = (i64::from(hk), i64::from(hp.n_rot));
+        let nope = hk - rot;
+        // YaRN's magnitude correction, undone from the context's factor and applied to the
+        // scores instead (llama.cpp's pre-scaling).
+        let p = b.params.rope;
+        let stretch = (1.0 / p.freq_scale).ln();
+        let attn_factor_org = p.attn_factor * (1.0 + 0.1 * stretch);
+        let mscale = attn_factor_org * (1.0 + 0.1 * hp.rope_yarn_log_mul * stretch);
+        let kq_scale = mscale * mscale / (hk as f32).sqrt();
+        let moe = Moe {
+            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
+            normalize: hp.expert_weights_norm,
+            act: ExpertAct::Silu,
+            scaled: false,
+            warmup_all: true,
+        };
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let n_head = i64::from(hp.n_head[il]);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let q = if hp.n_lora_q > 0 {
+                let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
+                let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
+                b.layer_matmul(il, "attn_q_b.weight", q)?
+            } else {
+                b.layer_matmul(il, "attn_q.weight", cur)?
+            };
+            let nt = q.ne()[1];
+            let q = b.g.reshape(q, &[hk, n_head, nt]).map_err(ggml_err)?;
+            let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
+            let att = if hp.kv_latent() {
+                // Queries: the unrotated part taken into latent space, then the rotated part.
+                let qnb = q.nb();
+                let row = |n: i64| crate::ggml::row_size(q.ggml_type(), n);
+                let q_nope =
+                    b.g.view(q, &[nope, n_head, nt], &[qnb[1], qnb[2]], 0)
+                        .map_err(ggml_err)?;
+                let q_pe =
+                    b.g.view(q, &[rot, n_head, nt], &[qnb[1], qnb[2]], row(nope))
+                        .map_err(ggml_err)?;
+                let q_pe = b.rope(q_pe, il, None)?;
+                let q_nope = b.g.permute(q_nope, [0, 2, 1, 3]).map_err(ggml_err)?;
+                let wk_b = b.layer_weight(il, "attn_k_b.weight")?;
+                let q_absorbed = b.g.mul_mat(wk_b, q_nope).map_err(ggml_err)?;
+                let q_absorbed = b.g.permute(q_absorbed, [0, 2, 1, 3]).map_err(ggml_err)?;
+                let q = b.g.concat(q_absorbed, q_pe, 0).map_err(ggml_err)?;
+                let latent =
+                    b.g.reshape(latent, &[i64::from(hp.n_lora_kv), 1, nt])
+                        .map_err(ggml_err)?;
+                let k = b.g.concat(latent, k_pe, 0).map_err(ggml_err)?;
+                let (q, k) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l));
+                let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
+                b.attention_latent(il, q, k, wv_b, kq_scale)?
+            } else {
+                minicpm3::decompressed_attention(b, il, q, latent, k_pe, kq_scale, None)?
+            };
+            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let att = b.linear(wo, None, att)?;
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = if il < hp.n_layer_dense_lead as usize {
+                b.gated_ffn(il, cur, Ffn::default())?
+            } else {
+                let routed = b.moe_ffn(il, cur, moe)?;
+                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                let shared = b.name(shared, "ffn_shexp", l);
+                b.add(routed, shared)?
+            };
+            let ffn = b.name(ffn, "ffn_out", l);
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let logits = b.output_head(x)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
