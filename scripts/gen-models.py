@@ -627,6 +627,49 @@ def afmoe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def muse_glimmer(w, weights, n_vocab, dtype):
+    # Four layers: RMS-normed embeddings, head norms, a sigmoid attention gate, norms after
+    # attention and FFN, a 32-token window on the first three (which alone rotate, with their own
+    # base); logits scaled by 0.5, then soft-capped at 30.
+    a, n_layer = "muse-glimmer", 4
+    decoder_keys(w, a, n_layer, 10000.0)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+    w.add_float32(f"{a}.logit_scale", 0.5)
+    w.add_float32(f"{a}.final_logit_softcapping", 30.0)
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
+        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def hrm_text(w, weights, n_vocab, dtype):
+    # HRM-Text: stacks of two layers, two high cycles of two low passes then a high pass (12
+    # cache slots over 4 blocks); gated attention with biases; embeddings scaled by 2; scales of
+    # the query and output projections under some slots' names (read per pass, as llama.cpp does).
+    a, lps, h, l = "hrm_text", 2, 2, 2
+    n_slot = lps * h * (l + 1)
+    decoder_keys(w, a, n_slot, 10000.0)
+    w.add_uint32(f"{a}.hrm.layers_per_stack", lps)
+    w.add_uint32(f"{a}.hrm.h_cycles", h)
+    w.add_uint32(f"{a}.hrm.l_cycles", l)
+    w.add_float32(f"{a}.embedding_scale", 2.0)
+    full = decoder_tensors(weights, n_vocab, 2 * lps, qkv_bias=True)
+    tensors = {k: v for k, v in full.items() if not k.endswith(("attn_norm.weight", "ffn_norm.weight"))}
+    del tensors["output_norm.weight"]
+    tensors["hrm.z_l_init"] = weights.norm(N_EMBD)
+    for bid in range(2 * lps):
+        tensors[f"blk.{bid}.attn_gate.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
+    for slot in (1, 2, 5, 9):
+        tensors[f"blk.{slot}.attn_q.scale"] = weights.norm(1)
+        tensors[f"blk.{slot}.attn_output.scale"] = weights.norm(1)
+    add_tensors(w, tensors, dtype)
+
+
 def laguna(w, weights, n_vocab, dtype):
     # Five layers of 4, 2, 2, 2 and 4 query heads: head norms, YaRN on the global layers (the
     # first and last) and plain rotation with their own base on the sliding ones (a 32-token
@@ -1959,6 +2002,8 @@ MODELS = {
     "hy_v3": ("hy_v3", hy_v3, True),
     "minicpm3": ("minicpm3", minicpm3, True),
     "cogvlm": ("cogvlm", cogvlm, True),
+    "muse-glimmer": ("muse-glimmer", muse_glimmer, True),
+    "hrm_text": ("hrm_text", hrm_text, True),
     "qwen3tts": ("qwen3tts", qwen3tts, True),
     "pockettts": ("pockettts", gpt2_like("pockettts", positions="rope", fused=False, biases=False, tied=True), True),
     "deepseek2": ("deepseek2", deepseek2(True), True),

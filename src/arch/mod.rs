@@ -26,6 +26,7 @@ pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
 pub(crate) mod granite_swa;
 pub(crate) mod grok;
+pub(crate) mod hrm_text;
 pub(crate) mod hunyuan_moe;
 pub(crate) mod hy_v3;
 pub(crate) mod jamba;
@@ -39,6 +40,7 @@ pub(crate) mod mellum;
 pub(crate) mod mimo2;
 pub(crate) mod minicpm3;
 pub(crate) mod minimax_m2;
+pub(crate) mod muse_glimmer;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
 pub(crate) mod olmo;
@@ -69,7 +71,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 107] = [
+static ARCHITECTURES: [&dyn Architecture; 109] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -98,6 +100,8 @@ static ARCHITECTURES: [&dyn Architecture; 107] = [
     &minicpm3::MiniCpm3,
     &gpt2::POCKETTTS,
     &cogvlm::CogVlm,
+    &muse_glimmer::MuseGlimmer,
+    &hrm_text::HrmText,
     &deepseek2::DEEPSEEK2,
     &deepseek2::MISTRAL4,
     &llama_like::DECI,

@@ -60,6 +60,8 @@ pub struct HParams {
     /// heads are then the latent's: see `kv_latent`.
     pub n_embd_head_k_mla: u32,
     pub n_embd_head_v_mla: u32,
+    /// HRM-Text's stacks: layers per stack, high cycles, low cycles (`hrm.*`; zeros otherwise).
+    pub hrm: [u32; 3],
     pub rms_eps: f32,
     /// Epsilon of the layer norms (mean and variance) of the architectures that use them.
     pub norm_eps: f32,
@@ -319,6 +321,7 @@ impl HParams {
             n_lora_kv: 0,
             n_embd_head_k_mla: 0,
             n_embd_head_v_mla: 0,
+            hrm: [0; 3],
             rms_eps: 0.0,
             norm_eps: 0.0,
             causal: meta.bool_opt(&key("attention.causal"))?.unwrap_or(true),
