@@ -317,6 +317,25 @@ static void small_functions(const char *model_path, struct llama_model *model, i
         printf("divided: cannot shift\n");
     }
 
+    /* Positions moved far ahead by a K-shift, then six more tokens one by one, across the start
+     * of position 16384: past Llama 4's chunk boundaries (every 8192 positions) and its
+     * attention temperature's steps (not where keys cannot be shifted, nor with M-RoPE, whose
+     * shift llama.cpp aborts on). */
+    int rope_type = p_llama_model_rope_type(model);
+    bool mrope = rope_type == LLAMA_ROPE_TYPE_MROPE || rope_type == LLAMA_ROPE_TYPE_IMROPE ||
+                 rope_type == LLAMA_ROPE_TYPE_VISION;
+    if (p_llama_memory_can_shift(mem) && !mrope) {
+        DL_LOAD(llama_memory_seq_add);
+        p_llama_memory_seq_add(mem, 0, -1, -1, 16370);
+        for (int step = 0; step < 6; step++) {
+            llama_token next = ids[step % n];
+            int rc = p_llama_decode(ctx, p_llama_batch_get_one(&next, 1));
+            printf("far: pos %d rc %d", (int)p_llama_memory_seq_pos_max(mem, 0), rc);
+            if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+            else printf("\n");
+        }
+    }
+
     size_t size = p_llama_get_state_size(ctx);
     unsigned char *state = malloc(size);
     size_t got = p_llama_copy_state_data(ctx, state);

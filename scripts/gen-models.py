@@ -670,6 +670,30 @@ def hrm_text(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def llama4(w, weights, n_vocab, dtype):
+    # Llama 4: four layers, chunked attention on the first three (chunks of 8192) with their own
+    # base, the fourth global, unrotated and temperature-tuned; query and key norms; Llama 3's
+    # frequency factors; experts every second layer (four of width 32, two per token, picked by
+    # raw logits, sigmoid weights multiplied into their inputs) beside a shared expert.
+    a, n_layer, ffe = "llama4", 4, 32
+    decoder_keys(w, a, n_layer, 500000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.interleave_moe_layer_step", 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_float32(f"{a}.rope.freq_base_swa", 10000.0)
+    tensors = decoder_tensors(weights, n_vocab, n_layer)
+    moe = decoder_tensors(weights, n_vocab, n_layer, experts=(4, ffe))
+    tensors["rope_freqs.weight"] = weights.norm(HEAD // 2)
+    for il in (1, 3):
+        blk = f"blk.{il}."
+        for t in ("ffn_gate", "ffn_up", "ffn_down"):
+            del tensors[blk + t + ".weight"]
+        for t in ("ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"):
+            tensors[blk + t + ".weight"] = moe[blk + t + ".weight"]
+        tensors.update(weights.shared_expert(blk, ffe))
+    add_tensors(w, tensors, dtype)
+
+
 def laguna(w, weights, n_vocab, dtype):
     # Five layers of 4, 2, 2, 2 and 4 query heads: head norms, YaRN on the global layers (the
     # first and last) and plain rotation with their own base on the sliding ones (a 32-token
@@ -2004,6 +2028,7 @@ MODELS = {
     "cogvlm": ("cogvlm", cogvlm, True),
     "muse-glimmer": ("muse-glimmer", muse_glimmer, True),
     "hrm_text": ("hrm_text", hrm_text, True),
+    "llama4": ("llama4", llama4, True),
     "qwen3tts": ("qwen3tts", qwen3tts, True),
     "pockettts": ("pockettts", gpt2_like("pockettts", positions="rope", fused=False, biases=False, tied=True), True),
     "deepseek2": ("deepseek2", deepseek2(True), True),

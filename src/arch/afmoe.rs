@@ -126,6 +126,7 @@ pub(super) fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Tens
         act: ExpertAct::Silu,
         scaled: false,
         warmup_all: true,
+        weights_first: false,
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if hp.n_ff_shexp == 0 {

@@ -239,6 +239,7 @@ fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
         act: ExpertAct::Silu,
         scaled: true,
         warmup_all: true,
+        weights_first: false,
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_none() {

@@ -18,6 +18,7 @@ const EXPERTS: Moe = Moe {
     act: ExpertAct::Silu,
     scaled: false,
     warmup_all: true,
+    weights_first: false,
 };
 
 impl ArchSpec for Dbrx {

@@ -16,7 +16,7 @@ use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
-use crate::model::hparams::HParams;
+use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
@@ -83,14 +83,12 @@ impl ArchSpec for DeepSeek2 {
                 hp.rope_yarn_mscale = hp.rope_yarn_log_mul;
             }
         }
-        if meta
-            .f32_opt(&key("attention.temperature_scale"))?
-            .is_some_and(|s| s != 0.0)
-        {
-            return Err(Error::NotImplemented(
-                "attention temperature tuning (attention.temperature_scale)",
-            ));
-        }
+        // Mistral Large's temperature tuning, where the file asks for it.
+        hp.attn_temp = AttnTemp {
+            scale: meta.f32_opt(&key("attention.temperature_scale"))?.unwrap_or(0.0),
+            length: meta.u32_opt(&key("attention.temperature_length"))?.unwrap_or(0),
+            offset: 0.0,
+        };
         hp.size_label = match hp.n_layer {
             27 => "16B",
             47 => "30B.A3B",
@@ -207,6 +205,7 @@ impl Decoder for DeepSeek2 {
             act: ExpertAct::Silu,
             scaled: false,
             warmup_all: true,
+            weights_first: false,
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
@@ -243,6 +242,7 @@ impl Decoder for DeepSeek2 {
                     b.g.reshape(latent, &[i64::from(hp.n_lora_kv), 1, nt])
                         .map_err(ggml_err)?;
                 let k = b.g.concat(latent, k_pe, 0).map_err(ggml_err)?;
+                let q = temperature(b, q)?;
                 let (q, k) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l));
                 let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
                 b.attention_latent(il, q, k, wv_b, kq_scale)?
@@ -270,4 +270,13 @@ impl Decoder for DeepSeek2 {
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// The queries scaled by attention temperature tuning, where the model has it.
+pub(super) fn temperature(b: &mut Builder, q: TensorRef) -> Result<TensorRef> {
+    if b.hp.attn_temp.scale == 0.0 {
+        return Ok(q);
+    }
+    let t = b.attn_temperature()?;
+    b.g.mul(q, t).map_err(ggml_err)
 }

@@ -85,6 +85,7 @@ impl Decoder for Ernie45Moe {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..Default::default()
         };

@@ -82,6 +82,7 @@ impl Decoder for ExaoneMoe {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..llama::Variant::default()
         };

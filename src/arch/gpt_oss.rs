@@ -21,6 +21,7 @@ const MOE: Moe = Moe {
     act: ExpertAct::SwigluOai,
     scaled: false,
     warmup_all: true,
+    weights_first: false,
 };
 
 impl ArchSpec for GptOss {

@@ -94,6 +94,7 @@ pub(super) fn variant() -> llama::Variant {
             act: ExpertAct::Silu,
             scaled: false,
             warmup_all: true,
+            weights_first: false,
         }),
         ..llama::Variant::default()
     }

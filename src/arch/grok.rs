@@ -19,6 +19,7 @@ const MOE: Moe = Moe {
     act: ExpertAct::Gelu,
     scaled: false,
     warmup_all: true,
+    weights_first: false,
 };
 
 impl ArchSpec for Grok {

@@ -56,6 +56,7 @@ impl Decoder for HunyuanMoe {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..llama::Variant::default()
         };

@@ -105,6 +105,7 @@ impl Decoder for HyV3 {
                     act: ExpertAct::Silu,
                     scaled: true,
                     warmup_all: true,
+                    weights_first: false,
                 };
                 let routed = b.moe_ffn(il, cur, moe)?;
                 let shared = b.gated_ffn_named(il, cur, scaled, "_shexp")?;

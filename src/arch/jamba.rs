@@ -77,6 +77,7 @@ impl Decoder for Jamba {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..Default::default()
         };

@@ -210,6 +210,7 @@ fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             };
             b.moe_ffn(il, normed, moe)?
         };

@@ -160,6 +160,7 @@ const MOE: Moe = Moe {
     act: ExpertAct::Silu,
     scaled: true,
     warmup_all: true,
+    weights_first: false,
 };
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.

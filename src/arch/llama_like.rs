@@ -138,6 +138,7 @@ pub const OLMOE: LlamaLike = LlamaLike {
             act: ExpertAct::Silu,
             scaled: false,
             warmup_all: true,
+            weights_first: false,
         }),
         ..NO_FFN_SCALES
     },

@@ -53,6 +53,7 @@ impl Decoder for Maple {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..llama::Variant::default()
         };

@@ -113,6 +113,7 @@ impl Decoder for Mimo2 {
                     act: ExpertAct::Silu,
                     scaled: false,
                     warmup_all: true,
+                    weights_first: false,
                 };
                 b.moe_ffn(il, cur, moe)?
             } else {

@@ -143,7 +143,8 @@ pub(super) fn latent_kv(
 
 /// Latent attention decompressed into the cache: each head's key is its unrotated part widened
 /// from the `latent` by `attn_kv_b` then the shared rotated `k_pe`, its value widened the same
-/// way; the queries `q` ([head_k, n_head, n_tokens]) rotate their trailing dimensions.
+/// way; the queries `q` ([head_k, n_head, n_tokens]) rotate their trailing dimensions and are
+/// scaled by attention temperature tuning where the model has it.
 pub(super) fn decompressed_attention(
     b: &mut Builder,
     il: usize,
@@ -175,5 +176,6 @@ pub(super) fn decompressed_attention(
     let q = b.g.rope_offset(q, nope as i32, rot as i32).map_err(ggml_err)?;
     let k_pe = b.g.repeat(k_pe, [rot, n_head, nt, 1]).map_err(ggml_err)?;
     let k = b.g.concat(k_nope, k_pe, 0).map_err(ggml_err)?;
+    let q = super::deepseek2::temperature(b, q)?;
     b.attention(il, q, k, v, kq_scale, false)
 }

@@ -71,6 +71,7 @@ impl Decoder for MinimaxM2 {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..llama::Variant::default()
         };

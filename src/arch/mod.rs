@@ -33,6 +33,7 @@ pub(crate) mod jamba;
 pub(crate) mod laguna;
 pub(crate) mod lfm2;
 pub(crate) mod llama;
+pub(crate) mod llama4;
 pub(crate) mod llama_like;
 pub(crate) mod mamba;
 pub(crate) mod maple;
@@ -71,7 +72,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 109] = [
+static ARCHITECTURES: [&dyn Architecture; 110] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -102,6 +103,7 @@ static ARCHITECTURES: [&dyn Architecture; 109] = [
     &cogvlm::CogVlm,
     &muse_glimmer::MuseGlimmer,
     &hrm_text::HrmText,
+    &llama4::Llama4,
     &deepseek2::DEEPSEEK2,
     &deepseek2::MISTRAL4,
     &llama_like::DECI,

@@ -33,6 +33,7 @@ const PHIMOE_EXPERTS: Moe = Moe {
     act: ExpertAct::Silu,
     scaled: false,
     warmup_all: true,
+    weights_first: false,
 };
 
 impl ArchSpec for Phi3 {

@@ -141,6 +141,7 @@ impl Decoder for Qwen2Moe {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..llama::Variant::default()
         };

@@ -225,6 +225,7 @@ fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
         act: ExpertAct::Silu,
         scaled: true,
         warmup_all: true,
+        weights_first: false,
     };
     let routed = b.moe_ffn(il, x, moe)?;
     let ffn = Ffn {

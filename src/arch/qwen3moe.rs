@@ -114,6 +114,7 @@ impl Decoder for Qwen3Moe {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..Default::default()
         };

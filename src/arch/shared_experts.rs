@@ -208,6 +208,7 @@ impl Decoder for SharedExperts {
                 act: ExpertAct::Silu,
                 scaled: false,
                 warmup_all: true,
+                weights_first: false,
             }),
             ..llama::Variant::default()
         };

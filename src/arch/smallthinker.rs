@@ -70,6 +70,7 @@ impl Decoder for SmallThinker {
             act: ExpertAct::Relu,
             scaled: false,
             warmup_all: true,
+            weights_first: false,
         };
         // Without a window every layer rotates; with one, all but the first of each PERIOD (and
         // all of them in a model of exactly PERIOD layers, as llama.cpp's test reads).

@@ -548,8 +548,17 @@ impl Context<'_> {
                 .hparams
                 .as_ref()
                 .ok_or_else(|| Error::invalid("vocab-only model"))?;
-            let mask = self.kv.mask(places, shape.n_kv, causal, Some(hp.n_swa), alibi);
+            let mask = self.kv.mask(places, shape.n_kv, causal, Some(hp.swa()), alibi);
             set(m, &mask_bytes(&mask, fa))?;
+        }
+        if let Some(t) = inp.attn_temp {
+            let hp = self
+                .model
+                .hparams
+                .as_ref()
+                .ok_or_else(|| Error::invalid("vocab-only model"))?;
+            let scales: Vec<f32> = places.iter().map(|p| hp.attn_temp.at(p.pos)).collect();
+            set(t, &to_bytes_f32(&scales))?;
         }
         if let Some(ids) = inp.out_ids {
             let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();
@@ -570,7 +579,7 @@ impl Context<'_> {
                     m[k * n + i] = 1.0 / count[k] as f32;
                 }
             }
-            set(w, &m.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())?;
+            set(w, &to_bytes_f32(&m))?;
         }
         if let Some(c) = inp.cls {
             // Each sequence's first token (lowest position, earliest row) or last one (highest
@@ -648,6 +657,10 @@ fn to_bytes_i32(v: &[i32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+fn to_bytes_f32(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
 /// The mask as the graph's input type: F16 for flash attention, F32 otherwise.
 fn mask_bytes(mask: &[f32], f16: bool) -> Vec<u8> {
     if f16 {
@@ -663,7 +676,7 @@ fn mask_bytes(mask: &[f32], f16: bool) -> Vec<u8> {
             })
             .collect()
     } else {
-        mask.iter().flat_map(|m| m.to_le_bytes()).collect()
+        to_bytes_f32(mask)
     }
 }
 

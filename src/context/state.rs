@@ -12,7 +12,7 @@ impl Context<'_> {
         let hp = self.model.hparams.as_ref();
         let swa = hp
             .filter(|hp| hp.n_swa > 0 && hp.swa_layers.iter().any(|&s| s))
-            .map(|hp| (hp.swa_layers.clone(), hp.n_swa));
+            .map(|hp| (hp.swa_layers.clone(), hp.swa()));
         Layout {
             n_seq_max: self.params.n_seq_max as usize,
             v_trans: !self.params.graph.flash_attn,

@@ -132,6 +132,9 @@ pub struct Inputs {
     /// rotate.
     pub k_rot: Option<TensorRef>,
     pub v_rot: Option<TensorRef>,
+    /// Per-token query scales of attention temperature tuning (Llama 4, Mistral Large), F32
+    /// [1, 1, n_tokens]; made by the first layer that uses it.
+    pub attn_temp: Option<TensorRef>,
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -209,6 +212,9 @@ pub struct Moe {
     pub scaled: bool,
     /// A warm-up routes every expert (where llama.cpp's graph passes its warm-up count).
     pub warmup_all: bool,
+    /// Llama 4's routing: experts picked by the raw logits, and each picked expert's weight
+    /// multiplied into its input rather than into its output.
+    pub weights_first: bool,
 }
 
 /// What varies between the architectures' gated FFNs.
@@ -323,6 +329,7 @@ impl<'a> Builder<'a> {
                 cls: None,
                 k_rot: None,
                 v_rot: None,
+                attn_temp: None,
             },
             hidden: None,
             rs_copy: None,
@@ -1005,6 +1012,19 @@ impl<'a> Builder<'a> {
         Ok(self.name(y, label, Some(il)))
     }
 
+    /// The queries' temperature scales, one per token ([1, 1, n_tokens]; `HParams::attn_temp`).
+    pub fn attn_temperature(&mut self) -> Result<TensorRef> {
+        if let Some(t) = self.inputs.attn_temp {
+            return Ok(t);
+        }
+        let nt = self.shape.n_tokens as i64;
+        let t = self
+            .g
+            .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[1, 1, nt], "inp_attn_scale")
+            .map_err(ggml_err)?;
+        Ok(*self.inputs.attn_temp.insert(t))
+    }
+
     /// The first `n_outputs` rows of `logits` (and of the hidden states), computed for every
     /// token: what llama.cpp hands back from a graph that never picks the requested rows
     /// (CogVLM's), whichever tokens asked for them. The output-row input goes unused.
@@ -1114,6 +1134,7 @@ impl<'a> Builder<'a> {
             }
             None => probs,
         };
+        let selection = if moe.weights_first { logits } else { selection };
         let picked = self.g.argsort_top_k(selection, n_pick).map_err(ggml_err)?;
         let picked = self.name(picked, "ffn_moe_topk", l);
         let probs = self.g.reshape(probs, &[1, n_expert, n_tokens]).map_err(ggml_err)?;
@@ -1140,7 +1161,12 @@ impl<'a> Builder<'a> {
         // Early, as llama.cpp does, so the node order (and any fusion) is the same.
         self.g.expand(weights);
 
-        let x = self.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
+        let mut x = self.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
+        if moe.weights_first {
+            let repeated = self.g.repeat(x, [n_embd, n_pick, n_tokens, 1]).map_err(ggml_err)?;
+            x = self.g.mul(repeated, weights).map_err(ggml_err)?;
+            x = self.name(x, "ffn_moe_weighted", l);
+        }
         let (up, gate) = if self.layer_weight_opt(il, "ffn_gate_up_exps.weight").is_some() {
             // Gate and up in one stack: one product, split into its halves.
             let gate_up = self.experts_linear(il, "ffn_gate_up_exps", x, picked, moe.scaled)?;
@@ -1186,7 +1212,11 @@ impl<'a> Builder<'a> {
         .map_err(ggml_err)?;
         let experts = self.experts_linear(il, "ffn_down_exps", h, picked, moe.scaled)?;
         let experts = self.name(experts, "ffn_moe_down", l);
-        let experts = self.g.mul(experts, weights).map_err(ggml_err)?;
+        let experts = if moe.weights_first {
+            experts
+        } else {
+            self.g.mul(experts, weights).map_err(ggml_err)?
+        };
         self.g.expand(experts);
 
         // Sum over the first n_used picked experts (all of them but in a warm-up): views first,

@@ -14,7 +14,7 @@ pub use state::{read_string, write_string, Layout, Sink, SliceSource, Source};
 
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, tensor_read, tensor_write, Arena, OwnedBuffer, RawType, TensorRef};
-use crate::model::hparams::HParams;
+use crate::model::hparams::{HParams, Swa};
 
 /// Attention looks at the first `n_kv` cells, rounded up to this so graphs keep their shape.
 pub const N_KV_PAD: usize = 256;
@@ -211,9 +211,9 @@ impl KvCache {
 
     /// The attention mask for `tokens` over the first `n_kv` cells of each token's stream,
     /// row-major [n_tokens][n_kv]: 0 (with `alibi`, minus the distance between the positions)
-    /// where a token may attend to a cell, -inf elsewhere. `window` limits attention to the last
-    /// `window` positions (sliding-window layers).
-    pub fn mask(&self, tokens: &[TokenPlace], n_kv: usize, causal: bool, window: Option<u32>, alibi: bool) -> Vec<f32> {
+    /// where a token may attend to a cell, -inf elsewhere. `window` limits attention as a
+    /// sliding-window layer's is limited.
+    pub fn mask(&self, tokens: &[TokenPlace], n_kv: usize, causal: bool, window: Option<Swa>, alibi: bool) -> Vec<f32> {
         let mut out = vec![f32::NEG_INFINITY; tokens.len() * n_kv];
         for (t, row) in tokens.iter().zip(out.chunks_exact_mut(n_kv)) {
             let cells = &self.streams[self.stream_of(t.primary_seq)];
@@ -225,7 +225,7 @@ impl KvCache {
                 if causal && p0 > t.pos {
                     continue;
                 }
-                if window.is_some_and(|w| t.pos.saturating_sub(p0) >= w as i32) {
+                if window.is_some_and(|w| w.hides(t.pos, p0)) {
                     continue;
                 }
                 *m = if alibi { -(p0.abs_diff(t.pos) as f32) } else { 0.0 };

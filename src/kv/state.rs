@@ -14,6 +14,7 @@
 use super::{CellExt, KvCache, SeqSet, TokenPlace};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, tensor_read, tensor_write, TensorRef};
+use crate::model::hparams::Swa;
 use std::collections::{HashMap, VecDeque};
 
 /// How llama.cpp would lay out this cache.
@@ -22,7 +23,7 @@ pub struct Layout {
     /// V stored transposed, as llama.cpp does without flash attention.
     pub v_trans: bool,
     /// Per layer, whether it is a sliding-window layer, and the window; None without such layers.
-    pub swa: Option<(Vec<bool>, u32)>,
+    pub swa: Option<(Vec<bool>, Swa)>,
     /// Per layer, whether it keeps no keys and values (a hybrid model's recurrent or FFN-only
     /// layers): such layers have no part in the cache or its state.
     pub uncached: Vec<bool>,
@@ -203,7 +204,7 @@ impl KvCache {
 
     /// The cells stream `stream` holds for `seq` (all sequences when None), in cell order, each as
     /// its row in the tensors and the sequence ids written for it.
-    fn stream_cells(&self, stream: usize, seq: Option<usize>, window: Option<u32>) -> Vec<(usize, Vec<usize>)> {
+    fn stream_cells(&self, stream: usize, seq: Option<usize>, window: Option<Swa>) -> Vec<(usize, Vec<usize>)> {
         let cells = self.stream(stream);
         let first_row = stream * self.stream_size();
         let mut out = Vec::new();
@@ -217,7 +218,7 @@ impl KvCache {
             };
             // A sequence's cells that its sliding window no longer sees are not part of it.
             if let (Some(q), Some(w)) = (seq, window) {
-                if cells.seq_pos_max(q).is_some_and(|p1| p1 - pos >= w as i32) {
+                if cells.seq_pos_max(q).is_some_and(|p1| w.hides(p1, pos)) {
                     continue;
                 }
             }

@@ -31,6 +31,45 @@ impl RopeScaling {
     }
 }
 
+/// How a sliding-window layer limits attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Swa {
+    /// To the last `n` positions.
+    Window(u32),
+    /// To the token's own chunk of `n` positions (Llama 4's chunked attention).
+    Chunked(u32),
+}
+
+impl Swa {
+    /// Whether a token at `pos` no longer sees a cell at `p0` (llama.cpp's `is_masked_swa`).
+    pub fn hides(self, pos: i32, p0: i32) -> bool {
+        match self {
+            Swa::Window(n) => pos.saturating_sub(p0) >= n as i32,
+            Swa::Chunked(n) => {
+                let n = n.max(1) as i32;
+                p0 < pos / n * n
+            }
+        }
+    }
+}
+
+/// See `HParams::attn_temp`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AttnTemp {
+    pub scale: f32,
+    pub length: u32,
+    pub offset: f32,
+}
+
+impl AttnTemp {
+    /// The scale of a token at `pos`, computed as llama.cpp computes it (in float, then the
+    /// logarithm in double).
+    pub fn at(&self, pos: i32) -> f32 {
+        let chunks = ((pos as f32 + self.offset) / self.length.max(1) as f32).floor();
+        ((f64::from(chunks) + 1.0).ln() * f64::from(self.scale) + 1.0) as f32
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct HParams {
     /// `general.architecture`, whose keys are `{arch_name}.*`.
@@ -60,6 +99,11 @@ pub struct HParams {
     /// heads are then the latent's: see `kv_latent`.
     pub n_embd_head_k_mla: u32,
     pub n_embd_head_v_mla: u32,
+    /// Attention temperature tuning (Llama 4, Mistral Large): a token at `pos` scales its
+    /// queries by `ln(floor((pos + offset) / length) + 1) · scale + 1` (`scale` 0: none).
+    pub attn_temp: AttnTemp,
+    /// Experts only every this many layers (Llama 4's `interleave_moe_layer_step`; 0: not used).
+    pub n_moe_layer_step: u32,
     /// HRM-Text's stacks: layers per stack, high cycles, low cycles (`hrm.*`; zeros otherwise).
     pub hrm: [u32; 3],
     pub rms_eps: f32,
@@ -97,8 +141,10 @@ pub struct HParams {
     /// Frequency scale on sliding-window layers (1 unless the architecture says otherwise).
     pub rope_freq_scale_swa: f32,
     pub n_ctx_orig_yarn: u32,
-    /// Sliding-window size (0: none) and which layers use it.
+    /// Sliding-window size (0: none) and which layers use it; chunked (Llama 4) rather than
+    /// sliding when `swa_chunked`.
     pub n_swa: u32,
+    pub swa_chunked: bool,
     pub swa_layers: Vec<bool>,
     /// Scale of attention scores; 0 means 1/sqrt(head size).
     pub attn_scale: f32,
@@ -196,6 +242,15 @@ impl HParams {
     /// read from the keys. No V cache.
     pub fn kv_latent(&self) -> bool {
         self.n_embd_head_k_mla != 0 && self.n_embd_head_v_mla != 0
+    }
+
+    /// How the sliding-window layers limit attention (`n_swa`, chunked or not).
+    pub fn swa(&self) -> Swa {
+        if self.swa_chunked {
+            Swa::Chunked(self.n_swa)
+        } else {
+            Swa::Window(self.n_swa)
+        }
     }
 
     pub fn has_kv(&self, il: usize) -> bool {
@@ -322,6 +377,8 @@ impl HParams {
             n_embd_head_k_mla: 0,
             n_embd_head_v_mla: 0,
             hrm: [0; 3],
+            n_moe_layer_step: 0,
+            attn_temp: AttnTemp::default(),
             rms_eps: 0.0,
             norm_eps: 0.0,
             causal: meta.bool_opt(&key("attention.causal"))?.unwrap_or(true),
@@ -348,6 +405,7 @@ impl HParams {
                 .u32_opt(&key("rope.scaling.original_context_length"))?
                 .unwrap_or(n_ctx_train),
             n_swa: 0,
+            swa_chunked: false,
             swa_layers: vec![false; n],
             attn_scale: 0.0,
             attn_softcap: 0.0,

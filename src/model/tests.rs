@@ -486,3 +486,17 @@ fn a_tensor_may_have_either_of_two_shapes_where_its_spec_allows() {
     let neither = info([64, 8, 1, 1]);
     assert!(super::check_tensors_match(&either, &[(0, &neither)]).is_err());
 }
+
+#[test]
+fn sliding_windows_and_chunks_hide_what_llama_cpp_masks() {
+    use crate::model::hparams::Swa;
+    let w = Swa::Window(4);
+    assert!(!w.hides(7, 4) && w.hides(8, 4), "the last 4 positions are seen");
+    let c = Swa::Chunked(4);
+    assert!(!c.hides(7, 4) && c.hides(8, 7), "a chunk starts at a multiple of 4");
+    assert!(!c.hides(11, 8) && !c.hides(3, 0));
+    assert!(
+        !Swa::Chunked(0).hides(5, 0),
+        "an empty chunk size does not divide by zero"
+    );
+}
