@@ -188,6 +188,14 @@ static int decode_and_print(struct llama_context *ctx, const llama_token *ids, i
 /* The smaller functions, each as it answers: names, defaults, setters as their getters and the
  * logits see them, the deprecated spellings, sequence division, state and session files, the
  * extended batch. */
+/* Whether the model's `general.architecture` is `name`. */
+static bool arch_is(struct llama_model *model, const char *name) {
+    DL_LOAD(llama_model_meta_val_str);
+    char arch[64] = "";
+    p_llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch);
+    return !strcmp(arch, name);
+}
+
 static void small_functions(const char *model_path, struct llama_model *model, int n_vocab) {
     DL_LOAD(llama_print_system_info);
     DL_LOAD(llama_model_desc);
@@ -320,11 +328,13 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     /* Positions moved far ahead by a K-shift, then six more tokens one by one, across the start
      * of position 16384: past Llama 4's chunk boundaries (every 8192 positions) and its
      * attention temperature's steps (not where keys cannot be shifted, nor with M-RoPE, whose
-     * shift llama.cpp aborts on). */
+     * shift llama.cpp aborts on, nor with a learned position table, which has no row there:
+     * llama.cpp aborts, the engine refuses the batch). */
     int rope_type = p_llama_model_rope_type(model);
     bool mrope = rope_type == LLAMA_ROPE_TYPE_MROPE || rope_type == LLAMA_ROPE_TYPE_IMROPE ||
                  rope_type == LLAMA_ROPE_TYPE_VISION;
-    if (p_llama_memory_can_shift(mem) && !mrope) {
+    bool learned_positions = arch_is(model, "gpt2") || arch_is(model, "starcoder") || arch_is(model, "mpt");
+    if (p_llama_memory_can_shift(mem) && !mrope && !learned_positions) {
         DL_LOAD(llama_memory_seq_add);
         p_llama_memory_seq_add(mem, 0, -1, -1, 16370);
         for (int step = 0; step < 6; step++) {
@@ -713,7 +723,11 @@ int main(int argc, char **argv) {
         }
     }
 
-    for (int unified = 0; unified < 2; unified++) {
+    /* Several sequences in one batch. Not with PLaMo 2: llama.cpp 0.3.36 stores a
+     * multi-sequence ubatch's recurrent states at cell head x n_seqs rather than at the head,
+     * over other sequences' states (and aborts once that passes the cache's end). */
+    bool multiseq = !arch_is(model, "plamo2");
+    for (int unified = 0; unified < (multiseq ? 2 : 0); unified++) {
         struct llama_context_params cp = p_llama_context_default_params();
         cp.n_ctx = 2048;
         cp.n_seq_max = 4;
@@ -739,7 +753,7 @@ int main(int argc, char **argv) {
 
     /* Short chats beside a long document (longer than a ubatch), then greedy steps of all four
      * sequences together: where each sequence's keys land in the cache decides the bits. */
-    for (int unified = 0; unified < (encoder ? 0 : 2); unified++) {
+    for (int unified = 0; unified < (encoder || !multiseq ? 0 : 2); unified++) {
         struct llama_context_params cp = p_llama_context_default_params();
         cp.n_ctx = 4096;
         cp.n_batch = 2048;

@@ -458,9 +458,11 @@ def deci(w, weights, n_vocab, dtype):
 
 def mistral3(w, weights, n_vocab, dtype):
     # Four Mixtral-style experts, two per token; an attention scale it does not read; YaRN with
-    # the correction range and magnitude log multiplier Mistral 3 reads from the file.
+    # the correction range and magnitude log multiplier Mistral 3 reads from the file; attention
+    # temperature tuning (a step every 512 positions, the original context).
     a = "mistral3"
     llama_like(a, experts=True)(w, weights, n_vocab, dtype)
+    w.add_float32(f"{a}.attention.temperature_scale", 0.1)
     w.add_string(f"{a}.rope.scaling.type", "yarn")
     w.add_float32(f"{a}.rope.scaling.factor", 4.0)
     w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
@@ -694,6 +696,28 @@ def llama4(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def grovemoe(w, weights, n_vocab, dtype):
+    # GroveMoE: eight experts of width 32, two per token picked by sigmoid and weighted by
+    # softmax, then four chunk experts of width 24 (one per pair of experts) over their output,
+    # added back times 0.5; a weight scale llama.cpp's loader does not read.
+    a, n_exp, ffe, chunk = "grovemoe", 8, 32, 24
+    decoder_keys(w, a, N_LAYER, 1000000.0)
+    experts_keys(w, a, n_exp, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_chunk_feed_forward_length", chunk)
+    w.add_float32(f"{a}.expert_group_scale", 0.5)
+    w.add_uint32(f"{a}.experts_per_group", 2)
+    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(n_exp, ffe))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "ffn_gate_chexps.weight"] = weights.experts(n_exp // 2, chunk, N_EMBD)
+        tensors[blk + "ffn_up_chexps.weight"] = weights.experts(n_exp // 2, chunk, N_EMBD)
+        tensors[blk + "ffn_down_chexps.weight"] = weights.experts(n_exp // 2, N_EMBD, chunk)
+    add_tensors(w, tensors, dtype)
+
+
 def laguna(w, weights, n_vocab, dtype):
     # Five layers of 4, 2, 2, 2 and 4 query heads: head norms, YaRN on the global layers (the
     # first and last) and plain rotation with their own base on the sliding ones (a 32-token
@@ -833,8 +857,8 @@ def deepseek2(absorbed, a="deepseek2"):
     beside a shared expert. `absorbed`: the MLA files' split `attn_k_b`/`attn_v_b`, one cached KV
     head of the latent and the rotated part (56, which leaves out the Q8_0 cache, whose K-shift
     llama.cpp cannot run on a latent cache); otherwise the older files' `attn_kv_b`, decompressed
-    into four KV heads. Mistral 4 differs from DeepSeek 2 only in YaRN's magnitude (llama.cpp
-    special-cases DeepSeek 2's)."""
+    into four KV heads. Mistral 4 differs from DeepSeek 2 in YaRN's magnitude (llama.cpp
+    special-cases DeepSeek 2's); its file here asks for attention temperature tuning too."""
     def build(w, weights, n_vocab, dtype):
         n_layer, ffe = 3, 32
         q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
@@ -854,6 +878,10 @@ def deepseek2(absorbed, a="deepseek2"):
         w.add_float32(f"{a}.rope.scaling.factor", 4.0)
         w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
         w.add_float32(f"{a}.rope.scaling.yarn_log_multiplier", 0.0707)
+        if a == "mistral4":
+            # Mistral Large's attention temperature tuning, a step every 256 positions.
+            w.add_float32(f"{a}.attention.temperature_scale", 0.1)
+            w.add_uint32(f"{a}.attention.temperature_length", 256)
         experts_keys(w, a, 4, 2)
         w.add_uint32(f"{a}.leading_dense_block_count", 1)
         w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
@@ -1422,6 +1450,53 @@ def jamba(w, weights, n_vocab, dtype):
         tensors[blk + "ssm_c_norm.weight"] = weights.norm(state)
         tensors[blk + "ssm_a"] = decays(weights, (inner, state))
         tensors[blk + "ssm_d"] = weights.norm(inner)
+    add_tensors(w, tensors, dtype)
+
+
+def plamo2(w, weights, n_vocab, dtype):
+    # PLaMo 2: PLaMo-2 Mamba layers (four heads of 32, z and x interleaved per head, normed B, C
+    # and Δt of 64) around an attention layer (fused projection, per-head norm weights); norms
+    # before and after every mixer and FFN; one projection for the FFN's gate and up.
+    n_layer, inner, state, heads, conv, dt_dim = 3, 2 * N_EMBD, 16, 4, 4, 64
+    a = "plamo2"
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, N_HEAD_KV, 0])
+    ssm_block_keys(w, a, conv, inner, state, heads, 0)
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors.update({
+            blk + "attn_norm.weight": weights.norm(N_EMBD),
+            blk + "post_attention_norm": weights.norm(N_EMBD),
+            blk + "ffn_norm.weight": weights.norm(N_EMBD),
+            blk + "post_ffw_norm": weights.norm(N_EMBD),
+            blk + "ffn_up.weight": weights.matrix(2 * N_FF, N_EMBD),
+            blk + "ffn_down.weight": weights.matrix(N_EMBD, N_FF),
+        })
+        if il == 1:
+            tensors.update({
+                blk + "attn_qkv.weight": weights.matrix(q + 2 * kv, N_EMBD),
+                blk + "attn_q_norm.weight": np.stack([weights.norm(HEAD) for _ in range(N_HEAD)]),
+                blk + "attn_k_norm.weight": np.stack([weights.norm(HEAD) for _ in range(N_HEAD_KV)]),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, q),
+            })
+            continue
+        tensors.update({
+            blk + "ssm_in.weight": weights.matrix(2 * inner, N_EMBD),
+            blk + "ssm_conv1d.weight": weights.matrix(inner, conv),
+            blk + "ssm_x.weight": weights.matrix(dt_dim + 2 * state, inner),
+            blk + "ssm_dt.weight": weights.matrix(heads, dt_dim),
+            blk + "ssm_dt.bias": weights.bias(heads) - 2.0,
+            blk + "ssm_a": decays(weights, (heads,)),
+            blk + "ssm_d": weights.norm(heads),
+            blk + "ssm_out.weight": weights.matrix(N_EMBD, inner),
+            blk + "ssm_dt_norm": weights.norm(dt_dim),
+            blk + "ssm_b_norm": weights.norm(state),
+            blk + "ssm_c_norm": weights.norm(state),
+        })
     add_tensors(w, tensors, dtype)
 
 
@@ -2029,6 +2104,8 @@ MODELS = {
     "muse-glimmer": ("muse-glimmer", muse_glimmer, True),
     "hrm_text": ("hrm_text", hrm_text, True),
     "llama4": ("llama4", llama4, True),
+    "grovemoe": ("grovemoe", grovemoe, True),
+    "plamo2": ("plamo2", plamo2, True),
     "qwen3tts": ("qwen3tts", qwen3tts, True),
     "pockettts": ("pockettts", gpt2_like("pockettts", positions="rope", fused=False, biases=False, tied=True), True),
     "deepseek2": ("deepseek2", deepseek2(True), True),

@@ -127,6 +127,7 @@ pub(super) fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Tens
         scaled: false,
         warmup_all: true,
         weights_first: false,
+        pick_by_sigmoid: false,
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if hp.n_ff_shexp == 0 {

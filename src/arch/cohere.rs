@@ -240,6 +240,7 @@ fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
         scaled: true,
         warmup_all: true,
         weights_first: false,
+        pick_by_sigmoid: false,
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_none() {

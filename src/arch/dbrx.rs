@@ -19,6 +19,7 @@ const EXPERTS: Moe = Moe {
     scaled: false,
     warmup_all: true,
     weights_first: false,
+    pick_by_sigmoid: false,
 };
 
 impl ArchSpec for Dbrx {

@@ -206,6 +206,7 @@ impl Decoder for DeepSeek2 {
             scaled: false,
             warmup_all: true,
             weights_first: false,
+            pick_by_sigmoid: false,
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
@@ -242,7 +243,7 @@ impl Decoder for DeepSeek2 {
                     b.g.reshape(latent, &[i64::from(hp.n_lora_kv), 1, nt])
                         .map_err(ggml_err)?;
                 let k = b.g.concat(latent, k_pe, 0).map_err(ggml_err)?;
-                let q = temperature(b, q)?;
+                let q = b.temperature_tuned(q)?;
                 let (q, k) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l));
                 let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
                 b.attention_latent(il, q, k, wv_b, kq_scale)?
@@ -270,13 +271,4 @@ impl Decoder for DeepSeek2 {
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
-}
-
-/// The queries scaled by attention temperature tuning, where the model has it.
-pub(super) fn temperature(b: &mut Builder, q: TensorRef) -> Result<TensorRef> {
-    if b.hp.attn_temp.scale == 0.0 {
-        return Ok(q);
-    }
-    let t = b.attn_temperature()?;
-    b.g.mul(q, t).map_err(ggml_err)
 }

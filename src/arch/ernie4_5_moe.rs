@@ -86,6 +86,7 @@ impl Decoder for Ernie45Moe {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..Default::default()
         };

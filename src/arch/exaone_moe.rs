@@ -83,6 +83,7 @@ impl Decoder for ExaoneMoe {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..llama::Variant::default()
         };

@@ -22,6 +22,7 @@ const MOE: Moe = Moe {
     scaled: false,
     warmup_all: true,
     weights_first: false,
+    pick_by_sigmoid: false,
 };
 
 impl ArchSpec for GptOss {

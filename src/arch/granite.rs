@@ -95,6 +95,7 @@ pub(super) fn variant() -> llama::Variant {
             scaled: false,
             warmup_all: true,
             weights_first: false,
+            pick_by_sigmoid: false,
         }),
         ..llama::Variant::default()
     }

@@ -57,6 +57,7 @@ impl Decoder for HunyuanMoe {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..llama::Variant::default()
         };

@@ -106,6 +106,7 @@ impl Decoder for HyV3 {
                     scaled: true,
                     warmup_all: true,
                     weights_first: false,
+                    pick_by_sigmoid: false,
                 };
                 let routed = b.moe_ffn(il, cur, moe)?;
                 let shared = b.gated_ffn_named(il, cur, scaled, "_shexp")?;

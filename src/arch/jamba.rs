@@ -78,6 +78,7 @@ impl Decoder for Jamba {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..Default::default()
         };

@@ -211,6 +211,7 @@ fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             };
             b.moe_ffn(il, normed, moe)?
         };

@@ -161,6 +161,7 @@ const MOE: Moe = Moe {
     scaled: true,
     warmup_all: true,
     weights_first: false,
+    pick_by_sigmoid: false,
 };
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.
@@ -320,6 +321,8 @@ fn attention_block(
     } else {
         (q, k)
     };
+    // Mistral 3's temperature tuning, where its file asks for it.
+    let q = b.temperature_tuned(q)?;
     let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
     let att = if variant.no_cache {
         b.attention_no_cache(q, k, v, kq_scale)?

@@ -110,6 +110,7 @@ impl Decoder for Llama4 {
             scaled: false,
             warmup_all: true,
             weights_first: true,
+            pick_by_sigmoid: false,
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {

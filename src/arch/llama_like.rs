@@ -2,7 +2,7 @@
 //! rotation, whether the dense FFN multiplies by its weights' scales, and llama.cpp's size labels.
 //! XVERSE (normal rotation), EXAONE (NeoX rotation, rotary frequency factors) and ERNIE 4.5
 //! leave the FFN scales out; Arcee's FFN is an ungated squared ReLU; Mistral 3 is Llama itself,
-//! experts included (without its attention temperature); OLMoE normalises whole query and key
+//! experts included, with its attention temperature tuning where the file asks; OLMoE normalises whole query and key
 //! projections and mixes its experts' outputs unnormalised; Seed-OSS names its FFN norm
 //! `post_attention_norm`; Refact does not rotate but biases scores by distance (ALiBi), and
 //! leaves out the biases of its attention output and FFN (and, in a file with experts, the
@@ -139,6 +139,7 @@ pub const OLMOE: LlamaLike = LlamaLike {
             scaled: false,
             warmup_all: true,
             weights_first: false,
+            pick_by_sigmoid: false,
         }),
         ..NO_FFN_SCALES
     },
@@ -366,10 +367,23 @@ impl ArchSpec for LlamaLike {
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
-        if meta.f32_opt(&hp.key("attention.temperature_scale"))?.unwrap_or(0.0) != 0.0 {
-            return Err(Error::NotImplemented(
-                "attention temperature scaling (attention.temperature_scale)",
-            ));
+        // Mistral 3's temperature tuning: its scale from the file, steps of the original context
+        // (llama.cpp's other Llama-like loaders do not read the key).
+        let temp_scale = match self.name {
+            "mistral3" => meta.f32_opt(&hp.key("attention.temperature_scale"))?.unwrap_or(0.0),
+            _ => 0.0,
+        };
+        if temp_scale != 0.0 {
+            if hp.n_ctx_orig_yarn == 0 {
+                return Err(Error::model(
+                    "invalid n_ctx_orig_yarn for attention temperature scaling",
+                ));
+            }
+            hp.attn_temp = crate::model::hparams::AttnTemp {
+                scale: temp_scale,
+                length: hp.n_ctx_orig_yarn,
+                offset: 0.0,
+            };
         }
         if meta.u32_opt(&hp.key("num_loops"))?.unwrap_or(1) > 1 {
             return Err(Error::NotImplemented("layers run in loops (num_loops above 1)"));

@@ -54,6 +54,7 @@ impl Decoder for Maple {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..llama::Variant::default()
         };

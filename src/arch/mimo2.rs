@@ -114,6 +114,7 @@ impl Decoder for Mimo2 {
                     scaled: false,
                     warmup_all: true,
                     weights_first: false,
+                    pick_by_sigmoid: false,
                 };
                 b.moe_ffn(il, cur, moe)?
             } else {

@@ -176,6 +176,6 @@ pub(super) fn decompressed_attention(
     let q = b.g.rope_offset(q, nope as i32, rot as i32).map_err(ggml_err)?;
     let k_pe = b.g.repeat(k_pe, [rot, n_head, nt, 1]).map_err(ggml_err)?;
     let k = b.g.concat(k_nope, k_pe, 0).map_err(ggml_err)?;
-    let q = super::deepseek2::temperature(b, q)?;
+    let q = b.temperature_tuned(q)?;
     b.attention(il, q, k, v, kq_scale, false)
 }

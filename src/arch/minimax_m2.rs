@@ -72,6 +72,7 @@ impl Decoder for MinimaxM2 {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..llama::Variant::default()
         };

@@ -26,6 +26,7 @@ pub(crate) mod granite;
 pub(crate) mod granite_hybrid;
 pub(crate) mod granite_swa;
 pub(crate) mod grok;
+pub(crate) mod grovemoe;
 pub(crate) mod hrm_text;
 pub(crate) mod hunyuan_moe;
 pub(crate) mod hy_v3;
@@ -48,6 +49,7 @@ pub(crate) mod olmo;
 pub(crate) mod olmo2;
 pub(crate) mod phi3;
 pub(crate) mod plamo;
+pub(crate) mod plamo2;
 pub(crate) mod plamo3;
 pub(crate) mod qwen2;
 pub(crate) mod qwen3;
@@ -72,7 +74,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 110] = [
+static ARCHITECTURES: [&dyn Architecture; 112] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -104,6 +106,8 @@ static ARCHITECTURES: [&dyn Architecture; 110] = [
     &muse_glimmer::MuseGlimmer,
     &hrm_text::HrmText,
     &llama4::Llama4,
+    &grovemoe::GroveMoe,
+    &plamo2::Plamo2,
     &deepseek2::DEEPSEEK2,
     &deepseek2::MISTRAL4,
     &llama_like::DECI,

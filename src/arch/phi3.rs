@@ -34,6 +34,7 @@ const PHIMOE_EXPERTS: Moe = Moe {
     scaled: false,
     warmup_all: true,
     weights_first: false,
+    pick_by_sigmoid: false,
 };
 
 impl ArchSpec for Phi3 {

@@ -142,6 +142,7 @@ impl Decoder for Qwen2Moe {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..llama::Variant::default()
         };

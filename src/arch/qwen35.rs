@@ -226,6 +226,7 @@ fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
         scaled: true,
         warmup_all: true,
         weights_first: false,
+        pick_by_sigmoid: false,
     };
     let routed = b.moe_ffn(il, x, moe)?;
     let ffn = Ffn {

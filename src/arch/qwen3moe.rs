@@ -115,6 +115,7 @@ impl Decoder for Qwen3Moe {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..Default::default()
         };

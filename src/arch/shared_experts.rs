@@ -209,6 +209,7 @@ impl Decoder for SharedExperts {
                 scaled: false,
                 warmup_all: true,
                 weights_first: false,
+                pick_by_sigmoid: false,
             }),
             ..llama::Variant::default()
         };

@@ -71,6 +71,7 @@ impl Decoder for SmallThinker {
             scaled: false,
             warmup_all: true,
             weights_first: false,
+            pick_by_sigmoid: false,
         };
         // Without a window every layer rotates; with one, all but the first of each PERIOD (and
         // all of them in a model of exactly PERIOD layers, as llama.cpp's test reads).

@@ -64,6 +64,23 @@ impl Context<'_> {
         self.sampling.begin(n_outputs);
     }
 
+    /// A learned position table (GPT-2's, BERT's) has one row per trained position: a token past
+    /// it has no embedding (llama.cpp reads outside the table and aborts), so such a batch is
+    /// refused before anything changes.
+    fn check_positions(&self, batch: &Batch) -> Result<()> {
+        let Some(table) = self.model.weights().and_then(|w| w.get("position_embd.weight")) else {
+            return Ok(());
+        };
+        let rows = table.ne()[1];
+        match batch.places.iter().enumerate().find(|(_, p)| i64::from(p.pos) >= rows) {
+            Some((i, p)) => Err(Error::invalid(format!(
+                "token {i} is at position {}, past the model's learned position table ({rows} positions)",
+                p.pos
+            ))),
+            None => Ok(()),
+        }
+    }
+
     pub fn decode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
         self.require_weights("decode")?;
         if !self.has_memory() {
@@ -81,6 +98,7 @@ impl Context<'_> {
             self.model.hparams.as_ref().is_some_and(|h| h.n_pos_per_embd() > 1),
             &|s| this.memory_seq_pos_max(s),
         )?;
+        self.check_positions(&batch)?;
         let n_outputs = batch.n_outputs();
         if n_outputs > self.params.n_outputs_max as usize {
             return Err(Error::invalid(format!(
@@ -177,6 +195,7 @@ impl Context<'_> {
             false,
             &|_| None,
         )?;
+        self.check_positions(&batch)?;
         batch.outputs.fill(true);
         let n = batch.len();
         if n > self.params.n_ubatch as usize {

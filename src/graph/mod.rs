@@ -215,6 +215,8 @@ pub struct Moe {
     /// Llama 4's routing: experts picked by the raw logits, and each picked expert's weight
     /// multiplied into its input rather than into its output.
     pub weights_first: bool,
+    /// GroveMoE's routing: experts picked by the sigmoid of the logits, weighted by `gating`.
+    pub pick_by_sigmoid: bool,
 }
 
 /// What varies between the architectures' gated FFNs.
@@ -1025,6 +1027,16 @@ impl<'a> Builder<'a> {
         Ok(*self.inputs.attn_temp.insert(t))
     }
 
+    /// The queries `q` scaled by attention temperature tuning where the model has it
+    /// (`HParams::attn_temp`), unchanged otherwise.
+    pub fn temperature_tuned(&mut self, q: TensorRef) -> Result<TensorRef> {
+        if self.hp.attn_temp.scale == 0.0 {
+            return Ok(q);
+        }
+        let t = self.attn_temperature()?;
+        self.g.mul(q, t).map_err(ggml_err)
+    }
+
     /// The first `n_outputs` rows of `logits` (and of the hidden states), computed for every
     /// token: what llama.cpp hands back from a graph that never picks the requested rows
     /// (CogVLM's), whichever tokens asked for them. The output-row input goes unused.
@@ -1108,22 +1120,26 @@ impl<'a> Builder<'a> {
     /// The experts over `x`, routed by `logits` (`router_logits`, computed where the architecture
     /// computes them).
     pub fn moe_ffn_from_logits(&mut self, il: usize, x: TensorRef, logits: TensorRef, moe: Moe) -> Result<TensorRef> {
-        let l = Some(il);
-        let hp = self.hp;
-        let (n_expert, n_used) = (i64::from(hp.n_expert), i64::from(hp.n_expert_used));
-        // A warm-up picks every expert, as llama.cpp's does, so each expert's weights are read.
-        let n_pick = if self.params.warmup && moe.warmup_all {
-            n_expert
+        let (picked, weights) = self.moe_route(il, logits, moe)?;
+        self.moe_experts(il, x, picked, weights, moe, "_exps")
+    }
+
+    /// How many experts a token picks: every one in a warm-up, as llama.cpp's does, so each
+    /// expert's weights are read.
+    pub fn moe_pick_count(&self, moe: Moe) -> i64 {
+        if self.params.warmup && moe.warmup_all {
+            i64::from(self.hp.n_expert)
         } else {
-            n_used
-        };
-        let [n_embd, n_tokens, ..] = x.ne();
-        let probs = match moe.gating {
-            Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
-            Gating::Sigmoid => self.g.sigmoid(logits).map_err(ggml_err)?,
-            Gating::SoftmaxWeight => logits,
-        };
-        let probs = self.name(probs, "ffn_moe_probs", l);
+            i64::from(self.hp.n_expert_used)
+        }
+    }
+
+    /// The experts each token picks from the router's `logits` ([n_expert, n_tokens]) and their
+    /// weights: the picked ids, I32 [n_pick, n_tokens], and the weights, [1, n_pick, n_tokens].
+    pub fn moe_route(&mut self, il: usize, logits: TensorRef, moe: Moe) -> Result<(TensorRef, TensorRef)> {
+        let l = Some(il);
+        let n_pick = self.moe_pick_count(moe);
+        let probs = self.moe_probs(il, logits, moe)?;
         // A per-expert bias steers the choice only; the weights come from the unbiased probs.
         // HY-V3 names the bias without its suffix.
         let bias = self.layer_weight_opt(il, "exp_probs_b.bias");
@@ -1134,9 +1150,36 @@ impl<'a> Builder<'a> {
             }
             None => probs,
         };
-        let selection = if moe.weights_first { logits } else { selection };
+        let selection = if moe.weights_first {
+            logits
+        } else if moe.pick_by_sigmoid {
+            self.g.sigmoid(logits).map_err(ggml_err)?
+        } else {
+            selection
+        };
         let picked = self.g.argsort_top_k(selection, n_pick).map_err(ggml_err)?;
         let picked = self.name(picked, "ffn_moe_topk", l);
+        let weights = self.moe_weights(il, probs, picked, moe)?;
+        Ok((picked, weights))
+    }
+
+    /// The router's `logits` turned into expert probabilities as `moe.gating` says.
+    pub fn moe_probs(&mut self, il: usize, logits: TensorRef, moe: Moe) -> Result<TensorRef> {
+        let probs = match moe.gating {
+            Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
+            Gating::Sigmoid => self.g.sigmoid(logits).map_err(ggml_err)?,
+            Gating::SoftmaxWeight => logits,
+        };
+        Ok(self.name(probs, "ffn_moe_probs", Some(il)))
+    }
+
+    /// The weights of the `picked` experts ([n_pick, n_tokens]) read from `probs` ([n_expert,
+    /// n_tokens]): softmaxed, normalised and scaled as `moe` and the model say.
+    pub fn moe_weights(&mut self, il: usize, probs: TensorRef, picked: TensorRef, moe: Moe) -> Result<TensorRef> {
+        let l = Some(il);
+        let hp = self.hp;
+        let [n_expert, n_tokens, ..] = probs.ne();
+        let n_pick = picked.ne()[0];
         let probs = self.g.reshape(probs, &[1, n_expert, n_tokens]).map_err(ggml_err)?;
         let mut weights = self.g.get_rows(probs, picked).map_err(ggml_err)?;
         weights = self.name(weights, "ffn_moe_weights", l);
@@ -1160,16 +1203,37 @@ impl<'a> Builder<'a> {
         }
         // Early, as llama.cpp does, so the node order (and any fusion) is the same.
         self.g.expand(weights);
+        Ok(weights)
+    }
 
+    /// `x` through the `picked` experts of layer `il`'s stacks `ffn_{gate,up,down}{suffix}` (or
+    /// `ffn_gate_up{suffix}`), weighted by `weights`, summed over the first `n_expert_used`.
+    pub fn moe_experts(
+        &mut self,
+        il: usize,
+        x: TensorRef,
+        picked: TensorRef,
+        weights: TensorRef,
+        moe: Moe,
+        suffix: &str,
+    ) -> Result<TensorRef> {
+        let l = Some(il);
+        let hp = self.hp;
+        let n_used = i64::from(hp.n_expert_used);
+        let n_pick = picked.ne()[0];
+        let [n_embd, n_tokens, ..] = x.ne();
         let mut x = self.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
         if moe.weights_first {
             let repeated = self.g.repeat(x, [n_embd, n_pick, n_tokens, 1]).map_err(ggml_err)?;
             x = self.g.mul(repeated, weights).map_err(ggml_err)?;
             x = self.name(x, "ffn_moe_weighted", l);
         }
-        let (up, gate) = if self.layer_weight_opt(il, "ffn_gate_up_exps.weight").is_some() {
+        let (up, gate) = if self
+            .layer_weight_opt(il, &format!("ffn_gate_up{suffix}.weight"))
+            .is_some()
+        {
             // Gate and up in one stack: one product, split into its halves.
-            let gate_up = self.experts_linear(il, "ffn_gate_up_exps", x, picked, moe.scaled)?;
+            let gate_up = self.experts_linear(il, &format!("ffn_gate_up{suffix}"), x, picked, moe.scaled)?;
             let gate_up = self.name(gate_up, "ffn_moe_gate_up", l);
             let [n2, n_p, n_t, _] = gate_up.ne();
             let nb = gate_up.nb();
@@ -1178,10 +1242,10 @@ impl<'a> Builder<'a> {
             let up = half(self, (n2 / 2) as usize * nb[0]).map_err(ggml_err)?;
             (up, Some(gate))
         } else {
-            let up = self.experts_linear(il, "ffn_up_exps", x, picked, moe.scaled)?;
+            let up = self.experts_linear(il, &format!("ffn_up{suffix}"), x, picked, moe.scaled)?;
             let up = self.name(up, "ffn_moe_up", l);
-            let gate = if self.layer_weight_opt(il, "ffn_gate_exps.weight").is_some() {
-                let gate = self.experts_linear(il, "ffn_gate_exps", x, picked, moe.scaled)?;
+            let gate = if self.layer_weight_opt(il, &format!("ffn_gate{suffix}.weight")).is_some() {
+                let gate = self.experts_linear(il, &format!("ffn_gate{suffix}"), x, picked, moe.scaled)?;
                 Some(self.name(gate, "ffn_moe_gate", l))
             } else {
                 None
@@ -1210,7 +1274,7 @@ impl<'a> Builder<'a> {
             }
         }
         .map_err(ggml_err)?;
-        let experts = self.experts_linear(il, "ffn_down_exps", h, picked, moe.scaled)?;
+        let experts = self.experts_linear(il, &format!("ffn_down{suffix}"), h, picked, moe.scaled)?;
         let experts = self.name(experts, "ffn_moe_down", l);
         let experts = if moe.weights_first {
             experts

@@ -181,13 +181,13 @@ impl Builder<'_> {
         self.g.silu(y).map_err(ggml_err)
     }
 
-    /// The scan over layer `il`'s states for inputs `x`, with the last states written back (and
-    /// with `k` > 1 the `k - 1` before them to the snapshot planes). Returns the scan's result
-    /// (outputs, then states).
+    /// The scan over the states `ssm_all` for inputs `x` with decays `a`, with the last states
+    /// written back (and with `k` > 1 the `k - 1` before them to the snapshot planes). Returns the
+    /// scan's result (outputs, then states).
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &mut self,
-        il: usize,
+        a: TensorRef,
         ssm_all: TensorRef,
         x: TensorRef,
         dt: TensorRef,
@@ -197,7 +197,6 @@ impl Builder<'_> {
         k: usize,
     ) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
-        let a = self.layer_weight(il, "ssm_a")?;
         let (d_state, n_seqs) = (i64::from(self.hp.ssm_d_state), rs.n_seqs as i64);
         let (head_dim, n_head) = heads;
         let slots = ssm_all.ne()[1];
@@ -292,13 +291,15 @@ impl Builder<'_> {
             .g
             .reshape(x, &[1, d_inner, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
-        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (1, d_inner), 1)?;
+        let a = self.layer_weight(il, "ssm_a")?;
+        let y_ssm = self.scan(a, ssm_all, x, dt, b, c, (1, d_inner), 1)?;
         let xnb = x.nb();
         let y = self
             .g
             .view(y_ssm, &[d_inner, n_seq_tokens, n_seqs], &[xnb[2], xnb[3]], 0)
             .map_err(ggml_err)?;
-        let y = self.gate_ssm(il, y, x_in, z)?;
+        let d = self.layer_weight(il, "ssm_d")?;
+        let y = self.gate_ssm(d, y, x_in, z)?;
         let out = self.ssm_projection(il, "ssm_out", y)?;
         let n_embd = i64::from(hp.n_embd);
         self.g
@@ -367,7 +368,8 @@ impl Builder<'_> {
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
         let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
 
-        let y_ssm = self.scan(il, ssm_all, x, dt, b, c, (head_dim, n_head), k)?;
+        let a = self.layer_weight(il, "ssm_a")?;
+        let y_ssm = self.scan(a, ssm_all, x, dt, b, c, (head_dim, n_head), k)?;
         let xnb1 = x.nb()[1];
         let y = self
             .g
@@ -378,7 +380,8 @@ impl Builder<'_> {
                 0,
             )
             .map_err(ggml_err)?;
-        let mut y = self.gate_ssm(il, y, x, z)?;
+        let d = self.layer_weight(il, "ssm_d")?;
+        let mut y = self.gate_ssm(d, y, x, z)?;
         if let Some(w) = self.layer_weight_opt(il, "ssm_norm.weight") {
             y = self
                 .g
@@ -394,13 +397,124 @@ impl Builder<'_> {
         Ok(self.name(out, "mamba_out", Some(il)))
     }
 
-    /// The scan's outputs `y` plus the skip term D·x, gated by SiLU(z).
-    fn gate_ssm(&mut self, il: usize, y: TensorRef, x: TensorRef, z: TensorRef) -> Result<TensorRef> {
-        let d = self.layer_weight(il, "ssm_d")?;
+    /// The scan's outputs `y` plus the skip term `d`·x, gated by SiLU(z).
+    fn gate_ssm(&mut self, d: TensorRef, y: TensorRef, x: TensorRef, z: TensorRef) -> Result<TensorRef> {
         let dx = self.g.mul(x, d).map_err(ggml_err)?;
         let y = self.g.add(y, dx).map_err(ggml_err)?;
         let z = self.g.cont(z).map_err(ggml_err)?;
         self.g.swiglu(z, y).map_err(ggml_err)
+    }
+
+    /// A PLaMo-2 Mamba layer over `cur` ([n_embd, n_tokens]): one projection to the gate z and x
+    /// interleaved per head, the causal convolution of x, one projection of the convolved x to
+    /// B, C and Δt (each RMS-normed by its weight), per-head Δt projected with its bias, the scan
+    /// with a scalar decay per head and one group, D, gating and the output projection. The
+    /// projection's split reads tokens and sequences as llama.cpp's graph does (a transposed
+    /// copy, re-read in token-major order), whatever the ubatch holds.
+    pub fn plamo2_mamba_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+        let hp = self.hp;
+        let rs = self.recurrent_shape()?;
+        let (conv_all, ssm_all) = self.rs_layer(il)?;
+        let (d_inner, d_state, n_head) = (
+            i64::from(hp.ssm_d_inner),
+            i64::from(hp.ssm_d_state),
+            i64::from(hp.ssm_dt_rank),
+        );
+        if n_head == 0 || d_inner % n_head != 0 || hp.ssm_n_group != 0 {
+            return Err(Error::model(format!(
+                "plamo2: inner size {d_inner} must split into {n_head} heads, without groups"
+            )));
+        }
+        let head_dim = d_inner / n_head;
+        let dt_dim = i64::from((hp.n_embd / 16).max(64));
+        let n_seqs = rs.n_seqs as i64;
+        let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
+        let cur = self
+            .g
+            .reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let zx = self.ssm_matmul(il, "ssm_in", cur)?;
+        let zx = self.g.permute(zx, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let zx = self.g.cont(zx).map_err(ggml_err)?;
+        let zx = self
+            .g
+            .reshape(zx, &[head_dim * 2, n_head, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let nb = zx.nb();
+        let shape = [head_dim, n_head, n_seq_tokens, n_seqs];
+        let x = self.sub(zx, &shape, &[nb[1], nb[2], nb[3]], head_dim)?;
+        let x = self.g.cont(x).map_err(ggml_err)?;
+        let x = self.g.reshape(x, &[d_inner, n_seq_tokens, n_seqs]).map_err(ggml_err)?;
+        let z = self.sub(zx, &shape, &[nb[1], nb[2], nb[3]], 0)?;
+        let conv_x = self.conv_window(conv_all, x, d_inner, 1, false)?;
+        let x = self.conv_silu(il, conv_x)?;
+
+        let bcdt = self.ssm_matmul(il, "ssm_x", x)?;
+        let nb = bcdt.nb();
+        let part =
+            |bd: &mut Builder, width: i64, at: i64| bd.sub(bcdt, &[width, n_seq_tokens, n_seqs], &[nb[1], nb[2]], at);
+        let b = part(self, d_state, 0)?;
+        let c = part(self, d_state, d_state)?;
+        let dt = part(self, dt_dim, 2 * d_state)?;
+        let norm = |bd: &mut Builder, t: TensorRef, name: &str| -> Result<TensorRef> {
+            let w = bd.layer_weight(il, name)?;
+            bd.rms_norm(t, w)
+        };
+        let b = norm(self, b, "ssm_b_norm")?;
+        let c = norm(self, c, "ssm_c_norm")?;
+        let dt = norm(self, dt, "ssm_dt_norm")?;
+        let dt = self.ssm_matmul(il, "ssm_dt", dt)?;
+        let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
+        let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
+
+        let per_head = |bd: &mut Builder, name: &str| -> Result<TensorRef> {
+            let t = bd.layer_weight(il, name)?;
+            bd.g.reshape(t, &[1, n_head]).map_err(ggml_err)
+        };
+        let a = per_head(self, "ssm_a")?;
+        let xnb0 = x.nb()[0];
+        let x = self.sub(
+            x,
+            &shape,
+            &[
+                head_dim as usize * xnb0,
+                d_inner as usize * xnb0,
+                (d_inner * n_seq_tokens) as usize * xnb0,
+            ],
+            0,
+        )?;
+        let one_group = |bd: &mut Builder, t: TensorRef| {
+            let nb = t.nb();
+            bd.sub(
+                t,
+                &[d_state, 1, n_seq_tokens, n_seqs],
+                &[d_state as usize * nb[0], nb[1], nb[2]],
+                0,
+            )
+        };
+        let b = one_group(self, b)?;
+        let c = one_group(self, c)?;
+        let y_ssm = self.scan(a, ssm_all, x, dt, b, c, (head_dim, n_head), 1)?;
+        let y = self.sub(
+            y_ssm,
+            &shape,
+            &[
+                head_dim as usize * xnb0,
+                d_inner as usize * xnb0,
+                (d_inner * n_seq_tokens) as usize * xnb0,
+            ],
+            0,
+        )?;
+        let d = per_head(self, "ssm_d")?;
+        let y = self.gate_ssm(d, y, x, z)?;
+        let ynb = y.nb();
+        let y = self.sub(y, &[d_inner, n_seq_tokens, n_seqs], &[ynb[2], ynb[3]], 0)?;
+        let out = self.ssm_matmul(il, "ssm_out", y)?;
+        let out = self
+            .g
+            .reshape(out, &[i64::from(hp.n_embd), self.shape.n_tokens as i64])
+            .map_err(ggml_err)?;
+        Ok(self.name(out, "mamba_out", Some(il)))
     }
 
     /// An LFM2 short-convolution layer over `cur` ([n_embd, n_tokens]): one projection to the

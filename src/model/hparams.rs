@@ -104,6 +104,12 @@ pub struct HParams {
     pub attn_temp: AttnTemp,
     /// Experts only every this many layers (Llama 4's `interleave_moe_layer_step`; 0: not used).
     pub n_moe_layer_step: u32,
+    /// GroveMoE's chunk experts: their FFN width, the factor their output is added with, and how
+    /// many experts share one chunk expert (`expert_chunk_feed_forward_length`,
+    /// `expert_group_scale`, `experts_per_group`).
+    pub n_ff_chexp: u32,
+    pub expert_group_scale: f32,
+    pub n_group_experts: u32,
     /// HRM-Text's stacks: layers per stack, high cycles, low cycles (`hrm.*`; zeros otherwise).
     pub hrm: [u32; 3],
     pub rms_eps: f32,
@@ -377,6 +383,9 @@ impl HParams {
             n_embd_head_k_mla: 0,
             n_embd_head_v_mla: 0,
             hrm: [0; 3],
+            n_ff_chexp: 0,
+            expert_group_scale: 0.0,
+            n_group_experts: 0,
             n_moe_layer_step: 0,
             attn_temp: AttnTemp::default(),
             rms_eps: 0.0,
