@@ -697,3 +697,77 @@ fn backend_sampling_runs_in_the_reused_graph_beside_cpu_sequences() {
         "no sampler: nothing sampled"
     );
 }
+
+/// A GPT-2 model's positions end with its learned table: a token past it is refused with a
+/// message and nothing changes (llama.cpp reads outside the table and aborts).
+#[test]
+fn positions_past_a_learned_position_table_are_refused() {
+    use crate::gguf::tests::writer::{File, Kv, Tensor};
+    use crate::gguf::Value;
+    let (e, v, n_ctx_train, ff) = (8i64, 4i64, 16i64, 16i64);
+    let mut f = File::new();
+    f.kvs = crate::model::tests::kvs(1)
+        .into_iter()
+        .filter(|kv| !kv.key.starts_with(b"llama.") && kv.key != b"general.architecture")
+        .collect();
+    let s = |x: &str| Value::Str(x.as_bytes().to_vec());
+    f.kvs.extend([
+        Kv::new("general.architecture", s("gpt2")),
+        Kv::new("gpt2.block_count", Value::U32(1)),
+        Kv::new("gpt2.context_length", Value::U32(n_ctx_train as u32)),
+        Kv::new("gpt2.embedding_length", Value::U32(e as u32)),
+        Kv::new("gpt2.feed_forward_length", Value::U32(ff as u32)),
+        Kv::new("gpt2.attention.head_count", Value::U32(2)),
+        Kv::new("gpt2.attention.layer_norm_epsilon", Value::F32(1e-5)),
+    ]);
+    let shapes: [(&str, Vec<i64>); 16] = [
+        ("token_embd.weight", vec![e, v]),
+        ("position_embd.weight", vec![e, n_ctx_train]),
+        ("output_norm.weight", vec![e]),
+        ("output_norm.bias", vec![e]),
+        ("blk.0.attn_norm.weight", vec![e]),
+        ("blk.0.attn_norm.bias", vec![e]),
+        ("blk.0.attn_qkv.weight", vec![e, 3 * e]),
+        ("blk.0.attn_qkv.bias", vec![3 * e]),
+        ("blk.0.attn_output.weight", vec![e, e]),
+        ("blk.0.attn_output.bias", vec![e]),
+        ("blk.0.ffn_norm.weight", vec![e]),
+        ("blk.0.ffn_norm.bias", vec![e]),
+        ("blk.0.ffn_up.weight", vec![e, ff]),
+        ("blk.0.ffn_up.bias", vec![ff]),
+        ("blk.0.ffn_down.weight", vec![ff, e]),
+        ("blk.0.ffn_down.bias", vec![e]),
+    ];
+    let mut offset = 0;
+    for (name, dims) in shapes {
+        let t = Tensor::new(name, 0, &dims, offset);
+        offset = (offset + t.size()).next_multiple_of(32);
+        f.tensors.push(t);
+    }
+    let path = crate::model::tests::write_temp(&f.bytes());
+    let m = Model::load(
+        &[path.to_string_lossy().into_owned()],
+        LoadParams::default(),
+        crate::arch::spec,
+    );
+    let _ = std::fs::remove_file(&path);
+    let m = m.expect("a tiny GPT-2 loads");
+    let mut ctx = Context::new(&m, params(64, 64, 1)).expect("context");
+    let decode_at = |ctx: &mut Context, p: i32| {
+        let (tokens, pos) = ([3], [p]);
+        ctx.decode(&BatchInput {
+            tokens: &tokens,
+            pos: Some(&pos),
+            seq_ids: None,
+            outputs: None,
+        })
+    };
+    let err = decode_at(&mut ctx, 16).expect_err("position 16 has no row in a table of 16");
+    assert!(err.to_string().contains("learned position table"), "{err}");
+    assert_eq!(
+        ctx.memory_seq_pos_max(0),
+        None,
+        "a refused batch leaves the cache as it was"
+    );
+    decode_at(&mut ctx, 0).expect("position 0 is in the table");
+}

@@ -9,7 +9,7 @@ mod storage;
 mod weights;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use metadata::{KvOverride, OverrideValue};
 pub use storage::{FileSource, LoadMode};

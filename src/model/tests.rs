@@ -14,7 +14,7 @@ const FF: i64 = 16; // n_ff
 const V: i64 = 4; // n_vocab
 const HEAD: i64 = 4; // head size (2 heads, 1 kv head)
 
-fn kvs(n_layer: u32) -> Vec<Kv> {
+pub(crate) fn kvs(n_layer: u32) -> Vec<Kv> {
     let s = |x: &str| Value::Str(x.as_bytes().to_vec());
     vec![
         Kv::new("general.architecture", s("llama")),
@@ -76,7 +76,7 @@ fn model_file(edit: impl FnOnce(&mut File)) -> Vec<u8> {
     f.bytes()
 }
 
-fn write_temp(bytes: &[u8]) -> PathBuf {
+pub(crate) fn write_temp(bytes: &[u8]) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let p = std::env::temp_dir().join(format!(
         "engine-model-test-{}-{}.gguf",
@@ -499,4 +499,23 @@ fn sliding_windows_and_chunks_hide_what_llama_cpp_masks() {
         !Swa::Chunked(0).hides(5, 0),
         "an empty chunk size does not divide by zero"
     );
+}
+
+#[test]
+fn attention_temperature_steps_as_llama_cpp_computes_it() {
+    use crate::model::hparams::AttnTemp;
+    let llama4 = AttnTemp {
+        scale: 0.1,
+        length: 8192,
+        offset: 1.0,
+    };
+    assert_eq!(
+        (llama4.at(0), llama4.at(8190)),
+        (1.0, 1.0),
+        "the first step starts at 8191"
+    );
+    assert_eq!(llama4.at(8191), (2f64.ln() * f64::from(0.1f32) + 1.0) as f32);
+    assert_eq!(llama4.at(16383), (3f64.ln() * f64::from(0.1f32) + 1.0) as f32);
+    let unset = AttnTemp::default();
+    assert_eq!(unset.at(100_000), 1.0, "no scale, no tuning (and no division by zero)");
 }
