@@ -80,14 +80,7 @@ impl Decoder for GroveMoe {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let q = b.layer_rms_norm(il, q, "attn_q_norm.weight", "Qcur_normed")?;
-            let k = b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
-            let q = b.rope(q, il, None)?;
-            let k = b.rope(k, il, None)?;
-            let att = b.attention(il, q, k, v, kq_scale, false)?;
-            let wo = b.layer_weight(il, "attn_output.weight")?;
-            let att = b.linear(wo, None, att)?;
+            let att = b.head_normed_attention(il, cur, kq_scale, None)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;
             let h = b.add(att, residual)?;
             let h = b.name(h, "ffn_inp", l);

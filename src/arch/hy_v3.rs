@@ -86,14 +86,7 @@ impl Decoder for HyV3 {
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let q = b.layer_rms_norm(il, q, "attn_q_norm.weight", "Qcur_normed")?;
-            let k = b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
-            let q = b.rope(q, il, factors)?;
-            let k = b.rope(k, il, factors)?;
-            let att = b.attention(il, q, k, v, kq_scale, false)?;
-            let wo = b.layer_weight(il, "attn_output.weight")?;
-            let att = b.linear(wo, None, att)?;
+            let att = b.head_normed_attention(il, cur, kq_scale, factors)?;
             // Every row reaches the final norm; the outputs are picked after it.
             let h = b.add(att, x)?;
             let h = b.name(h, "ffn_inp", l);

@@ -3,7 +3,7 @@
 //! scores scaled by the value head size). Every layer has norms before and after its mixer and
 //! its FFN, an ungated-looking SwiGLU FFN whose one projection holds gate and up.
 
-use super::{head_tensors, mamba};
+use super::{head_tensors, mamba, plamo3};
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
@@ -91,7 +91,6 @@ impl Decoder for Plamo2 {
         let kq_scale = 1.0 / (hp.n_embd_head_v as f32).sqrt();
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
-            let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let mixed = if hp.is_recurrent(il) {
                 b.plamo2_mamba_layer(il, cur)?
@@ -106,15 +105,7 @@ impl Decoder for Plamo2 {
                 let wo = b.layer_weight(il, "attn_output.weight")?;
                 b.linear(wo, None, att)?
             };
-            let (mixed, residual) = b.last_layer_rows(il, mixed, x)?;
-            let mixed = b.layer_rms_norm(il, mixed, "post_attention_norm", "attn_post_norm")?;
-            let h = b.add(mixed, residual)?;
-            let h = b.name(h, "attn_residual", l);
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_pre_norm")?;
-            let ffn = b.fused_gated_ffn(il, cur)?;
-            let ffn = b.layer_rms_norm(il, ffn, "post_ffw_norm", "ffn_post_norm")?;
-            x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = plamo3::sandwich_ffn(b, il, mixed, x)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -63,7 +63,6 @@ impl Decoder for Plamo3 {
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
-            let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             // llama.cpp's graph leaves the fused projection's scale out.
             let (q, k, v) = b.qkv_scaled(il, cur, true, false)?;
@@ -74,17 +73,24 @@ impl Decoder for Plamo3 {
             let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
-            let (att, residual) = b.last_layer_rows(il, att, x)?;
-            let att = b.layer_rms_norm(il, att, "post_attention_norm", "attn_post_norm")?;
-            let h = b.add(att, residual)?;
-            let h = b.name(h, "ffn_inp", l);
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = b.fused_gated_ffn(il, cur)?;
-            let ffn = b.layer_rms_norm(il, ffn, "post_ffw_norm", "ffn_post_norm")?;
-            x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = sandwich_ffn(b, il, att, x)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// The rest of a PLaMo layer after its mixer's output `mixed`: the norm after it, the residual
+/// sum with the layer's input `x`, then the fused SwiGLU FFN between its own norms, added on.
+pub(super) fn sandwich_ffn(b: &mut Builder, il: usize, mixed: TensorRef, x: TensorRef) -> Result<TensorRef> {
+    let l = Some(il);
+    let (mixed, residual) = b.last_layer_rows(il, mixed, x)?;
+    let mixed = b.layer_rms_norm(il, mixed, "post_attention_norm", "attn_post_norm")?;
+    let h = b.add(mixed, residual)?;
+    let h = b.name(h, "ffn_inp", l);
+    let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+    let ffn = b.fused_gated_ffn(il, cur)?;
+    let ffn = b.layer_rms_norm(il, ffn, "post_ffw_norm", "ffn_post_norm")?;
+    let out = b.add(ffn, h)?;
+    Ok(b.name(out, "l_out", l))
 }

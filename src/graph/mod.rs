@@ -857,6 +857,26 @@ impl<'a> Builder<'a> {
         Ok(self.name(att, "kqv_out", l))
     }
 
+    /// Layer `il`'s attention over the normed `cur` with per-head query and key norms before the
+    /// rotation (Qwen3's layout): projections with their biases and scales, the norms, rotation
+    /// with `factors`, attention over the cache and the output projection.
+    pub fn head_normed_attention(
+        &mut self,
+        il: usize,
+        cur: TensorRef,
+        kq_scale: f32,
+        factors: Option<TensorRef>,
+    ) -> Result<TensorRef> {
+        let (q, k, v) = self.qkv(il, cur, true)?;
+        let q = self.layer_rms_norm(il, q, "attn_q_norm.weight", "Qcur_normed")?;
+        let k = self.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
+        let q = self.rope(q, il, factors)?;
+        let k = self.rope(k, il, factors)?;
+        let att = self.attention(il, q, k, v, kq_scale, false)?;
+        let wo = self.layer_weight(il, "attn_output.weight")?;
+        self.linear(wo, None, att)
+    }
+
     /// Layer `il`'s pre-norm rotary attention over the stream `x`: `attn_norm`, attention
     /// (`rotary_attention`, full-sized layers), the output projection without a bias, and the
     /// residual sum (`ffn_inp`), the last layer keeping only the requested rows. Returns the sum

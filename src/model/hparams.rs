@@ -45,10 +45,9 @@ impl Swa {
     pub fn hides(self, pos: i32, p0: i32) -> bool {
         match self {
             Swa::Window(n) => pos.saturating_sub(p0) >= n as i32,
-            Swa::Chunked(n) => {
-                let n = n.max(1) as i32;
-                p0 < pos / n * n
-            }
+            // No chunk size: one chunk (the caller never builds one; no division by zero).
+            Swa::Chunked(0) => false,
+            Swa::Chunked(n) => p0 < pos / n as i32 * n as i32,
         }
     }
 }
