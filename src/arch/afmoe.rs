@@ -83,8 +83,7 @@ impl Decoder for Afmoe {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let (q, k, v) = b.qkv(il, cur, true)?;
-            let gate_w = b.layer_weight(il, "attn_gate.weight")?;
-            let gate = b.g.mul_mat(gate_w, cur).map_err(ggml_err)?;
+            let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
             let q = b.layer_rms_norm(il, q, "attn_q_norm.weight", "Qcur_normed")?;
             let k = b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
             let (q, k) = if (il + 1) % PERIOD as usize != 0 {

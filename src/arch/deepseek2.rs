@@ -235,8 +235,7 @@ impl Decoder for DeepSeek2 {
                         .map_err(ggml_err)?;
                 let q_pe = b.rope(q_pe, il, None)?;
                 let q_nope = b.g.permute(q_nope, [0, 2, 1, 3]).map_err(ggml_err)?;
-                let wk_b = b.layer_weight(il, "attn_k_b.weight")?;
-                let q_absorbed = b.g.mul_mat(wk_b, q_nope).map_err(ggml_err)?;
+                let q_absorbed = b.layer_matmul(il, "attn_k_b.weight", q_nope)?;
                 let q_absorbed = b.g.permute(q_absorbed, [0, 2, 1, 3]).map_err(ggml_err)?;
                 let q = b.g.concat(q_absorbed, q_pe, 0).map_err(ggml_err)?;
                 let latent =

@@ -63,8 +63,7 @@ impl Decoder for Spark2_5 {
             let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
             let att = b.name(att, "attn_out", l);
             // One sigmoid gate per head, over each head's whole output.
-            let gate_w = b.layer_weight(il, "attn_gate.weight")?;
-            let gate = b.g.mul_mat(gate_w, cur).map_err(ggml_err)?;
+            let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
             let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
             let gate = b.name(gate, "attn_gate", l);
             let gated = b.gate_heads(il, att, gate)?;

@@ -88,10 +88,8 @@ impl Decoder for Talkie {
             let cur = b.g.rms_norm(h, eps).map_err(ggml_err)?;
             let cur = b.name(cur, "ffn_norm", l);
             // llama.cpp's graph multiplies only the down projection by its weight's scale.
-            let up_w = b.layer_weight(il, "ffn_up.weight")?;
-            let up = b.g.mul_mat(up_w, cur).map_err(ggml_err)?;
-            let gate_w = b.layer_weight(il, "ffn_gate.weight")?;
-            let gate = b.g.mul_mat(gate_w, cur).map_err(ggml_err)?;
+            let up = b.layer_matmul(il, "ffn_up.weight", cur)?;
+            let gate = b.layer_matmul(il, "ffn_gate.weight", cur)?;
             let act = b.g.swiglu(gate, up).map_err(ggml_err)?;
             let down_w = b.layer_weight(il, "ffn_down.weight")?;
             let ffn = b.linear(down_w, None, act)?;

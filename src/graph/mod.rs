@@ -1163,19 +1163,15 @@ impl<'a> Builder<'a> {
         // A per-expert bias steers the choice only; the weights come from the unbiased probs.
         // HY-V3 names the bias without its suffix.
         let bias = self.layer_weight_opt(il, "exp_probs_b.bias");
-        let selection = match bias.or_else(|| self.layer_weight_opt(il, "exp_probs_b")) {
-            Some(b) => {
-                let biased = self.add(probs, b)?;
-                self.name(biased, "ffn_moe_probs_biased", l)
-            }
-            None => probs,
-        };
         let selection = if moe.weights_first {
             logits
         } else if moe.pick_by_sigmoid {
             self.g.sigmoid(logits).map_err(ggml_err)?
+        } else if let Some(b) = bias.or_else(|| self.layer_weight_opt(il, "exp_probs_b")) {
+            let biased = self.add(probs, b)?;
+            self.name(biased, "ffn_moe_probs_biased", l)
         } else {
-            selection
+            probs
         };
         let picked = self.g.argsort_top_k(selection, n_pick).map_err(ggml_err)?;
         let picked = self.name(picked, "ffn_moe_topk", l);

@@ -94,12 +94,6 @@ impl Builder<'_> {
         self.linear(w, None, x)
     }
 
-    /// `blk.{il}.{name}.weight` times `x`, unscaled (llama.cpp passes no scale for these).
-    fn ssm_matmul(&mut self, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
-        let w = self.layer_weight(il, &format!("{name}.weight"))?;
-        self.g.mul_mat(w, x).map_err(ggml_err)
-    }
-
     /// A view of `t` with shape `ne`, strides `nb` (dims 1..) and offset in elements of `t`.
     fn sub(&mut self, t: TensorRef, ne: &[i64], nb: &[usize], offset_elems: i64) -> Result<TensorRef> {
         let offset = row_size(t.ggml_type(), offset_elems);
@@ -261,7 +255,7 @@ impl Builder<'_> {
         let conv_x = self.conv_window(conv_all, x, d_inner, 1, false)?;
         let x = self.conv_silu(il, conv_x)?;
 
-        let x_db = self.ssm_matmul(il, "ssm_x", x)?;
+        let x_db = self.layer_matmul(il, "ssm_x.weight", x)?;
         let nb = x_db.nb();
         let dt = self.sub(x_db, &[dt_rank, n_seq_tokens, n_seqs], &[nb[1], nb[2]], 0)?;
         let bc_shape = [d_state, 1, n_seq_tokens, n_seqs];
@@ -282,7 +276,7 @@ impl Builder<'_> {
         } else {
             (self.g.cont(dt).map_err(ggml_err)?, b, c)
         };
-        let dt = self.ssm_matmul(il, "ssm_dt", dt)?;
+        let dt = self.layer_matmul(il, "ssm_dt.weight", dt)?;
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
         let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
 
@@ -433,7 +427,7 @@ impl Builder<'_> {
             .g
             .reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
-        let zx = self.ssm_matmul(il, "ssm_in", cur)?;
+        let zx = self.layer_matmul(il, "ssm_in.weight", cur)?;
         let zx = self.g.permute(zx, [0, 2, 1, 3]).map_err(ggml_err)?;
         let zx = self.g.cont(zx).map_err(ggml_err)?;
         let zx = self
@@ -449,7 +443,7 @@ impl Builder<'_> {
         let conv_x = self.conv_window(conv_all, x, d_inner, 1, false)?;
         let x = self.conv_silu(il, conv_x)?;
 
-        let bcdt = self.ssm_matmul(il, "ssm_x", x)?;
+        let bcdt = self.layer_matmul(il, "ssm_x.weight", x)?;
         let nb = bcdt.nb();
         let part =
             |bd: &mut Builder, width: i64, at: i64| bd.sub(bcdt, &[width, n_seq_tokens, n_seqs], &[nb[1], nb[2]], at);
@@ -463,7 +457,7 @@ impl Builder<'_> {
         let b = norm(self, b, "ssm_b_norm")?;
         let c = norm(self, c, "ssm_c_norm")?;
         let dt = norm(self, dt, "ssm_dt_norm")?;
-        let dt = self.ssm_matmul(il, "ssm_dt", dt)?;
+        let dt = self.layer_matmul(il, "ssm_dt.weight", dt)?;
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
         let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
 
@@ -509,7 +503,7 @@ impl Builder<'_> {
         let y = self.gate_ssm(d, y, x, z)?;
         let ynb = y.nb();
         let y = self.sub(y, &[d_inner, n_seq_tokens, n_seqs], &[ynb[2], ynb[3]], 0)?;
-        let out = self.ssm_matmul(il, "ssm_out", y)?;
+        let out = self.layer_matmul(il, "ssm_out.weight", y)?;
         let out = self
             .g
             .reshape(out, &[i64::from(hp.n_embd), self.shape.n_tokens as i64])
@@ -528,7 +522,7 @@ impl Builder<'_> {
         let n_seqs = rs.n_seqs as i64;
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
         let cur = self.g.reshape(cur, &[n_embd, n_seq_tokens, n_seqs]).map_err(ggml_err)?;
-        let bcx = self.ssm_matmul(il, "shortconv.in_proj", cur)?;
+        let bcx = self.layer_matmul(il, "shortconv.in_proj.weight", cur)?;
         let nb = bcx.nb();
         let chunk =
             |bd: &mut Builder, i: i64| bd.sub(bcx, &[n_embd, n_seq_tokens, n_seqs], &[nb[1], nb[2]], i * n_embd);
@@ -539,7 +533,7 @@ impl Builder<'_> {
         let kernel = self.layer_weight(il, "shortconv.conv.weight")?;
         let conv = self.g.ssm_conv(bx, kernel).map_err(ggml_err)?;
         let y = self.g.mul(c, conv).map_err(ggml_err)?;
-        let y = self.ssm_matmul(il, "shortconv.out_proj", y)?;
+        let y = self.layer_matmul(il, "shortconv.out_proj.weight", y)?;
         self.g.reshape(y, &[n_embd, n_seq_tokens * n_seqs]).map_err(ggml_err)
     }
 
@@ -575,7 +569,7 @@ impl Builder<'_> {
 
         let project = |bd: &mut Builder, name: &str| match style {
             DeltaNet::Qwen35 => bd.ssm_projection(il, name, cur),
-            DeltaNet::Qwen3Next => bd.ssm_matmul(il, name, cur),
+            DeltaNet::Qwen3Next => bd.layer_matmul(il, &format!("{name}.weight"), cur),
         };
         let qkv = project(self, "attn_qkv")?;
         let qkv = self
@@ -600,7 +594,7 @@ impl Builder<'_> {
             }
             DeltaNet::Qwen3Next => {
                 // One projection: per key head, its value heads' β, then their α.
-                let ba = self.ssm_matmul(il, "ssm_ba", cur)?;
+                let ba = self.layer_matmul(il, "ssm_ba.weight", cur)?;
                 let per = n_v_heads / n_k_heads;
                 let ba = self
                     .g
@@ -732,7 +726,7 @@ impl Builder<'_> {
             .map_err(ggml_err)?;
         let y = match style {
             DeltaNet::Qwen35 => self.ssm_projection(il, "ssm_out", y)?,
-            DeltaNet::Qwen3Next => self.ssm_matmul(il, "ssm_out", y)?,
+            DeltaNet::Qwen3Next => self.layer_matmul(il, "ssm_out.weight", y)?,
         };
         let y = self.name(y, "linear_attn_out", l);
         self.g
