@@ -206,7 +206,7 @@ def add_tensors(w, tensors, dtype, rng=None):
         # layers' kernels, decays and skips stay F32, as llama.cpp's converters keep them (ggml computes those in F32).
         keep = t.ndim == 1 or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
-             "ssm_d", "shortconv.conv.weight"))
+             "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -913,6 +913,72 @@ def deepseek2(absorbed, a="deepseek2"):
                 tensors.update(weights.shared_expert(blk, ffe))
         add_tensors(w, tensors, dtype)
     return build
+
+
+def kimi_linear(w, weights, n_vocab, dtype):
+    """Kimi-Linear: Kimi delta attention layers (heads of 16, a decay per key dimension, q, k and v
+    convolved apart; the last one with a fused projection) around a latent attention layer without
+    rotation (DeepSeek's absorbed MLA: KV rank 40, key heads of 24 + 16, value heads of 32); a
+    dense first layer, then four sigmoid-routed experts of width 32 (two per token, with a
+    selection bias and scaled weights) beside a shared expert."""
+    a, n_layer, ffe = "kimi-linear", 3, 32
+    kda_head, conv = 16, 4
+    inner = N_HEAD * kda_head
+    kv_rank, nope, rot, hv = 40, 24, 16, 32
+    hk = nope + rot
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, 1, 0])
+    w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank + rot
+    w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
+    w.add_uint32(f"{a}.attention.key_length_mla", hk)
+    w.add_uint32(f"{a}.attention.value_length_mla", hv)
+    w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+    w.add_uint32(f"{a}.rope.dimension_count", rot)
+    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
+    w.add_uint32(f"{a}.kda.head_dim", kda_head)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            del tensors[blk + t + ".weight"]
+        if il == 1:
+            tensors.update({
+                blk + "attn_q.weight": weights.matrix(N_HEAD * hk, N_EMBD),
+                blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
+                blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank + rot, N_EMBD),
+                blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
+                blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+            })
+        else:
+            if il == 2:
+                tensors[blk + "attn_qkv.weight"] = weights.matrix(3 * inner, N_EMBD)
+            else:
+                for t in ("attn_q", "attn_k", "attn_v"):
+                    tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
+            for t in ("q", "k", "v"):
+                tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
+            tensors.update({
+                blk + "ssm_f_a.weight": weights.matrix(kda_head, N_EMBD),
+                blk + "ssm_f_b.weight": weights.matrix(inner, kda_head),
+                blk + "ssm_beta.weight": weights.matrix(N_HEAD, N_EMBD),
+                blk + "ssm_a": -np.abs(weights.norm(N_HEAD)).reshape(N_HEAD, 1),
+                blk + "ssm_dt.bias": weights.bias(inner),
+                blk + "ssm_g_a.weight": weights.matrix(kda_head, N_EMBD),
+                blk + "ssm_g_b.weight": weights.matrix(inner, kda_head),
+                blk + "ssm_norm.weight": weights.norm(kda_head),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, inner),
+            })
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, ffe))
+    add_tensors(w, tensors, dtype)
 
 
 def cogvlm(w, weights, n_vocab, dtype):
@@ -2111,6 +2177,7 @@ MODELS = {
     "deepseek2": ("deepseek2", deepseek2(True), True),
     "deepseek2-kv-b": ("deepseek2", deepseek2(False), True),
     "mistral4": ("mistral4", deepseek2(True, "mistral4"), True),
+    "kimi-linear": ("kimi-linear", kimi_linear, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

@@ -190,8 +190,7 @@ impl Decoder for DeepSeek2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (hk, _) = head_sizes(hp);
-        let (hk, rot) = (i64::from(hk), i64::from(hp.n_rot));
-        let nope = hk - rot;
+        let hk = i64::from(hk);
         // YaRN's magnitude correction, undone from the context's factor and applied to the
         // scores instead (llama.cpp's pre-scaling).
         let p = b.params.rope;
@@ -224,28 +223,7 @@ impl Decoder for DeepSeek2 {
             let q = b.g.reshape(q, &[hk, n_head, nt]).map_err(ggml_err)?;
             let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
             let att = if hp.kv_latent() {
-                // Queries: the unrotated part taken into latent space, then the rotated part.
-                let qnb = q.nb();
-                let row = |n: i64| crate::ggml::row_size(q.ggml_type(), n);
-                let q_nope =
-                    b.g.view(q, &[nope, n_head, nt], &[qnb[1], qnb[2]], 0)
-                        .map_err(ggml_err)?;
-                let q_pe =
-                    b.g.view(q, &[rot, n_head, nt], &[qnb[1], qnb[2]], row(nope))
-                        .map_err(ggml_err)?;
-                let q_pe = b.rope(q_pe, il, None)?;
-                let q_nope = b.g.permute(q_nope, [0, 2, 1, 3]).map_err(ggml_err)?;
-                let q_absorbed = b.layer_matmul(il, "attn_k_b.weight", q_nope)?;
-                let q_absorbed = b.g.permute(q_absorbed, [0, 2, 1, 3]).map_err(ggml_err)?;
-                let q = b.g.concat(q_absorbed, q_pe, 0).map_err(ggml_err)?;
-                let latent =
-                    b.g.reshape(latent, &[i64::from(hp.n_lora_kv), 1, nt])
-                        .map_err(ggml_err)?;
-                let k = b.g.concat(latent, k_pe, 0).map_err(ggml_err)?;
-                let q = b.temperature_tuned(q)?;
-                let (q, k) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l));
-                let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
-                b.attention_latent(il, q, k, wv_b, kq_scale)?
+                absorbed_attention(b, il, q, latent, k_pe, kq_scale)?
             } else {
                 minicpm3::decompressed_attention(b, il, q, latent, k_pe, kq_scale, None)?
             };
@@ -270,4 +248,44 @@ impl Decoder for DeepSeek2 {
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// Absorbed latent attention of layer `il`: the queries `q` ([head_k, n_head, n_tokens]) have
+/// their unrotated part taken into latent space by `attn_k_b` and their trailing part rotated
+/// (where the model rotates); each cached key is the normed `latent` then the shared `k_pe`; the
+/// values are the cached latent, widened per head by `attn_v_b` after the weighted sum.
+pub(super) fn absorbed_attention(
+    b: &mut Builder,
+    il: usize,
+    q: TensorRef,
+    latent: TensorRef,
+    k_pe: TensorRef,
+    kq_scale: f32,
+) -> Result<TensorRef> {
+    let hp = b.hp;
+    let l = Some(il);
+    let [hk, n_head, nt, _] = q.ne();
+    let rot = i64::from(hp.n_rot);
+    let nope = hk - rot;
+    let qnb = q.nb();
+    let row = |n: i64| crate::ggml::row_size(q.ggml_type(), n);
+    let q_nope =
+        b.g.view(q, &[nope, n_head, nt], &[qnb[1], qnb[2]], 0)
+            .map_err(ggml_err)?;
+    let q_pe =
+        b.g.view(q, &[rot, n_head, nt], &[qnb[1], qnb[2]], row(nope))
+            .map_err(ggml_err)?;
+    let q_pe = if hp.rope { b.rope(q_pe, il, None)? } else { q_pe };
+    let q_nope = b.g.permute(q_nope, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let q_absorbed = b.layer_matmul(il, "attn_k_b.weight", q_nope)?;
+    let q_absorbed = b.g.permute(q_absorbed, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let q = b.g.concat(q_absorbed, q_pe, 0).map_err(ggml_err)?;
+    let latent =
+        b.g.reshape(latent, &[i64::from(hp.n_lora_kv), 1, nt])
+            .map_err(ggml_err)?;
+    let k = b.g.concat(latent, k_pe, 0).map_err(ggml_err)?;
+    let q = b.temperature_tuned(q)?;
+    let (q, k) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l));
+    let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
+    b.attention_latent(il, q, k, wv_b, kq_scale)
 }

@@ -121,8 +121,8 @@ impl Decoder for MiniCpm3 {
 }
 
 /// Layer `il`'s latent keys and values from the normed `cur`: the compressed latent, normed
-/// ([n_lora_kv, n_tokens]), and the part of the key shared by the heads, rotated ([n_rot, 1,
-/// n_tokens]).
+/// ([n_lora_kv, n_tokens]), and the part of the key shared by the heads, rotated where the model
+/// rotates ([n_rot, 1, n_tokens]).
 pub(super) fn latent_kv(
     b: &mut Builder,
     il: usize,
@@ -136,7 +136,7 @@ pub(super) fn latent_kv(
     let offset = crate::ggml::row_size(kv_pe.ggml_type(), kv_rank);
     let latent = b.g.view(kv_pe, &[kv_rank, nt], &[nb1], 0).map_err(ggml_err)?;
     let k_pe = b.g.view(kv_pe, &[rot, 1, nt], &[nb1, nb1], offset).map_err(ggml_err)?;
-    let k_pe = b.rope(k_pe, il, factors)?;
+    let k_pe = if b.hp.rope { b.rope(k_pe, il, factors)? } else { k_pe };
     let latent = b.layer_rms_norm(il, latent, "attn_kv_a_norm.weight", "kv_compressed")?;
     Ok((latent, k_pe))
 }

@@ -31,6 +31,7 @@ pub(crate) mod hrm_text;
 pub(crate) mod hunyuan_moe;
 pub(crate) mod hy_v3;
 pub(crate) mod jamba;
+pub(crate) mod kimi_linear;
 pub(crate) mod laguna;
 pub(crate) mod lfm2;
 pub(crate) mod llama;
@@ -74,7 +75,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 112] = [
+static ARCHITECTURES: [&dyn Architecture; 113] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -110,6 +111,7 @@ static ARCHITECTURES: [&dyn Architecture; 112] = [
     &plamo2::Plamo2,
     &deepseek2::DEEPSEEK2,
     &deepseek2::MISTRAL4,
+    &kimi_linear::KimiLinear,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

@@ -203,6 +203,14 @@ impl<'m> Context<'m> {
         };
         check_cache_type("type_k", p.type_k)?;
         check_cache_type("type_v", p.type_v)?;
+        // A latent cache's values are its keys: one type for both, as llama.cpp requires.
+        if hp.is_some_and(|h| h.kv_latent()) && p.type_k != p.type_v {
+            return Err(Error::invalid(format!(
+                "this model's cache holds latent keys that are also its values: type_k ({}) and type_v ({}) must be the same",
+                crate::ggml::type_name(p.type_k),
+                crate::ggml::type_name(p.type_v)
+            )));
+        }
         let capped = hp.is_some_and(|h| h.kq_tanh_cap != 0.0);
         if capped && p.flash_attn != FlashAttn::Off {
             crate::log_warn!("context: flash attention cannot cap attention scores as this model needs: turned off");

@@ -97,10 +97,7 @@ impl Context<'_> {
             if let Err(e) = rs.state_read(seq, src) {
                 // The attention part was restored already: take it back out, as llama.cpp does.
                 if attn {
-                    match seq {
-                        Some(s) => self.kv.seq_rm(Some(s), -1, -1),
-                        None => self.kv.clear(true),
-                    }
+                    self.kv.state_clear(seq)?;
                 }
                 return Err(e);
             }

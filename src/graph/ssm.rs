@@ -631,11 +631,6 @@ impl Builder<'_> {
         let channels = d_inner + 2 * n_k_heads * head_k;
         let k = self.snapshots() + 1;
         let conv_x = self.conv_window(conv_all, qkv, channels, k, true)?;
-        let state = self.gather_states(ssm_all, i64::from(hp.n_embd_s()), None)?;
-        let state = self
-            .g
-            .reshape(state, &[head_v, head_v, n_v_heads, n_seqs])
-            .map_err(ggml_err)?;
         let kernel = self.layer_weight(il, "ssm_conv1d.weight")?;
         let conv = self.g.ssm_conv(conv_x, kernel).map_err(ggml_err)?;
         let conv = self.g.silu(conv).map_err(ggml_err)?;
@@ -670,7 +665,53 @@ impl Builder<'_> {
             q = repeat(self, q)?;
             kk = repeat(self, kk)?;
         }
+        let output = self.delta_rule(ssm_all, [q, kk, v], gate, beta, k)?;
 
+        // Gated norm: RMS norm times the layer's weight, times SiLU of z.
+        let z = self
+            .g
+            .reshape(z, &[head_v, n_v_heads, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
+        let normed = self.rms_norm(output, norm_w)?;
+        let z = self.g.silu(z).map_err(ggml_err)?;
+        let y = self.g.mul(normed, z).map_err(ggml_err)?;
+        let y = self
+            .g
+            .reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let y = match style {
+            DeltaNet::Qwen35 => self.ssm_projection(il, "ssm_out", y)?,
+            DeltaNet::Qwen3Next => self.layer_matmul(il, "ssm_out.weight", y)?,
+        };
+        let y = self.name(y, "linear_attn_out", l);
+        self.g
+            .reshape(y, &[i64::from(hp.n_embd), n_seq_tokens * n_seqs])
+            .map_err(ggml_err)
+    }
+
+    /// The gated delta rule (`ggml_gated_delta_net`) over queries, keys and values `qkv`
+    /// ([S, heads, n_seq_tokens, n_seqs]) from each sequence's gathered state in `ssm_all`, with
+    /// decays `gate` and write strengths `beta`; the last state (and with `k` > 1 the snapshots
+    /// before it, the latest first) goes back to the state rows. Returns the outputs,
+    /// [S, H_v, n_seq_tokens, n_seqs].
+    fn delta_rule(
+        &mut self,
+        ssm_all: TensorRef,
+        qkv: [TensorRef; 3],
+        gate: TensorRef,
+        beta: TensorRef,
+        k: usize,
+    ) -> Result<TensorRef> {
+        let rs = self.recurrent_shape()?;
+        let [q, kk, v] = qkv;
+        let [head_v, n_v_heads, n_seq_tokens, n_seqs] = v.ne();
+        let n_state = i64::from(self.hp.n_embd_s());
+        let state = self.gather_states(ssm_all, n_state, None)?;
+        let state = self
+            .g
+            .reshape(state, &[head_v, head_v, n_v_heads, n_seqs])
+            .map_err(ggml_err)?;
         let out = self
             .g
             .gated_delta_net(q, kk, v, gate, beta, state, k as i64)
@@ -686,7 +727,6 @@ impl Builder<'_> {
             )
             .map_err(ggml_err)?;
         // The last states (the latest first) go to the state rows and their snapshot planes.
-        let n_state = i64::from(hp.n_embd_s());
         let n_written = n_seq_tokens.min(k as i64);
         let row = row_size(ssm_all.ggml_type(), n_state);
         let cells = self.rs.map_or(0, |r| r.size());
@@ -710,28 +750,100 @@ impl Builder<'_> {
             .map_err(ggml_err)?;
         let saved = self.g.copy_into(src, dst).map_err(ggml_err)?;
         self.g.expand(saved);
+        Ok(output)
+    }
 
-        // Gated norm: RMS norm times the layer's weight, times SiLU of z.
-        let z = self
+    /// A Kimi delta attention layer (KDA, Kimi-Linear's linear attention) over `cur`
+    /// ([n_embd, n_tokens]): queries, keys and values each projected and convolved with its own
+    /// kernel (their windows side by side in the layer's convolution state, so one window serves
+    /// the three), L2-normalised queries and keys, a decay per key dimension
+    /// (`A · softplus(f_b(f_a(x)) + dt_bias)`, A stored as `-exp(A_log)`), a sigmoid write
+    /// strength per head, the gated delta rule, then an RMS norm gated by the sigmoid of
+    /// `g_b(g_a(x))` and the output projection. No projection here is scaled or biased, as in
+    /// llama.cpp's graph.
+    pub fn kda_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+        let hp = self.hp;
+        let rs = self.recurrent_shape()?;
+        let (conv_all, ssm_all) = self.rs_layer(il)?;
+        let (head, n_head) = (i64::from(hp.ssm_d_state), i64::from(hp.ssm_n_group));
+        let d_inner = head * n_head;
+        let n_seqs = rs.n_seqs as i64;
+        let n_tokens = self.shape.n_tokens as i64;
+        let n_seq_tokens = n_tokens / n_seqs;
+
+        let qkv = match self.layer_weight_opt(il, "attn_qkv.weight") {
+            Some(w) => self.g.mul_mat(w, cur).map_err(ggml_err)?,
+            None => {
+                let q = self.layer_matmul(il, "attn_q.weight", cur)?;
+                let k = self.layer_matmul(il, "attn_k.weight", cur)?;
+                let v = self.layer_matmul(il, "attn_v.weight", cur)?;
+                let qk = self.g.concat(q, k, 0).map_err(ggml_err)?;
+                self.g.concat(qk, v, 0).map_err(ggml_err)?
+            }
+        };
+        let qkv = self
             .g
-            .reshape(z, &[head_v, n_v_heads, n_seq_tokens, n_seqs])
+            .reshape(qkv, &[3 * d_inner, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
+        let conv_x = self.conv_window(conv_all, qkv, 3 * d_inner, 1, false)?;
+        let nb = conv_x.nb();
+        let d_conv = i64::from(hp.ssm_d_conv);
+        let mut convolved = Vec::with_capacity(3);
+        for (i, part) in ["q", "k", "v"].into_iter().enumerate() {
+            let window = self
+                .g
+                .view(
+                    conv_x,
+                    &[conv_x.ne()[0], d_inner, n_seqs],
+                    &[nb[1], nb[2]],
+                    i * d_inner as usize * nb[1],
+                )
+                .map_err(ggml_err)?;
+            let kernel = self.layer_weight(il, &format!("ssm_conv1d_{part}.weight"))?;
+            let kernel = self.g.reshape(kernel, &[d_conv, d_inner]).map_err(ggml_err)?;
+            let y = self.g.ssm_conv(window, kernel).map_err(ggml_err)?;
+            let y = self.g.silu(y).map_err(ggml_err)?;
+            convolved.push(
+                self.g
+                    .reshape(y, &[head, n_head, n_seq_tokens, n_seqs])
+                    .map_err(ggml_err)?,
+            );
+        }
+        let q = self.l2_norm(convolved[0])?;
+        let k = self.l2_norm(convolved[1])?;
+
+        let f = self.layer_matmul(il, "ssm_f_a.weight", cur)?;
+        let decay = self.layer_matmul(il, "ssm_f_b.weight", f)?;
+        let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
+        let decay = self.g.add(decay, dt_b).map_err(ggml_err)?;
+        let decay = self.g.softplus(decay).map_err(ggml_err)?;
+        let decay = self.g.reshape(decay, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+        let a = self.layer_weight(il, "ssm_a")?;
+        let a = self.g.reshape(a, &[1, n_head, 1]).map_err(ggml_err)?;
+        let gate = self.g.mul(decay, a).map_err(ggml_err)?;
+        let gate = self
+            .g
+            .reshape(gate, &[head, n_head, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let beta = self.layer_matmul(il, "ssm_beta.weight", cur)?;
+        let beta = self
+            .g
+            .reshape(beta, &[1, n_head, n_seq_tokens, n_seqs])
+            .map_err(ggml_err)?;
+        let beta = self.g.sigmoid(beta).map_err(ggml_err)?;
+
+        let output = self.delta_rule(ssm_all, [q, k, convolved[2]], gate, beta, 1)?;
+        let output = self.g.reshape(output, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+        let g = self.layer_matmul(il, "ssm_g_a.weight", cur)?;
+        let g = self.layer_matmul(il, "ssm_g_b.weight", g)?;
+        let g = self.g.reshape(g, &[head, n_head, n_tokens]).map_err(ggml_err)?;
         let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
         let normed = self.rms_norm(output, norm_w)?;
-        let z = self.g.silu(z).map_err(ggml_err)?;
-        let y = self.g.mul(normed, z).map_err(ggml_err)?;
-        let y = self
-            .g
-            .reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
-        let y = match style {
-            DeltaNet::Qwen35 => self.ssm_projection(il, "ssm_out", y)?,
-            DeltaNet::Qwen3Next => self.layer_matmul(il, "ssm_out.weight", y)?,
-        };
-        let y = self.name(y, "linear_attn_out", l);
-        self.g
-            .reshape(y, &[i64::from(hp.n_embd), n_seq_tokens * n_seqs])
-            .map_err(ggml_err)
+        let g = self.g.sigmoid(g).map_err(ggml_err)?;
+        let y = self.g.mul(normed, g).map_err(ggml_err)?;
+        let y = self.g.reshape(y, &[d_inner, n_tokens]).map_err(ggml_err)?;
+        let y = self.layer_matmul(il, "attn_output.weight", y)?;
+        Ok(self.name(y, "kda_out", Some(il)))
     }
 
     /// `x / ‖x‖` per row, as llama.cpp's delta-net layers compute it: an RMS norm with the

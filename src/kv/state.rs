@@ -202,6 +202,32 @@ impl KvCache {
         }
     }
 
+    /// Undo a restore of `seq` (every sequence when None) whose other part failed after this one
+    /// succeeded: its cells are removed and the rows of those it held alone zeroed, since the
+    /// attention still reads free cells' rows (masked, but a NaN times a zero weight is NaN).
+    pub fn state_clear(&mut self, seq: Option<usize>) -> Result<()> {
+        let Some(s) = seq else {
+            self.clear(true);
+            return Ok(());
+        };
+        let stream = self.stream_of(s);
+        let cells = self.stream(stream);
+        let first_row = stream * self.stream_size();
+        let rows: Vec<usize> = (0..cells.size())
+            .filter(|&i| cells.pos(i).is_some() && cells.seqs(i) == SeqSet::single(s))
+            .map(|i| first_row + i)
+            .collect();
+        for il in 0..self.layers.len() {
+            let (k_zero, v_zero) = (vec![0u8; self.k_row(il)], vec![0u8; self.v_row(il)]);
+            for &row in &rows {
+                tensor_write(self.k(il), row * self.k_row(il), &k_zero).map_err(Error::Ggml)?;
+                self.write_v(il, row, &v_zero)?;
+            }
+        }
+        self.seq_rm(Some(s), -1, -1);
+        Ok(())
+    }
+
     /// The cells stream `stream` holds for `seq` (all sequences when None), in cell order, each as
     /// its row in the tensors and the sequence ids written for it.
     fn stream_cells(&self, stream: usize, seq: Option<usize>, window: Option<Swa>) -> Vec<(usize, Vec<usize>)> {

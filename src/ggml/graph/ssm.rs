@@ -56,7 +56,8 @@ impl Graph {
             && cn[3] == 1
             && sn[1] == cn[1]
             && sn[0] >= cn[0] - 1
-            && Self::rows_contiguous(sx)
+            && sx.nb()[0] == 4
+            && sx.nb()[1] == sn[0] as usize * 4
             && Self::is_contiguous(c);
         if !ok {
             return Err(format!(
@@ -65,8 +66,8 @@ impl Graph {
                 crate::ggml::type_name(c.ggml_type())
             ));
         }
-        // SAFETY: 3-d input, matrix kernels, channel counts equal, F32 rows (ggml's and its CPU
-        // kernel's asserts).
+        // SAFETY: 3-d input, matrix kernels, channel counts equal, F32 rows each window's
+        // channels adjacent (ggml's and its CPU kernel's asserts; sequences may lie anywhere).
         Self::wrap(
             unsafe { ggml_sys::ggml_ssm_conv(self.ctx.as_ptr(), sx.as_ptr(), c.as_ptr()) },
             "ssm_conv",

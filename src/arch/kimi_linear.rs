@@ -1,0 +1,220 @@
+//! Kimi-Linear: a hybrid of Kimi delta attention layers (KDA, linear attention with a per-head
+//! [S, S] state and a decay per key dimension, `graph/ssm.rs`) and multi-head latent attention
+//! layers without rotation (DeepSeek's absorbed MLA, the latent kept in a keys-only cache); the
+//! layers without KV heads are the KDA ones. Leading dense FFN layers, then experts routed as
+//! the file says (weights renormalised) beside shared experts.
+//!
+//! As in llama.cpp's graph, only the latent attention's output projection is multiplied by its
+//! weight's scale; every other projection is used as it is.
+
+use super::{deepseek2, head_tensors, minicpm3};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct KimiLinear;
+
+impl ArchSpec for KimiLinear {
+    fn name(&self) -> &'static str {
+        "kimi-linear"
+    }
+
+    fn rope_type(&self) -> i32 {
+        -1
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.rope = false;
+        hp.n_embd_head_k_mla = meta.u32(&hp.key("attention.key_length_mla"))?;
+        hp.n_embd_head_v_mla = meta.u32(&hp.key("attention.value_length_mla"))?;
+        hp.n_lora_kv = meta.u32(&hp.key("attention.kv_lora_rank"))?;
+        load_kda(meta, hp)?;
+        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
+        check_latent(hp)?;
+
+        hp.n_layer_dense_lead = meta.u32_opt(&hp.key("leading_dense_block_count"))?.unwrap_or(0);
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
+        }
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        let shared = meta.u32(&hp.key("expert_shared_count"))?;
+        hp.n_ff_shexp = hp.n_ff_exp * shared.max(1);
+        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.expert_gating_func = meta.u32(&hp.key("expert_gating_func"))?;
+        if Gating::from_llama(hp.expert_gating_func).is_none() {
+            return Err(Error::model(format!(
+                "kimi-linear: unknown expert gating function {}",
+                hp.expert_gating_func
+            )));
+        }
+        hp.size_label = if hp.n_layer == 27 { "48B.A3B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[hp.n_embd], true));
+            if hp.is_recurrent(il) {
+                kda_tensors(hp, il, &mut specs);
+            } else {
+                latent_tensors(hp, il, &mut specs);
+            }
+            if il < hp.n_layer_dense_lead as usize {
+                super::ffn_tensors(hp, il, false, &mut specs);
+            } else {
+                specs.push(TensorSpec::new(b("ffn_norm.weight"), &[hp.n_embd], true));
+                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], true));
+                super::routed_expert_tensors(hp, il, &mut specs);
+            }
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+}
+
+/// The KDA layers' sizes, held where the recurrent memory and the delta rule read them: heads of
+/// `kda.head_dim` (the state's S), as many as the first layer's query heads, one key head per
+/// value head, and three convolved channels (q, k, v) per inner dimension.
+fn load_kda(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    let head = meta.u32(&hp.key("kda.head_dim"))?;
+    let n_head = hp.n_head[0];
+    hp.ssm_d_conv = meta.u32(&hp.key("ssm.conv_kernel"))?;
+    let limit = 1 << 16;
+    if head == 0 || head > limit || n_head == 0 || hp.ssm_d_conv == 0 || hp.ssm_d_conv > limit {
+        return Err(Error::model(format!(
+            "kimi-linear: KDA heads of {head} ({n_head} of them) with a convolution of {} are out of range",
+            hp.ssm_d_conv
+        )));
+    }
+    hp.ssm_d_state = head;
+    hp.ssm_n_group = n_head;
+    hp.ssm_dt_rank = n_head;
+    hp.ssm_d_inner = head * n_head;
+    Ok(())
+}
+
+/// The latent attention layers' cache heads: one KV head of the latent plus the shared part.
+fn check_latent(hp: &HParams) -> Result<()> {
+    let (hk, rot) = (hp.n_embd_head_k_mla, hp.n_rot);
+    let fits = (0..hp.n_layer as usize)
+        .filter(|&il| !hp.is_recurrent(il))
+        .all(|il| hp.n_head_kv[il] == 1);
+    if hp.n_lora_kv == 0 || rot >= hk || hp.n_embd_head_k != hp.n_lora_kv + rot || !fits {
+        return Err(Error::model(format!(
+            "kimi-linear: latent attention needs one KV head per attention layer, of the latent ({}) \
+             plus a shared part ({rot} of key heads of {hk}); the file's cached key heads are {}",
+            hp.n_lora_kv, hp.n_embd_head_k
+        )));
+    }
+    Ok(())
+}
+
+fn kda_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let (e, head, n_head, inner) = (hp.n_embd, hp.ssm_d_state, hp.ssm_n_group, hp.ssm_d_inner);
+    for part in ["q", "k", "v"] {
+        specs.push(TensorSpec::new(
+            b(&format!("ssm_conv1d_{part}.weight")),
+            &[hp.ssm_d_conv, 1, inner],
+            true,
+        ));
+    }
+    // One fused projection or three; llama.cpp loads the biases and leaves them unused.
+    let qkv = b("attn_qkv.weight");
+    specs.push(TensorSpec::matmul(&qkv, &[e, 3 * inner], false));
+    specs.push(TensorSpec::new(b("attn_qkv.bias"), &[3 * inner], false));
+    for part in ["q", "k", "v"] {
+        specs.push(TensorSpec::matmul(b(&format!("attn_{part}.weight")), &[e, inner], true).unless(&qkv));
+        specs.push(TensorSpec::new(b(&format!("attn_{part}.bias")), &[inner], false));
+    }
+    specs.extend([
+        TensorSpec::matmul(b("ssm_f_a.weight"), &[e, head], true),
+        TensorSpec::matmul(b("ssm_f_b.weight"), &[head, inner], true),
+        TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_head], true),
+        TensorSpec::new(b("ssm_a"), &[1, n_head], true),
+        TensorSpec::new(b("ssm_dt.bias"), &[inner], true),
+        TensorSpec::matmul(b("ssm_g_a.weight"), &[e, head], true),
+        TensorSpec::matmul(b("ssm_g_b.weight"), &[head, inner], true),
+        TensorSpec::new(b("ssm_norm.weight"), &[head], true),
+        TensorSpec::matmul(b("attn_output.weight"), &[inner, e], true),
+    ]);
+}
+
+/// Queries straight from one projection (llama.cpp reads no query rank for this model), the
+/// latent and shared key part from another, and the absorbed per-head widenings.
+fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let (e, rot, kv_rank) = (hp.n_embd, hp.n_rot, hp.n_lora_kv);
+    let (hk, hv, n_head) = (hp.n_embd_head_k_mla, hp.n_embd_head_v_mla, hp.n_head[il]);
+    specs.extend([
+        TensorSpec::matmul(b("attn_q.weight"), &[e, n_head * hk], true),
+        TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
+        TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank + rot], true),
+        TensorSpec::matmul(b("attn_k_b.weight"), &[hk - rot, kv_rank, n_head], true),
+        TensorSpec::matmul(b("attn_v_b.weight"), &[kv_rank, hv, n_head], true),
+        TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
+    ]);
+}
+
+impl Decoder for KimiLinear {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let hk = i64::from(hp.n_embd_head_k_mla);
+        let kq_scale = 1.0 / (hk as f32).sqrt();
+        let moe = Moe {
+            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
+            normalize: true,
+            act: ExpertAct::Silu,
+            scaled: false,
+            // llama.cpp's graph passes the model's count, not the warmup-aware one.
+            warmup_all: false,
+            weights_first: false,
+            pick_by_sigmoid: false,
+        };
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let att = if hp.is_recurrent(il) {
+                b.kda_layer(il, cur)?
+            } else {
+                let q = b.layer_matmul(il, "attn_q.weight", cur)?;
+                let q =
+                    b.g.reshape(q, &[hk, i64::from(hp.n_head[il]), q.ne()[1]])
+                        .map_err(ggml_err)?;
+                let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
+                let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
+                let wo = b.layer_weight(il, "attn_output.weight")?;
+                b.linear(wo, None, att)?
+            };
+            let (att, residual) = b.last_layer_rows(il, att, x)?;
+            let h = b.add(att, residual)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = if il < hp.n_layer_dense_lead as usize {
+                b.gated_ffn(il, cur, Ffn::default())?
+            } else {
+                let routed = b.moe_ffn(il, cur, moe)?;
+                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                let shared = b.name(shared, "ffn_shexp", l);
+                b.add(routed, shared)?
+            };
+            let ffn = b.name(ffn, "ffn_out", l);
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let logits = b.output_head(x)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
