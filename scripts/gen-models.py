@@ -915,71 +915,111 @@ def deepseek2(absorbed, a="deepseek2"):
     return build
 
 
-def kimi_linear(w, weights, n_vocab, dtype):
-    """Kimi-Linear: Kimi delta attention layers (heads of 16, a decay per key dimension, q, k and v
-    convolved apart; the last one with a fused projection) around a latent attention layer without
-    rotation (DeepSeek's absorbed MLA: KV rank 40, key heads of 24 + 16, value heads of 32); a
-    dense first layer, then four sigmoid-routed experts of width 32 (two per token, with a
-    selection bias and scaled weights) beside a shared expert."""
-    a, n_layer, ffe = "kimi-linear", 3, 32
-    kda_head, conv = 16, 4
-    inner = N_HEAD * kda_head
-    kv_rank, nope, rot, hv = 40, 24, 16, 32
-    hk = nope + rot
-    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, 1, 0])
-    w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank + rot
-    w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
-    w.add_uint32(f"{a}.attention.key_length_mla", hk)
-    w.add_uint32(f"{a}.attention.value_length_mla", hv)
-    w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
-    w.add_uint32(f"{a}.rope.dimension_count", rot)
-    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
-    w.add_uint32(f"{a}.kda.head_dim", kda_head)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
-    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
-    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
-    for il in range(n_layer):
-        blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            del tensors[blk + t + ".weight"]
-        if il == 1:
-            tensors.update({
-                blk + "attn_q.weight": weights.matrix(N_HEAD * hk, N_EMBD),
-                blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
-                blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank + rot, N_EMBD),
-                blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
-                blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
-                blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
-            })
-        else:
-            if il == 2:
-                tensors[blk + "attn_qkv.weight"] = weights.matrix(3 * inner, N_EMBD)
-            else:
-                for t in ("attn_q", "attn_k", "attn_v"):
-                    tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
-            for t in ("q", "k", "v"):
-                tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
-            tensors.update({
-                blk + "ssm_f_a.weight": weights.matrix(kda_head, N_EMBD),
-                blk + "ssm_f_b.weight": weights.matrix(inner, kda_head),
-                blk + "ssm_beta.weight": weights.matrix(N_HEAD, N_EMBD),
-                blk + "ssm_a": -np.abs(weights.norm(N_HEAD)).reshape(N_HEAD, 1),
-                blk + "ssm_dt.bias": weights.bias(inner),
-                blk + "ssm_g_a.weight": weights.matrix(kda_head, N_EMBD),
-                blk + "ssm_g_b.weight": weights.matrix(inner, kda_head),
-                blk + "ssm_norm.weight": weights.norm(kda_head),
-                blk + "attn_output.weight": weights.matrix(N_EMBD, inner),
-            })
-        if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, ffe))
-    add_tensors(w, tensors, dtype)
+def kimi(a):
+    """Kimi-Linear (`a` "kimi-linear"): Kimi delta attention layers (heads of 16, a decay per key
+    dimension, q, k and v convolved apart; one with a fused projection) around a latent attention
+    layer without rotation (DeepSeek's absorbed MLA: KV rank 40, key heads of 24 + 16, value heads
+    of 32); a dense first layer, then four sigmoid-routed experts of width 32 (two per token, with a
+    selection bias and scaled weights) beside a shared expert. Kimi-K3 ("kimi-k3"), over four
+    layers: the KDA decay bounded below and one full-rank output gate; a low-rank query and a
+    sigmoid output gate in the latent attention; SiTU in every FFN; routed experts in a latent
+    space of 48 (normed, weights normalised); cross-layer residual attention banking every two
+    layers."""
+    k3 = a == "kimi-k3"
 
+    def build(w, weights, n_vocab, dtype):
+        n_layer, ffe = (4, 32) if k3 else (3, 32)
+        kda_head, conv = 16, 4
+        inner = N_HEAD * kda_head
+        q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
+        hk = nope + rot
+        kda_layers = (0, 2, 3) if k3 else (0, 2)
+        decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0 if il in kda_layers else 1 for il in range(n_layer)])
+        w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank + rot
+        w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
+        w.add_uint32(f"{a}.attention.key_length_mla", hk)
+        w.add_uint32(f"{a}.attention.value_length_mla", hv)
+        w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+        w.add_uint32(f"{a}.rope.dimension_count", rot)
+        w.add_uint32(f"{a}.ssm.conv_kernel", conv)
+        w.add_uint32(f"{a}.kda.head_dim", kda_head)
+        experts_keys(w, a, 4, 2)
+        w.add_uint32(f"{a}.leading_dense_block_count", 1)
+        w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+        w.add_uint32(f"{a}.expert_shared_count", 1)
+        w.add_uint32(f"{a}.expert_gating_func", 2)
+        w.add_float32(f"{a}.expert_weights_scale", 2.5)
+        latent = 48
+        if k3:
+            w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
+            w.add_float32(f"{a}.kda.gate_lower_bound", -5.0)
+            w.add_bool(f"{a}.expert_weights_norm", True)
+            w.add_uint32(f"{a}.expert_latent_length", latent)
+            w.add_uint32(f"{a}.attn_res.block_size", 2)
+            w.add_float32(f"{a}.activation.situ_beta", 4.0)
+            w.add_float32(f"{a}.activation.situ_linear_beta", 25.0)
+        tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+        if k3:
+            tensors["output_res_score.weight"] = weights.norm(N_EMBD)
+        for il in range(n_layer):
+            blk = f"blk.{il}."
+            for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+                del tensors[blk + t + ".weight"]
+            if il not in kda_layers:
+                tensors.update({
+                    blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
+                    blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank + rot, N_EMBD),
+                    blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
+                    blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
+                    blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+                })
+                if k3:
+                    tensors[blk + "attn_q_a_norm.weight"] = weights.norm(q_rank)
+                    tensors[blk + "attn_q_a.weight"] = weights.matrix(q_rank, N_EMBD)
+                    tensors[blk + "attn_q_b.weight"] = weights.matrix(N_HEAD * hk, q_rank)
+                    tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * hv, N_EMBD)
+                else:
+                    tensors[blk + "attn_q.weight"] = weights.matrix(N_HEAD * hk, N_EMBD)
+            else:
+                if il == 2 and not k3:
+                    # Kimi-Linear's fused projection (llama.cpp's Kimi-K3 graph has none).
+                    tensors[blk + "attn_qkv.weight"] = weights.matrix(3 * inner, N_EMBD)
+                else:
+                    for t in ("attn_q", "attn_k", "attn_v"):
+                        tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
+                for t in ("q", "k", "v"):
+                    tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
+                a_log = -np.abs(weights.norm(N_HEAD))
+                tensors.update({
+                    blk + "ssm_f_a.weight": weights.matrix(kda_head, N_EMBD),
+                    blk + "ssm_f_b.weight": weights.matrix(inner, kda_head),
+                    blk + "ssm_beta.weight": weights.matrix(N_HEAD, N_EMBD),
+                    blk + "ssm_a": a_log if k3 else a_log.reshape(N_HEAD, 1),
+                    blk + "ssm_dt.bias": weights.bias(inner),
+                    blk + "ssm_norm.weight": weights.norm(kda_head),
+                    blk + "attn_output.weight": weights.matrix(N_EMBD, inner),
+                })
+                if k3:
+                    tensors[blk + "ssm_g.weight"] = weights.matrix(inner, N_EMBD)
+                else:
+                    tensors[blk + "ssm_g_a.weight"] = weights.matrix(kda_head, N_EMBD)
+                    tensors[blk + "ssm_g_b.weight"] = weights.matrix(inner, kda_head)
+            if k3:
+                tensors[blk + "attn_res_score.weight"] = weights.norm(N_EMBD)
+                tensors[blk + "ffn_res_score.weight"] = weights.norm(N_EMBD)
+            if il > 0:
+                tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+                tensors.update(weights.shared_expert(blk, ffe))
+                if k3:
+                    tensors[blk + "ffn_gate_exps.weight"] = weights.experts(4, ffe, latent)
+                    tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, ffe, latent)
+                    tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, latent, ffe)
+                    tensors[blk + "ffn_routed_down.weight"] = weights.matrix(latent, N_EMBD)
+                    tensors[blk + "ffn_routed_up.weight"] = weights.matrix(N_EMBD, latent)
+                    tensors[blk + "ffn_routed_norm.weight"] = weights.norm(latent)
+        add_tensors(w, tensors, dtype)
+    return build
 
 def cogvlm(w, weights, n_vocab, dtype):
     # CogVLM's language model: a fused projection, NeoX rotation at ggml's defaults (the file's
@@ -2177,7 +2217,8 @@ MODELS = {
     "deepseek2": ("deepseek2", deepseek2(True), True),
     "deepseek2-kv-b": ("deepseek2", deepseek2(False), True),
     "mistral4": ("mistral4", deepseek2(True, "mistral4"), True),
-    "kimi-linear": ("kimi-linear", kimi_linear, True),
+    "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
+    "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

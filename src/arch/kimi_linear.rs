@@ -63,7 +63,7 @@ impl ArchSpec for KimiLinear {
             let b = |s: &str| format!("blk.{il}.{s}");
             specs.push(TensorSpec::new(b("attn_norm.weight"), &[hp.n_embd], true));
             if hp.is_recurrent(il) {
-                kda_tensors(hp, il, &mut specs);
+                kda_tensors(hp, il, false, &mut specs);
             } else {
                 latent_tensors(hp, il, &mut specs);
             }
@@ -86,15 +86,15 @@ impl ArchSpec for KimiLinear {
 /// The KDA layers' sizes, held where the recurrent memory and the delta rule read them: heads of
 /// `kda.head_dim` (the state's S), as many as the first layer's query heads, one key head per
 /// value head, and three convolved channels (q, k, v) per inner dimension.
-fn load_kda(meta: &Meta, hp: &mut HParams) -> Result<()> {
+pub(super) fn load_kda(meta: &Meta, hp: &mut HParams) -> Result<()> {
     let head = meta.u32(&hp.key("kda.head_dim"))?;
     let n_head = hp.n_head[0];
     hp.ssm_d_conv = meta.u32(&hp.key("ssm.conv_kernel"))?;
     let limit = 1 << 16;
     if head == 0 || head > limit || n_head == 0 || hp.ssm_d_conv == 0 || hp.ssm_d_conv > limit {
         return Err(Error::model(format!(
-            "kimi-linear: KDA heads of {head} ({n_head} of them) with a convolution of {} are out of range",
-            hp.ssm_d_conv
+            "{}: KDA heads of {head} ({n_head} of them) with a convolution of {} are out of range",
+            hp.arch_name, hp.ssm_d_conv
         )));
     }
     hp.ssm_d_state = head;
@@ -105,22 +105,24 @@ fn load_kda(meta: &Meta, hp: &mut HParams) -> Result<()> {
 }
 
 /// The latent attention layers' cache heads: one KV head of the latent plus the shared part.
-fn check_latent(hp: &HParams) -> Result<()> {
+pub(super) fn check_latent(hp: &HParams) -> Result<()> {
     let (hk, rot) = (hp.n_embd_head_k_mla, hp.n_rot);
     let fits = (0..hp.n_layer as usize)
         .filter(|&il| !hp.is_recurrent(il))
         .all(|il| hp.n_head_kv[il] == 1);
     if hp.n_lora_kv == 0 || rot >= hk || hp.n_embd_head_k != hp.n_lora_kv + rot || !fits {
         return Err(Error::model(format!(
-            "kimi-linear: latent attention needs one KV head per attention layer, of the latent ({}) \
+            "{}: latent attention needs one KV head per attention layer, of the latent ({}) \
              plus a shared part ({rot} of key heads of {hk}); the file's cached key heads are {}",
-            hp.n_lora_kv, hp.n_embd_head_k
+            hp.arch_name, hp.n_lora_kv, hp.n_embd_head_k
         )));
     }
     Ok(())
 }
 
-fn kda_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+/// A KDA layer's tensors: Kimi-Linear's (`full_gate` false: a low-rank output gate, A of [1,
+/// n_head]) or Kimi-K3's (one full-rank gate, A of [n_head]).
+pub(super) fn kda_tensors(hp: &HParams, il: usize, full_gate: bool, specs: &mut Vec<TensorSpec>) {
     let b = |s: &str| format!("blk.{il}.{s}");
     let (e, head, n_head, inner) = (hp.n_embd, hp.ssm_d_state, hp.ssm_n_group, hp.ssm_d_inner);
     for part in ["q", "k", "v"] {
@@ -142,13 +144,18 @@ fn kda_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
         TensorSpec::matmul(b("ssm_f_a.weight"), &[e, head], true),
         TensorSpec::matmul(b("ssm_f_b.weight"), &[head, inner], true),
         TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_head], true),
-        TensorSpec::new(b("ssm_a"), &[1, n_head], true),
         TensorSpec::new(b("ssm_dt.bias"), &[inner], true),
-        TensorSpec::matmul(b("ssm_g_a.weight"), &[e, head], true),
-        TensorSpec::matmul(b("ssm_g_b.weight"), &[head, inner], true),
         TensorSpec::new(b("ssm_norm.weight"), &[head], true),
         TensorSpec::matmul(b("attn_output.weight"), &[inner, e], true),
     ]);
+    if full_gate {
+        specs.push(TensorSpec::new(b("ssm_a"), &[n_head], true));
+        specs.push(TensorSpec::matmul(b("ssm_g.weight"), &[e, inner], true));
+    } else {
+        specs.push(TensorSpec::new(b("ssm_a"), &[1, n_head], true));
+        specs.push(TensorSpec::matmul(b("ssm_g_a.weight"), &[e, head], true));
+        specs.push(TensorSpec::matmul(b("ssm_g_b.weight"), &[head, inner], true));
+    }
 }
 
 /// Queries straight from one projection (llama.cpp reads no query rank for this model), the

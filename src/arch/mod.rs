@@ -31,6 +31,7 @@ pub(crate) mod hrm_text;
 pub(crate) mod hunyuan_moe;
 pub(crate) mod hy_v3;
 pub(crate) mod jamba;
+pub(crate) mod kimi_k3;
 pub(crate) mod kimi_linear;
 pub(crate) mod laguna;
 pub(crate) mod lfm2;
@@ -75,7 +76,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 113] = [
+static ARCHITECTURES: [&dyn Architecture; 114] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -112,6 +113,7 @@ static ARCHITECTURES: [&dyn Architecture; 113] = [
     &deepseek2::DEEPSEEK2,
     &deepseek2::MISTRAL4,
     &kimi_linear::KimiLinear,
+    &kimi_k3::KimiK3,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

@@ -198,6 +198,8 @@ pub enum ExpertAct {
     Relu,
     /// gelu(gate) * up (gelu of up alone without a gate).
     Gelu,
+    /// Kimi-K3's SiTU of gate and up (`Builder::situ`); needs a gate.
+    Situ,
 }
 
 /// What varies between the mixture-of-experts layers of the architectures.
@@ -1081,6 +1083,34 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Kimi-K3's SiTU: `β·tanh(gate/β)·sigmoid(gate)` times `up`, itself `β'·tanh(up/β')` when
+    /// the up branch's β' is set (`HParams::situ_beta`, `situ_linear_beta`).
+    pub fn situ(&mut self, gate: TensorRef, up: TensorRef) -> Result<TensorRef> {
+        let (beta, linear_beta) = (self.hp.situ_beta, self.hp.situ_linear_beta);
+        let squashed = |bd: &mut Builder, x: TensorRef, b: f32| -> Result<TensorRef> {
+            let t = bd.g.scale(x, 1.0 / b).map_err(ggml_err)?;
+            let t = bd.g.tanh(t).map_err(ggml_err)?;
+            bd.g.scale(t, b).map_err(ggml_err)
+        };
+        let a = squashed(self, gate, beta)?;
+        let s = self.g.sigmoid(gate).map_err(ggml_err)?;
+        let a = self.g.mul(a, s).map_err(ggml_err)?;
+        let up = if linear_beta > 0.0 {
+            squashed(self, up, linear_beta)?
+        } else {
+            up
+        };
+        self.g.mul(a, up).map_err(ggml_err)
+    }
+
+    /// down(situ(gate x, up x)) over `ffn_{gate,up,down}{suffix}`, unscaled and unbiased.
+    pub fn situ_ffn(&mut self, il: usize, x: TensorRef, suffix: &str) -> Result<TensorRef> {
+        let gate = self.layer_matmul(il, &format!("ffn_gate{suffix}.weight"), x)?;
+        let up = self.layer_matmul(il, &format!("ffn_up{suffix}.weight"), x)?;
+        let h = self.situ(gate, up)?;
+        self.layer_matmul(il, &format!("ffn_down{suffix}.weight"), h)
+    }
+
     /// down(act(gate x) * up x), as `ffn` says: the activation, and whether the weights' scales
     /// and biases apply (some of llama.cpp's architectures load them but leave them out).
     pub fn gated_ffn(&mut self, il: usize, x: TensorRef, ffn: Ffn) -> Result<TensorRef> {
@@ -1283,6 +1313,10 @@ impl<'a> Builder<'a> {
             (None, ExpertAct::Relu) => self.g.relu(up),
             (Some(gate), ExpertAct::Gelu) => self.g.geglu(gate, up),
             (None, ExpertAct::Gelu) => self.g.gelu(up),
+            (gate, ExpertAct::Situ) => {
+                let gate = gate.ok_or_else(|| Error::model("SiTU experts need a gate"))?;
+                Ok(self.situ(gate, up)?)
+            }
             (Some(_), ExpertAct::ReluSqr) => {
                 return Err(Error::model(
                     "squared-ReLU experts have no gate (llama.cpp has no gated form)",

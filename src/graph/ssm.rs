@@ -753,14 +753,16 @@ impl Builder<'_> {
         Ok(output)
     }
 
-    /// A Kimi delta attention layer (KDA, Kimi-Linear's linear attention) over `cur`
-    /// ([n_embd, n_tokens]): queries, keys and values each projected and convolved with its own
-    /// kernel (their windows side by side in the layer's convolution state, so one window serves
-    /// the three), L2-normalised queries and keys, a decay per key dimension
-    /// (`A · softplus(f_b(f_a(x)) + dt_bias)`, A stored as `-exp(A_log)`), a sigmoid write
-    /// strength per head, the gated delta rule, then an RMS norm gated by the sigmoid of
-    /// `g_b(g_a(x))` and the output projection. No projection here is scaled or biased, as in
-    /// llama.cpp's graph.
+    /// A Kimi delta attention layer (KDA: Kimi-Linear's and Kimi-K3's linear attention) over
+    /// `cur` ([n_embd, n_tokens]): queries, keys and values each projected and convolved with its
+    /// own kernel (their windows side by side in the layer's convolution state, so one window
+    /// serves the three), L2-normalised queries and keys, a decay per key dimension, a sigmoid
+    /// write strength per head, the gated delta rule (with rollback snapshots when kept), then an
+    /// RMS norm gated by a sigmoid and the output projection. The decay is
+    /// `A · softplus(f_b(f_a(x)) + dt_bias)` (A stored as `-exp(A_log)`), or with a lower bound
+    /// `bound · sigmoid(-A · (f_b(f_a(x)) + dt_bias))`; the output gate is `g_b(g_a(x))`, or one
+    /// full-rank `ssm_g` where the layer has it. No projection here is scaled or biased, as in
+    /// llama.cpp's graphs.
     pub fn kda_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
         let hp = self.hp;
         let rs = self.recurrent_shape()?;
@@ -785,7 +787,8 @@ impl Builder<'_> {
             .g
             .reshape(qkv, &[3 * d_inner, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
-        let conv_x = self.conv_window(conv_all, qkv, 3 * d_inner, 1, false)?;
+        let k = self.snapshots() + 1;
+        let conv_x = self.conv_window(conv_all, qkv, 3 * d_inner, k, true)?;
         let nb = conv_x.nb();
         let d_conv = i64::from(hp.ssm_d_conv);
         let mut convolved = Vec::with_capacity(3);
@@ -810,17 +813,28 @@ impl Builder<'_> {
             );
         }
         let q = self.l2_norm(convolved[0])?;
-        let k = self.l2_norm(convolved[1])?;
+        let kk = self.l2_norm(convolved[1])?;
 
         let f = self.layer_matmul(il, "ssm_f_a.weight", cur)?;
         let decay = self.layer_matmul(il, "ssm_f_b.weight", f)?;
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
         let decay = self.g.add(decay, dt_b).map_err(ggml_err)?;
-        let decay = self.g.softplus(decay).map_err(ggml_err)?;
-        let decay = self.g.reshape(decay, &[head, n_head, n_tokens]).map_err(ggml_err)?;
         let a = self.layer_weight(il, "ssm_a")?;
         let a = self.g.reshape(a, &[1, n_head, 1]).map_err(ggml_err)?;
-        let gate = self.g.mul(decay, a).map_err(ggml_err)?;
+        let gate = match hp.kda_gate_lower_bound {
+            Some(bound) => {
+                let x = self.g.reshape(decay, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+                let x = self.g.mul(x, a).map_err(ggml_err)?;
+                let x = self.g.scale(x, -1.0).map_err(ggml_err)?;
+                let x = self.g.sigmoid(x).map_err(ggml_err)?;
+                self.g.scale(x, bound).map_err(ggml_err)?
+            }
+            None => {
+                let x = self.g.softplus(decay).map_err(ggml_err)?;
+                let x = self.g.reshape(x, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+                self.g.mul(x, a).map_err(ggml_err)?
+            }
+        };
         let gate = self
             .g
             .reshape(gate, &[head, n_head, n_seq_tokens, n_seqs])
@@ -832,10 +846,15 @@ impl Builder<'_> {
             .map_err(ggml_err)?;
         let beta = self.g.sigmoid(beta).map_err(ggml_err)?;
 
-        let output = self.delta_rule(ssm_all, [q, k, convolved[2]], gate, beta, 1)?;
+        let output = self.delta_rule(ssm_all, [q, kk, convolved[2]], gate, beta, k)?;
         let output = self.g.reshape(output, &[head, n_head, n_tokens]).map_err(ggml_err)?;
-        let g = self.layer_matmul(il, "ssm_g_a.weight", cur)?;
-        let g = self.layer_matmul(il, "ssm_g_b.weight", g)?;
+        let g = match self.layer_weight_opt(il, "ssm_g.weight") {
+            Some(w) => self.g.mul_mat(w, cur).map_err(ggml_err)?,
+            None => {
+                let g = self.layer_matmul(il, "ssm_g_a.weight", cur)?;
+                self.layer_matmul(il, "ssm_g_b.weight", g)?
+            }
+        };
         let g = self.g.reshape(g, &[head, n_head, n_tokens]).map_err(ggml_err)?;
         let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
         let normed = self.rms_norm(output, norm_w)?;

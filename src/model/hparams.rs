@@ -216,6 +216,16 @@ pub struct HParams {
     pub ssm_dt_b_c_rms: bool,
     /// LFM2's short convolutions: the window they see, the current token included (0: none).
     pub shortconv_l_cache: u32,
+    /// Kimi delta attention's decay with a lower bound (Kimi-K3's): `bound · sigmoid(exp(A_log)·x)`
+    /// rather than `-exp(A_log) · softplus(x)` (None).
+    pub kda_gate_lower_bound: Option<f32>,
+    /// Kimi-K3's SiTU activation: the gate branch's β and the up branch's (0: up unchanged).
+    pub situ_beta: f32,
+    pub situ_linear_beta: f32,
+    /// Kimi-K3's routed experts' width when they run in a latent space (0: the model's), and the
+    /// block of layers after which its cross-layer residual attention banks a checkpoint (0: none).
+    pub n_expert_latent: u32,
+    pub attn_res_block_size: u32,
 }
 
 impl HParams {
@@ -450,6 +460,11 @@ impl HParams {
             ssm_n_group: 0,
             ssm_dt_b_c_rms: false,
             shortconv_l_cache: 0,
+            kda_gate_lower_bound: None,
+            situ_beta: 0.0,
+            situ_linear_beta: 0.0,
+            n_expert_latent: 0,
+            attn_res_block_size: 0,
         };
         arch.load_hparams(meta, &mut hp)?;
         // Each architecture reads the epsilon of the norms it uses.

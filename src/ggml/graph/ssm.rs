@@ -155,6 +155,23 @@ impl Graph {
         )
     }
 
+    /// Per token, the weighted sum of `x`'s rows ([n, rows, n_tokens]) by `weights` ([rows,
+    /// n_tokens]): [n, n_tokens] (ggml's `dsv4_hc_pre`).
+    pub fn weighted_rows(&mut self, x: TensorRef, weights: TensorRef) -> OpResult {
+        self.room()?;
+        let (xn, wn) = (x.ne(), weights.ne());
+        let ok =
+            x.ggml_type() == F32 && weights.ggml_type() == F32 && xn[1] > 0 && xn[3] == 1 && wn == [xn[1], xn[2], 1, 1];
+        if !ok {
+            return Err(format!("weighted_rows: x {xn:?}, weights {wn:?} do not fit (both F32)"));
+        }
+        // SAFETY: types and shapes as ggml and its CPU kernel assert; the kernel reads by strides.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_dsv4_hc_pre(self.ctx.as_ptr(), x.as_ptr(), weights.as_ptr()) },
+            "dsv4_hc_pre",
+        )
+    }
+
     /// The gated delta rule over queries and keys `q`, `k` ([S, H_k, n_tokens, n_seqs]), values
     /// `v` ([S, H_v, n_tokens, n_seqs], H_v a multiple of H_k), a decay `g` ([1 or S, H_v,
     /// n_tokens, n_seqs]), write strengths `beta` ([1, H_v, n_tokens, n_seqs]) and each

@@ -1,0 +1,320 @@
+//! Kimi-K3: Kimi-Linear's hybrid of KDA and unrotated absorbed latent attention, with a decay
+//! bounded below and one full-rank output gate in the KDA layers, a sigmoid output gate on the
+//! latent attention, the SiTU activation in every FFN, routed experts that run in a latent space
+//! (projected down, normed and up again around them, routed from the full-width input) and
+//! cross-layer residual attention: every `attn_res.block_size` layers the residual stream is banked
+//! as a checkpoint and restarted from the attention's output, and each norm's input is a softmax
+//! mix of the checkpoints and the current stream, scored by a learned vector.
+//!
+//! As in llama.cpp's graph, no projection is multiplied by its weight's scale.
+
+use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct KimiK3;
+
+impl ArchSpec for KimiK3 {
+    fn name(&self) -> &'static str {
+        "kimi-k3"
+    }
+
+    fn rope_type(&self) -> i32 {
+        -1
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        hp.rope = false;
+        hp.n_embd_head_k_mla = meta.u32(&hp.key("attention.key_length_mla"))?;
+        hp.n_embd_head_v_mla = meta.u32(&hp.key("attention.value_length_mla"))?;
+        hp.n_lora_q = meta.u32_opt(&hp.key("attention.q_lora_rank"))?.unwrap_or(0);
+        hp.n_lora_kv = meta.u32(&hp.key("attention.kv_lora_rank"))?;
+        // The cache's values are the latent (older files carry no value length).
+        hp.n_embd_head_v = hp.n_lora_kv;
+        kimi_linear::load_kda(meta, hp)?;
+        hp.kda_gate_lower_bound = meta
+            .f32_opt(&hp.key("kda.gate_lower_bound"))?
+            .filter(|&b| b > f32::NEG_INFINITY);
+        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
+        kimi_linear::check_latent(hp)?;
+
+        hp.n_layer_dense_lead = meta.u32_opt(&hp.key("leading_dense_block_count"))?.unwrap_or(0);
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
+        }
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        let shared = meta.u32(&hp.key("expert_shared_count"))?;
+        hp.n_ff_shexp = hp.n_ff_exp * shared.max(1);
+        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+        hp.expert_gating_func = meta.u32(&hp.key("expert_gating_func"))?;
+        if Gating::from_llama(hp.expert_gating_func).is_none() {
+            return Err(Error::model(format!(
+                "kimi-k3: unknown expert gating function {}",
+                hp.expert_gating_func
+            )));
+        }
+        hp.n_expert_latent = meta.u32_opt(&hp.key("expert_latent_length"))?.unwrap_or(0);
+        hp.attn_res_block_size = meta.u32(&hp.key("attn_res.block_size"))?;
+        hp.situ_beta = meta.f32(&hp.key("activation.situ_beta"))?;
+        hp.situ_linear_beta = meta.f32(&hp.key("activation.situ_linear_beta"))?;
+        if !(hp.situ_beta.is_finite() && hp.situ_beta != 0.0 && hp.situ_linear_beta.is_finite()) {
+            return Err(Error::model(format!(
+                "kimi-k3: SiTU betas {} and {} (the first must be finite and non-zero)",
+                hp.situ_beta, hp.situ_linear_beta
+            )));
+        }
+        hp.size_label = if hp.n_layer == 93 { "2.8T.A50B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let e = hp.n_embd;
+        let scores = hp.attn_res_block_size > 0;
+        if scores {
+            specs.push(TensorSpec::new("output_res_score.weight", &[e], true));
+        }
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            if scores {
+                specs.push(TensorSpec::new(b("attn_res_score.weight"), &[e], true));
+                specs.push(TensorSpec::new(b("ffn_res_score.weight"), &[e], true));
+            }
+            if hp.is_recurrent(il) {
+                kimi_linear::kda_tensors(hp, il, true, &mut specs);
+            } else {
+                latent_tensors(hp, il, &mut specs);
+            }
+            if il < hp.n_layer_dense_lead as usize {
+                let ff = hp.n_ff[il];
+                specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
+                specs.push(TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true));
+                specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
+            } else {
+                expert_tensors(hp, il, &mut specs);
+            }
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    fn rollback(&self) -> bool {
+        true
+    }
+}
+
+/// The latent attention's tensors: queries through a normed low rank (where the layer has its
+/// norm) or one projection, the absorbed widenings, an optional output gate.
+fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let (e, rot, kv_rank, q_rank) = (hp.n_embd, hp.n_rot, hp.n_lora_kv, hp.n_lora_q);
+    let (hk, hv, n_head) = (hp.n_embd_head_k_mla, hp.n_embd_head_v_mla, hp.n_head[il]);
+    let q_norm = b("attn_q_a_norm.weight");
+    specs.extend([
+        TensorSpec::new(&q_norm, &[q_rank], false),
+        TensorSpec::matmul(b("attn_q_a.weight"), &[e, q_rank], false),
+        TensorSpec::matmul(b("attn_q_b.weight"), &[q_rank, n_head * hk], false),
+        TensorSpec::matmul(b("attn_q.weight"), &[e, n_head * hk], true).unless(&q_norm),
+        TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
+        TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank + rot], true),
+        TensorSpec::matmul(b("attn_k_b.weight"), &[hk - rot, kv_rank, n_head], true),
+        TensorSpec::matmul(b("attn_v_b.weight"), &[kv_rank, hv, n_head], true),
+        TensorSpec::matmul(b("attn_gate.weight"), &[e, n_head * hv], false),
+        TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
+    ]);
+}
+
+/// Routed experts of the latent width (with the projections around them when there is one)
+/// beside full-width shared experts.
+fn expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let (e, n, x, sh) = (hp.n_embd, hp.n_expert, hp.n_ff_exp, hp.n_ff_shexp);
+    let latent = if hp.n_expert_latent > 0 { hp.n_expert_latent } else { e };
+    specs.extend([
+        TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true),
+        TensorSpec::new(b("exp_probs_b.bias"), &[n], true),
+        TensorSpec::matmul(b("ffn_gate_exps.weight"), &[latent, x, n], true),
+        TensorSpec::matmul(b("ffn_up_exps.weight"), &[latent, x, n], true),
+        TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, latent, n], true),
+        TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true),
+        TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true),
+        TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true),
+    ]);
+    if hp.n_expert_latent > 0 {
+        specs.extend([
+            TensorSpec::matmul(b("ffn_routed_down.weight"), &[e, latent], true),
+            TensorSpec::matmul(b("ffn_routed_up.weight"), &[latent, e], true),
+            TensorSpec::new(b("ffn_routed_norm.weight"), &[latent], false),
+        ]);
+    }
+}
+
+/// The checkpoints of the cross-layer residual attention: [n_embd, n_checkpoints, n_tokens].
+struct Checkpoints(Option<TensorRef>);
+
+impl Checkpoints {
+    /// Bank `x` ([n_embd, n_tokens]) as the next checkpoint.
+    fn push(&mut self, b: &mut Builder, x: TensorRef) -> Result<()> {
+        let [n_embd, n_tokens, ..] = x.ne();
+        let ckpt = b.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
+        self.0 = Some(match self.0 {
+            Some(stack) => b.g.concat(stack, ckpt, 1).map_err(ggml_err)?,
+            None => ckpt,
+        });
+        Ok(())
+    }
+
+    /// The checkpoints and `cur` mixed per token by the softmax of their scores (each the RMS
+    /// normed row times `score_w`, summed); `cur` itself while nothing is banked.
+    fn mix(&self, b: &mut Builder, cur: TensorRef, score_w: TensorRef) -> Result<TensorRef> {
+        let Some(stack) = self.0 else { return Ok(cur) };
+        let eps = b.hp.rms_eps;
+        let [_, n_ckpt, n_tokens, _] = stack.ne();
+        let score = |bd: &mut Builder, x: TensorRef| -> Result<TensorRef> {
+            let n = bd.g.rms_norm(x, eps).map_err(ggml_err)?;
+            let n = bd.g.mul(n, score_w).map_err(ggml_err)?;
+            bd.g.sum_rows(n).map_err(ggml_err)
+        };
+        let sc_stack = score(b, stack)?;
+        let sc_stack = b.g.reshape(sc_stack, &[n_ckpt, n_tokens]).map_err(ggml_err)?;
+        let sc_cur = score(b, cur)?;
+        let scores = b.g.concat(sc_stack, sc_cur, 0).map_err(ggml_err)?;
+        let probs = b.g.soft_max_rows(scores).map_err(ggml_err)?;
+        let nb = probs.nb();
+        let p_stack = b.g.view(probs, &[n_ckpt, n_tokens], &[nb[1]], 0).map_err(ggml_err)?;
+        let p_stack = b.g.cont(p_stack).map_err(ggml_err)?;
+        let p_cur =
+            b.g.view(probs, &[1, n_tokens], &[nb[1]], n_ckpt as usize * nb[0])
+                .map_err(ggml_err)?;
+        let p_cur = b.g.cont(p_cur).map_err(ggml_err)?;
+        let out = b.g.weighted_rows(stack, p_stack).map_err(ggml_err)?;
+        let cur = b.g.mul(cur, p_cur).map_err(ggml_err)?;
+        b.add(out, cur)
+    }
+}
+
+impl Decoder for KimiK3 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let hk = i64::from(hp.n_embd_head_k_mla);
+        let kq_scale = 1.0 / (hk as f32).sqrt();
+        let block = hp.attn_res_block_size as usize;
+        let moe = Moe {
+            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
+            normalize: hp.expert_weights_norm,
+            act: ExpertAct::Situ,
+            scaled: false,
+            // llama.cpp's graph passes the model's count, not the warmup-aware one.
+            warmup_all: false,
+            weights_first: false,
+            pick_by_sigmoid: false,
+        };
+        let mut banked = Checkpoints(None);
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let mixed = match block {
+                0 => x,
+                _ => {
+                    let w = b.layer_weight(il, "attn_res_score.weight")?;
+                    banked.mix(b, x, w)?
+                }
+            };
+            let restart = block > 0 && il % block == 0;
+            if restart {
+                banked.push(b, x)?;
+            }
+            let cur = b.layer_rms_norm(il, mixed, "attn_norm.weight", "attn_norm")?;
+            let att = if hp.is_recurrent(il) {
+                b.kda_layer(il, cur)?
+            } else {
+                latent_attention(b, il, cur, kq_scale)?
+            };
+            let h = if restart { att } else { b.add(x, att)? };
+            let h = b.name(h, "prefix_sum_attn", l);
+            let mixed = match block {
+                0 => h,
+                _ => {
+                    let w = b.layer_weight(il, "ffn_res_score.weight")?;
+                    banked.mix(b, h, w)?
+                }
+            };
+            let cur = b.layer_rms_norm(il, mixed, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = if il < hp.n_layer_dense_lead as usize {
+                b.situ_ffn(il, cur, "")?
+            } else {
+                latent_experts(b, il, cur, moe)?
+            };
+            let ffn = b.name(ffn, "ffn_out", l);
+            x = b.add(h, ffn)?;
+            x = b.name(x, "l_out", l);
+        }
+        if block > 0 {
+            let w = b.weight("output_res_score.weight")?;
+            x = banked.mix(b, x, w)?;
+        }
+        let x = b.select_outputs(x)?;
+        let logits = b.output_head(x)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
+
+/// Unrotated absorbed latent attention, its output gated by the sigmoid of `attn_gate` times
+/// the normed input where the layer has that gate, then projected out.
+fn latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: f32) -> Result<TensorRef> {
+    let hp = b.hp;
+    let q = if b.layer_weight_opt(il, "attn_q_a_norm.weight").is_some() {
+        let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
+        let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
+        b.layer_matmul(il, "attn_q_b.weight", q)?
+    } else {
+        b.layer_matmul(il, "attn_q.weight", cur)?
+    };
+    let q =
+        b.g.reshape(
+            q,
+            &[i64::from(hp.n_embd_head_k_mla), i64::from(hp.n_head[il]), q.ne()[1]],
+        )
+        .map_err(ggml_err)?;
+    let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
+    let mut att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
+    if b.layer_weight_opt(il, "attn_gate.weight").is_some() {
+        let g = b.layer_matmul(il, "attn_gate.weight", cur)?;
+        let g = b.g.sigmoid(g).map_err(ggml_err)?;
+        att = b.g.mul(att, g).map_err(ggml_err)?;
+    }
+    b.layer_matmul(il, "attn_output.weight", att)
+}
+
+/// Routed experts over the input projected into their latent space (routed by the full-width
+/// input), normed and projected back, plus the shared experts over the full-width input.
+fn latent_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Result<TensorRef> {
+    let routed_in = match b.layer_weight_opt(il, "ffn_routed_down.weight") {
+        Some(w) => b.g.mul_mat(w, cur).map_err(ggml_err)?,
+        None => cur,
+    };
+    let logits = b.router_logits(il, cur)?;
+    let mut routed = b.moe_ffn_from_logits(il, routed_in, logits, moe)?;
+    if b.layer_weight_opt(il, "ffn_routed_norm.weight").is_some() {
+        routed = b.layer_rms_norm(il, routed, "ffn_routed_norm.weight", "ffn_routed_norm")?;
+    }
+    if let Some(w) = b.layer_weight_opt(il, "ffn_routed_up.weight") {
+        routed = b.g.mul_mat(w, routed).map_err(ggml_err)?;
+    }
+    let shared = b.situ_ffn(il, cur, "_shexp")?;
+    let shared = b.name(shared, "ffn_shexp", Some(il));
+    b.add(routed, shared)
+}
