@@ -1021,6 +1021,76 @@ def kimi(a):
         add_tensors(w, tensors, dtype)
     return build
 
+def bailingmoe3(w, weights, n_vocab, dtype):
+    """BailingMoE 3: Kimi delta attention layers with full-rank decay and output-gate projections
+    and a safe gate bounded below, around a rotated absorbed latent attention layer (low-rank
+    queries, a sigmoid gate per head); text-only, so plain rotation; a dense first layer, then
+    four sigmoid-routed experts of width 32 beside a shared expert of width 24; SwiGLU limits on
+    some layers' experts and other FFNs (llama.cpp's split form)."""
+    a, n_layer, ffe, sh = "bailingmoe3", 3, 32, 24
+    kda_head, conv = 16, 4
+    inner = N_HEAD * kda_head
+    q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
+    hk = nope + rot
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, 1, 0])
+    w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank + rot
+    w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
+    w.add_uint32(f"{a}.attention.key_length_mla", hk)
+    w.add_uint32(f"{a}.attention.value_length_mla", hv)
+    w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
+    w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+    w.add_uint32(f"{a}.rope.dimension_count", rot)
+    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
+    w.add_uint32(f"{a}.kda.head_dim", kda_head)
+    w.add_bool(f"{a}.kda.safe_gate", True)
+    w.add_float32(f"{a}.kda.gate_lower_bound", -5.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", sh)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 0.3, 0.0])
+    w.add_array(f"{a}.swiglu_clamp_shexp", [0.2, 0.0, 0.25])
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            del tensors[blk + t + ".weight"]
+        if il == 1:
+            tensors.update({
+                blk + "attn_q_a.weight": weights.matrix(q_rank, N_EMBD),
+                blk + "attn_q_a_norm.weight": weights.norm(q_rank),
+                blk + "attn_q_b.weight": weights.matrix(N_HEAD * hk, q_rank),
+                blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
+                blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank + rot, N_EMBD),
+                blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
+                blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
+                blk + "attn_gate.weight": weights.matrix(N_HEAD, N_EMBD),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+            })
+        else:
+            for t in ("attn_q", "attn_k", "attn_v"):
+                tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
+            for t in ("q", "k", "v"):
+                tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
+            tensors.update({
+                blk + "ssm_f_a.weight": weights.matrix(inner, N_EMBD),
+                blk + "ssm_beta.weight": weights.matrix(N_HEAD, N_EMBD),
+                blk + "ssm_a": -np.abs(weights.norm(N_HEAD)).reshape(N_HEAD, 1),
+                blk + "ssm_dt.bias": weights.bias(inner),
+                blk + "ssm_g_a.weight": weights.matrix(inner, N_EMBD),
+                blk + "ssm_norm.weight": weights.norm(kda_head),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, inner),
+            })
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, sh))
+    add_tensors(w, tensors, dtype)
+
 def cogvlm(w, weights, n_vocab, dtype):
     # CogVLM's language model: a fused projection, NeoX rotation at ggml's defaults (the file's
     # base of 50000 left out by llama.cpp's graph), the vision expert's weights beside the text
@@ -2219,6 +2289,7 @@ MODELS = {
     "mistral4": ("mistral4", deepseek2(True, "mistral4"), True),
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
+    "bailingmoe3": ("bailingmoe3", bailingmoe3, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

@@ -12,7 +12,7 @@ use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
-use crate::model::hparams::HParams;
+use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
@@ -37,9 +37,12 @@ impl ArchSpec for KimiK3 {
         // The cache's values are the latent (older files carry no value length).
         hp.n_embd_head_v = hp.n_lora_kv;
         kimi_linear::load_kda(meta, hp)?;
-        hp.kda_gate_lower_bound = meta
+        if let Some(bound) = meta
             .f32_opt(&hp.key("kda.gate_lower_bound"))?
-            .filter(|&b| b > f32::NEG_INFINITY);
+            .filter(|&b| b > f32::NEG_INFINITY)
+        {
+            hp.kda_decay = KdaDecay::LowerBound(bound);
+        }
         hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
         hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
         kimi_linear::check_latent(hp)?;
@@ -91,7 +94,7 @@ impl ArchSpec for KimiK3 {
                 specs.push(TensorSpec::new(b("ffn_res_score.weight"), &[e], true));
             }
             if hp.is_recurrent(il) {
-                kimi_linear::kda_tensors(hp, il, true, &mut specs);
+                kimi_linear::kda_tensors(hp, il, kimi_linear::KdaTensors::KimiK3, &mut specs);
             } else {
                 latent_tensors(hp, il, &mut specs);
             }
@@ -239,7 +242,7 @@ impl Decoder for KimiK3 {
             }
             let cur = b.layer_rms_norm(il, mixed, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {
-                b.kda_layer(il, cur)?
+                b.kda_layer(il, cur, true)?
             } else {
                 latent_attention(b, il, cur, kq_scale)?
             };

@@ -63,7 +63,7 @@ impl ArchSpec for KimiLinear {
             let b = |s: &str| format!("blk.{il}.{s}");
             specs.push(TensorSpec::new(b("attn_norm.weight"), &[hp.n_embd], true));
             if hp.is_recurrent(il) {
-                kda_tensors(hp, il, false, &mut specs);
+                kda_tensors(hp, il, KdaTensors::KimiLinear, &mut specs);
             } else {
                 latent_tensors(hp, il, &mut specs);
             }
@@ -120,9 +120,20 @@ pub(super) fn check_latent(hp: &HParams) -> Result<()> {
     Ok(())
 }
 
-/// A KDA layer's tensors: Kimi-Linear's (`full_gate` false: a low-rank output gate, A of [1,
-/// n_head]) or Kimi-K3's (one full-rank gate, A of [n_head]).
-pub(super) fn kda_tensors(hp: &HParams, il: usize, full_gate: bool, specs: &mut Vec<TensorSpec>) {
+/// Where the KDA layers of the three architectures differ in their tensors.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum KdaTensors {
+    /// Low-rank decay and output-gate projections, A of [1, n_head].
+    KimiLinear,
+    /// Low-rank decay projection, one full-rank output gate `ssm_g`, A of [n_head].
+    KimiK3,
+    /// Full-rank decay (`ssm_f_a`) and output gate (`ssm_g_a`) projections, A of [1, n_head].
+    Bailing,
+}
+
+/// A KDA layer's tensors (the q, k and v projections may be fused where llama.cpp's graph
+/// takes that; it loads their biases and leaves them unused).
+pub(super) fn kda_tensors(hp: &HParams, il: usize, style: KdaTensors, specs: &mut Vec<TensorSpec>) {
     let b = |s: &str| format!("blk.{il}.{s}");
     let (e, head, n_head, inner) = (hp.n_embd, hp.ssm_d_state, hp.ssm_n_group, hp.ssm_d_inner);
     for part in ["q", "k", "v"] {
@@ -132,7 +143,6 @@ pub(super) fn kda_tensors(hp: &HParams, il: usize, full_gate: bool, specs: &mut 
             true,
         ));
     }
-    // One fused projection or three; llama.cpp loads the biases and leaves them unused.
     let qkv = b("attn_qkv.weight");
     specs.push(TensorSpec::matmul(&qkv, &[e, 3 * inner], false));
     specs.push(TensorSpec::new(b("attn_qkv.bias"), &[3 * inner], false));
@@ -141,20 +151,31 @@ pub(super) fn kda_tensors(hp: &HParams, il: usize, full_gate: bool, specs: &mut 
         specs.push(TensorSpec::new(b(&format!("attn_{part}.bias")), &[inner], false));
     }
     specs.extend([
-        TensorSpec::matmul(b("ssm_f_a.weight"), &[e, head], true),
-        TensorSpec::matmul(b("ssm_f_b.weight"), &[head, inner], true),
         TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_head], true),
         TensorSpec::new(b("ssm_dt.bias"), &[inner], true),
         TensorSpec::new(b("ssm_norm.weight"), &[head], true),
         TensorSpec::matmul(b("attn_output.weight"), &[inner, e], true),
     ]);
-    if full_gate {
-        specs.push(TensorSpec::new(b("ssm_a"), &[n_head], true));
-        specs.push(TensorSpec::matmul(b("ssm_g.weight"), &[e, inner], true));
-    } else {
-        specs.push(TensorSpec::new(b("ssm_a"), &[1, n_head], true));
-        specs.push(TensorSpec::matmul(b("ssm_g_a.weight"), &[e, head], true));
-        specs.push(TensorSpec::matmul(b("ssm_g_b.weight"), &[head, inner], true));
+    let low_rank = |name: &str, specs: &mut Vec<TensorSpec>| {
+        specs.push(TensorSpec::matmul(b(&format!("{name}_a.weight")), &[e, head], true));
+        specs.push(TensorSpec::matmul(b(&format!("{name}_b.weight")), &[head, inner], true));
+    };
+    match style {
+        KdaTensors::KimiLinear => {
+            specs.push(TensorSpec::new(b("ssm_a"), &[1, n_head], true));
+            low_rank("ssm_f", specs);
+            low_rank("ssm_g", specs);
+        }
+        KdaTensors::KimiK3 => {
+            specs.push(TensorSpec::new(b("ssm_a"), &[n_head], true));
+            low_rank("ssm_f", specs);
+            specs.push(TensorSpec::matmul(b("ssm_g.weight"), &[e, inner], true));
+        }
+        KdaTensors::Bailing => {
+            specs.push(TensorSpec::new(b("ssm_a"), &[1, n_head], true));
+            specs.push(TensorSpec::matmul(b("ssm_f_a.weight"), &[e, inner], true));
+            specs.push(TensorSpec::matmul(b("ssm_g_a.weight"), &[e, inner], true));
+        }
     }
 }
 
@@ -194,7 +215,7 @@ impl Decoder for KimiLinear {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {
-                b.kda_layer(il, cur)?
+                b.kda_layer(il, cur, true)?
             } else {
                 let q = b.layer_matmul(il, "attn_q.weight", cur)?;
                 let q =

@@ -31,6 +31,7 @@ impl ArchSpec for Maple {
         hp.swiglu_clamp_exp = meta
             .f32_per_layer(&clamp, hp.n_layer as usize)?
             .ok_or_else(|| Error::model(format!("key '{clamp}' is missing")))?;
+        hp.swiglu_clamp_fused = true;
         hp.size_label = if hp.n_layer == 24 { "20B" } else { "?B" };
         Ok(())
     }

@@ -6,6 +6,7 @@
 pub(crate) mod afmoe;
 pub(crate) mod arctic;
 pub(crate) mod baichuan;
+pub(crate) mod bailingmoe3;
 pub(crate) mod bert;
 pub(crate) mod chatglm;
 pub(crate) mod cogvlm;
@@ -76,7 +77,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 114] = [
+static ARCHITECTURES: [&dyn Architecture; 115] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -114,6 +115,7 @@ static ARCHITECTURES: [&dyn Architecture; 114] = [
     &deepseek2::MISTRAL4,
     &kimi_linear::KimiLinear,
     &kimi_k3::KimiK3,
+    &bailingmoe3::BailingMoe3,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

@@ -1121,13 +1121,24 @@ impl<'a> Builder<'a> {
     pub fn gated_ffn_named(&mut self, il: usize, x: TensorRef, ffn: Ffn, suffix: &str) -> Result<TensorRef> {
         let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn)?;
         let gate = self.ffn_projection(il, &format!("ffn_gate{suffix}"), x, ffn)?;
-        let h = if ffn.gelu {
-            self.g.geglu(gate, up)
-        } else {
-            self.g.swiglu(gate, up)
-        }
-        .map_err(ggml_err)?;
+        let limit = self.hp.swiglu_clamp_shexp.get(il).copied().filter(|&l| l > 1e-6);
+        let h = match (ffn.gelu, limit) {
+            (true, _) => self.g.geglu(gate, up).map_err(ggml_err)?,
+            (false, Some(limit)) => self.swiglu_clamped(gate, up, limit)?,
+            (false, None) => self.g.swiglu(gate, up).map_err(ggml_err)?,
+        };
         self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)
+    }
+
+    /// SwiGLU with a limit, in the form the model uses (`HParams::swiglu_clamp_fused`).
+    fn swiglu_clamped(&mut self, gate: TensorRef, up: TensorRef, limit: f32) -> Result<TensorRef> {
+        if self.hp.swiglu_clamp_fused {
+            return self.g.swiglu_clamp(gate, up, limit).map_err(ggml_err);
+        }
+        let up = self.g.clamp(up, -limit, limit).map_err(ggml_err)?;
+        let act = self.g.silu(gate).map_err(ggml_err)?;
+        let act = self.g.clamp(act, f32::NEG_INFINITY, limit).map_err(ggml_err)?;
+        self.g.mul(act, up).map_err(ggml_err)
     }
 
     /// `blk.{il}.{name}.weight` times `x`, then its bias and its scale as `ffn` says.
@@ -1298,11 +1309,11 @@ impl<'a> Builder<'a> {
             };
             (up, gate)
         };
-        // A layer's SwiGLU limit (Maple's): ggml's clamped SwiGLU.
+        // A layer's SwiGLU limit, in the model's form.
         let limit = hp.swiglu_clamp_exp.get(il).copied().filter(|&l| l > 1e-6);
         let h = match (gate, moe.act) {
             (Some(gate), ExpertAct::Silu) => match limit {
-                Some(limit) => self.g.swiglu_clamp(gate, up, limit),
+                Some(limit) => Ok(self.swiglu_clamped(gate, up, limit)?),
                 None => self.g.swiglu(gate, up),
             },
             (None, ExpertAct::Silu) => self.g.silu(up),

@@ -5,6 +5,7 @@
 use super::{ggml_err, Builder, RecurrentShape};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
+use crate::model::hparams::KdaDecay;
 
 /// How a layer reads the gathered states: plain rows, or its own op over the states and the
 /// window's copy sources (the scan reads the states where they lie).
@@ -753,17 +754,16 @@ impl Builder<'_> {
         Ok(output)
     }
 
-    /// A Kimi delta attention layer (KDA: Kimi-Linear's and Kimi-K3's linear attention) over
-    /// `cur` ([n_embd, n_tokens]): queries, keys and values each projected and convolved with its
-    /// own kernel (their windows side by side in the layer's convolution state, so one window
-    /// serves the three), L2-normalised queries and keys, a decay per key dimension, a sigmoid
-    /// write strength per head, the gated delta rule (with rollback snapshots when kept), then an
-    /// RMS norm gated by a sigmoid and the output projection. The decay is
-    /// `A · softplus(f_b(f_a(x)) + dt_bias)` (A stored as `-exp(A_log)`), or with a lower bound
-    /// `bound · sigmoid(-A · (f_b(f_a(x)) + dt_bias))`; the output gate is `g_b(g_a(x))`, or one
-    /// full-rank `ssm_g` where the layer has it. No projection here is scaled or biased, as in
-    /// llama.cpp's graphs.
-    pub fn kda_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    /// A Kimi delta attention layer (KDA: the linear attention of Kimi-Linear, Kimi-K3 and
+    /// BailingMoE 3) over `cur` ([n_embd, n_tokens]): queries, keys and values each projected and
+    /// convolved with its own kernel (their windows side by side in the layer's convolution
+    /// state, so one window serves the three; `fill`: every rollback plane written, else only
+    /// those the ubatch reaches), L2-normalised queries and keys, a decay per key dimension
+    /// (`HParams::kda_decay`, from f_a or f_b after f_a), a sigmoid write strength per head, the
+    /// gated delta rule (with rollback snapshots when kept), then an RMS norm gated by a sigmoid
+    /// and the output projection. No projection here is scaled or biased, as in llama.cpp's
+    /// graphs.
+    pub fn kda_layer(&mut self, il: usize, cur: TensorRef, fill: bool) -> Result<TensorRef> {
         let hp = self.hp;
         let rs = self.recurrent_shape()?;
         let (conv_all, ssm_all) = self.rs_layer(il)?;
@@ -788,7 +788,7 @@ impl Builder<'_> {
             .reshape(qkv, &[3 * d_inner, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
         let k = self.snapshots() + 1;
-        let conv_x = self.conv_window(conv_all, qkv, 3 * d_inner, k, true)?;
+        let conv_x = self.conv_window(conv_all, qkv, 3 * d_inner, k, fill)?;
         let nb = conv_x.nb();
         let d_conv = i64::from(hp.ssm_d_conv);
         let mut convolved = Vec::with_capacity(3);
@@ -815,24 +815,30 @@ impl Builder<'_> {
         let q = self.l2_norm(convolved[0])?;
         let kk = self.l2_norm(convolved[1])?;
 
-        let f = self.layer_matmul(il, "ssm_f_a.weight", cur)?;
-        let decay = self.layer_matmul(il, "ssm_f_b.weight", f)?;
+        // The decay's projection: low rank (f_b after f_a), or f_a alone at full rank.
+        let decay = self.layer_matmul(il, "ssm_f_a.weight", cur)?;
+        let decay = match self.layer_weight_opt(il, "ssm_f_b.weight") {
+            Some(w) => self.g.mul_mat(w, decay).map_err(ggml_err)?,
+            None => decay,
+        };
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
         let decay = self.g.add(decay, dt_b).map_err(ggml_err)?;
         let a = self.layer_weight(il, "ssm_a")?;
         let a = self.g.reshape(a, &[1, n_head, 1]).map_err(ggml_err)?;
-        let gate = match hp.kda_gate_lower_bound {
-            Some(bound) => {
-                let x = self.g.reshape(decay, &[head, n_head, n_tokens]).map_err(ggml_err)?;
-                let x = self.g.mul(x, a).map_err(ggml_err)?;
-                let x = self.g.scale(x, -1.0).map_err(ggml_err)?;
-                let x = self.g.sigmoid(x).map_err(ggml_err)?;
-                self.g.scale(x, bound).map_err(ggml_err)?
-            }
-            None => {
+        let gate = match hp.kda_decay {
+            KdaDecay::Softplus => {
                 let x = self.g.softplus(decay).map_err(ggml_err)?;
                 let x = self.g.reshape(x, &[head, n_head, n_tokens]).map_err(ggml_err)?;
                 self.g.mul(x, a).map_err(ggml_err)?
+            }
+            KdaDecay::LowerBound(bound) | KdaDecay::SafeGate(bound) => {
+                let x = self.g.reshape(decay, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+                let mut x = self.g.mul(x, a).map_err(ggml_err)?;
+                if matches!(hp.kda_decay, KdaDecay::LowerBound(_)) {
+                    x = self.g.scale(x, -1.0).map_err(ggml_err)?;
+                }
+                let x = self.g.sigmoid(x).map_err(ggml_err)?;
+                self.g.scale(x, bound).map_err(ggml_err)?
             }
         };
         let gate = self
@@ -848,11 +854,16 @@ impl Builder<'_> {
 
         let output = self.delta_rule(ssm_all, [q, kk, convolved[2]], gate, beta, k)?;
         let output = self.g.reshape(output, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+        // The output gate: one full-rank projection (`ssm_g`, or BailingMoE 3's `ssm_g_a` alone),
+        // or low rank (g_b after g_a).
         let g = match self.layer_weight_opt(il, "ssm_g.weight") {
             Some(w) => self.g.mul_mat(w, cur).map_err(ggml_err)?,
             None => {
                 let g = self.layer_matmul(il, "ssm_g_a.weight", cur)?;
-                self.layer_matmul(il, "ssm_g_b.weight", g)?
+                match self.layer_weight_opt(il, "ssm_g_b.weight") {
+                    Some(w) => self.g.mul_mat(w, g).map_err(ggml_err)?,
+                    None => g,
+                }
             }
         };
         let g = self.g.reshape(g, &[head, n_head, n_tokens]).map_err(ggml_err)?;

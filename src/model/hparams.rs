@@ -161,9 +161,13 @@ pub struct HParams {
     /// such models.
     pub kq_tanh_scale: f32,
     pub kq_tanh_cap: f32,
-    /// Per-layer limit of the experts' clamped SwiGLU (`swiglu_clamp_exp`; empty or at most
-    /// 1e-6: plain SwiGLU), ggml's `swiglu_clamp` (Maple's form of llama.cpp's two).
+    /// Per-layer limits of the experts' and of the other FFNs' clamped SwiGLU
+    /// (`swiglu_clamp_exp`, `swiglu_clamp_shexp`; empty or at most 1e-6: plain SwiGLU), in one of
+    /// llama.cpp's two forms: ggml's fused `swiglu_clamp` (Maple's experts), or up clamped to
+    /// ±limit times SiLU(gate) capped at limit.
     pub swiglu_clamp_exp: Vec<f32>,
+    pub swiglu_clamp_shexp: Vec<f32>,
+    pub swiglu_clamp_fused: bool,
     /// Attention and FFN both read the layer's input and are added to it (GPT-NeoX's
     /// `use_parallel_residual`).
     pub parallel_residual: bool,
@@ -216,9 +220,8 @@ pub struct HParams {
     pub ssm_dt_b_c_rms: bool,
     /// LFM2's short convolutions: the window they see, the current token included (0: none).
     pub shortconv_l_cache: u32,
-    /// Kimi delta attention's decay with a lower bound (Kimi-K3's): `bound · sigmoid(exp(A_log)·x)`
-    /// rather than `-exp(A_log) · softplus(x)` (None).
-    pub kda_gate_lower_bound: Option<f32>,
+    /// How Kimi delta attention turns its decay projection into the decay.
+    pub kda_decay: KdaDecay,
     /// Kimi-K3's SiTU activation: the gate branch's β and the up branch's (0: up unchanged).
     pub situ_beta: f32,
     pub situ_linear_beta: f32,
@@ -226,6 +229,18 @@ pub struct HParams {
     /// block of layers after which its cross-layer residual attention banks a checkpoint (0: none).
     pub n_expert_latent: u32,
     pub attn_res_block_size: u32,
+}
+
+/// Kimi delta attention's decay from its projection `x` (plus the Δt bias) and the per-head
+/// `A`, stored as `-exp(A_log)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KdaDecay {
+    /// `A · softplus(x)` (Kimi-Linear).
+    Softplus,
+    /// `bound · sigmoid(-A · x)`, bounded below by `bound` (Kimi-K3).
+    LowerBound(f32),
+    /// `bound · sigmoid(A · x)` (BailingMoE 3's "safe gate").
+    SafeGate(f32),
 }
 
 impl HParams {
@@ -431,6 +446,8 @@ impl HParams {
             kq_tanh_scale: 0.0,
             kq_tanh_cap: 0.0,
             swiglu_clamp_exp: Vec::new(),
+            swiglu_clamp_shexp: Vec::new(),
+            swiglu_clamp_fused: false,
             max_alibi_bias: 0.0,
             parallel_residual: false,
             embedding_scale: 0.0,
@@ -460,7 +477,7 @@ impl HParams {
             ssm_n_group: 0,
             ssm_dt_b_c_rms: false,
             shortconv_l_cache: 0,
-            kda_gate_lower_bound: None,
+            kda_decay: KdaDecay::Softplus,
             situ_beta: 0.0,
             situ_linear_beta: 0.0,
             n_expert_latent: 0,

@@ -1,0 +1,211 @@
+//! BailingMoE 3 (Ling 3): a hybrid of Kimi delta attention layers (full-rank decay and output-gate
+//! projections, the decay a "safe gate" bounded below; rollback snapshots kept) and absorbed
+//! latent attention layers (rotated, M-RoPE where the file gives sections, each head's output
+//! gated by a sigmoid); the layers without KV heads are the KDA ones. Leading dense FFN layers,
+//! then experts routed as the file says beside shared experts, each SwiGLU clamped where the file
+//! gives limits. Rows are selected for the outputs after the final norm, as llama.cpp does here.
+//!
+//! As in llama.cpp's graph, no projection is multiplied by its weight's scale.
+
+use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
+use crate::error::{Error, Result};
+use crate::ggml::{TensorRef, ROPE_MROPE};
+use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::model::hparams::{HParams, KdaDecay};
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct BailingMoe3;
+
+impl ArchSpec for BailingMoe3 {
+    fn name(&self) -> &'static str {
+        "bailingmoe3"
+    }
+
+    fn rope_type(&self) -> i32 {
+        crate::ggml::ROPE_NORMAL
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
+        super::refuse_mtp(meta, hp)?;
+        hp.n_embd_head_k_mla = meta.u32(&hp.key("attention.key_length_mla"))?;
+        hp.n_embd_head_v_mla = meta.u32(&hp.key("attention.value_length_mla"))?;
+        hp.n_lora_kv = meta.u32(&hp.key("attention.kv_lora_rank"))?;
+        hp.n_lora_q = meta.u32_opt(&hp.key("attention.q_lora_rank"))?.unwrap_or(0);
+        kimi_linear::load_kda(meta, hp)?;
+        let safe = meta.bool_opt(&hp.key("kda.safe_gate"))?.unwrap_or(true);
+        let bound = meta.f32(&hp.key("kda.gate_lower_bound"))?;
+        if !safe || bound.is_nan() || bound >= 0.0 {
+            return Err(Error::model(format!(
+                "bailingmoe3: only the safe KDA gate with a negative lower bound is defined (safe_gate {safe}, bound {bound})"
+            )));
+        }
+        hp.kda_decay = KdaDecay::SafeGate(bound);
+        if meta.i32_array(&hp.key("rope.dimension_sections"), 4)?.is_some() {
+            super::load_rope_sections(meta, hp)?;
+        }
+        // The VL files carry M-RoPE sections; text-only files rotate plainly.
+        if hp.rope_sections[0] > 0 && hp.rope_sections[1] > 0 {
+            hp.rope_type = ROPE_MROPE;
+        }
+        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
+        kimi_linear::check_latent(hp)?;
+
+        hp.n_layer_dense_lead = meta.u32(&hp.key("leading_dense_block_count"))?;
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
+        }
+        meta.u32(&hp.key("expert_feed_forward_length"))?;
+        let shared = meta.u32(&hp.key("expert_shared_count"))?;
+        hp.n_ff_shexp = match meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))? {
+            Some(n) if n > 0 => n,
+            _ => hp.n_ff_exp * shared.max(1),
+        };
+        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+        hp.expert_gating_func = meta.u32(&hp.key("expert_gating_func"))?;
+        if Gating::from_llama(hp.expert_gating_func).is_none() {
+            return Err(Error::model(format!(
+                "bailingmoe3: unknown expert gating function {}",
+                hp.expert_gating_func
+            )));
+        }
+        let n = hp.n_layer as usize;
+        hp.swiglu_clamp_exp = meta.f32_per_layer(&hp.key("swiglu_clamp_exp"), n)?.unwrap_or_default();
+        hp.swiglu_clamp_shexp = meta
+            .f32_per_layer(&hp.key("swiglu_clamp_shexp"), n)?
+            .unwrap_or_default();
+        hp.size_label = match (hp.n_layer, hp.n_embd, hp.n_expert) {
+            (24, 1536, 128) => "7.9B.A1.3B",
+            (42, 2560, 512) => "124B.A5.1B",
+            _ => "?B",
+        };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let e = hp.n_embd;
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            if hp.is_recurrent(il) {
+                kimi_linear::kda_tensors(hp, il, kimi_linear::KdaTensors::Bailing, &mut specs);
+            } else {
+                latent_tensors(hp, il, &mut specs);
+            }
+            if il < hp.n_layer_dense_lead as usize {
+                super::ffn_tensors(hp, il, false, &mut specs);
+            } else {
+                specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], true));
+                super::routed_expert_tensors(hp, il, &mut specs);
+            }
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    fn rollback(&self) -> bool {
+        true
+    }
+}
+
+/// Queries through a normed low rank (with a query rank) or one projection, the latent and the
+/// rotated shared key part, the absorbed widenings, one output gate per head.
+fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let (e, rot, kv_rank, q_rank) = (hp.n_embd, hp.n_rot, hp.n_lora_kv, hp.n_lora_q);
+    let (hk, hv, n_head) = (hp.n_embd_head_k_mla, hp.n_embd_head_v_mla, hp.n_head[il]);
+    if q_rank > 0 {
+        specs.extend([
+            TensorSpec::matmul(b("attn_q_a.weight"), &[e, q_rank], true),
+            TensorSpec::new(b("attn_q_a_norm.weight"), &[q_rank], true),
+            TensorSpec::matmul(b("attn_q_b.weight"), &[q_rank, n_head * hk], true),
+        ]);
+    } else {
+        specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, n_head * hk], true));
+    }
+    specs.extend([
+        TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank + rot], true),
+        TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
+        TensorSpec::matmul(b("attn_k_b.weight"), &[hk - rot, kv_rank, n_head], true),
+        TensorSpec::matmul(b("attn_v_b.weight"), &[kv_rank, hv, n_head], true),
+        TensorSpec::matmul(b("attn_gate.weight"), &[e, n_head], true),
+        TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
+    ]);
+}
+
+impl Decoder for BailingMoe3 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let kq_scale = 1.0 / (hp.n_embd_head_k_mla as f32).sqrt();
+        let moe = Moe {
+            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
+            normalize: hp.expert_weights_norm,
+            act: ExpertAct::Silu,
+            scaled: false,
+            warmup_all: true,
+            weights_first: false,
+            pick_by_sigmoid: false,
+        };
+        let mut x = b.embed_tokens()?;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
+            let att = if hp.is_recurrent(il) {
+                b.kda_layer(il, cur, false)?
+            } else {
+                gated_latent_attention(b, il, cur, kq_scale)?
+            };
+            let h = b.add(att, x)?;
+            let h = b.name(h, "ffn_inp", l);
+            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = if il < hp.n_layer_dense_lead as usize {
+                b.gated_ffn(il, cur, Ffn::default())?
+            } else {
+                let routed = b.moe_ffn(il, cur, moe)?;
+                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                b.add(routed, shared)?
+            };
+            x = b.add(ffn, h)?;
+            x = b.name(x, "l_out", l);
+        }
+        let logits = b.output_head_selecting(x)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
+
+/// Absorbed latent attention (rotated), each head's output times the sigmoid of its gate, then
+/// projected out.
+fn gated_latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: f32) -> Result<TensorRef> {
+    let hp = b.hp;
+    let (hv, n_head) = (i64::from(hp.n_embd_head_v_mla), i64::from(hp.n_head[il]));
+    let q = if hp.n_lora_q > 0 {
+        let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
+        let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q_a_norm")?;
+        b.layer_matmul(il, "attn_q_b.weight", q)?
+    } else {
+        b.layer_matmul(il, "attn_q.weight", cur)?
+    };
+    let nt = q.ne()[1];
+    let q =
+        b.g.reshape(q, &[i64::from(hp.n_embd_head_k_mla), n_head, nt])
+            .map_err(ggml_err)?;
+    let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
+    let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
+    let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
+    let gate = b.g.reshape(gate, &[1, n_head, nt]).map_err(ggml_err)?;
+    let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+    let att = b.g.reshape(att, &[hv, n_head, nt]).map_err(ggml_err)?;
+    let att = b.g.mul(att, gate).map_err(ggml_err)?;
+    let att = b.g.reshape(att, &[hv * n_head, nt]).map_err(ggml_err)?;
+    let out = b.layer_matmul(il, "attn_output.weight", att)?;
+    Ok(b.name(out, "mla_out", Some(il)))
+}
