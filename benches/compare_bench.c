@@ -998,9 +998,9 @@ int main(int argc, char **argv) {
         p_llama_free(ctx);
     }
 
-    /* Not with Kimi-Linear: llama.cpp 0.3.36 aborts in llama_init_from_model when backend
-     * samplers are given (a ggml_add shape assert while its graph is reserved). */
-    if (!encoder && !arch_is(model, "kimi-linear")) {
+    /* Not with Kimi-Linear or MiniMax-01: llama.cpp 0.3.36 aborts in llama_init_from_model when
+     * backend samplers are given (a ggml_add shape assert while their graph is reserved). */
+    if (!encoder && !arch_is(model, "kimi-linear") && !arch_is(model, "minimax-01")) {
         int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
         backend_sampling(model, ids, n, n_vocab);
     }

@@ -1091,6 +1091,29 @@ def bailingmoe3(w, weights, n_vocab, dtype):
             tensors.update(weights.shared_expert(blk, sh))
     add_tensors(w, tensors, dtype)
 
+def minimax_01(w, weights, n_vocab, dtype):
+    """MiniMax-01: lightning attention layers around a softmax attention layer (grouped heads,
+    NeoX rotation of half of each head, biased projections), four softmax-routed experts per
+    layer (the last layer's without a gate), residuals of the scaled normed input; the output
+    head tied to the embeddings."""
+    a, n_layer = "minimax-01", 3
+    decoder_keys(w, a, n_layer, 10000.0)
+    w.add_array(f"{a}.attention.recurrent_layers", [True, False, True])
+    w.add_uint32(f"{a}.rope.dimension_count", HEAD // 2)
+    w.add_float32(f"{a}.residual_scale", 1.3)
+    experts_keys(w, a, 4, 2)
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qkv_bias=True, experts=(4, N_FF))
+    inner = N_HEAD * HEAD
+    for il in (0, 2):
+        blk = f"blk.{il}."
+        for t in ("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias"):
+            del tensors[blk + t]
+        tensors[blk + "attn_qkv.weight"] = weights.matrix(3 * inner, N_EMBD)
+        tensors[blk + "attn_gate.weight"] = weights.matrix(inner, N_EMBD)
+        tensors[blk + "attn_norm_2.weight"] = weights.norm(inner)
+    del tensors["blk.2.ffn_gate_exps.weight"]
+    add_tensors(w, tensors, dtype)
+
 def cogvlm(w, weights, n_vocab, dtype):
     # CogVLM's language model: a fused projection, NeoX rotation at ggml's defaults (the file's
     # base of 50000 left out by llama.cpp's graph), the vision expert's weights beside the text
@@ -2290,6 +2313,7 @@ MODELS = {
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
     "bailingmoe3": ("bailingmoe3", bailingmoe3, True),
+    "minimax-01": ("minimax-01", minimax_01, True),
     "maple": ("maple", maple, True),
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),

@@ -44,6 +44,7 @@ pub(crate) mod maple;
 pub(crate) mod mellum;
 pub(crate) mod mimo2;
 pub(crate) mod minicpm3;
+pub(crate) mod minimax_01;
 pub(crate) mod minimax_m2;
 pub(crate) mod muse_glimmer;
 pub(crate) mod nemotron_h;
@@ -77,7 +78,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 115] = [
+static ARCHITECTURES: [&dyn Architecture; 116] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -116,6 +117,7 @@ static ARCHITECTURES: [&dyn Architecture; 115] = [
     &kimi_linear::KimiLinear,
     &kimi_k3::KimiK3,
     &bailingmoe3::BailingMoe3,
+    &minimax_01::Minimax01,
     &llama_like::DECI,
     &grok::Grok,
     &hunyuan_moe::HunyuanMoe,

@@ -579,11 +579,23 @@ impl Context<'_> {
             let scales: Vec<f32> = places.iter().map(|p| hp.attn_temp.at(p.pos)).collect();
             set(t, &to_bytes_f32(&scales))?;
         }
+        if let Some(l) = inp.lightning {
+            let n_head = l.slopes.ne()[0] as usize;
+            let slopes = crate::graph::lightning::slopes(n_head);
+            let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
+            let idx: Vec<usize> = places.iter().map(|p| seq_index(seqs, p.primary_seq)).collect();
+            let n_seqs = shape.recurrent.map_or(1, |r| r.n_seqs);
+            let (q, k, diag) = crate::graph::lightning::decays(&slopes, &pos, &idx, n_seqs);
+            set(l.slopes, &to_bytes_f32(&slopes))?;
+            set(l.q_decay, &to_bytes_f32(&q))?;
+            set(l.k_decay, &to_bytes_f32(&k))?;
+            set(l.diag_decay, &to_bytes_f32(&diag))?;
+        }
         if let Some(ids) = inp.out_ids {
             let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();
             set(ids, &to_bytes_i32(&rows))?;
         }
-        let seq_idx = |s: usize| seqs.iter().position(|&x| x == s).unwrap_or(0);
+        let seq_idx = |s: usize| seq_index(seqs, s);
         if let Some(w) = inp.mean {
             // Each sequence's tokens weigh 1/count in its column.
             let n = places.len();
@@ -650,6 +662,11 @@ fn groups_of(places: &[TokenPlace], n: usize) -> Vec<SeqGroup> {
 }
 
 /// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.
+/// The place of sequence `s` among a ubatch's sorted sequences `seqs` (llama.cpp's `seq_idx`).
+fn seq_index(seqs: &[usize], s: usize) -> usize {
+    seqs.iter().position(|&x| x == s).unwrap_or(0)
+}
+
 fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
     let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
     seqs.sort_unstable();

@@ -3,6 +3,7 @@
 //! head) the architectures wire together. No architecture is named here: each brings its body as a
 //! `Decoder` (`arch/`).
 
+pub mod lightning;
 pub mod rotation;
 mod ssm;
 
@@ -135,6 +136,8 @@ pub struct Inputs {
     /// Per-token query scales of attention temperature tuning (Llama 4, Mistral Large), F32
     /// [1, 1, n_tokens]; made by the first layer that uses it.
     pub attn_temp: Option<TensorRef>,
+    /// Lightning attention's decay inputs (MiniMax-01); made by the first lightning layer.
+    pub lightning: Option<lightning::LightningInputs>,
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -334,6 +337,7 @@ impl<'a> Builder<'a> {
                 k_rot: None,
                 v_rot: None,
                 attn_temp: None,
+                lightning: None,
             },
             hidden: None,
             rs_copy: None,

@@ -21,7 +21,7 @@ pub enum DeltaNet {
 }
 
 impl Builder<'_> {
-    fn recurrent_shape(&self) -> Result<RecurrentShape> {
+    pub(super) fn recurrent_shape(&self) -> Result<RecurrentShape> {
         self.shape
             .recurrent
             .ok_or_else(|| Error::Internal("a recurrent layer in a graph without recurrent state".into()))
@@ -51,7 +51,12 @@ impl Builder<'_> {
     /// The states of `s` ([state_size, cells]) the ubatch's sequences start from, read by
     /// `read` (rows by default). Zeroes the window's fresh cell first and moves the window's other
     /// cells' states into place.
-    fn gather_states(&mut self, s: TensorRef, state_size: i64, read: Option<ReadStates>) -> Result<TensorRef> {
+    pub(super) fn gather_states(
+        &mut self,
+        s: TensorRef,
+        state_size: i64,
+        read: Option<ReadStates>,
+    ) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
         let (main, extra) = self.state_copy()?;
         let states = self.g.reshape(s, &[state_size, s.ne()[1]]).map_err(ggml_err)?;
@@ -884,7 +889,7 @@ impl Builder<'_> {
         self.g.scale(y, 1.0 / n.sqrt()).map_err(ggml_err)
     }
 
-    fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {
+    pub(super) fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {
         self.rs
             .ok_or_else(|| Error::Internal("a recurrent layer without recurrent memory".into()))?
             .layer(il)
