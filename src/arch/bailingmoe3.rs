@@ -10,7 +10,7 @@
 use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_MROPE};
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -49,29 +49,8 @@ impl ArchSpec for BailingMoe3 {
         if hp.rope_sections[0] > 0 && hp.rope_sections[1] > 0 {
             hp.rope_type = ROPE_MROPE;
         }
-        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
-        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
-        kimi_linear::check_latent(hp)?;
-
-        hp.n_layer_dense_lead = meta.u32(&hp.key("leading_dense_block_count"))?;
-        if hp.n_layer_dense_lead < hp.n_layer {
-            super::check_experts(hp)?;
-        }
-        meta.u32(&hp.key("expert_feed_forward_length"))?;
-        let shared = meta.u32(&hp.key("expert_shared_count"))?;
-        hp.n_ff_shexp = match meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))? {
-            Some(n) if n > 0 => n,
-            _ => hp.n_ff_exp * shared.max(1),
-        };
-        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
-        hp.expert_gating_func = meta.u32(&hp.key("expert_gating_func"))?;
-        if Gating::from_llama(hp.expert_gating_func).is_none() {
-            return Err(Error::model(format!(
-                "bailingmoe3: unknown expert gating function {}",
-                hp.expert_gating_func
-            )));
-        }
+        kimi_linear::split_layers(hp)?;
+        kimi_linear::load_experts(meta, hp, true, true)?;
         let n = hp.n_layer as usize;
         hp.swiglu_clamp_exp = meta.f32_per_layer(&hp.key("swiglu_clamp_exp"), n)?.unwrap_or_default();
         hp.swiglu_clamp_shexp = meta
@@ -157,25 +136,13 @@ impl Decoder for BailingMoe3 {
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
-            let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {
                 b.kda_layer(il, cur, false)?
             } else {
                 gated_latent_attention(b, il, cur, kq_scale)?
             };
-            let h = b.add(att, x)?;
-            let h = b.name(h, "ffn_inp", l);
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = if il < hp.n_layer_dense_lead as usize {
-                b.gated_ffn(il, cur, Ffn::default())?
-            } else {
-                let routed = b.moe_ffn(il, cur, moe)?;
-                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
-                b.add(routed, shared)?
-            };
-            x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = deepseek2::ffn_block(b, il, att, x, moe)?;
         }
         let logits = b.output_head_selecting(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
@@ -187,17 +154,8 @@ impl Decoder for BailingMoe3 {
 fn gated_latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: f32) -> Result<TensorRef> {
     let hp = b.hp;
     let (hv, n_head) = (i64::from(hp.n_embd_head_v_mla), i64::from(hp.n_head[il]));
-    let q = if hp.n_lora_q > 0 {
-        let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
-        let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q_a_norm")?;
-        b.layer_matmul(il, "attn_q_b.weight", q)?
-    } else {
-        b.layer_matmul(il, "attn_q.weight", cur)?
-    };
-    let nt = q.ne()[1];
-    let q =
-        b.g.reshape(q, &[i64::from(hp.n_embd_head_k_mla), n_head, nt])
-            .map_err(ggml_err)?;
+    let q = deepseek2::latent_queries(b, il, cur, i64::from(hp.n_embd_head_k_mla))?;
+    let nt = q.ne()[2];
     let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
     let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
     let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;

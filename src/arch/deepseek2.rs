@@ -209,18 +209,8 @@ impl Decoder for DeepSeek2 {
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
-            let l = Some(il);
-            let n_head = i64::from(hp.n_head[il]);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let q = if hp.n_lora_q > 0 {
-                let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
-                let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
-                b.layer_matmul(il, "attn_q_b.weight", q)?
-            } else {
-                b.layer_matmul(il, "attn_q.weight", cur)?
-            };
-            let nt = q.ne()[1];
-            let q = b.g.reshape(q, &[hk, n_head, nt]).map_err(ggml_err)?;
+            let q = latent_queries(b, il, cur, hk)?;
             let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
             let att = if hp.kv_latent() {
                 absorbed_attention(b, il, q, latent, k_pe, kq_scale)?
@@ -230,24 +220,46 @@ impl Decoder for DeepSeek2 {
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;
-            let h = b.add(att, residual)?;
-            let h = b.name(h, "ffn_inp", l);
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = if il < hp.n_layer_dense_lead as usize {
-                b.gated_ffn(il, cur, Ffn::default())?
-            } else {
-                let routed = b.moe_ffn(il, cur, moe)?;
-                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
-                let shared = b.name(shared, "ffn_shexp", l);
-                b.add(routed, shared)?
-            };
-            let ffn = b.name(ffn, "ffn_out", l);
-            x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = ffn_block(b, il, att, residual, moe)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// The queries of layer `il` from the normed `cur`, [head_k, n_head, n_tokens]: through a normed
+/// low rank where the layer has one (`attn_q_a_norm`), else one projection.
+pub(super) fn latent_queries(b: &mut Builder, il: usize, cur: TensorRef, head_k: i64) -> Result<TensorRef> {
+    let q = if b.layer_weight_opt(il, "attn_q_a_norm.weight").is_some() {
+        let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
+        let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
+        b.layer_matmul(il, "attn_q_b.weight", q)?
+    } else {
+        b.layer_matmul(il, "attn_q.weight", cur)?
+    };
+    let nt = q.ne()[1];
+    b.g.reshape(q, &[head_k, i64::from(b.hp.n_head[il]), nt])
+        .map_err(ggml_err)
+}
+
+/// The rest of a DeepSeek-style layer after its attention `att`: the residual `x` added, normed,
+/// then the leading layers' dense FFN or the routed experts beside the shared ones, added again.
+pub(super) fn ffn_block(b: &mut Builder, il: usize, att: TensorRef, x: TensorRef, moe: Moe) -> Result<TensorRef> {
+    let l = Some(il);
+    let h = b.add(att, x)?;
+    let h = b.name(h, "ffn_inp", l);
+    let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+    let ffn = if il < b.hp.n_layer_dense_lead as usize {
+        b.gated_ffn(il, cur, Ffn::default())?
+    } else {
+        let routed = b.moe_ffn(il, cur, moe)?;
+        let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+        let shared = b.name(shared, "ffn_shexp", l);
+        b.add(routed, shared)?
+    };
+    let ffn = b.name(ffn, "ffn_out", l);
+    let out = b.add(ffn, h)?;
+    Ok(b.name(out, "l_out", l))
 }
 
 /// Absorbed latent attention of layer `il`: the queries `q` ([head_k, n_head, n_tokens]) have

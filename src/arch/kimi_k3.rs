@@ -43,26 +43,8 @@ impl ArchSpec for KimiK3 {
         {
             hp.kda_decay = KdaDecay::LowerBound(bound);
         }
-        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
-        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
-        kimi_linear::check_latent(hp)?;
-
-        hp.n_layer_dense_lead = meta.u32_opt(&hp.key("leading_dense_block_count"))?.unwrap_or(0);
-        if hp.n_layer_dense_lead < hp.n_layer {
-            super::check_experts(hp)?;
-        }
-        meta.u32(&hp.key("expert_feed_forward_length"))?;
-        let shared = meta.u32(&hp.key("expert_shared_count"))?;
-        hp.n_ff_shexp = hp.n_ff_exp * shared.max(1);
-        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
-        hp.expert_gating_func = meta.u32(&hp.key("expert_gating_func"))?;
-        if Gating::from_llama(hp.expert_gating_func).is_none() {
-            return Err(Error::model(format!(
-                "kimi-k3: unknown expert gating function {}",
-                hp.expert_gating_func
-            )));
-        }
+        kimi_linear::split_layers(hp)?;
+        kimi_linear::load_experts(meta, hp, false, false)?;
         hp.n_expert_latent = meta.u32_opt(&hp.key("expert_latent_length"))?.unwrap_or(0);
         hp.attn_res_block_size = meta.u32(&hp.key("attn_res.block_size"))?;
         hp.situ_beta = meta.f32(&hp.key("activation.situ_beta"))?;
@@ -279,19 +261,7 @@ impl Decoder for KimiK3 {
 /// the normed input where the layer has that gate, then projected out.
 fn latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: f32) -> Result<TensorRef> {
     let hp = b.hp;
-    let q = if b.layer_weight_opt(il, "attn_q_a_norm.weight").is_some() {
-        let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
-        let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
-        b.layer_matmul(il, "attn_q_b.weight", q)?
-    } else {
-        b.layer_matmul(il, "attn_q.weight", cur)?
-    };
-    let q =
-        b.g.reshape(
-            q,
-            &[i64::from(hp.n_embd_head_k_mla), i64::from(hp.n_head[il]), q.ne()[1]],
-        )
-        .map_err(ggml_err)?;
+    let q = deepseek2::latent_queries(b, il, cur, i64::from(hp.n_embd_head_k_mla))?;
     let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
     let mut att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
     if b.layer_weight_opt(il, "attn_gate.weight").is_some() {

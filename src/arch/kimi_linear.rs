@@ -10,7 +10,7 @@
 use super::{deepseek2, head_tensors, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -33,25 +33,8 @@ impl ArchSpec for KimiLinear {
         hp.n_embd_head_v_mla = meta.u32(&hp.key("attention.value_length_mla"))?;
         hp.n_lora_kv = meta.u32(&hp.key("attention.kv_lora_rank"))?;
         load_kda(meta, hp)?;
-        hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
-        hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
-        check_latent(hp)?;
-
-        hp.n_layer_dense_lead = meta.u32_opt(&hp.key("leading_dense_block_count"))?.unwrap_or(0);
-        if hp.n_layer_dense_lead < hp.n_layer {
-            super::check_experts(hp)?;
-        }
-        meta.u32(&hp.key("expert_feed_forward_length"))?;
-        let shared = meta.u32(&hp.key("expert_shared_count"))?;
-        hp.n_ff_shexp = hp.n_ff_exp * shared.max(1);
-        hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_gating_func = meta.u32(&hp.key("expert_gating_func"))?;
-        if Gating::from_llama(hp.expert_gating_func).is_none() {
-            return Err(Error::model(format!(
-                "kimi-linear: unknown expert gating function {}",
-                hp.expert_gating_func
-            )));
-        }
+        split_layers(hp)?;
+        load_experts(meta, hp, false, false)?;
         hp.size_label = if hp.n_layer == 27 { "48B.A3B" } else { "?B" };
         Ok(())
     }
@@ -83,6 +66,51 @@ impl ArchSpec for KimiLinear {
     }
 }
 
+/// The layers without KV heads are the KDA ones, the others latent attention (checked).
+pub(super) fn split_layers(hp: &mut HParams) -> Result<()> {
+    hp.recurrent_layers = hp.n_head_kv.iter().map(|&h| h == 0).collect();
+    hp.kv_layers = hp.recurrent_layers.iter().map(|&r| !r).collect();
+    check_latent(hp)
+}
+
+/// Leading dense layers (`leading_dense_block_count`, required where `dense_lead_required`), then
+/// experts routed as `expert_gating_func` says, their weights normalised and scaled as the file
+/// says, beside shared experts as wide as the experts times their count (or, where
+/// `shared_width_key`, as `expert_shared_feed_forward_length` says when it is given).
+pub(super) fn load_experts(
+    meta: &Meta,
+    hp: &mut HParams,
+    dense_lead_required: bool,
+    shared_width_key: bool,
+) -> Result<()> {
+    let lead = hp.key("leading_dense_block_count");
+    hp.n_layer_dense_lead = if dense_lead_required {
+        meta.u32(&lead)?
+    } else {
+        meta.u32_opt(&lead)?.unwrap_or(0)
+    };
+    if hp.n_layer_dense_lead < hp.n_layer {
+        super::check_experts(hp)?;
+    }
+    meta.u32(&hp.key("expert_feed_forward_length"))?;
+    let shared = meta.u32(&hp.key("expert_shared_count"))?;
+    let width = match shared_width_key {
+        true => meta.u32_opt(&hp.key("expert_shared_feed_forward_length"))?,
+        false => None,
+    };
+    hp.n_ff_shexp = width.filter(|&n| n > 0).unwrap_or(hp.n_ff_exp * shared.max(1));
+    hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
+    hp.expert_weights_norm = meta.bool_opt(&hp.key("expert_weights_norm"))?.unwrap_or(false);
+    hp.expert_gating_func = meta.u32(&hp.key("expert_gating_func"))?;
+    if Gating::from_llama(hp.expert_gating_func).is_none() {
+        return Err(Error::model(format!(
+            "{}: unknown expert gating function {}",
+            hp.arch_name, hp.expert_gating_func
+        )));
+    }
+    Ok(())
+}
+
 /// The KDA layers' sizes, held where the recurrent memory and the delta rule read them: heads of
 /// `kda.head_dim` (the state's S), as many as the first layer's query heads, one key head per
 /// value head, and three convolved channels (q, k, v) per inner dimension.
@@ -105,7 +133,7 @@ pub(super) fn load_kda(meta: &Meta, hp: &mut HParams) -> Result<()> {
 }
 
 /// The latent attention layers' cache heads: one KV head of the latent plus the shared part.
-pub(super) fn check_latent(hp: &HParams) -> Result<()> {
+fn check_latent(hp: &HParams) -> Result<()> {
     let (hk, rot) = (hp.n_embd_head_k_mla, hp.n_rot);
     let fits = (0..hp.n_layer as usize)
         .filter(|&il| !hp.is_recurrent(il))
@@ -212,35 +240,18 @@ impl Decoder for KimiLinear {
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
-            let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {
                 b.kda_layer(il, cur, true)?
             } else {
-                let q = b.layer_matmul(il, "attn_q.weight", cur)?;
-                let q =
-                    b.g.reshape(q, &[hk, i64::from(hp.n_head[il]), q.ne()[1]])
-                        .map_err(ggml_err)?;
+                let q = deepseek2::latent_queries(b, il, cur, hk)?;
                 let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
                 let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
                 let wo = b.layer_weight(il, "attn_output.weight")?;
                 b.linear(wo, None, att)?
             };
             let (att, residual) = b.last_layer_rows(il, att, x)?;
-            let h = b.add(att, residual)?;
-            let h = b.name(h, "ffn_inp", l);
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = if il < hp.n_layer_dense_lead as usize {
-                b.gated_ffn(il, cur, Ffn::default())?
-            } else {
-                let routed = b.moe_ffn(il, cur, moe)?;
-                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
-                let shared = b.name(shared, "ffn_shexp", l);
-                b.add(routed, shared)?
-            };
-            let ffn = b.name(ffn, "ffn_out", l);
-            x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = deepseek2::ffn_block(b, il, att, residual, moe)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
