@@ -7,7 +7,7 @@
 //!
 //! As in llama.cpp's graph, no projection is multiplied by its weight's scale.
 
-use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
+use super::{deepseek2, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_MROPE};
 use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
@@ -65,26 +65,7 @@ impl ArchSpec for BailingMoe3 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        head_tensors(hp, &mut specs);
-        let e = hp.n_embd;
-        for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-            if hp.is_recurrent(il) {
-                kimi_linear::kda_tensors(hp, il, kimi_linear::KdaTensors::Bailing, &mut specs);
-            } else {
-                latent_tensors(hp, il, &mut specs);
-            }
-            if il < hp.n_layer_dense_lead as usize {
-                super::ffn_tensors(hp, il, false, &mut specs);
-            } else {
-                specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
-                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], true));
-                super::routed_expert_tensors(hp, il, &mut specs);
-            }
-        }
-        specs
+        kimi_linear::hybrid_tensors(hp, kimi_linear::KdaTensors::Bailing, latent_tensors)
     }
 
     fn memory(&self) -> Memory {

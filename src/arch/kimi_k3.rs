@@ -163,9 +163,11 @@ impl Checkpoints {
     }
 
     /// The checkpoints and `cur` mixed per token by the softmax of their scores (each the RMS
-    /// normed row times `score_w`, summed); `cur` itself while nothing is banked.
-    fn mix(&self, b: &mut Builder, cur: TensorRef, score_w: TensorRef) -> Result<TensorRef> {
+    /// normed row times the weight `score`, summed); `cur` itself while nothing is banked (always,
+    /// without cross-layer residual attention).
+    fn mix(&self, b: &mut Builder, cur: TensorRef, score: &str) -> Result<TensorRef> {
         let Some(stack) = self.0 else { return Ok(cur) };
+        let score_w = b.weight(score)?;
         let eps = b.hp.rms_eps;
         let [_, n_ckpt, n_tokens, _] = stack.ne();
         let score = |bd: &mut Builder, x: TensorRef| -> Result<TensorRef> {
@@ -211,13 +213,7 @@ impl Decoder for KimiK3 {
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
-            let mixed = match block {
-                0 => x,
-                _ => {
-                    let w = b.layer_weight(il, "attn_res_score.weight")?;
-                    banked.mix(b, x, w)?
-                }
-            };
+            let mixed = banked.mix(b, x, &format!("blk.{il}.attn_res_score.weight"))?;
             let restart = block > 0 && il % block == 0;
             if restart {
                 banked.push(b, x)?;
@@ -230,13 +226,7 @@ impl Decoder for KimiK3 {
             };
             let h = if restart { att } else { b.add(x, att)? };
             let h = b.name(h, "prefix_sum_attn", l);
-            let mixed = match block {
-                0 => h,
-                _ => {
-                    let w = b.layer_weight(il, "ffn_res_score.weight")?;
-                    banked.mix(b, h, w)?
-                }
-            };
+            let mixed = banked.mix(b, h, &format!("blk.{il}.ffn_res_score.weight"))?;
             let cur = b.layer_rms_norm(il, mixed, "ffn_norm.weight", "ffn_norm")?;
             let ffn = if il < hp.n_layer_dense_lead as usize {
                 b.situ_ffn(il, cur, "")?
@@ -247,10 +237,7 @@ impl Decoder for KimiK3 {
             x = b.add(h, ffn)?;
             x = b.name(x, "l_out", l);
         }
-        if block > 0 {
-            let w = b.weight("output_res_score.weight")?;
-            x = banked.mix(b, x, w)?;
-        }
+        let x = banked.mix(b, x, "output_res_score.weight")?;
         let x = b.select_outputs(x)?;
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -40,30 +40,41 @@ impl ArchSpec for KimiLinear {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        head_tensors(hp, &mut specs);
-        for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::new(b("attn_norm.weight"), &[hp.n_embd], true));
-            if hp.is_recurrent(il) {
-                kda_tensors(hp, il, KdaTensors::KimiLinear, &mut specs);
-            } else {
-                latent_tensors(hp, il, &mut specs);
-            }
-            if il < hp.n_layer_dense_lead as usize {
-                super::ffn_tensors(hp, il, false, &mut specs);
-            } else {
-                specs.push(TensorSpec::new(b("ffn_norm.weight"), &[hp.n_embd], true));
-                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], true));
-                super::routed_expert_tensors(hp, il, &mut specs);
-            }
-        }
-        specs
+        hybrid_tensors(hp, KdaTensors::KimiLinear, latent_tensors)
     }
 
     fn memory(&self) -> Memory {
         Memory::Hybrid
     }
+}
+
+/// The tensors of a KDA hybrid in DeepSeek's layout (Kimi-Linear's, BailingMoE 3's): per layer a
+/// KDA block of `kda`'s kind or the `latent` attention's tensors, then the leading layers' dense
+/// FFN or routed experts with their selection bias beside shared experts.
+pub(super) fn hybrid_tensors(
+    hp: &HParams,
+    kda: KdaTensors,
+    latent: fn(&HParams, usize, &mut Vec<TensorSpec>),
+) -> Vec<TensorSpec> {
+    let mut specs = Vec::new();
+    head_tensors(hp, &mut specs);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        specs.push(TensorSpec::new(b("attn_norm.weight"), &[hp.n_embd], true));
+        if hp.is_recurrent(il) {
+            kda_tensors(hp, il, kda, &mut specs);
+        } else {
+            latent(hp, il, &mut specs);
+        }
+        if il < hp.n_layer_dense_lead as usize {
+            super::ffn_tensors(hp, il, false, &mut specs);
+        } else {
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[hp.n_embd], true));
+            specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], true));
+            super::routed_expert_tensors(hp, il, &mut specs);
+        }
+    }
+    specs
 }
 
 /// The layers without KV heads are the KDA ones, the others latent attention (checked).

@@ -661,12 +661,12 @@ fn groups_of(places: &[TokenPlace], n: usize) -> Vec<SeqGroup> {
         .collect()
 }
 
-/// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.
 /// The place of sequence `s` among a ubatch's sorted sequences `seqs` (llama.cpp's `seq_idx`).
 fn seq_index(seqs: &[usize], s: usize) -> usize {
     seqs.iter().position(|&x| x == s).unwrap_or(0)
 }
 
+/// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.
 fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
     let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
     seqs.sort_unstable();
