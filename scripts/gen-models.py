@@ -858,7 +858,11 @@ def deepseek2(absorbed, a="deepseek2"):
     head of the latent and the rotated part (56, which leaves out the Q8_0 cache, whose K-shift
     llama.cpp cannot run on a latent cache); otherwise the older files' `attn_kv_b`, decompressed
     into four KV heads. Mistral 4 differs from DeepSeek 2 in YaRN's magnitude (llama.cpp
-    special-cases DeepSeek 2's); its file here asks for attention temperature tuning too."""
+    special-cases DeepSeek 2's); its file here asks for attention temperature tuning too.
+    DeepSeek V3.2 ("deepseek32") adds the lightning indexer of sparse attention: four heads of
+    keys 64 wide, each token attending to the 8 best-scored cells only (so that prompts longer
+    than that attend sparsely), and per-tensor scales on every FFN product, which its graph
+    multiplies in."""
     def build(w, weights, n_vocab, dtype):
         n_layer, ffe = 3, 32
         q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
@@ -889,6 +893,12 @@ def deepseek2(absorbed, a="deepseek2"):
         w.add_uint32(f"{a}.expert_gating_func", 2)
         w.add_bool(f"{a}.expert_weights_norm", True)
         w.add_float32(f"{a}.expert_weights_scale", 2.5)
+        sparse = a == "deepseek32"
+        idx_heads, idx_head = 4, 64
+        if sparse:
+            w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
+            w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
+            w.add_uint32(f"{a}.attention.indexer.top_k", 8)
         tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
         tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
         for il in range(n_layer):
@@ -911,6 +921,18 @@ def deepseek2(absorbed, a="deepseek2"):
             if il > 0:
                 tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
                 tensors.update(weights.shared_expert(blk, ffe))
+            if sparse:
+                tensors.update({
+                    blk + "indexer.k_norm.weight": weights.norm(idx_head),
+                    blk + "indexer.k_norm.bias": weights.bias(idx_head),
+                    blk + "indexer.proj.weight": weights.matrix(idx_heads, N_EMBD),
+                    blk + "indexer.attn_k.weight": weights.matrix(idx_head, N_EMBD),
+                    blk + "indexer.attn_q_b.weight": weights.matrix(idx_heads * idx_head, q_rank),
+                })
+                ffns = ("gate_exps", "up_exps", "down_exps", "gate_shexp", "up_shexp", "down_shexp") if il > 0 \
+                    else ("gate", "up", "down")
+                for f in ffns:
+                    tensors[f"{blk}ffn_{f}.scale"] = weights.norm(4 if f.endswith("exps") else 1)
         add_tensors(w, tensors, dtype)
     return build
 
@@ -2310,6 +2332,7 @@ MODELS = {
     "deepseek2": ("deepseek2", deepseek2(True), True),
     "deepseek2-kv-b": ("deepseek2", deepseek2(False), True),
     "mistral4": ("mistral4", deepseek2(True, "mistral4"), True),
+    "deepseek32": ("deepseek32", deepseek2(True, "deepseek32"), True),
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
     "bailingmoe3": ("bailingmoe3", bailingmoe3, True),

@@ -138,7 +138,7 @@ fn gated_latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: 
     let q = deepseek2::latent_queries(b, il, cur, i64::from(hp.n_embd_head_k_mla))?;
     let nt = q.ne()[2];
     let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
-    let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
+    let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale, None)?;
     let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
     let gate = b.g.reshape(gate, &[1, n_head, nt]).map_err(ggml_err)?;
     let gate = b.g.sigmoid(gate).map_err(ggml_err)?;

@@ -1,6 +1,8 @@
 //! DeepSeek V2/V3 (and Mistral 4, the same graph under its own name): multi-head latent
 //! attention, leading dense layers, then experts routed as the file says (softmax unless it names
-//! another gating) beside shared experts.
+//! another gating) beside shared experts. DeepSeek V3.2 ("deepseek32") is the same model with
+//! sparse attention: a lightning indexer (`graph/indexer.rs`) picks the cells each token's
+//! absorbed attention sees.
 //!
 //! Attention: queries come through a normed low-rank projection (or one projection in the "lite"
 //! models); keys and values from one normed latent per token plus a rotated part shared by the
@@ -22,10 +24,22 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct DeepSeek2 {
     name: &'static str,
+    /// DeepSeek sparse attention (V3.2).
+    sparse: bool,
 }
 
-pub const DEEPSEEK2: DeepSeek2 = DeepSeek2 { name: "deepseek2" };
-pub const MISTRAL4: DeepSeek2 = DeepSeek2 { name: "mistral4" };
+pub const DEEPSEEK2: DeepSeek2 = DeepSeek2 {
+    name: "deepseek2",
+    sparse: false,
+};
+pub const MISTRAL4: DeepSeek2 = DeepSeek2 {
+    name: "mistral4",
+    sparse: false,
+};
+pub const DEEPSEEK32: DeepSeek2 = DeepSeek2 {
+    name: "deepseek32",
+    sparse: true,
+};
 
 /// llama.cpp's vocabulary size of GLM 4.7 Lite, whose files route by sigmoid without saying so.
 const GLM47_LITE_VOCAB: u32 = 154880;
@@ -46,7 +60,7 @@ impl ArchSpec for DeepSeek2 {
         hp.n_layer_dense_lead = meta.u32_opt(&key("leading_dense_block_count"))?.unwrap_or(0);
         // The "lite" models (DeepSeek-V2-Lite, GigaChat3, Kanana-2) project queries directly;
         // llama.cpp tells them by their depth and ignores a query rank they might carry.
-        let lite = matches!(hp.n_layer, 26 | 27) || (hp.n_layer == 48 && hp.n_vocab == 128256);
+        let lite = !self.sparse && (matches!(hp.n_layer, 26 | 27) || (hp.n_layer == 48 && hp.n_vocab == 128256));
         if !lite {
             hp.n_lora_q = meta.u32(&key("attention.q_lora_rank"))?;
         }
@@ -58,6 +72,9 @@ impl ArchSpec for DeepSeek2 {
                 "deepseek2: attention.key_length_mla and attention.value_length_mla go together",
             ));
         }
+        if self.sparse {
+            load_indexer(meta, hp)?;
+        }
         check_heads(hp)?;
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
@@ -67,7 +84,12 @@ impl ArchSpec for DeepSeek2 {
         hp.n_ff_shexp = hp.n_ff_exp * shared;
         hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
         hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
-        hp.expert_gating_func = match meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0) {
+        // V3.2's files must say.
+        let gating = match self.sparse {
+            true => meta.u32(&key("expert_gating_func"))?,
+            false => meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0),
+        };
+        hp.expert_gating_func = match gating {
             // The older DeepSeek files say nothing: softmax, except GLM 4.7 Lite's.
             0 if matches!(hp.n_layer, 47 | 48) && hp.n_vocab == GLM47_LITE_VOCAB => 2,
             0 => 1,
@@ -90,6 +112,8 @@ impl ArchSpec for DeepSeek2 {
             offset: 0.0,
         };
         hp.size_label = match hp.n_layer {
+            61 if self.sparse => "685B.A37B",
+            _ if self.sparse => "?B",
             27 => "16B",
             47 => "30B.A3B",
             60 => "236B",
@@ -133,6 +157,16 @@ impl ArchSpec for DeepSeek2 {
                 let width = n_head * (nope + hv);
                 specs.push(TensorSpec::matmul(b("attn_kv_b.weight"), &[kv_rank, width], true));
             }
+            if self.sparse {
+                let ix = &hp.indexer;
+                specs.extend([
+                    TensorSpec::new(b("indexer.k_norm.weight"), &[ix.head_size], true),
+                    TensorSpec::new(b("indexer.k_norm.bias"), &[ix.head_size], true),
+                    TensorSpec::matmul(b("indexer.proj.weight"), &[e, ix.n_head], true),
+                    TensorSpec::matmul(b("indexer.attn_k.weight"), &[e, ix.head_size], true),
+                    TensorSpec::matmul(b("indexer.attn_q_b.weight"), &[q_rank, ix.n_head * ix.head_size], true),
+                ]);
+            }
             if il < hp.n_layer_dense_lead as usize {
                 super::ffn_tensors(hp, il, false, &mut specs);
             } else {
@@ -143,6 +177,36 @@ impl ArchSpec for DeepSeek2 {
         }
         specs
     }
+}
+
+/// DeepSeek V3.2's lightning indexer, in every layer. Its keys are rotated by a Hadamard matrix
+/// as wide as they are, and their first `n_rot` dimensions by NeoX RoPE (llama.cpp's shapes).
+fn load_indexer(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    if !hp.kv_latent() {
+        return Err(Error::model(
+            "deepseek32 needs absorbed latent attention (attention.key_length_mla and value_length_mla)",
+        ));
+    }
+    let key = |k: &str| hp.key(&format!("attention.indexer.{k}"));
+    let ix = crate::model::hparams::Indexer {
+        n_head: meta.u32(&key("head_count"))?,
+        head_size: meta.u32(&key("key_length"))?,
+        top_k: meta.u32(&key("top_k"))?,
+        layers: vec![true; hp.n_layer as usize],
+    };
+    if ix.n_head == 0 || ix.top_k == 0 {
+        return Err(Error::model("deepseek32: the indexer needs heads and a top_k"));
+    }
+    if ix.head_size < 64 || !ix.head_size.is_power_of_two() || hp.n_rot > ix.head_size {
+        return Err(Error::model(format!(
+            "deepseek32: indexer keys of {} dimensions (a power of two, at least 64 and {} rotated)",
+            ix.head_size, hp.n_rot
+        )));
+    }
+    hp.indexer = ix;
+    // The indexer's key norm (llama.cpp fixes it).
+    hp.norm_eps = 1e-6;
+    Ok(())
 }
 
 /// The key and value head sizes attention computes with (decompressed, for an absorbed file).
@@ -202,7 +266,8 @@ impl Decoder for DeepSeek2 {
             gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
             normalize: hp.expert_weights_norm,
             act: ExpertAct::Silu,
-            scaled: false,
+            // V3.2's graph multiplies every FFN product by its weight's scale.
+            scaled: self.sparse,
             warmup_all: true,
             weights_first: false,
             pick_by_sigmoid: false,
@@ -210,10 +275,19 @@ impl Decoder for DeepSeek2 {
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let q = latent_queries(b, il, cur, hk)?;
+            // Sparse attention's indexer scores the cells from the queries' latent.
+            let (q, picks) = if self.sparse {
+                let qr = query_latent(b, il, cur)?
+                    .ok_or_else(|| Error::model("deepseek32 needs low-rank queries (attn_q_a)"))?;
+                let picks = b.lightning_top_k(il, cur, qr)?;
+                (queries_from_latent(b, il, qr, hk)?, Some(picks))
+            } else {
+                (latent_queries(b, il, cur, hk)?, None)
+            };
             let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
             let att = if hp.kv_latent() {
-                absorbed_attention(b, il, q, latent, k_pe, kq_scale)?
+                let mask = picks.map(|p| b.sparse_mask(p)).transpose()?;
+                absorbed_attention(b, il, q, latent, k_pe, kq_scale, mask)?
             } else {
                 minicpm3::decompressed_attention(b, il, q, latent, k_pe, kq_scale, None)?
             };
@@ -230,13 +304,29 @@ impl Decoder for DeepSeek2 {
 /// The queries of layer `il` from the normed `cur`, [head_k, n_head, n_tokens]: through a normed
 /// low rank where the layer has one (`attn_q_a_norm`), else one projection.
 pub(super) fn latent_queries(b: &mut Builder, il: usize, cur: TensorRef, head_k: i64) -> Result<TensorRef> {
-    let q = if b.layer_weight_opt(il, "attn_q_a_norm.weight").is_some() {
-        let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
-        let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
-        b.layer_matmul(il, "attn_q_b.weight", q)?
-    } else {
-        b.layer_matmul(il, "attn_q.weight", cur)?
-    };
+    match query_latent(b, il, cur)? {
+        Some(qr) => queries_from_latent(b, il, qr, head_k),
+        None => {
+            let q = b.layer_matmul(il, "attn_q.weight", cur)?;
+            let nt = q.ne()[1];
+            b.g.reshape(q, &[head_k, i64::from(b.hp.n_head[il]), nt])
+                .map_err(ggml_err)
+        }
+    }
+}
+
+/// The queries' normed low-rank latent of layer `il`, where the layer has one (`attn_q_a_norm`).
+fn query_latent(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Option<TensorRef>> {
+    if b.layer_weight_opt(il, "attn_q_a_norm.weight").is_none() {
+        return Ok(None);
+    }
+    let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
+    b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q").map(Some)
+}
+
+/// The queries from their latent `qr`, [head_k, n_head, n_tokens].
+fn queries_from_latent(b: &mut Builder, il: usize, qr: TensorRef, head_k: i64) -> Result<TensorRef> {
+    let q = b.layer_matmul(il, "attn_q_b.weight", qr)?;
     let nt = q.ne()[1];
     b.g.reshape(q, &[head_k, i64::from(b.hp.n_head[il]), nt])
         .map_err(ggml_err)
@@ -244,16 +334,21 @@ pub(super) fn latent_queries(b: &mut Builder, il: usize, cur: TensorRef, head_k:
 
 /// The rest of a DeepSeek-style layer after its attention `att`: the residual `x` added, normed,
 /// then the leading layers' dense FFN or the routed experts beside the shared ones, added again.
+/// Where the experts are scaled (`Moe::scaled`), so are the dense and shared FFNs.
 pub(super) fn ffn_block(b: &mut Builder, il: usize, att: TensorRef, x: TensorRef, moe: Moe) -> Result<TensorRef> {
     let l = Some(il);
+    let dense = Ffn {
+        scaled: moe.scaled,
+        ..Ffn::default()
+    };
     let h = b.add(att, x)?;
     let h = b.name(h, "ffn_inp", l);
     let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
     let ffn = if il < b.hp.n_layer_dense_lead as usize {
-        b.gated_ffn(il, cur, Ffn::default())?
+        b.gated_ffn(il, cur, dense)?
     } else {
         let routed = b.moe_ffn(il, cur, moe)?;
-        let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+        let shared = b.gated_ffn_named(il, cur, dense, "_shexp")?;
         let shared = b.name(shared, "ffn_shexp", l);
         b.add(routed, shared)?
     };
@@ -265,7 +360,8 @@ pub(super) fn ffn_block(b: &mut Builder, il: usize, att: TensorRef, x: TensorRef
 /// Absorbed latent attention of layer `il`: the queries `q` ([head_k, n_head, n_tokens]) have
 /// their unrotated part taken into latent space by `attn_k_b` and their trailing part rotated
 /// (where the model rotates); each cached key is the normed `latent` then the shared `k_pe`; the
-/// values are the cached latent, widened per head by `attn_v_b` after the weighted sum.
+/// values are the cached latent, widened per head by `attn_v_b` after the weighted sum. `mask`
+/// replaces the attention mask (DeepSeek sparse attention's).
 pub(super) fn absorbed_attention(
     b: &mut Builder,
     il: usize,
@@ -273,6 +369,7 @@ pub(super) fn absorbed_attention(
     latent: TensorRef,
     k_pe: TensorRef,
     kq_scale: f32,
+    mask: Option<TensorRef>,
 ) -> Result<TensorRef> {
     let hp = b.hp;
     let l = Some(il);
@@ -299,5 +396,5 @@ pub(super) fn absorbed_attention(
     let q = b.temperature_tuned(q)?;
     let (q, k) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l));
     let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
-    b.attention_latent(il, q, k, wv_b, kq_scale)
+    b.attention_latent(il, q, k, wv_b, kq_scale, mask)
 }

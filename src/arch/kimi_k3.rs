@@ -250,7 +250,7 @@ fn latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: f32) -
     let hp = b.hp;
     let q = deepseek2::latent_queries(b, il, cur, i64::from(hp.n_embd_head_k_mla))?;
     let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
-    let mut att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
+    let mut att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale, None)?;
     if b.layer_weight_opt(il, "attn_gate.weight").is_some() {
         let g = b.layer_matmul(il, "attn_gate.weight", cur)?;
         let g = b.g.sigmoid(g).map_err(ggml_err)?;

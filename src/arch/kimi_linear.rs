@@ -257,7 +257,7 @@ impl Decoder for KimiLinear {
             } else {
                 let q = deepseek2::latent_queries(b, il, cur, hk)?;
                 let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
-                let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale)?;
+                let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale, None)?;
                 let wo = b.layer_weight(il, "attn_output.weight")?;
                 b.linear(wo, None, att)?
             };

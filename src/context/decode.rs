@@ -540,7 +540,10 @@ impl Context<'_> {
             let rows: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
             set(kv_rows, &rows)?;
         }
-        for (rot, bytes) in [inp.k_rot, inp.v_rot].into_iter().zip(&self.rotation_bytes) {
+        for (rot, bytes) in [inp.k_rot, inp.v_rot, inp.idx_rot]
+            .into_iter()
+            .zip(&self.rotation_bytes)
+        {
             if let Some(rot) = rot {
                 set(rot, bytes)?;
             }

@@ -142,9 +142,9 @@ pub struct Context<'m> {
     output_ids: Vec<i32>,
     /// Every token id in order: the candidates llama.h reports when no backend sampler ran.
     all_token_ids: Vec<i32>,
-    /// The Hadamard matrices of the cache's rotation (keys, values) as input bytes, made once;
-    /// empty when not rotated.
-    rotation_bytes: [Vec<u8>; 2],
+    /// The Hadamard matrices of the cache's rotations (keys, values, indexer keys) as input bytes,
+    /// made once; empty when not rotated.
+    rotation_bytes: [Vec<u8>; 3],
     /// Backend samplers and what they left.
     sampling: sampling::Sampling,
     n_outputs: usize,
@@ -234,6 +234,7 @@ impl<'m> Context<'m> {
         let memory = arch.map_or(Memory::None, |a| a.memory());
         // Only a KV cache is rotated (llama.cpp's encoders and recurrent layers keep none).
         let cached = matches!(memory, Memory::KvCache | Memory::Hybrid);
+        let idx_rot = hp.filter(|_| cached).map_or(0, |hp| hp.indexer.head_size);
         let (k_rot, v_rot) = match hp {
             Some(hp) if cached => {
                 let disabled = crate::graph::rotation::disabled_by_env();
@@ -254,6 +255,7 @@ impl<'m> Context<'m> {
             embeddings: p.embeddings.then_some(pooling),
             k_rot,
             v_rot,
+            idx_rot,
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
         let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
@@ -318,7 +320,7 @@ impl<'m> Context<'m> {
             embd_seq: BTreeMap::new(),
             output_ids: Vec::new(),
             all_token_ids: (0..model.vocab.n_tokens() as i32).collect(),
-            rotation_bytes: [k_rot, v_rot].map(|n| crate::graph::rotation::matrix_bytes(n as usize)),
+            rotation_bytes: [k_rot, v_rot, idx_rot].map(|n| crate::graph::rotation::matrix_bytes(n as usize)),
             sampling: sampling::Sampling::default(),
             n_outputs: 0,
             reuse_graphs,

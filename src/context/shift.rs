@@ -23,8 +23,10 @@ impl Context<'_> {
         self.graph = None;
         self.sched.alloc(&shift.graph).map_err(Error::Ggml)?;
         tensor_set(shift.deltas, &bytes).map_err(Error::Ggml)?;
-        if let Some(rot) = shift.k_rot {
-            tensor_set(rot, &self.rotation_bytes[0]).map_err(Error::Ggml)?;
+        for (rot, bytes) in [(shift.k_rot, 0), (shift.idx_rot, 2)] {
+            if let Some(rot) = rot {
+                tensor_set(rot, &self.rotation_bytes[bytes]).map_err(Error::Ggml)?;
+            }
         }
         self.backend.set_n_threads(self.params.n_threads_batch);
         match self.sched.compute(&shift.graph) {

@@ -21,6 +21,10 @@ impl Context<'_> {
                 .map(|hp| hp.kv_layers.iter().map(|&k| !k).collect())
                 .unwrap_or_default(),
             cell_ext: hp.is_some_and(|hp| hp.n_pos_per_embd() > 1),
+            indexer: hp
+                .filter(|hp| hp.indexer.head_size > 0)
+                .map(|hp| (0..hp.n_layer as usize).map(|il| hp.indexer.keeps(il)).collect())
+                .unwrap_or_default(),
         }
     }
 

@@ -6,6 +6,7 @@ use super::{RawType, TensorRef};
 use std::ptr::NonNull;
 
 mod sampling;
+mod sparse;
 mod ssm;
 
 pub type OpResult = Result<TensorRef, String>;

@@ -24,7 +24,6 @@ use std::sync::Once;
 
 pub use ggml_sys::ggml_type as RawType;
 
-/// The most threads ggml's CPU backend computes with (`GGML_MAX_N_THREADS`).
 /// Whether `t` is a block-quantized type (anything but the float types).
 pub fn is_quantized(t: RawType) -> bool {
     !matches!(
@@ -33,6 +32,7 @@ pub fn is_quantized(t: RawType) -> bool {
     )
 }
 
+/// The most threads ggml's CPU backend computes with (`GGML_MAX_N_THREADS`).
 pub const MAX_THREADS: i32 = ggml_sys::GGML_MAX_N_THREADS as i32;
 
 /// `x` as ggml's F16 bits (rounded as ggml rounds).

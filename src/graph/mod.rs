@@ -3,10 +3,13 @@
 //! head) the architectures wire together. No architecture is named here: each brings its body as a
 //! `Decoder` (`arch/`).
 
+mod indexer;
 pub mod lightning;
 pub mod rotation;
+mod shift;
 mod ssm;
 
+pub use shift::{build_shift, ShiftGraph};
 pub use ssm::DeltaNet;
 
 use crate::error::{Error, Result};
@@ -104,6 +107,8 @@ pub struct GraphParams {
     /// `k_rot`, values and the attention's output by `v_rot`; 0: none.
     pub k_rot: u32,
     pub v_rot: u32,
+    /// The lightning indexer's keys are always rotated, by their whole head (0: no indexer).
+    pub idx_rot: u32,
 }
 
 /// The inputs of a built graph, set before every compute.
@@ -133,6 +138,8 @@ pub struct Inputs {
     /// rotate.
     pub k_rot: Option<TensorRef>,
     pub v_rot: Option<TensorRef>,
+    /// The Hadamard matrix of `GraphParams::idx_rot`; in graphs with a lightning indexer.
+    pub idx_rot: Option<TensorRef>,
     /// Per-token query scales of attention temperature tuning (Llama 4, Mistral Large), F32
     /// [1, 1, n_tokens]; made by the first layer that uses it.
     pub attn_temp: Option<TensorRef>,
@@ -265,8 +272,13 @@ enum Values {
     /// This ubatch's values, stored in the layer's V cache beside the keys.
     Cached(TensorRef),
     /// The first `width` dimensions of each cached key (absorbed latent attention), each head's
-    /// output then widened by `v_mla` ([width, head_v, n_head]).
-    Latent { width: i64, v_mla: TensorRef },
+    /// output then widened by `v_mla` ([width, head_v, n_head]); `mask` replaces the attention
+    /// mask where sparse attention limits it.
+    Latent {
+        width: i64,
+        v_mla: TensorRef,
+        mask: Option<TensorRef>,
+    },
 }
 
 pub struct Builder<'a> {
@@ -336,6 +348,7 @@ impl<'a> Builder<'a> {
                 cls: None,
                 k_rot: None,
                 v_rot: None,
+                idx_rot: None,
                 attn_temp: None,
                 lightning: None,
             },
@@ -528,6 +541,19 @@ impl<'a> Builder<'a> {
         Ok(*self.inputs.pos.insert(pos))
     }
 
+    /// The cache rows of the ubatch's tokens, I64 [n_tokens] (made on first use).
+    fn kv_rows(&mut self) -> Result<TensorRef> {
+        if let Some(r) = self.inputs.kv_rows {
+            return Ok(r);
+        }
+        let nt = self.shape.n_tokens as i64;
+        let r = self
+            .g
+            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "inp_kv_rows")
+            .map_err(ggml_err)?;
+        Ok(*self.inputs.kv_rows.insert(r))
+    }
+
     /// The attention mask input, or (`sliding`) the sliding-window one, [n_kv, n_tokens] (made
     /// on first use).
     fn mask(&mut self, sliding: bool) -> Result<TensorRef> {
@@ -622,6 +648,7 @@ impl<'a> Builder<'a> {
     /// `q` ([n_embd_head_k, n_head, n_tokens]) taking the values from the cached keys' first
     /// `n_lora_kv` dimensions, and widen each head's output by `v_mla` ([n_lora_kv, head_v,
     /// n_head]). Returns [head_v * n_head, n_tokens]. Never rotated by Hadamard, as in llama.cpp.
+    /// `mask` ([n_kv, n_tokens]) replaces the attention mask (sparse attention's).
     pub fn attention_latent(
         &mut self,
         il: usize,
@@ -629,9 +656,10 @@ impl<'a> Builder<'a> {
         k: TensorRef,
         v_mla: TensorRef,
         kq_scale: f32,
+        mask: Option<TensorRef>,
     ) -> Result<TensorRef> {
         let width = i64::from(self.hp.n_lora_kv);
-        self.attend(il, q, k, Values::Latent { width, v_mla }, kq_scale, false)
+        self.attend(il, q, k, Values::Latent { width, v_mla, mask }, kq_scale, false)
     }
 
     fn attend(
@@ -664,16 +692,7 @@ impl<'a> Builder<'a> {
         let v_rot = if cached { self.rotation(false)? } else { None };
 
         // Write first: the attention below reads the cache, including these rows.
-        let kv_rows = match self.inputs.kv_rows {
-            Some(r) => r,
-            None => {
-                let r = self
-                    .g
-                    .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "inp_kv_rows")
-                    .map_err(ggml_err)?;
-                *self.inputs.kv_rows.insert(r)
-            }
-        };
+        let kv_rows = self.kv_rows()?;
         let k2 = self.merge_heads(k)?;
         let k_store = self.g.set_rows(kc, k2, kv_rows).map_err(ggml_err)?;
         self.g.expand(k_store);
@@ -682,7 +701,10 @@ impl<'a> Builder<'a> {
         if sliding && self.hp.n_swa == 0 {
             return Err(Error::model("sliding-window layer without a window"));
         }
-        let mask = self.mask(sliding)?;
+        let mask = match values {
+            Values::Latent { mask: Some(m), .. } => m,
+            _ => self.mask(sliding)?,
+        };
 
         // Each group of tokens attends to its own stream's cells.
         let ns = self.shape.n_streams.max(1) as i64;
@@ -728,7 +750,7 @@ impl<'a> Builder<'a> {
                     .map_err(ggml_err)?;
                 (vview, hv, None)
             }
-            Values::Latent { width, v_mla } => {
+            Values::Latent { width, v_mla, .. } => {
                 let vview = self
                     .g
                     .view(kc, &[width, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
@@ -1539,96 +1561,4 @@ fn rope_freqs(hp: &HParams, params: &GraphParams, il: usize) -> (f32, f32) {
     } else {
         (params.rope.freq_base, params.rope.freq_scale)
     }
-}
-
-/// The K-shift graph: re-rotate every layer's cached keys by each cell's position change, after
-/// `llama_memory_seq_add/div` moved positions. Input: the per-cell deltas, I32 [size].
-pub struct ShiftGraph {
-    pub graph: Graph,
-    pub deltas: TensorRef,
-    /// The keys' Hadamard matrix (`GraphParams::k_rot`), when the cache is rotated.
-    pub k_rot: Option<TensorRef>,
-}
-
-pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<ShiftGraph> {
-    let hp = model
-        .hparams
-        .as_ref()
-        .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
-    let mut g = Graph::new(max_nodes(model)).map_err(ggml_err)?;
-    let size = kv.size() as i64;
-    let deltas = g
-        .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")
-        .map_err(ggml_err)?;
-    let k_rot = match i64::from(params.k_rot) {
-        0 => None,
-        n => Some(
-            g.input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], "attn_inp_k_rot")
-                .map_err(ggml_err)?,
-        ),
-    };
-    let (hk, n_rot) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_rot));
-    // Layers that never rotate keep their keys as they are (llama.cpp's `has_rope`).
-    for il in (0..hp.n_layer as usize).filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
-        let k = kv.k(il);
-        let n_head_kv = i64::from(hp.n_head_kv[il]);
-        // Latent attention's keys rotate their last dimensions: only those are taken, as
-        // llama.cpp takes them. A quantized cache is shifted over whole heads, rotated past an
-        // offset: ggml can only quantize into whole rows (llama.cpp aborts there).
-        let latent = hp.n_lora_kv > 0;
-        let trailing = latent && !crate::ggml::is_quantized(k.ggml_type());
-        let (width, offset) = if trailing { (n_rot, hk - n_rot) } else { (hk, 0) };
-        let row = |n: i64| crate::ggml::row_size(k.ggml_type(), n);
-        let heads = g
-            .view(
-                k,
-                &[width, n_head_kv, size],
-                &[row(hk), row(hk * n_head_kv)],
-                row(offset),
-            )
-            .map_err(ggml_err)?;
-        let (base, scale) = rope_freqs(hp, &params, il);
-        // Rotation needs float input; quantized caches go through f32 and back (rotated by
-        // Hadamard, turned back and forth around it, as llama.cpp does).
-        let mut src = match k.ggml_type() {
-            ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 => heads,
-            _ => g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?,
-        };
-        if let Some(rot) = k_rot {
-            src = g.hadamard(rot, src).map_err(ggml_err)?;
-        }
-        let factors = rope_factors(model, &params);
-        let mut rotated = g
-            .rope(
-                src,
-                deltas,
-                factors,
-                hp.n_rot as i32,
-                hp.rope_type,
-                None,
-                params.rope.n_ctx_orig as i32,
-                base,
-                scale,
-                params.rope.ext_factor,
-                params.rope.attn_factor,
-                params.rope.beta_fast,
-                params.rope.beta_slow,
-            )
-            .map_err(ggml_err)?;
-        if latent && !trailing {
-            rotated = g
-                .rope_offset(rotated, (hk - n_rot) as i32, n_rot as i32)
-                .map_err(ggml_err)?;
-        }
-        if let Some(rot) = k_rot {
-            rotated = g.hadamard(rot, rotated).map_err(ggml_err)?;
-        }
-        let stored = g.copy_into(rotated, heads).map_err(ggml_err)?;
-        g.expand(stored);
-    }
-    Ok(ShiftGraph {
-        graph: g,
-        deltas,
-        k_rot,
-    })
 }

@@ -34,8 +34,12 @@ pub struct KvCache {
     /// The cells of each stream; stream `s` owns rows `s * stream_size ..` of the tensors.
     streams: Vec<Cells>,
     /// (K, V) per layer, each [n_embd_gqa, stream_size * n_stream]; no V when the values are read
-    /// from the keys (`HParams::kv_latent`).
+    /// from the keys (`HParams::kv_latent`). A model with a lightning indexer has as many more
+    /// after them, each layer's indexer keys (empty where the layer keeps none), without V: llama.cpp
+    /// keeps those in a second cache over the same cells, and so they are written in the state.
     layers: Vec<(TensorRef, Option<TensorRef>)>,
+    /// The model's layers: `layers` past these are the indexer's.
+    n_layer: usize,
     /// The tensors' memory and descriptions; None for a cache without layers (a context on a
     /// vocab-only model).
     storage: Option<(OwnedBuffer, Arena)>,
@@ -53,8 +57,9 @@ impl KvCache {
     pub fn new(hp: &HParams, stream_size: usize, n_stream: usize, type_k: RawType, type_v: RawType) -> Result<KvCache> {
         let n_layer = hp.n_layer as usize;
         let rows = stream_size.saturating_mul(n_stream) as i64;
-        let mut arena = Arena::new(2 * n_layer).map_err(Error::Ggml)?;
-        let mut layers = Vec::with_capacity(n_layer);
+        let indexed = hp.indexer.head_size > 0;
+        let mut arena = Arena::new(if indexed { 3 } else { 2 } * n_layer).map_err(Error::Ggml)?;
+        let mut layers = Vec::with_capacity(if indexed { 2 } else { 1 } * n_layer);
         for il in 0..n_layer {
             // Layers that keep no keys and values get empty tensors.
             let heads = if hp.has_kv(il) { hp.n_head_kv[il] } else { 0 };
@@ -70,6 +75,17 @@ impl KvCache {
             };
             layers.push((k, v));
         }
+        if indexed {
+            for il in 0..n_layer {
+                let width = if hp.has_kv(il) && hp.indexer.keeps(il) {
+                    i64::from(hp.indexer.head_size)
+                } else {
+                    0
+                };
+                let k = arena.new_tensor(type_k, &[width, rows], &format!("cache_lid_k_l{il}"));
+                layers.push((k.map_err(Error::invalid)?, None));
+            }
+        }
         let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("KV cache: {e}")))?;
         // Freshly allocated memory may hold NaN patterns; masked cells must still read as numbers.
         buffer.clear(0);
@@ -80,6 +96,7 @@ impl KvCache {
         Ok(KvCache {
             streams: vec![Cells::new(stream_size); n_stream.max(1)],
             layers,
+            n_layer,
             storage: Some((buffer, arena)),
         })
     }
@@ -89,12 +106,18 @@ impl KvCache {
         KvCache {
             streams: vec![Cells::new(size)],
             layers: Vec::new(),
+            n_layer: 0,
             storage: None,
         }
     }
 
     pub fn k(&self, il: usize) -> TensorRef {
         self.layers[il].0
+    }
+
+    /// Layer `il`'s indexer keys, in a model with a lightning indexer.
+    pub fn indexer_k(&self, il: usize) -> Option<TensorRef> {
+        self.layers.get(self.n_layer + il).map(|l| l.0)
     }
 
     /// Layer `il`'s values; None when they are read from the keys.

@@ -2,8 +2,10 @@
 //! session files and `llama_state_*` data move between the two engines. That layout follows
 //! llama.cpp's structure: a cache has `n_stream` streams (one, or one per sequence when the cache
 //! is not unified) and a model with sliding-window layers has two caches, the full-attention
-//! layers' and the sliding ones', written one after the other. Our one cache serves both kinds of
-//! layers with the same cells, so it is written as the two and read back from them.
+//! layers' and the sliding ones', written one after the other; a model with a lightning indexer
+//! (DeepSeek sparse attention) has its indexer keys in a cache of their own, written after the
+//! attention's. Our one cache serves all of them with the same cells, so it is written as the
+//! several and read back from them.
 //!
 //! Per cache: `u32 n_stream`, then per stream `u32 cell_count` and, when non-zero, per cell
 //! `i32 pos, u32 n_seq, i32 seq[n_seq]`, then `u32 v_trans, u32 n_layer`, per layer
@@ -29,21 +31,44 @@ pub struct Layout {
     pub uncached: Vec<bool>,
     /// Each cell's 2D position and token follow its position (models with M-RoPE).
     pub cell_ext: bool,
+    /// Per layer, whether it keeps lightning-indexer keys; empty in a model without an indexer.
+    pub indexer: Vec<bool>,
 }
 
-/// Which of a model's caches a layer's keys and values are in.
+/// Which of a model's caches a cache layer's keys and values are in.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum LayerKind {
     Full,
     Sliding,
+    Indexer,
     Uncached,
 }
 
+impl LayerKind {
+    /// The caches in the order llama.cpp writes them.
+    const CACHES: [LayerKind; 3] = [LayerKind::Full, LayerKind::Sliding, LayerKind::Indexer];
+
+    fn cache(self) -> Option<usize> {
+        LayerKind::CACHES.iter().position(|&k| k == self)
+    }
+}
+
 impl Layout {
-    fn kinds(&self, n_layer: usize) -> Vec<LayerKind> {
-        (0..n_layer)
+    /// The kind of each of `n` cache layers: the model's layers, then (with an indexer) as many
+    /// of the indexer's keys.
+    fn kinds(&self, n: usize) -> Vec<LayerKind> {
+        let n_model = n.saturating_sub(self.indexer.len());
+        (0..n)
             .map(|il| {
-                if self.uncached.get(il).copied().unwrap_or(false) {
+                if il >= n_model {
+                    let keeps =
+                        self.indexer[il - n_model] && !self.uncached.get(il - n_model).copied().unwrap_or(false);
+                    if keeps {
+                        LayerKind::Indexer
+                    } else {
+                        LayerKind::Uncached
+                    }
+                } else if self.uncached.get(il).copied().unwrap_or(false) {
                     LayerKind::Uncached
                 } else if self
                     .swa
@@ -58,14 +83,18 @@ impl Layout {
             .collect()
     }
 
-    /// The layers of each cache, and whether it is the sliding-window one.
-    fn caches(&self, n_layer: usize) -> Vec<(Vec<usize>, bool)> {
-        let kinds = self.kinds(n_layer);
-        let of = |kind: LayerKind| (0..n_layer).filter(|&il| kinds[il] == kind).collect();
-        match self.swa {
-            None => vec![(of(LayerKind::Full), false)],
-            Some(_) => vec![(of(LayerKind::Full), false), (of(LayerKind::Sliding), true)],
-        }
+    /// The layers of each cache the model has, and its kind.
+    fn caches(&self, n: usize) -> Vec<(Vec<usize>, LayerKind)> {
+        let kinds = self.kinds(n);
+        LayerKind::CACHES
+            .into_iter()
+            .filter(|&kind| match kind {
+                LayerKind::Sliding => self.swa.is_some(),
+                LayerKind::Indexer => !self.indexer.is_empty(),
+                _ => true,
+            })
+            .map(|kind| ((0..n).filter(|&il| kinds[il] == kind).collect(), kind))
+            .collect()
     }
 }
 
@@ -257,7 +286,8 @@ impl KvCache {
     /// full-attention layers' cache of a sliding-window model (llama.h's PARTIAL_ONLY flag).
     pub fn state_write(&self, layout: &Layout, seq: Option<usize>, swa_only: bool, out: &mut dyn Sink) -> Result<()> {
         let n_layer = self.layers.len();
-        for (layers, sliding) in layout.caches(n_layer) {
+        for (layers, kind) in layout.caches(n_layer) {
+            let sliding = kind == LayerKind::Sliding;
             if swa_only && layout.swa.is_some() && !sliding {
                 continue;
             }
@@ -350,8 +380,10 @@ impl KvCache {
         }
         let n_layer = self.layers.len();
         let mut full: Vec<StagedCell> = Vec::new();
-        let mut sliding_rows: HashMap<(usize, i32, SeqSet), VecDeque<(Rows, Rows)>> = HashMap::new();
-        for (layers, sliding) in layout.caches(n_layer) {
+        // The other caches' rows by cache, stream, position and sequences.
+        type Key = (usize, usize, i32, SeqSet);
+        let mut other_rows: HashMap<Key, VecDeque<(Rows, Rows)>> = HashMap::new();
+        for (layers, kind) in layout.caches(n_layer) {
             let n_stream = u32_of(src)? as usize;
             if n_stream != self.n_stream() {
                 return Err(bad(format!(
@@ -361,39 +393,43 @@ impl KvCache {
             }
             for stream in 0..n_stream {
                 let cells = self.read_stream(layout, &layers, stream, dest, src)?;
-                if sliding {
-                    for c in cells {
-                        sliding_rows
-                            .entry((c.stream, c.pos, c.seqs))
-                            .or_default()
-                            .push_back((c.k, c.v));
+                match kind.cache() {
+                    Some(cache) if kind != LayerKind::Full => {
+                        for c in cells {
+                            other_rows
+                                .entry((cache, c.stream, c.pos, c.seqs))
+                                .or_default()
+                                .push_back((c.k, c.v));
+                        }
                     }
-                } else {
-                    full.extend(cells);
+                    _ => full.extend(cells),
                 }
             }
         }
-        // A sliding-window model's cells come from the full layers' cache (which may have no
-        // layers, but has the cells).
-        // Rows per layer for every cell: the sliding layers' matched by stream, position and
+        // The cells are the full layers' cache's (which may have no layers, but has the cells).
+        // Rows per layer for every cell: the other caches' matched by stream, position and
         // sequences, in order where several cells share them (cells outside every window have
-        // none), and empty ones for layers without a cache.
-        if layout.swa.is_some() || layout.uncached.contains(&true) {
-            let kinds = layout.kinds(n_layer);
-            for c in &mut full {
-                let (k, v) = sliding_rows
-                    .get_mut(&(c.stream, c.pos, c.seqs))
+        // no sliding rows), zeros where a cache has none, and empty ones for uncached layers.
+        let kinds = layout.kinds(n_layer);
+        for c in &mut full {
+            let mut k_parts: [Option<Rows>; 3] = [Some(std::mem::take(&mut c.k)), None, None];
+            let mut v_parts: [Option<Rows>; 3] = [Some(std::mem::take(&mut c.v)), None, None];
+            for cache in 1..LayerKind::CACHES.len() {
+                if let Some((k, v)) = other_rows
+                    .get_mut(&(cache, c.stream, c.pos, c.seqs))
                     .and_then(VecDeque::pop_front)
-                    .unzip();
-                c.k = merge_layers(&kinds, std::mem::take(&mut c.k), k, |il| self.k_row(il));
-                c.v = merge_layers(&kinds, std::mem::take(&mut c.v), v, |il| self.v_row(il));
+                {
+                    (k_parts[cache], v_parts[cache]) = (Some(k), Some(v));
+                }
             }
-            let unmatched: usize = sliding_rows.values().map(VecDeque::len).sum();
-            if unmatched > 0 {
-                return Err(bad(format!(
-                    "{unmatched} cells of the sliding-window layers are not among the full layers' cells"
-                )));
-            }
+            c.k = merge_layers(&kinds, k_parts, |il| self.k_row(il));
+            c.v = merge_layers(&kinds, v_parts, |il| self.v_row(il));
+        }
+        let unmatched: usize = other_rows.values().map(VecDeque::len).sum();
+        if unmatched > 0 {
+            return Err(bad(format!(
+                "{unmatched} cells of the sliding-window or indexer layers are not among the full layers' cells"
+            )));
         }
         self.apply_staged(dest, full)
     }
@@ -529,7 +565,7 @@ impl KvCache {
         let layers = layout
             .caches(self.layers.len())
             .into_iter()
-            .find_map(|(layers, sliding)| sliding.then_some(layers))
+            .find_map(|(layers, kind)| (kind == LayerKind::Sliding).then_some(layers))
             .unwrap_or_default();
         let n_stream = u32_of(src)? as usize;
         if n_stream != self.n_stream() {
@@ -638,21 +674,20 @@ fn v_element(t: TensorRef) -> Result<(usize, usize)> {
     Ok((el, width))
 }
 
-/// Rows for every layer, from the full layers' rows and the sliding layers' (zeros where a cell has
-/// none: it is outside every window, so no sliding layer reads it); none for an uncached layer.
-fn merge_layers(kinds: &[LayerKind], full: Rows, window: Option<Rows>, row_len: impl Fn(usize) -> usize) -> Rows {
-    let mut full = full.into_iter();
-    let mut window = window.map(Vec::into_iter);
+/// Rows for every cache layer from each cache's rows (`parts`, by `LayerKind::cache`): zeros where
+/// a cache has none for a cell (a sliding one outside every window, which no layer reads); none
+/// for an uncached layer.
+fn merge_layers(kinds: &[LayerKind], parts: [Option<Rows>; 3], row_len: impl Fn(usize) -> usize) -> Rows {
+    let mut parts = parts.map(|p| p.map(Vec::into_iter));
     kinds
         .iter()
         .enumerate()
-        .map(|(il, kind)| match kind {
-            LayerKind::Sliding => window
+        .map(|(il, kind)| match kind.cache() {
+            Some(cache) => parts[cache]
                 .as_mut()
                 .and_then(Iterator::next)
                 .unwrap_or_else(|| vec![0; row_len(il)]),
-            LayerKind::Full => full.next().unwrap_or_default(),
-            LayerKind::Uncached => Vec::new(),
+            None => Vec::new(),
         })
         .collect()
 }
@@ -673,4 +708,45 @@ fn check_size(got: u64, want: usize, il: usize, what: &str) -> Result<()> {
         return Err(bad(format!("layer {il}: {what} of {got} bytes, this cache has {want}")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(uncached: Vec<bool>, indexer: Vec<bool>) -> Layout {
+        Layout {
+            n_seq_max: 1,
+            v_trans: false,
+            swa: None,
+            uncached,
+            cell_ext: false,
+            indexer,
+        }
+    }
+
+    #[test]
+    fn indexer_keys_are_a_cache_after_the_attention_one() {
+        // Two model layers, the second without keys; then their indexer keys.
+        let l = layout(vec![false, true], vec![true, true]);
+        let caches = l.caches(4);
+        assert_eq!(caches.len(), 2);
+        assert!(caches[0].0 == [0] && caches[0].1 == LayerKind::Full);
+        assert!(caches[1].0 == [2] && caches[1].1 == LayerKind::Indexer);
+        // Without an indexer, one cache of the model's layers.
+        let plain = layout(vec![false, false], Vec::new()).caches(2);
+        assert!(plain.len() == 1 && plain[0].0 == [0, 1]);
+    }
+
+    #[test]
+    fn merged_rows_take_each_cache_in_layer_order() {
+        use LayerKind::*;
+        let kinds = [Full, Uncached, Indexer, Full];
+        let parts = [Some(vec![vec![1], vec![4]]), None, Some(vec![vec![3]])];
+        let rows = merge_layers(&kinds, parts, |_| 2);
+        assert_eq!(rows, [vec![1], vec![], vec![3], vec![4]]);
+        // A cache without rows for the cell: zeros of the layer's width.
+        let rows = merge_layers(&kinds, [Some(vec![vec![1], vec![4]]), None, None], |_| 2);
+        assert_eq!(rows[2], [0, 0]);
+    }
 }

@@ -229,6 +229,26 @@ pub struct HParams {
     /// block of layers after which its cross-layer residual attention banks a checkpoint (0: none).
     pub n_expert_latent: u32,
     pub attn_res_block_size: u32,
+    /// DeepSeek sparse attention's lightning indexer (none: `head_size` 0).
+    pub indexer: Indexer,
+}
+
+/// The lightning indexer of DeepSeek sparse attention: per token it scores every cached key with
+/// `n_head` small query heads against one cached indexer key of `head_size` (the layers marked
+/// in `layers` keep such keys), and attention then sees only the `top_k` best-scored cells.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Indexer {
+    pub n_head: u32,
+    pub head_size: u32,
+    pub top_k: u32,
+    pub layers: Vec<bool>,
+}
+
+impl Indexer {
+    /// Whether layer `il` keeps indexer keys.
+    pub fn keeps(&self, il: usize) -> bool {
+        self.head_size > 0 && self.layers.get(il).copied().unwrap_or(false)
+    }
 }
 
 /// Kimi delta attention's decay from its projection `x` (plus the Δt bias) and the per-head
@@ -482,6 +502,7 @@ impl HParams {
             situ_linear_beta: 0.0,
             n_expert_latent: 0,
             attn_res_block_size: 0,
+            indexer: Indexer::default(),
         };
         arch.load_hparams(meta, &mut hp)?;
         // Each architecture reads the epsilon of the norms it uses.
