@@ -862,7 +862,9 @@ def deepseek2(absorbed, a="deepseek2"):
     DeepSeek V3.2 ("deepseek32") adds the lightning indexer of sparse attention: four heads of
     keys 64 wide, each token attending to the 8 best-scored cells only (so that prompts longer
     than that attend sparsely), and per-tensor scales on every FFN product, which its graph
-    multiplies in."""
+    multiplies in. GLM 5 ("glm-dsa") the same, its indexer rotating plainly, its second layer's
+    indexer "shared" (reusing the first's picks, keeping no keys), and without YaRN's log
+    multiplier (which llama.cpp does not read for it)."""
     def build(w, weights, n_vocab, dtype):
         n_layer, ffe = 3, 32
         q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
@@ -893,12 +895,14 @@ def deepseek2(absorbed, a="deepseek2"):
         w.add_uint32(f"{a}.expert_gating_func", 2)
         w.add_bool(f"{a}.expert_weights_norm", True)
         w.add_float32(f"{a}.expert_weights_scale", 2.5)
-        sparse = a == "deepseek32"
+        sparse = a in ("deepseek32", "glm-dsa")
         idx_heads, idx_head = 4, 64
         if sparse:
             w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
             w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
             w.add_uint32(f"{a}.attention.indexer.top_k", 8)
+        if a == "glm-dsa":
+            w.add_array(f"{a}.attention.indexer.types", [1, 0, 1])
         tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
         tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
         for il in range(n_layer):
@@ -2333,6 +2337,7 @@ MODELS = {
     "deepseek2-kv-b": ("deepseek2", deepseek2(False), True),
     "mistral4": ("mistral4", deepseek2(True, "mistral4"), True),
     "deepseek32": ("deepseek32", deepseek2(True, "deepseek32"), True),
+    "glm-dsa": ("glm-dsa", deepseek2(True, "glm-dsa"), True),
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
     "bailingmoe3": ("bailingmoe3", bailingmoe3, True),

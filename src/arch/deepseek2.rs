@@ -16,7 +16,7 @@
 
 use super::minicpm3;
 use crate::error::{Error, Result};
-use crate::ggml::TensorRef;
+use crate::ggml::{TensorRef, ROPE_NEOX, ROPE_NORMAL};
 use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
@@ -24,22 +24,47 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct DeepSeek2 {
     name: &'static str,
-    /// DeepSeek sparse attention (V3.2).
-    sparse: bool,
+    variant: Variant,
+}
+
+/// What the files of each name differ in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    DeepSeek2,
+    Mistral4,
+    /// DeepSeek V3.2: sparse attention.
+    DeepSeek32,
+    /// GLM 5 (`glm-dsa`): sparse attention whose indexer rotates as the model does and whose
+    /// "shared" layers reuse the cells the last full indexer layer picked.
+    GlmDsa,
+}
+
+impl Variant {
+    fn sparse(self) -> bool {
+        matches!(self, Variant::DeepSeek32 | Variant::GlmDsa)
+    }
 }
 
 pub const DEEPSEEK2: DeepSeek2 = DeepSeek2 {
     name: "deepseek2",
-    sparse: false,
+    variant: Variant::DeepSeek2,
 };
 pub const MISTRAL4: DeepSeek2 = DeepSeek2 {
     name: "mistral4",
-    sparse: false,
+    variant: Variant::Mistral4,
 };
 pub const DEEPSEEK32: DeepSeek2 = DeepSeek2 {
     name: "deepseek32",
-    sparse: true,
+    variant: Variant::DeepSeek32,
 };
+pub const GLM_DSA: DeepSeek2 = DeepSeek2 {
+    name: "glm-dsa",
+    variant: Variant::GlmDsa,
+};
+
+/// The context length from which llama.cpp takes a GLM-DSA file for GLM 5.2, whose indexer layers
+/// default to a pattern of shared ones.
+const GLM52_MIN_CONTEXT: u32 = 1 << 20;
 
 /// llama.cpp's vocabulary size of GLM 4.7 Lite, whose files route by sigmoid without saying so.
 const GLM47_LITE_VOCAB: u32 = 154880;
@@ -60,7 +85,8 @@ impl ArchSpec for DeepSeek2 {
         hp.n_layer_dense_lead = meta.u32_opt(&key("leading_dense_block_count"))?.unwrap_or(0);
         // The "lite" models (DeepSeek-V2-Lite, GigaChat3, Kanana-2) project queries directly;
         // llama.cpp tells them by their depth and ignores a query rank they might carry.
-        let lite = !self.sparse && (matches!(hp.n_layer, 26 | 27) || (hp.n_layer == 48 && hp.n_vocab == 128256));
+        let sparse = self.variant.sparse();
+        let lite = !sparse && (matches!(hp.n_layer, 26 | 27) || (hp.n_layer == 48 && hp.n_vocab == 128256));
         if !lite {
             hp.n_lora_q = meta.u32(&key("attention.q_lora_rank"))?;
         }
@@ -72,8 +98,8 @@ impl ArchSpec for DeepSeek2 {
                 "deepseek2: attention.key_length_mla and attention.value_length_mla go together",
             ));
         }
-        if self.sparse {
-            load_indexer(meta, hp)?;
+        if sparse {
+            self.load_indexer(meta, hp)?;
         }
         check_heads(hp)?;
         if hp.n_layer_dense_lead < hp.n_layer {
@@ -85,39 +111,46 @@ impl ArchSpec for DeepSeek2 {
         hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
         hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
         // V3.2's files must say.
-        let gating = match self.sparse {
-            true => meta.u32(&key("expert_gating_func"))?,
-            false => meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0),
+        let gating = match self.variant {
+            Variant::DeepSeek32 => meta.u32(&key("expert_gating_func"))?,
+            _ => meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0),
         };
         hp.expert_gating_func = match gating {
-            // The older DeepSeek files say nothing: softmax, except GLM 4.7 Lite's.
+            // The older DeepSeek files say nothing: softmax, except GLM 4.7 Lite's; GLM 5's
+            // sigmoid.
+            0 if self.variant == Variant::GlmDsa => 2,
             0 if matches!(hp.n_layer, 47 | 48) && hp.n_vocab == GLM47_LITE_VOCAB => 2,
-            0 => 1,
+            0 if !sparse => 1,
             g if Gating::from_llama(g).is_some() => g,
             g => return Err(Error::model(format!("deepseek2: unknown expert gating function {g}"))),
         };
-        // The converter stores the log multiplier times 0.1; llama.cpp cancels that.
-        if let Some(m) = meta.f32_opt(&key("rope.scaling.yarn_log_multiplier"))? {
+        // The converter stores the log multiplier times 0.1; llama.cpp cancels that (and reads
+        // none for GLM 5).
+        let log_mul = meta.f32_opt(&key("rope.scaling.yarn_log_multiplier"))?;
+        if let Some(m) = log_mul.filter(|_| self.variant != Variant::GlmDsa) {
             hp.rope_yarn_log_mul = m / 0.1;
             // DeepSeek 2's rotations keep their magnitude (llama.cpp special-cases it, and not
             // Mistral 4, which shares its graph).
-            if self.name == "deepseek2" && hp.rope_yarn_log_mul != 1.0 {
+            if self.variant == Variant::DeepSeek2 && hp.rope_yarn_log_mul != 1.0 {
                 hp.rope_yarn_mscale = hp.rope_yarn_log_mul;
             }
         }
         // Mistral Large's temperature tuning, where the file asks for it.
-        hp.attn_temp = AttnTemp {
-            scale: meta.f32_opt(&key("attention.temperature_scale"))?.unwrap_or(0.0),
-            length: meta.u32_opt(&key("attention.temperature_length"))?.unwrap_or(0),
-            offset: 0.0,
-        };
-        hp.size_label = match hp.n_layer {
-            61 if self.sparse => "685B.A37B",
-            _ if self.sparse => "?B",
-            27 => "16B",
-            47 => "30B.A3B",
-            60 => "236B",
-            61 => "671B",
+        if !sparse {
+            hp.attn_temp = AttnTemp {
+                scale: meta.f32_opt(&key("attention.temperature_scale"))?.unwrap_or(0.0),
+                length: meta.u32_opt(&key("attention.temperature_length"))?.unwrap_or(0),
+                offset: 0.0,
+            };
+        }
+        hp.size_label = match (self.variant, hp.n_layer) {
+            (Variant::DeepSeek32, 61) => "685B.A37B",
+            (Variant::GlmDsa, 78) => "744B.A40B",
+            _ if sparse => "?B",
+            (_, 27) => "16B",
+            (_, 47) => "30B.A3B",
+            (_, 60) => "236B",
+            (_, 61) => "671B",
             _ => "?B",
         };
         Ok(())
@@ -157,14 +190,15 @@ impl ArchSpec for DeepSeek2 {
                 let width = n_head * (nope + hv);
                 specs.push(TensorSpec::matmul(b("attn_kv_b.weight"), &[kv_rank, width], true));
             }
-            if self.sparse {
-                let ix = &hp.indexer;
+            if self.variant.sparse() {
+                // Layers sharing another's picks may still carry indexer weights.
+                let (ix, own) = (&hp.indexer, hp.indexer.keeps(il));
                 specs.extend([
-                    TensorSpec::new(b("indexer.k_norm.weight"), &[ix.head_size], true),
-                    TensorSpec::new(b("indexer.k_norm.bias"), &[ix.head_size], true),
-                    TensorSpec::matmul(b("indexer.proj.weight"), &[e, ix.n_head], true),
-                    TensorSpec::matmul(b("indexer.attn_k.weight"), &[e, ix.head_size], true),
-                    TensorSpec::matmul(b("indexer.attn_q_b.weight"), &[q_rank, ix.n_head * ix.head_size], true),
+                    TensorSpec::new(b("indexer.k_norm.weight"), &[ix.head_size], own),
+                    TensorSpec::new(b("indexer.k_norm.bias"), &[ix.head_size], own),
+                    TensorSpec::matmul(b("indexer.proj.weight"), &[e, ix.n_head], own),
+                    TensorSpec::matmul(b("indexer.attn_k.weight"), &[e, ix.head_size], own),
+                    TensorSpec::matmul(b("indexer.attn_q_b.weight"), &[q_rank, ix.n_head * ix.head_size], own),
                 ]);
             }
             if il < hp.n_layer_dense_lead as usize {
@@ -179,34 +213,56 @@ impl ArchSpec for DeepSeek2 {
     }
 }
 
-/// DeepSeek V3.2's lightning indexer, in every layer. Its keys are rotated by a Hadamard matrix
-/// as wide as they are, and their first `n_rot` dimensions by NeoX RoPE (llama.cpp's shapes).
-fn load_indexer(meta: &Meta, hp: &mut HParams) -> Result<()> {
-    if !hp.kv_latent() {
-        return Err(Error::model(
-            "deepseek32 needs absorbed latent attention (attention.key_length_mla and value_length_mla)",
-        ));
+impl DeepSeek2 {
+    /// Sparse attention's lightning indexer. Its keys are rotated by a Hadamard matrix as wide as
+    /// they are, and their first `n_rot` dimensions by RoPE (llama.cpp's shapes). DeepSeek V3.2
+    /// has one in every layer, rotated as NeoX does; GLM 5 where `attention.indexer.types` says
+    /// (every layer before GLM 5.2, a pattern in 5.2's), rotated as the model is (plainly).
+    fn load_indexer(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        let name = self.name;
+        if !hp.kv_latent() {
+            return Err(Error::model(format!(
+                "{name} needs absorbed latent attention (attention.key_length_mla and value_length_mla)"
+            )));
+        }
+        let key = |k: &str| hp.key(&format!("attention.indexer.{k}"));
+        let n = hp.n_layer as usize;
+        let glm = self.variant == Variant::GlmDsa;
+        let layers = match meta.bool_per_layer(&key("types"), n)? {
+            Some(types) if glm => types,
+            _ if glm && hp.n_ctx_train >= GLM52_MIN_CONTEXT => {
+                (0..n).map(|il| il < 2 || (il < 78 && (il - 2) % 4 == 0)).collect()
+            }
+            _ => vec![true; n],
+        };
+        if layers.first() == Some(&false) {
+            return Err(Error::model(format!(
+                "{name}: the first layer's indexer is shared, but no earlier layer has one to share"
+            )));
+        }
+        let ix = crate::model::hparams::Indexer {
+            n_head: meta.u32(&key("head_count"))?,
+            head_size: meta.u32(&key("key_length"))?,
+            top_k: meta.u32(&key("top_k"))?,
+            layers,
+            rope_mode: if glm { ROPE_NORMAL } else { ROPE_NEOX },
+        };
+        if ix.n_head == 0 || ix.top_k == 0 {
+            return Err(Error::model(format!("{name}: the indexer needs heads and a top_k")));
+        }
+        if ix.head_size < 64 || !ix.head_size.is_power_of_two() || hp.n_rot > ix.head_size {
+            return Err(Error::model(format!(
+                "{name}: indexer keys of {} dimensions (a power of two, at least 64 and {} rotated)",
+                ix.head_size, hp.n_rot
+            )));
+        }
+        hp.indexer = ix;
+        // V3.2's indexer key norm (llama.cpp fixes it; GLM 5's is left at 0).
+        if !glm {
+            hp.norm_eps = 1e-6;
+        }
+        Ok(())
     }
-    let key = |k: &str| hp.key(&format!("attention.indexer.{k}"));
-    let ix = crate::model::hparams::Indexer {
-        n_head: meta.u32(&key("head_count"))?,
-        head_size: meta.u32(&key("key_length"))?,
-        top_k: meta.u32(&key("top_k"))?,
-        layers: vec![true; hp.n_layer as usize],
-    };
-    if ix.n_head == 0 || ix.top_k == 0 {
-        return Err(Error::model("deepseek32: the indexer needs heads and a top_k"));
-    }
-    if ix.head_size < 64 || !ix.head_size.is_power_of_two() || hp.n_rot > ix.head_size {
-        return Err(Error::model(format!(
-            "deepseek32: indexer keys of {} dimensions (a power of two, at least 64 and {} rotated)",
-            ix.head_size, hp.n_rot
-        )));
-    }
-    hp.indexer = ix;
-    // The indexer's key norm (llama.cpp fixes it).
-    hp.norm_eps = 1e-6;
-    Ok(())
 }
 
 /// The key and value head sizes attention computes with (decompressed, for an absorbed file).
@@ -266,21 +322,25 @@ impl Decoder for DeepSeek2 {
             gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
             normalize: hp.expert_weights_norm,
             act: ExpertAct::Silu,
-            // V3.2's graph multiplies every FFN product by its weight's scale.
-            scaled: self.sparse,
+            // The sparse models' graphs multiply every FFN product by its weight's scale.
+            scaled: self.variant.sparse(),
             warmup_all: true,
             weights_first: false,
             pick_by_sigmoid: false,
         };
         let mut x = b.embed_tokens()?;
+        // The cells the last full indexer layer picked, which shared layers reuse.
+        let mut last_picks = None;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             // Sparse attention's indexer scores the cells from the queries' latent.
-            let (q, picks) = if self.sparse {
+            let (q, picks) = if self.variant.sparse() {
                 let qr = query_latent(b, il, cur)?
-                    .ok_or_else(|| Error::model("deepseek32 needs low-rank queries (attn_q_a)"))?;
-                let picks = b.lightning_top_k(il, cur, qr)?;
-                (queries_from_latent(b, il, qr, hk)?, Some(picks))
+                    .ok_or_else(|| Error::model(format!("{} needs low-rank queries (attn_q_a)", self.name)))?;
+                if hp.indexer.keeps(il) {
+                    last_picks = Some(b.lightning_top_k(il, cur, qr)?);
+                }
+                (queries_from_latent(b, il, qr, hk)?, last_picks)
             } else {
                 (latent_queries(b, il, cur, hk)?, None)
             };

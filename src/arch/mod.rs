@@ -78,7 +78,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 117] = [
+static ARCHITECTURES: [&dyn Architecture; 118] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -115,6 +115,7 @@ static ARCHITECTURES: [&dyn Architecture; 117] = [
     &deepseek2::DEEPSEEK2,
     &deepseek2::MISTRAL4,
     &deepseek2::DEEPSEEK32,
+    &deepseek2::GLM_DSA,
     &kimi_linear::KimiLinear,
     &kimi_k3::KimiK3,
     &bailingmoe3::BailingMoe3,

@@ -1,12 +1,12 @@
 //! DeepSeek sparse attention's lightning indexer: a cheap scorer that picks, per token, the cached
 //! cells its attention may see. Small query heads from the queries' low-rank latent and one key
-//! per token (layer-normed) are rotated by NeoX RoPE over their first dimensions and by a
+//! per token (layer-normed) are rotated by RoPE over their first dimensions and by a
 //! Hadamard matrix, the key kept in the indexer's cache; each cell's score is the per-head ReLU
 //! of query times key, weighted per head, summed. The best `top_k` cells stay unmasked.
 
 use super::{ggml_err, Builder};
 use crate::error::{Error, Result};
-use crate::ggml::{TensorRef, ROPE_NEOX};
+use crate::ggml::TensorRef;
 
 impl Builder<'_> {
     /// Layer `il`'s picked cells for the ubatch's tokens, I32 [top_k, n_tokens / n_streams, 1,
@@ -26,7 +26,7 @@ impl Builder<'_> {
 
         let q = self.layer_matmul(il, "indexer.attn_q_b.weight", qr)?;
         let q = self.g.reshape(q, &[head, n_head, nt]).map_err(ggml_err)?;
-        let q = self.rope_neox(q)?;
+        let q = self.rope_indexer(q)?;
         let q = self.name(q, "indexer_q", l);
         let k = self.layer_matmul(il, "indexer.attn_k.weight", cur)?;
         let (w, b) = (
@@ -35,7 +35,7 @@ impl Builder<'_> {
         );
         let k = self.layer_norm(k, w, b)?;
         let k = self.g.reshape(k, &[head, 1, nt]).map_err(ggml_err)?;
-        let k = self.rope_neox(k)?;
+        let k = self.rope_indexer(k)?;
         // A plain product, not the fast Walsh-Hadamard transform: llama.cpp multiplies here.
         let q = self.g.mul_mat(rot, q).map_err(ggml_err)?;
         let k = self.g.mul_mat(rot, k).map_err(ggml_err)?;
@@ -101,9 +101,9 @@ impl Builder<'_> {
         self.g.add(opened, mask).map_err(ggml_err)
     }
 
-    /// NeoX rotation of `x` ([head, n_head, n_tokens]) over its first `n_rot` dimensions by the
-    /// positions, with the context's frequencies, whatever the model's own rotation.
-    fn rope_neox(&mut self, x: TensorRef) -> Result<TensorRef> {
+    /// The indexer's rotation of `x` ([head, n_head, n_tokens]) over its first `n_rot`
+    /// dimensions by the positions, with the context's frequencies.
+    fn rope_indexer(&mut self, x: TensorRef) -> Result<TensorRef> {
         let p = self.params.rope;
         let pos = self.positions()?;
         self.g
@@ -112,7 +112,7 @@ impl Builder<'_> {
                 pos,
                 None,
                 self.hp.n_rot as i32,
-                ROPE_NEOX,
+                self.hp.indexer.rope_mode,
                 None,
                 p.n_ctx_orig as i32,
                 p.freq_base,

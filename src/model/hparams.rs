@@ -242,6 +242,9 @@ pub struct Indexer {
     pub head_size: u32,
     pub top_k: u32,
     pub layers: Vec<bool>,
+    /// How the graph rotates the indexer's queries and keys (the K-shift rotates them as NeoX
+    /// does whatever this is, as llama.cpp's indexer cache does).
+    pub rope_mode: i32,
 }
 
 impl Indexer {
