@@ -864,7 +864,9 @@ def deepseek2(absorbed, a="deepseek2"):
     than that attend sparsely), and per-tensor scales on every FFN product, which its graph
     multiplies in. GLM 5 ("glm-dsa") the same, its indexer rotating plainly, its second layer's
     indexer "shared" (reusing the first's picks, keeping no keys), and without YaRN's log
-    multiplier (which llama.cpp does not read for it)."""
+    multiplier (which llama.cpp does not read for it). dots.llm3 ("dots3note") indexes its full
+    layers (the first and last) and attends through a window of 16 in the middle one, its shared
+    key part normed before rotation, a sigmoid gate per head on the attention's output."""
     def build(w, weights, n_vocab, dtype):
         n_layer, ffe = 3, 32
         q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
@@ -895,14 +897,23 @@ def deepseek2(absorbed, a="deepseek2"):
         w.add_uint32(f"{a}.expert_gating_func", 2)
         w.add_bool(f"{a}.expert_weights_norm", True)
         w.add_float32(f"{a}.expert_weights_scale", 2.5)
-        sparse = a in ("deepseek32", "glm-dsa")
+        sparse = a in ("deepseek32", "glm-dsa", "dots3note")
+        dots = a == "dots3note"
         idx_heads, idx_head = 4, 64
         if sparse:
             w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
             w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
             w.add_uint32(f"{a}.attention.indexer.top_k", 8)
-        if a == "glm-dsa":
+        if a in ("glm-dsa", "dots3note"):
             w.add_array(f"{a}.attention.indexer.types", [1, 0, 1])
+        if dots:
+            w.add_uint32(f"{a}.attention.sliding_window", 16)
+            w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, False])
+            w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+            w.add_uint32(f"{a}.attention.kv_lora_rank_swa", kv_rank)
+            w.add_uint32(f"{a}.attention.key_length_mla_swa", hk)
+            w.add_uint32(f"{a}.attention.value_length_mla_swa", hv)
+            w.add_uint32(f"{a}.attention.key_length_swa", cached_k)
         tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
         tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
         for il in range(n_layer):
@@ -925,7 +936,8 @@ def deepseek2(absorbed, a="deepseek2"):
             if il > 0:
                 tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
                 tensors.update(weights.shared_expert(blk, ffe))
-            if sparse:
+            # dots.llm3's files have indexer weights in the indexing layers only.
+            if sparse and not (dots and il == 1):
                 tensors.update({
                     blk + "indexer.k_norm.weight": weights.norm(idx_head),
                     blk + "indexer.k_norm.bias": weights.bias(idx_head),
@@ -933,6 +945,10 @@ def deepseek2(absorbed, a="deepseek2"):
                     blk + "indexer.attn_k.weight": weights.matrix(idx_head, N_EMBD),
                     blk + "indexer.attn_q_b.weight": weights.matrix(idx_heads * idx_head, q_rank),
                 })
+            if sparse:
+                if dots:
+                    tensors[blk + "attn_k_norm.weight"] = weights.norm(rot)
+                    tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD, N_EMBD)
                 ffns = ("gate_exps", "up_exps", "down_exps", "gate_shexp", "up_shexp", "down_shexp") if il > 0 \
                     else ("gate", "up", "down")
                 for f in ffns:
@@ -2338,6 +2354,7 @@ MODELS = {
     "mistral4": ("mistral4", deepseek2(True, "mistral4"), True),
     "deepseek32": ("deepseek32", deepseek2(True, "deepseek32"), True),
     "glm-dsa": ("glm-dsa", deepseek2(True, "glm-dsa"), True),
+    "dots3note": ("dots3note", deepseek2(True, "dots3note"), True),
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
     "bailingmoe3": ("bailingmoe3", bailingmoe3, True),

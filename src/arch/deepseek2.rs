@@ -157,60 +157,67 @@ impl ArchSpec for DeepSeek2 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        super::head_tensors(hp, &mut specs);
-        let (e, rot) = (hp.n_embd, hp.n_rot);
-        let (q_rank, kv_rank) = (hp.n_lora_q, hp.n_lora_kv);
-        let (hk, hv) = head_sizes(hp);
-        let nope = hk - rot;
-        for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            let n_head = hp.n_head[il];
-            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-            if q_rank > 0 {
-                specs.extend([
-                    TensorSpec::new(b("attn_q_a_norm.weight"), &[q_rank], true),
-                    TensorSpec::matmul(b("attn_q_a.weight"), &[e, q_rank], true),
-                    TensorSpec::matmul(b("attn_q_b.weight"), &[q_rank, n_head * hk], true),
-                ]);
-            } else {
-                specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, n_head * hk], true));
-            }
-            specs.extend([
-                TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
-                TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank + rot], true),
-                TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
-            ]);
-            if hp.kv_latent() {
-                specs.extend([
-                    TensorSpec::matmul(b("attn_k_b.weight"), &[nope, kv_rank, n_head], true),
-                    TensorSpec::matmul(b("attn_v_b.weight"), &[kv_rank, hv, n_head], true),
-                ]);
-            } else {
-                let width = n_head * (nope + hv);
-                specs.push(TensorSpec::matmul(b("attn_kv_b.weight"), &[kv_rank, width], true));
-            }
-            if self.variant.sparse() {
-                // Layers sharing another's picks may still carry indexer weights.
-                let (ix, own) = (&hp.indexer, hp.indexer.keeps(il));
-                specs.extend([
-                    TensorSpec::new(b("indexer.k_norm.weight"), &[ix.head_size], own),
-                    TensorSpec::new(b("indexer.k_norm.bias"), &[ix.head_size], own),
-                    TensorSpec::matmul(b("indexer.proj.weight"), &[e, ix.n_head], own),
-                    TensorSpec::matmul(b("indexer.attn_k.weight"), &[e, ix.head_size], own),
-                    TensorSpec::matmul(b("indexer.attn_q_b.weight"), &[q_rank, ix.n_head * ix.head_size], own),
-                ]);
-            }
-            if il < hp.n_layer_dense_lead as usize {
-                super::ffn_tensors(hp, il, false, &mut specs);
-            } else {
-                specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
-                specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], false));
-                super::routed_expert_tensors(hp, il, &mut specs);
-            }
-        }
-        specs
+        latent_tensors(hp, self.variant.sparse())
     }
+}
+
+/// The tensors of a DeepSeek-style model: latent attention (absorbed or not), an indexer in the
+/// layers that keep one (`sparse`; optional elsewhere), leading dense FFNs, then routed and shared
+/// experts.
+pub(super) fn latent_tensors(hp: &HParams, sparse: bool) -> Vec<TensorSpec> {
+    let mut specs = Vec::new();
+    super::head_tensors(hp, &mut specs);
+    let (e, rot) = (hp.n_embd, hp.n_rot);
+    let (q_rank, kv_rank) = (hp.n_lora_q, hp.n_lora_kv);
+    let (hk, hv) = head_sizes(hp);
+    let nope = hk - rot;
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_head = hp.n_head[il];
+        specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+        if q_rank > 0 {
+            specs.extend([
+                TensorSpec::new(b("attn_q_a_norm.weight"), &[q_rank], true),
+                TensorSpec::matmul(b("attn_q_a.weight"), &[e, q_rank], true),
+                TensorSpec::matmul(b("attn_q_b.weight"), &[q_rank, n_head * hk], true),
+            ]);
+        } else {
+            specs.push(TensorSpec::matmul(b("attn_q.weight"), &[e, n_head * hk], true));
+        }
+        specs.extend([
+            TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
+            TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank + rot], true),
+            TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
+        ]);
+        if hp.kv_latent() {
+            specs.extend([
+                TensorSpec::matmul(b("attn_k_b.weight"), &[nope, kv_rank, n_head], true),
+                TensorSpec::matmul(b("attn_v_b.weight"), &[kv_rank, hv, n_head], true),
+            ]);
+        } else {
+            let width = n_head * (nope + hv);
+            specs.push(TensorSpec::matmul(b("attn_kv_b.weight"), &[kv_rank, width], true));
+        }
+        if sparse {
+            // Layers sharing another's picks may still carry indexer weights.
+            let (ix, own) = (&hp.indexer, hp.indexer.keeps(il));
+            specs.extend([
+                TensorSpec::new(b("indexer.k_norm.weight"), &[ix.head_size], own),
+                TensorSpec::new(b("indexer.k_norm.bias"), &[ix.head_size], own),
+                TensorSpec::matmul(b("indexer.proj.weight"), &[e, ix.n_head], own),
+                TensorSpec::matmul(b("indexer.attn_k.weight"), &[e, ix.head_size], own),
+                TensorSpec::matmul(b("indexer.attn_q_b.weight"), &[q_rank, ix.n_head * ix.head_size], own),
+            ]);
+        }
+        if il < hp.n_layer_dense_lead as usize {
+            super::ffn_tensors(hp, il, false, &mut specs);
+        } else {
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[hp.n_expert], false));
+            super::routed_expert_tensors(hp, il, &mut specs);
+        }
+    }
+    specs
 }
 
 impl DeepSeek2 {
@@ -240,29 +247,37 @@ impl DeepSeek2 {
                 "{name}: the first layer's indexer is shared, but no earlier layer has one to share"
             )));
         }
-        let ix = crate::model::hparams::Indexer {
-            n_head: meta.u32(&key("head_count"))?,
-            head_size: meta.u32(&key("key_length"))?,
-            top_k: meta.u32(&key("top_k"))?,
-            layers,
-            rope_mode: if glm { ROPE_NORMAL } else { ROPE_NEOX },
-        };
-        if ix.n_head == 0 || ix.top_k == 0 {
-            return Err(Error::model(format!("{name}: the indexer needs heads and a top_k")));
-        }
-        if ix.head_size < 64 || !ix.head_size.is_power_of_two() || hp.n_rot > ix.head_size {
-            return Err(Error::model(format!(
-                "{name}: indexer keys of {} dimensions (a power of two, at least 64 and {} rotated)",
-                ix.head_size, hp.n_rot
-            )));
-        }
-        hp.indexer = ix;
+        load_indexer(meta, hp, layers, if glm { ROPE_NORMAL } else { ROPE_NEOX })?;
         // V3.2's indexer key norm (llama.cpp fixes it; GLM 5's is left at 0).
         if !glm {
             hp.norm_eps = 1e-6;
         }
         Ok(())
     }
+}
+
+/// A lightning indexer's sizes, in `layers`, rotating its queries and keys by `rope_mode`.
+pub(super) fn load_indexer(meta: &Meta, hp: &mut HParams, layers: Vec<bool>, rope_mode: i32) -> Result<()> {
+    let name = hp.arch_name;
+    let key = |k: &str| hp.key(&format!("attention.indexer.{k}"));
+    let ix = crate::model::hparams::Indexer {
+        n_head: meta.u32(&key("head_count"))?,
+        head_size: meta.u32(&key("key_length"))?,
+        top_k: meta.u32(&key("top_k"))?,
+        layers,
+        rope_mode,
+    };
+    if ix.n_head == 0 || ix.top_k == 0 {
+        return Err(Error::model(format!("{name}: the indexer needs heads and a top_k")));
+    }
+    if ix.head_size < 64 || !ix.head_size.is_power_of_two() || hp.n_rot > ix.head_size {
+        return Err(Error::model(format!(
+            "{name}: indexer keys of {} dimensions (a power of two, at least 64 and {} rotated)",
+            ix.head_size, hp.n_rot
+        )));
+    }
+    hp.indexer = ix;
+    Ok(())
 }
 
 /// The key and value head sizes attention computes with (decompressed, for an absorbed file).
@@ -276,7 +291,7 @@ fn head_sizes(hp: &HParams) -> (u32, u32) {
 
 /// The head sizes the cache and the graph can hold: an absorbed file's cache heads are one latent
 /// plus the rotated part; a decompressed one has a key head per query head.
-fn check_heads(hp: &HParams) -> Result<()> {
+pub(super) fn check_heads(hp: &HParams) -> Result<()> {
     let (hk, _) = head_sizes(hp);
     if hp.n_rot == 0 || hp.n_rot >= hk || hp.n_lora_kv == 0 {
         return Err(Error::model(format!(
@@ -376,7 +391,7 @@ pub(super) fn latent_queries(b: &mut Builder, il: usize, cur: TensorRef, head_k:
 }
 
 /// The queries' normed low-rank latent of layer `il`, where the layer has one (`attn_q_a_norm`).
-fn query_latent(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Option<TensorRef>> {
+pub(super) fn query_latent(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Option<TensorRef>> {
     if b.layer_weight_opt(il, "attn_q_a_norm.weight").is_none() {
         return Ok(None);
     }
@@ -385,7 +400,7 @@ fn query_latent(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Option<Ten
 }
 
 /// The queries from their latent `qr`, [head_k, n_head, n_tokens].
-fn queries_from_latent(b: &mut Builder, il: usize, qr: TensorRef, head_k: i64) -> Result<TensorRef> {
+pub(super) fn queries_from_latent(b: &mut Builder, il: usize, qr: TensorRef, head_k: i64) -> Result<TensorRef> {
     let q = b.layer_matmul(il, "attn_q_b.weight", qr)?;
     let nt = q.ne()[1];
     b.g.reshape(q, &[head_k, i64::from(b.hp.n_head[il]), nt])

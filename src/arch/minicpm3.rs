@@ -129,6 +129,18 @@ pub(super) fn latent_kv(
     cur: TensorRef,
     factors: Option<TensorRef>,
 ) -> Result<(TensorRef, TensorRef)> {
+    latent_kv_normed(b, il, cur, factors, false)
+}
+
+/// `latent_kv`, the shared key part RMS-normed by `attn_k_norm` before its rotation where
+/// `k_norm` (dots.llm3).
+pub(super) fn latent_kv_normed(
+    b: &mut Builder,
+    il: usize,
+    cur: TensorRef,
+    factors: Option<TensorRef>,
+    k_norm: bool,
+) -> Result<(TensorRef, TensorRef)> {
     let (rot, kv_rank) = (i64::from(b.hp.n_rot), i64::from(b.hp.n_lora_kv));
     let kv_pe = b.layer_matmul(il, "attn_kv_a_mqa.weight", cur)?;
     let nt = kv_pe.ne()[1];
@@ -136,6 +148,10 @@ pub(super) fn latent_kv(
     let offset = crate::ggml::row_size(kv_pe.ggml_type(), kv_rank);
     let latent = b.g.view(kv_pe, &[kv_rank, nt], &[nb1], 0).map_err(ggml_err)?;
     let k_pe = b.g.view(kv_pe, &[rot, 1, nt], &[nb1, nb1], offset).map_err(ggml_err)?;
+    let k_pe = match k_norm {
+        true => b.layer_rms_norm(il, k_pe, "attn_k_norm.weight", "k_pe")?,
+        false => k_pe,
+    };
     let k_pe = if b.hp.rope { b.rope(k_pe, il, factors)? } else { k_pe };
     let latent = b.layer_rms_norm(il, latent, "attn_kv_a_norm.weight", "kv_compressed")?;
     Ok((latent, k_pe))

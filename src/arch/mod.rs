@@ -13,6 +13,7 @@ pub(crate) mod cogvlm;
 pub(crate) mod cohere;
 pub(crate) mod dbrx;
 pub(crate) mod deepseek2;
+pub(crate) mod dots3note;
 pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
 pub(crate) mod exaone_moe;
@@ -78,7 +79,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 118] = [
+static ARCHITECTURES: [&dyn Architecture; 119] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -116,6 +117,7 @@ static ARCHITECTURES: [&dyn Architecture; 118] = [
     &deepseek2::MISTRAL4,
     &deepseek2::DEEPSEEK32,
     &deepseek2::GLM_DSA,
+    &dots3note::Dots3Note,
     &kimi_linear::KimiLinear,
     &kimi_k3::KimiK3,
     &bailingmoe3::BailingMoe3,

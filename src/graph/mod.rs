@@ -659,7 +659,8 @@ impl<'a> Builder<'a> {
         mask: Option<TensorRef>,
     ) -> Result<TensorRef> {
         let width = i64::from(self.hp.n_lora_kv);
-        self.attend(il, q, k, Values::Latent { width, v_mla, mask }, kq_scale, false)
+        let sliding = is_sliding(self.hp, il);
+        self.attend(il, q, k, Values::Latent { width, v_mla, mask }, kq_scale, sliding)
     }
 
     fn attend(
@@ -819,11 +820,9 @@ impl<'a> Builder<'a> {
     /// one value per head, spread over the head, when `gate` is [n_head, n_tokens], otherwise one
     /// per element (the gated attentions of Spark 2.5, AFMoE and Laguna).
     pub fn gate_heads(&mut self, il: usize, att: TensorRef, gate: TensorRef) -> Result<TensorRef> {
-        let (head, n_head, n_tokens) = (
-            i64::from(self.hp.n_embd_head_v),
-            i64::from(self.hp.n_head[il]),
-            att.ne()[1],
-        );
+        // Each head's width as the attention output has it (latent attention's widened heads).
+        let n_head = i64::from(self.hp.n_head[il]);
+        let (head, n_tokens) = (att.ne()[0] / n_head.max(1), att.ne()[1]);
         let gated = if gate.ne()[0] == n_head {
             let heads = self.g.reshape(att, &[head, n_head, n_tokens]).map_err(ggml_err)?;
             let gate = self.g.reshape(gate, &[1, n_head, n_tokens]).map_err(ggml_err)?;

@@ -1,7 +1,7 @@
 //! The K-shift graph: re-rotate every layer's cached keys (and a lightning indexer's keys) by each
 //! cell's position change, after `llama_memory_seq_add/div` moved positions.
 
-use super::{ggml_err, max_nodes, rope_factors, rope_freqs, GraphParams};
+use super::{ggml_err, is_sliding, max_nodes, rope_factors, rope_freqs, GraphParams};
 use crate::error::{Error, Result};
 use crate::ggml::{is_quantized, row_size, Graph, TensorRef, ROPE_NEOX};
 use crate::kv::KvCache;
@@ -115,7 +115,10 @@ fn shift_keys(
     let heads = g
         .view(k, &[width, n_head, size], &[row(head), row(head * n_head)], row(offset))
         .map_err(ggml_err)?;
-    let (base, scale) = rope_freqs(hp, params, il);
+    let (base, mut scale) = rope_freqs(hp, params, il);
+    if let Some(s) = hp.shift_freq_scale_swa.filter(|_| is_sliding(hp, il)) {
+        scale = s;
+    }
     // Rotation needs float input; quantized caches go through f32 and back (rotated by
     // Hadamard, turned back and forth around it, as llama.cpp does).
     let mut src = match k.ggml_type() {

@@ -45,8 +45,9 @@ enum LayerKind {
 }
 
 impl LayerKind {
-    /// The caches in the order llama.cpp writes them.
-    const CACHES: [LayerKind; 3] = [LayerKind::Full, LayerKind::Sliding, LayerKind::Indexer];
+    /// The caches in the order llama.cpp writes them (an indexer's keys with the full layers', the
+    /// sliding layers' after both).
+    const CACHES: [LayerKind; 3] = [LayerKind::Full, LayerKind::Indexer, LayerKind::Sliding];
 
     fn cache(self) -> Option<usize> {
         LayerKind::CACHES.iter().position(|&k| k == self)
@@ -742,7 +743,7 @@ mod tests {
     fn merged_rows_take_each_cache_in_layer_order() {
         use LayerKind::*;
         let kinds = [Full, Uncached, Indexer, Full];
-        let parts = [Some(vec![vec![1], vec![4]]), None, Some(vec![vec![3]])];
+        let parts = [Some(vec![vec![1], vec![4]]), Some(vec![vec![3]]), None];
         let rows = merge_layers(&kinds, parts, |_| 2);
         assert_eq!(rows, [vec![1], vec![], vec![3], vec![4]]);
         // A cache without rows for the cell: zeros of the layer's width.

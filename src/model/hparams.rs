@@ -145,6 +145,9 @@ pub struct HParams {
     pub rope_yarn_mscale: f32,
     /// Frequency scale on sliding-window layers (1 unless the architecture says otherwise).
     pub rope_freq_scale_swa: f32,
+    /// The frequency scale llama.cpp's K-shift gives sliding layers where its graph rotates them
+    /// by another (dots.llm3's graph takes the context's, its K-shift llama.cpp's default of 1).
+    pub shift_freq_scale_swa: Option<f32>,
     pub n_ctx_orig_yarn: u32,
     /// Sliding-window size (0: none) and which layers use it; chunked (Llama 4) rather than
     /// sliding when `swa_chunked`.
@@ -457,6 +460,7 @@ impl HParams {
             rope_yarn_log_mul: 0.0,
             rope_yarn_mscale: 1.0,
             rope_freq_scale_swa: 1.0,
+            shift_freq_scale_swa: None,
             n_ctx_orig_yarn: meta
                 .u32_opt(&key("rope.scaling.original_context_length"))?
                 .unwrap_or(n_ctx_train),
