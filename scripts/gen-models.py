@@ -849,7 +849,7 @@ def minicpm3(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
-def deepseek2(absorbed, a="deepseek2"):
+def deepseek2(absorbed, a="deepseek2", dense=False):
     """DeepSeek V2/V3's (and Mistral 4's) latent attention: four heads with query and key-value ranks of 32 and 40,
     key heads of 40 (24 unrotated, then 16 rotated and shared by the heads), value heads of 32;
     YaRN (factor 4, the converter's log multiplier); a dense first layer, then four sigmoid-routed
@@ -866,7 +866,11 @@ def deepseek2(absorbed, a="deepseek2"):
     indexer "shared" (reusing the first's picks, keeping no keys), and without YaRN's log
     multiplier (which llama.cpp does not read for it). dots.llm3 ("dots3note") indexes its full
     layers (the first and last) and attends through a window of 16 in the middle one, its shared
-    key part normed before rotation, a sigmoid gate per head on the attention's output."""
+    key part normed before rotation, a sigmoid gate per head on the attention's output. HY-V4
+    ("hy_v4"; "hy_v4-dense" without an indexer) keeps two hyper-connected copies of the residual
+    stream, attention sinks and an elementwise output gate, its indexer rotating its keys' last
+    dimensions without a Hadamard matrix, its routed SwiGLU clamped at 6; its files' weight
+    scales are there but unused."""
     def build(w, weights, n_vocab, dtype):
         n_layer, ffe = 3, 32
         q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
@@ -897,15 +901,22 @@ def deepseek2(absorbed, a="deepseek2"):
         w.add_uint32(f"{a}.expert_gating_func", 2)
         w.add_bool(f"{a}.expert_weights_norm", True)
         w.add_float32(f"{a}.expert_weights_scale", 2.5)
-        sparse = a in ("deepseek32", "glm-dsa", "dots3note")
+        hy = a.startswith("hy_v4")
+        sparse = a in ("deepseek32", "glm-dsa", "dots3note") or (hy and not dense)
         dots = a == "dots3note"
+        hc = 2
         idx_heads, idx_head = 4, 64
         if sparse:
             w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
             w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
             w.add_uint32(f"{a}.attention.indexer.top_k", 8)
-        if a in ("glm-dsa", "dots3note"):
+        if a in ("glm-dsa", "dots3note", "hy_v4") and sparse:
             w.add_array(f"{a}.attention.indexer.types", [1, 0, 1])
+        if hy:
+            w.add_uint32(f"{a}.hyper_connection.count", hc)
+            w.add_float32(f"{a}.hyper_connection.epsilon", 1e-6)
+            w.add_float32(f"{a}.hyper_connection.magnitude", 2.0)
+            w.add_float32(f"{a}.swiglu_clamp_exp", 6.0)
         if dots:
             w.add_uint32(f"{a}.attention.sliding_window", 16)
             w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, False])
@@ -936,8 +947,8 @@ def deepseek2(absorbed, a="deepseek2"):
             if il > 0:
                 tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
                 tensors.update(weights.shared_expert(blk, ffe))
-            # dots.llm3's files have indexer weights in the indexing layers only.
-            if sparse and not (dots and il == 1):
+            # dots.llm3's and HY-V4's files have indexer weights in the indexing layers only.
+            if sparse and not ((dots or hy) and il == 1):
                 tensors.update({
                     blk + "indexer.k_norm.weight": weights.norm(idx_head),
                     blk + "indexer.k_norm.bias": weights.bias(idx_head),
@@ -945,7 +956,14 @@ def deepseek2(absorbed, a="deepseek2"):
                     blk + "indexer.attn_k.weight": weights.matrix(idx_head, N_EMBD),
                     blk + "indexer.attn_q_b.weight": weights.matrix(idx_heads * idx_head, q_rank),
                 })
-            if sparse:
+            if hy:
+                tensors[blk + "attn_sinks.weight"] = weights.bias(N_HEAD)
+                tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * hv, N_EMBD)
+                for part in ("attn", "ffn"):
+                    tensors[f"{blk}hc_{part}_fn.weight"] = weights.matrix(2 * hc, hc * N_EMBD)
+                    tensors[f"{blk}hc_{part}_base.weight"] = weights.bias(2 * hc)
+                    tensors[f"{blk}hc_{part}_scale.weight"] = weights.norm(2)
+            if sparse or hy:
                 if dots:
                     tensors[blk + "attn_k_norm.weight"] = weights.norm(rot)
                     tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD, N_EMBD)
@@ -953,6 +971,10 @@ def deepseek2(absorbed, a="deepseek2"):
                     else ("gate", "up", "down")
                 for f in ffns:
                     tensors[f"{blk}ffn_{f}.scale"] = weights.norm(4 if f.endswith("exps") else 1)
+        if hy:
+            tensors["output_hc_fn.weight"] = weights.matrix(hc, hc * N_EMBD)
+            tensors["output_hc_base.weight"] = weights.bias(hc)
+            tensors["output_hc_scale.weight"] = weights.norm(1)
         add_tensors(w, tensors, dtype)
     return build
 
@@ -2355,6 +2377,8 @@ MODELS = {
     "deepseek32": ("deepseek32", deepseek2(True, "deepseek32"), True),
     "glm-dsa": ("glm-dsa", deepseek2(True, "glm-dsa"), True),
     "dots3note": ("dots3note", deepseek2(True, "dots3note"), True),
+    "hy_v4": ("hy_v4", deepseek2(True, "hy_v4"), True),
+    "hy_v4-dense": ("hy_v4", deepseek2(True, "hy_v4", dense=True), True),
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
     "bailingmoe3": ("bailingmoe3", bailingmoe3, True),

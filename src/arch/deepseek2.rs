@@ -248,6 +248,13 @@ impl DeepSeek2 {
             )));
         }
         load_indexer(meta, hp, layers, if glm { ROPE_NORMAL } else { ROPE_NEOX })?;
+        hp.indexer.hadamard = true;
+        if hp.indexer.head_size < 64 || !hp.indexer.head_size.is_power_of_two() {
+            return Err(Error::model(format!(
+                "{name}: indexer keys of {} dimensions (a power of two of at least 64, for the Hadamard matrix)",
+                hp.indexer.head_size
+            )));
+        }
         // V3.2's indexer key norm (llama.cpp fixes it; GLM 5's is left at 0).
         if !glm {
             hp.norm_eps = 1e-6;
@@ -266,13 +273,15 @@ pub(super) fn load_indexer(meta: &Meta, hp: &mut HParams, layers: Vec<bool>, rop
         top_k: meta.u32(&key("top_k"))?,
         layers,
         rope_mode,
+        rope_trailing: false,
+        hadamard: false,
     };
     if ix.n_head == 0 || ix.top_k == 0 {
         return Err(Error::model(format!("{name}: the indexer needs heads and a top_k")));
     }
-    if ix.head_size < 64 || !ix.head_size.is_power_of_two() || hp.n_rot > ix.head_size {
+    if hp.n_rot > ix.head_size {
         return Err(Error::model(format!(
-            "{name}: indexer keys of {} dimensions (a power of two, at least 64 and {} rotated)",
+            "{name}: indexer keys of {} dimensions, fewer than the {} rotated",
             ix.head_size, hp.n_rot
         )));
     }

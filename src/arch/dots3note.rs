@@ -74,6 +74,7 @@ impl ArchSpec for Dots3Note {
         let indexed = super::layer_flags(meta, hp, &types, false)?
             .ok_or_else(|| Error::model(format!("dots3note needs the per-layer array '{types}'")))?;
         deepseek2::load_indexer(meta, hp, indexed, ROPE_NEOX)?;
+        hp.indexer.hadamard = true;
         // The indexer's key norm (llama.cpp fixes it).
         hp.norm_eps = 1e-6;
         deepseek2::check_heads(hp)?;

@@ -32,6 +32,7 @@ pub(crate) mod grovemoe;
 pub(crate) mod hrm_text;
 pub(crate) mod hunyuan_moe;
 pub(crate) mod hy_v3;
+pub(crate) mod hy_v4;
 pub(crate) mod jamba;
 pub(crate) mod kimi_k3;
 pub(crate) mod kimi_linear;
@@ -79,7 +80,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 119] = [
+static ARCHITECTURES: [&dyn Architecture; 120] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -118,6 +119,7 @@ static ARCHITECTURES: [&dyn Architecture; 119] = [
     &deepseek2::DEEPSEEK32,
     &deepseek2::GLM_DSA,
     &dots3note::Dots3Note,
+    &hy_v4::HyV4,
     &kimi_linear::KimiLinear,
     &kimi_k3::KimiK3,
     &bailingmoe3::BailingMoe3,

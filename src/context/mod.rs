@@ -234,7 +234,9 @@ impl<'m> Context<'m> {
         let memory = arch.map_or(Memory::None, |a| a.memory());
         // Only a KV cache is rotated (llama.cpp's encoders and recurrent layers keep none).
         let cached = matches!(memory, Memory::KvCache | Memory::Hybrid);
-        let idx_rot = hp.filter(|_| cached).map_or(0, |hp| hp.indexer.head_size);
+        let idx_rot = hp
+            .filter(|hp| cached && hp.indexer.hadamard)
+            .map_or(0, |hp| hp.indexer.head_size);
         let (k_rot, v_rot) = match hp {
             Some(hp) if cached => {
                 let disabled = crate::graph::rotation::disabled_by_env();

@@ -22,7 +22,11 @@ impl Builder<'_> {
             .indexer_k(il)
             .filter(|_| ix.keeps(il))
             .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
-        let rot = self.indexer_rotation()?;
+        let rot = if ix.hadamard {
+            Some(self.indexer_rotation()?)
+        } else {
+            None
+        };
 
         let q = self.layer_matmul(il, "indexer.attn_q_b.weight", qr)?;
         let q = self.g.reshape(q, &[head, n_head, nt]).map_err(ggml_err)?;
@@ -37,8 +41,13 @@ impl Builder<'_> {
         let k = self.g.reshape(k, &[head, 1, nt]).map_err(ggml_err)?;
         let k = self.rope_indexer(k)?;
         // A plain product, not the fast Walsh-Hadamard transform: llama.cpp multiplies here.
-        let q = self.g.mul_mat(rot, q).map_err(ggml_err)?;
-        let k = self.g.mul_mat(rot, k).map_err(ggml_err)?;
+        let (q, k) = match rot {
+            Some(rot) => (
+                self.g.mul_mat(rot, q).map_err(ggml_err)?,
+                self.g.mul_mat(rot, k).map_err(ggml_err)?,
+            ),
+            None => (q, k),
+        };
         let k = self.name(k, "indexer_k", l);
 
         // Write first: the scores below read the cache, including these rows.
@@ -101,12 +110,16 @@ impl Builder<'_> {
         self.g.add(opened, mask).map_err(ggml_err)
     }
 
-    /// The indexer's rotation of `x` ([head, n_head, n_tokens]) over its first `n_rot`
+    /// The indexer's rotation of `x` ([head, n_head, n_tokens]) over its first (or last) `n_rot`
     /// dimensions by the positions, with the context's frequencies.
     fn rope_indexer(&mut self, x: TensorRef) -> Result<TensorRef> {
         let p = self.params.rope;
         let pos = self.positions()?;
-        self.g
+        let ix = &self.hp.indexer;
+        let (n_rot, trailing) = (self.hp.n_rot as i32, ix.rope_trailing);
+        let offset = ix.head_size as i32 - n_rot;
+        let rotated = self
+            .g
             .rope(
                 x,
                 pos,
@@ -122,7 +135,11 @@ impl Builder<'_> {
                 p.beta_fast,
                 p.beta_slow,
             )
-            .map_err(ggml_err)
+            .map_err(ggml_err)?;
+        match trailing {
+            true => self.g.rope_offset(rotated, offset, n_rot).map_err(ggml_err),
+            false => Ok(rotated),
+        }
     }
 
     /// The indexer keys' Hadamard matrix input (made by the first indexer layer).

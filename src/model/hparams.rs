@@ -234,6 +234,11 @@ pub struct HParams {
     pub attn_res_block_size: u32,
     /// DeepSeek sparse attention's lightning indexer (none: `head_size` 0).
     pub indexer: Indexer,
+    /// Hyper-connections (HY-V4): the residual stream's copies (0: a plain residual), the gates'
+    /// floor and the post gate's magnitude.
+    pub hc_count: u32,
+    pub hc_eps: f32,
+    pub hc_magnitude: f32,
 }
 
 /// The lightning indexer of DeepSeek sparse attention: per token it scores every cached key with
@@ -246,8 +251,12 @@ pub struct Indexer {
     pub top_k: u32,
     pub layers: Vec<bool>,
     /// How the graph rotates the indexer's queries and keys (the K-shift rotates them as NeoX
-    /// does whatever this is, as llama.cpp's indexer cache does).
+    /// does whatever this is, as llama.cpp's indexer cache does), and whether their last `n_rot`
+    /// dimensions rather than the first.
     pub rope_mode: i32,
+    pub rope_trailing: bool,
+    /// Whether queries and keys are multiplied by a Hadamard matrix as wide as a key.
+    pub hadamard: bool,
 }
 
 impl Indexer {
@@ -510,6 +519,9 @@ impl HParams {
             n_expert_latent: 0,
             attn_res_block_size: 0,
             indexer: Indexer::default(),
+            hc_count: 0,
+            hc_eps: 0.0,
+            hc_magnitude: 0.0,
         };
         arch.load_hparams(meta, &mut hp)?;
         // Each architecture reads the epsilon of the norms it uses.

@@ -1,0 +1,282 @@
+//! Tencent HY-V4 ("hy_v4"): absorbed latent attention with attention sinks and an elementwise
+//! sigmoid gate, sparse where the file has a lightning indexer (whose queries and keys rotate
+//! their last dimensions, without a Hadamard matrix; layers may share the last full layer's
+//! picks), leading dense FFNs then routed and shared experts (the routed SwiGLU clamped). The
+//! residual stream is `hc_count` copies mixed by hyper-connections: before each block the copies
+//! are summed with sigmoid weights computed from all of them (RMS-normed together), after it each
+//! copy adds the block's output times its own sigmoid gate; a last such sum feeds the head.
+
+use super::deepseek2::{self, absorbed_attention, latent_queries, queries_from_latent, query_latent};
+use super::minicpm3;
+use crate::error::{Error, Result};
+use crate::ggml::{TensorRef, ROPE_NORMAL};
+use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::model::hparams::HParams;
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, TensorSpec};
+
+pub struct HyV4;
+
+impl ArchSpec for HyV4 {
+    fn name(&self) -> &'static str {
+        "hy_v4"
+    }
+
+    fn rope_type(&self) -> i32 {
+        ROPE_NORMAL
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        let key = |k: &str| format!("hy_v4.{k}");
+        hp.rms_eps = meta.f32(&key("attention.layer_norm_rms_epsilon"))?;
+        super::refuse_mtp(meta, hp)?;
+        hp.n_layer_dense_lead = meta.u32_opt(&key("leading_dense_block_count"))?.unwrap_or(0);
+        hp.n_lora_q = meta.u32(&key("attention.q_lora_rank"))?;
+        hp.n_lora_kv = meta.u32(&key("attention.kv_lora_rank"))?;
+        hp.n_embd_head_k_mla = meta.u32(&key("attention.key_length_mla"))?;
+        hp.n_embd_head_v_mla = meta.u32(&key("attention.value_length_mla"))?;
+        meta.u32(&key("expert_feed_forward_length"))?;
+        hp.n_ff_shexp = hp.n_ff_exp * meta.u32(&key("expert_shared_count"))?;
+        hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
+        hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
+        hp.expert_gating_func = meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0);
+        if Gating::from_llama(hp.expert_gating_func).is_none() {
+            return Err(Error::model(format!(
+                "hy_v4: unknown expert gating function {}",
+                hp.expert_gating_func
+            )));
+        }
+        let n = hp.n_layer as usize;
+        if let Some(limits) = meta.f32_per_layer(&key("swiglu_clamp_exp"), n)? {
+            hp.swiglu_clamp_exp = limits;
+        }
+        // llama.cpp clamps HY-V4's experts with ggml's fused op.
+        hp.swiglu_clamp_fused = true;
+        hp.hc_count = meta.u32(&key("hyper_connection.count"))?;
+        hp.hc_eps = meta.f32(&key("hyper_connection.epsilon"))?;
+        hp.hc_magnitude = meta.f32(&key("hyper_connection.magnitude"))?;
+        if hp.hc_count == 0 {
+            return Err(Error::model("hy_v4 needs hyper-connections (hyper_connection.count)"));
+        }
+        // A top_k of 0 (or none): a full-attention checkpoint without an indexer.
+        if meta.u32_opt(&key("attention.indexer.top_k"))?.unwrap_or(0) > 0 {
+            let types = key("attention.indexer.types");
+            let layers = meta.bool_per_layer(&types, n)?.unwrap_or_else(|| vec![true; n]);
+            if layers.first() == Some(&false) {
+                return Err(Error::model(
+                    "hy_v4: layer 0 shares another layer's indexer, but none precedes it",
+                ));
+            }
+            deepseek2::load_indexer(meta, hp, layers, ROPE_NORMAL)?;
+            hp.indexer.rope_trailing = true;
+            if hp.indexer.head_size <= hp.n_rot {
+                return Err(Error::model(
+                    "hy_v4: the indexer's keys must be wider than the rotated part",
+                ));
+            }
+            // The indexer's key norm takes the RMS norms' epsilon.
+            hp.norm_eps = hp.rms_eps;
+        }
+        if !hp.kv_latent() {
+            return Err(Error::model("hy_v4 needs absorbed latent attention"));
+        }
+        deepseek2::check_heads(hp)?;
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
+        }
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = deepseek2::latent_tensors(hp, hp.indexer.head_size > 0);
+        let (e, hc) = (hp.n_embd, hp.hc_count);
+        specs.extend([
+            TensorSpec::matmul("output_hc_fn.weight", &[hc * e, hc], true),
+            TensorSpec::new("output_hc_base.weight", &[hc], true),
+            TensorSpec::new("output_hc_scale.weight", &[1], true),
+        ]);
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            let n_head = hp.n_head[il];
+            specs.push(TensorSpec::new(b("attn_sinks.weight"), &[n_head], true));
+            let gate = n_head * hp.n_embd_head_v_mla;
+            specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, gate], true));
+            for part in ["attn", "ffn"] {
+                specs.extend([
+                    TensorSpec::matmul(b(&format!("hc_{part}_fn.weight")), &[hc * e, 2 * hc], true),
+                    TensorSpec::new(b(&format!("hc_{part}_base.weight")), &[2 * hc], true),
+                    TensorSpec::new(b(&format!("hc_{part}_scale.weight")), &[2], true),
+                ]);
+            }
+        }
+        specs
+    }
+}
+
+impl Decoder for HyV4 {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let hk = i64::from(hp.n_embd_head_k_mla);
+        let kq_scale = 1.0 / (hk as f32).sqrt();
+        let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
+        let moe = Moe {
+            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
+            normalize: hp.expert_weights_norm,
+            act: ExpertAct::Silu,
+            scaled: false,
+            warmup_all: true,
+            weights_first: false,
+            pick_by_sigmoid: false,
+        };
+        let sparse = hp.indexer.head_size > 0;
+        let x = b.embed_tokens()?;
+        let nt = x.ne()[1];
+        let x = b.g.reshape(x, &[e, 1, nt]).map_err(ggml_err)?;
+        let mut x = b.g.repeat(x, [e, hc, nt, 1]).map_err(ggml_err)?;
+        let mut last_picks = None;
+        for il in 0..hp.n_layer as usize {
+            let (cur, post) = hc_pre(b, il, x, "attn")?;
+            let cur = b.layer_rms_norm(il, cur, "attn_norm.weight", "attn_norm")?;
+            let (q, mask) = if sparse {
+                let qr = query_latent(b, il, cur)?.ok_or_else(|| Error::model("hy_v4 needs attn_q_a_norm"))?;
+                if hp.indexer.keeps(il) {
+                    last_picks = Some(b.lightning_top_k(il, cur, qr)?);
+                }
+                let picks = last_picks.ok_or_else(|| Error::Internal("hy_v4: no indexer picks to share".into()))?;
+                (queries_from_latent(b, il, qr, hk)?, Some(b.sparse_mask(picks)?))
+            } else {
+                (latent_queries(b, il, cur, hk)?, None)
+            };
+            let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
+            let att = absorbed_attention(b, il, q, latent, k_pe, kq_scale, mask)?;
+            let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
+            let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+            let att = b.g.mul(att, gate).map_err(ggml_err)?;
+            // Unscaled, whatever scales the file has (llama.cpp's graph passes none here).
+            let att = b.layer_matmul(il, "attn_output.weight", att)?;
+            x = hc_post(b, att, x, post)?;
+
+            let (cur, post) = hc_pre(b, il, x, "ffn")?;
+            let cur = b.layer_rms_norm(il, cur, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = if il < hp.n_layer_dense_lead as usize {
+                b.gated_ffn(il, cur, Ffn::default())?
+            } else {
+                let routed = b.moe_ffn(il, cur, moe)?;
+                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                b.add(routed, shared)?
+            };
+            x = hc_post(b, ffn, x, post)?;
+        }
+        // The requested rows, then the copies' last weighted sum.
+        let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
+        let flat = b.select_outputs(flat)?;
+        let n_out = flat.ne()[1];
+        let x = b.g.reshape(flat, &[e, hc, n_out]).map_err(ggml_err)?;
+        let (fn_w, scale, base) = (
+            b.weight("output_hc_fn.weight")?,
+            b.weight("output_hc_scale.weight")?,
+            b.weight("output_hc_base.weight")?,
+        );
+        let mixes = hc_mixes(b, x, fn_w)?;
+        let pre = b.g.mul(mixes, scale).map_err(ggml_err)?;
+        let pre = hc_gate(b, pre, base)?;
+        let cur = hc_sum(b, x, pre)?;
+        let logits = b.output_head(cur)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
+
+/// The mixes of the copies `x` ([n_embd, hc, n_tokens]): all copies RMS-normed together (no
+/// weight), times `fn_w`.
+fn hc_mixes(b: &mut Builder, x: TensorRef, fn_w: TensorRef) -> Result<TensorRef> {
+    let [e, hc, nt, _] = x.ne();
+    let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
+    let normed = b.g.rms_norm(flat, b.hp.rms_eps).map_err(ggml_err)?;
+    b.g.mul_mat(fn_w, normed).map_err(ggml_err)
+}
+
+/// `sigmoid(x + base) + eps`, the hyper-connections' gate.
+fn hc_gate(b: &mut Builder, x: TensorRef, base: TensorRef) -> Result<TensorRef> {
+    let g = b.g.add(x, base).map_err(ggml_err)?;
+    let g = b.g.sigmoid(g).map_err(ggml_err)?;
+    b.g.scale_bias(g, 1.0, b.hp.hc_eps).map_err(ggml_err)
+}
+
+/// Per token, the copies `x` ([n_embd, hc, n_tokens]) summed weighted by `w` ([hc, n_tokens]),
+/// copy by copy in order (llama.cpp's sum).
+fn hc_sum(b: &mut Builder, x: TensorRef, w: TensorRef) -> Result<TensorRef> {
+    let [e, hc, nt, _] = x.ne();
+    let (xnb, wnb) = (x.nb(), w.nb());
+    let mut sum: Option<TensorRef> = None;
+    for h in 0..hc {
+        let xh =
+            b.g.view(x, &[e, nt], &[xnb[2]], h as usize * xnb[1])
+                .map_err(ggml_err)?;
+        let wh =
+            b.g.view(w, &[1, nt], &[wnb[1]], h as usize * wnb[0])
+                .map_err(ggml_err)?;
+        let term = b.g.mul(xh, wh).map_err(ggml_err)?;
+        sum = Some(match sum {
+            Some(s) => b.g.add(s, term).map_err(ggml_err)?,
+            None => term,
+        });
+    }
+    sum.ok_or_else(|| Error::model("hy_v4 without hyper-connection copies"))
+}
+
+/// Before layer `il`'s `part` ("attn" or "ffn"): the copies `x` summed by their pre gates, and
+/// the post gates ([hc, n_tokens]) `hc_post` weights the block's output by.
+fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(TensorRef, TensorRef)> {
+    let hc = x.ne()[1];
+    let w = |n: &str| format!("hc_{part}_{n}.weight");
+    let (fn_w, scale, base) = (
+        b.layer_weight(il, &w("fn"))?,
+        b.layer_weight(il, &w("scale"))?,
+        b.layer_weight(il, &w("base"))?,
+    );
+    let mixes = hc_mixes(b, x, fn_w)?;
+    let nt = mixes.ne()[1];
+    let row = |t: TensorRef, i: i64| crate::ggml::row_size(t.ggml_type(), i);
+    let half = |b: &mut Builder, t: TensorRef, i: i64| -> Result<TensorRef> {
+        b.g.view(t, &[hc, nt], &[t.nb()[1]], row(t, i * hc)).map_err(ggml_err)
+    };
+    let one = |b: &mut Builder, t: TensorRef, i: i64, n: i64| -> Result<TensorRef> {
+        b.g.view(t, &[n], &[], row(t, i)).map_err(ggml_err)
+    };
+    let (scale_pre, scale_post) = (one(b, scale, 0, 1)?, one(b, scale, 1, 1)?);
+    let (base_pre, base_post) = (one(b, base, 0, hc)?, one(b, base, hc, hc)?);
+    let pre = half(b, mixes, 0)?;
+    let pre = b.g.mul(pre, scale_pre).map_err(ggml_err)?;
+    let pre = hc_gate(b, pre, base_pre)?;
+    let post = half(b, mixes, 1)?;
+    let post = b.g.mul(post, scale_post).map_err(ggml_err)?;
+    let post = b.g.add(post, base_post).map_err(ggml_err)?;
+    let post = b.g.sigmoid(post).map_err(ggml_err)?;
+    let post = b.g.scale(post, b.hp.hc_magnitude).map_err(ggml_err)?;
+    let post = b.g.scale_bias(post, 1.0, b.hp.hc_eps).map_err(ggml_err)?;
+    Ok((hc_sum(b, x, pre)?, post))
+}
+
+/// After a block: each copy of `residual` ([n_embd, hc, n_tokens]) plus the block's output `out`
+/// ([n_embd, n_tokens]) times the copy's post gate.
+fn hc_post(b: &mut Builder, out: TensorRef, residual: TensorRef, post: TensorRef) -> Result<TensorRef> {
+    let [e, hc, nt, _] = residual.ne();
+    let (rnb, pnb) = (residual.nb(), post.nb());
+    let mut copies: Option<TensorRef> = None;
+    for h in 0..hc {
+        let rh =
+            b.g.view(residual, &[e, nt], &[rnb[2]], h as usize * rnb[1])
+                .map_err(ggml_err)?;
+        let ph =
+            b.g.view(post, &[1, nt], &[pnb[1]], h as usize * pnb[0])
+                .map_err(ggml_err)?;
+        let scaled = b.g.mul(out, ph).map_err(ggml_err)?;
+        let copy = b.g.add(rh, scaled).map_err(ggml_err)?;
+        let copy = b.g.reshape(copy, &[e, 1, nt]).map_err(ggml_err)?;
+        copies = Some(match copies {
+            Some(c) => b.g.concat(c, copy, 1).map_err(ggml_err)?,
+            None => copy,
+        });
+    }
+    copies.ok_or_else(|| Error::model("hy_v4 without hyper-connection copies"))
+}
