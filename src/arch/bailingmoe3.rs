@@ -10,7 +10,7 @@
 use super::{deepseek2, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_MROPE};
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -106,15 +106,7 @@ impl Decoder for BailingMoe3 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_k_mla as f32).sqrt();
-        let moe = Moe {
-            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
-            normalize: hp.expert_weights_norm,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
-        };
+        let moe = Moe::silu(hp.expert_gating_func, Gating::Softmax, hp.expert_weights_norm, false);
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;

@@ -17,7 +17,7 @@
 use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX, ROPE_NORMAL};
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -105,9 +105,7 @@ impl ArchSpec for DeepSeek2 {
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
         }
-        meta.u32(&key("expert_feed_forward_length"))?;
-        let shared = meta.u32(&key("expert_shared_count"))?;
-        hp.n_ff_shexp = hp.n_ff_exp * shared;
+        load_shared_experts(meta, hp)?;
         hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
         hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
         // V3.2's files must say.
@@ -263,6 +261,13 @@ impl DeepSeek2 {
     }
 }
 
+/// The routed experts' width (required, as llama.cpp reads it) and the shared experts' total.
+pub(super) fn load_shared_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    meta.u32(&hp.key("expert_feed_forward_length"))?;
+    hp.n_ff_shexp = hp.n_ff_exp * meta.u32(&hp.key("expert_shared_count"))?;
+    Ok(())
+}
+
 /// A lightning indexer's sizes, in `layers`, rotating its queries and keys by `rope_mode`.
 pub(super) fn load_indexer(meta: &Meta, hp: &mut HParams, layers: Vec<bool>, rope_mode: i32) -> Result<()> {
     let name = hp.arch_name;
@@ -342,16 +347,9 @@ impl Decoder for DeepSeek2 {
         let attn_factor_org = p.attn_factor * (1.0 + 0.1 * stretch);
         let mscale = attn_factor_org * (1.0 + 0.1 * hp.rope_yarn_log_mul * stretch);
         let kq_scale = mscale * mscale / (hk as f32).sqrt();
-        let moe = Moe {
-            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
-            normalize: hp.expert_weights_norm,
-            act: ExpertAct::Silu,
-            // The sparse models' graphs multiply every FFN product by its weight's scale.
-            scaled: self.variant.sparse(),
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
-        };
+        // The sparse models' graphs multiply every FFN product by its weight's scale.
+        let (sparse, norm) = (self.variant.sparse(), hp.expert_weights_norm);
+        let moe = Moe::silu(hp.expert_gating_func, Gating::Softmax, norm, sparse);
         let mut x = b.embed_tokens()?;
         // The cells the last full indexer layer picked, which shared layers reuse.
         let mut last_picks = None;

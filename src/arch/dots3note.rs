@@ -11,7 +11,7 @@ use super::deepseek2::{self, absorbed_attention, ffn_block, queries_from_latent,
 use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX};
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -32,17 +32,10 @@ impl ArchSpec for Dots3Note {
         hp.rms_eps = meta.f32(&key("attention.layer_norm_rms_epsilon"))?;
         super::refuse_mtp(meta, hp)?;
         hp.n_layer_dense_lead = meta.u32(&key("leading_dense_block_count"))?;
-        meta.u32(&key("expert_feed_forward_length"))?;
-        hp.n_ff_shexp = hp.n_ff_exp * meta.u32(&key("expert_shared_count"))?;
-        hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
-        hp.expert_gating_func = meta.u32(&key("expert_gating_func"))?;
-        if Gating::from_llama(hp.expert_gating_func).is_none() {
-            return Err(Error::model(format!(
-                "dots3note: unknown expert gating function {}",
-                hp.expert_gating_func
-            )));
-        }
+        deepseek2::load_shared_experts(meta, hp)?;
+        // Required here; "none" routes by sigmoid, where llama.cpp's graph would abort.
+        meta.u32(&key("expert_gating_func"))?;
+        super::load_sigmoid_routing(meta, hp)?;
         hp.n_lora_q = meta.u32(&key("attention.q_lora_rank"))?;
         hp.n_lora_kv = meta.u32(&key("attention.kv_lora_rank"))?;
         hp.n_embd_head_k_mla = meta.u32(&key("attention.key_length_mla"))?;
@@ -112,15 +105,7 @@ impl Decoder for Dots3Note {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);
         let kq_scale = 1.0 / (hk as f32).sqrt();
-        let moe = Moe {
-            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
-            normalize: hp.expert_weights_norm,
-            act: ExpertAct::Silu,
-            scaled: true,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
-        };
+        let moe = Moe::silu(hp.expert_gating_func, Gating::Sigmoid, hp.expert_weights_norm, true);
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;

@@ -10,7 +10,7 @@ use super::deepseek2::{self, absorbed_attention, latent_queries, queries_from_la
 use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NORMAL};
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -35,17 +35,9 @@ impl ArchSpec for HyV4 {
         hp.n_lora_kv = meta.u32(&key("attention.kv_lora_rank"))?;
         hp.n_embd_head_k_mla = meta.u32(&key("attention.key_length_mla"))?;
         hp.n_embd_head_v_mla = meta.u32(&key("attention.value_length_mla"))?;
-        meta.u32(&key("expert_feed_forward_length"))?;
-        hp.n_ff_shexp = hp.n_ff_exp * meta.u32(&key("expert_shared_count"))?;
-        hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
-        hp.expert_gating_func = meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0);
-        if Gating::from_llama(hp.expert_gating_func).is_none() {
-            return Err(Error::model(format!(
-                "hy_v4: unknown expert gating function {}",
-                hp.expert_gating_func
-            )));
-        }
+        deepseek2::load_shared_experts(meta, hp)?;
+        // Absent or "none": sigmoid, where llama.cpp's graph would abort.
+        super::load_sigmoid_routing(meta, hp)?;
         let n = hp.n_layer as usize;
         if let Some(limits) = meta.f32_per_layer(&key("swiglu_clamp_exp"), n)? {
             hp.swiglu_clamp_exp = limits;
@@ -119,15 +111,7 @@ impl Decoder for HyV4 {
         let hk = i64::from(hp.n_embd_head_k_mla);
         let kq_scale = 1.0 / (hk as f32).sqrt();
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
-        let moe = Moe {
-            gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
-            normalize: hp.expert_weights_norm,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
-        };
+        let moe = Moe::silu(hp.expert_gating_func, Gating::Sigmoid, hp.expert_weights_norm, false);
         let sparse = hp.indexer.head_size > 0;
         let x = b.embed_tokens()?;
         let nt = x.ne()[1];

@@ -231,6 +231,22 @@ pub struct Moe {
     pub pick_by_sigmoid: bool,
 }
 
+impl Moe {
+    /// SiLU experts routed by the model's gating (`default` where it names none known), each
+    /// picked weight normalised where `normalize`, every expert routed in a warm-up.
+    pub fn silu(gating: u32, default: Gating, normalize: bool, scaled: bool) -> Moe {
+        Moe {
+            gating: Gating::from_llama(gating).unwrap_or(default),
+            normalize,
+            act: ExpertAct::Silu,
+            scaled,
+            warmup_all: true,
+            weights_first: false,
+            pick_by_sigmoid: false,
+        }
+    }
+}
+
 /// What varies between the architectures' gated FFNs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ffn {
