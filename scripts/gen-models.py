@@ -1268,6 +1268,39 @@ def minimax_m2(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def minimax_m3(w, weights, n_vocab, dtype):
+    """MiniMax-M3: per-head query and key norms, biased projections, NeoX rotation; a dense first
+    layer, then block-sparse attention (an indexer head per KV head, keys 16 wide, positions in
+    blocks of 4, the best 3 blocks per token with its own always among them) beside four
+    sigmoid-routed experts (two per token, a selection bias) and a shared expert; gpt-oss's
+    clamped SwiGLU in every FFN."""
+    a, n_layer, ffe = "minimax-m3", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.rope.dimension_count", HEAD)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_uint32(f"{a}.attention.indexer.head_count", N_HEAD_KV)
+    w.add_uint32(f"{a}.attention.indexer.key_length", HEAD)
+    w.add_uint32(f"{a}.attention.indexer.top_k", 3)
+    w.add_uint32(f"{a}.attention.indexer.block_size", 4)
+    w.add_uint32(f"{a}.attention.indexer.local_blocks", 1)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True, qkv_bias=True)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(1, n_layer):
+        blk = f"blk.{il}."
+        tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+        tensors.update(weights.shared_expert(blk, ffe))
+        tensors[blk + "indexer.q_proj.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
+        tensors[blk + "indexer.k_proj.weight"] = weights.matrix(HEAD, N_EMBD)
+        tensors[blk + "indexer.q_norm.weight"] = weights.norm(HEAD)
+        tensors[blk + "indexer.k_norm.weight"] = weights.norm(HEAD)
+    add_tensors(w, tensors, dtype)
+
+
 def plamo3(w, weights, n_vocab, dtype):
     # One fused projection (with a scale llama.cpp's graph leaves out), head norms, post-norms
     # named without `.weight`, gate and up fused; a 32-token window on the first layer, rotating
@@ -2387,6 +2420,7 @@ MODELS = {
     "chatglm": ("chatglm", chatglm, True),
     "deepseek": ("deepseek", deepseek, True),
     "minimax-m2": ("minimax-m2", minimax_m2, True),
+    "minimax-m3": ("minimax-m3", minimax_m3, True),
     "plamo3": ("plamo3", plamo3, True),
     "exaone-moe": ("exaone-moe", exaone_moe, True),
     "mistral3": ("mistral3", mistral3, True),

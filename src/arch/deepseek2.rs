@@ -280,6 +280,9 @@ pub(super) fn load_indexer(meta: &Meta, hp: &mut HParams, layers: Vec<bool>, rop
         rope_mode,
         rope_trailing: false,
         hadamard: false,
+        block: 0,
+        local: 0,
+        values: false,
     };
     if ix.n_head == 0 || ix.top_k == 0 {
         return Err(Error::model(format!("{name}: the indexer needs heads and a top_k")));

@@ -113,6 +113,7 @@ impl Decoder for Grok {
                     gelu: true,
                     scaled: false,
                     biased: false,
+                    oai: false,
                 };
                 let dense = b.gated_ffn(il, cur, plain)?;
                 let dense = b.name(dense, "ffn_out", l);

@@ -48,6 +48,7 @@ pub(crate) mod mimo2;
 pub(crate) mod minicpm3;
 pub(crate) mod minimax_01;
 pub(crate) mod minimax_m2;
+pub(crate) mod minimax_m3;
 pub(crate) mod muse_glimmer;
 pub(crate) mod nemotron_h;
 pub(crate) mod nomic_bert;
@@ -80,7 +81,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 120] = [
+static ARCHITECTURES: [&dyn Architecture; 121] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -135,6 +136,7 @@ static ARCHITECTURES: [&dyn Architecture; 120] = [
     &maple::Maple,
     &chatglm::ChatGlm,
     &minimax_m2::MinimaxM2,
+    &minimax_m3::MinimaxM3,
     &plamo3::Plamo3,
     &exaone_moe::ExaoneMoe,
     &olmo::Olmo,

@@ -78,6 +78,7 @@ impl Decoder for Spark2_5 {
                 gelu: true,
                 scaled: false,
                 biased: false,
+                oai: false,
             };
             let ffn = b.gated_ffn(il, cur, ffn)?;
             let ffn = b.name(ffn, "ffn_out", l);

@@ -213,6 +213,7 @@ impl Context<'_> {
             first_stream: 0,
             n_outputs: n,
             n_kv: n,
+            n_pos: 0,
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: None,
         };
@@ -345,6 +346,7 @@ impl Context<'_> {
             first_stream: streams.0,
             n_outputs: outputs.iter().filter(|&&o| o).count(),
             n_kv: if placed.kv.is_some() { self.kv.n_kv(streams) } else { 0 },
+            n_pos: self.msa_positions(),
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
                 n_seqs: ub.n_streams,
@@ -510,6 +512,17 @@ impl Context<'_> {
         Ok(())
     }
 
+    /// Positions MiniMax-M3's block-sparse attention covers: past the cache's highest position,
+    /// in steps of 256 (llama.cpp's `get_n_pos`); 0 for other models.
+    fn msa_positions(&self) -> usize {
+        let msa = self.params.graph.msa && self.model.hparams.as_ref().is_some_and(|hp| hp.indexer.block > 0);
+        if !msa {
+            return 0;
+        }
+        let top = self.kv.pos_max().map_or(0, |p| p as usize + 1);
+        top.next_multiple_of(256).max(256)
+    }
+
     fn set_inputs(
         &self,
         tokens: &[i32],
@@ -593,6 +606,29 @@ impl Context<'_> {
             set(l.q_decay, &to_bytes_f32(&q))?;
             set(l.k_decay, &to_bytes_f32(&k))?;
             set(l.diag_decay, &to_bytes_f32(&diag))?;
+        }
+        if let (Some(m), Some(hp)) = (inp.msa, self.model.hparams.as_ref()) {
+            use crate::graph::msa;
+            let (n_pos, n_streams) = (shape.n_pos, shape.n_streams.max(1));
+            let block = hp.indexer.block.max(1) as i32;
+            let n_blocks = n_pos / block as usize;
+            set(
+                m.bias,
+                &to_bytes_f32(&msa::local_bias(places, n_blocks, block, hp.indexer.local)),
+            )?;
+            set(m.pos_mask, &to_bytes_f32(&msa::pos_mask(&self.kv, places, n_pos)))?;
+            let slots = msa::pos_slots(&self.kv, places, n_streams, n_pos);
+            set(m.pos_slot, &to_bytes_i32(&slots))?;
+            if let Some(t) = m.pos_slot_f {
+                let f: Vec<f32> = slots.iter().map(|&s| s as f32).collect();
+                set(t, &to_bytes_f32(&f))?;
+            }
+            if let Some(t) = m.cell_blk {
+                set(
+                    t,
+                    &to_bytes_i32(&msa::cell_blocks(&self.kv, places, n_streams, shape.n_kv, block)),
+                )?;
+            }
         }
         if let Some(ids) = inp.out_ids {
             let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();

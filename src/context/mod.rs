@@ -258,6 +258,7 @@ impl<'m> Context<'m> {
             k_rot,
             v_rot,
             idx_rot,
+            msa: flash_attn && (n_seq_max == 1 || !p.kv_unified),
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
         let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
@@ -358,6 +359,11 @@ impl<'m> Context<'m> {
                     self.kv.stream_size()
                 } else {
                     n_tokens
+                },
+                n_pos: if self.params.graph.msa {
+                    self.kv.stream_size().next_multiple_of(256)
+                } else {
+                    0
                 },
                 n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
                 // The whole recurrent memory, as llama.cpp reserves it.

@@ -5,6 +5,7 @@
 
 mod indexer;
 pub mod lightning;
+pub mod msa;
 pub mod rotation;
 mod shift;
 mod ssm;
@@ -33,6 +34,8 @@ pub struct Shape {
     pub n_outputs: usize,
     /// Cells of the KV cache attention covers.
     pub n_kv: usize,
+    /// Positions MiniMax-M3's block-sparse attention covers (0 without it).
+    pub n_pos: usize,
     /// Sequences the ubatch holds, when embeddings are pooled per sequence (0 otherwise).
     pub n_seqs: usize,
     /// For a model with recurrent layers: the ubatch's sequence groups (its tokens are
@@ -109,6 +112,9 @@ pub struct GraphParams {
     pub v_rot: u32,
     /// The lightning indexer's keys are always rotated, by their whole head (0: no indexer).
     pub idx_rot: u32,
+    /// MiniMax-M3's block-sparse attention runs: it needs flash attention and a stream per
+    /// sequence (or one sequence); llama.cpp attends densely otherwise.
+    pub msa: bool,
 }
 
 /// The inputs of a built graph, set before every compute.
@@ -145,6 +151,8 @@ pub struct Inputs {
     pub attn_temp: Option<TensorRef>,
     /// Lightning attention's decay inputs (MiniMax-01); made by the first lightning layer.
     pub lightning: Option<lightning::LightningInputs>,
+    /// Block-sparse attention's position maps (MiniMax-M3); made by the first sparse layer.
+    pub msa: Option<msa::MsaInputs>,
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -252,6 +260,8 @@ impl Moe {
 pub struct Ffn {
     /// GELU rather than SiLU.
     pub gelu: bool,
+    /// gpt-oss's clamped, sharpened SwiGLU rather than SiLU (MiniMax-M3's FFNs).
+    pub oai: bool,
     /// Multiply each projection by its weight's scale.
     pub scaled: bool,
     /// Add each projection's bias.
@@ -261,6 +271,7 @@ pub struct Ffn {
 /// The squared-ReLU FFN with its weights' scales and biases (Nemotron-H's).
 pub const RELU_SQR_FFN: Ffn = Ffn {
     gelu: false,
+    oai: false,
     scaled: true,
     biased: true,
 };
@@ -365,6 +376,7 @@ impl<'a> Builder<'a> {
                 k_rot: None,
                 v_rot: None,
                 idx_rot: None,
+                msa: None,
                 attn_temp: None,
                 lightning: None,
             },
@@ -1165,6 +1177,7 @@ impl<'a> Builder<'a> {
         let limit = self.hp.swiglu_clamp_shexp.get(il).copied().filter(|&l| l > 1e-6);
         let h = match (ffn.gelu, limit) {
             (true, _) => self.g.geglu(gate, up).map_err(ggml_err)?,
+            _ if ffn.oai => self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT).map_err(ggml_err)?,
             (false, Some(limit)) => self.swiglu_clamped(gate, up, limit)?,
             (false, None) => self.g.swiglu(gate, up).map_err(ggml_err)?,
         };

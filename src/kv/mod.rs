@@ -35,8 +35,9 @@ pub struct KvCache {
     streams: Vec<Cells>,
     /// (K, V) per layer, each [n_embd_gqa, stream_size * n_stream]; no V when the values are read
     /// from the keys (`HParams::kv_latent`). A model with a lightning indexer has as many more
-    /// after them, each layer's indexer keys (empty where the layer keeps none), without V: llama.cpp
-    /// keeps those in a second cache over the same cells, and so they are written in the state.
+    /// after them, each layer's indexer keys (empty where the layer keeps none; with an unused V for
+    /// MiniMax-M3's): llama.cpp keeps those in a second cache over the same cells, and so they are
+    /// written in the state.
     layers: Vec<(TensorRef, Option<TensorRef>)>,
     /// The model's layers: `layers` past these are the indexer's.
     n_layer: usize,
@@ -58,7 +59,7 @@ impl KvCache {
         let n_layer = hp.n_layer as usize;
         let rows = stream_size.saturating_mul(n_stream) as i64;
         let indexed = hp.indexer.head_size > 0;
-        let mut arena = Arena::new(if indexed { 3 } else { 2 } * n_layer).map_err(Error::Ggml)?;
+        let mut arena = Arena::new(if indexed { 4 } else { 2 } * n_layer).map_err(Error::Ggml)?;
         let mut layers = Vec::with_capacity(if indexed { 2 } else { 1 } * n_layer);
         for il in 0..n_layer {
             // Layers that keep no keys and values get empty tensors.
@@ -83,7 +84,15 @@ impl KvCache {
                     0
                 };
                 let k = arena.new_tensor(type_k, &[width, rows], &format!("cache_lid_k_l{il}"));
-                layers.push((k.map_err(Error::invalid)?, None));
+                let v = match hp.indexer.values {
+                    true => {
+                        let width = if width > 0 { i64::from(hp.n_embd_head_v) } else { 0 };
+                        let v = arena.new_tensor(type_v, &[width, rows], &format!("cache_lid_v_l{il}"));
+                        Some(v.map_err(Error::invalid)?)
+                    }
+                    false => None,
+                };
+                layers.push((k.map_err(Error::invalid)?, v));
             }
         }
         let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("KV cache: {e}")))?;
@@ -317,6 +326,14 @@ impl KvCache {
 
     pub fn seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) {
         self.cells_of(seq).seq_div(seq, p0, p1, d);
+    }
+
+    /// The highest position any cell holds.
+    pub fn pos_max(&self) -> Option<i32> {
+        self.streams
+            .iter()
+            .flat_map(|c| (0..c.size()).filter_map(|j| c.pos(j)))
+            .max()
     }
 
     pub fn seq_pos_min(&self, seq: usize) -> Option<i32> {

@@ -257,6 +257,14 @@ pub struct Indexer {
     pub rope_trailing: bool,
     /// Whether queries and keys are multiplied by a Hadamard matrix as wide as a key.
     pub hadamard: bool,
+    /// MiniMax-M3's block-sparse attention (MSA): positions in blocks of `block` (0: DeepSeek's
+    /// per-cell sparse attention instead), `top_k` blocks picked per token and indexer head, the
+    /// `local` blocks ending at a token's own always among them.
+    pub block: u32,
+    pub local: u32,
+    /// The indexer's cache keeps a V beside its keys, never written but part of the state
+    /// (llama.cpp's MSA indexer cache is a full KV cache).
+    pub values: bool,
 }
 
 impl Indexer {

@@ -1,5 +1,5 @@
-//! Operations of DeepSeek sparse attention: the lightning indexer's scores, and what turns the
-//! picked cells into an attention mask.
+//! Operations of sparse attention: DeepSeek's lightning indexer's scores, what turns the picked
+//! cells into an attention mask, and the block maxima and index ramps of MiniMax-M3's.
 
 use super::{Graph, OpResult};
 use crate::ggml::{RawType, TensorRef};
@@ -53,6 +53,47 @@ impl Graph {
                 )
             },
             "lightning_indexer",
+        )
+    }
+
+    /// The maximum of each run of `k` elements along rows of `a` (F32; row length a multiple of
+    /// `k`): ggml's 2D max pool with a 1-high window.
+    pub fn max_pool_rows(&mut self, a: TensorRef, k: i64) -> OpResult {
+        self.room()?;
+        let n = a.ne();
+        if a.ggml_type() != F32 || k < 1 || k > i64::from(i32::MAX) || n[0] % k != 0 {
+            return Err(format!("max pool of {k} over rows of {n:?}"));
+        }
+        let k = k as i32;
+        // SAFETY: an F32 tensor whose rows hold whole windows.
+        Self::wrap(
+            unsafe {
+                ggml_sys::ggml_pool_2d(
+                    self.ctx.as_ptr(),
+                    a.as_ptr(),
+                    ggml_sys::ggml_op_pool_GGML_OP_POOL_MAX,
+                    k,
+                    1,
+                    k,
+                    1,
+                    0.0,
+                    0.0,
+                )
+            },
+            "pool_2d",
+        )
+    }
+
+    /// 0, 1, ..., n - 1 as F32.
+    pub fn arange(&mut self, n: i64) -> OpResult {
+        self.room()?;
+        if !(1..=1 << 24).contains(&n) {
+            return Err(format!("arange of {n}"));
+        }
+        // SAFETY: a non-empty range (stop > start).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_arange(self.ctx.as_ptr(), 0.0, n as f32, 1.0) },
+            "arange",
         )
     }
 
