@@ -29,15 +29,9 @@ impl ArchSpec for MinimaxM3 {
         hp.rms_eps = meta.f32(&key("attention.layer_norm_rms_epsilon"))?;
         hp.n_layer_dense_lead = meta.u32_opt(&key("leading_dense_block_count"))?.unwrap_or(0);
         super::deepseek2::load_shared_experts(meta, hp)?;
-        hp.expert_weights_scale = meta.f32_opt(&key("expert_weights_scale"))?.unwrap_or(0.0);
-        hp.expert_weights_norm = meta.bool_opt(&key("expert_weights_norm"))?.unwrap_or(false);
-        hp.expert_gating_func = meta.u32(&key("expert_gating_func"))?;
-        if Gating::from_llama(hp.expert_gating_func).is_none() {
-            return Err(Error::model(format!(
-                "minimax-m3: unknown expert gating function {}",
-                hp.expert_gating_func
-            )));
-        }
+        // Required here; "none" routes by sigmoid, where llama.cpp's graph would abort.
+        meta.u32(&key("expert_gating_func"))?;
+        super::load_sigmoid_routing(meta, hp)?;
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
         }

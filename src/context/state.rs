@@ -23,7 +23,7 @@ impl Context<'_> {
             cell_ext: hp.is_some_and(|hp| hp.n_pos_per_embd() > 1),
             indexer: hp
                 .filter(|hp| hp.indexer.head_size > 0)
-                .map(|hp| (0..hp.n_layer as usize).map(|il| hp.indexer.keeps(il)).collect())
+                .map(|hp| hp.indexer.layers.clone())
                 .unwrap_or_default(),
         }
     }

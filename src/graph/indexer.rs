@@ -4,7 +4,7 @@
 //! Hadamard matrix, the key kept in the indexer's cache; each cell's score is the per-head ReLU
 //! of query times key, weighted per head, summed. The best `top_k` cells stay unmasked.
 
-use super::{ggml_err, Builder};
+use super::{ggml_err, Builder, Rotated};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 
@@ -22,11 +22,7 @@ impl Builder<'_> {
             .indexer_k(il)
             .filter(|_| ix.keeps(il))
             .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
-        let rot = if ix.hadamard {
-            Some(self.indexer_rotation()?)
-        } else {
-            None
-        };
+        let rot = self.rotation(Rotated::IndexerKeys)?;
 
         let q = self.layer_matmul(il, "indexer.attn_q_b.weight", qr)?;
         let q = self.g.reshape(q, &[head, n_head, nt]).map_err(ggml_err)?;
@@ -140,21 +136,5 @@ impl Builder<'_> {
             true => self.g.rope_offset(rotated, offset, n_rot).map_err(ggml_err),
             false => Ok(rotated),
         }
-    }
-
-    /// The indexer keys' Hadamard matrix input (made by the first indexer layer).
-    fn indexer_rotation(&mut self) -> Result<TensorRef> {
-        if let Some(t) = self.inputs.idx_rot {
-            return Ok(t);
-        }
-        let n = i64::from(self.params.idx_rot);
-        if n == 0 {
-            return Err(Error::Internal("a lightning indexer without its rotation".into()));
-        }
-        let t = self
-            .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], "attn_inp_k_rot_lid")
-            .map_err(ggml_err)?;
-        Ok(*self.inputs.idx_rot.insert(t))
     }
 }

@@ -294,6 +294,14 @@ enum Order {
     BiasThenScale { scaled: bool },
 }
 
+/// What a Hadamard matrix input rotates (`GraphParams::k_rot`, `v_rot`, `idx_rot`).
+#[derive(Clone, Copy)]
+enum Rotated {
+    Keys,
+    Values,
+    IndexerKeys,
+}
+
 /// Where attention's values come from.
 enum Values {
     /// This ubatch's values, stored in the layer's V cache beside the keys.
@@ -710,7 +718,7 @@ impl<'a> Builder<'a> {
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
         let cached = matches!(values, Values::Cached(_));
         // Rotated before a quantized cache stores them, as llama.cpp does.
-        let k_rot = if cached { self.rotation(true)? } else { None };
+        let k_rot = if cached { self.rotation(Rotated::Keys)? } else { None };
         let (q, k) = match k_rot {
             Some(rot) => (
                 self.g.hadamard(rot, q).map_err(ggml_err)?,
@@ -718,7 +726,7 @@ impl<'a> Builder<'a> {
             ),
             None => (q, k),
         };
-        let v_rot = if cached { self.rotation(false)? } else { None };
+        let v_rot = if cached { self.rotation(Rotated::Values)? } else { None };
 
         // Write first: the attention below reads the cache, including these rows.
         let kv_rows = self.kv_rows()?;
@@ -862,22 +870,21 @@ impl<'a> Builder<'a> {
         Ok(self.name(gated, "attn_gated", Some(il)))
     }
 
-    /// The Hadamard matrix rotating keys (`keys`) or values, an input made by the first layer
-    /// that needs it; None when the cache is not rotated.
-    fn rotation(&mut self, keys: bool) -> Result<Option<TensorRef>> {
-        let n = i64::from(if keys { self.params.k_rot } else { self.params.v_rot });
+    /// The Hadamard matrix of the cache's keys, values or indexer keys, an input made by the first
+    /// layer that needs it; None when they are not rotated.
+    fn rotation(&mut self, of: Rotated) -> Result<Option<TensorRef>> {
+        let (n, slot, name) = match of {
+            Rotated::Keys => (self.params.k_rot, &mut self.inputs.k_rot, "attn_inp_k_rot"),
+            Rotated::Values => (self.params.v_rot, &mut self.inputs.v_rot, "attn_inp_v_rot"),
+            Rotated::IndexerKeys => (self.params.idx_rot, &mut self.inputs.idx_rot, "attn_inp_k_rot_lid"),
+        };
+        let n = i64::from(n);
         if n == 0 {
             return Ok(None);
         }
-        let slot = if keys {
-            &mut self.inputs.k_rot
-        } else {
-            &mut self.inputs.v_rot
-        };
         if let Some(t) = *slot {
             return Ok(Some(t));
         }
-        let name = if keys { "attn_inp_k_rot" } else { "attn_inp_v_rot" };
         let t = self
             .g
             .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], name)

@@ -7,7 +7,7 @@
 //! llama.cpp's op order, so that results stay bit-identical; the position maps are inputs set
 //! from the cache's cells (`pos_mask`, `pos_slots`, `cell_blocks`, `local_bias`).
 
-use super::{ggml_err, Builder};
+use super::{ggml_err, Builder, Rotated};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Graph, Scores, TensorRef};
 use crate::kv::{KvCache, TokenPlace};
@@ -140,14 +140,14 @@ impl Builder<'_> {
         self.g.expand(stored);
 
         // Rotated around a quantized cache, as attention elsewhere.
-        let (q, k) = match self.rotation(true)? {
+        let (q, k) = match self.rotation(Rotated::Keys)? {
             Some(rot) => (
                 self.g.hadamard(rot, q).map_err(ggml_err)?,
                 self.g.hadamard(rot, k).map_err(ggml_err)?,
             ),
             None => (q, k),
         };
-        let v_rot = self.rotation(false)?;
+        let v_rot = self.rotation(Rotated::Values)?;
         let v = match v_rot {
             Some(rot) => self.g.hadamard(rot, v).map_err(ggml_err)?,
             None => v,

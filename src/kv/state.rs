@@ -740,6 +740,17 @@ mod tests {
     }
 
     #[test]
+    fn sliding_layers_come_after_the_indexer_keys() {
+        // llama.cpp's dsa_iswa cache: the full layers and their indexer keys, then the sliding.
+        let mut l = layout(vec![false, false], vec![true, false]);
+        l.swa = Some((vec![false, true], Swa::Window(4)));
+        let order: Vec<(Vec<usize>, LayerKind)> = l.caches(4);
+        let kinds: Vec<LayerKind> = order.iter().map(|c| c.1).collect();
+        assert!(kinds == [LayerKind::Full, LayerKind::Indexer, LayerKind::Sliding]);
+        assert!(order[0].0 == [0] && order[1].0 == [2] && order[2].0 == [1]);
+    }
+
+    #[test]
     fn merged_rows_take_each_cache_in_layer_order() {
         use LayerKind::*;
         let kinds = [Full, Uncached, Indexer, Full];
