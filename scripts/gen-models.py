@@ -204,7 +204,7 @@ def add_tensors(w, tensors, dtype, rng=None):
     for name, t in tensors.items():
         # Norms (StableLM's per-head ones too), routers, BERT's token types and the state-space
         # layers' kernels, decays and skips stay F32, as llama.cpp's converters keep them (ggml computes those in F32).
-        keep = t.ndim == 1 or name.endswith(
+        keep = t.ndim == 1 or "ple_norm_" in name or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
              "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"))
         if keep:
@@ -1974,6 +1974,102 @@ def qwen3next(w, weights, n_vocab, dtype):
     qwen35(w, weights, n_vocab, dtype, a="qwen3next")
 
 
+def qwen4exp(w, weights, n_vocab, dtype):
+    # Qwen4-exp: Qwen3.5-MoE's delta-net and gated attention layers (the delta net's norm gated
+    # by a sigmoid) in three residual streams mixed by low-rank hyper-connections (no output norm);
+    # sparse attention over blocks of 4 and 2 positions (3 blocks picked), and n-gram hash
+    # embeddings (PLE) in the first layer, their table padded past the heads' ranges.
+    a, n_layer, hc, rank = "qwen4exp", 4, 3, 4
+    n_v_heads, n_k_heads, state, conv = 4, 2, N_EMBD // 4, 4
+    inner, conv_dim = n_v_heads * state, 2 * n_k_heads * state + n_v_heads * state
+    n_ff_exp, n_ff_sh, idx_heads, idx_dim, kern = 48, 32, 2, HEAD, 3
+    u64 = gguf.GGUFValueType.UINT64
+    decoder_keys(w, a, n_layer, 100000.0)
+    w.add_array(f"{a}.attention.recurrent_layers", [True, False, True, False])
+    w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
+    ssm_block_keys(w, a, conv, inner, state, n_v_heads, n_k_heads)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_ff_sh)
+    w.add_uint32(f"{a}.hyper_connection.count", hc)
+    w.add_uint32(f"{a}.hyper_connection.low_rank", rank)
+    w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
+    w.add_uint32(f"{a}.attention.indexer.key_length", idx_dim)
+    w.add_uint32(f"{a}.attention.indexer.top_k", 3)
+    w.add_array(f"{a}.attention.compress_ratios", [0, 4, 0, 2])
+    w.add_key_value(f"{a}.ple.layers", [0], gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT32)
+    w.add_uint32(f"{a}.ple.ngram_size", 3)
+    w.add_uint32(f"{a}.ple.heads_per_ngram", 2)
+    w.add_uint32(f"{a}.ple.conv_kernel", kern)
+    w.add_uint32(f"{a}.ple.eos_token_id", 2)
+    w.add_uint32(f"{a}.embedding_length_per_layer_input", N_EMBD // 4)
+    w.add_key_value(f"{a}.ple.layer_multipliers", [1000003, 2654435761, 11400714819323198485],
+                    gguf.GGUFValueType.ARRAY, sub_type=u64)
+    w.add_key_value(f"{a}.ple.head_offsets", [0, 50, 100, 150], gguf.GGUFValueType.ARRAY, sub_type=u64)
+    w.add_key_value(f"{a}.ple.head_vocab_sizes", [50, 61, 47, 53], gguf.GGUFValueType.ARRAY, sub_type=u64)
+    wide = hc * N_EMBD
+
+    def mix(tensors, p, inject=True):
+        tensors[p + "_norm.weight"] = np.stack([weights.norm(N_EMBD) for _ in range(hc)])
+        tensors[p + "_down.weight"] = weights.matrix(rank, wide)
+        tensors[p + "_up.weight"] = weights.matrix(wide, rank)
+        if inject:
+            tensors[p + "_inject.weight"] = weights.matrix(hc, wide)
+
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output.weight": weights.matrix(n_vocab, N_EMBD),
+        "per_layer_token_embd.weight": weights.matrix(210, N_EMBD // 4),
+    }
+    mix(tensors, "output_hc", inject=False)
+    # Stored flat, as llama.cpp also accepts it.
+    tensors["output_hc_norm.weight"] = tensors["output_hc_norm.weight"].reshape(-1)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        mix(tensors, blk + "hc_attn")
+        mix(tensors, blk + "hc_ffn")
+        if il % 2 == 0:
+            tensors[blk + "attn_qkv.weight"] = weights.matrix(conv_dim, N_EMBD)
+            tensors[blk + "attn_gate.weight"] = weights.matrix(inner, N_EMBD)
+            tensors[blk + "ssm_conv1d.weight"] = weights.matrix(conv_dim, conv)
+            tensors[blk + "ssm_dt.bias"] = weights.bias(n_v_heads)
+            tensors[blk + "ssm_a"] = -np.abs(weights.norm(n_v_heads))
+            tensors[blk + "ssm_beta.weight"] = weights.matrix(n_v_heads, N_EMBD)
+            tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
+            tensors[blk + "ssm_norm.weight"] = weights.norm(state)
+            tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+        else:
+            tensors[blk + "attn_q.weight"] = weights.matrix(2 * N_HEAD * HEAD, N_EMBD)
+            tensors[blk + "attn_k.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
+            tensors[blk + "attn_v.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
+            tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, N_HEAD * HEAD)
+            tensors[blk + "attn_q_norm.weight"] = weights.norm(HEAD)
+            tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
+            # Loaded, never used by llama.cpp's graph.
+            tensors[blk + "attn_q.bias"] = weights.bias(2 * N_HEAD * HEAD)
+            tensors[blk + "indexer.q_proj.weight"] = weights.matrix(idx_heads * idx_dim, N_EMBD)
+            tensors[blk + "indexer.k_proj.weight"] = weights.matrix(idx_dim, N_EMBD)
+            tensors[blk + "indexer.q_norm.weight"] = weights.norm(idx_dim)
+            tensors[blk + "indexer.k_norm.weight"] = weights.norm(idx_dim)
+        if il == 0:
+            tensors[blk + "ple_key.weight"] = weights.matrix(wide, N_EMBD)
+            tensors[blk + "ple_value.weight"] = weights.matrix(N_EMBD, N_EMBD)
+            for t in ("key", "query", "conv"):
+                tensors[blk + f"ple_norm_{t}.weight"] = np.stack([weights.norm(N_EMBD) for _ in range(hc)])
+            tensors[blk + "ple_conv1d.weight"] = weights.matrix(wide, kern)
+        tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+        gate, up = weights.experts(4, n_ff_exp, N_EMBD), weights.experts(4, n_ff_exp, N_EMBD)
+        if il == 0:
+            tensors[blk + "ffn_gate_up_exps.weight"] = np.concatenate([gate, up], axis=1)
+        else:
+            tensors[blk + "ffn_gate_exps.weight"] = gate
+            tensors[blk + "ffn_up_exps.weight"] = up
+        tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, n_ff_exp)
+        tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
+        tensors.update(weights.shared_expert(blk, n_ff_sh))
+    add_tensors(w, tensors, dtype)
+
+
 def llama_like(a, gate=True, wo_bias=False, experts=False, ffn_norm=None, qk_norm=False):
     """A Llama-like architecture: the Llama layout under another name (with FFN scales, which
     most of these leave out; `gate`: a gated FFN; `wo_bias`: an attention output bias, loaded but
@@ -2421,6 +2517,7 @@ MODELS = {
     "deepseek": ("deepseek", deepseek, True),
     "minimax-m2": ("minimax-m2", minimax_m2, True),
     "minimax-m3": ("minimax-m3", minimax_m3, True),
+    "qwen4exp": ("qwen4exp", qwen4exp, True),
     "plamo3": ("plamo3", plamo3, True),
     "exaone-moe": ("exaone-moe", exaone_moe, True),
     "mistral3": ("mistral3", mistral3, True),

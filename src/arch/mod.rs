@@ -62,6 +62,7 @@ pub(crate) mod qwen2;
 pub(crate) mod qwen3;
 pub(crate) mod qwen35;
 pub(crate) mod qwen3moe;
+pub(crate) mod qwen4exp;
 pub(crate) mod shared_experts;
 pub(crate) mod smallthinker;
 pub(crate) mod smollm3;
@@ -81,7 +82,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 121] = [
+static ARCHITECTURES: [&dyn Architecture; 122] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -161,6 +162,7 @@ static ARCHITECTURES: [&dyn Architecture; 121] = [
     &qwen35::QWEN35,
     &qwen35::QWEN35_MOE,
     &qwen35::QWEN3_NEXT,
+    &qwen4exp::Qwen4Exp,
     &llama_like::XVERSE,
     &llama_like::EXAONE,
     &llama_like::ERNIE4_5,

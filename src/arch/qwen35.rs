@@ -218,7 +218,7 @@ impl Decoder for Qwen35 {
 
 /// The experts (softmax routing, weights normalised) plus the shared expert times the sigmoid of
 /// its gate.
-fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
+pub(super) fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
     let moe = Moe {
         gating: Gating::Softmax,
         normalize: true,
@@ -273,14 +273,26 @@ fn decoder(b: &mut Builder, style: DeltaNet) -> Result<Option<TensorRef>> {
 
 /// Full attention with an output gate: one projection gives each head's query and gate.
 fn gated_attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    let qkv = b.qkv(il, cur, false)?;
+    gated_attention_of(b, il, qkv, None)
+}
+
+/// Gated attention from the doubled query projection, the keys and the values of layer `il`
+/// (flat, [width, n_tokens]); `picks`, sparse attention's cells (`Builder::sparse_mask`), limit
+/// what it sees.
+pub(super) fn gated_attention_of(
+    b: &mut Builder,
+    il: usize,
+    (q_full, k, v): (TensorRef, TensorRef, TensorRef),
+    picks: Option<TensorRef>,
+) -> Result<TensorRef> {
     let hp = b.hp;
     let (hd, nh, nkv) = (
         i64::from(hp.n_embd_head_k),
         i64::from(hp.n_head[il]),
         i64::from(hp.n_head_kv[il]),
     );
-    let nt = cur.ne()[1];
-    let (q_full, k, v) = b.qkv(il, cur, false)?;
+    let nt = q_full.ne()[1];
     let q_full = b.g.reshape(q_full, &[2 * hd, nh, nt]).map_err(ggml_err)?;
     let es = crate::ggml::row_size(q_full.ggml_type(), 1);
     let stride = [2 * hd as usize * es, 2 * (hd * nh) as usize * es];
@@ -298,7 +310,13 @@ fn gated_attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorR
     let v = b.g.reshape(v, &[hd, nkv, nt]).map_err(ggml_err)?;
     let q = b.rope(q, il, None)?;
     let k = b.rope(k, il, None)?;
-    let att = b.attention(il, q, k, v, hp.kq_scale(), false)?;
+    let att = match picks {
+        Some(picks) => {
+            let mask = b.sparse_mask(picks)?;
+            b.attention_masked(il, (q, k, v), hp.kq_scale(), mask)?
+        }
+        None => b.attention(il, q, k, v, hp.kq_scale(), false)?,
+    };
     let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
     let att = b.g.mul(att, gate).map_err(ggml_err)?;
     let out = b.layer_linear(il, "attn_output", att)?;

@@ -630,6 +630,17 @@ impl Context<'_> {
                 )?;
             }
         }
+        if let (Some(t), Some(ple)) = (inp.ple_rows, self.model.hparams.as_ref().and_then(|hp| hp.ple.as_ref())) {
+            set(t, &to_bytes_i32(&crate::graph::ple::rows(ple, &self.kv, places)?))?;
+        }
+        for q in &inp.qsa {
+            let ratio = q.ratio as usize;
+            let m = crate::graph::qsa::maps(&self.kv, places, shape.n_streams.max(1), shape.n_kv, ratio, causal)?;
+            set(q.cell_blk, &to_bytes_i32(&m.cell_blk))?;
+            set(q.blk_cells, &to_bytes_i32(&m.blk_cells))?;
+            set(q.blk_pos, &to_bytes_i32(&m.blk_pos))?;
+            set(q.bias, &to_bytes_f32(&m.bias))?;
+        }
         if let Some(ids) = inp.out_ids {
             let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();
             set(ids, &to_bytes_i32(&rows))?;

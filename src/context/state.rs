@@ -20,11 +20,12 @@ impl Context<'_> {
             uncached: hp
                 .map(|hp| hp.kv_layers.iter().map(|&k| !k).collect())
                 .unwrap_or_default(),
-            cell_ext: hp.is_some_and(|hp| hp.n_pos_per_embd() > 1),
+            cell_ext: hp.is_some_and(|hp| hp.n_pos_per_embd() > 1 || hp.ple.is_some()),
             indexer: hp
                 .filter(|hp| hp.indexer.head_size > 0)
                 .map(|hp| hp.indexer.layers.clone())
                 .unwrap_or_default(),
+            indexer_after_recurrent: self.rs.is_some(),
         }
     }
 
@@ -79,13 +80,24 @@ impl Context<'_> {
     }
 
     /// The memory's part of a state: the attention cache's, then the recurrent states' (as
-    /// llama.cpp's hybrid memory writes them); nothing without memory.
+    /// llama.cpp's hybrid memory writes them), then an indexer's cache in a hybrid model;
+    /// nothing without memory.
     pub fn memory_state_write(&self, seq: Option<usize>, swa_only: bool, out: &mut dyn Sink) -> Result<()> {
+        let mut rs_written = false;
         // A hybrid model's partial state is its recurrent part alone.
         if self.uses_kv() && !(swa_only && self.rs.is_some()) {
-            self.kv.state_write(&self.state_layout(), seq, swa_only, out)?;
+            let rs = self.rs.as_ref();
+            let mut recurrent = |out: &mut dyn Sink| -> Result<()> {
+                if let Some(rs) = rs {
+                    rs.state_write(seq, out)?;
+                    rs_written = true;
+                }
+                Ok(())
+            };
+            self.kv
+                .state_write(&self.state_layout(), seq, swa_only, out, Some(&mut recurrent))?;
         }
-        if let Some(rs) = &self.rs {
+        if let Some(rs) = self.rs.as_ref().filter(|_| !rs_written) {
             rs.state_write(seq, out)?;
         }
         Ok(())
@@ -93,12 +105,24 @@ impl Context<'_> {
 
     pub fn memory_state_read(&mut self, seq: Option<usize>, swa_only: bool, src: &mut dyn Source) -> Result<()> {
         let attn = self.uses_kv() && !(swa_only && self.rs.is_some());
+        let mut staged = None;
         if attn {
             let layout = self.state_layout();
-            self.kv.state_read(&layout, seq, swa_only, src)?;
+            let rs = self.rs.as_ref();
+            let mut recurrent = |src: &mut dyn Source| -> Result<()> {
+                if let Some(rs) = rs {
+                    staged = Some(rs.read_staged(seq, src)?);
+                }
+                Ok(())
+            };
+            self.kv.state_read(&layout, seq, swa_only, src, Some(&mut recurrent))?;
         }
         if let Some(rs) = &mut self.rs {
-            if let Err(e) = rs.state_read(seq, src) {
+            let read = match staged {
+                Some(staged) => rs.apply_staged(seq, staged),
+                None => rs.state_read(seq, src),
+            };
+            if let Err(e) = read {
                 // The attention part was restored already: take it back out, as llama.cpp does.
                 if attn {
                     self.kv.state_clear(seq)?;

@@ -758,6 +758,19 @@ impl Graph {
         )
     }
 
+    pub fn abs(&mut self, a: TensorRef) -> OpResult {
+        self.unary(a, "abs", ggml_sys::ggml_abs)
+    }
+
+    /// Element-wise sign: -1, 0 or 1.
+    pub fn sgn(&mut self, a: TensorRef) -> OpResult {
+        self.unary(a, "sgn", ggml_sys::ggml_sgn)
+    }
+
+    pub fn sqrt(&mut self, a: TensorRef) -> OpResult {
+        self.unary(a, "sqrt", ggml_sys::ggml_sqrt)
+    }
+
     /// Element-wise square.
     pub fn sqr(&mut self, a: TensorRef) -> OpResult {
         self.room()?;

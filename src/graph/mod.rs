@@ -6,6 +6,8 @@
 mod indexer;
 pub mod lightning;
 pub mod msa;
+pub mod ple;
+pub mod qsa;
 pub mod rotation;
 mod shift;
 mod ssm;
@@ -153,6 +155,10 @@ pub struct Inputs {
     pub lightning: Option<lightning::LightningInputs>,
     /// Block-sparse attention's position maps (MiniMax-M3); made by the first sparse layer.
     pub msa: Option<msa::MsaInputs>,
+    /// Qwen4-exp's sparse attention block maps, one set per block size.
+    pub qsa: Vec<qsa::QsaInputs>,
+    /// Qwen4-exp's PLE table rows, I32 [n_heads * n_tokens].
+    pub ple_rows: Option<TensorRef>,
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -307,13 +313,8 @@ enum Values {
     /// This ubatch's values, stored in the layer's V cache beside the keys.
     Cached(TensorRef),
     /// The first `width` dimensions of each cached key (absorbed latent attention), each head's
-    /// output then widened by `v_mla` ([width, head_v, n_head]); `mask` replaces the attention
-    /// mask where sparse attention limits it.
-    Latent {
-        width: i64,
-        v_mla: TensorRef,
-        mask: Option<TensorRef>,
-    },
+    /// output then widened by `v_mla` ([width, head_v, n_head]).
+    Latent { width: i64, v_mla: TensorRef },
 }
 
 pub struct Builder<'a> {
@@ -385,6 +386,8 @@ impl<'a> Builder<'a> {
                 v_rot: None,
                 idx_rot: None,
                 msa: None,
+                qsa: Vec::new(),
+                ple_rows: None,
                 attn_temp: None,
                 lightning: None,
             },
@@ -630,6 +633,14 @@ impl<'a> Builder<'a> {
         self.rope_ext(x, base, scale, ext_factor, attn_factor, freq_factors)
     }
 
+    /// Rotate `x` of layer `il` by the positions `pos` (as many per row of `x` as the model's
+    /// rotation takes) rather than the tokens'.
+    pub fn rope_at(&mut self, x: TensorRef, il: usize, pos: TensorRef) -> Result<TensorRef> {
+        let (base, scale) = rope_freqs(self.hp, &self.params, il);
+        let (ext_factor, attn_factor) = (self.params.rope.ext_factor, self.params.rope.attn_factor);
+        self.rope_with(x, pos, base, scale, ext_factor, attn_factor, None)
+    }
+
     /// Rotate `x` by the input positions with the given frequencies and YaRN factors (for the
     /// architectures whose layers rotate differently from the context's settings).
     pub fn rope_ext(
@@ -641,9 +652,23 @@ impl<'a> Builder<'a> {
         attn_factor: f32,
         freq_factors: Option<TensorRef>,
     ) -> Result<TensorRef> {
+        let pos = self.positions()?;
+        self.rope_with(x, pos, freq_base, freq_scale, ext_factor, attn_factor, freq_factors)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rope_with(
+        &mut self,
+        x: TensorRef,
+        pos: TensorRef,
+        freq_base: f32,
+        freq_scale: f32,
+        ext_factor: f32,
+        attn_factor: f32,
+        freq_factors: Option<TensorRef>,
+    ) -> Result<TensorRef> {
         let p = self.params.rope;
         let mode = self.hp.rope_type;
-        let pos = self.positions()?;
         let sections = (self.hp.n_pos_per_embd() > 1).then_some(self.hp.rope_sections);
         self.g
             .rope(
@@ -676,7 +701,19 @@ impl<'a> Builder<'a> {
         kq_scale: f32,
         sliding: bool,
     ) -> Result<TensorRef> {
-        self.attend(il, q, k, Values::Cached(v), kq_scale, sliding)
+        self.attend(il, q, k, Values::Cached(v), kq_scale, sliding, None)
+    }
+
+    /// `attention` with `mask` ([n_kv, n_tokens]) in place of the attention mask (sparse
+    /// attention's).
+    pub fn attention_masked(
+        &mut self,
+        il: usize,
+        (q, k, v): (TensorRef, TensorRef, TensorRef),
+        kq_scale: f32,
+        mask: TensorRef,
+    ) -> Result<TensorRef> {
+        self.attend(il, q, k, Values::Cached(v), kq_scale, false, Some(mask))
     }
 
     /// Absorbed multi-head latent attention (llama.cpp's attention over a keys-only cache): store
@@ -696,9 +733,12 @@ impl<'a> Builder<'a> {
     ) -> Result<TensorRef> {
         let width = i64::from(self.hp.n_lora_kv);
         let sliding = is_sliding(self.hp, il);
-        self.attend(il, q, k, Values::Latent { width, v_mla, mask }, kq_scale, sliding)
+        self.attend(il, q, k, Values::Latent { width, v_mla }, kq_scale, sliding, mask)
     }
 
+    /// Attention over the cache; `mask` replaces the attention mask where sparse attention
+    /// limits it.
+    #[allow(clippy::too_many_arguments)]
     fn attend(
         &mut self,
         il: usize,
@@ -707,6 +747,7 @@ impl<'a> Builder<'a> {
         values: Values,
         kq_scale: f32,
         sliding: bool,
+        mask: Option<TensorRef>,
     ) -> Result<TensorRef> {
         let hp = self.hp;
         let nt = self.shape.n_tokens as i64;
@@ -738,9 +779,9 @@ impl<'a> Builder<'a> {
         if sliding && self.hp.n_swa == 0 {
             return Err(Error::model("sliding-window layer without a window"));
         }
-        let mask = match values {
-            Values::Latent { mask: Some(m), .. } => m,
-            _ => self.mask(sliding)?,
+        let mask = match mask {
+            Some(m) => m,
+            None => self.mask(sliding)?,
         };
 
         // Each group of tokens attends to its own stream's cells.
@@ -787,7 +828,7 @@ impl<'a> Builder<'a> {
                     .map_err(ggml_err)?;
                 (vview, hv, None)
             }
-            Values::Latent { width, v_mla, .. } => {
+            Values::Latent { width, v_mla } => {
                 let vview = self
                     .g
                     .view(kc, &[width, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)

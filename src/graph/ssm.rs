@@ -11,13 +11,14 @@ use crate::model::hparams::KdaDecay;
 /// window's copy sources (the scan reads the states where they lie).
 type ReadStates<'f> = &'f mut dyn FnMut(&mut Builder, TensorRef, TensorRef) -> Result<TensorRef>;
 
-/// Where the gated delta net layers of two architectures part: Qwen3.5 scales its projections
+/// Where the gated delta net layers of three architectures part: Qwen3.5 scales its projections
 /// and projects β and α apart; Qwen3-Next does neither, and repeats its key heads for the value
-/// heads itself.
+/// heads itself; Qwen4-exp is Qwen3.5 with its output norm gated by a sigmoid, not SiLU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeltaNet {
     Qwen35,
     Qwen3Next,
+    Qwen4Exp,
 }
 
 impl Builder<'_> {
@@ -121,10 +122,7 @@ impl Builder<'_> {
     }
 
     /// The tokens' inputs to layer `il`'s convolution, with each sequence's previous window in
-    /// front: [d_conv - 1 + n_seq_tokens, channels, n_seqs]. The window's new end goes back to
-    /// the state, and with `k` > 1 the windows ending up to `k - 1` tokens earlier to the
-    /// snapshot planes: those the ubatch reaches, or with `fill` all `k` (a plane older than the
-    /// ubatch gets the window it started from, as llama.cpp's delta-net layers write them).
+    /// front: [d_conv - 1 + n_seq_tokens, channels, n_seqs] (`conv_history`).
     fn conv_window(
         &mut self,
         conv_all: TensorRef,
@@ -133,36 +131,50 @@ impl Builder<'_> {
         k: usize,
         fill: bool,
     ) -> Result<TensorRef> {
-        let rs = self.recurrent_shape()?;
         let d_conv = i64::from(if self.hp.shortconv_l_cache > 0 {
             self.hp.shortconv_l_cache
         } else {
             self.hp.ssm_d_conv
         });
+        self.conv_history(conv_all, x, d_conv - 1, channels, k, fill)
+    }
+
+    /// `x` ([channels, n_seq_tokens, n_seqs]) with each sequence's last `cols` inputs, kept in the
+    /// state rows of `states`, in front: [cols + n_seq_tokens, channels, n_seqs]. The new last
+    /// `cols` go back to the state, and with `k` > 1 those ending up to `k - 1` tokens earlier to
+    /// the snapshot planes: those the ubatch reaches, or with `fill` all `k` (a plane older than
+    /// the ubatch gets the window it started from, as llama.cpp's delta-net layers write them).
+    pub(super) fn conv_history(
+        &mut self,
+        states: TensorRef,
+        x: TensorRef,
+        cols: i64,
+        channels: i64,
+        k: usize,
+        fill: bool,
+    ) -> Result<TensorRef> {
+        let rs = self.recurrent_shape()?;
         let n_seqs = rs.n_seqs as i64;
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
-        let conv = self.gather_states(conv_all, i64::from(self.hp.n_embd_r()), None)?;
-        let conv = self
-            .g
-            .reshape(conv, &[d_conv - 1, channels, n_seqs])
-            .map_err(ggml_err)?;
+        let conv = self.gather_states(states, states.ne()[0], None)?;
+        let conv = self.g.reshape(conv, &[cols, channels, n_seqs]).map_err(ggml_err)?;
         let xt = self.g.transpose(x).map_err(ggml_err)?;
         let conv_x = self.g.concat(conv, xt, 0).map_err(ggml_err)?;
         let nb = conv_x.nb();
-        let n_state = (d_conv - 1) * channels;
-        let row = row_size(conv_all.ggml_type(), n_state);
+        let n_state = cols * channels;
+        let row = row_size(states.ggml_type(), n_state);
         let cells = self.rs.map_or(0, |r| r.size());
         let slots = if fill { k } else { (n_seq_tokens as usize).min(k) };
         for slot in 0..slots {
             let offset = (n_seq_tokens as usize).saturating_sub(slot) * nb[0];
             let last = self
                 .g
-                .view(conv_x, &[d_conv - 1, channels, n_seqs], &[nb[1], nb[2]], offset)
+                .view(conv_x, &[cols, channels, n_seqs], &[nb[1], nb[2]], offset)
                 .map_err(ggml_err)?;
             let at = (slot * cells + rs.window.head) * row;
             let dst = self
                 .g
-                .view(conv_all, &[n_state, n_seqs], &[conv_all.nb()[1]], at)
+                .view(states, &[n_state, n_seqs], &[states.nb()[1]], at)
                 .map_err(ggml_err)?;
             let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
             self.g.expand(saved);
@@ -574,8 +586,8 @@ impl Builder<'_> {
         let l = Some(il);
 
         let project = |bd: &mut Builder, name: &str| match style {
-            DeltaNet::Qwen35 => bd.ssm_projection(il, name, cur),
             DeltaNet::Qwen3Next => bd.layer_matmul(il, &format!("{name}.weight"), cur),
+            _ => bd.ssm_projection(il, name, cur),
         };
         let qkv = project(self, "attn_qkv")?;
         let qkv = self
@@ -584,7 +596,7 @@ impl Builder<'_> {
             .map_err(ggml_err)?;
         let z = project(self, "attn_gate")?;
         let (beta, alpha) = match style {
-            DeltaNet::Qwen35 => {
+            DeltaNet::Qwen35 | DeltaNet::Qwen4Exp => {
                 let beta = self.ssm_projection(il, "ssm_beta", cur)?;
                 let beta = self
                     .g
@@ -673,22 +685,25 @@ impl Builder<'_> {
         }
         let output = self.delta_rule(ssm_all, [q, kk, v], gate, beta, k)?;
 
-        // Gated norm: RMS norm times the layer's weight, times SiLU of z.
+        // Gated norm: RMS norm times the layer's weight, times SiLU (or sigmoid) of z.
         let z = self
             .g
             .reshape(z, &[head_v, n_v_heads, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
         let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
         let normed = self.rms_norm(output, norm_w)?;
-        let z = self.g.silu(z).map_err(ggml_err)?;
+        let z = match style {
+            DeltaNet::Qwen4Exp => self.g.sigmoid(z).map_err(ggml_err)?,
+            _ => self.g.silu(z).map_err(ggml_err)?,
+        };
         let y = self.g.mul(normed, z).map_err(ggml_err)?;
         let y = self
             .g
             .reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])
             .map_err(ggml_err)?;
         let y = match style {
-            DeltaNet::Qwen35 => self.ssm_projection(il, "ssm_out", y)?,
             DeltaNet::Qwen3Next => self.layer_matmul(il, "ssm_out.weight", y)?,
+            _ => self.ssm_projection(il, "ssm_out", y)?,
         };
         let y = self.name(y, "linear_attn_out", l);
         self.g

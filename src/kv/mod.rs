@@ -10,7 +10,7 @@ mod state;
 use cells::Undo;
 pub use cells::{CellExt, Cells, SeqSet, MAX_SEQ};
 pub(crate) use state::{i32_of, u32_of, u64_of};
-pub use state::{read_string, write_string, Layout, Sink, SliceSource, Source};
+pub use state::{read_string, write_string, Layout, ReadHook, Sink, SliceSource, Source, WriteHook};
 
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, tensor_read, tensor_write, Arena, OwnedBuffer, RawType, TensorRef};

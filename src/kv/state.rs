@@ -33,7 +33,17 @@ pub struct Layout {
     pub cell_ext: bool,
     /// Per layer, whether it keeps lightning-indexer keys; empty in a model without an indexer.
     pub indexer: Vec<bool>,
+    /// The indexer's cache comes after the recurrent states, not after the attention's cache
+    /// (llama.cpp's hybrid memory with an indexer, Qwen4-exp's): `state_write` and `state_read`
+    /// hand the stream to their `between` hook there.
+    pub indexer_after_recurrent: bool,
 }
+
+/// What `KvCache::state_write` calls between the attention's caches and the indexer's when
+/// `Layout::indexer_after_recurrent`.
+pub type WriteHook<'a> = Option<&'a mut dyn FnMut(&mut dyn Sink) -> Result<()>>;
+/// What `KvCache::state_read` calls there.
+pub type ReadHook<'a> = Option<&'a mut dyn FnMut(&mut dyn Source) -> Result<()>>;
 
 /// Which of a model's caches a cache layer's keys and values are in.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -285,9 +295,21 @@ impl KvCache {
 
     /// Append the state of `seq` (every sequence when None) to `out`. `swa_only` leaves out the
     /// full-attention layers' cache of a sliding-window model (llama.h's PARTIAL_ONLY flag).
-    pub fn state_write(&self, layout: &Layout, seq: Option<usize>, swa_only: bool, out: &mut dyn Sink) -> Result<()> {
+    pub fn state_write(
+        &self,
+        layout: &Layout,
+        seq: Option<usize>,
+        swa_only: bool,
+        out: &mut dyn Sink,
+        mut between: WriteHook,
+    ) -> Result<()> {
         let n_layer = self.layers.len();
         for (layers, kind) in layout.caches(n_layer) {
+            if kind == LayerKind::Indexer && layout.indexer_after_recurrent {
+                if let Some(hook) = between.as_mut() {
+                    hook(out)?;
+                }
+            }
             let sliding = kind == LayerKind::Sliding;
             if swa_only && layout.swa.is_some() && !sliding {
                 continue;
@@ -374,6 +396,7 @@ impl KvCache {
         dest: Option<usize>,
         swa_only: bool,
         src: &mut dyn Source,
+        mut between: ReadHook,
     ) -> Result<()> {
         if swa_only && layout.swa.is_some() {
             let d = dest.ok_or_else(|| bad("only a sequence's state can hold just the sliding-window layers"))?;
@@ -385,6 +408,11 @@ impl KvCache {
         type Key = (usize, usize, i32, SeqSet);
         let mut other_rows: HashMap<Key, VecDeque<(Rows, Rows)>> = HashMap::new();
         for (layers, kind) in layout.caches(n_layer) {
+            if kind == LayerKind::Indexer && layout.indexer_after_recurrent {
+                if let Some(hook) = between.as_mut() {
+                    hook(src)?;
+                }
+            }
             let n_stream = u32_of(src)? as usize;
             if n_stream != self.n_stream() {
                 return Err(bad(format!(
@@ -723,6 +751,7 @@ mod tests {
             uncached,
             cell_ext: false,
             indexer,
+            indexer_after_recurrent: false,
         }
     }
 

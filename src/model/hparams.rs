@@ -239,6 +239,47 @@ pub struct HParams {
     pub hc_count: u32,
     pub hc_eps: f32,
     pub hc_magnitude: f32,
+    /// Qwen4-exp's low-rank hyper-connections: the rank of their gate projections.
+    pub hc_low_rank: u32,
+    /// Qwen4-exp's sparse attention (QSA): per layer, the blocks of positions its pooled indexer
+    /// keys cover (0: dense attention).
+    pub compress_ratios: Vec<u32>,
+    /// Qwen4-exp's n-gram hash embeddings (PLE) into one linear layer's residual streams.
+    pub ple: Option<Ple>,
+}
+
+/// Qwen4-exp's per-layer embeddings (PLE): each token's n-grams (it and up to `ngram - 1` tokens
+/// before it, cut at an end-of-sequence token) are hashed to rows of `per_layer_token_embd`,
+/// `heads_per_ngram` heads of `head_dim` per n-gram length; a gated value and a causal
+/// convolution (dilated by `ngram`, its history kept in the recurrent state) join `layer`'s
+/// residual streams.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ple {
+    pub layer: usize,
+    pub ngram: u32,
+    pub heads_per_ngram: u32,
+    pub conv_kernel: u32,
+    pub eos: u32,
+    /// The token an embedding input stands for (llama.cpp falls back to `eos`).
+    pub image_token: u32,
+    pub head_dim: u32,
+    /// The hash's multiplier for each n-gram offset.
+    pub multipliers: Vec<u64>,
+    /// Per head, the first row of its range in the table and the range's size.
+    pub offsets: Vec<u32>,
+    pub vocab_sizes: Vec<u32>,
+}
+
+impl Ple {
+    pub fn n_heads(&self) -> u32 {
+        (self.ngram - 1) * self.heads_per_ngram
+    }
+
+    /// Floats of the convolution's history per sequence: `(kernel - 1) * ngram` steps of every
+    /// stream's channels.
+    pub fn conv_state(&self, n_embd: u32, hc: u32) -> u32 {
+        (self.conv_kernel - 1) * self.ngram * hc * n_embd
+    }
 }
 
 /// The lightning indexer of DeepSeek sparse attention: per token it scores every cached key with
@@ -530,6 +571,9 @@ impl HParams {
             hc_count: 0,
             hc_eps: 0.0,
             hc_magnitude: 0.0,
+            hc_low_rank: 0,
+            compress_ratios: Vec::new(),
+            ple: None,
         };
         arch.load_hparams(meta, &mut hp)?;
         // Each architecture reads the epsilon of the norms it uses.

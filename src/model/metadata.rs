@@ -210,6 +210,20 @@ impl Meta<'_> {
         .transpose()
     }
 
+    /// An array of non-negative integers of any width, if present.
+    pub fn u64_array_opt(&self, key: &str) -> Result<Option<Vec<u64>>> {
+        let Some(v) = self.0.get(key) else { return Ok(None) };
+        let vals: Option<Vec<u64>> = match v {
+            Value::Array(Array::U64(x)) => Some(x.clone()),
+            Value::Array(Array::U32(x)) => Some(x.iter().map(|&v| v.into()).collect()),
+            Value::Array(Array::I32(x)) => x.iter().map(|&v| u64::try_from(v).ok()).collect(),
+            Value::Array(Array::I64(x)) => x.iter().map(|&v| u64::try_from(v).ok()).collect(),
+            _ => None,
+        };
+        vals.map(Some)
+            .ok_or_else(|| mistyped(key, v, "an array of non-negative integers"))
+    }
+
     /// An array of strings, if present.
     pub fn str_array_opt(&self, key: &str) -> Result<Option<&[Vec<u8>]>> {
         match self.0.get(key) {

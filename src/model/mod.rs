@@ -331,7 +331,13 @@ fn check_tensors_match(specs: &[TensorSpec], tensors: &[(usize, &TensorInfo)]) -
             }
             None => {}
             Some(t) => {
-                let fits = |shape: &[u64]| (0..4).all(|i| t.ne[i] == shape.get(i).copied().unwrap_or(1));
+                let last = s.shape.len().saturating_sub(1);
+                let fits = |shape: &[u64]| {
+                    (0..4).all(|i| {
+                        let want = shape.get(i).copied().unwrap_or(1);
+                        t.ne[i] == want || (s.more_rows && i == last && t.ne[i] > want)
+                    })
+                };
                 if !fits(&s.shape) && !s.or_shape.as_deref().is_some_and(fits) {
                     return Err(Error::model(format!(
                         "tensor '{}' has shape {:?} but the hyper-parameters require {:?}",

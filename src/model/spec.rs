@@ -65,6 +65,8 @@ pub struct TensorSpec {
     /// Another shape the file may give it instead (Laguna's attention gate: one value per head
     /// or per element).
     pub or_shape: Option<Vec<u64>>,
+    /// The file may give it more rows (outermost dimension) than `shape` (a padded table).
+    pub more_rows: bool,
 }
 
 impl TensorSpec {
@@ -76,6 +78,15 @@ impl TensorSpec {
             matmul_only: false,
             unless: None,
             or_shape: None,
+            more_rows: false,
+        }
+    }
+
+    /// The same, also accepting more rows than `shape` has.
+    pub fn at_least(self) -> TensorSpec {
+        TensorSpec {
+            more_rows: true,
+            ..self
         }
     }
 
@@ -122,6 +133,7 @@ pub fn with_weight_scales(mut specs: Vec<TensorSpec>) -> Vec<TensorSpec> {
                 matmul_only: false,
                 unless: None,
                 or_shape: None,
+                more_rows: false,
             });
         }
     }

@@ -8,6 +8,7 @@ mod cells;
 mod state;
 
 pub use cells::{RsCells, SeqGroup, Window};
+pub use state::Staged;
 
 use crate::error::{Error, Result};
 use crate::ggml::{Arena, BufferTypeId, OwnedBuffer, TensorRef};
@@ -18,6 +19,9 @@ pub struct Recurrent {
     /// Per layer (r, s): [n_embd_r, cells] and [n_embd_s, cells], F32; None for a layer that is
     /// not recurrent.
     layers: Vec<Option<(TensorRef, TensorRef)>>,
+    /// Per layer, the history of Qwen4-exp's PLE convolution ([conv_state, cells]) in the layer
+    /// that has one: llama.cpp keeps it as a second row beside the layer's `r`.
+    ple: Vec<Option<TensorRef>>,
     n_seq_max: usize,
     storage: (OwnedBuffer, Arena),
 }
@@ -31,17 +35,28 @@ impl Recurrent {
         let rows = (size * (1 + n_rs_seq)) as i64;
         let n_layer = hp.n_layer as usize;
         let (n_embd_r, n_embd_s) = (hp.n_embd_r() as i64, hp.n_embd_s() as i64);
-        let mut arena = Arena::new(2 * n_layer).map_err(Error::Ggml)?;
+        let mut arena = Arena::new(3 * n_layer).map_err(Error::Ggml)?;
         let f32t = ggml_sys::ggml_type_GGML_TYPE_F32;
         let mut layers = Vec::with_capacity(n_layer);
+        let mut ple = Vec::with_capacity(n_layer);
         for il in 0..n_layer {
+            let keeps_ple = hp.ple.as_ref().is_some_and(|p| p.layer == il);
             if !hp.is_recurrent(il) {
                 layers.push(None);
+                ple.push(None);
                 continue;
             }
             let r = arena.new_tensor(f32t, &[n_embd_r, rows], &format!("cache_r_l{il}"));
             let s = arena.new_tensor(f32t, &[n_embd_s, rows], &format!("cache_s_l{il}"));
             layers.push(Some((r.map_err(Error::invalid)?, s.map_err(Error::invalid)?)));
+            ple.push(match hp.ple.as_ref().filter(|_| keeps_ple) {
+                Some(p) => {
+                    let width = i64::from(p.conv_state(hp.n_embd, hp.hc_count));
+                    let t = arena.new_tensor(f32t, &[width, rows], &format!("cache_ple_r_l{il}"));
+                    Some(t.map_err(Error::invalid)?)
+                }
+                None => None,
+            });
         }
         let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("recurrent state: {e}")))?;
         // Fresh states are zero (and padding must not hold NaN patterns).
@@ -53,6 +68,7 @@ impl Recurrent {
         Ok(Recurrent {
             cells: RsCells::new(size, n_rs_seq),
             layers,
+            ple,
             n_seq_max,
             storage: (buffer, arena),
         })
@@ -65,6 +81,11 @@ impl Recurrent {
             .copied()
             .flatten()
             .ok_or_else(|| Error::Internal(format!("layer {il} has no recurrent state")))
+    }
+
+    /// Layer `il`'s PLE convolution history, where it has one.
+    pub fn ple(&self, il: usize) -> Option<TensorRef> {
+        self.ple.get(il).copied().flatten()
     }
 
     pub fn size(&self) -> usize {

@@ -1,7 +1,8 @@
 //! Recurrent states as bytes, in the layout llama.cpp 0.3.36 writes for its recurrent memory:
 //! `u32 cell_count`, per cell `i32 pos, u32 n_seq` and its sequence ids (none when one
 //! sequence's state is written), then `u32 s_trans (0), u32 n_layer`, per recurrent layer
-//! `i32 r_type, u64 r_row_bytes` and the cells' convolution rows, then per recurrent layer
+//! `i32 r_type, u64 r_row_bytes` and the cells' convolution rows (followed, in a layer with a PLE
+//! convolution, by `u64 row_bytes` and its history rows), then per recurrent layer
 //! `i32 s_type, u64 s_row_bytes` and their scan rows.
 
 use super::Recurrent;
@@ -14,10 +15,12 @@ fn bad(msg: impl Into<String>) -> Error {
 }
 
 /// A state as read, checked but not yet applied.
-struct Staged {
+pub struct Staged {
     cells: Vec<(i32, SeqSet)>,
     /// Per recurrent layer, the cells' (r, s) rows, concatenated.
     rows: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Per recurrent layer, its PLE history rows (empty without).
+    ple: Vec<Vec<u8>>,
 }
 
 impl Recurrent {
@@ -27,6 +30,12 @@ impl Recurrent {
 
     fn recurrent_layers(&self) -> impl Iterator<Item = (TensorRef, TensorRef)> + '_ {
         self.layers.iter().flatten().copied()
+    }
+
+    /// Per recurrent layer, its PLE history, if it has one.
+    fn ple_rows(&self) -> Vec<Option<TensorRef>> {
+        let layers = self.layers.iter().zip(&self.ple);
+        layers.filter(|(l, _)| l.is_some()).map(|(_, p)| *p).collect()
     }
 
     /// Append the state of `seq` (every sequence when None) to `out`.
@@ -58,8 +67,16 @@ impl Recurrent {
             }
             Ok(())
         };
-        for (r, _) in self.recurrent_layers() {
+        for ((r, _), p) in self.recurrent_layers().zip(self.ple_rows()) {
             copy(r, out)?;
+            // The PLE history follows its layer's r, with its row size but no type.
+            if let Some(p) = p {
+                let row = Self::row_bytes(p);
+                out.put(&(row as u64).to_le_bytes());
+                for &(_, src) in &saved {
+                    out.tensor(p, src * row, row)?;
+                }
+            }
         }
         for (_, s) in self.recurrent_layers() {
             copy(s, out)?;
@@ -71,6 +88,11 @@ impl Recurrent {
     /// checked completely before anything changes; on error the memory is as it was.
     pub fn state_read(&mut self, dest: Option<usize>, src: &mut dyn Source) -> Result<()> {
         let staged = self.read_staged(dest, src)?;
+        self.apply_staged(dest, staged)
+    }
+
+    /// Apply a state `read_staged` checked; on error the memory is as it was.
+    pub fn apply_staged(&mut self, dest: Option<usize>, staged: Staged) -> Result<()> {
         let before = self.cells.clone();
         let first = match dest {
             None => self
@@ -99,6 +121,11 @@ impl Recurrent {
                 tensor_write(r, first * Self::row_bytes(r), r_rows).map_err(Error::Ggml)?;
                 tensor_write(s, first * Self::row_bytes(s), s_rows).map_err(Error::Ggml)?;
             }
+            for (p, rows) in self.ple_rows().into_iter().zip(&staged.ple) {
+                if let Some(p) = p {
+                    tensor_write(p, first * Self::row_bytes(p), rows).map_err(Error::Ggml)?;
+                }
+            }
             Ok(())
         });
         match written {
@@ -108,7 +135,8 @@ impl Recurrent {
         written
     }
 
-    fn read_staged(&self, dest: Option<usize>, src: &mut dyn Source) -> Result<Staged> {
+    /// Read and check one sequence's state (`dest`) or every state from `src`, changing nothing.
+    pub fn read_staged(&self, dest: Option<usize>, src: &mut dyn Source) -> Result<Staged> {
         let count = u32_of(src)? as usize;
         if count > self.size() {
             return Err(bad(format!("{count} cells, this context has {}", self.size())));
@@ -159,13 +187,27 @@ impl Recurrent {
         };
         let layers: Vec<(TensorRef, TensorRef)> = self.recurrent_layers().collect();
         let mut r_rows = Vec::with_capacity(layers.len());
-        for (il, &(r, _)) in layers.iter().enumerate() {
+        let mut ple = Vec::with_capacity(layers.len());
+        for (il, (&(r, _), p)) in layers.iter().zip(self.ple_rows()).enumerate() {
             r_rows.push(read(r, il, "r", src)?);
+            ple.push(match p {
+                Some(p) => {
+                    let row = u64_of(src)?;
+                    if row != Self::row_bytes(p) as u64 {
+                        return Err(bad(format!(
+                            "layer {il}: PLE rows of {row} bytes, this context's are {}",
+                            Self::row_bytes(p)
+                        )));
+                    }
+                    src.take(count * Self::row_bytes(p))?.to_vec()
+                }
+                None => Vec::new(),
+            });
         }
         let mut rows = Vec::with_capacity(layers.len());
         for ((il, &(_, s)), r) in layers.iter().enumerate().zip(r_rows) {
             rows.push((r, read(s, il, "s", src)?));
         }
-        Ok(Staged { cells, rows })
+        Ok(Staged { cells, rows, ple })
     }
 }

@@ -113,7 +113,7 @@ impl Graph {
         self.unary(a, "exp", ggml_sys::ggml_exp)
     }
 
-    fn unary(
+    pub(super) fn unary(
         &mut self,
         a: TensorRef,
         what: &str,

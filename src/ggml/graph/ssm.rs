@@ -172,6 +172,53 @@ impl Graph {
         )
     }
 
+    /// Per token, `scale` times the sum over `x`'s rows ([n, rows, n_tokens]) of each times the
+    /// sigmoid of its gate (`gate`, as `x`): [n, n_tokens] (ggml's `dsv4_hc_pre_gated`).
+    pub fn gated_row_mean(&mut self, x: TensorRef, gate: TensorRef, scale: f32) -> OpResult {
+        self.room()?;
+        let (xn, gn) = (x.ne(), gate.ne());
+        let ok = x.ggml_type() == F32 && gate.ggml_type() == F32 && xn[1] > 0 && xn[3] == 1 && gn == xn;
+        if !ok {
+            return Err(format!("gated_row_mean: x {xn:?}, gate {gn:?} do not fit (both F32)"));
+        }
+        // SAFETY: types and shapes as ggml and its CPU kernel assert; the kernel reads by strides.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_dsv4_hc_pre_gated(self.ctx.as_ptr(), x.as_ptr(), gate.as_ptr(), scale) },
+            "dsv4_hc_pre_gated",
+        )
+    }
+
+    /// Each of `residual`'s rows ([n, rows, n_tokens]) plus `x` ([n, n_tokens]) times the row's
+    /// weight in `post` ([rows, n_tokens]) (ggml's `dsv4_hc_post` without a mixing matrix).
+    pub fn add_weighted_rows(&mut self, x: TensorRef, residual: TensorRef, post: TensorRef) -> OpResult {
+        self.room()?;
+        let (xn, rn, pn) = (x.ne(), residual.ne(), post.ne());
+        let ok = [x, residual, post].iter().all(|t| t.ggml_type() == F32)
+            && rn[1] > 0
+            && xn == [rn[0], rn[2], 1, 1]
+            && rn[3] == 1
+            && pn == [rn[1], rn[2], 1, 1];
+        if !ok {
+            return Err(format!(
+                "add_weighted_rows: x {xn:?}, residual {rn:?}, post {pn:?} do not fit (all F32)"
+            ));
+        }
+        // SAFETY: types and shapes as ggml and its CPU kernel assert; a null mixing matrix is
+        // ggml's documented identity.
+        Self::wrap(
+            unsafe {
+                ggml_sys::ggml_dsv4_hc_post(
+                    self.ctx.as_ptr(),
+                    x.as_ptr(),
+                    residual.as_ptr(),
+                    post.as_ptr(),
+                    std::ptr::null_mut(),
+                )
+            },
+            "dsv4_hc_post",
+        )
+    }
+
     /// The gated delta rule over queries and keys `q`, `k` ([S, H_k, n_tokens, n_seqs]), values
     /// `v` ([S, H_v, n_tokens, n_seqs], H_v a multiple of H_k), a decay `g` ([1 or S, H_v,
     /// n_tokens, n_seqs]), write strengths `beta` ([1, H_v, n_tokens, n_seqs]) and each

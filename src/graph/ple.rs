@@ -1,0 +1,250 @@
+//! Qwen4-exp's n-gram hash embeddings (PLE). Each token's n-grams (itself and the tokens before
+//! it in its sequence, found in the cache's cells; an end-of-sequence token cuts the window) are
+//! hashed on the host (ggml has neither 64-bit integers nor xor) to rows of a shared table; in
+//! the one layer that has them, a gate from the embeddings' key against each residual stream
+//! scales their value into the streams, and a causal convolution dilated by the n-gram size (its
+//! history in the recurrent state) adds the rest.
+
+use super::{ggml_err, Builder};
+use crate::error::{Error, Result};
+use crate::ggml::{row_size, TensorRef};
+use crate::kv::{KvCache, TokenPlace};
+use crate::model::hparams::Ple;
+
+/// Per token ([n_tokens][n_heads]), the table rows of its n-gram hashes. The cache must hold the
+/// ubatch's own cells already (its tokens are read back from them like the earlier ones).
+pub fn rows(ple: &Ple, kv: &KvCache, places: &[TokenPlace]) -> Result<Vec<i32>> {
+    let (n_gram, per) = (ple.ngram as usize, ple.heads_per_ngram as usize);
+    let n_heads = ple.n_heads() as usize;
+    let eos = i64::from(ple.eos);
+    let mut out = Vec::with_capacity(places.len() * n_heads);
+    for t in places {
+        if t.seqs.iter().nth(1).is_some() {
+            return Err(Error::invalid(
+                "n-gram embeddings need each token in one sequence (its history would be ambiguous)",
+            ));
+        }
+        // The token, then its predecessors: EOS from the first missing one or EOS on.
+        let mut ctx = vec![i64::from(t.ext.tok); n_gram];
+        let mut cut = false;
+        for (s, c) in ctx.iter_mut().enumerate().skip(1) {
+            let prev = if cut {
+                None
+            } else {
+                token_at_or_before(kv, t.primary_seq, t.pos - s as i32)
+            };
+            cut = cut || prev.is_none_or(|p| p < 0 || i64::from(p) == eos);
+            *c = if cut { eos } else { i64::from(prev.unwrap_or_default()) };
+        }
+        for n in 2..=n_gram {
+            let mixed = ctx[..n]
+                .iter()
+                .zip(&ple.multipliers)
+                .fold(0u64, |m, (&c, &mul)| m ^ (c as u64).wrapping_mul(mul));
+            for h in (n - 2) * per..(n - 1) * per {
+                let row = mixed % u64::from(ple.vocab_sizes[h]) + u64::from(ple.offsets[h]);
+                out.push(row as i32);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The token of `seq`'s cell at the highest position at or before `p` (of several there, the
+/// last cell's), as llama.cpp's cells answer it; None when there is none.
+fn token_at_or_before(kv: &KvCache, seq: usize, p: i32) -> Option<i32> {
+    if p < 0 {
+        return None;
+    }
+    let cells = kv.stream(kv.stream_of(seq));
+    let mut best: Option<(i32, i32)> = None;
+    for j in 0..cells.size() {
+        match cells.pos(j) {
+            Some(q) if q <= p && cells.seqs(j).contains(seq) && best.is_none_or(|(bq, _)| q >= bq) => {
+                best = Some((q, cells.ext(j).tok));
+            }
+            _ => {}
+        }
+    }
+    best.map(|(_, tok)| tok)
+}
+
+impl Builder<'_> {
+    /// The PLE rows' embeddings, [head_dim * n_heads, n_tokens] (made before the layers).
+    pub fn ple_embeddings(&mut self) -> Result<Option<TensorRef>> {
+        let Some(ple) = self.hp.ple.as_ref() else {
+            return Ok(None);
+        };
+        let n_heads = i64::from(ple.n_heads());
+        let nt = self.shape.n_tokens as i64;
+        let rows = self
+            .g
+            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")
+            .map_err(ggml_err)?;
+        self.inputs.ple_rows = Some(rows);
+        let table = self.weight("per_layer_token_embd.weight")?;
+        let emb = self.g.get_rows(table, rows).map_err(ggml_err)?;
+        let emb = self
+            .g
+            .reshape(emb, &[i64::from(ple.head_dim) * n_heads, nt])
+            .map_err(ggml_err)?;
+        Ok(Some(self.name(emb, "ple_embd", None)))
+    }
+
+    /// The residual streams `hidden` ([n_embd, hc, n_tokens]) of layer `il` with the embeddings
+    /// `emb` added through the gate and the convolution.
+    pub fn ple_layer(&mut self, il: usize, emb: TensorRef, hidden: TensorRef) -> Result<TensorRef> {
+        let hp = self.hp;
+        let ple = hp
+            .ple
+            .as_ref()
+            .ok_or_else(|| Error::Internal("no PLE in this model".into()))?;
+        let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
+        let nt = self.shape.n_tokens as i64;
+        let l = Some(il);
+        let key = self.layer_matmul(il, "ple_key.weight", emb)?;
+        let value = self.layer_matmul(il, "ple_value.weight", emb)?;
+        let key = self.stream_norm(il, key, "ple_norm_key.weight")?;
+        let query = self.stream_norm(il, hidden, "ple_norm_query.weight")?;
+
+        // Per stream, the signed square root of the scaled dot product, through a sigmoid.
+        let s = self.g.mul(key, query).map_err(ggml_err)?;
+        let s = self.g.sum_rows(s).map_err(ggml_err)?;
+        let s = self.scale(s, 1.0 / (e as f32).sqrt())?;
+        let mag = self.g.abs(s).map_err(ggml_err)?;
+        let mag = self.g.clamp(mag, 1e-6, f32::INFINITY).map_err(ggml_err)?;
+        let mag = self.g.sqrt(mag).map_err(ggml_err)?;
+        let sign = self.g.sgn(s).map_err(ggml_err)?;
+        let gate = self.g.mul(sign, mag).map_err(ggml_err)?;
+        let gate = self.g.sigmoid(gate).map_err(ggml_err)?;
+        let gate = self.name(gate, "ple_gate", l);
+
+        let v = self.g.reshape(value, &[e, 1, nt]).map_err(ggml_err)?;
+        let v = self.g.repeat(v, [e, hc, nt, 1]).map_err(ggml_err)?;
+        let gated = self.g.mul(v, gate).map_err(ggml_err)?;
+        let gated = self.name(gated, "ple_gated_value", l);
+
+        let normed = self.stream_norm(il, gated, "ple_norm_conv.weight")?;
+        let conv = self.ple_conv(il, ple, normed)?;
+        let conv = self.name(conv, "ple_conv_out", l);
+        let added = self.add(gated, conv)?;
+        self.add(hidden, added)
+    }
+
+    /// RMS norm of each stream of `x` ([n_embd * hc, ...]) times layer `il`'s [n_embd, hc]
+    /// weight `name`: [n_embd, hc, n_tokens].
+    fn stream_norm(&mut self, il: usize, x: TensorRef, name: &str) -> Result<TensorRef> {
+        let (e, hc) = (i64::from(self.hp.n_embd), i64::from(self.hp.hc_count));
+        let x = self
+            .g
+            .reshape(x, &[e, hc, self.shape.n_tokens as i64])
+            .map_err(ggml_err)?;
+        let w = self.layer_weight(il, name)?;
+        let w = self.g.reshape(w, &[e, hc]).map_err(ggml_err)?;
+        self.rms_norm(x, w)
+    }
+
+    /// The depthwise causal convolution of `x` ([n_embd, hc, n_tokens]) by layer `il`'s
+    /// `ple_conv1d` ([kernel, n_embd * hc]), dilated by the n-gram size, as a sum of shifted
+    /// copies (llama.cpp's op order), with SiLU: [n_embd, hc, n_tokens].
+    fn ple_conv(&mut self, il: usize, ple: &Ple, x: TensorRef) -> Result<TensorRef> {
+        let (e, hc) = (i64::from(self.hp.n_embd), i64::from(self.hp.hc_count));
+        let width = e * hc;
+        let rs = self.recurrent_shape()?;
+        let n_seqs = rs.n_seqs as i64;
+        let nt = self.shape.n_tokens as i64;
+        let nst = nt / n_seqs;
+        let (kern, dil) = (i64::from(ple.conv_kernel), i64::from(ple.ngram));
+        let hist = (kern - 1) * dil;
+        let states = self
+            .rs
+            .and_then(|r| r.ple(il))
+            .ok_or_else(|| Error::Internal(format!("layer {il} keeps no PLE history")))?;
+        let x = self.g.reshape(x, &[width, nst, n_seqs]).map_err(ggml_err)?;
+        let k = self.rs.map_or(0, |r| r.n_rs_seq()) + 1;
+        let padded = self.conv_history(states, x, hist, width, k, true)?;
+        let w = self.layer_weight(il, "ple_conv1d.weight")?;
+        let pnb = padded.nb();
+        let mut out: Option<TensorRef> = None;
+        for tap in 0..kern {
+            let start = hist - (kern - 1 - tap) * dil;
+            let view = self
+                .g
+                .view(
+                    padded,
+                    &[nst, width, n_seqs],
+                    &[pnb[1], pnb[2]],
+                    row_size(padded.ggml_type(), start),
+                )
+                .map_err(ggml_err)?;
+            let shifted = self.g.transpose(view).map_err(ggml_err)?;
+            let shifted = self.g.cont(shifted).map_err(ggml_err)?;
+            let wk = self
+                .g
+                .view(w, &[1, width], &[w.nb()[1]], tap as usize * w.nb()[0])
+                .map_err(ggml_err)?;
+            let wk = self.g.cont(wk).map_err(ggml_err)?;
+            let mut wk = self.g.reshape(wk, &[width]).map_err(ggml_err)?;
+            if wk.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 {
+                wk = self.g.cast(wk, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?;
+            }
+            let term = self.g.mul(shifted, wk).map_err(ggml_err)?;
+            out = Some(match out {
+                Some(o) => self.add(o, term)?,
+                None => term,
+            });
+        }
+        let out = out.ok_or_else(|| Error::model("a PLE convolution of no taps"))?;
+        let out = self.g.silu(out).map_err(ggml_err)?;
+        let out = self.g.cont(out).map_err(ggml_err)?;
+        self.g.reshape(out, &[e, hc, nt]).map_err(ggml_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::{CellExt, SeqSet};
+
+    fn token(seq: usize, pos: i32, tok: i32) -> TokenPlace {
+        TokenPlace {
+            pos,
+            seqs: SeqSet::single(seq),
+            primary_seq: seq,
+            ext: CellExt { x: pos, y: pos, tok },
+        }
+    }
+
+    fn ple() -> Ple {
+        Ple {
+            layer: 0,
+            ngram: 3,
+            heads_per_ngram: 1,
+            conv_kernel: 2,
+            eos: 0,
+            image_token: 0,
+            head_dim: 4,
+            multipliers: vec![1, 3, 5],
+            offsets: vec![0, 100],
+            vocab_sizes: vec![100, 50],
+        }
+    }
+
+    #[test]
+    fn ngrams_hash_the_tokens_before_and_stop_at_eos() {
+        let mut kv = KvCache::without_layers(8);
+        let toks = [token(0, 0, 7), token(0, 1, 9), token(0, 2, 11)];
+        kv.place(&toks).expect("room");
+        let r = rows(&ple(), &kv, &toks).unwrap();
+        // Position 0: both predecessors missing (EOS, 0): 7 and 7 ^ 0 ^ 0.
+        assert_eq!(&r[..2], [7, 107]);
+        // Position 2: 11 ^ 9*3 = 11 ^ 27 = 16; then ^ 7*5 = 16 ^ 35 = 51.
+        assert_eq!(&r[4..], [16, 101]);
+        // An EOS before cuts everything at and before it.
+        let mut kv = KvCache::without_layers(8);
+        let toks = [token(0, 0, 7), token(0, 1, 0), token(0, 2, 11)];
+        kv.place(&toks).expect("room");
+        let r = rows(&ple(), &kv, &toks).unwrap();
+        assert_eq!(&r[4..], [11, 111]);
+    }
+}
