@@ -1910,16 +1910,48 @@ def lfm2moe(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def delta_net(tensors, weights, blk, n_v_heads, n_k_heads, state, conv, joint_ba=False):
+    """A gated delta net layer's tensors (`joint_ba`: Qwen3-Next's beta and alpha, per key head, in
+    one projection)."""
+    inner, conv_dim = n_v_heads * state, 2 * n_k_heads * state + n_v_heads * state
+    tensors[blk + "attn_qkv.weight"] = weights.matrix(conv_dim, N_EMBD)
+    tensors[blk + "attn_gate.weight"] = weights.matrix(inner, N_EMBD)
+    tensors[blk + "ssm_conv1d.weight"] = weights.matrix(conv_dim, conv)
+    tensors[blk + "ssm_dt.bias"] = weights.bias(n_v_heads)
+    tensors[blk + "ssm_a"] = -np.abs(weights.norm(n_v_heads))
+    if joint_ba:
+        tensors[blk + "ssm_ba.weight"] = weights.matrix(2 * n_v_heads, N_EMBD)
+    else:
+        tensors[blk + "ssm_beta.weight"] = weights.matrix(n_v_heads, N_EMBD)
+        tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
+    tensors[blk + "ssm_norm.weight"] = weights.norm(state)
+    tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+
+
+def qwen_experts(tensors, weights, blk, n_ff_exp, n_ff_sh, fused):
+    """Four softmax-routed experts (gate and up stacks in one tensor when `fused`) beside a shared
+    expert with its sigmoid gate."""
+    tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+    gate, up = weights.experts(4, n_ff_exp, N_EMBD), weights.experts(4, n_ff_exp, N_EMBD)
+    if fused:
+        tensors[blk + "ffn_gate_up_exps.weight"] = np.concatenate([gate, up], axis=1)
+    else:
+        tensors[blk + "ffn_gate_exps.weight"] = gate
+        tensors[blk + "ffn_up_exps.weight"] = up
+    tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, n_ff_exp)
+    tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
+    tensors.update(weights.shared_expert(blk, n_ff_sh))
+
+
 def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
     # Qwen3.5: gated delta net layers around a full attention layer whose doubled query projection
     # carries an output gate; interleaved M-RoPE; post-attention norms before the FFNs.
     n_v_heads, n_k_heads, state, conv = 4, 2, N_EMBD // 4, 4
-    inner, conv_dim = n_v_heads * state, 2 * n_k_heads * state + n_v_heads * state
     decoder_keys(w, a, 3, 100000.0)
     w.add_array(f"{a}.attention.recurrent_layers", [True, False, True])
     if a != "qwen3next":
         w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
-    ssm_block_keys(w, a, conv, inner, state, n_v_heads, n_k_heads)
+    ssm_block_keys(w, a, conv, n_v_heads * state, state, n_v_heads, n_k_heads)
     tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
     for il in range(3):
         blk = f"blk.{il}."
@@ -1929,19 +1961,7 @@ def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
             continue
         for t in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
             del tensors[blk + t + ".weight"]
-        tensors[blk + "attn_qkv.weight"] = weights.matrix(conv_dim, N_EMBD)
-        tensors[blk + "attn_gate.weight"] = weights.matrix(inner, N_EMBD)
-        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(conv_dim, conv)
-        tensors[blk + "ssm_dt.bias"] = weights.bias(n_v_heads)
-        tensors[blk + "ssm_a"] = -np.abs(weights.norm(n_v_heads))
-        if a == "qwen3next":
-            # Qwen3-Next: per key head, its value heads' beta then their alpha, in one projection.
-            tensors[blk + "ssm_ba.weight"] = weights.matrix(2 * n_v_heads, N_EMBD)
-        else:
-            tensors[blk + "ssm_beta.weight"] = weights.matrix(n_v_heads, N_EMBD)
-            tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
-        tensors[blk + "ssm_norm.weight"] = weights.norm(state)
-        tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+        delta_net(tensors, weights, blk, n_v_heads, n_k_heads, state, conv, joint_ba=a == "qwen3next")
     if a in ("qwen35moe", "qwen3next"):
         # Four experts, two per token, beside a gated shared expert; the first layer's gate and
         # up stacks in one fused tensor.
@@ -1953,16 +1973,7 @@ def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
             blk = f"blk.{il}."
             for t in ("ffn_gate", "ffn_up", "ffn_down"):
                 del tensors[blk + t + ".weight"]
-            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
-            gate, up = weights.experts(4, n_ff_exp, N_EMBD), weights.experts(4, n_ff_exp, N_EMBD)
-            if il == 0:
-                tensors[blk + "ffn_gate_up_exps.weight"] = np.concatenate([gate, up], axis=1)
-            else:
-                tensors[blk + "ffn_gate_exps.weight"] = gate
-                tensors[blk + "ffn_up_exps.weight"] = up
-            tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, n_ff_exp)
-            tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
-            tensors.update(weights.shared_expert(blk, n_ff_sh))
+            qwen_experts(tensors, weights, blk, n_ff_exp, n_ff_sh, fused=il == 0)
     add_tensors(w, tensors, dtype)
 
 
@@ -1981,13 +1992,12 @@ def qwen4exp(w, weights, n_vocab, dtype):
     # embeddings (PLE) in the first layer, their table padded past the heads' ranges.
     a, n_layer, hc, rank = "qwen4exp", 4, 3, 4
     n_v_heads, n_k_heads, state, conv = 4, 2, N_EMBD // 4, 4
-    inner, conv_dim = n_v_heads * state, 2 * n_k_heads * state + n_v_heads * state
     n_ff_exp, n_ff_sh, idx_heads, idx_dim, kern = 48, 32, 2, HEAD, 3
     u64 = gguf.GGUFValueType.UINT64
     decoder_keys(w, a, n_layer, 100000.0)
     w.add_array(f"{a}.attention.recurrent_layers", [True, False, True, False])
     w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
-    ssm_block_keys(w, a, conv, inner, state, n_v_heads, n_k_heads)
+    ssm_block_keys(w, a, conv, n_v_heads * state, state, n_v_heads, n_k_heads)
     experts_keys(w, a, 4, 2)
     w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
     w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_ff_sh)
@@ -2029,15 +2039,7 @@ def qwen4exp(w, weights, n_vocab, dtype):
         mix(tensors, blk + "hc_attn")
         mix(tensors, blk + "hc_ffn")
         if il % 2 == 0:
-            tensors[blk + "attn_qkv.weight"] = weights.matrix(conv_dim, N_EMBD)
-            tensors[blk + "attn_gate.weight"] = weights.matrix(inner, N_EMBD)
-            tensors[blk + "ssm_conv1d.weight"] = weights.matrix(conv_dim, conv)
-            tensors[blk + "ssm_dt.bias"] = weights.bias(n_v_heads)
-            tensors[blk + "ssm_a"] = -np.abs(weights.norm(n_v_heads))
-            tensors[blk + "ssm_beta.weight"] = weights.matrix(n_v_heads, N_EMBD)
-            tensors[blk + "ssm_alpha.weight"] = weights.matrix(n_v_heads, N_EMBD)
-            tensors[blk + "ssm_norm.weight"] = weights.norm(state)
-            tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
+            delta_net(tensors, weights, blk, n_v_heads, n_k_heads, state, conv)
         else:
             tensors[blk + "attn_q.weight"] = weights.matrix(2 * N_HEAD * HEAD, N_EMBD)
             tensors[blk + "attn_k.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
@@ -2057,16 +2059,7 @@ def qwen4exp(w, weights, n_vocab, dtype):
             for t in ("key", "query", "conv"):
                 tensors[blk + f"ple_norm_{t}.weight"] = np.stack([weights.norm(N_EMBD) for _ in range(hc)])
             tensors[blk + "ple_conv1d.weight"] = weights.matrix(wide, kern)
-        tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
-        gate, up = weights.experts(4, n_ff_exp, N_EMBD), weights.experts(4, n_ff_exp, N_EMBD)
-        if il == 0:
-            tensors[blk + "ffn_gate_up_exps.weight"] = np.concatenate([gate, up], axis=1)
-        else:
-            tensors[blk + "ffn_gate_exps.weight"] = gate
-            tensors[blk + "ffn_up_exps.weight"] = up
-        tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, n_ff_exp)
-        tensors[blk + "ffn_gate_inp_shexp.weight"] = weights.norm(N_EMBD) - 1.0
-        tensors.update(weights.shared_expert(blk, n_ff_sh))
+        qwen_experts(tensors, weights, blk, n_ff_exp, n_ff_sh, fused=il == 0)
     add_tensors(w, tensors, dtype)
 
 

@@ -102,7 +102,7 @@ impl ArchSpec for Qwen35 {
 }
 
 /// The experts' keys (required: these architectures have no dense FFN).
-fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
+pub(super) fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
     if hp.n_expert == 0 || hp.n_expert_used == 0 {
         return Err(Error::model(format!(
             "{} needs expert_count and expert_used_count",
@@ -145,33 +145,12 @@ fn tensors(hp: &HParams, style: DeltaNet) -> Vec<TensorSpec> {
     let mut specs = Vec::new();
     head_tensors(hp, &mut specs);
     let e = hp.n_embd;
-    let (head, n_k, n_v, inner) = (hp.ssm_d_state, hp.ssm_n_group, hp.ssm_dt_rank, hp.ssm_d_inner);
-    let conv_dim = 2 * head * n_k + inner;
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
         specs.push(TensorSpec::new(b("post_attention_norm.weight"), &[e], true));
         if hp.is_recurrent(il) {
-            specs.push(TensorSpec::matmul(b("attn_qkv.weight"), &[e, conv_dim], true));
-            specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, inner], true));
-            specs.push(TensorSpec::new(
-                b("ssm_conv1d.weight"),
-                &[hp.ssm_d_conv, conv_dim],
-                true,
-            ));
-            specs.push(TensorSpec::new(b("ssm_dt.bias"), &[n_v], true));
-            specs.push(TensorSpec::new(b("ssm_a"), &[n_v], true));
-            if style == DeltaNet::Qwen3Next {
-                specs.push(TensorSpec::matmul(b("ssm_ba.weight"), &[e, 2 * n_v], true));
-                // The older files' interleaved q, k, v, z projection, which llama.cpp loads and
-                // leaves unused once the split projections are there.
-                specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[e, conv_dim + inner], false));
-            } else {
-                specs.push(TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true));
-                specs.push(TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true));
-            }
-            specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / n_v], true));
-            specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
+            delta_net_tensors(hp, il, style, &mut specs);
         } else {
             // The query projection is doubled: each head's query, then its output gate.
             let mut attn = Vec::new();
@@ -197,17 +176,51 @@ fn tensors(hp: &HParams, style: DeltaNet) -> Vec<TensorSpec> {
             specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
             continue;
         }
-        let (n, x) = (hp.n_expert, hp.n_ff_exp);
-        let fused = b("ffn_gate_up_exps.weight");
-        specs.push(TensorSpec::matmul(b("ffn_gate_inp.weight"), &[e, n], true));
-        specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
-        specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
-        specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
-        specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
-        specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
-        super::shared_expert_tensors(hp, il, &mut specs);
+        expert_tensors(hp, il, &mut specs);
     }
     specs
+}
+
+/// Layer `il`'s gated delta net.
+pub(super) fn delta_net_tensors(hp: &HParams, il: usize, style: DeltaNet, specs: &mut Vec<TensorSpec>) {
+    let e = hp.n_embd;
+    let (head, n_k, n_v, inner) = (hp.ssm_d_state, hp.ssm_n_group, hp.ssm_dt_rank, hp.ssm_d_inner);
+    let conv_dim = 2 * head * n_k + inner;
+    let b = |s: &str| format!("blk.{il}.{s}");
+    specs.push(TensorSpec::matmul(b("attn_qkv.weight"), &[e, conv_dim], true));
+    specs.push(TensorSpec::matmul(b("attn_gate.weight"), &[e, inner], true));
+    specs.push(TensorSpec::new(
+        b("ssm_conv1d.weight"),
+        &[hp.ssm_d_conv, conv_dim],
+        true,
+    ));
+    specs.push(TensorSpec::new(b("ssm_dt.bias"), &[n_v], true));
+    specs.push(TensorSpec::new(b("ssm_a"), &[n_v], true));
+    if style == DeltaNet::Qwen3Next {
+        specs.push(TensorSpec::matmul(b("ssm_ba.weight"), &[e, 2 * n_v], true));
+        // The older files' interleaved q, k, v, z projection, which llama.cpp loads and
+        // leaves unused once the split projections are there.
+        specs.push(TensorSpec::matmul(b("ssm_in.weight"), &[e, conv_dim + inner], false));
+    } else {
+        specs.push(TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true));
+        specs.push(TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true));
+    }
+    specs.push(TensorSpec::new(b("ssm_norm.weight"), &[inner / n_v], true));
+    specs.push(TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true));
+}
+
+/// Layer `il`'s softmax-routed experts (gate and up fused or apart) and gated shared expert.
+pub(super) fn expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let (e, n, x) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let fused = b("ffn_gate_up_exps.weight");
+    specs.push(TensorSpec::matmul(b("ffn_gate_inp.weight"), &[e, n], true));
+    specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
+    specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
+    specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
+    super::shared_expert_tensors(hp, il, specs);
 }
 
 impl Decoder for Qwen35 {

@@ -8,7 +8,7 @@
 //! embeddings (PLE, `graph/ple.rs`) to the copies first. The [n_embd, hc] norm weights may
 //! be stored flat.
 
-use super::qwen35::{experts_ffn, gated_attention_of};
+use super::qwen35::{delta_net_tensors, expert_tensors, experts_ffn, gated_attention_of, load_experts};
 use super::{head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -125,25 +125,13 @@ impl ArchSpec for Qwen4Exp {
                 .unwrap_or(0);
             specs.push(TensorSpec::new("per_layer_token_embd.weight", &[p.head_dim, rows], true).at_least());
         }
-        let (head, n_k, n_v, inner) = (hp.ssm_d_state, hp.ssm_n_group, hp.ssm_dt_rank, hp.ssm_d_inner);
-        let conv_dim = 2 * head * n_k + n_v * head;
         let ix = &hp.indexer;
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             mix(&mut specs, &b("hc_attn"), true);
             mix(&mut specs, &b("hc_ffn"), true);
             if hp.is_recurrent(il) {
-                specs.extend([
-                    TensorSpec::matmul(b("attn_qkv.weight"), &[e, conv_dim], true),
-                    TensorSpec::matmul(b("attn_gate.weight"), &[e, n_v * head], true),
-                    TensorSpec::new(b("ssm_conv1d.weight"), &[hp.ssm_d_conv, conv_dim], true),
-                    TensorSpec::new(b("ssm_dt.bias"), &[n_v], true),
-                    TensorSpec::new(b("ssm_a"), &[n_v], true),
-                    TensorSpec::matmul(b("ssm_beta.weight"), &[e, n_v], true),
-                    TensorSpec::matmul(b("ssm_alpha.weight"), &[e, n_v], true),
-                    TensorSpec::new(b("ssm_norm.weight"), &[head], true),
-                    TensorSpec::matmul(b("ssm_out.weight"), &[inner, e], true),
-                ]);
+                delta_net_tensors(hp, il, DeltaNet::Qwen4Exp, &mut specs);
             } else {
                 let (hk, q, kv) = (
                     hp.n_embd_head_k,
@@ -179,15 +167,7 @@ impl ArchSpec for Qwen4Exp {
                     TensorSpec::new(b("ple_conv1d.weight"), &[p, hc * e], true),
                 ]);
             }
-            let (x, ne) = (hp.n_ff_exp, hp.n_expert);
-            let fused = b("ffn_gate_up_exps.weight");
-            specs.push(TensorSpec::matmul(b("ffn_gate_inp.weight"), &[e, ne], true));
-            specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, ne], false));
-            specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, ne], true).unless(&fused));
-            specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, ne], true).unless(&fused));
-            specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, ne], true));
-            specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
-            super::shared_expert_tensors(hp, il, &mut specs);
+            expert_tensors(hp, il, &mut specs);
         }
         specs
     }
@@ -206,19 +186,6 @@ fn nonzero(meta: &Meta, key: &str) -> Result<u32> {
         0 => Err(Error::model(format!("{key} must be greater than zero"))),
         v => Ok(v),
     }
-}
-
-/// The experts (every layer has them) and the shared expert's width.
-fn load_experts(meta: &Meta, hp: &mut HParams) -> Result<()> {
-    super::check_experts(hp)?;
-    if hp.n_ff_exp == 0 {
-        hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
-    }
-    hp.n_ff_shexp = meta
-        .u32_opt(&hp.key("expert_shared_feed_forward_length"))?
-        .unwrap_or(hp.n_ff[0]);
-    hp.expert_weights_scale = meta.f32_opt(&hp.key("expert_weights_scale"))?.unwrap_or(0.0);
-    Ok(())
 }
 
 /// The PLE keys, checked as llama.cpp checks them; None without `ple.layers`.

@@ -437,21 +437,14 @@ fn grouped_attention(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kv::{CellExt, SeqSet};
-
-    fn token(seq: usize, pos: i32) -> TokenPlace {
-        TokenPlace {
-            pos,
-            seqs: SeqSet::single(seq),
-            primary_seq: seq,
-            ext: CellExt::default(),
-        }
-    }
 
     /// A cache of 16 cells holding sequence 0 at positions 0..6 and sequence 1 at 0..2.
     fn cache() -> KvCache {
         let mut kv = KvCache::without_layers(16);
-        let tokens: Vec<TokenPlace> = (0..6).map(|p| token(0, p)).chain((0..2).map(|p| token(1, p))).collect();
+        let tokens: Vec<TokenPlace> = (0..6)
+            .map(|p| TokenPlace::at(0, p))
+            .chain((0..2).map(|p| TokenPlace::at(1, p)))
+            .collect();
         kv.place(&tokens).expect("room");
         kv
     }
@@ -460,19 +453,19 @@ mod tests {
     fn positions_map_to_their_cells_and_blocks() {
         let kv = cache();
         let ninf = f32::NEG_INFINITY;
-        let t = [token(0, 4)];
+        let t = [TokenPlace::at(0, 4)];
         assert_eq!(pos_mask(&kv, &t, 8), [0.0, 0.0, 0.0, 0.0, 0.0, ninf, ninf, ninf]);
         // Sequence 1's cells follow sequence 0's.
-        assert_eq!(pos_slots(&kv, &[token(1, 1)], 1, 4), [6, 7, 0, 0]);
+        assert_eq!(pos_slots(&kv, &[TokenPlace::at(1, 1)], 1, 4), [6, 7, 0, 0]);
         assert_eq!(pos_slots(&kv, &t, 1, 8), [0, 1, 2, 3, 4, 5, 0, 0]);
         assert_eq!(cell_blocks(&kv, &t, 1, 8, 4), [0, 0, 0, 0, 1, 1, 0, 0]);
     }
 
     #[test]
     fn local_blocks_end_at_the_tokens_own() {
-        let t = [token(0, 9), token(0, 2)];
+        let t = [TokenPlace::at(0, 9), TokenPlace::at(0, 2)];
         assert_eq!(local_bias(&t, 4, 4, 2), [0.0, 1e30, 1e30, 0.0, 1e30, 0.0, 0.0, 0.0]);
         // Blocks past the covered positions are left out.
-        assert_eq!(local_bias(&[token(0, 9)], 2, 4, 1), [0.0, 0.0]);
+        assert_eq!(local_bias(&[TokenPlace::at(0, 9)], 2, 4, 1), [0.0, 0.0]);
     }
 }

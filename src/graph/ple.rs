@@ -204,15 +204,11 @@ impl Builder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kv::{CellExt, SeqSet};
 
     fn token(seq: usize, pos: i32, tok: i32) -> TokenPlace {
-        TokenPlace {
-            pos,
-            seqs: SeqSet::single(seq),
-            primary_seq: seq,
-            ext: CellExt { x: pos, y: pos, tok },
-        }
+        let mut t = TokenPlace::at(seq, pos);
+        t.ext.tok = tok;
+        t
     }
 
     fn ple() -> Ple {

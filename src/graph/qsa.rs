@@ -45,7 +45,8 @@ struct Group {
 /// The block maps for `places` (grouped by stream, `n_streams` groups) over the first `n_kv`
 /// cells of their streams: full blocks of `ratio` positions held by the same sequences are
 /// numbered in position order; cells in no full block share one spare block (the incomplete
-/// tail, which a token always attends to).
+/// tail, which a token always attends to). llama.cpp ranks the cells instead of their positions
+/// where an image repeats M-RoPE positions; embedding inputs are refused here, so none do.
 pub fn maps(
     kv: &KvCache,
     places: &[TokenPlace],
@@ -293,16 +294,6 @@ impl Builder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kv::CellExt;
-
-    fn token(seq: usize, pos: i32) -> TokenPlace {
-        TokenPlace {
-            pos,
-            seqs: SeqSet::single(seq),
-            primary_seq: seq,
-            ext: CellExt::default(),
-        }
-    }
 
     fn cache(tokens: &[TokenPlace]) -> KvCache {
         let mut kv = KvCache::without_layers(16);
@@ -313,8 +304,8 @@ mod tests {
     #[test]
     fn full_blocks_are_numbered_and_the_tail_is_spare() {
         // One sequence at positions 0..10: blocks of 4 at 0 and 4 are full, 8..10 is the tail.
-        let kv = cache(&(0..10).map(|p| token(0, p)).collect::<Vec<_>>());
-        let m = maps(&kv, &[token(0, 9)], 1, 10, 4, true).unwrap();
+        let kv = cache(&(0..10).map(|p| TokenPlace::at(0, p)).collect::<Vec<_>>());
+        let m = maps(&kv, &[TokenPlace::at(0, 9)], 1, 10, 4, true).unwrap();
         assert_eq!(m.cell_blk, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]);
         assert_eq!(m.blk_cells, [0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0]);
         assert_eq!(&m.blk_pos[..3], [0, 4, 0]);
@@ -323,18 +314,21 @@ mod tests {
         assert_eq!(m.bias, [0.0, 0.0, 1e9]);
         // At position 6 the block at 4 is the token's incomplete one: picked whatever its score
         // (without causality, it competes).
-        let m = maps(&kv, &[token(0, 6)], 1, 10, 4, true).unwrap();
+        let m = maps(&kv, &[TokenPlace::at(0, 6)], 1, 10, 4, true).unwrap();
         assert_eq!(m.bias, [0.0, 1e9, 1e9]);
-        let m = maps(&kv, &[token(0, 6)], 1, 10, 4, false).unwrap();
+        let m = maps(&kv, &[TokenPlace::at(0, 6)], 1, 10, 4, false).unwrap();
         assert_eq!(m.bias, [0.0, 0.0, 1e9]);
     }
 
     #[test]
     fn blocks_of_other_sequences_are_closed() {
         // Sequence 0 at 0..4 and sequence 1 at 0..4: two full groups in block 0.
-        let tokens: Vec<TokenPlace> = (0..4).map(|p| token(0, p)).chain((0..4).map(|p| token(1, p))).collect();
+        let tokens: Vec<TokenPlace> = (0..4)
+            .map(|p| TokenPlace::at(0, p))
+            .chain((0..4).map(|p| TokenPlace::at(1, p)))
+            .collect();
         let kv = cache(&tokens);
-        let m = maps(&kv, &[token(1, 3)], 1, 8, 4, true).unwrap();
+        let m = maps(&kv, &[TokenPlace::at(1, 3)], 1, 8, 4, true).unwrap();
         // The later group comes first.
         assert_eq!(m.cell_blk, [1, 1, 1, 1, 0, 0, 0, 0]);
         assert_eq!(m.blk_cells, [4, 5, 6, 7, 0, 1, 2, 3]);
@@ -344,7 +338,7 @@ mod tests {
 
     #[test]
     fn positions_past_the_cells_are_refused() {
-        let kv = cache(&[token(0, 40)]);
-        assert!(maps(&kv, &[token(0, 40)], 1, 1, 4, true).is_err());
+        let kv = cache(&[TokenPlace::at(0, 40)]);
+        assert!(maps(&kv, &[TokenPlace::at(0, 40)], 1, 1, 4, true).is_err());
     }
 }

@@ -30,6 +30,19 @@ pub struct TokenPlace {
     pub ext: CellExt,
 }
 
+#[cfg(test)]
+impl TokenPlace {
+    /// A token of sequence `seq` alone at `pos` (for tests).
+    pub fn at(seq: usize, pos: i32) -> TokenPlace {
+        TokenPlace {
+            pos,
+            seqs: SeqSet::single(seq),
+            primary_seq: seq,
+            ext: CellExt::default(),
+        }
+    }
+}
+
 pub struct KvCache {
     /// The cells of each stream; stream `s` owns rows `s * stream_size ..` of the tensors.
     streams: Vec<Cells>,
