@@ -46,7 +46,7 @@ normalize() {
         -e 's/as of [0-9-]+ [0-9:]+/as of <date>/' \
         -e 's/[0-9.]+ seconds per pass - ETA.*$/<t> seconds per pass/' \
         -e 's/[0-9]+(\.[0-9]+)? (ms|us|s)( per|,|\)| \/)/<t> \2\3/g' \
-        -e 's/[0-9]+(\.[0-9]+)? (tokens|t)\/s/<speed>/g' \
+        -e 's/ *[0-9]+(\.[0-9]+)? (tokens|t)\/s/ <speed>/g' \
         -e 's/0x[0-9a-f]{6,}/<addr>/g' \
         -e 's/(time|took|elapsed)[^|]*$/\1 <t>/' \
         -e 's/"(t_[a-z_]+|[a-z_]+_ms|[a-z_]+_per_second|[a-z_]+_per_token_ms)": ?[0-9.e+-]+/"\1": <t>/g' \

@@ -54,13 +54,15 @@ int main(void) {
     tu_capture_log();
     llama_backend_init();
     /* The names llama.cpp's llama and gemma3 graphs give (src/models/llama.cpp, gemma3.cpp). */
-    static const char *const llama_names[] = {"inp_embd",  "attn_norm-0", "Qcur-0",     "Kcur-0",
-                                              "Vcur-0",    "kqv_out-0",   "attn_out-0", "ffn_inp-0",
-                                              "ffn_norm-0", "ffn_out-0",  "l_out-0",    "result_norm",
-                                              "result_output"};
-    static const char *const gemma_names[] = {"inp_scaled", "attn_norm-0",    "Qcur-0",       "Kcur-0",
-                                              "Vcur-0",     "attn_post_norm-0", "sa_out-0",   "ffn_norm-0",
-                                              "ffn_out-0",  "ffn_post_norm-0",  "l_out-0",    "result_norm",
+    static const char *const llama_names[] = {"embd",       "norm-0",      "attn_norm-0",   "Qcur-0",
+                                              "Kcur-0",     "Vcur-0",
+                                              "kqv_out-0",  "attn_out-0",  "ffn_inp-0",     "ffn_norm-0",
+                                              "ffn_gate-0", "ffn_up-0",    "ffn_swiglu-0",  "ffn_out-0",
+                                              "l_out-0",    "norm",        "result_norm",   "result_output"};
+    static const char *const gemma_names[] = {"embd",          "inp_scaled",    "attn_norm-0",    "Qcur-0",
+                                              "Qcur_normed-0", "Kcur_normed-0", "Kcur-0",         "Vcur-0",
+                                              "attn_post_norm-0", "sa_out-0",   "ffn_norm-0",     "ffn_geglu-0",
+                                              "ffn_out-0",     "ffn_post_norm-0", "l_out-0",      "result_norm",
                                               "result_output"};
     check_model(SMOLLM2_FILE, llama_names, (int)(sizeof llama_names / sizeof llama_names[0]));
     check_model(GEMMA3_FILE, gemma_names, (int)(sizeof gemma_names / sizeof gemma_names[0]));

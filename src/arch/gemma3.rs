@@ -4,7 +4,7 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{is_sliding, Builder, Decoder, Ffn};
+use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -100,17 +100,18 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
         let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
         let (q, k, v) = b.qkv(il, cur, true)?;
         let (q, k) = if qk_norm {
-            let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
-            let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
-            (b.rms_norm(q, q_norm)?, b.rms_norm(k, k_norm)?)
+            (
+                b.layer_rms_norm(il, q, "attn_q_norm.weight", "Qcur_normed")?,
+                b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?,
+            )
         } else {
             (q, k)
         };
         let q = b.rope(q, il, None)?;
         let k = b.rope(k, il, None)?;
+        let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
         // Gemma scales the queries before attention instead of the scores.
         let q = b.scale(q, hp.attn_scale)?;
-        let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
         let att = b.attention(il, q, k, v, 1.0, sliding)?;
         let att = b.name(att, "kqv_out", l);
         let wo = b.layer_weight(il, "attn_output.weight")?;
@@ -134,10 +135,15 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
             },
         )?;
         let ffn = b.name(ffn, "ffn_out", l);
-        let ffn = if b.layer_weight_opt(il, "post_ffw_norm.weight").is_some() {
-            b.layer_rms_norm(il, ffn, "post_ffw_norm.weight", "ffn_post_norm")?
-        } else {
-            ffn
+        let ffn = match b.layer_weight_opt(il, "post_ffw_norm.weight") {
+            // llama.cpp names this norm's first step without the layer ("norm").
+            Some(w) => {
+                let n = b.g.rms_norm(ffn, hp.rms_eps).map_err(ggml_err)?;
+                let n = b.name(n, "norm", None);
+                let n = b.g.mul(n, w).map_err(ggml_err)?;
+                b.name(n, "ffn_post_norm", l)
+            }
+            None => ffn,
         };
         x = b.add(ffn, h)?;
         x = b.name(x, "l_out", l);

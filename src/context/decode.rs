@@ -549,9 +549,9 @@ impl Context<'_> {
             }
             set(pos_input, &to_bytes_i32(&pos))?;
         }
-        if let Some(kv_rows) = inp.kv_rows {
-            let rows: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
-            set(kv_rows, &rows)?;
+        let row_bytes: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
+        for t in [inp.kv_rows, inp.v_rows].into_iter().flatten() {
+            set(t, &row_bytes)?;
         }
         for (rot, bytes) in [inp.k_rot, inp.v_rot, inp.idx_rot]
             .into_iter()

@@ -126,8 +126,10 @@ pub struct Inputs {
     /// Positions, I32 [n_tokens]; only in graphs that rotate (a graph that never reads them
     /// would leave them without memory).
     pub pos: Option<TensorRef>,
-    /// Cache rows the new K/V land in, I64 [n_tokens]; only in graphs that use the cache.
+    /// Cache rows the new K/V land in, I64 [n_tokens]; only in graphs that use the cache. The
+    /// values' rows are a second input of the same rows, as in llama.cpp's graphs.
     pub kv_rows: Option<TensorRef>,
+    pub v_rows: Option<TensorRef>,
     /// Attention mask [n_kv, n_tokens] (F16 with flash attention, F32 otherwise); made by the
     /// first attention layer.
     pub mask: Option<TensorRef>,
@@ -357,10 +359,7 @@ impl<'a> Builder<'a> {
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
         let out_ids = if shape.n_outputs < shape.n_tokens {
-            Some(
-                g.input(i32t, &[shape.n_outputs as i64], "inp_out_ids")
-                    .map_err(ggml_err)?,
-            )
+            Some(g.input(i32t, &[shape.n_outputs as i64], "out_ids").map_err(ggml_err)?)
         } else {
             None
         };
@@ -376,6 +375,7 @@ impl<'a> Builder<'a> {
                 tokens,
                 pos: None,
                 kv_rows: None,
+                v_rows: None,
                 mask: None,
                 mask_swa: None,
                 s_copy: None,
@@ -495,7 +495,7 @@ impl<'a> Builder<'a> {
     pub fn embed_rows(&mut self, name: &str) -> Result<TensorRef> {
         let table = self.weight(name)?;
         let x = self.g.get_rows(table, self.inputs.tokens).map_err(ggml_err)?;
-        Ok(self.name(x, "inp_embd", None))
+        Ok(self.name(x, "embd", None))
     }
 
     /// Give `t` the name llama.cpp's graphs give the same value ("attn_norm-3", "result_norm"),
@@ -561,9 +561,16 @@ impl<'a> Builder<'a> {
 
     /// View [n_embd_head * n_head, n_tokens] as [n_embd_head, n_head, n_tokens].
     pub fn heads(&mut self, x: TensorRef, head_dim: u32, n_head: u32) -> Result<TensorRef> {
-        self.g
+        let h = self
+            .g
             .reshape(x, &[i64::from(head_dim), i64::from(n_head), self.shape.n_tokens as i64])
-            .map_err(ggml_err)
+            .map_err(ggml_err)?;
+        // The reshaped projection keeps its name ("Qcur-3"), as llama.cpp names it.
+        let name = x.name();
+        if !name.is_empty() {
+            self.g.set_name(h, &name);
+        }
+        Ok(h)
     }
 
     /// The positions input (made on first use: a graph that never reads it would leave it
@@ -588,9 +595,22 @@ impl<'a> Builder<'a> {
         let nt = self.shape.n_tokens as i64;
         let r = self
             .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "inp_kv_rows")
+            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "attn_inp_k_idxs")
             .map_err(ggml_err)?;
         Ok(*self.inputs.kv_rows.insert(r))
+    }
+
+    /// The same rows as `kv_rows`, the input the values are stored by (made on first use).
+    fn v_rows(&mut self) -> Result<TensorRef> {
+        if let Some(r) = self.inputs.v_rows {
+            return Ok(r);
+        }
+        let nt = self.shape.n_tokens as i64;
+        let r = self
+            .g
+            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "attn_inp_v_idxs")
+            .map_err(ggml_err)?;
+        Ok(*self.inputs.v_rows.insert(r))
     }
 
     /// The attention mask input, or (`sliding`) the sliding-window one, [n_kv, n_tokens] (made
@@ -604,7 +624,11 @@ impl<'a> Builder<'a> {
         if let Some(m) = *slot {
             return Ok(m);
         }
-        let name = if sliding { "inp_mask_swa" } else { "inp_mask" };
+        let name = if sliding {
+            "attn_inp_kq_mask_swa"
+        } else {
+            "attn_inp_kq_mask"
+        };
         let ne = [self.shape.n_kv as i64, self.shape.n_tokens as i64];
         let m = self
             .g
@@ -768,6 +792,25 @@ impl<'a> Builder<'a> {
             None => (q, k),
         };
         let v_rot = if cached { self.rotation(Rotated::Values)? } else { None };
+        let v = match (values, v_rot) {
+            (Values::Cached(v), Some(rot)) => Values::Cached(self.g.hadamard(rot, v).map_err(ggml_err)?),
+            (values, _) => values,
+        };
+        // Queries, values, then keys, in llama.cpp's graph order (queries, keys, then values in
+        // a model with sliding-window layers, whose caches llama.cpp keeps apart).
+        let iswa = hp.n_swa > 0 && hp.swa_layers.iter().any(|&s| s);
+        let vals = match v {
+            Values::Cached(v) => Some(v),
+            Values::Latent { .. } => None,
+        };
+        let order = if iswa {
+            [Some(q), Some(k), vals]
+        } else {
+            [Some(q), vals, Some(k)]
+        };
+        for t in order.into_iter().flatten() {
+            self.g.expand(t);
+        }
 
         // Write first: the attention below reads the cache, including these rows.
         let kv_rows = self.kv_rows()?;
@@ -802,19 +845,16 @@ impl<'a> Builder<'a> {
             .g
             .view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
             .map_err(ggml_err)?;
-        let (vview, hv, v_mla) = match values {
+        let (vview, hv, v_mla) = match v {
             Values::Cached(v) => {
                 let vc = self
                     .kv
                     .v(il)
                     .ok_or_else(|| Error::Internal(format!("layer {il} has no V cache")))?;
                 let hv = i64::from(hp.n_embd_head_v);
-                let v = match v_rot {
-                    Some(rot) => self.g.hadamard(rot, v).map_err(ggml_err)?,
-                    None => v,
-                };
                 let v2 = self.merge_heads(v)?;
-                let v_store = self.g.set_rows(vc, v2, kv_rows).map_err(ggml_err)?;
+                let v_rows = self.v_rows()?;
+                let v_store = self.g.set_rows(vc, v2, v_rows).map_err(ggml_err)?;
                 self.g.expand(v_store);
                 let v_stream = row(vc, hv * n_head_kv * stream_rows);
                 let vview = self
@@ -838,7 +878,12 @@ impl<'a> Builder<'a> {
         };
         // Each head's output width, after latent attention's widening.
         let h_out = v_mla.map_or(hv, |w| w.ne()[1]);
-        let mask = self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?;
+        // As a 4-D view only where its shape differs (no extra node in llama.cpp's node order).
+        let mask = if mask.ne() == [n_kv, tps, 1, ns] {
+            mask
+        } else {
+            self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?
+        };
 
         // [head_dim, tokens, heads, streams].
         let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
@@ -1062,6 +1107,9 @@ impl<'a> Builder<'a> {
         let Some(w) = self.layer_weight_opt(il, "attn_qkv.weight") else {
             let proj = |bd: &mut Builder, name: &str| -> Result<TensorRef> {
                 let t = bd.layer_linear(il, name, x)?;
+                // "Qcur-3", as llama.cpp names each projection.
+                let label = format!("{}cur", name.trim_start_matches("attn_").to_uppercase());
+                let t = bd.name(t, &label, Some(il));
                 if clamp {
                     bd.g.clamp(t, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)
                 } else {
@@ -1133,7 +1181,9 @@ impl<'a> Builder<'a> {
     /// RMS norm of `x` by layer `il`'s weight `blk.{il}.{weight}`, named `{label}-{il}`.
     pub fn layer_rms_norm(&mut self, il: usize, x: TensorRef, weight: &str, label: &str) -> Result<TensorRef> {
         let w = self.layer_weight(il, weight)?;
-        let y = self.rms_norm(x, w)?;
+        let n = self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err)?;
+        let n = self.name(n, "norm", Some(il));
+        let y = self.g.mul(n, w).map_err(ggml_err)?;
         Ok(self.name(y, label, Some(il)))
     }
 
@@ -1220,16 +1270,24 @@ impl<'a> Builder<'a> {
 
     /// The same over `ffn_{up,gate,down}{suffix}` (a shared expert: "_shexp").
     pub fn gated_ffn_named(&mut self, il: usize, x: TensorRef, ffn: Ffn, suffix: &str) -> Result<TensorRef> {
+        let l = Some(il);
         let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn)?;
+        let up = self.name(up, "ffn_up", l);
         let gate = self.ffn_projection(il, &format!("ffn_gate{suffix}"), x, ffn)?;
+        let gate = self.name(gate, "ffn_gate", l);
         let limit = self.hp.swiglu_clamp_shexp.get(il).copied().filter(|&l| l > 1e-6);
-        let h = match (ffn.gelu, limit) {
-            (true, _) => self.g.geglu(gate, up).map_err(ggml_err)?,
-            _ if ffn.oai => self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT).map_err(ggml_err)?,
-            (false, Some(limit)) => self.swiglu_clamped(gate, up, limit)?,
-            (false, None) => self.g.swiglu(gate, up).map_err(ggml_err)?,
+        let (h, act) = match (ffn.gelu, limit) {
+            (true, _) => (self.g.geglu(gate, up).map_err(ggml_err)?, "ffn_geglu"),
+            _ if ffn.oai => (
+                self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT).map_err(ggml_err)?,
+                "ffn_swiglu_oai",
+            ),
+            (false, Some(limit)) => (self.swiglu_clamped(gate, up, limit)?, "ffn_swiglu_limited"),
+            (false, None) => (self.g.swiglu(gate, up).map_err(ggml_err)?, "ffn_swiglu"),
         };
-        self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)
+        let h = self.name(h, act, l);
+        let down = self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)?;
+        Ok(self.name(down, "ffn_down", l))
     }
 
     /// SwiGLU with a limit, in the form the model uses (`HParams::swiglu_clamp_fused`).
@@ -1559,7 +1617,9 @@ impl<'a> Builder<'a> {
 
     fn output_head_with(&mut self, norm: &str, x: TensorRef, select: bool) -> Result<TensorRef> {
         let norm_w = self.weight(norm)?;
-        let x = self.rms_norm(x, norm_w)?;
+        let x = self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err)?;
+        let x = self.name(x, "norm", None);
+        let x = self.g.mul(x, norm_w).map_err(ggml_err)?;
         let x = if select { self.select_outputs(x)? } else { x };
         self.output_head_unnormed(x)
     }
