@@ -284,9 +284,10 @@ fn attention_block(
     let head_norms = |b: &mut Builder, q: TensorRef, k: TensorRef| -> Result<(TensorRef, TensorRef)> {
         let mut out = [q, k];
         for (t, which) in out.iter_mut().zip(["q", "k"]) {
-            if let Some(w) = b.layer_weight_opt(il, &format!("attn_{which}_norm.weight")) {
-                let normed = b.rms_norm(*t, w)?;
-                *t = b.name(normed, &format!("{}cur_normed", which.to_uppercase()), l);
+            let weight = format!("attn_{which}_norm.weight");
+            if b.layer_weight_opt(il, &weight).is_some() {
+                let label = format!("{}cur_normed", which.to_uppercase());
+                *t = b.layer_rms_norm(il, *t, &weight, &label)?;
             }
         }
         Ok((out[0], out[1]))

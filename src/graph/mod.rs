@@ -542,16 +542,36 @@ impl<'a> Builder<'a> {
 
     /// `w x` with its bias and scale in the order llama.cpp applies them.
     fn project(&mut self, w: TensorRef, b: Option<TensorRef>, x: TensorRef, order: Order) -> Result<TensorRef> {
+        self.project_named(w, b, x, order, None)
+    }
+
+    /// `project`, with each step named as llama.cpp's FFNs name them where `label` is given
+    /// ("ffn_up-3", then "ffn_up_b-3" after the bias and "ffn_up_s-3" after the scale).
+    fn project_named(
+        &mut self,
+        w: TensorRef,
+        b: Option<TensorRef>,
+        x: TensorRef,
+        order: Order,
+        label: Option<(&str, usize)>,
+    ) -> Result<TensorRef> {
         let mut y = self.g.mul_mat(w, x).map_err(ggml_err)?;
+        let step = |bd: &mut Builder, t: TensorRef, suffix: &str| match label {
+            Some((l, il)) => bd.name(t, &format!("{l}{suffix}"), Some(il)),
+            None => t,
+        };
+        y = step(self, y, "");
         let (bias_first, scaled) = match order {
             Order::ScaleThenBias => (false, true),
             Order::BiasThenScale { scaled } => (true, scaled),
         };
         if let (Some(b), true) = (b, bias_first) {
             y = self.g.add(y, b).map_err(ggml_err)?;
+            y = step(self, y, "_b");
         }
         if let Some(s) = self.weight_scale(w).filter(|_| scaled) {
             y = self.g.mul(y, s).map_err(ggml_err)?;
+            y = step(self, y, "_s");
         }
         if let (Some(b), false) = (b, bias_first) {
             y = self.g.add(y, b).map_err(ggml_err)?;
@@ -1106,10 +1126,16 @@ impl<'a> Builder<'a> {
         let clamp = per_head && hp.clamp_kqv > 0.0;
         let Some(w) = self.layer_weight_opt(il, "attn_qkv.weight") else {
             let proj = |bd: &mut Builder, name: &str| -> Result<TensorRef> {
-                let t = bd.layer_linear(il, name, x)?;
-                // "Qcur-3", as llama.cpp names each projection.
+                // "Qcur-3" after the (scaled) product and again after the bias, as llama.cpp
+                // names each projection.
                 let label = format!("{}cur", name.trim_start_matches("attn_").to_uppercase());
-                let t = bd.name(t, &label, Some(il));
+                let w = bd.layer_weight(il, &format!("{name}.weight"))?;
+                let t = bd.linear(w, None, x)?;
+                let mut t = bd.name(t, &label, Some(il));
+                if let Some(b) = bd.layer_weight_opt(il, &format!("{name}.bias")) {
+                    t = bd.add(t, b)?;
+                    t = bd.name(t, &label, Some(il));
+                }
                 if clamp {
                     bd.g.clamp(t, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)
                 } else {
@@ -1271,10 +1297,8 @@ impl<'a> Builder<'a> {
     /// The same over `ffn_{up,gate,down}{suffix}` (a shared expert: "_shexp").
     pub fn gated_ffn_named(&mut self, il: usize, x: TensorRef, ffn: Ffn, suffix: &str) -> Result<TensorRef> {
         let l = Some(il);
-        let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn)?;
-        let up = self.name(up, "ffn_up", l);
-        let gate = self.ffn_projection(il, &format!("ffn_gate{suffix}"), x, ffn)?;
-        let gate = self.name(gate, "ffn_gate", l);
+        let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn, Some("ffn_up"))?;
+        let gate = self.ffn_projection(il, &format!("ffn_gate{suffix}"), x, ffn, Some("ffn_gate"))?;
         let limit = self.hp.swiglu_clamp_shexp.get(il).copied().filter(|&l| l > 1e-6);
         let (h, act) = match (ffn.gelu, limit) {
             (true, _) => (self.g.geglu(gate, up).map_err(ggml_err)?, "ffn_geglu"),
@@ -1286,8 +1310,7 @@ impl<'a> Builder<'a> {
             (false, None) => (self.g.swiglu(gate, up).map_err(ggml_err)?, "ffn_swiglu"),
         };
         let h = self.name(h, act, l);
-        let down = self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)?;
-        Ok(self.name(down, "ffn_down", l))
+        self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn, None)
     }
 
     /// SwiGLU with a limit, in the form the model uses (`HParams::swiglu_clamp_fused`).
@@ -1301,13 +1324,22 @@ impl<'a> Builder<'a> {
         self.g.mul(act, up).map_err(ggml_err)
     }
 
-    /// `blk.{il}.{name}.weight` times `x`, then its bias and its scale as `ffn` says.
-    fn ffn_projection(&mut self, il: usize, name: &str, x: TensorRef, ffn: Ffn) -> Result<TensorRef> {
+    /// `blk.{il}.{name}.weight` times `x`, then its bias and its scale as `ffn` says (each step
+    /// named after `label` when given).
+    fn ffn_projection(
+        &mut self,
+        il: usize,
+        name: &str,
+        x: TensorRef,
+        ffn: Ffn,
+        label: Option<&str>,
+    ) -> Result<TensorRef> {
         let w = self.layer_weight(il, &format!("{name}.weight"))?;
         let b = self
             .layer_weight_opt(il, &format!("{name}.bias"))
             .filter(|_| ffn.biased);
-        self.project(w, b, x, Order::BiasThenScale { scaled: ffn.scaled })
+        let order = Order::BiasThenScale { scaled: ffn.scaled };
+        self.project_named(w, b, x, order, label.map(|l| (l, il)))
     }
 
     /// A mixture-of-experts FFN over `x` ([n_embd, n_tokens]), as llama.cpp builds it: the router
@@ -1562,10 +1594,10 @@ impl<'a> Builder<'a> {
     /// The same over `ffn_up{suffix}` and `ffn_down{suffix}` (a shared expert: "_shexp"), with
     /// the weights' scales and biases as `ffn` says.
     pub fn relu_sqr_ffn_named(&mut self, il: usize, x: TensorRef, suffix: &str, ffn: Ffn) -> Result<TensorRef> {
-        let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn)?;
+        let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn, Some("ffn_up"))?;
         let h = self.g.relu(up).map_err(ggml_err)?;
         let h = self.g.sqr(h).map_err(ggml_err)?;
-        self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn)
+        self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn, None)
     }
 
     /// down(gelu(up x)), each with its bias (no scales), GELU's output divided by the layer's
@@ -1575,12 +1607,12 @@ impl<'a> Builder<'a> {
             biased: true,
             ..Ffn::default()
         };
-        let up = self.ffn_projection(il, "ffn_up", x, ffn)?;
+        let up = self.ffn_projection(il, "ffn_up", x, ffn, Some("ffn_up"))?;
         let mut h = self.g.gelu(up).map_err(ggml_err)?;
         if let Some(scales) = self.layer_weight_opt(il, "ffn.act.scales") {
             h = self.g.div(h, scales).map_err(ggml_err)?;
         }
-        self.ffn_projection(il, "ffn_down", h, ffn)
+        self.ffn_projection(il, "ffn_down", h, ffn, None)
     }
 
     /// down(swiglu(up x)): the gate and up projections fused in `ffn_up` (Phi-3), no biases or
