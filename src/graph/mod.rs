@@ -609,28 +609,29 @@ impl<'a> Builder<'a> {
 
     /// The cache rows of the ubatch's tokens, I64 [n_tokens] (made on first use).
     fn kv_rows(&mut self) -> Result<TensorRef> {
-        if let Some(r) = self.inputs.kv_rows {
-            return Ok(r);
-        }
-        let nt = self.shape.n_tokens as i64;
-        let r = self
-            .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "attn_inp_k_idxs")
-            .map_err(ggml_err)?;
-        Ok(*self.inputs.kv_rows.insert(r))
+        self.rows_input(false)
     }
 
     /// The same rows as `kv_rows`, the input the values are stored by (made on first use).
     fn v_rows(&mut self) -> Result<TensorRef> {
-        if let Some(r) = self.inputs.v_rows {
+        self.rows_input(true)
+    }
+
+    fn rows_input(&mut self, values: bool) -> Result<TensorRef> {
+        let (slot, name) = if values {
+            (&mut self.inputs.v_rows, "attn_inp_v_idxs")
+        } else {
+            (&mut self.inputs.kv_rows, "attn_inp_k_idxs")
+        };
+        if let Some(r) = *slot {
             return Ok(r);
         }
         let nt = self.shape.n_tokens as i64;
         let r = self
             .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], "attn_inp_v_idxs")
+            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], name)
             .map_err(ggml_err)?;
-        Ok(*self.inputs.v_rows.insert(r))
+        Ok(*slot.insert(r))
     }
 
     /// The attention mask input, or (`sliding`) the sliding-window one, [n_kv, n_tokens] (made

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, TokenPlace};
 use crate::model::hparams::Ple;
+use std::collections::HashMap;
 
 /// Per token ([n_tokens][n_heads]), the table rows of its n-gram hashes. The cache must hold the
 /// ubatch's own cells already (its tokens are read back from them like the earlier ones).
@@ -17,6 +18,7 @@ pub fn rows(ple: &Ple, kv: &KvCache, places: &[TokenPlace]) -> Result<Vec<i32>> 
     let (n_gram, per) = (ple.ngram as usize, ple.heads_per_ngram as usize);
     let n_heads = ple.n_heads() as usize;
     let eos = i64::from(ple.eos);
+    let mut history: HashMap<usize, Vec<(i32, usize, i32)>> = HashMap::new();
     let mut out = Vec::with_capacity(places.len() * n_heads);
     for t in places {
         if t.seqs.iter().nth(1).is_some() {
@@ -24,6 +26,9 @@ pub fn rows(ple: &Ple, kv: &KvCache, places: &[TokenPlace]) -> Result<Vec<i32>> 
                 "n-gram embeddings need each token in one sequence (its history would be ambiguous)",
             ));
         }
+        let cells = history
+            .entry(t.primary_seq)
+            .or_insert_with(|| sequence_cells(kv, t.primary_seq));
         // The token, then its predecessors: EOS from the first missing one or EOS on.
         let mut ctx = vec![i64::from(t.ext.tok); n_gram];
         let mut cut = false;
@@ -31,7 +36,7 @@ pub fn rows(ple: &Ple, kv: &KvCache, places: &[TokenPlace]) -> Result<Vec<i32>> 
             let prev = if cut {
                 None
             } else {
-                token_at_or_before(kv, t.primary_seq, t.pos - s as i32)
+                token_at_or_before(cells, t.pos - s as i32)
             };
             cut = cut || prev.is_none_or(|p| p < 0 || i64::from(p) == eos);
             *c = if cut { eos } else { i64::from(prev.unwrap_or_default()) };
@@ -50,23 +55,24 @@ pub fn rows(ple: &Ple, kv: &KvCache, places: &[TokenPlace]) -> Result<Vec<i32>> 
     Ok(out)
 }
 
-/// The token of `seq`'s cell at the highest position at or before `p` (of several there, the
-/// last cell's), as llama.cpp's cells answer it; None when there is none.
-fn token_at_or_before(kv: &KvCache, seq: usize, p: i32) -> Option<i32> {
-    if p < 0 {
-        return None;
-    }
+/// `seq`'s cells as (position, cell, token), in position then cell order.
+fn sequence_cells(kv: &KvCache, seq: usize) -> Vec<(i32, usize, i32)> {
     let cells = kv.stream(kv.stream_of(seq));
-    let mut best: Option<(i32, i32)> = None;
-    for j in 0..cells.size() {
-        match cells.pos(j) {
-            Some(q) if q <= p && cells.seqs(j).contains(seq) && best.is_none_or(|(bq, _)| q >= bq) => {
-                best = Some((q, cells.ext(j).tok));
-            }
-            _ => {}
-        }
-    }
-    best.map(|(_, tok)| tok)
+    let mut held: Vec<(i32, usize, i32)> = (0..cells.size())
+        .filter_map(|j| {
+            let p = cells.pos(j).filter(|_| cells.seqs(j).contains(seq))?;
+            Some((p, j, cells.ext(j).tok))
+        })
+        .collect();
+    held.sort_unstable();
+    held
+}
+
+/// The token of the cell at the highest position at or before `p` (of several there, the last
+/// cell's), as llama.cpp's cells answer it; None when there is none.
+fn token_at_or_before(cells: &[(i32, usize, i32)], p: i32) -> Option<i32> {
+    let n = cells.partition_point(|&(q, _, _)| q <= p);
+    n.checked_sub(1).map(|i| cells[i].2)
 }
 
 impl Builder<'_> {
@@ -242,5 +248,12 @@ mod tests {
         kv.place(&toks).expect("room");
         let r = rows(&ple(), &kv, &toks).unwrap();
         assert_eq!(&r[4..], [11, 111]);
+        // Another sequence's cells are not a token's history.
+        let mut kv = KvCache::without_layers(8);
+        let toks = [token(0, 0, 7), token(1, 0, 9), token(0, 1, 11)];
+        kv.place(&toks).expect("room");
+        let r = rows(&ple(), &kv, &toks).unwrap();
+        // 11 ^ 7*3 = 11 ^ 21 = 30; then ^ 0*5 (EOS before position 0) = 30.
+        assert_eq!(&r[4..], [30, 130]);
     }
 }
