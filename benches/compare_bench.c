@@ -625,6 +625,129 @@ static void backend_sampling(struct llama_model *model, const llama_token *ids, 
     p_llama_free(ctx);
     p_llama_sampler_free(chain);
 }
+/* The sliding-window layers' cache sized for the window (swa_full false, as llama.cpp's programs
+ * ask): its cells are taken again once the window has passed them, the sequence whose cells they
+ * were lets its older ones go there, llama.cpp answers seq_pos_min from it, and can_shift is false.
+ * Two sequences of 1100 tokens decoded 200 at a time (last logits only, ubatches of 64), then
+ * greedy steps of both together, in a unified and a split cache; then the saved state, and one
+ * sequence's sliding layers saved and restored on their own before decoding on. */
+static void sliding_cache(struct llama_model *model, int n_vocab) {
+    DL_LOAD(llama_model_n_swa);
+    if (p_llama_model_n_swa(model) <= 0) return;
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_get_memory);
+    DL_LOAD(llama_memory_can_shift);
+    DL_LOAD(llama_memory_seq_pos_min);
+    DL_LOAD(llama_memory_seq_pos_max);
+    DL_LOAD(llama_state_get_size);
+    DL_LOAD(llama_state_get_data);
+    DL_LOAD(llama_state_seq_get_size_ext);
+    DL_LOAD(llama_state_seq_get_data_ext);
+    DL_LOAD(llama_state_seq_set_data_ext);
+    const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
+    static llama_token ids[4096];
+    enum { N_DOC = 1100, CHUNK = 200 };
+    int n = 0;
+    for (int r = 0; n < N_DOC; r++) {
+        const char *text = PROMPTS[r % N_PROMPTS];
+        n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
+    }
+    for (int unified = 0; unified < 2; unified++) {
+        struct llama_context_params cp = p_llama_context_default_params();
+        cp.n_ctx = 4096;
+        cp.n_batch = 2 * CHUNK;
+        cp.n_ubatch = 64;
+        cp.n_seq_max = 2;
+        cp.kv_unified = unified;
+        cp.swa_full = false;
+        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        llama_memory_t mem = ctx ? p_llama_get_memory(ctx) : NULL;
+        if (!mem) {
+            printf("sliding cache unified %d: no context\n", unified);
+            p_llama_free(ctx);
+            continue;
+        }
+        printf("sliding cache unified %d can_shift %d\n", unified, p_llama_memory_can_shift(mem));
+        struct llama_batch b = p_llama_batch_init(2 * CHUNK, 0, 1);
+        int rc = 0, last[2] = {0, 0};
+        for (int at = 0; at < N_DOC && rc == 0; at += CHUNK) {
+            b.n_tokens = 0;
+            for (int s = 0; s < 2; s++) {
+                int len = N_DOC - at < CHUNK ? N_DOC - at : CHUNK;
+                append_seq(&b, ids + at + s, len, s, false);
+                for (int j = b.n_tokens - len; j < b.n_tokens; j++) b.pos[j] += at;
+                last[s] = b.n_tokens - 1;
+            }
+            rc = p_llama_decode(ctx, b);
+            for (int s = 0; s < 2 && rc == 0; s++) {
+                printf("sliding cache unified %d at %d seq %d pos %d..%d:", unified, at, s,
+                       (int)p_llama_memory_seq_pos_min(mem, s), (int)p_llama_memory_seq_pos_max(mem, s));
+                print_row(p_llama_get_logits_ith(ctx, last[s]), n_vocab);
+            }
+        }
+        for (int step = 0; step < 3 && rc == 0; step++) {
+            llama_token tok[2];
+            for (int s = 0; s < 2; s++) {
+                const float *row = p_llama_get_logits_ith(ctx, last[s]);
+                tok[s] = 0;
+                for (int i = 1; i < n_vocab; i++) {
+                    if (row[i] > row[tok[s]]) tok[s] = i;
+                }
+            }
+            b.n_tokens = 0;
+            for (int s = 0; s < 2; s++) {
+                append_seq(&b, &tok[s], 1, s, true);
+                b.pos[s] = N_DOC + step;
+                last[s] = s;
+            }
+            rc = p_llama_decode(ctx, b);
+            for (int s = 0; s < 2 && rc == 0; s++) {
+                printf("sliding cache unified %d step %d seq %d pos %d..%d:", unified, step, s,
+                       (int)p_llama_memory_seq_pos_min(mem, s), (int)p_llama_memory_seq_pos_max(mem, s));
+                print_row(p_llama_get_logits_ith(ctx, s), n_vocab);
+            }
+        }
+        if (rc == 0) {
+            size_t size = p_llama_state_get_size(ctx);
+            unsigned char *state = malloc(size);
+            size_t got = p_llama_state_get_data(ctx, state, size);
+            printf("sliding cache unified %d state %zu bytes %016llx\n", unified, got,
+                   (unsigned long long)hash_bytes(state, got));
+            free(state);
+            const llama_state_seq_flags partial = LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY;
+            size = p_llama_state_seq_get_size_ext(ctx, 1, partial);
+            state = malloc(size);
+            got = p_llama_state_seq_get_data_ext(ctx, state, size, 1, partial);
+            size_t set = p_llama_state_seq_set_data_ext(ctx, state, got, 1, partial);
+            printf("sliding cache unified %d seq 1 partial %zu bytes %016llx set %zu pos %d..%d\n", unified, got,
+                   (unsigned long long)hash_bytes(state, got), set, (int)p_llama_memory_seq_pos_min(mem, 1),
+                   (int)p_llama_memory_seq_pos_max(mem, 1));
+            free(state);
+            b.n_tokens = 0;
+            append_seq(&b, ids, 1, 1, true);
+            b.pos[0] = N_DOC + 3;
+            rc = p_llama_decode(ctx, b);
+            printf("sliding cache unified %d restored rc %d:", unified, rc);
+            if (rc == 0) {
+                print_row(p_llama_get_logits_ith(ctx, 0), n_vocab);
+            } else {
+                printf("\n");
+            }
+        }
+        printf("sliding cache unified %d rc %d\n", unified, rc);
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || (argc > 3 && strcmp(argv[3], "arch") != 0)) {
         fprintf(stderr, "usage: %s LIBRARY MODEL [arch]\n", argv[0]);
@@ -903,6 +1026,7 @@ int main(int argc, char **argv) {
         free(state);
         p_llama_free(ctx);
     }
+    if (!encoder) sliding_cache(model, n_vocab);
 
     /* A restore that fails part way (a corrupted state of one sequence) must leave nothing that
      * another sequence's attention reads: without flash attention, rows left in free cells would

@@ -7,7 +7,7 @@ use super::Context;
 use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, Scheduler, TensorRef};
 use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
-use crate::kv::{Placement, TokenPlace};
+use crate::kv::{Placement, Slots, TokenPlace};
 use crate::recurrent::{RsCells, SeqGroup};
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
@@ -119,18 +119,19 @@ impl Context<'_> {
         };
         let places_of = |ub: &Ubatch| -> Vec<TokenPlace> { ub.idx.iter().map(|&i| batch.places[i]).collect() };
 
-        // Room for every ubatch first, placed in turn as they will be, so that "no slot" leaves
-        // the memory untouched.
-        let mut trial = Vec::with_capacity(ubatches.len());
-        for ub in &ubatches {
-            match self.place(&places_of(ub), ub.n_streams) {
-                Some(p) => trial.push(p),
-                None => break,
-            }
-        }
-        let fits = trial.len() == ubatches.len();
-        trial.into_iter().rev().for_each(|p| self.unplace(p));
+        // Room for every ubatch first, placed in turn as they will be (the cache's cells chosen
+        // then, as llama.cpp chooses them), so that "no slot" leaves the memory untouched.
+        let before = self.kv.has_sliding().then(|| self.kv.snapshot());
+        let planned: Vec<Vec<TokenPlace>> = ubatches.iter().map(places_of).collect();
+        let plans = match self.uses_kv() {
+            true => self.kv.plan(&planned),
+            false => Some(Vec::new()),
+        };
+        let fits = plans.is_some() && self.recurrent_fits(&planned, &ubatches);
         if !fits {
+            if let Some(cells) = before {
+                self.kv.restore_cells(cells);
+            }
             match &self.rs {
                 Some(rs) => crate::log_warn!(
                     "decode: no recurrent state cell for the batch's sequences ({} of {} used)",
@@ -141,22 +142,25 @@ impl Context<'_> {
                     "decode: no KV cache room for {} tokens ({} of {} cells used)",
                     batch.len(),
                     self.kv.used(),
-                    self.kv.size()
+                    self.kv.size(false)
                 ),
             }
             return Ok(DecodeStatus::NoSlot);
         }
-
+        let plans = plans.unwrap_or_default();
         self.prepare_outputs(&batch.outputs);
 
         // Each finished ubatch's placement, to take back if a later one fails.
         let mut done = Vec::with_capacity(ubatches.len());
-        for ub in &ubatches {
-            match self.decode_ubatch(&batch, ub, places_of(ub)) {
+        for (k, ub) in ubatches.iter().enumerate() {
+            match self.decode_ubatch(&batch, ub, places_of(ub), plans.get(k)) {
                 Ok(Some(placement)) => done.push(placement),
                 Ok(None) => return Ok(DecodeStatus::Aborted),
                 Err(e) => {
                     done.into_iter().rev().for_each(|p| self.unplace(p));
+                    if let Some(cells) = before {
+                        self.kv.restore_cells(cells);
+                    }
                     return Err(e);
                 }
             }
@@ -213,6 +217,7 @@ impl Context<'_> {
             first_stream: 0,
             n_outputs: n,
             n_kv: n,
+            n_kv_swa: 0,
             n_pos: 0,
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: None,
@@ -227,7 +232,7 @@ impl Context<'_> {
             &batch.tokens,
             &batch.places,
             &batch.outputs,
-            &[],
+            [&[], &[]],
             &seqs,
         )?;
         if !finished(computed)? {
@@ -293,13 +298,29 @@ impl Context<'_> {
         Some(split_simple(batch.len(), n_ubatch))
     }
 
+    /// Whether the recurrent states have a cell for each ubatch's sequences, taken in turn (the
+    /// states are as before afterwards); true without recurrent layers.
+    fn recurrent_fits(&mut self, planned: &[Vec<TokenPlace>], ubatches: &[Ubatch]) -> bool {
+        let Some(rs) = &mut self.rs else {
+            return true;
+        };
+        let before = rs.cells.clone();
+        let fits = planned
+            .iter()
+            .zip(ubatches)
+            .all(|(places, ub)| rs.cells.find_slot(&groups_of(places, ub.n_streams)));
+        rs.cells = before;
+        fits
+    }
+
     /// Occupy memory for a ubatch's tokens (`places`, in `n_groups` equal runs of one sequence
-    /// each); None, with nothing changed, when there is no room.
-    fn place(&mut self, places: &[TokenPlace], n_groups: usize) -> Option<Placed> {
-        let kv = if self.uses_kv() {
-            Some(self.kv.place(places)?)
-        } else {
-            None
+    /// each), the cache's in the cells `plan` chose; None, with nothing changed, when there is no
+    /// room.
+    fn place(&mut self, places: &[TokenPlace], n_groups: usize, plan: Option<&Slots>) -> Option<Placed> {
+        let kv = match (self.uses_kv(), plan) {
+            (false, _) => None,
+            (true, Some(plan)) => Some(self.kv.place_planned(places, plan)?),
+            (true, None) => Some(self.kv.place(places)?),
         };
         let rs = match &mut self.rs {
             Some(rs) => {
@@ -329,23 +350,37 @@ impl Context<'_> {
     /// Place, build or reuse, set inputs, compute, copy outputs for one ubatch (the batch tokens
     /// `ub.idx`, in that order, at `places`). Returns where it went in the memory, or None when
     /// the abort callback stopped it (its cells are free again; earlier ubatches stay).
-    fn decode_ubatch(&mut self, batch: &Batch, ub: &Ubatch, places: Vec<TokenPlace>) -> Result<Option<Placed>> {
+    fn decode_ubatch(
+        &mut self,
+        batch: &Batch,
+        ub: &Ubatch,
+        places: Vec<TokenPlace>,
+        plan: Option<&Slots>,
+    ) -> Result<Option<Placed>> {
         let tokens: Vec<i32> = ub.idx.iter().map(|&i| batch.tokens[i]).collect();
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
         let placed = self
-            .place(&places, ub.n_streams)
+            .place(&places, ub.n_streams, plan)
             .ok_or_else(|| Error::Internal("memory room found for the batch vanished".into()))?;
         let seqs = sequences_of(&places);
-        let (rows, streams) = placed
-            .kv
-            .as_ref()
-            .map_or((&[][..], (0, 1)), |p| (&p.rows[..], p.streams));
+        let (rows, streams) = placed.kv.as_ref().map_or(([&[][..], &[][..]], (0, 1)), |p| {
+            ([&p.rows[..], &p.sliding_rows[..]], p.streams)
+        });
         let shape = Shape {
             n_tokens: tokens.len(),
             n_streams: streams.1,
             first_stream: streams.0,
             n_outputs: outputs.iter().filter(|&&o| o).count(),
-            n_kv: if placed.kv.is_some() { self.kv.n_kv(streams) } else { 0 },
+            n_kv: if placed.kv.is_some() {
+                self.kv.n_kv(false, streams)
+            } else {
+                0
+            },
+            n_kv_swa: if placed.kv.is_some() && self.kv.has_sliding() {
+                self.kv.n_kv(true, streams)
+            } else {
+                0
+            },
             n_pos: self.msa_positions(),
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
@@ -391,7 +426,7 @@ impl Context<'_> {
         tokens: &[i32],
         places: &[TokenPlace],
         outputs: &[bool],
-        rows: &[usize],
+        rows: [&[usize]; 2],
         seqs: &[usize],
     ) -> Result<ComputeStatus> {
         self.prepare_graph(shape, layout)?;
@@ -528,7 +563,7 @@ impl Context<'_> {
         tokens: &[i32],
         places: &[TokenPlace],
         outputs: &[bool],
-        rows: &[usize],
+        rows: [&[usize]; 2],
         seqs: &[usize],
         copy_sources: Option<&[i32]>,
     ) -> Result<()> {
@@ -549,9 +584,13 @@ impl Context<'_> {
             }
             set(pos_input, &to_bytes_i32(&pos))?;
         }
-        let row_bytes: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
-        for t in [inp.kv_rows, inp.v_rows].into_iter().flatten() {
-            set(t, &row_bytes)?;
+        // The rows of the full layers' cells, then the sliding layers'.
+        let row_inputs = [[inp.kv_rows, inp.v_rows], [inp.kv_rows_swa, inp.v_rows_swa]];
+        for (inputs, rows) in row_inputs.into_iter().zip(rows) {
+            let row_bytes: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
+            for t in inputs.into_iter().flatten() {
+                set(t, &row_bytes)?;
+            }
         }
         for (rot, bytes) in [inp.k_rot, inp.v_rot, inp.idx_rot]
             .into_iter()
@@ -566,7 +605,7 @@ impl Context<'_> {
         let alibi = self.model.hparams.as_ref().is_some_and(|hp| hp.max_alibi_bias > 0.0);
         if let Some(m) = inp.mask {
             let mask = if self.has_memory() {
-                self.kv.mask(places, shape.n_kv, causal, None, alibi)
+                self.kv.mask(places, shape.n_kv, causal, false, alibi)
             } else {
                 // An encoder's tokens attend within the ubatch, each to its own (first) sequence,
                 // both ways whatever the context's causal setting (llama.cpp's encode).
@@ -578,12 +617,7 @@ impl Context<'_> {
             set(t, &to_bytes_i32(sources))?;
         }
         if let Some(m) = inp.mask_swa {
-            let hp = self
-                .model
-                .hparams
-                .as_ref()
-                .ok_or_else(|| Error::invalid("vocab-only model"))?;
-            let mask = self.kv.mask(places, shape.n_kv, causal, Some(hp.swa()), alibi);
+            let mask = self.kv.mask(places, shape.n_kv_swa, causal, true, alibi);
             set(m, &mask_bytes(&mask, fa))?;
         }
         if let Some(t) = inp.attn_temp {

@@ -90,14 +90,21 @@ impl Context<'_> {
     }
 
     /// Whether cached keys can be turned to new positions (`llama_memory_can_shift`): not when
-    /// attention rotates by several positions per token (M-RoPE), as in llama.cpp.
+    /// attention rotates by several positions per token (M-RoPE), nor when the sliding-window
+    /// layers keep fewer cells than the others, as llama.cpp answers.
     pub fn can_shift(&self) -> bool {
-        !self.uses_kv() || self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
+        !self.uses_kv() || (self.keys_can_turn() && self.kv.sizes_match())
+    }
+
+    /// Whether the keys can be rotated to new positions at all (not with M-RoPE). Caches of
+    /// different sizes still shift, each on its own, as llama.cpp's do.
+    fn keys_can_turn(&self) -> bool {
+        self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
     }
 
     /// Refuse a position change the keys cannot follow (llama.cpp aborts at the next decode).
     fn require_shift(&self, what: &str) -> Result<()> {
-        if self.can_shift() {
+        if !self.uses_kv() || self.keys_can_turn() {
             return Ok(());
         }
         Err(Error::invalid(format!(

@@ -72,6 +72,8 @@ pub struct Params {
     pub type_v: RawType,
     pub flash_attn: FlashAttn,
     pub kv_unified: bool,
+    /// The sliding-window layers' cache as large as the full layers' (else sized for the window).
+    pub swa_full: bool,
     pub causal: Option<bool>,
     pub embeddings: bool,
     /// None: the model's choice (none for the architectures we run).
@@ -265,7 +267,15 @@ impl<'m> Context<'m> {
         let n_stream = if p.kv_unified { 1 } else { n_seq_max };
         let kv = match hp {
             Some(hp) if matches!(memory, Memory::KvCache | Memory::Hybrid) => {
-                KvCache::new(hp, n_ctx_seq as usize, n_stream as usize, p.type_k, p.type_v)?
+                let seqs_per_stream = if p.kv_unified { n_seq_max } else { 1 };
+                let sliding = crate::kv::sliding_size(
+                    hp,
+                    n_ctx_seq as usize,
+                    p.swa_full,
+                    seqs_per_stream as usize,
+                    n_ubatch as usize,
+                );
+                KvCache::new(hp, n_ctx_seq as usize, sliding, n_stream as usize, p.type_k, p.type_v)?
             }
             _ => KvCache::without_layers(n_ctx as usize),
         };
@@ -359,6 +369,11 @@ impl<'m> Context<'m> {
                     self.kv.stream_size()
                 } else {
                     n_tokens
+                },
+                n_kv_swa: if self.uses_kv() && self.kv.has_sliding() {
+                    self.kv.stream_size_of(true)
+                } else {
+                    0
                 },
                 n_pos: if self.params.graph.msa {
                     self.kv.stream_size().next_multiple_of(256)

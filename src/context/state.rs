@@ -11,7 +11,7 @@ impl Context<'_> {
     fn state_layout(&self) -> Layout {
         let hp = self.model.hparams.as_ref();
         let swa = hp
-            .filter(|hp| hp.n_swa > 0 && hp.swa_layers.iter().any(|&s| s))
+            .filter(|hp| hp.has_sliding_layers())
             .map(|hp| (hp.swa_layers.clone(), hp.swa()));
         Layout {
             n_seq_max: self.params.n_seq_max as usize,

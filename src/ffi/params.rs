@@ -305,6 +305,7 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
             _ => FlashAttn::On,
         },
         kv_unified: p.kv_unified,
+        swa_full: p.swa_full,
         causal: match attention {
             -1 => None,
             a => Some(a == 0),

@@ -36,6 +36,8 @@ pub struct Shape {
     pub n_outputs: usize,
     /// Cells of the KV cache attention covers.
     pub n_kv: usize,
+    /// Cells of the sliding-window layers' cache attention covers (0 without such layers).
+    pub n_kv_swa: usize,
     /// Positions MiniMax-M3's block-sparse attention covers (0 without it).
     pub n_pos: usize,
     /// Sequences the ubatch holds, when embeddings are pooled per sequence (0 otherwise).
@@ -130,6 +132,9 @@ pub struct Inputs {
     /// values' rows are a second input of the same rows, as in llama.cpp's graphs.
     pub kv_rows: Option<TensorRef>,
     pub v_rows: Option<TensorRef>,
+    /// The same for the sliding-window layers, whose cells are their own.
+    pub kv_rows_swa: Option<TensorRef>,
+    pub v_rows_swa: Option<TensorRef>,
     /// Attention mask [n_kv, n_tokens] (F16 with flash attention, F32 otherwise); made by the
     /// first attention layer.
     pub mask: Option<TensorRef>,
@@ -376,6 +381,8 @@ impl<'a> Builder<'a> {
                 pos: None,
                 kv_rows: None,
                 v_rows: None,
+                kv_rows_swa: None,
+                v_rows_swa: None,
                 mask: None,
                 mask_swa: None,
                 s_copy: None,
@@ -609,23 +616,23 @@ impl<'a> Builder<'a> {
 
     /// The cache rows of the ubatch's tokens, I64 [n_tokens] (made on first use).
     fn kv_rows(&mut self) -> Result<TensorRef> {
-        self.rows_input(false)
+        self.rows_input(false, false)
     }
 
-    /// The same rows as `kv_rows`, the input the values are stored by (made on first use).
-    fn v_rows(&mut self) -> Result<TensorRef> {
-        self.rows_input(true)
-    }
-
-    fn rows_input(&mut self, values: bool) -> Result<TensorRef> {
-        let (slot, name) = if values {
-            (&mut self.inputs.v_rows, "attn_inp_v_idxs")
-        } else {
-            (&mut self.inputs.kv_rows, "attn_inp_k_idxs")
+    /// The rows the keys (or with `values`, the values) are stored by: the full layers' cells, or
+    /// with `sliding` the sliding-window layers' (made on first use; named as llama.cpp names
+    /// both).
+    fn rows_input(&mut self, values: bool, sliding: bool) -> Result<TensorRef> {
+        let slot = match (values, sliding) {
+            (false, false) => &mut self.inputs.kv_rows,
+            (true, false) => &mut self.inputs.v_rows,
+            (false, true) => &mut self.inputs.kv_rows_swa,
+            (true, true) => &mut self.inputs.v_rows_swa,
         };
         if let Some(r) = *slot {
             return Ok(r);
         }
+        let name = if values { "attn_inp_v_idxs" } else { "attn_inp_k_idxs" };
         let nt = self.shape.n_tokens as i64;
         let r = self
             .g
@@ -650,7 +657,8 @@ impl<'a> Builder<'a> {
         } else {
             "attn_inp_kq_mask"
         };
-        let ne = [self.shape.n_kv as i64, self.shape.n_tokens as i64];
+        let n_kv = if sliding { self.shape.n_kv_swa } else { self.shape.n_kv };
+        let ne = [n_kv as i64, self.shape.n_tokens as i64];
         let m = self
             .g
             .input(mask_type(self.params.flash_attn), &ne, name)
@@ -796,7 +804,23 @@ impl<'a> Builder<'a> {
     ) -> Result<TensorRef> {
         let hp = self.hp;
         let nt = self.shape.n_tokens as i64;
-        let n_kv = self.shape.n_kv as i64;
+        if sliding && hp.n_swa == 0 {
+            return Err(Error::model("sliding-window layer without a window"));
+        }
+        // A sliding-window layer's keys are in the sliding layers' cells, with their own rows.
+        let own_cells = self.kv.sliding_layer(il);
+        if own_cells != sliding {
+            return Err(Error::Internal(format!(
+                "layer {il}: attends {} the sliding window but its keys are cached with the {} layers",
+                if sliding { "through" } else { "without" },
+                if own_cells { "sliding-window" } else { "full-attention" }
+            )));
+        }
+        let n_kv = if own_cells {
+            self.shape.n_kv_swa
+        } else {
+            self.shape.n_kv
+        } as i64;
         let hk = i64::from(hp.n_embd_head_k);
         let n_head_kv = i64::from(hp.n_head_kv[il]);
         let kc = self.kv.k(il);
@@ -819,7 +843,7 @@ impl<'a> Builder<'a> {
         };
         // Queries, values, then keys, in llama.cpp's graph order (queries, keys, then values in
         // a model with sliding-window layers, whose caches llama.cpp keeps apart).
-        let iswa = hp.n_swa > 0 && hp.swa_layers.iter().any(|&s| s);
+        let iswa = hp.has_sliding_layers();
         let vals = match v {
             Values::Cached(v) => Some(v),
             Values::Latent { .. } => None,
@@ -834,15 +858,12 @@ impl<'a> Builder<'a> {
         }
 
         // Write first: the attention below reads the cache, including these rows.
-        let kv_rows = self.kv_rows()?;
+        let kv_rows = self.rows_input(false, own_cells)?;
         let k2 = self.merge_heads(k)?;
         let k_store = self.g.set_rows(kc, k2, kv_rows).map_err(ggml_err)?;
         self.g.expand(k_store);
 
         let row = |t: TensorRef, n: i64| crate::ggml::row_size(t.ggml_type(), n);
-        if sliding && self.hp.n_swa == 0 {
-            return Err(Error::model("sliding-window layer without a window"));
-        }
         let mask = match mask {
             Some(m) => m,
             None => self.mask(sliding)?,
@@ -852,7 +873,7 @@ impl<'a> Builder<'a> {
         let ns = self.shape.n_streams.max(1) as i64;
         let tps = nt / ns;
         let n_head = i64::from(hp.n_head[il]);
-        let stream_rows = self.kv.stream_size() as i64;
+        let stream_rows = self.kv.layer_stream_size(il) as i64;
         let k_stream = row(kc, hk * n_head_kv * stream_rows);
         let s0 = self.shape.first_stream;
         // A view, not a reshape: queries may be strided views of a fused projection.
@@ -874,7 +895,7 @@ impl<'a> Builder<'a> {
                     .ok_or_else(|| Error::Internal(format!("layer {il} has no V cache")))?;
                 let hv = i64::from(hp.n_embd_head_v);
                 let v2 = self.merge_heads(v)?;
-                let v_rows = self.v_rows()?;
+                let v_rows = self.rows_input(true, own_cells)?;
                 let v_store = self.g.set_rows(vc, v2, v_rows).map_err(ggml_err)?;
                 self.g.expand(v_store);
                 let v_stream = row(vc, hv * n_head_kv * stream_rows);

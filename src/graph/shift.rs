@@ -28,13 +28,15 @@ struct Keys {
     rot: Option<TensorRef>,
 }
 
-pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<ShiftGraph> {
+/// The K-shift of the full layers' cells, or with `sliding` of the sliding-window layers' (each
+/// shifted by a graph of its own, as llama.cpp shifts each of its caches).
+pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams, sliding: bool) -> Result<ShiftGraph> {
     let hp = model
         .hparams
         .as_ref()
         .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
     let mut g = Graph::new(max_nodes(model)).map_err(ggml_err)?;
-    let size = kv.size() as i64;
+    let size = kv.size(sliding) as i64;
     let deltas = g
         .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")
         .map_err(ggml_err)?;
@@ -49,6 +51,7 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
     // Indexer keys are rotated whatever their type, but only a quantized cache turns them back
     // around the shift (llama.cpp's `build_rope_shift`).
     let idx_quantized = (0..hp.n_layer as usize)
+        .filter(|_| !sliding)
         .filter_map(|il| kv.indexer_k(il))
         .any(|k| is_quantized(k.ggml_type()));
     let idx_rot = match idx_quantized {
@@ -56,7 +59,8 @@ pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams) -> Result<S
         false => None,
     };
     // Layers that never rotate keep their keys as they are (llama.cpp's `has_rope`).
-    for il in (0..hp.n_layer as usize).filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
+    let layers = (0..hp.n_layer as usize).filter(|&il| kv.sliding_layer(il) == sliding);
+    for il in layers.filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
         let model_keys = Keys {
             k: kv.k(il),
             head: i64::from(hp.n_embd_head_k),

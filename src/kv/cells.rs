@@ -1,6 +1,8 @@
 //! The bookkeeping of the KV cache: for each cell, the position it holds and the sequences it
 //! belongs to. Pure data, no tensors: the attention mask and the cache writes are derived from it.
 
+use crate::model::hparams::Swa;
+
 /// Up to 256 sequence ids (llama.h's `llama_max_parallel_sequences`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct SeqSet([u64; 4]);
@@ -52,6 +54,15 @@ pub struct Undo {
     slots: Vec<usize>,
     used: usize,
     head: usize,
+    /// All the cells, when placing emptied cells that were in use (rare: a sliding window's).
+    before: Option<Box<Cells>>,
+}
+
+impl Undo {
+    /// The cells the placement took.
+    pub fn slots(&self) -> &[usize] {
+        &self.slots
+    }
 }
 
 /// What llama.cpp keeps of a cell besides its position, for models rotating by several positions
@@ -151,13 +162,27 @@ impl Cells {
         self.seqs.iter().filter(|s| s.contains(seq)).count()
     }
 
-    /// Free cells for `n` tokens, searched as llama.cpp searches: from the head (or from the start
-    /// when enough cells before the head are free), wrapping around once. None when they do not fit.
-    pub fn find_slots(&self, n: usize) -> Option<Vec<usize>> {
+    /// Cells for `n` tokens, searched as llama.cpp searches: from the head (or from the start when
+    /// enough cells before the head are free), wrapping around once. A cell is free when empty or,
+    /// with a sliding `window`, when it holds one sequence whose window has passed it (its next
+    /// token would not see it). None when they do not fit.
+    pub fn find_slots(&self, n: usize, window: Option<Swa>) -> Option<Vec<usize>> {
         let size = self.size();
-        if n > size || size - self.used < n {
+        if n > size || (window.is_none() && size - self.used < n) {
             return None;
         }
+        let next_pos = window.map(|_| self.next_positions());
+        let usable = |i: usize| match (self.pos[i], window, &next_pos) {
+            (EMPTY, _, _) => true,
+            (p, Some(w), Some(next)) => {
+                let mut seqs = self.seqs[i].iter();
+                match (seqs.next(), seqs.next()) {
+                    (Some(s), None) => w.hides(next[s], p),
+                    _ => false,
+                }
+            }
+            _ => false,
+        };
         let mut at = if self.head > self.used + 2 * n { 0 } else { self.head };
         let mut found = Vec::with_capacity(n);
         let mut tested = 0;
@@ -165,7 +190,7 @@ impl Cells {
             if at >= size {
                 at = 0;
             }
-            if self.pos[at] == EMPTY {
+            if usable(at) {
                 found.push(at);
             }
             at += 1;
@@ -174,20 +199,47 @@ impl Cells {
         (found.len() == n).then_some(found)
     }
 
+    /// Per sequence, one past the highest position its cells hold.
+    fn next_positions(&self) -> Vec<i32> {
+        let mut next = vec![0; MAX_SEQ];
+        for (&p, seqs) in self.pos.iter().zip(&self.seqs) {
+            if p != EMPTY {
+                seqs.iter().for_each(|s| next[s] = next[s].max(p + 1));
+            }
+        }
+        next
+    }
+
     /// Occupy `slots` with the given positions, sequence sets and extras; returns what undoes it.
+    /// A slot still holding a cell its window has passed is emptied first, and so is everything
+    /// of that sequence up to the position it held, as llama.cpp does: a sequence's cells stay
+    /// one run of positions.
     pub fn place(&mut self, slots: &[usize], pos: &[i32], seqs: &[SeqSet], ext: &[CellExt]) -> Undo {
+        let reused = slots.iter().any(|&c| self.pos[c] != EMPTY);
         let undo = Undo {
             slots: slots.to_vec(),
             used: self.used,
             head: self.head,
+            before: reused.then(|| Box::new(self.clone())),
         };
+        let mut passed: Vec<(usize, i32)> = Vec::new();
         for (((&c, &p), s), e) in slots.iter().zip(pos).zip(seqs).zip(ext) {
-            debug_assert_eq!(self.pos[c], EMPTY);
+            if let Some(old) = self.pos(c) {
+                passed.extend(self.seqs[c].iter().map(|q| (q, old)));
+                self.free(c);
+            }
             self.pos[c] = p;
             self.seqs[c] = *s;
             self.ext[c] = *e;
             self.shift[c] = 0;
             self.used += 1;
+        }
+        passed.sort_unstable();
+        for (i, &(seq, old)) in passed.iter().enumerate() {
+            let last_of_seq = passed.get(i + 1).is_none_or(|&(q, _)| q != seq);
+            if last_of_seq && self.seq_pos_min(seq).is_some_and(|p0| p0 <= old) {
+                self.seq_rm(Some(seq), -1, old + 1);
+            }
         }
         if let Some(&last) = slots.last() {
             self.head = last + 1;
@@ -195,8 +247,31 @@ impl Cells {
         undo
     }
 
+    /// Give `place`'s cells back their old contents and the head its old place, as llama.cpp's
+    /// `prepare` does after trying a ubatch: what the placing let go of elsewhere stays gone.
+    pub fn give_back(&mut self, undo: Undo) {
+        let old = |c: usize| match &undo.before {
+            Some(b) => (b.pos[c], b.seqs[c], b.ext[c], b.shift[c]),
+            None => (EMPTY, SeqSet::default(), CellExt::default(), 0),
+        };
+        for &c in &undo.slots {
+            let (pos, seqs, ext, shift) = old(c);
+            match (self.pos[c] == EMPTY, pos == EMPTY) {
+                (true, false) => self.used += 1,
+                (false, true) => self.used -= 1,
+                _ => {}
+            }
+            (self.pos[c], self.seqs[c], self.ext[c], self.shift[c]) = (pos, seqs, ext, shift);
+        }
+        self.head = undo.head;
+    }
+
     /// Put the cells back as they were before `place`.
     pub fn rollback(&mut self, undo: Undo) {
+        if let Some(before) = undo.before {
+            *self = *before;
+            return;
+        }
         for c in undo.slots {
             self.pos[c] = EMPTY;
             self.seqs[c] = SeqSet::default();
@@ -371,7 +446,7 @@ mod tests {
 
     fn fill(c: &mut Cells, seq: usize, positions: std::ops::Range<i32>) {
         let n = positions.len();
-        let slots = c.find_slots(n).expect("room");
+        let slots = c.find_slots(n, None).expect("room");
         let pos: Vec<i32> = positions.collect();
         c.place(
             &slots,
@@ -386,13 +461,13 @@ mod tests {
         let mut c = Cells::new(8);
         fill(&mut c, 0, 0..3);
         c.seq_rm(Some(0), 1, 2);
-        assert_eq!(c.find_slots(2), Some(vec![1, 3]));
+        assert_eq!(c.find_slots(2, None), Some(vec![1, 3]));
         let before = (c.pos.clone(), c.seqs.clone(), c.used);
         let undo = c.place(&[1, 3], &[7, 8], &[SeqSet::single(1); 2], &[CellExt::default(); 2]);
         assert_eq!(c.used(), 4);
         c.rollback(undo);
         assert_eq!((c.pos.clone(), c.seqs.clone(), c.used), before);
-        assert_eq!(c.find_slots(7), None);
+        assert_eq!(c.find_slots(7, None), None);
     }
 
     /// Cells are searched from the head, as llama.cpp searches them, not lowest first: the cells a
@@ -408,7 +483,7 @@ mod tests {
         // Shifting positions below zero frees cells 4 and 5 and puts the head on the first.
         c.seq_add(1, 0, 2, -5);
         assert_eq!((c.used(), c.head), (4, 4));
-        assert_eq!(c.find_slots(3), Some(vec![4, 5, 0]));
+        assert_eq!(c.find_slots(3, None), Some(vec![4, 5, 0]));
         let undo = c.place(
             &[4, 5, 0],
             &[9, 10, 11],
@@ -421,6 +496,43 @@ mod tests {
         // A shift that frees nothing restarts the search from the beginning.
         c.seq_add(1, -1, -1, 1);
         assert_eq!(c.head, 0);
+    }
+
+    /// With a sliding window, a full cache takes again the cells the window has passed (a cell of
+    /// one sequence whose next token would not see it), and the sequence lets go of everything up
+    /// to the position it held there; `rollback` puts it all back, `give_back` only the cells.
+    #[test]
+    fn cells_a_window_has_passed_are_taken_again() {
+        let w = Some(Swa::Window(3));
+        let mut c = Cells::new(6);
+        fill(&mut c, 0, 0..4);
+        fill(&mut c, 1, 0..2);
+        assert_eq!(c.find_slots(1, None), None, "full");
+        // Sequence 0's next token is at 4: it no longer sees positions 0 and 1.
+        let slots = c.find_slots(2, w).expect("passed cells");
+        assert_eq!(slots, [0, 1]);
+        let snapshot = c.clone();
+        let undo = c.place(&slots, &[0, 1], &[SeqSet::single(1); 2], &[CellExt::default(); 2]);
+        assert_eq!((c.used(), c.head), (6, 2));
+        assert_eq!(c.seq_pos_min(0), Some(2));
+        c.rollback(undo);
+        assert_eq!(
+            (c.pos.clone(), c.seqs.clone(), c.used, c.head),
+            (snapshot.pos, snapshot.seqs, 6, 6)
+        );
+        // Taking cell 1 (position 1) also lets position 0 go, in cell 0.
+        let undo = c.place(&[1], &[4], &[SeqSet::single(0)], &[CellExt::default()]);
+        assert_eq!((c.seq_pos_min(0), c.used()), (Some(2), 5));
+        c.give_back(undo);
+        assert_eq!((c.pos(1), c.pos(0), c.used(), c.head), (Some(1), None, 5, 6));
+        // Cells shared by two sequences are never taken.
+        let mut shared = Cells::new(2);
+        let both = [SeqSet::single(0), SeqSet::single(0)].map(|mut s| {
+            s.insert(1);
+            s
+        });
+        shared.place(&[0, 1], &[0, 5], &both, &[CellExt::default(); 2]);
+        assert_eq!(shared.find_slots(1, w), None);
     }
 
     #[test]

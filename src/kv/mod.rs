@@ -1,8 +1,9 @@
 //! The KV cache: per layer a K and a V tensor of cells, and the cells' bookkeeping. As in
 //! llama.cpp, the cells are split into streams: one for all sequences when the context is
-//! "unified", otherwise one per sequence, each with its own range of rows in the tensors. Which row
-//! a token's keys land in decides the order attention sums them in, so placement follows
-//! llama.cpp's exactly and results stay bit-identical.
+//! "unified", otherwise one per sequence, each with its own range of rows in the tensors. A model
+//! with sliding-window layers has a second set of cells for those, placed on their own as
+//! llama.cpp's separate sliding cache is. Which row a token's keys land in decides the order
+//! attention sums them in, so placement follows llama.cpp's exactly and results stay bit-identical.
 
 mod cells;
 mod state;
@@ -43,15 +44,42 @@ impl TokenPlace {
     }
 }
 
-pub struct KvCache {
-    /// The cells of each stream; stream `s` owns rows `s * stream_size ..` of the tensors.
+/// Cells placed on their own, in streams of equal size.
+#[derive(Clone)]
+struct CellSet {
     streams: Vec<Cells>,
-    /// (K, V) per layer, each [n_embd_gqa, stream_size * n_stream]; no V when the values are read
-    /// from the keys (`HParams::kv_latent`). A model with a lightning indexer has as many more
-    /// after them, each layer's indexer keys (empty where the layer keeps none; with an unused V for
-    /// MiniMax-M3's): llama.cpp keeps those in a second cache over the same cells, and so they are
-    /// written in the state.
+    /// The sliding-window layers' set: their window, whose passed cells are taken again.
+    window: Option<Swa>,
+}
+
+impl CellSet {
+    fn new(size: usize, n_stream: usize, window: Option<Swa>) -> CellSet {
+        CellSet {
+            streams: vec![Cells::new(size); n_stream.max(1)],
+            window,
+        }
+    }
+
+    fn stream_size(&self) -> usize {
+        self.streams[0].size()
+    }
+}
+
+pub struct KvCache {
+    /// The full-attention layers' cells (a lightning indexer's keys share them), then, in a model
+    /// with sliding-window layers, theirs: llama.cpp keeps those in a cache of their own, as
+    /// large as the other with `swa_full`, else sized for the window, whose cells are taken again
+    /// once the window has passed them. Stream `s` of a set owns rows `s * stream_size ..` of its
+    /// layers' tensors.
+    sets: Vec<CellSet>,
+    /// (K, V) per layer, each [n_embd_gqa, stream_size * n_stream] of the layer's set; no V when
+    /// the values are read from the keys (`HParams::kv_latent`). A model with a lightning indexer
+    /// has as many more after them, each layer's indexer keys (empty where the layer keeps none;
+    /// with an unused V for MiniMax-M3's): llama.cpp keeps those in a second cache over the same
+    /// cells, and so they are written in the state.
     layers: Vec<(TensorRef, Option<TensorRef>)>,
+    /// The set (index into `sets`) of each of `layers`.
+    layer_set: Vec<usize>,
     /// The model's layers: `layers` past these are the indexer's.
     n_layer: usize,
     /// The tensors' memory and descriptions; None for a cache without layers (a context on a
@@ -61,20 +89,70 @@ pub struct KvCache {
 
 /// Where a ubatch went: per token its row in the cache tensors, and what takes it back.
 pub struct Placement {
+    /// Rows in the full-attention layers' tensors.
     pub rows: Vec<usize>,
+    /// Rows in the sliding-window layers' tensors (empty without such layers).
+    pub sliding_rows: Vec<usize>,
     /// The streams the ubatch touched, first and count (its tokens are grouped by stream).
     pub streams: (usize, usize),
-    undo: Vec<(usize, Undo)>,
+    /// Per set and stream touched, what undoes it.
+    undo: Vec<(usize, usize, Undo)>,
+}
+
+impl Placement {
+    /// The cells taken, per set and stream.
+    fn slots(&self) -> Slots {
+        Slots(
+            self.undo
+                .iter()
+                .map(|(set, s, undo)| (*set, *s, undo.slots().to_vec()))
+                .collect(),
+        )
+    }
+}
+
+/// The cells chosen for a ubatch in each set and stream (in `place`'s order).
+pub struct Slots(Vec<(usize, usize, Vec<usize>)>);
+
+/// Every set's cells at one moment.
+pub struct CellsSnapshot(Vec<CellSet>);
+
+/// The sliding-window layers' cells: `n_swa` per sequence sharing the stream, plus a ubatch,
+/// padded to 256 (after the bound, as llama.cpp pads it); the full size with `swa_full`.
+pub fn sliding_size(hp: &HParams, full: usize, swa_full: bool, seqs_per_stream: usize, n_ubatch: usize) -> usize {
+    if swa_full {
+        return full;
+    }
+    let want = (hp.n_swa as usize)
+        .saturating_mul(seqs_per_stream)
+        .saturating_add(n_ubatch);
+    full.min(want).next_multiple_of(N_KV_PAD)
 }
 
 impl KvCache {
-    pub fn new(hp: &HParams, stream_size: usize, n_stream: usize, type_k: RawType, type_v: RawType) -> Result<KvCache> {
+    /// A cache of `stream_size` cells per stream for the full-attention layers and `sliding_size`
+    /// for the sliding-window ones (see `sliding_size`).
+    pub fn new(
+        hp: &HParams,
+        stream_size: usize,
+        sliding_size: usize,
+        n_stream: usize,
+        type_k: RawType,
+        type_v: RawType,
+    ) -> Result<KvCache> {
         let n_layer = hp.n_layer as usize;
-        let rows = stream_size.saturating_mul(n_stream) as i64;
+        let mut sets = vec![CellSet::new(stream_size, n_stream, None)];
+        if hp.has_sliding_layers() {
+            sets.push(CellSet::new(sliding_size, n_stream, Some(hp.swa())));
+        }
+        let set_of = |il: usize| usize::from(sets.len() > 1 && hp.swa_layers.get(il).copied().unwrap_or(false));
+        let rows_of = |set: usize| (sets[set].stream_size().saturating_mul(n_stream)) as i64;
         let indexed = hp.indexer.head_size > 0;
         let mut arena = Arena::new(if indexed { 4 } else { 2 } * n_layer).map_err(Error::Ggml)?;
         let mut layers = Vec::with_capacity(if indexed { 2 } else { 1 } * n_layer);
+        let mut layer_set = Vec::with_capacity(layers.capacity());
         for il in 0..n_layer {
+            let rows = rows_of(set_of(il));
             // Layers that keep no keys and values get empty tensors.
             let heads = if hp.has_kv(il) { hp.n_head_kv[il] } else { 0 };
             let k_width = i64::from(hp.n_embd_head_k * heads);
@@ -88,8 +166,10 @@ impl KvCache {
                 Some(v.map_err(Error::invalid)?)
             };
             layers.push((k, v));
+            layer_set.push(set_of(il));
         }
         if indexed {
+            let rows = rows_of(0);
             for il in 0..n_layer {
                 let width = if hp.has_kv(il) && hp.indexer.keeps(il) {
                     i64::from(hp.indexer.head_size)
@@ -106,18 +186,24 @@ impl KvCache {
                     false => None,
                 };
                 layers.push((k.map_err(Error::invalid)?, v));
+                layer_set.push(0);
             }
         }
         let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("KV cache: {e}")))?;
         // Freshly allocated memory may hold NaN patterns; masked cells must still read as numbers.
         buffer.clear(0);
+        let sliding = match sets.get(1) {
+            Some(s) => format!(" (sliding-window layers: {} cells per stream)", s.stream_size()),
+            None => String::new(),
+        };
         crate::log_info!(
-            "kv: {n_stream} stream(s) of {stream_size} cells, {n_layer} layers, {:.2} MiB",
+            "kv: {n_stream} stream(s) of {stream_size} cells{sliding}, {n_layer} layers, {:.2} MiB",
             buffer.size() as f64 / (1024.0 * 1024.0)
         );
         Ok(KvCache {
-            streams: vec![Cells::new(stream_size); n_stream.max(1)],
+            sets,
             layers,
+            layer_set,
             n_layer,
             storage: Some((buffer, arena)),
         })
@@ -126,8 +212,9 @@ impl KvCache {
     /// A cache with cells but no layers: what a context on a vocab-only model holds.
     pub fn without_layers(size: usize) -> KvCache {
         KvCache {
-            streams: vec![Cells::new(size)],
+            sets: vec![CellSet::new(size, 1, None)],
             layers: Vec::new(),
+            layer_set: Vec::new(),
             n_layer: 0,
             storage: None,
         }
@@ -147,22 +234,58 @@ impl KvCache {
         self.layers[il].1
     }
 
+    /// Whether the sliding-window layers have cells of their own (a model with such layers).
+    pub fn has_sliding(&self) -> bool {
+        self.sets.len() > 1
+    }
+
+    /// Whether cache layer `il` is a sliding-window layer, in the sliding set's cells.
+    pub fn sliding_layer(&self, il: usize) -> bool {
+        self.layer_set.get(il).is_some_and(|&s| s > 0)
+    }
+
+    /// The sliding layers' cells (`sliding`, where the model has them) or the full layers'.
+    fn set(&self, sliding: bool) -> &CellSet {
+        match sliding {
+            true => self.sets.last().unwrap_or(&self.sets[0]),
+            false => &self.sets[0],
+        }
+    }
+
     pub fn n_stream(&self) -> usize {
-        self.streams.len()
+        self.sets[0].streams.len()
     }
 
-    /// Cells per stream.
+    /// Cells per stream (of the full layers).
     pub fn stream_size(&self) -> usize {
-        self.streams[0].size()
+        self.sets[0].stream_size()
     }
 
-    /// Cells in all streams.
-    pub fn size(&self) -> usize {
-        self.stream_size() * self.n_stream()
+    /// Cells per stream of the full layers, or with `sliding` of the sliding ones.
+    pub fn stream_size_of(&self, sliding: bool) -> usize {
+        self.set(sliding).stream_size()
     }
 
+    /// Cells per stream of the set holding cache layer `il`.
+    pub fn layer_stream_size(&self, il: usize) -> usize {
+        self.stream_size_of(self.sliding_layer(il))
+    }
+
+    /// Cells in all streams (of the full layers, or with `sliding` of the sliding ones).
+    pub fn size(&self, sliding: bool) -> usize {
+        let set = self.set(sliding);
+        set.stream_size() * set.streams.len()
+    }
+
+    /// Cells in use (of the full layers).
     pub fn used(&self) -> usize {
-        self.streams.iter().map(Cells::used).sum()
+        self.sets[0].streams.iter().map(Cells::used).sum()
+    }
+
+    /// Whether cached keys may be moved to new positions as llama.cpp allows it: not when the
+    /// sliding layers' cells are fewer (its `get_can_shift`).
+    pub fn sizes_match(&self) -> bool {
+        self.sets.iter().all(|s| s.stream_size() == self.stream_size())
     }
 
     /// The stream holding sequence `seq`.
@@ -170,18 +293,9 @@ impl KvCache {
         seq.min(self.n_stream() - 1)
     }
 
-    /// The cells of stream `s`.
+    /// The cells of stream `s` (of the full layers).
     pub fn stream(&self, s: usize) -> &Cells {
-        &self.streams[s]
-    }
-
-    fn stream_mut(&mut self, s: usize) -> &mut Cells {
-        &mut self.streams[s]
-    }
-
-    fn cells_of(&mut self, seq: usize) -> &mut Cells {
-        let s = self.stream_of(seq);
-        &mut self.streams[s]
+        &self.sets[0].streams[s]
     }
 
     /// Bytes held per buffer type (one CPU buffer, or none without layers).
@@ -193,10 +307,12 @@ impl KvCache {
         self.storage.as_ref().map_or(0, |(b, _)| b.size())
     }
 
-    /// Cells attention must cover in the streams `first..first + n`: the most any of them uses,
-    /// padded so graphs keep their shape.
-    pub fn n_kv(&self, (first, n): (usize, usize)) -> usize {
-        self.streams[first..first + n]
+    /// Cells attention must cover in the streams `first..first + n` (of the full layers, or with
+    /// `sliding` of the sliding ones): the most any of them uses, padded so graphs keep their
+    /// shape.
+    pub fn n_kv(&self, sliding: bool, (first, n): (usize, usize)) -> usize {
+        let set = self.set(sliding);
+        set.streams[first..first + n]
             .iter()
             .map(|c| {
                 c.used_max_p1()
@@ -206,13 +322,28 @@ impl KvCache {
                     .min(c.size())
             })
             .max()
-            .unwrap_or(N_KV_PAD.min(self.stream_size()))
+            .unwrap_or(N_KV_PAD.min(set.stream_size()))
     }
 
-    /// Find cells for a ubatch's `tokens` and occupy them. Tokens of different streams must come
-    /// grouped by stream. None (nothing changed) when a stream has no room, or when a token belongs
-    /// to sequences of different streams.
+    /// Find cells for a ubatch's `tokens` and occupy them, in every set. Tokens of different
+    /// streams must come grouped by stream. None (nothing changed) when a stream has no room, or
+    /// when a token belongs to sequences of different streams.
     pub fn place(&mut self, tokens: &[TokenPlace]) -> Option<Placement> {
+        self.place_in(tokens, 0..self.sets.len(), None)
+    }
+
+    /// Occupy the cells `plan` chose for `tokens` (see `plan`).
+    pub fn place_planned(&mut self, tokens: &[TokenPlace], plan: &Slots) -> Option<Placement> {
+        self.place_in(tokens, 0..self.sets.len(), Some(plan))
+    }
+
+    /// `place` in the cell sets `sets` only, in the cells `plan` chose where given.
+    fn place_in(
+        &mut self,
+        tokens: &[TokenPlace],
+        sets: std::ops::Range<usize>,
+        plan: Option<&Slots>,
+    ) -> Option<Placement> {
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
         for (i, t) in tokens.iter().enumerate() {
             let s = self.stream_of(t.primary_seq);
@@ -226,42 +357,94 @@ impl KvCache {
         }
         let mut placement = Placement {
             rows: vec![0; tokens.len()],
+            sliding_rows: vec![0; if sets.end > 1 { tokens.len() } else { 0 }],
             streams: (groups.first().map_or(0, |g| g.0), groups.len()),
-            undo: Vec::with_capacity(groups.len()),
+            undo: Vec::with_capacity(groups.len() * self.sets.len()),
         };
-        let stream_size = self.stream_size();
-        for (s, members) in groups {
-            let Some(slots) = self.streams[s].find_slots(members.len()) else {
-                self.rollback(placement);
-                return None;
-            };
-            let pos: Vec<i32> = members.iter().map(|&i| tokens[i].pos).collect();
-            let seqs: Vec<SeqSet> = members.iter().map(|&i| tokens[i].seqs).collect();
-            let ext: Vec<CellExt> = members.iter().map(|&i| tokens[i].ext).collect();
-            let undo = self.streams[s].place(&slots, &pos, &seqs, &ext);
-            for (&i, &c) in members.iter().zip(&slots) {
-                placement.rows[i] = s * stream_size + c;
+        let mut planned = plan.map(|p| p.0.iter());
+        for set in sets {
+            let (window, stream_size) = (self.sets[set].window, self.sets[set].stream_size());
+            for (s, members) in &groups {
+                let slots = match planned.as_mut() {
+                    Some(it) => it
+                        .next()
+                        .filter(|(ps, pst, slots)| (*ps, *pst, slots.len()) == (set, *s, members.len()))
+                        .map(|(_, _, slots)| slots.clone()),
+                    None => self.sets[set].streams[*s].find_slots(members.len(), window),
+                };
+                let Some(slots) = slots else {
+                    self.rollback(placement);
+                    return None;
+                };
+                let pos: Vec<i32> = members.iter().map(|&i| tokens[i].pos).collect();
+                let seqs: Vec<SeqSet> = members.iter().map(|&i| tokens[i].seqs).collect();
+                let ext: Vec<CellExt> = members.iter().map(|&i| tokens[i].ext).collect();
+                let undo = self.sets[set].streams[*s].place(&slots, &pos, &seqs, &ext);
+                let rows = if set == 0 {
+                    &mut placement.rows
+                } else {
+                    &mut placement.sliding_rows
+                };
+                for (&i, &c) in members.iter().zip(&slots) {
+                    rows[i] = s * stream_size + c;
+                }
+                placement.undo.push((set, *s, undo));
             }
-            placement.undo.push((s, undo));
         }
         Some(placement)
     }
 
-    /// Take a placement back: its cells are empty again, as before `place`.
+    /// Take a placement back: its cells are as before `place`.
     pub fn rollback(&mut self, placement: Placement) {
-        for (s, undo) in placement.undo.into_iter().rev() {
-            self.streams[s].rollback(undo);
+        for (set, s, undo) in placement.undo.into_iter().rev() {
+            self.sets[set].streams[s].rollback(undo);
         }
     }
 
-    /// The attention mask for `tokens` over the first `n_kv` cells of each token's stream,
+    /// Choose cells for a batch's ubatches before running any, as llama.cpp's `prepare` does: each
+    /// ubatch is placed in turn, then the chosen cells are given back their old contents, while
+    /// what the placing let go of a sliding window's passed positions stays gone (llama.cpp does
+    /// not put those back, and the ubatches then attend without them). None when a ubatch finds
+    /// no room (the cells are then as the same pass leaves them).
+    pub fn plan(&mut self, ubatches: &[Vec<TokenPlace>]) -> Option<Vec<Slots>> {
+        let mut placed = Vec::with_capacity(ubatches.len());
+        let mut fits = true;
+        for tokens in ubatches {
+            match self.place(tokens) {
+                Some(p) => placed.push(p),
+                None => {
+                    fits = false;
+                    break;
+                }
+            }
+        }
+        let plans = placed.iter().map(Placement::slots).collect();
+        for p in placed.into_iter().rev() {
+            for (set, s, undo) in p.undo.into_iter().rev() {
+                self.sets[set].streams[s].give_back(undo);
+            }
+        }
+        fits.then_some(plans)
+    }
+
+    /// The cells of every set as they are, to put back with `restore_cells`.
+    pub fn snapshot(&self) -> CellsSnapshot {
+        CellsSnapshot(self.sets.clone())
+    }
+
+    pub fn restore_cells(&mut self, snapshot: CellsSnapshot) {
+        self.sets = snapshot.0;
+    }
+
+    /// The attention mask for `tokens` over the first `n_kv` cells of each token's stream (of the
+    /// full layers, or with `sliding` of the sliding ones, hiding what their window hides),
     /// row-major [n_tokens][n_kv]: 0 (with `alibi`, minus the distance between the positions)
-    /// where a token may attend to a cell, -inf elsewhere. `window` limits attention as a
-    /// sliding-window layer's is limited.
-    pub fn mask(&self, tokens: &[TokenPlace], n_kv: usize, causal: bool, window: Option<Swa>, alibi: bool) -> Vec<f32> {
+    /// where a token may attend to a cell, -inf elsewhere.
+    pub fn mask(&self, tokens: &[TokenPlace], n_kv: usize, causal: bool, sliding: bool, alibi: bool) -> Vec<f32> {
+        let set = self.set(sliding);
         let mut out = vec![f32::NEG_INFINITY; tokens.len() * n_kv];
         for (t, row) in tokens.iter().zip(out.chunks_exact_mut(n_kv)) {
-            let cells = &self.streams[self.stream_of(t.primary_seq)];
+            let cells = &set.streams[self.stream_of(t.primary_seq)];
             for (j, m) in row.iter_mut().enumerate() {
                 let Some(p0) = cells.pos(j) else { continue };
                 if !cells.seqs(j).contains(t.primary_seq) {
@@ -270,7 +453,7 @@ impl KvCache {
                 if causal && p0 > t.pos {
                     continue;
                 }
-                if window.is_some_and(|w| w.hides(t.pos, p0)) {
+                if set.window.is_some_and(|w| w.hides(t.pos, p0)) {
                     continue;
                 }
                 *m = if alibi { -(p0.abs_diff(t.pos) as f32) } else { 0.0 };
@@ -279,9 +462,20 @@ impl KvCache {
         out
     }
 
+    /// Every stream of every set.
+    fn all_cells(&mut self) -> impl Iterator<Item = &mut Cells> {
+        self.sets.iter_mut().flat_map(|set| set.streams.iter_mut())
+    }
+
+    /// The stream holding `seq` in every set.
+    fn cells_of(&mut self, seq: usize) -> impl Iterator<Item = &mut Cells> {
+        let s = self.stream_of(seq);
+        self.sets.iter_mut().map(move |set| &mut set.streams[s])
+    }
+
     /// Forget everything; with `data`, also zero the tensors.
     pub fn clear(&mut self, data: bool) {
-        self.streams.iter_mut().for_each(Cells::clear);
+        self.all_cells().for_each(Cells::clear);
         if let (true, Some((buffer, _))) = (data, &self.storage) {
             buffer.clear(0);
         }
@@ -290,8 +484,8 @@ impl KvCache {
     /// Remove `seq` (every sequence when None) from positions [p0, p1).
     pub fn seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) {
         match seq {
-            Some(s) => self.cells_of(s).seq_rm(Some(s), p0, p1),
-            None => self.streams.iter_mut().for_each(|c| c.seq_rm(None, p0, p1)),
+            Some(s) => self.cells_of(s).for_each(|c| c.seq_rm(Some(s), p0, p1)),
+            None => self.all_cells().for_each(|c| c.seq_rm(None, p0, p1)),
         }
     }
 
@@ -302,7 +496,9 @@ impl KvCache {
         let (s0, s1) = (self.stream_of(src), self.stream_of(dst));
         if s0 == s1 {
             if src != dst {
-                self.streams[s0].seq_cp(src, dst, p0, p1);
+                self.sets
+                    .iter_mut()
+                    .for_each(|set| set.streams[s0].seq_cp(src, dst, p0, p1));
             }
             return Ok(());
         }
@@ -314,10 +510,12 @@ impl KvCache {
                  the sequences have separate caches and only whole sequences (p0 = p1 = -1) can be copied"
             )));
         }
-        let from = self.streams[s0].clone();
-        self.streams[s1].copy_sequence(&from, src, dst);
-        let rows = self.stream_size();
+        for set in &mut self.sets {
+            let from = set.streams[s0].clone();
+            set.streams[s1].copy_sequence(&from, src, dst);
+        }
         for il in 0..self.layers.len() {
+            let rows = self.layer_stream_size(il);
             for t in std::iter::once(self.k(il)).chain(self.v(il)) {
                 let row = row_size(t.ggml_type(), t.ne()[0]);
                 let mut data = vec![0u8; rows * row];
@@ -330,48 +528,56 @@ impl KvCache {
 
     /// Keep only `seq` in its stream (other streams are left alone, as in llama.cpp).
     pub fn seq_keep(&mut self, seq: usize) {
-        self.cells_of(seq).seq_keep(seq);
+        self.cells_of(seq).for_each(|c| c.seq_keep(seq));
     }
 
     pub fn seq_add(&mut self, seq: usize, p0: i32, p1: i32, delta: i32) {
-        self.cells_of(seq).seq_add(seq, p0, p1, delta);
+        self.cells_of(seq).for_each(|c| c.seq_add(seq, p0, p1, delta));
     }
 
     pub fn seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) {
-        self.cells_of(seq).seq_div(seq, p0, p1, d);
+        self.cells_of(seq).for_each(|c| c.seq_div(seq, p0, p1, d));
     }
 
-    /// The highest position any cell holds.
+    /// The highest position any cell of the full layers holds.
     pub fn pos_max(&self) -> Option<i32> {
-        self.streams
+        self.sets[0]
+            .streams
             .iter()
             .flat_map(|c| (0..c.size()).filter_map(|j| c.pos(j)))
             .max()
     }
 
+    /// The lowest position `seq` holds, as llama.cpp answers it: from the sliding layers' cells
+    /// where the model has them (their window may have let the oldest go).
     pub fn seq_pos_min(&self, seq: usize) -> Option<i32> {
-        self.streams[self.stream_of(seq)].seq_pos_min(seq)
+        self.set(true).streams[self.stream_of(seq)].seq_pos_min(seq)
     }
 
     pub fn seq_pos_max(&self, seq: usize) -> Option<i32> {
-        self.streams[self.stream_of(seq)].seq_pos_max(seq)
+        self.set(true).streams[self.stream_of(seq)].seq_pos_max(seq)
     }
 
-    /// Pending K-shift per row of the tensors, if positions moved since the keys were computed.
-    pub fn pending_shift(&self) -> Option<Vec<i32>> {
-        if self.streams.iter().all(|c| c.pending_shift().is_none()) {
+    /// Pending K-shift per row of the full layers' tensors (with `sliding`, of the sliding
+    /// ones'), if positions moved there since the keys were computed.
+    pub fn pending_shift(&self, sliding: bool) -> Option<Vec<i32>> {
+        let set = self.set(sliding);
+        if sliding && !self.has_sliding() || set.streams.iter().all(|c| c.pending_shift().is_none()) {
             return None;
         }
-        let n = self.stream_size();
+        let n = set.stream_size();
         Some(
-            self.streams
+            set.streams
                 .iter()
                 .flat_map(|c| c.pending_shift().map_or_else(|| vec![0; n], <[i32]>::to_vec))
                 .collect(),
         )
     }
 
-    pub fn shift_applied(&mut self) {
-        self.streams.iter_mut().for_each(Cells::shift_applied);
+    /// The keys of the full layers (with `sliding`, of the sliding ones) now have their cells'
+    /// positions.
+    pub fn shift_applied(&mut self, sliding: bool) {
+        let set = if sliding { self.sets.len() - 1 } else { 0 };
+        self.sets[set].streams.iter_mut().for_each(Cells::shift_applied);
     }
 }

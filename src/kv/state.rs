@@ -251,15 +251,13 @@ impl KvCache {
             return Ok(());
         };
         let stream = self.stream_of(s);
-        let cells = self.stream(stream);
-        let first_row = stream * self.stream_size();
-        let rows: Vec<usize> = (0..cells.size())
-            .filter(|&i| cells.pos(i).is_some() && cells.seqs(i) == SeqSet::single(s))
-            .map(|i| first_row + i)
-            .collect();
         for il in 0..self.layers.len() {
+            let sliding = self.sliding_layer(il);
+            let cells = &self.set(sliding).streams[stream];
+            let first_row = stream * cells.size();
             let (k_zero, v_zero) = (vec![0u8; self.k_row(il)], vec![0u8; self.v_row(il)]);
-            for &row in &rows {
+            let alone = (0..cells.size()).filter(|&i| cells.pos(i).is_some() && cells.seqs(i) == SeqSet::single(s));
+            for row in alone.map(|i| first_row + i) {
                 tensor_write(self.k(il), row * self.k_row(il), &k_zero).map_err(Error::Ggml)?;
                 self.write_v(il, row, &v_zero)?;
             }
@@ -269,10 +267,12 @@ impl KvCache {
     }
 
     /// The cells stream `stream` holds for `seq` (all sequences when None), in cell order, each as
-    /// its row in the tensors and the sequence ids written for it.
-    fn stream_cells(&self, stream: usize, seq: Option<usize>, window: Option<Swa>) -> Vec<(usize, Vec<usize>)> {
-        let cells = self.stream(stream);
-        let first_row = stream * self.stream_size();
+    /// its row in the tensors and the sequence ids written for it: of the full layers' cells, or
+    /// with `sliding` of the sliding layers'.
+    fn stream_cells(&self, sliding: bool, stream: usize, seq: Option<usize>) -> Vec<(usize, Vec<usize>)> {
+        let set = self.set(sliding);
+        let (cells, window) = (&set.streams[stream], set.window);
+        let first_row = stream * cells.size();
         let mut out = Vec::new();
         for i in 0..cells.size() {
             let Some(pos) = cells.pos(i) else { continue };
@@ -314,25 +314,21 @@ impl KvCache {
             if swa_only && layout.swa.is_some() && !sliding {
                 continue;
             }
-            let window = if sliding {
-                layout.swa.as_ref().map(|(_, w)| *w)
-            } else {
-                None
-            };
             out.put(&(self.n_stream() as u32).to_le_bytes());
             for stream in 0..self.n_stream() {
-                let cells = self.stream_cells(stream, seq, window);
+                let cells = self.stream_cells(sliding, stream, seq);
                 out.put(&(cells.len() as u32).to_le_bytes());
                 if cells.is_empty() {
                     continue;
                 }
-                let first_row = stream * self.stream_size();
+                let held = &self.set(sliding).streams[stream];
+                let first_row = stream * held.size();
                 for (row, ids) in &cells {
-                    let pos = self.stream(stream).pos(row - first_row).unwrap_or_default();
+                    let pos = held.pos(row - first_row).unwrap_or_default();
                     out.put(&pos.to_le_bytes());
                     out.put(&(ids.len() as u32).to_le_bytes());
                     if layout.cell_ext {
-                        let e = self.stream(stream).ext(row - first_row);
+                        let e = held.ext(row - first_row);
                         for v in [e.x, e.y, e.tok] {
                             out.put(&v.to_le_bytes());
                         }
@@ -388,8 +384,9 @@ impl KvCache {
         Ok(())
     }
 
-    /// Read the state of one sequence into `dest`, or (None) of the whole cache, from `src`. The
-    /// data is checked completely before the cache changes; on error the cache is as it was.
+    /// Read the state of one sequence into `dest`, or (None) of the whole cache, from `src`; with
+    /// `swa_only` (llama.h's PARTIAL_ONLY flag), a sequence's sliding-window layers only. The data
+    /// is checked completely before the cache changes; on error the cache is as it was.
     pub fn state_read(
         &mut self,
         layout: &Layout,
@@ -398,16 +395,20 @@ impl KvCache {
         src: &mut dyn Source,
         mut between: ReadHook,
     ) -> Result<()> {
-        if swa_only && layout.swa.is_some() {
-            let d = dest.ok_or_else(|| bad("only a sequence's state can hold just the sliding-window layers"))?;
-            return self.read_sliding_only(layout, d, src);
+        let partial = swa_only && layout.swa.is_some();
+        if partial && dest.is_none() {
+            return Err(bad("only a sequence's state can hold just the sliding-window layers"));
         }
         let n_layer = self.layers.len();
         let mut full: Vec<StagedCell> = Vec::new();
-        // The other caches' rows by cache, stream, position and sequences.
+        let mut sliding: Option<(Vec<usize>, Vec<StagedCell>)> = None;
+        // The indexer's rows by cache, stream, position and sequences.
         type Key = (usize, usize, i32, SeqSet);
         let mut other_rows: HashMap<Key, VecDeque<(Rows, Rows)>> = HashMap::new();
         for (layers, kind) in layout.caches(n_layer) {
+            if partial && kind != LayerKind::Sliding {
+                continue;
+            }
             if kind == LayerKind::Indexer && layout.indexer_after_recurrent {
                 if let Some(hook) = between.as_mut() {
                     hook(src)?;
@@ -420,53 +421,67 @@ impl KvCache {
                     self.n_stream()
                 )));
             }
+            let own_cells = kind == LayerKind::Sliding;
+            let mut cells = Vec::new();
             for stream in 0..n_stream {
-                let cells = self.read_stream(layout, &layers, stream, dest, src)?;
-                match kind.cache() {
-                    Some(cache) if kind != LayerKind::Full => {
-                        for c in cells {
-                            other_rows
-                                .entry((cache, c.stream, c.pos, c.seqs))
-                                .or_default()
-                                .push_back((c.k, c.v));
-                        }
+                cells.extend(self.read_stream(layout, &layers, own_cells, stream, dest, src)?);
+            }
+            match kind.cache() {
+                _ if own_cells => sliding = Some((layers, cells)),
+                Some(cache) if kind != LayerKind::Full => {
+                    for c in cells {
+                        other_rows
+                            .entry((cache, c.stream, c.pos, c.seqs))
+                            .or_default()
+                            .push_back((c.k, c.v));
                     }
-                    _ => full.extend(cells),
                 }
+                _ => full.extend(cells),
             }
         }
-        // The cells are the full layers' cache's (which may have no layers, but has the cells).
-        // Rows per layer for every cell: the other caches' matched by stream, position and
-        // sequences, in order where several cells share them (cells outside every window have
-        // no sliding rows), zeros where a cache has none, and empty ones for uncached layers.
+        // The full layers' cells (which may have no layers, but has the cells) take the indexer's
+        // rows matched by stream, position and sequences, in order where several cells share
+        // them; empty rows for uncached layers.
         let kinds = layout.kinds(n_layer);
+        let full_layers: Vec<(usize, LayerKind)> = (0..n_layer)
+            .filter(|&il| kinds[il] != LayerKind::Sliding)
+            .map(|il| (il, kinds[il]))
+            .collect();
         for c in &mut full {
-            let mut k_parts: [Option<Rows>; 3] = [Some(std::mem::take(&mut c.k)), None, None];
-            let mut v_parts: [Option<Rows>; 3] = [Some(std::mem::take(&mut c.v)), None, None];
-            for cache in 1..LayerKind::CACHES.len() {
-                if let Some((k, v)) = other_rows
-                    .get_mut(&(cache, c.stream, c.pos, c.seqs))
-                    .and_then(VecDeque::pop_front)
-                {
-                    (k_parts[cache], v_parts[cache]) = (Some(k), Some(v));
-                }
+            let mut k_parts: [Option<Rows>; 2] = [Some(std::mem::take(&mut c.k)), None];
+            let mut v_parts: [Option<Rows>; 2] = [Some(std::mem::take(&mut c.v)), None];
+            if let Some((k, v)) = other_rows
+                .get_mut(&(1, c.stream, c.pos, c.seqs))
+                .and_then(VecDeque::pop_front)
+            {
+                (k_parts[1], v_parts[1]) = (Some(k), Some(v));
             }
-            c.k = merge_layers(&kinds, k_parts, |il| self.k_row(il));
-            c.v = merge_layers(&kinds, v_parts, |il| self.v_row(il));
+            c.k = merge_layers(&full_layers, k_parts, |il| self.k_row(il));
+            c.v = merge_layers(&full_layers, v_parts, |il| self.v_row(il));
         }
         let unmatched: usize = other_rows.values().map(VecDeque::len).sum();
         if unmatched > 0 {
             return Err(bad(format!(
-                "{unmatched} cells of the sliding-window or indexer layers are not among the full layers' cells"
+                "{unmatched} cells of the indexer layers are not among the full layers' cells"
             )));
         }
-        self.apply_staged(dest, full)
+        let mut staged = Vec::new();
+        if !partial {
+            staged.push((full_layers.into_iter().map(|(il, _)| il).collect(), false, full));
+        }
+        if let Some((layers, cells)) = sliding {
+            staged.push((layers, true, cells));
+        }
+        self.apply_staged(dest, staged)
     }
 
+    /// One stream's cells and their rows of `layers`, for the full layers' cells or (`sliding`)
+    /// the sliding layers'.
     fn read_stream(
         &self,
         layout: &Layout,
         layers: &[usize],
+        sliding: bool,
         stream: usize,
         dest: Option<usize>,
         src: &mut dyn Source,
@@ -475,11 +490,9 @@ impl KvCache {
         if n == 0 {
             return Ok(Vec::new());
         }
-        if n > self.stream_size() {
-            return Err(bad(format!(
-                "{n} cells, a stream of this cache has {}",
-                self.stream_size()
-            )));
+        let size = self.stream_size_of(sliding);
+        if n > size {
+            return Err(bad(format!("{n} cells, a stream of this cache has {size}")));
         }
         let mut cells = Vec::with_capacity(n);
         for _ in 0..n {
@@ -584,110 +597,67 @@ impl KvCache {
         Ok(cells)
     }
 
-    /// A sequence's sliding-window layers only (llama.h's PARTIAL_ONLY flag; llama-server's
-    /// context checkpoints of sliding-window models). llama.cpp keeps those layers in a cache of
-    /// their own and replaces the sequence's cells there; ours share their cells with the full
-    /// layers, so each saved cell must be one the sequence still holds (same stream, position and
-    /// sequence), and its sliding layers' rows are overwritten. Nothing is written unless every
-    /// cell is found.
-    fn read_sliding_only(&mut self, layout: &Layout, d: usize, src: &mut dyn Source) -> Result<()> {
-        let layers = layout
-            .caches(self.layers.len())
-            .into_iter()
-            .find_map(|(layers, kind)| (kind == LayerKind::Sliding).then_some(layers))
-            .unwrap_or_default();
-        let n_stream = u32_of(src)? as usize;
-        if n_stream != self.n_stream() {
-            return Err(bad(format!(
-                "{n_stream} streams, this context has {} (kv_unified and n_seq_max must match)",
-                self.n_stream()
-            )));
+    /// Put staged cells in place, each list in its set (the full layers' or the sliding ones')
+    /// with its rows of that set's `layers`: the whole cache from the first cells, or `dest`'s
+    /// cells replaced. All cells are placed before any row is written; if one list does not fit,
+    /// nothing changes.
+    fn apply_staged(&mut self, dest: Option<usize>, staged: Vec<(Vec<usize>, bool, Vec<StagedCell>)>) -> Result<()> {
+        let before = self.sets.clone();
+        let mut rows = Vec::with_capacity(staged.len());
+        for (_, sliding, cells) in &staged {
+            match self.place_staged(dest, *sliding, cells) {
+                Some(r) => rows.push(r),
+                None => {
+                    self.sets = before;
+                    return Err(bad(format!("{} cells do not fit in the cache", cells.len())));
+                }
+            }
         }
-        let mut staged = Vec::new();
-        for stream in 0..n_stream {
-            staged.extend(self.read_stream(layout, &layers, stream, Some(d), src)?);
+        if let (None, Some((buffer, _))) = (dest, &self.storage) {
+            buffer.clear(0);
         }
-        let stream = self.stream_of(d);
-        let held = self.stream(stream);
-        let rows = staged
-            .iter()
-            .map(|c| {
-                (0..held.size())
-                    .find(|&i| held.pos(i) == Some(c.pos) && held.seqs(i).contains(d))
-                    .map(|i| stream * self.stream_size() + i)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "sequence {d} has no cell at position {} for the sliding-window layers' rows",
-                            c.pos
-                        ))
-                    })
-            })
-            .collect::<Result<Vec<usize>>>()?;
-        for (c, &row) in staged.iter().zip(&rows) {
-            for (j, &il) in layers.iter().enumerate() {
-                tensor_write(self.k(il), row * self.k_row(il), &c.k[j]).map_err(Error::Ggml)?;
-                self.write_v(il, row, &c.v[j])?;
+        for ((layers, _, cells), rows) in staged.iter().zip(&rows) {
+            for (c, &row) in cells.iter().zip(rows) {
+                for (j, &il) in layers.iter().enumerate() {
+                    tensor_write(self.k(il), row * self.k_row(il), &c.k[j]).map_err(Error::Ggml)?;
+                    self.write_v(il, row, &c.v[j])?;
+                }
             }
         }
         Ok(())
     }
 
-    fn apply_staged(&mut self, dest: Option<usize>, cells: Vec<StagedCell>) -> Result<()> {
-        let placed: Vec<usize> = match dest {
-            None => {
-                let mut per_stream = vec![(Vec::new(), Vec::new(), Vec::new()); self.n_stream()];
-                for c in &cells {
-                    per_stream[c.stream].0.push(c.pos);
-                    per_stream[c.stream].1.push(c.seqs);
-                    per_stream[c.stream].2.push(c.ext);
+    /// Occupy cells of one set for staged `cells`; their rows, or None when they do not fit.
+    fn place_staged(&mut self, dest: Option<usize>, sliding: bool, cells: &[StagedCell]) -> Option<Vec<usize>> {
+        let set = if sliding { self.sets.len() - 1 } else { 0 };
+        let Some(d) = dest else {
+            let stream_size = self.sets[set].stream_size();
+            let mut rows = vec![0; cells.len()];
+            for (s, cells_of_stream) in self.sets[set].streams.iter_mut().enumerate() {
+                let mine: Vec<usize> = (0..cells.len()).filter(|&i| cells[i].stream == s).collect();
+                let pos: Vec<i32> = mine.iter().map(|&i| cells[i].pos).collect();
+                let seqs: Vec<SeqSet> = mine.iter().map(|&i| cells[i].seqs).collect();
+                let ext: Vec<CellExt> = mine.iter().map(|&i| cells[i].ext).collect();
+                let slots = cells_of_stream.restore(&pos, &seqs, &ext);
+                for (&i, c) in mine.iter().zip(slots) {
+                    rows[i] = s * stream_size + c;
                 }
-                self.clear(true);
-                let first_rows: Vec<usize> = (0..self.n_stream()).map(|s| s * self.stream_size()).collect();
-                let mut rows_of: Vec<std::vec::IntoIter<usize>> = per_stream
-                    .iter()
-                    .enumerate()
-                    .map(|(s, (pos, seqs, ext))| {
-                        let slots = self.stream_mut(s).restore(pos, seqs, ext);
-                        slots
-                            .into_iter()
-                            .map(|c| first_rows[s] + c)
-                            .collect::<Vec<_>>()
-                            .into_iter()
-                    })
-                    .collect();
-                cells.iter().filter_map(|c| rows_of[c.stream].next()).collect()
             }
-            Some(d) => {
-                let stream = self.stream_of(d);
-                let held = self.stream(stream);
-                // Cells `d` holds alone are freed before placing; the ones it shares stay.
-                let alone = (0..held.size()).filter(|&i| held.seqs(i) == SeqSet::single(d)).count();
-                let free_after = held.size() - held.used() + alone;
-                if cells.len() > free_after {
-                    return Err(bad(format!("{} cells do not fit ({free_after} free)", cells.len())));
-                }
-                self.seq_rm(Some(d), -1, -1);
-                let tokens: Vec<TokenPlace> = cells
-                    .iter()
-                    .map(|c| TokenPlace {
-                        pos: c.pos,
-                        seqs: c.seqs,
-                        primary_seq: d,
-                        ext: c.ext,
-                    })
-                    .collect();
-                self.place(&tokens)
-                    .ok_or_else(|| Error::Internal("state restore: free cells vanished".into()))?
-                    .rows
-            }
+            return Some(rows);
         };
-        for (c, &row) in cells.iter().zip(&placed) {
-            for il in 0..self.layers.len() {
-                tensor_write(self.k(il), row * self.k_row(il), &c.k[il]).map_err(Error::Ggml)?;
-                self.write_v(il, row, &c.v[il])?;
-            }
-        }
-        Ok(())
+        let stream = self.stream_of(d);
+        self.sets[set].streams[stream].seq_rm(Some(d), -1, -1);
+        let tokens: Vec<TokenPlace> = cells
+            .iter()
+            .map(|c| TokenPlace {
+                pos: c.pos,
+                seqs: c.seqs,
+                primary_seq: d,
+                ext: c.ext,
+            })
+            .collect();
+        let placed = self.place_in(&tokens, set..set + 1, None)?;
+        Some(if sliding { placed.sliding_rows } else { placed.rows })
     }
 }
 
@@ -703,16 +673,14 @@ fn v_element(t: TensorRef) -> Result<(usize, usize)> {
     Ok((el, width))
 }
 
-/// Rows for every cache layer from each cache's rows (`parts`, by `LayerKind::cache`): zeros where
-/// a cache has none for a cell (a sliding one outside every window, which no layer reads); none
-/// for an uncached layer.
-fn merge_layers(kinds: &[LayerKind], parts: [Option<Rows>; 3], row_len: impl Fn(usize) -> usize) -> Rows {
+/// Rows for each of `layers` (a cache layer and its kind) from each cache's rows (`parts`, by
+/// `LayerKind::cache`): zeros where a cache has none for a cell; none for an uncached layer.
+fn merge_layers(layers: &[(usize, LayerKind)], parts: [Option<Rows>; 2], row_len: impl Fn(usize) -> usize) -> Rows {
     let mut parts = parts.map(|p| p.map(Vec::into_iter));
-    kinds
+    layers
         .iter()
-        .enumerate()
-        .map(|(il, kind)| match kind.cache() {
-            Some(cache) => parts[cache]
+        .map(|&(il, kind)| match kind.cache().and_then(|c| parts.get_mut(c)) {
+            Some(part) => part
                 .as_mut()
                 .and_then(Iterator::next)
                 .unwrap_or_else(|| vec![0; row_len(il)]),
@@ -782,12 +750,12 @@ mod tests {
     #[test]
     fn merged_rows_take_each_cache_in_layer_order() {
         use LayerKind::*;
-        let kinds = [Full, Uncached, Indexer, Full];
-        let parts = [Some(vec![vec![1], vec![4]]), Some(vec![vec![3]]), None];
-        let rows = merge_layers(&kinds, parts, |_| 2);
+        let layers = [(0, Full), (1, Uncached), (3, Indexer), (4, Full)];
+        let parts = [Some(vec![vec![1], vec![4]]), Some(vec![vec![3]])];
+        let rows = merge_layers(&layers, parts, |_| 2);
         assert_eq!(rows, [vec![1], vec![], vec![3], vec![4]]);
         // A cache without rows for the cell: zeros of the layer's width.
-        let rows = merge_layers(&kinds, [Some(vec![vec![1], vec![4]]), None, None], |_| 2);
+        let rows = merge_layers(&layers, [Some(vec![vec![1], vec![4]]), None], |_| 2);
         assert_eq!(rows[2], [0, 0]);
     }
 }

@@ -367,6 +367,12 @@ impl HParams {
         }
     }
 
+    /// Whether some layers attend through a sliding window: llama.cpp then keeps those layers'
+    /// keys and values in a cache of their own (its "iswa" caches).
+    pub fn has_sliding_layers(&self) -> bool {
+        self.n_swa > 0 && self.swa_layers.iter().any(|&s| s)
+    }
+
     pub fn has_kv(&self, il: usize) -> bool {
         self.kv_layers.get(il).copied().unwrap_or(false)
     }
