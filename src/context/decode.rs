@@ -7,7 +7,7 @@ use super::Context;
 use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, Scheduler, TensorRef};
 use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
-use crate::kv::{Placement, Slots, TokenPlace};
+use crate::kv::{Placement, Planned, Slots, TokenPlace};
 use crate::recurrent::{RsCells, SeqGroup};
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
@@ -121,17 +121,20 @@ impl Context<'_> {
 
         // Room for every ubatch first, placed in turn as they will be (the cache's cells chosen
         // then, as llama.cpp chooses them), so that "no slot" leaves the memory untouched.
-        let before = self.kv.has_sliding().then(|| self.kv.snapshot());
         let planned: Vec<Vec<TokenPlace>> = ubatches.iter().map(places_of).collect();
-        let plans = match self.uses_kv() {
+        let plan = match self.uses_kv() {
             true => self.kv.plan(&planned),
-            false => Some(Vec::new()),
+            false => Some((Vec::new(), Planned::default())),
         };
-        let fits = plans.is_some() && self.recurrent_fits(&planned, &ubatches);
-        if !fits {
-            if let Some(cells) = before {
-                self.kv.restore_cells(cells);
+        let plan = match plan {
+            Some(p) if self.recurrent_fits(&planned, &ubatches) => Some(p),
+            Some((_, before)) => {
+                self.kv.undo_plan(before);
+                None
             }
+            None => None,
+        };
+        let Some((plans, before)) = plan else {
             match &self.rs {
                 Some(rs) => crate::log_warn!(
                     "decode: no recurrent state cell for the batch's sequences ({} of {} used)",
@@ -146,8 +149,7 @@ impl Context<'_> {
                 ),
             }
             return Ok(DecodeStatus::NoSlot);
-        }
-        let plans = plans.unwrap_or_default();
+        };
         self.prepare_outputs(&batch.outputs);
 
         // Each finished ubatch's placement, to take back if a later one fails.
@@ -158,9 +160,7 @@ impl Context<'_> {
                 Ok(None) => return Ok(DecodeStatus::Aborted),
                 Err(e) => {
                     done.into_iter().rev().for_each(|p| self.unplace(p));
-                    if let Some(cells) = before {
-                        self.kv.restore_cells(cells);
-                    }
+                    self.kv.undo_plan(before);
                     return Err(e);
                 }
             }

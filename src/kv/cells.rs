@@ -63,6 +63,12 @@ impl Undo {
     pub fn slots(&self) -> &[usize] {
         &self.slots
     }
+
+    /// The cells as they were, when the placement emptied cells in use (the one case `give_back`
+    /// does not undo whole).
+    pub fn cells_before(&self) -> Option<&Cells> {
+        self.before.as_deref()
+    }
 }
 
 /// What llama.cpp keeps of a cell besides its position, for models rotating by several positions
@@ -268,11 +274,15 @@ impl Cells {
 
     /// Put the cells back as they were before `place`.
     pub fn rollback(&mut self, undo: Undo) {
-        if let Some(before) = undo.before {
-            *self = *before;
-            return;
+        match undo.before {
+            Some(before) => *self = *before,
+            None => self.vacate(&undo),
         }
-        for c in undo.slots {
+    }
+
+    /// Empty the cells of a placement into free cells again, and put the count and the head back.
+    pub fn vacate(&mut self, undo: &Undo) {
+        for &c in &undo.slots {
             self.pos[c] = EMPTY;
             self.seqs[c] = SeqSet::default();
             self.ext[c] = CellExt::default();

@@ -114,8 +114,9 @@ impl Placement {
 /// The cells chosen for a ubatch in each set and stream (in `place`'s order).
 pub struct Slots(Vec<(usize, usize, Vec<usize>)>);
 
-/// Every set's cells at one moment.
-pub struct CellsSnapshot(Vec<CellSet>);
+/// The streams a plan let go of cells in, as they were before it (see `KvCache::plan`).
+#[derive(Default)]
+pub struct Planned(Vec<(usize, usize, Cells)>);
 
 /// The sliding-window layers' cells: `n_swa` per sequence sharing the stream, plus a ubatch,
 /// padded to 256 (after the bound, as llama.cpp pads it); the full size with `swa_full`.
@@ -403,10 +404,11 @@ impl KvCache {
 
     /// Choose cells for a batch's ubatches before running any, as llama.cpp's `prepare` does: each
     /// ubatch is placed in turn, then the chosen cells are given back their old contents, while
-    /// what the placing let go of a sliding window's passed positions stays gone (llama.cpp does
-    /// not put those back, and the ubatches then attend without them). None when a ubatch finds
-    /// no room (the cells are then as the same pass leaves them).
-    pub fn plan(&mut self, ubatches: &[Vec<TokenPlace>]) -> Option<Vec<Slots>> {
+    /// what the placing let go of (a sliding window's passed positions) stays gone: llama.cpp does
+    /// not put those back, and the ubatches then attend without them. Also returns the streams
+    /// that lost cells so, as they were, for `undo_plan`. None when a ubatch finds no room; the
+    /// cells are then as they were.
+    pub fn plan(&mut self, ubatches: &[Vec<TokenPlace>]) -> Option<(Vec<Slots>, Planned)> {
         let mut placed = Vec::with_capacity(ubatches.len());
         let mut fits = true;
         for tokens in ubatches {
@@ -418,22 +420,41 @@ impl KvCache {
                 }
             }
         }
-        let plans = placed.iter().map(Placement::slots).collect();
+        let slots = placed.iter().map(Placement::slots).collect();
+        // A stream that lost cells, as before the batch: as before its first placement that let
+        // go of any, with the earlier placements' (into free cells) taken out again.
+        let undos: Vec<&(usize, usize, Undo)> = placed.iter().flat_map(|p| &p.undo).collect();
+        let mut before: Vec<(usize, usize, Cells)> = Vec::new();
+        for (k, &(set, s, undo)) in undos.iter().enumerate() {
+            let Some(cells) = undo.cells_before() else { continue };
+            if before.iter().any(|b| (b.0, b.1) == (*set, *s)) {
+                continue;
+            }
+            let mut cells = cells.clone();
+            for (_, _, earlier) in undos[..k].iter().rev().filter(|u| (u.0, u.1) == (*set, *s)) {
+                cells.vacate(earlier);
+            }
+            before.push((*set, *s, cells));
+        }
         for p in placed.into_iter().rev() {
             for (set, s, undo) in p.undo.into_iter().rev() {
                 self.sets[set].streams[s].give_back(undo);
             }
         }
-        fits.then_some(plans)
+        let planned = Planned(before);
+        if !fits {
+            self.undo_plan(planned);
+            return None;
+        }
+        Some((slots, planned))
     }
 
-    /// The cells of every set as they are, to put back with `restore_cells`.
-    pub fn snapshot(&self) -> CellsSnapshot {
-        CellsSnapshot(self.sets.clone())
-    }
-
-    pub fn restore_cells(&mut self, snapshot: CellsSnapshot) {
-        self.sets = snapshot.0;
+    /// Put back what a plan let go of, once the batch's placements are taken back (a batch that
+    /// failed): the cells are then as before the plan.
+    pub fn undo_plan(&mut self, planned: Planned) {
+        for (set, s, cells) in planned.0 {
+            self.sets[set].streams[s] = cells;
+        }
     }
 
     /// The attention mask for `tokens` over the first `n_kv` cells of each token's stream (of the
@@ -579,5 +600,49 @@ impl KvCache {
     pub fn shift_applied(&mut self, sliding: bool) {
         let set = if sliding { self.sets.len() - 1 } else { 0 };
         self.sets[set].streams.iter_mut().for_each(Cells::shift_applied);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache of cells only: 8 full-attention cells and 4 sliding ones with a window of 2.
+    fn sliding_cells() -> KvCache {
+        KvCache {
+            sets: vec![CellSet::new(8, 1, None), CellSet::new(4, 1, Some(Swa::Window(2)))],
+            layers: Vec::new(),
+            layer_set: Vec::new(),
+            n_layer: 0,
+            storage: None,
+        }
+    }
+
+    /// A plan leaves gone what its placing let go of, as llama.cpp's `prepare` does, and
+    /// `undo_plan` brings it back; the planned cells are the ones the ubatch then occupies.
+    #[test]
+    fn a_plan_keeps_what_it_let_go_until_undone() {
+        let mut kv = sliding_cells();
+        let first: Vec<TokenPlace> = [1, 0, 2, 3].map(|p| TokenPlace::at(0, p)).to_vec();
+        kv.place(&first).expect("room");
+        let next = [TokenPlace::at(0, 4)];
+        let (slots, planned) = kv.plan(&[next.to_vec()]).expect("room");
+        let sliding = |kv: &KvCache| (0..4).map(|i| kv.sets[1].streams[0].pos(i)).collect::<Vec<_>>();
+        // Cell 0 (position 1) is passed: taking it let position 0 go, which stays gone.
+        assert_eq!(sliding(&kv), [Some(1), None, Some(2), Some(3)]);
+        assert_eq!(kv.seq_pos_min(0), Some(1));
+        let placed = kv.place_planned(&next, &slots[0]).expect("planned cells");
+        assert_eq!(
+            (placed.rows.as_slice(), placed.sliding_rows.as_slice()),
+            (&[4][..], &[0][..])
+        );
+        kv.rollback(placed);
+        kv.undo_plan(planned);
+        assert_eq!(sliding(&kv), [Some(1), Some(0), Some(2), Some(3)]);
+        assert_eq!((kv.sets[1].streams[0].used(), kv.used()), (4, 4));
+        // Without room, nothing changes.
+        let two = [TokenPlace::at(1, 0), TokenPlace::at(1, 1)];
+        assert!(kv.plan(&[two.to_vec(), two.to_vec(), two.to_vec()]).is_none());
+        assert_eq!(sliding(&kv), [Some(1), Some(0), Some(2), Some(3)]);
     }
 }
