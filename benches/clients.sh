@@ -126,6 +126,10 @@ for m in smollm2 gemma3; do
         -p "The capital of France is" -n 48 --temp 0 -no-cnv
     want llama-completion && run "llama-completion/$m/seeded" 300 llama-completion "${common[@]}" \
         -p "Once upon a time" -n 48 -no-cnv
+    # The whole text as the prompt (about 4,400 tokens) in ubatches of 128: Gemma 3's sliding layers
+    # keep 768 cells here (common's swa_full false), taken again as the window passes them.
+    want llama-completion && run "llama-completion/$m/long" 600 llama-completion "${common[@]}" \
+        -f "$text" -c 8192 -ub 128 -n 32 --temp 0 -no-cnv
     want llama-cli && run "llama-cli/$m" 300 llama-cli "${common[@]}" -p "What is the capital of France?" \
         -n 32 --temp 0 -st
     want llama-perplexity && run "llama-perplexity/$m" 600 llama-perplexity "${common[@]}" -f "$text" -c 128 \
