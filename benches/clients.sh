@@ -37,12 +37,13 @@ open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 EOF
 
 # Take out what differs between any two runs: timestamps, timings, speeds, memory addresses,
-# thread ids, and the library's own log lines (not the program's output).
+# thread ids, and the library's own log lines (not the program's output). A timestamp inside a
+# line starts a new one: common's log sometimes glues an entry to one left without its newline.
 normalize() {
-    sed -E \
+    sed -E -e 's/^[0-9]+\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWED] //' \
+        -e 's/[0-9]\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWED] /\n/g' "$1" | sed -E \
         -e 's/\x08//g' \
         -e 's/[0-9.]+ minutes/<t> minutes/g' \
-        -e 's/[0-9]+\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWED] //g' \
         -e 's/as of [0-9-]+ [0-9:]+/as of <date>/' \
         -e 's/[0-9.]+ seconds per pass - ETA.*$/<t> seconds per pass/' \
         -e 's/[0-9]+(\.[0-9]+)? (ms|us|s)( per|,|\)| \/)/<t> \2\3/g' \
@@ -58,8 +59,8 @@ normalize() {
         -e 's/\.*repack: .*$//' \
         -e 's/Loading model\.\.\. [-|\\/ ]*/Loading model... /' \
         -e 's/[0-9.]+ tokens per second/<speed>/g' \
-        -e 's/control-looking token.*$//' \
-        "$1" | grep -vE '^(llama_|load|print_info|llm_load|graph_|sched_|common_perf|init:|main: (build|llama threadpool)|system_info|create_tensor|init_tokenizer|done_getting_tensors|set_abort_callback|resolve_fused_ops|decode:)|^\s*$|^\.+$|load time|sample time|eval time|total time|graphs reused|\| +memory breakdown|MiB' || true
+        -e 's/control-looking token.*$//' |
+        grep -vE '^(llama_|load|print_info|llm_load|graph_|sched_|common_perf|init:|main: (build|llama threadpool)|system_info|create_tensor|init_tokenizer|done_getting_tensors|set_abort_callback|resolve_fused_ops|decode:)|^\s*$|^\.+$|load time|sample time|eval time|total time|graphs reused|\| +memory breakdown|MiB' || true
 }
 
 printf '%-32s %s\n' "program" "result"
@@ -71,7 +72,8 @@ run() {
     shift 3
     local dir="$out/$name"
     mkdir -p "$dir"
-    feed_input() { if [ -n "${feed:-}" ]; then printf '%s\n' "$feed"; sleep "$secs"; fi; }
+    # The input stays open past the timeout: a program that saw its end first would race the kill.
+    feed_input() { if [ -n "${feed:-}" ]; then printf '%s\n' "$feed"; sleep "$((secs + 5))"; fi; }
     local rc_ref rc_eng try
     for try in 1 2 3; do
         (cd "$dir" && feed_input | timeout "$secs" "$bin/$prog" "$@" >ref.out 2>ref.err)
