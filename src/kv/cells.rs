@@ -177,17 +177,28 @@ impl Cells {
         if n > size || (window.is_none() && size - self.used < n) {
             return None;
         }
-        let next_pos = window.map(|_| self.next_positions());
-        let usable = |i: usize| match (self.pos[i], window, &next_pos) {
-            (EMPTY, _, _) => true,
-            (p, Some(w), Some(next)) => {
-                let mut seqs = self.seqs[i].iter();
-                match (seqs.next(), seqs.next()) {
-                    (Some(s), None) => w.hides(next[s], p),
-                    _ => false,
-                }
+        // Per sequence, one past its highest position: looked up only for the occupied cells the
+        // search meets (usually none: the cells after the head are free).
+        let mut next: Vec<(usize, i32)> = Vec::new();
+        let mut usable = |i: usize| {
+            let p = self.pos[i];
+            if p == EMPTY {
+                return true;
             }
-            _ => false,
+            let Some(w) = window else { return false };
+            let mut seqs = self.seqs[i].iter();
+            let (Some(s), None) = (seqs.next(), seqs.next()) else {
+                return false;
+            };
+            let p1 = match next.iter().find(|e| e.0 == s) {
+                Some(&(_, p1)) => p1,
+                None => {
+                    let p1 = self.seq_pos_max(s).map_or(0, |m| m + 1);
+                    next.push((s, p1));
+                    p1
+                }
+            };
+            w.hides(p1, p)
         };
         let mut at = if self.head > self.used + 2 * n { 0 } else { self.head };
         let mut found = Vec::with_capacity(n);
@@ -203,17 +214,6 @@ impl Cells {
             tested += 1;
         }
         (found.len() == n).then_some(found)
-    }
-
-    /// Per sequence, one past the highest position its cells hold.
-    fn next_positions(&self) -> Vec<i32> {
-        let mut next = vec![0; MAX_SEQ];
-        for (&p, seqs) in self.pos.iter().zip(&self.seqs) {
-            if p != EMPTY {
-                seqs.iter().for_each(|s| next[s] = next[s].max(p + 1));
-            }
-        }
-        next
     }
 
     /// Occupy `slots` with the given positions, sequence sets and extras; returns what undoes it.
