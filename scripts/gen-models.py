@@ -202,11 +202,13 @@ def add_tensors(w, tensors, dtype, rng=None):
     blocks from `rng`, a fixed seed by default, for the types gguf cannot quantize)."""
     rng = rng or np.random.default_rng(0)
     for name, t in tensors.items():
-        # Norms (StableLM's per-head ones too), routers, BERT's token types and the state-space
-        # layers' kernels, decays and skips stay F32, as llama.cpp's converters keep them (ggml computes those in F32).
+        # Norms (StableLM's per-head ones too), routers, BERT's token types, the state-space
+        # layers' kernels, decays and skips and GLM5-Next's pool biases stay F32, as llama.cpp's
+        # converters keep them (ggml computes those in F32).
         keep = t.ndim == 1 or "ple_norm_" in name or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
-             "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"))
+             "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight",
+             "indexer_compressor_ape.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -1084,6 +1086,102 @@ def kimi(a):
                     tensors[blk + "ffn_routed_norm.weight"] = weights.norm(latent)
         add_tensors(w, tensors, dtype)
     return build
+
+def glm5_next(w, weights, n_vocab, dtype):
+    """GLM5-Next: four layers alternating unrotated absorbed latent attention (KV rank 40, key
+    heads of 24, value heads of 32, a low-rank query) and KDA layers (heads of 16, q, k and v
+    convolved apart, the decay bounded below, low-rank decay and output gate); four residual
+    copies mixed by hyper-connections with three Sinkhorn iterations; a dense first layer, then
+    four sigmoid-routed experts beside a shared one. The first attention layer's k-pool indexer
+    (four heads of 16, pools of 4, the best 2 pools and the incomplete one) picks for both; small
+    ubatches gather the picked latents, larger ones mask."""
+    a = "glm5-next"
+    n_layer, ffe, kda_head, conv = 4, 32, 16, 4
+    inner = N_HEAD * kda_head
+    q_rank, kv_rank, nope, hv = 32, 40, 24, 32
+    idx_heads, idx_head, kpool = 4, 16, 4
+    kda_layers = (1, 3)
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0 if il in kda_layers else 1 for il in range(n_layer)])
+    w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank
+    w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
+    w.add_uint32(f"{a}.attention.key_length_mla", nope)
+    w.add_uint32(f"{a}.attention.value_length_mla", hv)
+    w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
+    w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+    w.add_uint32(f"{a}.rope.dimension_count", 0)
+    w.add_uint32(f"{a}.ssm.conv_kernel", conv)
+    w.add_uint32(f"{a}.kda.head_dim", kda_head)
+    w.add_float32(f"{a}.kda.gate_lower_bound", -5.0)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_uint32(f"{a}.expert_gating_func", 2)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
+    w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
+    w.add_uint32(f"{a}.attention.indexer.top_k", 2 * kpool)
+    w.add_uint32(f"{a}.attention.indexer.kpool", kpool)
+    w.add_bool(f"{a}.attention.indexer.kpool_select_tail", True)
+    w.add_array(f"{a}.attention.indexer.types", [1, 0, 0, 0])
+    w.add_uint32(f"{a}.hyper_connection.count", 4)
+    w.add_uint32(f"{a}.hyper_connection.sinkhorn_iterations", 3)
+    w.add_float32(f"{a}.hyper_connection.epsilon", 1e-6)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    mix = (2 + 4) * 4
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            del tensors[blk + t + ".weight"]
+        for part in ("attn", "ffn"):
+            tensors[blk + f"hc_{part}_fn.weight"] = weights.matrix(mix, 4 * N_EMBD)
+            tensors[blk + f"hc_{part}_base.weight"] = weights.bias(mix)
+            tensors[blk + f"hc_{part}_scale.weight"] = weights.norm(3)
+        if il in kda_layers:
+            for t in ("attn_q", "attn_k", "attn_v"):
+                tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
+            for t in ("q", "k", "v"):
+                tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
+            tensors.update({
+                blk + "ssm_f_a.weight": weights.matrix(kda_head, N_EMBD),
+                blk + "ssm_f_b.weight": weights.matrix(inner, kda_head),
+                blk + "ssm_g_a.weight": weights.matrix(kda_head, N_EMBD),
+                blk + "ssm_g_b.weight": weights.matrix(inner, kda_head),
+                blk + "ssm_beta.weight": weights.matrix(N_HEAD, N_EMBD),
+                blk + "ssm_a": -np.abs(weights.norm(N_HEAD)),
+                blk + "ssm_dt.bias": weights.bias(inner),
+                blk + "ssm_norm.weight": weights.norm(kda_head),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, inner),
+            })
+        else:
+            tensors.update({
+                blk + "attn_q_a_norm.weight": weights.norm(q_rank),
+                blk + "attn_q_a.weight": weights.matrix(q_rank, N_EMBD),
+                blk + "attn_q_b.weight": weights.matrix(N_HEAD * nope, q_rank),
+                blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
+                blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank, N_EMBD),
+                blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
+                blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
+                blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+            })
+            if il == 0:
+                tensors.update({
+                    blk + "indexer.k_norm.weight": weights.norm(idx_head),
+                    blk + "indexer.k_norm.bias": weights.bias(idx_head),
+                    blk + "indexer.proj.weight": weights.matrix(idx_heads, N_EMBD),
+                    blk + "indexer.attn_k.weight": weights.matrix(idx_head, N_EMBD),
+                    blk + "indexer.attn_q_b.weight": weights.matrix(idx_heads * idx_head, q_rank),
+                    blk + "indexer_compressor_gate.weight": weights.matrix(idx_head, N_EMBD),
+                    blk + "indexer_compressor_ape.weight": weights.matrix(kpool, idx_head),
+                })
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, ffe))
+    add_tensors(w, tensors, dtype)
+
 
 def bailingmoe3(w, weights, n_vocab, dtype):
     """BailingMoE 3: Kimi delta attention layers with full-rank decay and output-gate projections
@@ -2503,6 +2601,7 @@ MODELS = {
     "hy_v4-dense": ("hy_v4", deepseek2(True, "hy_v4", dense=True), True),
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
+    "glm5-next": ("glm5-next", glm5_next, True),
     "bailingmoe3": ("bailingmoe3", bailingmoe3, True),
     "minimax-01": ("minimax-01", minimax_01, True),
     "maple": ("maple", maple, True),

@@ -283,6 +283,8 @@ pub(super) fn load_indexer(meta: &Meta, hp: &mut HParams, layers: Vec<bool>, rop
         block: 0,
         local: 0,
         values: false,
+        kpool: 0,
+        kpool_tail: false,
     };
     if ix.n_head == 0 || ix.top_k == 0 {
         return Err(Error::model(format!("{name}: the indexer needs heads and a top_k")));

@@ -172,7 +172,7 @@ impl Decoder for HyV4 {
 
 /// The mixes of the copies `x` ([n_embd, hc, n_tokens]): all copies RMS-normed together (no
 /// weight), times `fn_w`.
-fn hc_mixes(b: &mut Builder, x: TensorRef, fn_w: TensorRef) -> Result<TensorRef> {
+pub(super) fn hc_mixes(b: &mut Builder, x: TensorRef, fn_w: TensorRef) -> Result<TensorRef> {
     let [e, hc, nt, _] = x.ne();
     let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
     let normed = b.g.rms_norm(flat, b.hp.rms_eps).map_err(ggml_err)?;
@@ -180,7 +180,7 @@ fn hc_mixes(b: &mut Builder, x: TensorRef, fn_w: TensorRef) -> Result<TensorRef>
 }
 
 /// `sigmoid(x + base) + eps`, the hyper-connections' gate.
-fn hc_gate(b: &mut Builder, x: TensorRef, base: TensorRef) -> Result<TensorRef> {
+pub(super) fn hc_gate(b: &mut Builder, x: TensorRef, base: TensorRef) -> Result<TensorRef> {
     let g = b.g.add(x, base).map_err(ggml_err)?;
     let g = b.g.sigmoid(g).map_err(ggml_err)?;
     b.g.scale_bias(g, 1.0, b.hp.hc_eps).map_err(ggml_err)

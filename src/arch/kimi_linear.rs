@@ -168,6 +168,8 @@ pub(super) enum KdaTensors {
     KimiK3,
     /// Full-rank decay (`ssm_f_a`) and output gate (`ssm_g_a`) projections, A of [1, n_head].
     Bailing,
+    /// Low-rank decay and output-gate projections, A of [n_head].
+    Glm5Next,
 }
 
 /// A KDA layer's tensors (the q, k and v projections may be fused where llama.cpp's graph
@@ -200,8 +202,12 @@ pub(super) fn kda_tensors(hp: &HParams, il: usize, style: KdaTensors, specs: &mu
         specs.push(TensorSpec::matmul(b(&format!("{name}_b.weight")), &[head, inner], true));
     };
     match style {
-        KdaTensors::KimiLinear => {
-            specs.push(TensorSpec::new(b("ssm_a"), &[1, n_head], true));
+        KdaTensors::KimiLinear | KdaTensors::Glm5Next => {
+            let a: &[u32] = match style {
+                KdaTensors::Glm5Next => &[n_head],
+                _ => &[1, n_head],
+            };
+            specs.push(TensorSpec::new(b("ssm_a"), a, true));
             low_rank("ssm_f", specs);
             low_rank("ssm_g", specs);
         }

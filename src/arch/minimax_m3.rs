@@ -51,6 +51,8 @@ impl ArchSpec for MinimaxM3 {
             block: meta.u32(&ix("block_size"))?,
             local: meta.u32(&ix("local_blocks"))?,
             values: true,
+            kpool: 0,
+            kpool_tail: false,
         };
         let ix = &hp.indexer;
         if ix.block == 0 || ix.n_head == 0 || ix.top_k == 0 || ix.head_size < hp.n_rot {

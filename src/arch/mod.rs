@@ -22,6 +22,7 @@ pub(crate) mod gemma;
 pub(crate) mod gemma2;
 pub(crate) mod gemma3;
 pub(crate) mod glm4;
+pub(crate) mod glm5_next;
 pub(crate) mod gpt2;
 pub(crate) mod gpt_oss;
 pub(crate) mod granite;
@@ -82,7 +83,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 122] = [
+static ARCHITECTURES: [&dyn Architecture; 123] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -124,6 +125,7 @@ static ARCHITECTURES: [&dyn Architecture; 122] = [
     &hy_v4::HyV4,
     &kimi_linear::KimiLinear,
     &kimi_k3::KimiK3,
+    &glm5_next::Glm5Next,
     &bailingmoe3::BailingMoe3,
     &minimax_01::Minimax01,
     &llama_like::DECI,

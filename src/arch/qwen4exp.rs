@@ -372,5 +372,5 @@ fn hc_combine(b: &mut Builder, res: TensorRef, out: TensorRef, inject: TensorRef
     let w = b.scale(inject, 1.0 / hc)?;
     let w = b.g.sigmoid(w).map_err(ggml_err)?;
     let w = b.scale(w, 2.0)?;
-    b.g.add_weighted_rows(out, res, w).map_err(ggml_err)
+    b.g.add_weighted_rows(out, res, w, None).map_err(ggml_err)
 }

@@ -6,7 +6,9 @@ use super::sampling::Layout;
 use super::Context;
 use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, Scheduler, TensorRef};
+use crate::graph::kpool::KpoolInputs;
 use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
+use crate::kv::kpool::Step;
 use crate::kv::{Placement, Planned, Slots, TokenPlace};
 use crate::recurrent::{RsCells, SeqGroup};
 
@@ -156,7 +158,12 @@ impl Context<'_> {
         let mut done = Vec::with_capacity(ubatches.len());
         for (k, ub) in ubatches.iter().enumerate() {
             match self.decode_ubatch(&batch, ub, places_of(ub), plans.get(k)) {
-                Ok(Some(placement)) => done.push(placement),
+                Ok(Some(placement)) => {
+                    if k == 0 {
+                        self.kv.kpool_computed();
+                    }
+                    done.push(placement);
+                }
                 Ok(None) => return Ok(DecodeStatus::Aborted),
                 Err(e) => {
                     done.into_iter().rev().for_each(|p| self.unplace(p));
@@ -221,6 +228,7 @@ impl Context<'_> {
             n_pos: 0,
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: None,
+            kpool: None,
         };
         let ub = Ubatch {
             idx: (0..n).collect(),
@@ -234,6 +242,7 @@ impl Context<'_> {
             &batch.outputs,
             [&[], &[]],
             &seqs,
+            None,
         )?;
         if !finished(computed)? {
             return Ok(DecodeStatus::Aborted);
@@ -363,6 +372,10 @@ impl Context<'_> {
             .place(&places, ub.n_streams, plan)
             .ok_or_else(|| Error::Internal("memory room found for the batch vanished".into()))?;
         let seqs = sequences_of(&places);
+        let kpool = match placed.kv {
+            Some(_) => self.kv.kpool_step(&places),
+            None => None,
+        };
         let (rows, streams) = placed.kv.as_ref().map_or(([&[][..], &[][..]], (0, 1)), |p| {
             ([&p.rows[..], &p.sliding_rows[..]], p.streams)
         });
@@ -387,6 +400,7 @@ impl Context<'_> {
                 n_seqs: ub.n_streams,
                 window: rs.cells.window(),
             }),
+            kpool: kpool.as_ref().map(Step::shape),
         };
         let layout = self.sampling.layout(
             places
@@ -396,7 +410,7 @@ impl Context<'_> {
                 .map(|(p, _)| p.primary_seq),
         );
         let status = self
-            .compute_ubatch(shape, layout, &tokens, &places, &outputs, rows, &seqs)
+            .compute_ubatch(shape, layout, &tokens, &places, &outputs, rows, &seqs, kpool.as_ref())
             .and_then(finished)
             .and_then(|done| {
                 if done {
@@ -428,6 +442,7 @@ impl Context<'_> {
         outputs: &[bool],
         rows: [&[usize]; 2],
         seqs: &[usize],
+        kpool: Option<&Step>,
     ) -> Result<ComputeStatus> {
         self.prepare_graph(shape, layout)?;
         let n_threads = if tokens.len() == 1 {
@@ -438,6 +453,11 @@ impl Context<'_> {
         self.backend.set_n_threads(n_threads);
         let copy_sources = self.rs.as_mut().map(|rs| rs.cells.take_copy_sources());
         self.set_inputs(tokens, places, outputs, rows, seqs, copy_sources.as_deref())?;
+        if let (Some(step), Some((shape, built))) = (kpool, &self.graph) {
+            if let Some(k) = built.inputs.kpool {
+                self.set_kpool_inputs(step, &k, places, shape)?;
+            }
+        }
         if let Some(sg) = &self.sampling_graph {
             self.sampling.set_inputs(sg)?;
         }
@@ -544,6 +564,30 @@ impl Context<'_> {
             self.sched.set_eval_callback(cb);
         }
         self.sched_nodes = n;
+        Ok(())
+    }
+
+    /// The k-pool indexer's inputs for the ubatch at `places`.
+    fn set_kpool_inputs(&self, step: &Step, k: &KpoolInputs, places: &[TokenPlace], shape: &Shape) -> Result<()> {
+        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
+        let d = step.inputs(
+            places,
+            shape.n_kv,
+            self.kv.stream_size(),
+            self.kv.n_stream(),
+            k.gather,
+            k.n_sel,
+        );
+        set(k.pool_cells, &to_bytes_i32(&d.pool_cells))?;
+        set(k.pool_idxs, &to_bytes_i32(&d.pool_idxs))?;
+        set(k.pool_mask, &mask_bytes(&d.pool_mask, true))?;
+        set(k.tail_idxs, &to_bytes_i32(&d.tail_idxs))?;
+        set(k.gather_mask, &to_bytes_f32(&d.gather_mask))?;
+        set(k.new_pool_idxs, &to_bytes_i32(&d.new_pool_idxs))?;
+        if let Some(rep) = k.new_pool_rep {
+            let bytes: Vec<u8> = d.new_pool_rep.iter().flat_map(|r| r.to_le_bytes()).collect();
+            set(rep, &bytes)?;
+        }
         Ok(())
     }
 

@@ -390,6 +390,9 @@ impl<'m> Context<'m> {
                         zero: 0,
                     },
                 }),
+                kpool: (self.kv.kpool() > 0).then(|| {
+                    crate::kv::kpool::worst_case(self.kv.kpool(), self.kv.stream_size(), self.params.n_seq_max as usize)
+                }),
             };
             let built = Builder::build(
                 self.model,

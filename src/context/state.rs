@@ -116,6 +116,7 @@ impl Context<'_> {
                 Ok(())
             };
             self.kv.state_read(&layout, seq, swa_only, src, Some(&mut recurrent))?;
+            self.kv.kpool_restored(seq);
         }
         if let Some(rs) = &mut self.rs {
             let read = match staged {

@@ -4,6 +4,7 @@
 //! `Decoder` (`arch/`).
 
 mod indexer;
+pub mod kpool;
 pub mod lightning;
 pub mod msa;
 pub mod ple;
@@ -45,6 +46,8 @@ pub struct Shape {
     /// For a model with recurrent layers: the ubatch's sequence groups (its tokens are
     /// `n_seqs` runs of equal length) and the state cells the graph works on.
     pub recurrent: Option<RecurrentShape>,
+    /// GLM5-Next's k-pool indexer: the pools the graph scores and pools.
+    pub kpool: Option<crate::kv::kpool::KpoolShape>,
 }
 
 /// The recurrent part of a graph's shape: llama.cpp bakes the state window into views, so a
@@ -166,6 +169,8 @@ pub struct Inputs {
     pub qsa: Vec<qsa::QsaInputs>,
     /// Qwen4-exp's PLE table rows, I32 [n_heads * n_tokens].
     pub ple_rows: Option<TensorRef>,
+    /// GLM5-Next's k-pool indexer inputs; made by the first indexer layer.
+    pub kpool: Option<kpool::KpoolInputs>,
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -395,6 +400,7 @@ impl<'a> Builder<'a> {
                 msa: None,
                 qsa: Vec::new(),
                 ple_rows: None,
+                kpool: None,
                 attn_temp: None,
                 lightning: None,
             },

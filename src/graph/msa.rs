@@ -213,7 +213,7 @@ impl Builder<'_> {
             let a = g.scale(a, blk as f32).map_err(ggml_err)?;
             let a = g.reshape(a, &[1, top, hd, ns]).map_err(ggml_err)?;
             let a = g.repeat(a, [blk, top, hd, ns]).map_err(ggml_err)?;
-            let ramp = g.arange(blk).map_err(ggml_err)?;
+            let ramp = g.arange(0, blk).map_err(ggml_err)?;
             let ramp = g.reshape(ramp, &[blk, 1, 1]).map_err(ggml_err)?;
             let tj = g.add(a, ramp).map_err(ggml_err)?;
             let n_sel = blk * top * hd;
@@ -223,7 +223,7 @@ impl Builder<'_> {
             let cs = g.get_rows(slots, tokj).map_err(ggml_err)?;
             let cs = g.reshape(cs, &[blk, top, hd, ns]).map_err(ggml_err)?;
             let cs = g.scale(cs, n_head_kv as f32).map_err(ggml_err)?;
-            let heads = g.arange(n_head_kv).map_err(ggml_err)?;
+            let heads = g.arange(0, n_head_kv).map_err(ggml_err)?;
             let heads = g.reshape(heads, &[1, 1, hd]).map_err(ggml_err)?;
             let tr = g.add(cs, heads).map_err(ggml_err)?;
             let tr = g.reshape(tr, &[n_sel, ns]).map_err(ggml_err)?;

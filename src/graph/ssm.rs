@@ -900,7 +900,12 @@ impl Builder<'_> {
     /// epsilon divided by the row length, scaled by 1/√n.
     fn l2_norm(&mut self, x: TensorRef) -> Result<TensorRef> {
         let n = x.ne()[0] as f32;
-        let y = self.g.rms_norm(x, self.hp.rms_eps / n).map_err(ggml_err)?;
+        let eps = if self.hp.delta_l2_eps > 0.0 {
+            self.hp.delta_l2_eps
+        } else {
+            self.hp.rms_eps
+        };
+        let y = self.g.rms_norm(x, eps / n).map_err(ggml_err)?;
         self.g.scale(y, 1.0 / n.sqrt()).map_err(ggml_err)
     }
 

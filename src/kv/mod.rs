@@ -6,6 +6,7 @@
 //! attention sums them in, so placement follows llama.cpp's exactly and results stay bit-identical.
 
 mod cells;
+pub mod kpool;
 mod state;
 
 use cells::Undo;
@@ -85,6 +86,9 @@ pub struct KvCache {
     /// The tensors' memory and descriptions; None for a cache without layers (a context on a
     /// vocab-only model).
     storage: Option<(OwnedBuffer, Arena)>,
+    /// GLM5-Next's k-pool size (0: none) and which of its cached pooled keys are stale.
+    kpool: usize,
+    stale: kpool::Stale,
 }
 
 /// Where a ubatch went: per token its row in the cache tensors, and what takes it back.
@@ -173,7 +177,7 @@ impl KvCache {
             let rows = rows_of(0);
             for il in 0..n_layer {
                 let width = if hp.has_kv(il) && hp.indexer.keeps(il) {
-                    i64::from(hp.indexer.head_size)
+                    i64::from(hp.indexer.row_width())
                 } else {
                     0
                 };
@@ -207,6 +211,8 @@ impl KvCache {
             layer_set,
             n_layer,
             storage: Some((buffer, arena)),
+            kpool: hp.indexer.kpool as usize,
+            stale: kpool::Stale::default(),
         })
     }
 
@@ -218,6 +224,8 @@ impl KvCache {
             layer_set: Vec::new(),
             n_layer: 0,
             storage: None,
+            kpool: 0,
+            stale: kpool::Stale::default(),
         }
     }
 
@@ -496,6 +504,7 @@ impl KvCache {
 
     /// Forget everything; with `data`, also zero the tensors.
     pub fn clear(&mut self, data: bool) {
+        self.stale.mark(None, 0);
         self.all_cells().for_each(Cells::clear);
         if let (true, Some((buffer, _))) = (data, &self.storage) {
             buffer.clear(0);
@@ -504,16 +513,23 @@ impl KvCache {
 
     /// Remove `seq` (every sequence when None) from positions [p0, p1).
     pub fn seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) {
+        let stale_from = kpool::Stale::edit_pos(seq, p0, seq.and_then(|s| self.seq_pos_min(s)));
         match seq {
             Some(s) => self.cells_of(s).for_each(|c| c.seq_rm(Some(s), p0, p1)),
             None => self.all_cells().for_each(|c| c.seq_rm(None, p0, p1)),
         }
+        self.stale.mark(seq, stale_from);
+        // Removing a sequence can end a sharing of cells the survivor's layout still records.
+        self.stale.mark_all_if_shared();
     }
 
     /// Give `dst` the cells of `src` in [p0, p1). Within a stream the cells are shared; across
     /// streams (a split cache) `dst`'s stream becomes a copy of `src`'s, data included, which
     /// llama.cpp allows only for whole sequences.
     pub fn seq_cp(&mut self, src: usize, dst: usize, p0: i32, p1: i32) -> Result<()> {
+        // Shared cells cannot hold two poolings: both sides pool again.
+        self.stale.mark(Some(src), 0);
+        self.stale.mark(Some(dst), 0);
         let (s0, s1) = (self.stream_of(src), self.stream_of(dst));
         if s0 == s1 {
             if src != dst {
@@ -549,15 +565,44 @@ impl KvCache {
 
     /// Keep only `seq` in its stream (other streams are left alone, as in llama.cpp).
     pub fn seq_keep(&mut self, seq: usize) {
+        self.stale.mark(None, 0);
         self.cells_of(seq).for_each(|c| c.seq_keep(seq));
     }
 
     pub fn seq_add(&mut self, seq: usize, p0: i32, p1: i32, delta: i32) {
+        // A shift down moves cells below p0 too.
+        let edit = if delta < 0 { p0.saturating_add(delta) } else { p0 };
+        let stale_from = kpool::Stale::edit_pos(Some(seq), edit, self.seq_pos_min(seq));
         self.cells_of(seq).for_each(|c| c.seq_add(seq, p0, p1, delta));
+        self.stale.mark(Some(seq), stale_from);
     }
 
     pub fn seq_div(&mut self, seq: usize, p0: i32, p1: i32, d: i32) {
         self.cells_of(seq).for_each(|c| c.seq_div(seq, p0, p1, d));
+        self.stale.mark(Some(seq), 0);
+    }
+
+    /// A state restore rewrote `seq`'s cells (every sequence's with None) behind the k-pool
+    /// layout's back.
+    pub fn kpool_restored(&mut self, seq: Option<usize>) {
+        self.stale.mark(seq, 0);
+        self.stale.mark_all_if_shared();
+    }
+
+    /// The k-pool layout after a ubatch was placed at `places`, and what its graph pools (None
+    /// without a k-pool indexer).
+    pub fn kpool_step(&mut self, places: &[TokenPlace]) -> Option<kpool::Step> {
+        (self.kpool > 0).then(|| kpool::Step::new(self.kpool, &self.sets[0].streams, &mut self.stale, places))
+    }
+
+    /// The first ubatch of a batch was computed: the pools that were stale are pooled again.
+    pub fn kpool_computed(&mut self) {
+        self.stale.clear();
+    }
+
+    /// The k-pool size (0: none).
+    pub fn kpool(&self) -> usize {
+        self.kpool
     }
 
     /// The highest position any cell of the full layers holds.
@@ -615,6 +660,8 @@ mod tests {
             layer_set: Vec::new(),
             n_layer: 0,
             storage: None,
+            kpool: 0,
+            stale: kpool::Stale::default(),
         }
     }
 

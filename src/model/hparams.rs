@@ -239,6 +239,11 @@ pub struct HParams {
     pub hc_count: u32,
     pub hc_eps: f32,
     pub hc_magnitude: f32,
+    /// GLM5-Next's hyper-connections mix the copies by a matrix made doubly stochastic by this
+    /// many Sinkhorn iterations (0: no mixing matrix).
+    pub hc_sinkhorn_iters: u32,
+    /// The epsilon of the delta rule's query and key L2 norms (0: the RMS norms').
+    pub delta_l2_eps: f32,
     /// Qwen4-exp's low-rank hyper-connections: the rank of their gate projections.
     pub hc_low_rank: u32,
     /// Qwen4-exp's sparse attention (QSA): per layer, the blocks of positions its pooled indexer
@@ -306,12 +311,26 @@ pub struct Indexer {
     /// The indexer's cache keeps a V beside its keys, never written but part of the state
     /// (llama.cpp's MSA indexer cache is a full KV cache).
     pub values: bool,
+    /// GLM5-Next's k-pool indexer: pools of `kpool` consecutive positions are scored as one
+    /// (0: per cell), and with `kpool_tail` a token also sees its incomplete pool. Each cached
+    /// row then holds the key, the pool gate and the pooled key.
+    pub kpool: u32,
+    pub kpool_tail: bool,
 }
 
 impl Indexer {
     /// Whether layer `il` keeps indexer keys.
     pub fn keeps(&self, il: usize) -> bool {
         self.head_size > 0 && self.layers.get(il).copied().unwrap_or(false)
+    }
+
+    /// The width of a cached indexer row: the key, with a k-pool also its gate and pooled key.
+    pub fn row_width(&self) -> u32 {
+        if self.kpool > 0 {
+            3 * self.head_size
+        } else {
+            self.head_size
+        }
     }
 }
 
@@ -577,6 +596,8 @@ impl HParams {
             hc_count: 0,
             hc_eps: 0.0,
             hc_magnitude: 0.0,
+            hc_sinkhorn_iters: 0,
+            delta_l2_eps: 0.0,
             hc_low_rank: 0,
             compress_ratios: Vec::new(),
             ple: None,

@@ -84,15 +84,15 @@ impl Graph {
         )
     }
 
-    /// 0, 1, ..., n - 1 as F32.
-    pub fn arange(&mut self, n: i64) -> OpResult {
+    /// start, start + 1, ..., start + n - 1 as F32.
+    pub fn arange(&mut self, start: i64, n: i64) -> OpResult {
         self.room()?;
-        if !(1..=1 << 24).contains(&n) {
-            return Err(format!("arange of {n}"));
+        if !(1..=1 << 24).contains(&n) || !(0..=1 << 24).contains(&start) {
+            return Err(format!("arange of {n} from {start}"));
         }
-        // SAFETY: a non-empty range (stop > start).
+        // SAFETY: a non-empty range (stop > start) of exactly representable values.
         Self::wrap(
-            unsafe { ggml_sys::ggml_arange(self.ctx.as_ptr(), 0.0, n as f32, 1.0) },
+            unsafe { ggml_sys::ggml_arange(self.ctx.as_ptr(), start as f32, (start + n) as f32, 1.0) },
             "arange",
         )
     }

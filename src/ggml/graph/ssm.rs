@@ -189,33 +189,83 @@ impl Graph {
     }
 
     /// Each of `residual`'s rows ([n, rows, n_tokens]) plus `x` ([n, n_tokens]) times the row's
-    /// weight in `post` ([rows, n_tokens]) (ggml's `dsv4_hc_post` without a mixing matrix).
-    pub fn add_weighted_rows(&mut self, x: TensorRef, residual: TensorRef, post: TensorRef) -> OpResult {
+    /// weight in `post` ([rows, n_tokens]); with `comb` ([rows, rows, n_tokens]: destination,
+    /// source), each destination row is instead the rows of `residual` mixed by it, plus `x` times
+    /// its post weight (ggml's `dsv4_hc_post`, whose missing mixing matrix is the identity).
+    pub fn add_weighted_rows(
+        &mut self,
+        x: TensorRef,
+        residual: TensorRef,
+        post: TensorRef,
+        comb: Option<TensorRef>,
+    ) -> OpResult {
         self.room()?;
         let (xn, rn, pn) = (x.ne(), residual.ne(), post.ne());
+        let comb_ok = comb.is_none_or(|c| c.ggml_type() == F32 && c.ne() == [rn[1], rn[1], rn[2], 1]);
         let ok = [x, residual, post].iter().all(|t| t.ggml_type() == F32)
+            && comb_ok
             && rn[1] > 0
             && xn == [rn[0], rn[2], 1, 1]
             && rn[3] == 1
             && pn == [rn[1], rn[2], 1, 1];
         if !ok {
             return Err(format!(
-                "add_weighted_rows: x {xn:?}, residual {rn:?}, post {pn:?} do not fit (all F32)"
+                "add_weighted_rows: x {xn:?}, residual {rn:?}, post {pn:?}, comb {:?} do not fit (all F32)",
+                comb.map(|c| c.ne())
             ));
         }
+        let comb = comb.map_or(std::ptr::null_mut(), |c| c.as_ptr());
         // SAFETY: types and shapes as ggml and its CPU kernel assert; a null mixing matrix is
         // ggml's documented identity.
         Self::wrap(
             unsafe {
-                ggml_sys::ggml_dsv4_hc_post(
-                    self.ctx.as_ptr(),
-                    x.as_ptr(),
-                    residual.as_ptr(),
-                    post.as_ptr(),
-                    std::ptr::null_mut(),
-                )
+                ggml_sys::ggml_dsv4_hc_post(self.ctx.as_ptr(), x.as_ptr(), residual.as_ptr(), post.as_ptr(), comb)
             },
             "dsv4_hc_post",
+        )
+    }
+
+    /// The hyper-connections' mixing matrices from their logits, the last `hc * hc` of each
+    /// token's `mixes` ([(2 + hc) * hc, n_tokens]) times `scale`'s third value plus the same part
+    /// of `base` ([(2 + hc) * hc]): a softmax over each destination column, then `n_iter` Sinkhorn
+    /// normalisations with `eps`. Returns [hc, hc, n_tokens] (ggml's `dsv4_hc_comb`).
+    pub fn hc_mixing(
+        &mut self,
+        mixes: TensorRef,
+        scale: TensorRef,
+        base: TensorRef,
+        eps: f32,
+        n_iter: u32,
+    ) -> OpResult {
+        self.room()?;
+        let (mn, sn, bn) = (mixes.ne(), scale.ne(), base.ne());
+        // (2 + hc) * hc = n: hc is the positive root.
+        let hc = (((1.0 + mn[0] as f64).sqrt() - 1.0).round()) as i64;
+        let ok = [mixes, scale, base].iter().all(|t| t.ggml_type() == F32)
+            && hc > 0
+            && (2 + hc) * hc == mn[0]
+            && sn[0] >= 3
+            && bn[0] == mn[0]
+            && n_iter > 0
+            && n_iter <= i32::MAX as u32;
+        if !ok {
+            return Err(format!(
+                "hc_mixing: mixes {mn:?}, scale {sn:?}, base {bn:?}, {n_iter} iterations do not fit (all F32)"
+            ));
+        }
+        // SAFETY: types and shapes as ggml and its CPU kernel assert.
+        Self::wrap(
+            unsafe {
+                ggml_sys::ggml_dsv4_hc_comb(
+                    self.ctx.as_ptr(),
+                    mixes.as_ptr(),
+                    scale.as_ptr(),
+                    base.as_ptr(),
+                    eps,
+                    n_iter as i32,
+                )
+            },
+            "dsv4_hc_comb",
         )
     }
 

@@ -1,0 +1,350 @@
+//! GLM5-Next (GLM-5.3-Flash): a hybrid of KDA layers (recurrent, each of q, k and v convolved
+//! on its own, the decay bounded below where the file says, L2 norms of epsilon 1e-6) and
+//! unrotated absorbed latent attention that sees only what a k-pool indexer picks
+//! (`graph/kpool.rs`; layers without an indexer of their own reuse the last one's picks), a
+//! residual stream of four hyper-connection copies mixed by a Sinkhorn-normalised matrix around
+//! each block, and DeepSeek-style leading dense layers then sigmoid-routed experts beside shared
+//! ones. Its memory is llama.cpp's hybrid with an indexer cache: KDA states, the latent cache,
+//! and per token the indexer's key, pool gate and pooled key. Multi-token-prediction layers are
+//! loaded by llama.cpp but never run in its trunk graph; they are refused here.
+
+use super::{deepseek2, head_tensors, hy_v4, kimi_linear};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::graph::kpool::Picks;
+use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
+use crate::model::hparams::{HParams, KdaDecay};
+use crate::model::metadata::Meta;
+use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+
+pub struct Glm5Next;
+
+/// The hyper-connection copies llama.cpp supports.
+const HC: u32 = 4;
+
+impl ArchSpec for Glm5Next {
+    fn name(&self) -> &'static str {
+        "glm5-next"
+    }
+
+    fn rope_type(&self) -> i32 {
+        -1
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        let key = |k: &str| format!("glm5-next.{k}");
+        super::refuse_mtp(meta, hp)?;
+        hp.rms_eps = meta.f32(&key("attention.layer_norm_rms_epsilon"))?;
+        hp.norm_eps = meta.f32_opt(&key("attention.layer_norm_epsilon"))?.unwrap_or(0.0);
+        hp.rope = false;
+        hp.n_embd_head_k_mla = meta.u32(&key("attention.key_length_mla"))?;
+        hp.n_embd_head_v_mla = meta.u32(&key("attention.value_length_mla"))?;
+        hp.n_lora_q = meta.u32(&key("attention.q_lora_rank"))?;
+        hp.n_lora_kv = meta.u32(&key("attention.kv_lora_rank"))?;
+        if hp.n_rot != 0 {
+            return Err(Error::model(format!(
+                "glm5-next: its latent attention is unrotated, but the file rotates {} dimensions",
+                hp.n_rot
+            )));
+        }
+        // The cache holds the latent as the key, and the values are read from it.
+        hp.n_embd_head_k = hp.n_lora_kv;
+        hp.n_embd_head_v = hp.n_lora_kv;
+        kimi_linear::load_kda(meta, hp)?;
+        if let Some(bound) = meta
+            .f32_opt(&key("kda.gate_lower_bound"))?
+            .filter(|&b| b > f32::NEG_INFINITY)
+        {
+            hp.kda_decay = KdaDecay::LowerBound(bound);
+        }
+        hp.delta_l2_eps = 1e-6;
+        kimi_linear::split_layers(hp)?;
+
+        hp.n_layer_dense_lead = meta.u32_opt(&key("leading_dense_block_count"))?.unwrap_or(0);
+        deepseek2::load_shared_experts(meta, hp)?;
+        super::load_sigmoid_routing(meta, hp)?;
+        let n = hp.n_layer as usize;
+        if let Some(limits) = meta.f32_per_layer(&key("swiglu_clamp_exp"), n)? {
+            hp.swiglu_clamp_exp = limits;
+        }
+        hp.swiglu_clamp_shexp = match meta.f32_per_layer(&key("swiglu_clamp_shexp"), n)? {
+            Some(limits) => limits,
+            None => hp.swiglu_clamp_exp.clone(),
+        };
+        if hp.n_layer_dense_lead < hp.n_layer {
+            super::check_experts(hp)?;
+        }
+
+        // The indexer: in the attention layers its types mark (all by default).
+        let types = meta
+            .bool_per_layer(&key("attention.indexer.types"), n)?
+            .unwrap_or_else(|| vec![true; n]);
+        let layers: Vec<bool> = (0..n).map(|il| types[il] && hp.has_kv(il)).collect();
+        if let Some(il) = (0..n).find(|&il| hp.has_kv(il)).filter(|&il| !layers[il]) {
+            return Err(Error::model(format!(
+                "glm5-next: attention layer {il} shares another layer's indexer picks, but none precedes it"
+            )));
+        }
+        deepseek2::load_indexer(meta, hp, layers, 0)?;
+        let ix = &mut hp.indexer;
+        ix.kpool = meta.u32(&key("attention.indexer.kpool"))?;
+        ix.kpool_tail = meta
+            .bool_opt(&key("attention.indexer.kpool_select_tail"))?
+            .unwrap_or(false);
+        if ix.kpool < 2 || ix.kpool > 1 << 16 || !ix.top_k.is_multiple_of(ix.kpool) {
+            return Err(Error::model(format!(
+                "glm5-next: indexer pools of {} (more than one, dividing the top_k of {})",
+                ix.kpool, ix.top_k
+            )));
+        }
+
+        hp.hc_count = meta.u32(&key("hyper_connection.count"))?;
+        hp.hc_sinkhorn_iters = meta.u32(&key("hyper_connection.sinkhorn_iterations"))?;
+        hp.hc_eps = meta.f32(&key("hyper_connection.epsilon"))?;
+        if hp.hc_count != HC || hp.hc_sinkhorn_iters == 0 {
+            return Err(Error::model(format!(
+                "glm5-next: {} hyper-connection copies and {} Sinkhorn iterations (llama.cpp runs {HC} copies, \
+                 at least one iteration)",
+                hp.hc_count, hp.hc_sinkhorn_iters
+            )));
+        }
+        hp.size_label = if hp.n_layer == 45 { "320B.A18B" } else { "?B" };
+        Ok(())
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        let mut specs = Vec::new();
+        head_tensors(hp, &mut specs);
+        let (e, hc) = (hp.n_embd, hp.hc_count);
+        let mix = (2 + hc) * hc;
+        for il in 0..hp.n_layer as usize {
+            let b = |s: &str| format!("blk.{il}.{s}");
+            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
+            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
+            for part in ["attn", "ffn"] {
+                specs.extend([
+                    TensorSpec::matmul(b(&format!("hc_{part}_fn.weight")), &[hc * e, mix], true),
+                    TensorSpec::new(b(&format!("hc_{part}_base.weight")), &[mix], true),
+                    TensorSpec::new(b(&format!("hc_{part}_scale.weight")), &[3], true),
+                ]);
+            }
+            if hp.is_recurrent(il) {
+                kimi_linear::kda_tensors(hp, il, kimi_linear::KdaTensors::Glm5Next, &mut specs);
+            } else {
+                latent_tensors(hp, il, &mut specs);
+            }
+            if il < hp.n_layer_dense_lead as usize {
+                let ff = hp.n_ff[il];
+                specs.extend([
+                    TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true),
+                    TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true),
+                    TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true),
+                ]);
+            } else {
+                let (n, x, sh) = (hp.n_expert, hp.n_ff_exp, hp.n_ff_shexp);
+                specs.extend([
+                    TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true),
+                    TensorSpec::new(b("exp_probs_b.bias"), &[n], true),
+                    TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true),
+                    TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true),
+                    TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true),
+                    TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true),
+                    TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true),
+                    TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true),
+                ]);
+            }
+        }
+        specs
+    }
+
+    fn memory(&self) -> Memory {
+        Memory::Hybrid
+    }
+
+    fn rollback(&self) -> bool {
+        true
+    }
+}
+
+/// The unrotated latent attention's tensors and, where the layer has its own, the k-pool
+/// indexer's.
+fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
+    let b = |s: &str| format!("blk.{il}.{s}");
+    let (e, kv_rank, q_rank) = (hp.n_embd, hp.n_lora_kv, hp.n_lora_q);
+    let (hk, hv, n_head) = (hp.n_embd_head_k_mla, hp.n_embd_head_v_mla, hp.n_head[il]);
+    specs.extend([
+        TensorSpec::new(b("attn_q_a_norm.weight"), &[q_rank], true),
+        TensorSpec::new(b("attn_kv_a_norm.weight"), &[kv_rank], true),
+        TensorSpec::matmul(b("attn_q_a.weight"), &[e, q_rank], true),
+        TensorSpec::matmul(b("attn_q_b.weight"), &[q_rank, n_head * hk], true),
+        TensorSpec::matmul(b("attn_kv_a_mqa.weight"), &[e, kv_rank], true),
+        TensorSpec::matmul(b("attn_k_b.weight"), &[hk, kv_rank, n_head], true),
+        TensorSpec::matmul(b("attn_v_b.weight"), &[kv_rank, hv, n_head], true),
+        TensorSpec::matmul(b("attn_output.weight"), &[n_head * hv, e], true),
+    ]);
+    let (ix, own) = (&hp.indexer, hp.indexer.keeps(il));
+    let (head, kpool) = (ix.head_size, ix.kpool);
+    specs.extend([
+        TensorSpec::new(b("indexer.k_norm.weight"), &[head], own),
+        TensorSpec::new(b("indexer.k_norm.bias"), &[head], own),
+        TensorSpec::matmul(b("indexer.proj.weight"), &[e, ix.n_head], own),
+        TensorSpec::matmul(b("indexer.attn_k.weight"), &[e, head], own),
+        TensorSpec::matmul(b("indexer.attn_q_b.weight"), &[q_rank, ix.n_head * head], own),
+        TensorSpec::matmul(b("indexer_compressor_gate.weight"), &[e, head], own),
+        TensorSpec::new(b("indexer_compressor_ape.weight"), &[head, kpool], own),
+    ]);
+}
+
+impl Decoder for Glm5Next {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let hp = b.hp;
+        let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
+        let moe = Moe::silu(hp.expert_gating_func, Gating::Sigmoid, hp.expert_weights_norm, false);
+        let x = b.embed_tokens()?;
+        let nt = x.ne()[1];
+        let x = b.g.reshape(x, &[e, 1, nt]).map_err(ggml_err)?;
+        let x = b.g.repeat(x, [e, hc, nt, 1]).map_err(ggml_err)?;
+        let mut x = b.name(x, "hc_init", None);
+        let mut picks = None;
+        for il in 0..hp.n_layer as usize {
+            let l = Some(il);
+            let (cur, mix) = hc_pre(b, il, x, "attn")?;
+            let cur = b.name(cur, "hc_attn_pre", l);
+            let cur = b.layer_rms_norm(il, cur, "attn_norm.weight", "attn_norm")?;
+            b.g.expand(cur);
+            let att = if hp.is_recurrent(il) {
+                b.kda_layer(il, cur, true)?
+            } else {
+                sparse_attention(b, il, cur, &mut picks)?
+            };
+            x = hc_post(b, att, x, mix)?;
+            x = b.name(x, "hc_attn_post", l);
+
+            let (cur, mix) = hc_pre(b, il, x, "ffn")?;
+            let cur = b.name(cur, "hc_ffn_pre", l);
+            let cur = b.layer_rms_norm(il, cur, "ffn_norm.weight", "ffn_norm")?;
+            let ffn = if il < hp.n_layer_dense_lead as usize {
+                b.gated_ffn(il, cur, Ffn::default())?
+            } else {
+                let routed = b.moe_ffn(il, cur, moe)?;
+                let routed = b.name(routed, "ffn_moe_out", l);
+                let shared = b.gated_ffn_named(il, cur, Ffn::default(), "_shexp")?;
+                let shared = b.name(shared, "ffn_shexp", l);
+                b.add(routed, shared)?
+            };
+            let ffn = b.name(ffn, "ffn_out", l);
+            x = hc_post(b, ffn, x, mix)?;
+            x = b.name(x, "l_out", l);
+        }
+        // The requested rows, then the copies' mean.
+        let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
+        let flat = b.select_outputs(flat)?;
+        let n_out = flat.ne()[1];
+        let x = b.g.reshape(flat, &[e, hc, n_out]).map_err(ggml_err)?;
+        let xnb = x.nb();
+        let mut sum = b.g.view(x, &[e, n_out], &[xnb[2]], 0).map_err(ggml_err)?;
+        for h in 1..hc {
+            let xh =
+                b.g.view(x, &[e, n_out], &[xnb[2]], h as usize * xnb[1])
+                    .map_err(ggml_err)?;
+            sum = b.g.add(sum, xh).map_err(ggml_err)?;
+        }
+        let mean = b.g.scale(sum, 1.0 / hc as f32).map_err(ggml_err)?;
+        let mean = b.name(mean, "hc_head", None);
+        let logits = b.output_head(mean)?;
+        Ok(Some(b.name(logits, "result_output", None)))
+    }
+}
+
+/// The post weights ([hc, n_tokens]) and mixing matrices ([hc, hc, n_tokens]) `hc_pre` gives
+/// `hc_post`.
+#[derive(Clone, Copy)]
+struct Mix {
+    post: TensorRef,
+    comb: TensorRef,
+}
+
+/// Before layer `il`'s `part` ("attn" or "ffn"): the copies `x` ([n_embd, hc, n_tokens]) summed
+/// by their pre gates, and how `hc_post` puts the block's output back.
+fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(TensorRef, Mix)> {
+    let l = Some(il);
+    let hc = x.ne()[1];
+    let w = |n: &str| format!("hc_{part}_{n}.weight");
+    let (fn_w, scale, base) = (
+        b.layer_weight(il, &w("fn"))?,
+        b.layer_weight(il, &w("scale"))?,
+        b.layer_weight(il, &w("base"))?,
+    );
+    let mixes = hy_v4::hc_mixes(b, x, fn_w)?;
+    let mixes = b.name(mixes, "hc_mixes", l);
+    let nt = mixes.ne()[1];
+    let row = |t: TensorRef, i: i64| crate::ggml::row_size(t.ggml_type(), i);
+    let part_of = |b: &mut Builder, i: i64| -> Result<TensorRef> {
+        b.g.view(mixes, &[hc, nt], &[mixes.nb()[1]], row(mixes, i * hc))
+            .map_err(ggml_err)
+    };
+    let one = |b: &mut Builder, t: TensorRef, i: i64, n: i64| -> Result<TensorRef> {
+        b.g.view(t, &[n], &[], row(t, i)).map_err(ggml_err)
+    };
+    let (scale_pre, scale_post) = (one(b, scale, 0, 1)?, one(b, scale, 1, 1)?);
+    let (base_pre, base_post) = (one(b, base, 0, hc)?, one(b, base, hc, hc)?);
+    let pre = part_of(b, 0)?;
+    let pre = b.g.mul(pre, scale_pre).map_err(ggml_err)?;
+    let pre = hy_v4::hc_gate(b, pre, base_pre)?;
+    let pre = b.name(pre, "hc_pre", l);
+    let post = part_of(b, 1)?;
+    let post = b.g.mul(post, scale_post).map_err(ggml_err)?;
+    let post = b.g.add(post, base_post).map_err(ggml_err)?;
+    let post = b.g.sigmoid(post).map_err(ggml_err)?;
+    let post = b.g.scale(post, 2.0).map_err(ggml_err)?;
+    let post = b.name(post, "hc_post", l);
+    let comb =
+        b.g.hc_mixing(mixes, scale, base, b.hp.hc_eps, b.hp.hc_sinkhorn_iters)
+            .map_err(ggml_err)?;
+    let comb = b.name(comb, "hc_comb", l);
+    let cur = b.g.weighted_rows(x, pre).map_err(ggml_err)?;
+    Ok((cur, Mix { post, comb }))
+}
+
+/// After a block: the copies of `residual` mixed by the matrix, plus the block's output `out`
+/// times each copy's post weight.
+fn hc_post(b: &mut Builder, out: TensorRef, residual: TensorRef, mix: Mix) -> Result<TensorRef> {
+    b.g.add_weighted_rows(out, residual, mix.post, Some(mix.comb))
+        .map_err(ggml_err)
+}
+
+/// Layer `il`'s latent attention over what its indexer (or the last layer's, kept in `picks`)
+/// picked, projected out.
+fn sparse_attention(b: &mut Builder, il: usize, cur: TensorRef, picks: &mut Option<Picks>) -> Result<TensorRef> {
+    let hp = b.hp;
+    let l = Some(il);
+    let hk = i64::from(hp.n_embd_head_k_mla);
+    let kq_scale = 1.0 / (hk as f32).sqrt();
+    let qr = deepseek2::query_latent(b, il, cur)?.ok_or_else(|| Error::model("glm5-next needs attn_q_a_norm"))?;
+    let qr = b.name(qr, "q_resid", l);
+    let q = deepseek2::queries_from_latent(b, il, qr, hk)?;
+    let kv = b.layer_matmul(il, "attn_kv_a_mqa.weight", cur)?;
+    let kv = b.layer_rms_norm(il, kv, "attn_kv_a_norm.weight", "kv_cmpr")?;
+    let kv =
+        b.g.reshape(kv, &[i64::from(hp.n_lora_kv), 1, kv.ne()[1]])
+            .map_err(ggml_err)?;
+    let kv = b.name(kv, "kv_cmpr", l);
+    let q = b.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let q = b.layer_matmul(il, "attn_k_b.weight", q)?;
+    let q = b.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let q = b.name(q, "q_absorbed", l);
+    if hp.indexer.keeps(il) {
+        *picks = Some(b.kpool_picks(il, cur, qr)?);
+    }
+    let picked = picks.ok_or_else(|| Error::Internal(format!("layer {il}: no indexer picks to share")))?;
+    b.g.expand(q);
+    b.g.expand(kv);
+    let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
+    let att = match picked {
+        Picks::Cells(cells) => b.attention_gathered(il, q, kv, cells, wv_b, kq_scale)?,
+        Picks::Mask(mask) => b.attention_latent(il, q, kv, wv_b, kq_scale, Some(mask))?,
+    };
+    let att = b.name(att, "kqv_out", l);
+    let out = b.layer_matmul(il, "attn_output.weight", att)?;
+    Ok(b.name(out, "attn_out", l))
+}

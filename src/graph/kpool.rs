@@ -1,0 +1,324 @@
+//! GLM5-Next's k-pool indexer and the sparse latent attention over its picks. Each token's
+//! indexer key and pool gate are cached (with a zeroed pooled-key slot) in its indexer row; the
+//! pools the ubatch completes (or an edit made stale) are pooled, a softmax of gate plus a learned
+//! per-member bias weighting the keys, into the slot of the pool's last member. Tokens score the
+//! pools they may see (lightning-indexer style), keep the best, and attend to their cells and to
+//! their own incomplete pool. Small ubatches gather the picked latents; larger ones mask all
+//! cells. The pool bookkeeping is `kv::kpool`'s; every op mirrors llama.cpp's graph.
+
+use super::{ggml_err, Builder};
+use crate::error::{Error, Result};
+use crate::ggml::TensorRef;
+use crate::kv::kpool::KpoolShape;
+
+const F32: ggml_sys::ggml_type = ggml_sys::ggml_type_GGML_TYPE_F32;
+const F16: ggml_sys::ggml_type = ggml_sys::ggml_type_GGML_TYPE_F16;
+const I32: ggml_sys::ggml_type = ggml_sys::ggml_type_GGML_TYPE_I32;
+const I64: ggml_sys::ggml_type = ggml_sys::ggml_type_GGML_TYPE_I64;
+
+/// Ubatches of at most this many tokens gather the picked latents (llama.cpp's bound).
+const GATHER_MAX_TOKENS: usize = 16;
+
+/// The k-pool inputs of a ubatch's graph (values from `kv::kpool::Step::inputs`).
+#[derive(Debug, Clone, Copy)]
+pub struct KpoolInputs {
+    /// I32 [n_pool]: the cell caching each pool's pooled key.
+    pub pool_cells: TensorRef,
+    /// I32 [kpool, n_pool]: each pool's member cells.
+    pub pool_idxs: TensorRef,
+    /// F16 [n_pool, n_tokens]: which pools each token may pick.
+    pub pool_mask: TensorRef,
+    /// I32 [kpool - 1, n_tokens]: each token's incomplete pool.
+    pub tail_idxs: TensorRef,
+    /// F32 [n_sel, 1, 1, n_tokens]: live and dead selection slots.
+    pub gather_mask: TensorRef,
+    /// I32 [kpool, n_new]: members of the pools pooled now.
+    pub new_pool_idxs: TensorRef,
+    /// I64 [n_new]: where their pooled keys go (only while pooled keys are cached).
+    pub new_pool_rep: Option<TensorRef>,
+    /// Whether the picked latents are gathered (else every cell is masked).
+    pub gather: bool,
+    /// Selection slots per token.
+    pub n_sel: usize,
+}
+
+/// What the indexer picked for each token.
+#[derive(Clone, Copy)]
+pub enum Picks {
+    /// The picked cells' rows, I32 [n_sel, n_tokens] (gathered; dead slots masked apart).
+    Cells(TensorRef),
+    /// The attention mask with everything unpicked at -inf, [n_kv, n_tokens].
+    Mask(TensorRef),
+}
+
+impl Builder<'_> {
+    fn kpool_shape(&self) -> Result<KpoolShape> {
+        self.shape
+            .kpool
+            .ok_or_else(|| Error::Internal("a k-pool graph without its pool shape".into()))
+    }
+
+    /// The k-pool inputs (made on first use).
+    fn kpool_inputs(&mut self) -> Result<KpoolInputs> {
+        if let Some(k) = self.inputs.kpool {
+            return Ok(k);
+        }
+        let ks = self.kpool_shape()?;
+        let ix = &self.hp.indexer;
+        let kpool = ix.kpool as usize;
+        let nt = self.shape.n_tokens;
+        let n_top = ks.n_pool.min((ix.top_k / ix.kpool) as usize);
+        let n_sel = kpool * n_top + if ix.kpool_tail { kpool - 1 } else { 0 };
+        let gather = nt <= GATHER_MAX_TOKENS && self.shape.n_kv > n_sel;
+        let (kp, np, ntk, ns) = (kpool as i64, ks.n_pool as i64, nt as i64, n_sel as i64);
+        let mut input = |t, ne: &[i64], name: &str| self.g.input(t, ne, name).map_err(ggml_err);
+        let k = KpoolInputs {
+            pool_cells: input(I32, &[np], "kpool_cells")?,
+            pool_idxs: input(I32, &[kp, np], "kpool_idxs")?,
+            pool_mask: input(F16, &[np, ntk], "kpool_mask")?,
+            tail_idxs: input(I32, &[kp - 1, ntk], "kpool_tail_idxs")?,
+            gather_mask: input(F32, &[ns, 1, 1, ntk], "kpool_gather_mask")?,
+            new_pool_idxs: input(I32, &[kp, ks.n_new as i64], "kpool_new_idxs")?,
+            new_pool_rep: match ks.cache_safe {
+                true => Some(input(I64, &[ks.n_new as i64], "kpool_new_rep")?),
+                false => None,
+            },
+            gather,
+            n_sel,
+        };
+        // Allocated even where no op reads them: every ubatch sets them.
+        for t in [k.pool_cells, k.pool_idxs, k.pool_mask, k.tail_idxs, k.gather_mask] {
+            self.g.expand(t);
+        }
+        Ok(*self.inputs.kpool.insert(k))
+    }
+
+    /// Whether this ubatch's graph gathers the picked latents.
+    pub fn kpool_gathers(&mut self) -> Result<bool> {
+        Ok(self.kpool_inputs()?.gather)
+    }
+
+    /// Layer `il`'s picks from the normed layer input `cur` ([n_embd, n_tokens]) and the queries'
+    /// normed latent `qr`; stores the tokens' indexer rows and the pools' pooled keys.
+    pub fn kpool_picks(&mut self, il: usize, cur: TensorRef, qr: TensorRef) -> Result<Picks> {
+        let inp = self.kpool_inputs()?;
+        let ks = self.kpool_shape()?;
+        let ix = &self.hp.indexer;
+        let (head, n_head, kpool) = (i64::from(ix.head_size), i64::from(ix.n_head), i64::from(ix.kpool));
+        let (nt, n_pool, n_new) = (self.shape.n_tokens as i64, ks.n_pool as i64, ks.n_new as i64);
+        let l = Some(il);
+        let cache = self
+            .kv
+            .indexer_k(il)
+            .filter(|_| ix.keeps(il))
+            .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
+        let iq = self.layer_matmul(il, "indexer.attn_q_b.weight", qr)?;
+        let iq = self.g.reshape(iq, &[head, n_head, nt]).map_err(ggml_err)?;
+        let iq = self.name(iq, "indexer_q", l);
+        let ik = self.layer_matmul(il, "indexer.attn_k.weight", cur)?;
+        let (w, b) = (
+            self.layer_weight(il, "indexer.k_norm.weight")?,
+            self.layer_weight(il, "indexer.k_norm.bias")?,
+        );
+        let ik = self.layer_norm(ik, w, b)?;
+        let ik = self.name(ik, "indexer_k", l);
+        let ig = self.layer_matmul(il, "indexer_compressor_gate.weight", cur)?;
+        let ig = self.name(ig, "indexer_gate", l);
+
+        // Each row: key | gate | pooled (zero until its pool is pooled).
+        let zero = self.g.filled(F32, &[head, nt], 0.0).map_err(ggml_err)?;
+        let packed = self.g.concat(ik, ig, 0).map_err(ggml_err)?;
+        let packed = self.g.concat(packed, zero, 0).map_err(ggml_err)?;
+        let rows = self.kv_rows()?;
+        let stored = self.g.set_rows(cache, packed, rows).map_err(ggml_err)?;
+        self.g.expand(stored);
+
+        let cnb = cache.nb();
+        let n_cells = cache.ne()[1];
+        let row = |n: i64| crate::ggml::row_size(cache.ggml_type(), n);
+        let key_gate = self
+            .g
+            .view(cache, &[2 * head, n_cells], &[cnb[1]], 0)
+            .map_err(ggml_err)?;
+        let pooled_slots = self
+            .g
+            .view(cache, &[head, n_cells], &[cnb[1]], row(2 * head))
+            .map_err(ggml_err)?;
+
+        // Pool the pools due now: softmax over each pool's members of gate plus position bias.
+        let members = self.g.reshape(inp.new_pool_idxs, &[kpool * n_new]).map_err(ggml_err)?;
+        let kg = self.g.get_rows(key_gate, members).map_err(ggml_err)?;
+        let kg = self.g.reshape(kg, &[2 * head, kpool, n_new]).map_err(ggml_err)?;
+        let knb = kg.nb();
+        let pk = self
+            .g
+            .view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], 0)
+            .map_err(ggml_err)?;
+        let pg = self
+            .g
+            .view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], row_f32(head))
+            .map_err(ggml_err)?;
+        let ape = self.layer_weight(il, "indexer_compressor_ape.weight")?;
+        let logits = self.g.add(pg, ape).map_err(ggml_err)?;
+        let logits = self.g.permute(logits, [1, 0, 2, 3]).map_err(ggml_err)?;
+        let logits = self.g.cont(logits).map_err(ggml_err)?;
+        let logits = self.g.reshape(logits, &[kpool, head * n_new]).map_err(ggml_err)?;
+        let probs = self.g.soft_max_rows(logits).map_err(ggml_err)?;
+        let probs = self.g.reshape(probs, &[kpool, head, n_new]).map_err(ggml_err)?;
+        let pk = self.g.permute(pk, [1, 0, 2, 3]).map_err(ggml_err)?;
+        let pk = self.g.cont(pk).map_err(ggml_err)?;
+        let weighted = self.g.mul(probs, pk).map_err(ggml_err)?;
+        let pooled_new = self.g.sum_rows(weighted).map_err(ggml_err)?;
+        let pooled_new = self.g.reshape(pooled_new, &[head, n_new]).map_err(ggml_err)?;
+        let pooled_new = self.name(pooled_new, "indexer_pool_k_new", l);
+
+        let pooled = match inp.new_pool_rep {
+            Some(rep) => {
+                // Written before the pools are read back.
+                let written = self.g.set_rows(pooled_slots, pooled_new, rep).map_err(ggml_err)?;
+                self.g.expand(written);
+                self.g.get_rows(pooled_slots, inp.pool_cells).map_err(ggml_err)?
+            }
+            None => {
+                if n_new > n_pool {
+                    return Err(Error::Internal(format!("{n_new} pools pooled of {n_pool}")));
+                }
+                let pad = self.g.filled(F32, &[head, n_pool - n_new], 0.0).map_err(ggml_err)?;
+                self.g.concat(pooled_new, pad, 1).map_err(ggml_err)?
+            }
+        };
+        let pooled = self.g.reshape(pooled, &[head, 1, n_pool]).map_err(ggml_err)?;
+        let pooled = self.name(pooled, "indexer_pool_k", l);
+
+        let weights = self.layer_matmul(il, "indexer.proj.weight", cur)?;
+        let weights = self
+            .g
+            .scale(weights, 1.0 / ((head * n_head) as f32).sqrt())
+            .map_err(ggml_err)?;
+        let weights = self.name(weights, "indexer_weights", l);
+        let score = self
+            .g
+            .lightning_indexer(iq, pooled, weights, inp.pool_mask)
+            .map_err(ggml_err)?;
+        let score = self.name(score, "indexer_score", l);
+
+        // The best pools, ordered by falling score: the gather mask marks the first visible ones.
+        let n_top = n_pool.min(i64::from(ix.top_k / ix.kpool));
+        let top = self.g.top_k(score, n_top).map_err(ggml_err)?;
+        let score3 = self.g.reshape(score, &[1, n_pool, nt]).map_err(ggml_err)?;
+        let top_score = self.g.get_rows(score3, top).map_err(ggml_err)?;
+        let top_score = self.g.reshape(top_score, &[n_top, nt]).map_err(ggml_err)?;
+        let order = self.g.argsort_desc(top_score).map_err(ggml_err)?;
+        let top = self.g.cast(top, F32).map_err(ggml_err)?;
+        let top = self.g.reshape(top, &[1, n_top, nt]).map_err(ggml_err)?;
+        let top = self.g.get_rows(top, order).map_err(ggml_err)?;
+        let top = self.g.reshape(top, &[n_top, nt]).map_err(ggml_err)?;
+        let top = self.g.cont(top).map_err(ggml_err)?;
+        let top = self.g.cast(top, I32).map_err(ggml_err)?;
+        let top = self.name(top, "indexer_top_k", l);
+
+        let top = self.g.reshape(top, &[n_top * nt]).map_err(ggml_err)?;
+        let sel = self.g.get_rows(inp.pool_idxs, top).map_err(ggml_err)?;
+        let mut sel = self.g.reshape(sel, &[kpool * n_top, nt]).map_err(ggml_err)?;
+        if ix.kpool_tail {
+            sel = self.g.concat(sel, inp.tail_idxs, 0).map_err(ggml_err)?;
+        }
+        let n_sel = sel.ne()[0];
+        if n_sel != inp.n_sel as i64 {
+            return Err(Error::Internal(format!(
+                "{n_sel} selection slots, {} expected",
+                inp.n_sel
+            )));
+        }
+        if inp.gather {
+            return Ok(Picks::Cells(self.name(sel, "indexer_sel_idx", l)));
+        }
+        self.picks_mask(il, sel, inp).map(Picks::Mask)
+    }
+
+    /// The attention mask with only the cells of `sel` (I32 [n_sel, n_tokens]) left open; each
+    /// dead slot opens a dump row of its own past n_kv, so a token's rows are distinct.
+    fn picks_mask(&mut self, il: usize, sel: TensorRef, inp: KpoolInputs) -> Result<TensorRef> {
+        let (n_kv, nt, n_sel) = (self.shape.n_kv as i64, self.shape.n_tokens as i64, inp.n_sel as i64);
+        let kq_mask = self.mask(false)?;
+        let g = &mut self.g;
+        let seed = g.view(sel, &[1], &[], 0).map_err(ggml_err)?;
+        let seed = g.cast(seed, F32).map_err(ggml_err)?;
+        let mask_seed = match kq_mask.ggml_type() {
+            F32 => seed,
+            t => g.cast(seed, t).map_err(ggml_err)?,
+        };
+        let mask_seed = g.fill(mask_seed, f32::NEG_INFINITY).map_err(ggml_err)?;
+        let closed = g.repeat(mask_seed, [1, n_kv + n_sel, nt, 1]).map_err(ggml_err)?;
+        let closed = g.reshape(closed, &[1, n_kv + n_sel, nt]).map_err(ggml_err)?;
+        let zero_seed = g.fill(seed, 0.0).map_err(ggml_err)?;
+        let zeros = g.repeat(zero_seed, [1, n_sel, nt, 1]).map_err(ggml_err)?;
+        let zeros = g.reshape(zeros, &[1, n_sel, nt]).map_err(ggml_err)?;
+
+        // idx = dump + live * (idx - dump), live = exp(slot mask).
+        let live = g.reshape(inp.gather_mask, &[n_sel, nt]).map_err(ggml_err)?;
+        let live = g.exp(live).map_err(ggml_err)?;
+        let dump = g.arange(n_kv, n_sel).map_err(ggml_err)?;
+        let idx = g.cast(sel, F32).map_err(ggml_err)?;
+        let idx = g.sub(idx, dump).map_err(ggml_err)?;
+        let idx = g.mul(idx, live).map_err(ggml_err)?;
+        let idx = g.add(idx, dump).map_err(ggml_err)?;
+        let idx = g.cast(idx, I32).map_err(ggml_err)?;
+        let idx = g.reshape(idx, &[n_sel, nt, 1]).map_err(ggml_err)?;
+
+        let opened = g.set_rows(closed, zeros, idx).map_err(ggml_err)?;
+        let onb = opened.nb();
+        let opened = g.view(opened, &[n_kv, nt], &[onb[2]], 0).map_err(ggml_err)?;
+        let kq = g.reshape(kq_mask, &[n_kv, nt]).map_err(ggml_err)?;
+        let sel = g.add(opened, kq).map_err(ggml_err)?;
+        Ok(self.name(sel, "indexer_sel", Some(il)))
+    }
+
+    /// Absorbed latent attention of layer `il` over gathered cells: stores the ubatch's latent
+    /// `k` ([width, 1, n_tokens]), then each token's queries `q` ([width, n_head, n_tokens])
+    /// attend to the `n_sel` latents of `cells` (I32 [n_sel, n_tokens]), dead slots masked by the
+    /// gather mask, the output widened per head by `v_mla`. Returns [head_v * n_head, n_tokens].
+    pub fn attention_gathered(
+        &mut self,
+        il: usize,
+        q: TensorRef,
+        k: TensorRef,
+        cells: TensorRef,
+        v_mla: TensorRef,
+        kq_scale: f32,
+    ) -> Result<TensorRef> {
+        let inp = self.kpool_inputs()?;
+        let kq_mask = self.mask(false)?;
+        self.g.expand(kq_mask);
+        let kc = self.kv.k(il);
+        let rows = self.kv_rows()?;
+        let k2 = self.merge_heads(k)?;
+        let stored = self.g.set_rows(kc, k2, rows).map_err(ggml_err)?;
+        self.g.expand(stored);
+
+        let [width, n_head, nt, _] = q.ne();
+        let n_sel = cells.ne()[0];
+        let g = &mut self.g;
+        let flat = g.reshape(cells, &[n_sel * nt]).map_err(ggml_err)?;
+        let kg = g.get_rows(kc, flat).map_err(ggml_err)?;
+        let kg = g.reshape(kg, &[width, n_sel, 1, nt]).map_err(ggml_err)?;
+        let kg = self.name(kg, "kv_gathered", Some(il));
+        let g = &mut self.g;
+        let qg = g.permute(q, [0, 2, 3, 1]).map_err(ggml_err)?;
+        let kq = g.mul_mat(kg, qg).map_err(ggml_err)?;
+        let kq = g.soft_max(kq, inp.gather_mask, kq_scale, 0.0, None).map_err(ggml_err)?;
+        let vt = g.transpose(kg).map_err(ggml_err)?;
+        let vt = g.cont(vt).map_err(ggml_err)?;
+        let kqv = g.mul_mat(vt, kq).map_err(ggml_err)?;
+        let kqv = g.mul_mat(v_mla, kqv).map_err(ggml_err)?;
+        let out = g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let out = g.cont(out).map_err(ggml_err)?;
+        let hv = kqv.ne()[0];
+        g.reshape(out, &[hv * n_head, nt]).map_err(ggml_err)
+    }
+}
+
+/// Bytes of `n` F32 values (the gathered key|gate rows are F32 whatever the cache's type).
+fn row_f32(n: i64) -> usize {
+    crate::ggml::row_size(F32, n)
+}
