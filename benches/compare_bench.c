@@ -748,6 +748,136 @@ static void sliding_cache(struct llama_model *model, int n_vocab) {
     }
 }
 
+/* The greedy token of logits row `row`, moved on by `shift` (so that sequences copied from one
+ * another go different ways). */
+static llama_token greedy(const float *row, int n_vocab, int shift) {
+    int best = 0;
+    for (int i = 1; i < n_vocab; i++) {
+        if (row[i] > row[best]) best = i;
+    }
+    return (llama_token)((best + shift) % n_vocab);
+}
+
+/* Sequences sharing cells, as parallel decoding makes them (one cache for all): a prompt over
+ * several ubatches copied to two more sequences, each going its own way, a token of two sequences
+ * at once (not in recurrent state, which refuses it), then edits that end the sharing (removing a
+ * whole sequence, keeping one) or regroup a sequence's first positions (removing its head,
+ * shifting it), each followed by a decode, and the saved state at the end. */
+static void shared_cells(struct llama_model *model, int n_vocab) {
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_state_get_size);
+    DL_LOAD(llama_state_get_data);
+    DL_LOAD(llama_get_memory);
+    DL_LOAD(llama_memory_seq_cp);
+    DL_LOAD(llama_memory_seq_rm);
+    DL_LOAD(llama_memory_seq_keep);
+    DL_LOAD(llama_memory_seq_add);
+    DL_LOAD(llama_memory_seq_pos_min);
+    DL_LOAD(llama_memory_seq_pos_max);
+    DL_LOAD(llama_memory_can_shift);
+    DL_LOAD(llama_model_is_recurrent);
+    DL_LOAD(llama_model_is_hybrid);
+    const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
+    bool states = p_llama_model_is_recurrent(model) || p_llama_model_is_hybrid(model);
+    llama_token ids[256];
+    int n = p_llama_tokenize(vocab, PROMPTS[2], (int)strlen(PROMPTS[2]), ids, 256, true, true);
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 512;
+    cp.n_ubatch = 16;
+    cp.n_seq_max = 4;
+    cp.kv_unified = true;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    llama_memory_t mem = ctx ? p_llama_get_memory(ctx) : NULL;
+    if (!mem || n < 2) {
+        printf("shared cells: no context\n");
+        p_llama_free(ctx);
+        return;
+    }
+    struct llama_batch b = p_llama_batch_init(256, 0, 2);
+    b.n_tokens = 0;
+    append_seq(&b, ids, n, 0, false);
+    int rc = p_llama_decode(ctx, b);
+    printf("shared cells prompt %d rc %d:", n, rc);
+    if (rc != 0) {
+        printf("\n");
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+        return;
+    }
+    const float *row = p_llama_get_logits_ith(ctx, -1);
+    print_row(row, n_vocab);
+    llama_token tok[3];
+    for (int s = 0; s < 3; s++) tok[s] = greedy(row, n_vocab, s);
+    p_llama_memory_seq_cp(mem, 0, 1, -1, -1);
+    p_llama_memory_seq_cp(mem, 0, 2, -1, -1);
+    int pos = n, last[3] = {0, 1, 2};
+    /* Each step: the sequences in `live` take their next token (`pair`: sequences 1 and 2 take one
+     * token together). */
+    for (int step = 0; step < 6; step++) {
+        bool live[3] = {step < 4, step < 2, true};
+        bool pair = step == 1 && !states;
+        const char *edit = "";
+        bool ok = true;
+        if (step == 2) {
+            edit = "rm seq 1";
+            ok = p_llama_memory_seq_rm(mem, 1, -1, -1);
+        } else if (step == 3) {
+            edit = "keep seq 2";
+            p_llama_memory_seq_keep(mem, 2);
+            live[0] = false;
+        } else if (step == 4) {
+            edit = "rm head of seq 2";
+            ok = p_llama_memory_seq_rm(mem, 2, 0, 3);
+        } else if (step == 5) {
+            edit = "shift seq 2";
+            ok = p_llama_memory_can_shift(mem);
+            if (ok) p_llama_memory_seq_add(mem, 2, 5, -1, -2);
+            pos -= ok ? 2 : 0;
+        }
+        b.n_tokens = 0;
+        for (int s = 0; s < 3; s++) {
+            if (!live[s] || (pair && s == 2)) continue;
+            int j = b.n_tokens++;
+            b.token[j] = tok[s];
+            b.pos[j] = pos;
+            b.n_seq_id[j] = pair && s == 1 ? 2 : 1;
+            b.seq_id[j][0] = s;
+            b.seq_id[j][1] = 2;
+            b.logits[j] = 1;
+            last[s] = j;
+        }
+        if (pair) last[2] = last[1];
+        rc = p_llama_decode(ctx, b);
+        printf("shared cells step %d (%s%s) ok %d rc %d\n", step, edit, pair ? "; one token of seqs 1 and 2" : "",
+               ok, rc);
+        if (rc != 0) break;
+        for (int s = 0; s < 3; s++) {
+            if (!live[s]) continue;
+            row = p_llama_get_logits_ith(ctx, last[s]);
+            printf("shared cells step %d seq %d pos %d..%d:", step, s, (int)p_llama_memory_seq_pos_min(mem, s),
+                   (int)p_llama_memory_seq_pos_max(mem, s));
+            print_row(row, n_vocab);
+            tok[s] = greedy(row, n_vocab, 0);
+        }
+        pos++;
+    }
+    size_t size = p_llama_state_get_size(ctx);
+    unsigned char *state = malloc(size);
+    size_t got = p_llama_state_get_data(ctx, state, size);
+    printf("shared cells state %zu bytes %016llx\n", got, (unsigned long long)hash_bytes(state, got));
+    free(state);
+    p_llama_batch_free(b);
+    p_llama_free(ctx);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || (argc > 3 && strcmp(argv[3], "arch") != 0)) {
         fprintf(stderr, "usage: %s LIBRARY MODEL [arch]\n", argv[0]);
@@ -873,6 +1003,7 @@ int main(int argc, char **argv) {
         p_llama_batch_free(b);
         p_llama_free(ctx);
     }
+    if (!encoder && multiseq) shared_cells(model, n_vocab);
 
     /* Short chats beside a long document (longer than a ubatch), then greedy steps of all four
      * sequences together: where each sequence's keys land in the cache decides the bits. */

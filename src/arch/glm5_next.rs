@@ -8,7 +8,7 @@
 //! and per token the indexer's key, pool gate and pooled key. Multi-token-prediction layers are
 //! loaded by llama.cpp but never run in its trunk graph; they are refused here.
 
-use super::{deepseek2, head_tensors, hy_v4, kimi_linear};
+use super::{deepseek2, hy_v4, kimi_linear};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::kpool::Picks;
@@ -113,44 +113,16 @@ impl ArchSpec for Glm5Next {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let mut specs = Vec::new();
-        head_tensors(hp, &mut specs);
+        let mut specs = kimi_linear::hybrid_tensors(hp, kimi_linear::KdaTensors::Glm5Next, latent_tensors);
         let (e, hc) = (hp.n_embd, hp.hc_count);
         let mix = (2 + hc) * hc;
         for il in 0..hp.n_layer as usize {
-            let b = |s: &str| format!("blk.{il}.{s}");
-            specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
-            specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
             for part in ["attn", "ffn"] {
+                let b = |s: &str| format!("blk.{il}.hc_{part}_{s}.weight");
                 specs.extend([
-                    TensorSpec::matmul(b(&format!("hc_{part}_fn.weight")), &[hc * e, mix], true),
-                    TensorSpec::new(b(&format!("hc_{part}_base.weight")), &[mix], true),
-                    TensorSpec::new(b(&format!("hc_{part}_scale.weight")), &[3], true),
-                ]);
-            }
-            if hp.is_recurrent(il) {
-                kimi_linear::kda_tensors(hp, il, kimi_linear::KdaTensors::Glm5Next, &mut specs);
-            } else {
-                latent_tensors(hp, il, &mut specs);
-            }
-            if il < hp.n_layer_dense_lead as usize {
-                let ff = hp.n_ff[il];
-                specs.extend([
-                    TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true),
-                    TensorSpec::matmul(b("ffn_up.weight"), &[e, ff], true),
-                    TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true),
-                ]);
-            } else {
-                let (n, x, sh) = (hp.n_expert, hp.n_ff_exp, hp.n_ff_shexp);
-                specs.extend([
-                    TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true),
-                    TensorSpec::new(b("exp_probs_b.bias"), &[n], true),
-                    TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true),
-                    TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true),
-                    TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true),
-                    TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, sh], true),
-                    TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, sh], true),
-                    TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true),
+                    TensorSpec::matmul(b("fn"), &[hc * e, mix], true),
+                    TensorSpec::new(b("base"), &[mix], true),
+                    TensorSpec::new(b("scale"), &[3], true),
                 ]);
             }
         }
@@ -269,13 +241,7 @@ struct Mix {
 fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(TensorRef, Mix)> {
     let l = Some(il);
     let hc = x.ne()[1];
-    let w = |n: &str| format!("hc_{part}_{n}.weight");
-    let (fn_w, scale, base) = (
-        b.layer_weight(il, &w("fn"))?,
-        b.layer_weight(il, &w("scale"))?,
-        b.layer_weight(il, &w("base"))?,
-    );
-    let mixes = hy_v4::hc_mixes(b, x, fn_w)?;
+    let (mixes, scale, base) = hy_v4::hc_layer_mixes(b, il, x, part)?;
     let mixes = b.name(mixes, "hc_mixes", l);
     let nt = mixes.ne()[1];
     let row = |t: TensorRef, i: i64| crate::ggml::row_size(t.ggml_type(), i);

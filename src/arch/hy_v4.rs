@@ -170,9 +170,26 @@ impl Decoder for HyV4 {
     }
 }
 
+/// Layer `il`'s mixes of the copies `x` before its `part` ("attn" or "ffn"), and the scale and
+/// base they are taken through.
+pub(super) fn hc_layer_mixes(
+    b: &mut Builder,
+    il: usize,
+    x: TensorRef,
+    part: &str,
+) -> Result<(TensorRef, TensorRef, TensorRef)> {
+    let w = |n: &str| format!("hc_{part}_{n}.weight");
+    let (fn_w, scale, base) = (
+        b.layer_weight(il, &w("fn"))?,
+        b.layer_weight(il, &w("scale"))?,
+        b.layer_weight(il, &w("base"))?,
+    );
+    Ok((hc_mixes(b, x, fn_w)?, scale, base))
+}
+
 /// The mixes of the copies `x` ([n_embd, hc, n_tokens]): all copies RMS-normed together (no
 /// weight), times `fn_w`.
-pub(super) fn hc_mixes(b: &mut Builder, x: TensorRef, fn_w: TensorRef) -> Result<TensorRef> {
+fn hc_mixes(b: &mut Builder, x: TensorRef, fn_w: TensorRef) -> Result<TensorRef> {
     let [e, hc, nt, _] = x.ne();
     let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
     let normed = b.g.rms_norm(flat, b.hp.rms_eps).map_err(ggml_err)?;
@@ -212,13 +229,7 @@ fn hc_sum(b: &mut Builder, x: TensorRef, w: TensorRef) -> Result<TensorRef> {
 /// the post gates ([hc, n_tokens]) `hc_post` weights the block's output by.
 fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(TensorRef, TensorRef)> {
     let hc = x.ne()[1];
-    let w = |n: &str| format!("hc_{part}_{n}.weight");
-    let (fn_w, scale, base) = (
-        b.layer_weight(il, &w("fn"))?,
-        b.layer_weight(il, &w("scale"))?,
-        b.layer_weight(il, &w("base"))?,
-    );
-    let mixes = hc_mixes(b, x, fn_w)?;
+    let (mixes, scale, base) = hc_layer_mixes(b, il, x, part)?;
     let nt = mixes.ne()[1];
     let row = |t: TensorRef, i: i64| crate::ggml::row_size(t.ggml_type(), i);
     let half = |b: &mut Builder, t: TensorRef, i: i64| -> Result<TensorRef> {

@@ -89,7 +89,7 @@ pub fn resolve(
                     set.insert(id as usize);
                 }
                 seqs.push(set);
-                primary.push(ids[0] as usize);
+                primary.push(first_as_llama_reads(ids) as usize);
             }
         }
     }
@@ -148,6 +148,37 @@ pub fn resolve(
 
 /// llama.cpp's consistency rules: each sequence continues right after its last cached position
 /// (with M-RoPE, anywhere after it), its positions in the batch are continuous and never decrease.
+/// The id llama.cpp takes as a token's first (the sequence whose cells it attends to): llama.cpp
+/// collects a token's ids in a `std::unordered_set<llama_seq_id>` and reads them back in
+/// libstdc++'s iteration order. With an identity hash that order follows from the insertions: a
+/// key whose bucket is empty goes to the front of the list, one whose bucket holds keys goes to
+/// the front of their run, and a rehash (when the keys would outnumber the buckets: to 13 buckets
+/// on the first insertion, then the next listed prime at or above twice as many) re-inserts the
+/// list in order the same way.
+fn first_as_llama_reads(ids: &[i32]) -> i32 {
+    const BUCKET_COUNTS: [usize; 9] = [13, 29, 59, 127, 257, 541, 1109, 2357, 5087];
+    let insert = |order: &mut Vec<i32>, id: i32, n_bkt: usize| {
+        let bucket = |x: i32| x.unsigned_abs() as usize % n_bkt;
+        let at = order.iter().position(|&x| bucket(x) == bucket(id)).unwrap_or(0);
+        order.insert(at, id);
+    };
+    let mut order: Vec<i32> = Vec::with_capacity(ids.len());
+    let mut n_bkt = 1;
+    for &id in ids {
+        if order.contains(&id) {
+            continue;
+        }
+        if order.len() + 1 > n_bkt || order.is_empty() {
+            let want = if order.is_empty() { 12 } else { 2 * n_bkt };
+            n_bkt = BUCKET_COUNTS.into_iter().find(|&b| b >= want).unwrap_or(want | 1);
+            let old = std::mem::take(&mut order);
+            old.into_iter().for_each(|x| insert(&mut order, x, n_bkt));
+        }
+        insert(&mut order, id, n_bkt);
+    }
+    order.first().copied().unwrap_or(0)
+}
+
 fn check_positions(
     pos: &[i32],
     seqs: &[SeqSet],
@@ -200,6 +231,24 @@ fn check_positions(
 
 #[cfg(test)]
 mod tests {
+    /// A token's first sequence as llama.cpp reads it back from its unordered set (the expected
+    /// ids are what libstdc++ 12's `std::unordered_set<int>` iterates first).
+    #[test]
+    fn first_sequence_follows_the_unordered_set() {
+        assert_eq!(super::first_as_llama_reads(&[3]), 3);
+        assert_eq!(super::first_as_llama_reads(&[1, 2]), 2);
+        assert_eq!(super::first_as_llama_reads(&[2, 1, 2]), 1);
+        assert_eq!(super::first_as_llama_reads(&[4, 3, 2, 1, 0]), 0);
+        // Keys sharing a bucket (13 buckets), then a rehash to 29 at the fourteenth.
+        let ids = [194, 196, 81, 133, 154, 254, 128, 212, 10, 163, 157, 251, 146, 73, 244];
+        assert_eq!(super::first_as_llama_reads(&ids), 73);
+        let ids = [
+            200, 100, 151, 238, 33, 155, 1, 221, 146, 241, 159, 73, 84, 244, 254, 169, 78, 217, 24, 35, 117, 136, 43,
+            32, 13, 170, 219, 35, 207, 249,
+        ];
+        assert_eq!(super::first_as_llama_reads(&ids), 249);
+    }
+
     use super::*;
 
     fn input(tokens: &[i32]) -> BatchInput<'_> {
