@@ -146,8 +146,6 @@ pub fn resolve(
     })
 }
 
-/// llama.cpp's consistency rules: each sequence continues right after its last cached position
-/// (with M-RoPE, anywhere after it), its positions in the batch are continuous and never decrease.
 /// The id llama.cpp takes as a token's first (the sequence whose cells it attends to): llama.cpp
 /// collects a token's ids in a `std::unordered_set<llama_seq_id>` and reads them back in
 /// libstdc++'s iteration order. With an identity hash that order follows from the insertions: a
@@ -157,19 +155,22 @@ pub fn resolve(
 /// list in order the same way.
 fn first_as_llama_reads(ids: &[i32]) -> i32 {
     const BUCKET_COUNTS: [usize; 9] = [13, 29, 59, 127, 257, 541, 1109, 2357, 5087];
+    if let [only] = ids {
+        return *only;
+    }
     let insert = |order: &mut Vec<i32>, id: i32, n_bkt: usize| {
         let bucket = |x: i32| x.unsigned_abs() as usize % n_bkt;
         let at = order.iter().position(|&x| bucket(x) == bucket(id)).unwrap_or(0);
         order.insert(at, id);
     };
     let mut order: Vec<i32> = Vec::with_capacity(ids.len());
-    let mut n_bkt = 1;
+    let mut n_bkt = 0;
     for &id in ids {
         if order.contains(&id) {
             continue;
         }
-        if order.len() + 1 > n_bkt || order.is_empty() {
-            let want = if order.is_empty() { 12 } else { 2 * n_bkt };
+        if order.len() >= n_bkt {
+            let want = (2 * n_bkt).max(12);
             n_bkt = BUCKET_COUNTS.into_iter().find(|&b| b >= want).unwrap_or(want | 1);
             let old = std::mem::take(&mut order);
             old.into_iter().for_each(|x| insert(&mut order, x, n_bkt));
@@ -179,6 +180,8 @@ fn first_as_llama_reads(ids: &[i32]) -> i32 {
     order.first().copied().unwrap_or(0)
 }
 
+/// llama.cpp's consistency rules: each sequence continues right after its last cached position
+/// (with M-RoPE, anywhere after it), its positions in the batch are continuous and never decrease.
 fn check_positions(
     pos: &[i32],
     seqs: &[SeqSet],
@@ -231,25 +234,25 @@ fn check_positions(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// A token's first sequence as llama.cpp reads it back from its unordered set (the expected
     /// ids are what libstdc++ 12's `std::unordered_set<int>` iterates first).
     #[test]
     fn first_sequence_follows_the_unordered_set() {
-        assert_eq!(super::first_as_llama_reads(&[3]), 3);
-        assert_eq!(super::first_as_llama_reads(&[1, 2]), 2);
-        assert_eq!(super::first_as_llama_reads(&[2, 1, 2]), 1);
-        assert_eq!(super::first_as_llama_reads(&[4, 3, 2, 1, 0]), 0);
+        assert_eq!(first_as_llama_reads(&[3]), 3);
+        assert_eq!(first_as_llama_reads(&[1, 2]), 2);
+        assert_eq!(first_as_llama_reads(&[2, 1, 2]), 1);
+        assert_eq!(first_as_llama_reads(&[4, 3, 2, 1, 0]), 0);
         // Keys sharing a bucket (13 buckets), then a rehash to 29 at the fourteenth.
         let ids = [194, 196, 81, 133, 154, 254, 128, 212, 10, 163, 157, 251, 146, 73, 244];
-        assert_eq!(super::first_as_llama_reads(&ids), 73);
+        assert_eq!(first_as_llama_reads(&ids), 73);
         let ids = [
             200, 100, 151, 238, 33, 155, 1, 221, 146, 241, 159, 73, 84, 244, 254, 169, 78, 217, 24, 35, 117, 136, 43,
             32, 13, 170, 219, 35, 207, 249,
         ];
-        assert_eq!(super::first_as_llama_reads(&ids), 249);
+        assert_eq!(first_as_llama_reads(&ids), 249);
     }
-
-    use super::*;
 
     fn input(tokens: &[i32]) -> BatchInput<'_> {
         BatchInput {

@@ -38,7 +38,8 @@ pub struct KpoolInputs {
     pub new_pool_rep: Option<TensorRef>,
     /// Whether the picked latents are gathered (else every cell is masked).
     pub gather: bool,
-    /// Selection slots per token.
+    /// Pools picked per token, and selection slots per token (their cells, then the tail's).
+    pub n_top: usize,
     pub n_sel: usize,
 }
 
@@ -84,6 +85,7 @@ impl Builder<'_> {
                 false => None,
             },
             gather,
+            n_top,
             n_sel,
         };
         // Allocated even where no op reads them: every ubatch sets them.
@@ -91,11 +93,6 @@ impl Builder<'_> {
             self.g.expand(t);
         }
         Ok(*self.inputs.kpool.insert(k))
-    }
-
-    /// Whether this ubatch's graph gathers the picked latents.
-    pub fn kpool_gathers(&mut self) -> Result<bool> {
-        Ok(self.kpool_inputs()?.gather)
     }
 
     /// Layer `il`'s picks from the normed layer input `cur` ([n_embd, n_tokens]) and the queries'
@@ -203,7 +200,7 @@ impl Builder<'_> {
         let score = self.name(score, "indexer_score", l);
 
         // The best pools, ordered by falling score: the gather mask marks the first visible ones.
-        let n_top = n_pool.min(i64::from(ix.top_k / ix.kpool));
+        let n_top = inp.n_top as i64;
         let top = self.g.top_k(score, n_top).map_err(ggml_err)?;
         let score3 = self.g.reshape(score, &[1, n_pool, nt]).map_err(ggml_err)?;
         let top_score = self.g.get_rows(score3, top).map_err(ggml_err)?;
@@ -222,13 +219,6 @@ impl Builder<'_> {
         let mut sel = self.g.reshape(sel, &[kpool * n_top, nt]).map_err(ggml_err)?;
         if ix.kpool_tail {
             sel = self.g.concat(sel, inp.tail_idxs, 0).map_err(ggml_err)?;
-        }
-        let n_sel = sel.ne()[0];
-        if n_sel != inp.n_sel as i64 {
-            return Err(Error::Internal(format!(
-                "{n_sel} selection slots, {} expected",
-                inp.n_sel
-            )));
         }
         if inp.gather {
             return Ok(Picks::Cells(self.name(sel, "indexer_sel_idx", l)));
