@@ -204,11 +204,11 @@ def add_tensors(w, tensors, dtype, rng=None):
     for name, t in tensors.items():
         # Norms (StableLM's per-head ones too), routers, BERT's token types, the state-space
         # layers' kernels, decays and skips and GLM5-Next's pool biases stay F32, as llama.cpp's
-        # converters keep them (ggml computes those in F32).
+        # converters keep them (ggml computes those in F32); DeepSeek-V4's expert table is I32.
         keep = t.ndim == 1 or "ple_norm_" in name or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
              "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight",
-             "indexer_compressor_ape.weight"))
+             "indexer_compressor_ape.weight", "ffn_gate_tid2eid.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -1180,6 +1180,98 @@ def glm5_next(w, weights, n_vocab, dtype):
         if il > 0:
             tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
             tensors.update(weights.shared_expert(blk, ffe))
+    add_tensors(w, tensors, dtype)
+
+
+def deepseek4(w, weights, n_vocab, dtype):
+    """DeepSeek-V4: four layers of one 32-wide rotated-at-its-end key per token (the values read
+    from it) over a sliding window of 16, layer 0 hash-routed, layers 1 and 3 compressing their
+    keys by 4 (CSA: a lightning indexer of four 64-wide heads picks 8 rows per token), layer 2 by
+    128 (HCA); heads rotated back and projected out in two groups of rank 16; four residual
+    copies mixed by hyper-connections with two Sinkhorn iterations; four experts scored by
+    sqrt(softplus), clamped, two per token, beside a shared one."""
+    a = "deepseek4"
+    n_layer, hd, n_rot, q_rank, groups, rank, ffe, n_exp = 4, 32, 16, 32, 2, 16, 32, 4
+    ratios = [0, 4, 128, 4]
+    idx_heads, idx_head = 4, 64
+    decoder_keys(w, a, n_layer, 10000.0, d=Dims(head=hd, n_head_kv=1))
+    w.add_uint32(f"{a}.rope.dimension_count", n_rot)
+    w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
+    w.add_uint32(f"{a}.attention.sliding_window", 16)
+    experts_keys(w, a, n_exp, 2)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 1)
+    w.add_uint32(f"{a}.expert_gating_func", 4)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 1.0, 1.0, 1.0])
+    w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
+    w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
+    w.add_uint32(f"{a}.attention.indexer.top_k", 8)
+    w.add_uint32(f"{a}.attention.output_group_count", groups)
+    w.add_uint32(f"{a}.attention.output_lora_rank", rank)
+    w.add_float32(f"{a}.attention.compress_rope_freq_base", 160000.0)
+    w.add_array(f"{a}.attention.compress_ratios", ratios)
+    w.add_uint32(f"{a}.hyper_connection.count", 4)
+    w.add_uint32(f"{a}.hyper_connection.sinkhorn_iterations", 2)
+    w.add_float32(f"{a}.hyper_connection.epsilon", 1e-6)
+    w.add_uint32(f"{a}.hash_layer_count", 1)
+    hc, mix = 4, (2 + 4) * 4
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+        "output.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_hc_fn.weight": weights.matrix(hc, hc * N_EMBD),
+        "output_hc_base.weight": weights.bias(hc),
+        "output_hc_scale.weight": weights.norm(1),
+    }
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        tensors.update({
+            blk + "attn_norm.weight": weights.norm(N_EMBD),
+            blk + "attn_sinks.weight": weights.bias(N_HEAD),
+            blk + "attn_q_a.weight": weights.matrix(q_rank, N_EMBD),
+            blk + "attn_q_a_norm.weight": weights.norm(q_rank),
+            blk + "attn_q_b.weight": weights.matrix(N_HEAD * hd, q_rank),
+            blk + "attn_kv.weight": weights.matrix(hd, N_EMBD),
+            blk + "attn_kv_a_norm.weight": weights.norm(hd),
+            blk + "attn_output_a.weight": weights.experts(groups, rank, N_HEAD * hd // groups),
+            blk + "attn_output_b.weight": weights.matrix(N_EMBD, groups * rank),
+            blk + "ffn_norm.weight": weights.norm(N_EMBD),
+            blk + "ffn_gate_inp.weight": weights.matrix(n_exp, N_EMBD),
+            blk + "ffn_gate_exps.weight": weights.experts(n_exp, ffe, N_EMBD),
+            blk + "ffn_up_exps.weight": weights.experts(n_exp, ffe, N_EMBD),
+            blk + "ffn_down_exps.weight": weights.experts(n_exp, N_EMBD, ffe),
+        })
+        tensors.update(weights.shared_expert(blk, ffe))
+        if il == 0:
+            # Each token's two experts, distinct.
+            table = np.stack([weights.rng.permutation(n_exp)[:2] for _ in range(n_vocab)])
+            tensors[blk + "ffn_gate_tid2eid.weight"] = table.astype(np.int32)
+        else:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(n_exp)
+        for part in ("attn", "ffn"):
+            tensors[blk + f"hc_{part}_fn.weight"] = weights.matrix(mix, hc * N_EMBD)
+            tensors[blk + f"hc_{part}_base.weight"] = weights.bias(mix)
+            tensors[blk + f"hc_{part}_scale.weight"] = weights.norm(3)
+        ratio = ratios[il]
+        if ratio:
+            coff = 2 if ratio == 4 else 1
+            tensors.update({
+                blk + "attn_compressor_kv.weight": weights.matrix(coff * hd, N_EMBD),
+                blk + "attn_compressor_gate.weight": weights.matrix(coff * hd, N_EMBD),
+                blk + "attn_compressor_ape.weight": weights.matrix(ratio, coff * hd),
+                blk + "attn_compressor_norm.weight": weights.norm(hd),
+            })
+        if ratio == 4:
+            tensors.update({
+                blk + "indexer.proj.weight": weights.matrix(idx_heads, N_EMBD),
+                blk + "indexer.attn_q_b.weight": weights.matrix(idx_heads * idx_head, q_rank),
+                blk + "indexer_compressor_kv.weight": weights.matrix(2 * idx_head, N_EMBD),
+                blk + "indexer_compressor_gate.weight": weights.matrix(2 * idx_head, N_EMBD),
+                blk + "indexer_compressor_ape.weight": weights.matrix(ratio, 2 * idx_head),
+                blk + "indexer_compressor_norm.weight": weights.norm(idx_head),
+            })
     add_tensors(w, tensors, dtype)
 
 
@@ -2602,6 +2694,7 @@ MODELS = {
     "kimi-linear": ("kimi-linear", kimi("kimi-linear"), True),
     "kimi-k3": ("kimi-k3", kimi("kimi-k3"), True),
     "glm5-next": ("glm5-next", glm5_next, True),
+    "deepseek4": ("deepseek4", deepseek4, True),
     "bailingmoe3": ("bailingmoe3", bailingmoe3, True),
     "minimax-01": ("minimax-01", minimax_01, True),
     "maple": ("maple", maple, True),

@@ -71,6 +71,8 @@ impl ArchSpec for Glm5Next {
             Some(limits) => limits,
             None => hp.swiglu_clamp_exp.clone(),
         };
+        // llama.cpp clamps GLM5-Next's experts and shared experts with ggml's fused op.
+        hp.swiglu_clamp_fused = true;
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
         }
@@ -231,14 +233,14 @@ impl Decoder for Glm5Next {
 /// The post weights ([hc, n_tokens]) and mixing matrices ([hc, hc, n_tokens]) `hc_pre` gives
 /// `hc_post`.
 #[derive(Clone, Copy)]
-struct Mix {
+pub(super) struct Mix {
     post: TensorRef,
     comb: TensorRef,
 }
 
 /// Before layer `il`'s `part` ("attn" or "ffn"): the copies `x` ([n_embd, hc, n_tokens]) summed
 /// by their pre gates, and how `hc_post` puts the block's output back.
-fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(TensorRef, Mix)> {
+pub(super) fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(TensorRef, Mix)> {
     let l = Some(il);
     let hc = x.ne()[1];
     let (mixes, scale, base) = hy_v4::hc_layer_mixes(b, il, x, part)?;
@@ -274,7 +276,7 @@ fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(Tenso
 
 /// After a block: the copies of `residual` mixed by the matrix, plus the block's output `out`
 /// times each copy's post weight.
-fn hc_post(b: &mut Builder, out: TensorRef, residual: TensorRef, mix: Mix) -> Result<TensorRef> {
+pub(super) fn hc_post(b: &mut Builder, out: TensorRef, residual: TensorRef, mix: Mix) -> Result<TensorRef> {
     b.g.add_weighted_rows(out, residual, mix.post, Some(mix.comb))
         .map_err(ggml_err)
 }

@@ -156,18 +156,24 @@ impl Decoder for HyV4 {
         let flat = b.select_outputs(flat)?;
         let n_out = flat.ne()[1];
         let x = b.g.reshape(flat, &[e, hc, n_out]).map_err(ggml_err)?;
-        let (fn_w, scale, base) = (
-            b.weight("output_hc_fn.weight")?,
-            b.weight("output_hc_scale.weight")?,
-            b.weight("output_hc_base.weight")?,
-        );
-        let mixes = hc_mixes(b, x, fn_w)?;
-        let pre = b.g.mul(mixes, scale).map_err(ggml_err)?;
-        let pre = hc_gate(b, pre, base)?;
-        let cur = hc_sum(b, x, pre)?;
+        let cur = hc_head(b, x)?;
         let logits = b.output_head(cur)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// The copies `x` ([n_embd, hc, n_outputs]) summed once more by gates of their own
+/// (`output_hc_*`), for the output head.
+pub(super) fn hc_head(b: &mut Builder, x: TensorRef) -> Result<TensorRef> {
+    let (fn_w, scale, base) = (
+        b.weight("output_hc_fn.weight")?,
+        b.weight("output_hc_scale.weight")?,
+        b.weight("output_hc_base.weight")?,
+    );
+    let mixes = hc_mixes(b, x, fn_w)?;
+    let pre = b.g.mul(mixes, scale).map_err(ggml_err)?;
+    let pre = hc_gate(b, pre, base)?;
+    hc_sum(b, x, pre)
 }
 
 /// Layer `il`'s mixes of the copies `x` before its `part` ("attn" or "ffn"), and the scale and

@@ -13,6 +13,7 @@ pub(crate) mod cogvlm;
 pub(crate) mod cohere;
 pub(crate) mod dbrx;
 pub(crate) mod deepseek2;
+pub(crate) mod deepseek4;
 pub(crate) mod dots3note;
 pub(crate) mod ernie4_5_moe;
 pub(crate) mod exaone4;
@@ -83,7 +84,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-static ARCHITECTURES: [&dyn Architecture; 123] = [
+static ARCHITECTURES: [&dyn Architecture; 124] = [
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,
@@ -121,6 +122,7 @@ static ARCHITECTURES: [&dyn Architecture; 123] = [
     &deepseek2::MISTRAL4,
     &deepseek2::DEEPSEEK32,
     &deepseek2::GLM_DSA,
+    &deepseek4::Deepseek4,
     &dots3note::Dots3Note,
     &hy_v4::HyV4,
     &kimi_linear::KimiLinear,

@@ -8,8 +8,10 @@ use crate::error::{Error, Result};
 use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, Scheduler, TensorRef};
 use crate::graph::kpool::KpoolInputs;
 use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
+use crate::kv::compressed::{self, Plan};
 use crate::kv::kpool::Step;
 use crate::kv::{Placement, Planned, Slots, TokenPlace};
+use crate::model::spec::Memory;
 use crate::recurrent::{RsCells, SeqGroup};
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
@@ -116,6 +118,15 @@ impl Context<'_> {
             self.check_sampling(&output_seqs)?;
         }
         self.apply_pending_shift()?;
+        if self.memory_kind() == Memory::Compressed
+            && self.kv.n_stream() > 1
+            && batch.places.iter().any(|p| p.seqs.iter().nth(1).is_some())
+        {
+            return Err(Error::invalid(
+                "decode: a token of several sequences: DeepSeek-V4's per-sequence caches cannot share it \
+                 (llama.cpp writes such tokens once per sequence; not supported here yet)",
+            ));
+        }
         let Some(ubatches) = self.split(&batch) else {
             return Ok(DecodeStatus::NoSlot);
         };
@@ -152,12 +163,20 @@ impl Context<'_> {
             }
             return Ok(DecodeStatus::NoSlot);
         };
+        let comp_plans = match self.plan_compressed(&planned, &ubatches) {
+            Ok(p) => p,
+            Err(e) => {
+                self.kv.undo_plan(before);
+                return Err(e);
+            }
+        };
         self.prepare_outputs(&batch.outputs);
 
         // Each finished ubatch's placement, to take back if a later one fails.
         let mut done = Vec::with_capacity(ubatches.len());
         for (k, ub) in ubatches.iter().enumerate() {
-            match self.decode_ubatch(&batch, ub, places_of(ub), plans.get(k)) {
+            let comp = comp_plans.as_ref().map(|c| [&c[0][k], &c[1][k], &c[2][k]]);
+            match self.decode_ubatch(&batch, ub, places_of(ub), plans.get(k), comp) {
                 Ok(Some(placement)) => {
                     if k == 0 {
                         self.kv.kpool_computed();
@@ -229,6 +248,7 @@ impl Context<'_> {
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: None,
             kpool: None,
+            comp: None,
         };
         let ub = Ubatch {
             idx: (0..n).collect(),
@@ -242,7 +262,7 @@ impl Context<'_> {
             &batch.outputs,
             [&[], &[]],
             &seqs,
-            None,
+            (None, None),
         )?;
         if !finished(computed)? {
             return Ok(DecodeStatus::Aborted);
@@ -293,9 +313,20 @@ impl Context<'_> {
         }
         // A split cache (one stream per sequence) takes the same count of tokens from consecutive
         // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
-        // cache takes consecutive chunks.
+        // cache takes consecutive chunks. Compressed caches keep a rollback's tokens together.
         if self.kv.n_stream() > 1 {
-            let split = split_equal(batch, n_ubatch, true, 0);
+            let keep_tail = match self.kv.compressed().map_or(0, |c| c.n_rs()) {
+                0 => 0,
+                n => n + 1,
+            };
+            if keep_tail > 0 && n_ubatch <= keep_tail {
+                crate::log_error!(
+                    "decode: n_rs_seq = {} rollback snapshots need n_ubatch > n_rs_seq + 1 (n_ubatch = {n_ubatch})",
+                    self.params.n_rs_seq
+                );
+                return None;
+            }
+            let split = split_equal(batch, n_ubatch, true, keep_tail);
             if split.is_none() {
                 crate::log_error!(
                     "decode: a token belongs to several sequences, which needs one cache for all of them: \
@@ -365,6 +396,7 @@ impl Context<'_> {
         ub: &Ubatch,
         places: Vec<TokenPlace>,
         plan: Option<&Slots>,
+        comp: Option<[&Plan; 3]>,
     ) -> Result<Option<Placed>> {
         let tokens: Vec<i32> = ub.idx.iter().map(|&i| batch.tokens[i]).collect();
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
@@ -401,6 +433,7 @@ impl Context<'_> {
                 window: rs.cells.window(),
             }),
             kpool: kpool.as_ref().map(Step::shape),
+            comp: comp.map(|c| c.map(Plan::shape)),
         };
         let layout = self.sampling.layout(
             places
@@ -410,7 +443,16 @@ impl Context<'_> {
                 .map(|(p, _)| p.primary_seq),
         );
         let status = self
-            .compute_ubatch(shape, layout, &tokens, &places, &outputs, rows, &seqs, kpool.as_ref())
+            .compute_ubatch(
+                shape,
+                layout,
+                &tokens,
+                &places,
+                &outputs,
+                rows,
+                &seqs,
+                (kpool.as_ref(), comp),
+            )
             .and_then(finished)
             .and_then(|done| {
                 if done {
@@ -442,7 +484,7 @@ impl Context<'_> {
         outputs: &[bool],
         rows: [&[usize]; 2],
         seqs: &[usize],
-        kpool: Option<&Step>,
+        (kpool, comp): (Option<&Step>, Option<[&Plan; 3]>),
     ) -> Result<ComputeStatus> {
         self.prepare_graph(shape, layout)?;
         let n_threads = if tokens.len() == 1 {
@@ -457,6 +499,9 @@ impl Context<'_> {
             if let Some(k) = built.inputs.kpool {
                 self.set_kpool_inputs(step, &k, places, shape)?;
             }
+        }
+        if let Some(plans) = comp {
+            self.set_comp_inputs(plans)?;
         }
         if let Some(sg) = &self.sampling_graph {
             self.sampling.set_inputs(sg)?;
@@ -587,6 +632,69 @@ impl Context<'_> {
         if let Some(rep) = k.new_pool_rep {
             let bytes: Vec<u8> = d.new_pool_rep.iter().flat_map(|r| r.to_le_bytes()).collect();
             set(rep, &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The compressed caches' plans of a batch's ubatches (None for a model without them); the
+    /// sequences' pending rollbacks are consumed.
+    fn plan_compressed(&mut self, planned: &[Vec<TokenPlace>], ubatches: &[Ubatch]) -> Result<Option<[Vec<Plan>; 3]>> {
+        let simple = self.kv.n_stream() == 1;
+        let Some(store) = self.kv.compressed_mut() else {
+            return Ok(None);
+        };
+        let tokens: Vec<Vec<compressed::Token>> = planned
+            .iter()
+            .map(|places| {
+                places
+                    .iter()
+                    .map(|p| compressed::Token {
+                        pos: p.pos,
+                        seqs: p.seqs,
+                    })
+                    .collect()
+            })
+            .collect();
+        let seqs: Vec<Vec<usize>> = planned.iter().map(|p| sequences_of(p)).collect();
+        let views: Vec<compressed::Ubatch> = tokens
+            .iter()
+            .zip(&seqs)
+            .zip(ubatches)
+            .map(|((t, s), ub)| compressed::Ubatch {
+                tokens: t,
+                seqs: s,
+                // A simple split counts one token per sequence, as llama.cpp's does.
+                n_seq_tokens: if simple { 1 } else { t.len() / ub.n_streams.max(1) },
+            })
+            .collect();
+        store.plan_batch(&views).map(Some)
+    }
+
+    /// The compressed caches' inputs from the ubatch's `plans`.
+    fn set_comp_inputs(&self, plans: [&Plan; 3]) -> Result<()> {
+        let Some((_, built)) = &self.graph else {
+            return Ok(());
+        };
+        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
+        for (inp, plan) in built.inputs.comp.iter().zip(plans) {
+            let Some(c) = inp else { continue };
+            set(c.state_pos, &to_bytes_i32(&plan.state_pos))?;
+            set(c.persist_src, &to_bytes_i32(&plan.persist_src))?;
+            set(c.persist_dst, &to_bytes_i32(&plan.persist_dst))?;
+            if let Some((src, dst)) = c.restore {
+                set(src, &to_bytes_i32(&plan.restore_src))?;
+                set(dst, &to_bytes_i32(&plan.restore_dst))?;
+            }
+            if let Some((src, dst)) = c.snapshot {
+                set(src, &to_bytes_i32(&plan.snapshot_src))?;
+                set(dst, &to_bytes_i32(&plan.snapshot_dst))?;
+            }
+            set(c.read, &to_bytes_i32(&plan.read))?;
+            let write: Vec<u8> = plan.write.iter().flat_map(|w| w.to_le_bytes()).collect();
+            set(c.write, &write)?;
+            set(c.write_pos, &to_bytes_i32(&plan.write_pos))?;
+            let f16 = c.mask.ggml_type() == ggml_sys::ggml_type_GGML_TYPE_F16;
+            set(c.mask, &mask_bytes(&plan.mask(), f16))?;
         }
         Ok(())
     }

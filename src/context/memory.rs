@@ -15,7 +15,10 @@ impl Context<'_> {
 
     /// Whether the model's attention layers keep a cache.
     pub(super) fn uses_kv(&self) -> bool {
-        matches!(self.memory_kind(), Memory::KvCache | Memory::Hybrid)
+        matches!(
+            self.memory_kind(),
+            Memory::KvCache | Memory::Hybrid | Memory::Compressed
+        )
     }
 
     /// Bytes the memories hold, per buffer type.
@@ -29,6 +32,10 @@ impl Context<'_> {
         if self.uses_kv() {
             self.kv.clear(data);
         }
+        // Compressed rows are read (masked) before they are written: always zeroed.
+        if let Some(c) = self.kv.compressed_mut() {
+            log_failure(c.clear(None));
+        }
         if let Some(rs) = &mut self.rs {
             rs.clear(data);
         }
@@ -37,6 +44,9 @@ impl Context<'_> {
     /// Remove `seq` (every sequence when None) from positions [p0, p1). False when recurrent
     /// state would have to lose part of its history (nothing changes then).
     pub fn memory_seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) -> bool {
+        if self.memory_kind() == Memory::Compressed {
+            return self.compressed_seq_rm(seq, p0, p1);
+        }
         if let Some(rs) = &mut self.rs {
             if !rs.cells.seq_rm(seq, p0, p1) {
                 return false;
@@ -49,6 +59,15 @@ impl Context<'_> {
     }
 
     pub fn memory_seq_cp(&mut self, src: usize, dst: usize, p0: i32, p1: i32) -> Result<()> {
+        if self.memory_kind() == Memory::Compressed && !(p0 <= 0 && p1 < 0) {
+            return Err(Error::invalid(format!(
+                "copying positions [{p0}, {p1}) of sequence {src}: DeepSeek-V4's compressed caches copy whole \
+                 sequences only (p0 = p1 = -1); nothing changed"
+            )));
+        }
+        if let Some(c) = self.kv.compressed_mut() {
+            c.seq_cp(src, dst)?;
+        }
         if self.uses_kv() {
             self.kv.seq_cp(src, dst, p0, p1)?;
         }
@@ -61,6 +80,15 @@ impl Context<'_> {
     pub fn memory_seq_keep(&mut self, seq: usize) {
         if self.uses_kv() {
             self.kv.seq_keep(seq);
+        }
+        // Each sequence has its own stream there: the others are emptied one by one.
+        if self.memory_kind() == Memory::Compressed {
+            for other in (0..self.params.n_seq_max as usize).filter(|&s| s != seq) {
+                self.kv.seq_rm(Some(other), -1, -1);
+                if let Some(c) = self.kv.compressed_mut() {
+                    log_failure(c.clear(Some(other)));
+                }
+            }
         }
         if let Some(rs) = &mut self.rs {
             rs.cells.seq_keep(seq);
@@ -96,10 +124,12 @@ impl Context<'_> {
         !self.uses_kv() || (self.keys_can_turn() && self.kv.sizes_match())
     }
 
-    /// Whether the keys can be rotated to new positions at all (not with M-RoPE). Caches of
-    /// different sizes still shift, each on its own, as llama.cpp's do.
+    /// Whether the keys can be rotated to new positions at all (not with M-RoPE, nor compressed
+    /// keys, whose blocks follow the positions). Caches of different sizes still shift, each on
+    /// its own, as llama.cpp's do.
     fn keys_can_turn(&self) -> bool {
-        self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
+        self.memory_kind() != Memory::Compressed
+            && self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
     }
 
     /// Refuse a position change the keys cannot follow (llama.cpp aborts at the next decode).
@@ -108,13 +138,17 @@ impl Context<'_> {
             return Ok(());
         }
         Err(Error::invalid(format!(
-            "{what}: this model's cached keys cannot be shifted (multi-dimensional rope; \
+            "{what}: this model's cached keys cannot be shifted (multi-dimensional rope or compressed keys; \
              llama_memory_can_shift is false): nothing changed"
         )))
     }
 
-    /// The lowest position `seq` holds (both memories must hold it).
+    /// The lowest position `seq` holds (both memories must hold it). With compressed caches, its
+    /// highest, as llama.cpp reports it: they cannot go back within the window.
     pub fn memory_seq_pos_min(&self, seq: usize) -> Option<i32> {
+        if self.memory_kind() == Memory::Compressed {
+            return self.kv.seq_pos_max(seq);
+        }
         let kv = self.uses_kv().then(|| self.kv.seq_pos_min(seq));
         let rs = self.rs.as_ref().map(|rs| rs.cells.seq_pos_min(seq));
         match (kv, rs) {
@@ -132,5 +166,47 @@ impl Context<'_> {
             (Some(_), Some(_)) => None,
             (a, b) => a.or(b).flatten(),
         }
+    }
+
+    /// `llama_memory_seq_rm` with compressed caches, as llama.cpp's DeepSeek-V4 cache takes it:
+    /// never up to a position; from a position past the sequence's end, nothing; from one
+    /// within its last `n_rs_seq` tokens, a rollback its next ubatch restores (one at a time);
+    /// from its start, the whole sequence (every sequence's with None), compressed rows and
+    /// rings zeroed. False, nothing changed, otherwise.
+    fn compressed_seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) -> bool {
+        if p1 >= 0 {
+            return false;
+        }
+        if p0 > 0 {
+            let Some(s) = seq else { return false };
+            let pos_max = self.kv.seq_pos_max(s).unwrap_or(-1);
+            if p0 > pos_max {
+                self.kv.seq_rm(Some(s), p0, -1);
+                return true;
+            }
+            let n_rs = self.params.n_rs_seq as i32;
+            let back = pos_max - (p0 - 1);
+            let Some(c) = self.kv.compressed_mut() else {
+                return false;
+            };
+            if n_rs == 0 || !(1..=n_rs).contains(&back) || c.rollback(s) != 0 {
+                return false;
+            }
+            c.set_rollback(s, back as u32);
+            self.kv.seq_rm(Some(s), p0, p1);
+            return true;
+        }
+        self.kv.seq_rm(seq, p0, p1);
+        if let Some(c) = self.kv.compressed_mut() {
+            log_failure(c.clear(seq));
+        }
+        true
+    }
+}
+
+/// A memory edit that cannot fail except by a ggml error, logged (llama.h gives it no status).
+fn log_failure(r: Result<()>) {
+    if let Err(e) = r {
+        crate::log_error!("memory: {e}");
     }
 }

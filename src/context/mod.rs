@@ -205,14 +205,6 @@ impl<'m> Context<'m> {
         };
         check_cache_type("type_k", p.type_k)?;
         check_cache_type("type_v", p.type_v)?;
-        // A latent cache's values are its keys: one type for both, as llama.cpp requires.
-        if hp.is_some_and(|h| h.kv_latent()) && p.type_k != p.type_v {
-            return Err(Error::invalid(format!(
-                "this model's cache holds latent keys that are also its values: type_k ({}) and type_v ({}) must be the same",
-                crate::ggml::type_name(p.type_k),
-                crate::ggml::type_name(p.type_v)
-            )));
-        }
         let capped = hp.is_some_and(|h| h.kq_tanh_cap != 0.0);
         if capped && p.flash_attn != FlashAttn::Off {
             crate::log_warn!("context: flash attention cannot cap attention scores as this model needs: turned off");
@@ -234,8 +226,16 @@ impl<'m> Context<'m> {
             None => None,
         };
         let memory = arch.map_or(Memory::None, |a| a.memory());
+        // A latent cache's values are its keys: one type for both, as llama.cpp requires.
+        if hp.is_some_and(|h| h.kv_latent()) && p.type_k != p.type_v {
+            return Err(Error::invalid(format!(
+                "this model's cache holds latent keys that are also its values: type_k ({}) and type_v ({}) must be the same",
+                crate::ggml::type_name(p.type_k),
+                crate::ggml::type_name(p.type_v)
+            )));
+        }
         // Only a KV cache is rotated (llama.cpp's encoders and recurrent layers keep none).
-        let cached = matches!(memory, Memory::KvCache | Memory::Hybrid);
+        let cached = matches!(memory, Memory::KvCache | Memory::Hybrid | Memory::Compressed);
         let idx_rot = hp
             .filter(|hp| cached && hp.indexer.hadamard)
             .map_or(0, |hp| hp.indexer.head_size);
@@ -264,10 +264,17 @@ impl<'m> Context<'m> {
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
         let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
-        let n_stream = if p.kv_unified { 1 } else { n_seq_max };
+        // DeepSeek-V4's caches keep a stream per sequence whatever kv_unified says, as llama.cpp's.
+        let unified = p.kv_unified && memory != Memory::Compressed;
+        let n_stream = if unified { 1 } else { n_seq_max };
+        let n_rs_seq = if arch.is_some_and(|a| a.rollback()) {
+            p.n_rs_seq
+        } else {
+            0
+        };
         let kv = match hp {
-            Some(hp) if matches!(memory, Memory::KvCache | Memory::Hybrid) => {
-                let seqs_per_stream = if p.kv_unified { n_seq_max } else { 1 };
+            Some(hp) if matches!(memory, Memory::KvCache | Memory::Hybrid | Memory::Compressed) => {
+                let seqs_per_stream = if unified { n_seq_max } else { 1 };
                 let sliding = crate::kv::sliding_size(
                     hp,
                     n_ctx_seq as usize,
@@ -275,14 +282,29 @@ impl<'m> Context<'m> {
                     seqs_per_stream as usize,
                     n_ubatch as usize,
                 );
-                KvCache::new(hp, n_ctx_seq as usize, sliding, n_stream as usize, p.type_k, p.type_v)?
+                if memory == Memory::Compressed {
+                    // The indexer's keys are compressed with the others, not kept per cell.
+                    let raw = crate::model::hparams::HParams {
+                        indexer: Default::default(),
+                        ..hp.clone()
+                    };
+                    let mut kv =
+                        KvCache::new(&raw, n_ctx_seq as usize, sliding, n_stream as usize, p.type_k, p.type_v)?;
+                    kv.attach_compressed(crate::kv::compressed::Store::new(
+                        &hp.compress_ratios,
+                        hp.n_embd_head_k as usize,
+                        hp.indexer.head_size as usize,
+                        p.type_k,
+                        n_ctx_seq as usize,
+                        n_seq_max as usize,
+                        n_rs_seq as usize,
+                    )?);
+                    kv
+                } else {
+                    KvCache::new(hp, n_ctx_seq as usize, sliding, n_stream as usize, p.type_k, p.type_v)?
+                }
             }
             _ => KvCache::without_layers(n_ctx as usize),
-        };
-        let n_rs_seq = if arch.is_some_and(|a| a.rollback()) {
-            p.n_rs_seq
-        } else {
-            0
         };
         let rs = match hp {
             Some(hp) if matches!(memory, Memory::Recurrent | Memory::Hybrid) => {
@@ -392,6 +414,10 @@ impl<'m> Context<'m> {
                 }),
                 kpool: (self.kv.kpool() > 0).then(|| {
                     crate::kv::kpool::worst_case(self.kv.kpool(), self.kv.stream_size(), self.params.n_seq_max as usize)
+                }),
+                comp: self.kv.compressed().map(|c| {
+                    crate::kv::compressed::Kind::ALL
+                        .map(|k| crate::kv::compressed::worst_case(n_tokens, 1, k, c.geometry(k)))
                 }),
             };
             let built = Builder::build(

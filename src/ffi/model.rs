@@ -245,7 +245,16 @@ pub unsafe extern "C" fn llama_model_n_head_kv(model: *const llama_model) -> i32
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_swa(model: *const llama_model) -> i32 {
-    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_swa)) })
+    entry!(-1, {
+        hp_getter(model, 0, |h| {
+            let reported = crate::arch::find(h.arch_name).is_ok_and(|a| a.reports_window());
+            if reported {
+                i32_of(h.n_swa)
+            } else {
+                0
+            }
+        })
+    })
 }
 
 #[no_mangle]
@@ -491,7 +500,13 @@ pub unsafe extern "C" fn llama_model_is_recurrent(p: *const llama_model) -> bool
 pub unsafe extern "C" fn llama_model_is_hybrid(p: *const llama_model) -> bool {
     entry!(false, {
         let m = model(p)?;
-        Ok(m.arch.is_some_and(|a| a.memory() == crate::model::spec::Memory::Hybrid))
+        // DeepSeek-V4's compressed caches count as hybrid memory, as llama.cpp counts them.
+        Ok(m.arch.is_some_and(|a| {
+            matches!(
+                a.memory(),
+                crate::model::spec::Memory::Hybrid | crate::model::spec::Memory::Compressed
+            )
+        }))
     })
 }
 

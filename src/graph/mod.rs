@@ -3,6 +3,7 @@
 //! head) the architectures wire together. No architecture is named here: each brings its body as a
 //! `Decoder` (`arch/`).
 
+pub mod dsv4;
 mod indexer;
 pub mod kpool;
 pub mod lightning;
@@ -48,6 +49,8 @@ pub struct Shape {
     pub recurrent: Option<RecurrentShape>,
     /// GLM5-Next's k-pool indexer: the pools the graph scores and pools.
     pub kpool: Option<crate::kv::kpool::KpoolShape>,
+    /// DeepSeek-V4's compressed caches: each one's plan sizes (`kv::compressed::Kind` order).
+    pub comp: Option<[crate::kv::compressed::PlanShape; 3]>,
 }
 
 /// The recurrent part of a graph's shape: llama.cpp bakes the state window into views, so a
@@ -171,6 +174,9 @@ pub struct Inputs {
     pub ple_rows: Option<TensorRef>,
     /// GLM5-Next's k-pool indexer inputs; made by the first indexer layer.
     pub kpool: Option<kpool::KpoolInputs>,
+    /// DeepSeek-V4's compressed caches' inputs (`kv::compressed::Kind` order), each made by the
+    /// first layer using it.
+    pub comp: [Option<dsv4::CompInputs>; 3],
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -207,6 +213,8 @@ pub enum Gating {
     Sigmoid,
     /// Pick the largest logits, then softmax over the picked.
     SoftmaxWeight,
+    /// sqrt(softplus) of each logit, then pick the largest (DeepSeek-V4).
+    SqrtSoftplus,
 }
 
 impl Gating {
@@ -216,6 +224,7 @@ impl Gating {
             1 => Some(Gating::Softmax),
             2 => Some(Gating::Sigmoid),
             3 => Some(Gating::SoftmaxWeight),
+            4 => Some(Gating::SqrtSoftplus),
             _ => None,
         }
     }
@@ -401,6 +410,7 @@ impl<'a> Builder<'a> {
                 qsa: Vec::new(),
                 ple_rows: None,
                 kpool: None,
+                comp: [None; 3],
                 attn_temp: None,
                 lightning: None,
             },
@@ -1446,6 +1456,10 @@ impl<'a> Builder<'a> {
             Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
             Gating::Sigmoid => self.g.sigmoid(logits).map_err(ggml_err)?,
             Gating::SoftmaxWeight => logits,
+            Gating::SqrtSoftplus => {
+                let s = self.g.softplus(logits).map_err(ggml_err)?;
+                self.g.sqrt(s).map_err(ggml_err)?
+            }
         };
         Ok(self.name(probs, "ffn_moe_probs", Some(il)))
     }

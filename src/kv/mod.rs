@@ -6,6 +6,7 @@
 //! attention sums them in, so placement follows llama.cpp's exactly and results stay bit-identical.
 
 mod cells;
+pub mod compressed;
 pub mod kpool;
 mod state;
 
@@ -89,6 +90,8 @@ pub struct KvCache {
     /// GLM5-Next's k-pool size (0: none) and which of its cached pooled keys are stale.
     kpool: usize,
     stale: kpool::Stale,
+    /// DeepSeek-V4's compressed caches beside the sliding-window cells.
+    comp: Option<compressed::Store>,
 }
 
 /// Where a ubatch went: per token its row in the cache tensors, and what takes it back.
@@ -213,6 +216,7 @@ impl KvCache {
             storage: Some((buffer, arena)),
             kpool: hp.indexer.kpool as usize,
             stale: kpool::Stale::default(),
+            comp: None,
         })
     }
 
@@ -226,7 +230,21 @@ impl KvCache {
             storage: None,
             kpool: 0,
             stale: kpool::Stale::default(),
+            comp: None,
         }
+    }
+
+    /// Keep DeepSeek-V4's compressed caches beside the cells.
+    pub fn attach_compressed(&mut self, store: compressed::Store) {
+        self.comp = Some(store);
+    }
+
+    pub fn compressed(&self) -> Option<&compressed::Store> {
+        self.comp.as_ref()
+    }
+
+    pub fn compressed_mut(&mut self) -> Option<&mut compressed::Store> {
+        self.comp.as_mut()
     }
 
     pub fn k(&self, il: usize) -> TensorRef {
@@ -309,11 +327,16 @@ impl KvCache {
 
     /// Bytes held per buffer type (one CPU buffer, or none without layers).
     pub fn memory_breakdown(&self) -> Vec<(crate::ggml::BufferTypeId, usize)> {
-        self.storage.iter().map(|(b, _)| (b.buffer_type(), b.size())).collect()
+        self.storage
+            .iter()
+            .map(|(b, _)| b)
+            .chain(self.comp.as_ref().map(compressed::Store::buffer))
+            .map(|b| (b.buffer_type(), b.size()))
+            .collect()
     }
 
     pub fn bytes(&self) -> usize {
-        self.storage.as_ref().map_or(0, |(b, _)| b.size())
+        self.storage.as_ref().map_or(0, |(b, _)| b.size()) + self.comp.as_ref().map_or(0, |c| c.buffer().size())
     }
 
     /// Cells attention must cover in the streams `first..first + n` (of the full layers, or with
@@ -662,6 +685,7 @@ mod tests {
             storage: None,
             kpool: 0,
             stale: kpool::Stale::default(),
+            comp: None,
         }
     }
 

@@ -246,9 +246,17 @@ pub struct HParams {
     pub delta_l2_eps: f32,
     /// Qwen4-exp's low-rank hyper-connections: the rank of their gate projections.
     pub hc_low_rank: u32,
-    /// Qwen4-exp's sparse attention (QSA): per layer, the blocks of positions its pooled indexer
-    /// keys cover (0: dense attention).
+    /// Per layer, how many positions one compressed key covers (0: none): Qwen4-exp's sparse
+    /// attention (QSA) pools its indexer keys so; DeepSeek-V4 compresses its keys by 4 (CSA,
+    /// with a lightning indexer picking among them) or 128 (HCA) beside the sliding window.
     pub compress_ratios: Vec<u32>,
+    /// DeepSeek-V4: the rope base of its compressing layers and compressed keys.
+    pub compress_rope_base: f32,
+    /// DeepSeek-V4's grouped low-rank output projection: head groups, and each group's rank.
+    pub o_groups: u32,
+    pub o_lora_rank: u32,
+    /// DeepSeek-V4's first layers route each token by a fixed table of experts (hash routing).
+    pub n_hash_layers: u32,
     /// Qwen4-exp's n-gram hash embeddings (PLE) into one linear layer's residual streams.
     pub ple: Option<Ple>,
 }
@@ -600,6 +608,10 @@ impl HParams {
             delta_l2_eps: 0.0,
             hc_low_rank: 0,
             compress_ratios: Vec::new(),
+            compress_rope_base: 0.0,
+            o_groups: 0,
+            o_lora_rank: 0,
+            n_hash_layers: 0,
             ple: None,
         };
         arch.load_hparams(meta, &mut hp)?;

@@ -35,6 +35,12 @@ pub trait ArchSpec: Sync {
     fn rollback(&self) -> bool {
         false
     }
+
+    /// Whether `llama_model_n_swa` reports its sliding window: not where other caches beside it
+    /// make the window useless for rolling back (DeepSeek-V4, as llama.cpp answers).
+    fn reports_window(&self) -> bool {
+        true
+    }
 }
 
 /// The memory an architecture's contexts keep (llama.cpp's `create_memory`).
@@ -46,6 +52,10 @@ pub enum Memory {
     Recurrent,
     /// Both: a KV cache for the attention layers, recurrent state for the others.
     Hybrid,
+    /// DeepSeek-V4's: a sliding-window cache of keys, beside which each compressing layer keeps
+    /// keys compressed by 4 or 128 positions and rings of compressor states
+    /// (`kv::compressed`).
+    Compressed,
     /// None: every batch is encoded on its own (BERT-style encoders); `llama_decode` encodes.
     None,
 }
