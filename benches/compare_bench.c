@@ -878,6 +878,84 @@ static void shared_cells(struct llama_model *model, int n_vocab) {
     p_llama_free(ctx);
 }
 
+/* A prompt of three sequences in per-sequence caches (kv_unified off, as llama-batched runs it):
+ * llama.cpp refuses tokens of several sequences there, except in DeepSeek-V4's caches, which
+ * write each such token once per sequence (the prompt goes through several ubatches); then each
+ * sequence takes two tokens of its own, and one sequence's state is saved. */
+static void shared_prompt(struct llama_model *model, int n_vocab) {
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_state_seq_get_size);
+    DL_LOAD(llama_state_seq_get_data);
+    llama_token ids[256];
+    int n = p_llama_tokenize(p_llama_model_get_vocab(model), PROMPTS[3], (int)strlen(PROMPTS[3]), ids, 256, true,
+                             true);
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 768;
+    cp.n_ubatch = 16;
+    cp.n_seq_max = 3;
+    cp.kv_unified = false;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    if (!ctx || n < 2) {
+        printf("shared prompt: no context\n");
+        p_llama_free(ctx);
+        return;
+    }
+    struct llama_batch b = p_llama_batch_init(256, 0, 3);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = ids[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 3;
+        for (int s = 0; s < 3; s++) b.seq_id[i][s] = s;
+        b.logits[i] = i == n - 1;
+    }
+    b.n_tokens = n;
+    int rc = p_llama_decode(ctx, b);
+    printf("shared prompt %d rc %d", n, rc);
+    if (rc != 0) {
+        printf("\n");
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+        return;
+    }
+    const float *row = p_llama_get_logits_ith(ctx, -1);
+    print_row(row, n_vocab);
+    llama_token tok[3];
+    for (int s = 0; s < 3; s++) tok[s] = greedy(row, n_vocab, s);
+    for (int step = 0; step < 2 && rc == 0; step++) {
+        b.n_tokens = 3;
+        for (int s = 0; s < 3; s++) {
+            b.token[s] = tok[s];
+            b.pos[s] = n + step;
+            b.n_seq_id[s] = 1;
+            b.seq_id[s][0] = s;
+            b.logits[s] = 1;
+        }
+        rc = p_llama_decode(ctx, b);
+        printf("shared prompt step %d rc %d\n", step, rc);
+        for (int s = 0; s < 3 && rc == 0; s++) {
+            row = p_llama_get_logits_ith(ctx, s);
+            printf("shared prompt step %d seq %d:", step, s);
+            print_row(row, n_vocab);
+            tok[s] = greedy(row, n_vocab, 0);
+        }
+    }
+    size_t size = p_llama_state_seq_get_size(ctx, 1);
+    unsigned char *state = malloc(size);
+    size_t got = p_llama_state_seq_get_data(ctx, state, size, 1);
+    printf("shared prompt seq 1 state %zu bytes %016llx\n", got, (unsigned long long)hash_bytes(state, got));
+    free(state);
+    p_llama_batch_free(b);
+    p_llama_free(ctx);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || (argc > 3 && strcmp(argv[3], "arch") != 0)) {
         fprintf(stderr, "usage: %s LIBRARY MODEL [arch]\n", argv[0]);
@@ -1004,6 +1082,7 @@ int main(int argc, char **argv) {
         p_llama_free(ctx);
     }
     if (!encoder && multiseq) shared_cells(model, n_vocab);
+    if (!encoder && multiseq) shared_prompt(model, n_vocab);
 
     /* Short chats beside a long document (longer than a ubatch), then greedy steps of all four
      * sequences together: where each sequence's keys land in the cache decides the bits. */

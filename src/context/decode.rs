@@ -10,8 +10,7 @@ use crate::graph::kpool::KpoolInputs;
 use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
 use crate::kv::compressed::{self, Plan};
 use crate::kv::kpool::Step;
-use crate::kv::{Placement, Planned, Slots, TokenPlace};
-use crate::model::spec::Memory;
+use crate::kv::{Placement, Planned, SeqSet, Slots, TokenPlace};
 use crate::recurrent::{RsCells, SeqGroup};
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
@@ -118,15 +117,6 @@ impl Context<'_> {
             self.check_sampling(&output_seqs)?;
         }
         self.apply_pending_shift()?;
-        if self.memory_kind() == Memory::Compressed
-            && self.kv.n_stream() > 1
-            && batch.places.iter().any(|p| p.seqs.iter().nth(1).is_some())
-        {
-            return Err(Error::invalid(
-                "decode: a token of several sequences: DeepSeek-V4's per-sequence caches cannot share it \
-                 (llama.cpp writes such tokens once per sequence; not supported here yet)",
-            ));
-        }
         let Some(ubatches) = self.split(&batch) else {
             return Ok(DecodeStatus::NoSlot);
         };
@@ -135,8 +125,9 @@ impl Context<'_> {
         // Room for every ubatch first, placed in turn as they will be (the cache's cells chosen
         // then, as llama.cpp chooses them), so that "no slot" leaves the memory untouched.
         let planned: Vec<Vec<TokenPlace>> = ubatches.iter().map(places_of).collect();
+        let written: Vec<Vec<TokenPlace>> = planned.iter().map(|p| self.kv_writes(p)).collect::<Result<_>>()?;
         let plan = match self.uses_kv() {
-            true => self.kv.plan(&planned),
+            true => self.kv.plan(&written),
             false => Some((Vec::new(), Planned::default())),
         };
         let plan = match plan {
@@ -176,7 +167,7 @@ impl Context<'_> {
         let mut done = Vec::with_capacity(ubatches.len());
         for (k, ub) in ubatches.iter().enumerate() {
             let comp = comp_plans.as_ref().map(|c| [&c[0][k], &c[1][k], &c[2][k]]);
-            match self.decode_ubatch(&batch, ub, places_of(ub), plans.get(k), comp) {
+            match self.decode_ubatch(&batch, ub, (places_of(ub), &written[k]), plans.get(k), comp) {
                 Ok(Some(placement)) => {
                     if k == 0 {
                         self.kv.kpool_computed();
@@ -244,6 +235,7 @@ impl Context<'_> {
             n_outputs: n,
             n_kv: n,
             n_kv_swa: 0,
+            kv_copies: 1,
             n_pos: 0,
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: None,
@@ -313,7 +305,12 @@ impl Context<'_> {
         }
         // A split cache (one stream per sequence) takes the same count of tokens from consecutive
         // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
-        // cache takes consecutive chunks. Compressed caches keep a rollback's tokens together.
+        // cache takes consecutive chunks. Compressed caches keep a rollback's tokens together, and
+        // take tokens of several sequences a set of sequences at a time.
+        let shared = batch.places.iter().any(|p| p.seqs.iter().nth(1).is_some());
+        if self.kv.n_stream() > 1 && shared && self.kv.compressed().is_some() {
+            return split_seq(batch, n_ubatch);
+        }
         if self.kv.n_stream() > 1 {
             let keep_tail = match self.kv.compressed().map_or(0, |c| c.n_rs()) {
                 0 => 0,
@@ -394,23 +391,28 @@ impl Context<'_> {
         &mut self,
         batch: &Batch,
         ub: &Ubatch,
-        places: Vec<TokenPlace>,
+        (places, written): (Vec<TokenPlace>, &[TokenPlace]),
         plan: Option<&Slots>,
         comp: Option<[&Plan; 3]>,
     ) -> Result<Option<Placed>> {
         let tokens: Vec<i32> = ub.idx.iter().map(|&i| batch.tokens[i]).collect();
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
         let placed = self
-            .place(&places, ub.n_streams, plan)
+            .place(written, ub.n_streams, plan)
             .ok_or_else(|| Error::Internal("memory room found for the batch vanished".into()))?;
         let seqs = sequences_of(&places);
         let kpool = match placed.kv {
             Some(_) => self.kv.kpool_step(&places),
             None => None,
         };
-        let (rows, streams) = placed.kv.as_ref().map_or(([&[][..], &[][..]], (0, 1)), |p| {
+        let (rows, mut streams) = placed.kv.as_ref().map_or(([&[][..], &[][..]], (0, 1)), |p| {
             ([&p.rows[..], &p.sliding_rows[..]], p.streams)
         });
+        // Tokens written once per sequence attend in the first token's stream.
+        let kv_copies = written.len() / places.len().max(1);
+        if kv_copies > 1 {
+            streams = (self.kv.stream_of(places[0].primary_seq), 1);
+        }
         let shape = Shape {
             n_tokens: tokens.len(),
             n_streams: streams.1,
@@ -426,6 +428,7 @@ impl Context<'_> {
             } else {
                 0
             },
+            kv_copies,
             n_pos: self.msa_positions(),
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
@@ -636,6 +639,38 @@ impl Context<'_> {
         Ok(())
     }
 
+    /// Where a ubatch's keys are written: at its tokens, or with DeepSeek-V4's per-sequence
+    /// caches and tokens of several sequences, once per sequence (sequence by sequence, each token
+    /// then of that sequence alone), as llama.cpp's "raw write" ubatch; each sequence must then
+    /// hold as many of the ubatch's tokens.
+    fn kv_writes(&self, places: &[TokenPlace]) -> Result<Vec<TokenPlace>> {
+        let shared = places.iter().any(|p| p.seqs.iter().nth(1).is_some());
+        if !shared || self.kv.compressed().is_none() || self.kv.n_stream() == 1 {
+            return Ok(places.to_vec());
+        }
+        let mut out = Vec::new();
+        let mut count = None;
+        for s in sequences_of(places) {
+            let mine: Vec<TokenPlace> = places
+                .iter()
+                .filter(|p| p.seqs.contains(s))
+                .map(|p| TokenPlace {
+                    seqs: SeqSet::single(s),
+                    primary_seq: s,
+                    ..*p
+                })
+                .collect();
+            if *count.get_or_insert(mine.len()) != mine.len() {
+                return Err(Error::invalid(
+                    "decode: tokens of several sequences in one ubatch must belong to the same sequences \
+                     (DeepSeek-V4 writes them once per sequence, as llama.cpp does)",
+                ));
+            }
+            out.extend(mine);
+        }
+        Ok(out)
+    }
+
     /// The compressed caches' plans of a batch's ubatches (None for a model without them); the
     /// sequences' pending rollbacks are consumed.
     fn plan_compressed(&mut self, planned: &[Vec<TokenPlace>], ubatches: &[Ubatch]) -> Result<Option<[Vec<Plan>; 3]>> {
@@ -651,6 +686,7 @@ impl Context<'_> {
                     .map(|p| compressed::Token {
                         pos: p.pos,
                         seqs: p.seqs,
+                        primary: p.primary_seq,
                     })
                     .collect()
             })

@@ -392,6 +392,7 @@ impl<'m> Context<'m> {
                 } else {
                     n_tokens
                 },
+                kv_copies: 1,
                 n_kv_swa: if self.uses_kv() && self.kv.has_sliding() {
                     self.kv.stream_size_of(true)
                 } else {

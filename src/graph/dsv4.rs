@@ -396,8 +396,7 @@ impl Builder<'_> {
         let ns = self.comp_shape(kind)?.n_stream.max(1) as i64;
         let row = row_size(t.ggml_type(), head);
         let stream = row * size;
-        // The streams of the ubatch's sequences (the first one's with shared tokens).
-        let first = self.shape.first_stream;
+        let first = self.comp_shape(kind)?.first_stream;
         self.g
             .view(t, &[head, 1, n, ns], &[row, row, stream], stream * first)
             .map_err(ggml_err)
@@ -464,8 +463,15 @@ impl Builder<'_> {
         let kc = self.kv.k(il);
         let rows = self.rows_input(false, true)?;
         let k2 = self.g.reshape(kv, &[head, nt]).map_err(ggml_err)?;
-        let stored = self.g.set_rows(kc, k2, rows).map_err(ggml_err)?;
-        self.g.expand(stored);
+        // Once per stream the tokens are written to (the rows are stream after stream).
+        for copy in 0..self.shape.kv_copies.max(1) {
+            let r = self
+                .g
+                .view(rows, &[nt], &[], copy * nt as usize * rows.nb()[0])
+                .map_err(ggml_err)?;
+            let stored = self.g.set_rows(kc, k2, r).map_err(ggml_err)?;
+            self.g.expand(stored);
+        }
         let ns = self.shape.n_streams.max(1) as i64;
         let tps = nt / ns;
         let n_kv = self.shape.n_kv_swa as i64;

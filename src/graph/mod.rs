@@ -40,6 +40,10 @@ pub struct Shape {
     pub n_kv: usize,
     /// Cells of the sliding-window layers' cache attention covers (0 without such layers).
     pub n_kv_swa: usize,
+    /// The streams each token's keys are stored in: 1, or DeepSeek-V4's per-sequence caches'
+    /// count for tokens of several sequences (written once per sequence, read from the first
+    /// token's).
+    pub kv_copies: usize,
     /// Positions MiniMax-M3's block-sparse attention covers (0 without it).
     pub n_pos: usize,
     /// Sequences the ubatch holds, when embeddings are pooled per sequence (0 otherwise).
@@ -649,7 +653,7 @@ impl<'a> Builder<'a> {
             return Ok(r);
         }
         let name = if values { "attn_inp_v_idxs" } else { "attn_inp_k_idxs" };
-        let nt = self.shape.n_tokens as i64;
+        let nt = (self.shape.n_tokens * self.shape.kv_copies.max(1)) as i64;
         let r = self
             .g
             .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], name)

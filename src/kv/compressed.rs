@@ -75,6 +75,8 @@ pub fn cache_size(kv_size: usize, kind: Kind) -> usize {
 pub struct Token {
     pub pos: i32,
     pub seqs: super::SeqSet,
+    /// The sequence llama.cpp reads first among `seqs`.
+    pub primary: usize,
 }
 
 /// A ubatch: its tokens in order, its distinct sequences ascending, and its tokens per sequence
@@ -131,8 +133,10 @@ pub struct Plan {
     pub write_pos: Vec<i32>,
     /// Per token, the compressed rows it may attend to.
     pub n_visible: Vec<i32>,
-    /// Attention groups of the graph.
+    /// Attention groups of the graph, and the stream of the first (the ubatch's lowest
+    /// sequence's).
     pub n_stream: usize,
+    pub first_stream: usize,
     /// Compressed rows attention covers.
     pub n_kv: usize,
 }
@@ -149,6 +153,7 @@ pub struct PlanShape {
     pub n_write: usize,
     pub n_kv: usize,
     pub n_stream: usize,
+    pub first_stream: usize,
 }
 
 impl Plan {
@@ -163,6 +168,7 @@ impl Plan {
             n_write: self.write.len(),
             n_kv: self.n_kv,
             n_stream: self.n_stream,
+            first_stream: self.first_stream,
         }
     }
 
@@ -210,6 +216,11 @@ pub fn plan(ub: &Ubatch, kind: Kind, g: Geometry, rs_idx: &[u32]) -> Result<Plan
     let mut p = Plan {
         n_visible: vec![0; n_tokens],
         n_stream: ub.graph_streams(g.n_stream),
+        first_stream: if g.n_stream > 1 {
+            ub.seqs.first().copied().unwrap_or(0)
+        } else {
+            0
+        },
         ..Plan::default()
     };
     let state_rows = state_size * g.n_stream;
@@ -294,7 +305,7 @@ pub fn plan(ub: &Ubatch, kind: Kind, g: Geometry, rs_idx: &[u32]) -> Result<Plan
         }
         Ok(())
     };
-    let first_seq = |i: usize| ub.tokens[i].seqs.iter().next().unwrap_or(0);
+    let first_seq = |i: usize| ub.tokens[i].primary;
     if !p.state_pos.is_empty() {
         if kind.overlap() {
             // Every sequence's stream is padded to the same block count.
@@ -425,6 +436,7 @@ pub fn worst_case(n_tokens: usize, n_seqs: usize, kind: Kind, g: Geometry) -> Pl
         n_write: n_blocks,
         n_kv: g.kv_size,
         n_stream: 1,
+        first_stream: 0,
     }
 }
 
@@ -832,11 +844,15 @@ mod tests {
     use crate::kv::SeqSet;
 
     fn tokens(seq: usize, pos: std::ops::Range<i32>) -> Vec<Token> {
-        pos.map(|p| Token {
-            pos: p,
+        pos.map(|p| at(seq, p)).collect()
+    }
+
+    fn at(seq: usize, pos: i32) -> Token {
+        Token {
+            pos,
             seqs: SeqSet::single(seq),
-        })
-        .collect()
+            primary: seq,
+        }
     }
 
     const ONE: Geometry = Geometry {
@@ -953,28 +969,7 @@ mod tests {
 
     #[test]
     fn gaps_in_a_sequence_are_refused() {
-        let t = vec![
-            Token {
-                pos: 0,
-                seqs: SeqSet::single(0),
-            },
-            Token {
-                pos: 9,
-                seqs: SeqSet::single(0),
-            },
-            Token {
-                pos: 10,
-                seqs: SeqSet::single(0),
-            },
-            Token {
-                pos: 20,
-                seqs: SeqSet::single(0),
-            },
-            Token {
-                pos: 30,
-                seqs: SeqSet::single(0),
-            },
-        ];
+        let t = vec![at(0, 0), at(0, 9), at(0, 10), at(0, 20), at(0, 30)];
         let ub = Ubatch {
             tokens: &t,
             seqs: &[0],
