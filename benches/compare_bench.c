@@ -898,9 +898,10 @@ static void shared_prompt(struct llama_model *model, int n_vocab) {
     int n = p_llama_tokenize(p_llama_model_get_vocab(model), PROMPTS[3], (int)strlen(PROMPTS[3]), ids, 256, true,
                              true);
     struct llama_context_params cp = p_llama_context_default_params();
-    cp.n_ctx = 768;
+    cp.n_ctx = 2048;
     cp.n_ubatch = 16;
-    cp.n_seq_max = 3;
+    /* Four streams for three sequences: llama.cpp aborts making a Kimi-Linear context of three. */
+    cp.n_seq_max = 4;
     cp.kv_unified = false;
     struct llama_context *ctx = p_llama_init_from_model(model, cp);
     if (!ctx || n < 2) {
