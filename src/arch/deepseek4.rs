@@ -20,9 +20,6 @@ use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Deepseek4;
 
-/// The hyper-connection copies llama.cpp supports.
-const HC: u32 = 4;
-
 impl ArchSpec for Deepseek4 {
     fn name(&self) -> &'static str {
         "deepseek4"
@@ -110,16 +107,7 @@ impl ArchSpec for Deepseek4 {
             )));
         }
 
-        hp.hc_count = meta.u32(&key("hyper_connection.count"))?;
-        hp.hc_sinkhorn_iters = meta.u32(&key("hyper_connection.sinkhorn_iterations"))?;
-        hp.hc_eps = meta.f32(&key("hyper_connection.epsilon"))?;
-        if hp.hc_count != HC || hp.hc_sinkhorn_iters == 0 {
-            return Err(Error::model(format!(
-                "deepseek4: {} hyper-connection copies and {} Sinkhorn iterations (llama.cpp runs {HC} copies, \
-                 at least one iteration)",
-                hp.hc_count, hp.hc_sinkhorn_iters
-            )));
-        }
+        glm5_next::load_mixing(meta, hp)?;
         hp.n_hash_layers = meta.u32(&key("hash_layer_count"))?;
         hp.size_label = "?B";
         Ok(())
@@ -128,7 +116,6 @@ impl ArchSpec for Deepseek4 {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, v, hc) = (hp.n_embd, hp.n_vocab, hp.hc_count);
         let (head, q_rank, ix) = (hp.n_embd_head_k, hp.n_lora_q, &hp.indexer);
-        let mix = (2 + hc) * hc;
         let mut specs = vec![
             TensorSpec::new("token_embd.weight", &[e, v], true),
             TensorSpec::new("output_norm.weight", &[e], true),
@@ -173,14 +160,7 @@ impl ArchSpec for Deepseek4 {
             } else {
                 specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n_exp], true));
             }
-            for part in ["attn", "ffn"] {
-                let p = |s: &str| format!("blk.{il}.hc_{part}_{s}.weight");
-                specs.extend([
-                    TensorSpec::matmul(p("fn"), &[hc * e, mix], true),
-                    TensorSpec::new(p("base"), &[mix], true),
-                    TensorSpec::new(p("scale"), &[3], true),
-                ]);
-            }
+            specs.extend(glm5_next::mixing_tensors(hp, il));
             let ratio = hp.compress_ratios[il];
             if ratio == 0 {
                 continue;

@@ -100,33 +100,15 @@ impl ArchSpec for Glm5Next {
             )));
         }
 
-        hp.hc_count = meta.u32(&key("hyper_connection.count"))?;
-        hp.hc_sinkhorn_iters = meta.u32(&key("hyper_connection.sinkhorn_iterations"))?;
-        hp.hc_eps = meta.f32(&key("hyper_connection.epsilon"))?;
-        if hp.hc_count != HC || hp.hc_sinkhorn_iters == 0 {
-            return Err(Error::model(format!(
-                "glm5-next: {} hyper-connection copies and {} Sinkhorn iterations (llama.cpp runs {HC} copies, \
-                 at least one iteration)",
-                hp.hc_count, hp.hc_sinkhorn_iters
-            )));
-        }
+        load_mixing(meta, hp)?;
         hp.size_label = if hp.n_layer == 45 { "320B.A18B" } else { "?B" };
         Ok(())
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = kimi_linear::hybrid_tensors(hp, kimi_linear::KdaTensors::Glm5Next, latent_tensors);
-        let (e, hc) = (hp.n_embd, hp.hc_count);
-        let mix = (2 + hc) * hc;
         for il in 0..hp.n_layer as usize {
-            for part in ["attn", "ffn"] {
-                let b = |s: &str| format!("blk.{il}.hc_{part}_{s}.weight");
-                specs.extend([
-                    TensorSpec::matmul(b("fn"), &[hc * e, mix], true),
-                    TensorSpec::new(b("base"), &[mix], true),
-                    TensorSpec::new(b("scale"), &[3], true),
-                ]);
-            }
+            specs.extend(mixing_tensors(hp, il));
         }
         specs
     }
@@ -228,6 +210,41 @@ impl Decoder for Glm5Next {
         let logits = b.output_head(mean)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// The hyper-connections mixed by a Sinkhorn-normalised matrix: their copies (llama.cpp runs
+/// four), iterations (at least one) and epsilon.
+pub(super) fn load_mixing(meta: &Meta, hp: &mut HParams) -> Result<()> {
+    let key = |k: &str| hp.key(&format!("hyper_connection.{k}"));
+    let (count, iters, eps) = (key("count"), key("sinkhorn_iterations"), key("epsilon"));
+    hp.hc_count = meta.u32(&count)?;
+    hp.hc_sinkhorn_iters = meta.u32(&iters)?;
+    hp.hc_eps = meta.f32(&eps)?;
+    if hp.hc_count != HC || hp.hc_sinkhorn_iters == 0 {
+        return Err(Error::model(format!(
+            "{}: {} hyper-connection copies and {} Sinkhorn iterations (llama.cpp runs {HC} copies, at least one \
+             iteration)",
+            hp.arch_name, hp.hc_count, hp.hc_sinkhorn_iters
+        )));
+    }
+    Ok(())
+}
+
+/// Layer `il`'s hyper-connection weights before its attention and its FFN.
+pub(super) fn mixing_tensors(hp: &HParams, il: usize) -> Vec<TensorSpec> {
+    let (e, hc) = (hp.n_embd, hp.hc_count);
+    let mix = (2 + hc) * hc;
+    ["attn", "ffn"]
+        .into_iter()
+        .flat_map(|part| {
+            let b = |s: &str| format!("blk.{il}.hc_{part}_{s}.weight");
+            [
+                TensorSpec::matmul(b("fn"), &[hc * e, mix], true),
+                TensorSpec::new(b("base"), &[mix], true),
+                TensorSpec::new(b("scale"), &[3], true),
+            ]
+        })
+        .collect()
 }
 
 /// The post weights ([hc, n_tokens]) and mixing matrices ([hc, hc, n_tokens]) `hc_pre` gives

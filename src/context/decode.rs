@@ -280,20 +280,7 @@ impl Context<'_> {
                 split_seq(batch, n_ubatch)
             } else {
                 let sequential = !(self.uses_kv() && self.kv.n_stream() == 1);
-                // A sequence's last n_rs_seq + 1 tokens stay in one ubatch, so that its rollback
-                // snapshots are of consecutive steps.
-                let keep_tail = match self.params.n_rs_seq as usize {
-                    0 => 0,
-                    n => n + 1,
-                };
-                if keep_tail > 0 && n_ubatch <= keep_tail {
-                    crate::log_error!(
-                        "decode: n_rs_seq = {} rollback snapshots need n_ubatch > n_rs_seq + 1 (n_ubatch = {n_ubatch})",
-                        self.params.n_rs_seq
-                    );
-                    return None;
-                }
-                split_equal(batch, n_ubatch, sequential, keep_tail)
+                split_equal(batch, n_ubatch, sequential, self.rollback_tail()?)
             };
             if split.is_none() {
                 crate::log_error!(
@@ -312,17 +299,10 @@ impl Context<'_> {
             return split_seq(batch, n_ubatch);
         }
         if self.kv.n_stream() > 1 {
-            let keep_tail = match self.kv.compressed().map_or(0, |c| c.n_rs()) {
-                0 => 0,
-                n => n + 1,
+            let keep_tail = match self.kv.compressed() {
+                Some(_) => self.rollback_tail()?,
+                None => 0,
             };
-            if keep_tail > 0 && n_ubatch <= keep_tail {
-                crate::log_error!(
-                    "decode: n_rs_seq = {} rollback snapshots need n_ubatch > n_rs_seq + 1 (n_ubatch = {n_ubatch})",
-                    self.params.n_rs_seq
-                );
-                return None;
-            }
             let split = split_equal(batch, n_ubatch, true, keep_tail);
             if split.is_none() {
                 crate::log_error!(
@@ -333,6 +313,20 @@ impl Context<'_> {
             return split;
         }
         Some(split_simple(batch.len(), n_ubatch))
+    }
+
+    /// The tokens at a sequence's end that stay in one ubatch, so that its rollback snapshots are
+    /// of consecutive steps: its last n_rs_seq + 1 (none without snapshots). None (logged) when a
+    /// ubatch cannot hold them.
+    fn rollback_tail(&self) -> Option<usize> {
+        let (n_rs, n_ubatch) = (self.params.n_rs_seq as usize, self.params.n_ubatch as usize);
+        if n_rs > 0 && n_ubatch <= n_rs + 1 {
+            crate::log_error!(
+                "decode: n_rs_seq = {n_rs} rollback snapshots need n_ubatch > n_rs_seq + 1 (n_ubatch = {n_ubatch})"
+            );
+            return None;
+        }
+        Some(if n_rs > 0 { n_rs + 1 } else { 0 })
     }
 
     /// Whether the recurrent states have a cell for each ubatch's sequences, taken in turn (the

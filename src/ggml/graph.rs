@@ -511,52 +511,18 @@ impl Graph {
         )
     }
 
-    /// The inverse rotation of `rope` (same arguments, no frequency factors nor sections): turns
-    /// rotated heads back.
-    #[allow(clippy::too_many_arguments)]
-    pub fn rope_back(
-        &mut self,
-        a: TensorRef,
-        pos: TensorRef,
-        n_rot: i32,
-        mode: i32,
-        n_ctx_orig: i32,
-        freq_base: f32,
-        freq_scale: f32,
-        ext_factor: f32,
-        attn_factor: f32,
-        beta_fast: f32,
-        beta_slow: f32,
-    ) -> OpResult {
-        self.room()?;
-        let (an, pn) = (a.ne(), pos.ne());
-        let multi = mode > 0 && mode & ROPE_MROPE != 0;
-        if multi || pos.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32 || pn[0] != an[2] || n_rot as i64 > an[0] {
-            return Err(format!(
-                "rope_back (mode {mode}, n_rot {n_rot}): {an:?} at positions {pn:?}"
-            ));
+    /// Make `rope` (a rope node `rope` made) turn its rows back: ggml's `rope_ext_back` is
+    /// `rope_ext` with this op.
+    pub fn rope_inverse(&mut self, rope: TensorRef) -> OpResult {
+        // SAFETY: reading the node's op field of a live tensor of this graph.
+        let op = unsafe { (*rope.as_ptr()).op };
+        if op != ggml_sys::ggml_op_GGML_OP_ROPE {
+            return Err(format!("rope_inverse of a {op} node"));
         }
-        // SAFETY: one position per token, at most a head's dimensions rotated, not a multi rope.
-        Self::wrap(
-            unsafe {
-                ggml_sys::ggml_rope_ext_back(
-                    self.ctx.as_ptr(),
-                    a.as_ptr(),
-                    pos.as_ptr(),
-                    std::ptr::null_mut(),
-                    n_rot,
-                    mode,
-                    n_ctx_orig,
-                    freq_base,
-                    freq_scale,
-                    ext_factor,
-                    attn_factor,
-                    beta_fast,
-                    beta_slow,
-                )
-            },
-            "rope_back",
-        )
+        // SAFETY: a live rope node of this graph, not yet computed; ggml's `_back` constructors
+        // change this one field of the node `rope_ext` made.
+        unsafe { (*rope.as_ptr()).op = ggml_sys::ggml_op_GGML_OP_ROPE_BACK };
+        Ok(rope)
     }
 
     /// Write the rows of `src` into `dst` at the row indices `idx` (I64); returns the updated `dst`.

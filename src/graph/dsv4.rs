@@ -153,22 +153,9 @@ impl Builder<'_> {
     fn dsv4_rope(&mut self, x: TensorRef, pos: TensorRef, r: Rope, back: bool) -> Result<TensorRef> {
         let n_rot = self.hp.n_rot as i32;
         let mode = self.hp.rope_type;
-        let y = if back {
-            self.g.rope_back(
-                x,
-                pos,
-                n_rot,
-                mode,
-                r.n_ctx_orig,
-                r.base,
-                r.scale,
-                r.ext,
-                r.attn,
-                r.beta_fast,
-                r.beta_slow,
-            )
-        } else {
-            self.g.rope(
+        let y = self
+            .g
+            .rope(
                 x,
                 pos,
                 None,
@@ -183,6 +170,10 @@ impl Builder<'_> {
                 r.beta_fast,
                 r.beta_slow,
             )
+            .map_err(ggml_err)?;
+        let y = match back {
+            true => self.g.rope_inverse(y),
+            false => Ok(y),
         }
         .map_err(ggml_err)?;
         let offset = x.ne()[0] as i32 - n_rot;
