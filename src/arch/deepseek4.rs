@@ -114,16 +114,14 @@ impl ArchSpec for Deepseek4 {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        let (e, v, hc) = (hp.n_embd, hp.n_vocab, hp.hc_count);
+        let (e, v) = (hp.n_embd, hp.n_vocab);
         let (head, q_rank, ix) = (hp.n_embd_head_k, hp.n_lora_q, &hp.indexer);
         let mut specs = vec![
             TensorSpec::new("token_embd.weight", &[e, v], true),
             TensorSpec::new("output_norm.weight", &[e], true),
             TensorSpec::matmul("output.weight", &[e, v], true),
-            TensorSpec::matmul("output_hc_fn.weight", &[hc * e, hc], true),
-            TensorSpec::new("output_hc_base.weight", &[hc], true),
-            TensorSpec::new("output_hc_scale.weight", &[1], true),
         ];
+        specs.extend(hy_v4::head_tensors(hp));
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             let n_head = hp.n_head[il];

@@ -82,11 +82,7 @@ impl ArchSpec for HyV4 {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = deepseek2::latent_tensors(hp, hp.indexer.head_size > 0);
         let (e, hc) = (hp.n_embd, hp.hc_count);
-        specs.extend([
-            TensorSpec::matmul("output_hc_fn.weight", &[hc * e, hc], true),
-            TensorSpec::new("output_hc_base.weight", &[hc], true),
-            TensorSpec::new("output_hc_scale.weight", &[1], true),
-        ]);
+        specs.extend(head_tensors(hp));
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             let n_head = hp.n_head[il];
@@ -160,6 +156,16 @@ impl Decoder for HyV4 {
         let logits = b.output_head(cur)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// The weights of `hc_head`'s gates.
+pub(super) fn head_tensors(hp: &HParams) -> [TensorSpec; 3] {
+    let (e, hc) = (hp.n_embd, hp.hc_count);
+    [
+        TensorSpec::matmul("output_hc_fn.weight", &[hc * e, hc], true),
+        TensorSpec::new("output_hc_base.weight", &[hc], true),
+        TensorSpec::new("output_hc_scale.weight", &[1], true),
+    ]
 }
 
 /// The copies `x` ([n_embd, hc, n_outputs]) summed once more by gates of their own
