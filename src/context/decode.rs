@@ -12,6 +12,7 @@ use crate::kv::compressed::{self, Plan};
 use crate::kv::kpool::Step;
 use crate::kv::{Placement, Planned, SeqSet, Slots, TokenPlace};
 use crate::recurrent::{RsCells, SeqGroup};
+use std::borrow::Cow;
 
 /// Non-error outcomes llama.h distinguishes (return codes 0, 1, 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +126,7 @@ impl Context<'_> {
         // Room for every ubatch first, placed in turn as they will be (the cache's cells chosen
         // then, as llama.cpp chooses them), so that "no slot" leaves the memory untouched.
         let planned: Vec<Vec<TokenPlace>> = ubatches.iter().map(places_of).collect();
-        let written: Vec<Vec<TokenPlace>> = planned.iter().map(|p| self.kv_writes(p)).collect::<Result<_>>()?;
+        let written: Vec<Cow<[TokenPlace]>> = planned.iter().map(|p| self.kv_writes(p)).collect::<Result<_>>()?;
         let plan = match self.uses_kv() {
             true => self.kv.plan(&written),
             false => Some((Vec::new(), Planned::default())),
@@ -637,10 +638,10 @@ impl Context<'_> {
     /// caches and tokens of several sequences, once per sequence (sequence by sequence, each token
     /// then of that sequence alone), as llama.cpp's "raw write" ubatch; each sequence must then
     /// hold as many of the ubatch's tokens.
-    fn kv_writes(&self, places: &[TokenPlace]) -> Result<Vec<TokenPlace>> {
+    fn kv_writes<'p>(&self, places: &'p [TokenPlace]) -> Result<Cow<'p, [TokenPlace]>> {
         let shared = places.iter().any(|p| p.seqs.iter().nth(1).is_some());
         if !shared || self.kv.compressed().is_none() || self.kv.n_stream() == 1 {
-            return Ok(places.to_vec());
+            return Ok(Cow::Borrowed(places));
         }
         let mut out = Vec::new();
         let mut count = None;
@@ -662,7 +663,7 @@ impl Context<'_> {
             }
             out.extend(mine);
         }
-        Ok(out)
+        Ok(Cow::Owned(out))
     }
 
     /// The compressed caches' plans of a batch's ubatches (None for a model without them); the

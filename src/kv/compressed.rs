@@ -545,11 +545,6 @@ impl Store {
         &self.storage.0
     }
 
-    /// Whether any layer compresses into `kind`.
-    pub fn has(&self, kind: Kind) -> bool {
-        self.parts[kind.index()].iter().any(Option::is_some)
-    }
-
     /// The plans of a batch's ubatches per kind; the sequences' pending rollbacks are consumed.
     pub fn plan_batch(&mut self, ubatches: &[Ubatch]) -> Result<[Vec<Plan>; 3]> {
         let mut out: [Vec<Plan>; 3] = Default::default();

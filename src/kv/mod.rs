@@ -439,11 +439,11 @@ impl KvCache {
     /// not put those back, and the ubatches then attend without them. Also returns the streams
     /// that lost cells so, as they were, for `undo_plan`. None when a ubatch finds no room; the
     /// cells are then as they were.
-    pub fn plan(&mut self, ubatches: &[Vec<TokenPlace>]) -> Option<(Vec<Slots>, Planned)> {
+    pub fn plan<T: AsRef<[TokenPlace]>>(&mut self, ubatches: &[T]) -> Option<(Vec<Slots>, Planned)> {
         let mut placed = Vec::with_capacity(ubatches.len());
         let mut fits = true;
         for tokens in ubatches {
-            match self.place(tokens) {
+            match self.place(tokens.as_ref()) {
                 Some(p) => placed.push(p),
                 None => {
                     fits = false;
