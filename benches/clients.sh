@@ -6,6 +6,7 @@
 # Usage: benches/clients.sh [PROGRAM...]   (default: all)     Output and diffs: target/clients/
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. benches/common.sh
 
 targets=(llama-simple llama-completion llama-cli llama-perplexity llama-embedding llama-parallel
     llama-lookup llama-speculative-simple llama-retrieval llama-eval-callback llama-imatrix
@@ -14,16 +15,13 @@ scripts/fetch-models.sh
 bin="$(scripts/llama-cpp.sh "${targets[@]}")" || exit 1
 cargo build --release --lib || exit 1
 
-models="${ENGINE_MODEL_DIR:-$HOME/.cache/engine/models}"
 smollm2="$models/SmolLM2-135M-Instruct.Q4_1.gguf"
 gemma3="$models/gemma-3-270m-q4_k_m.gguf"
 out="$PWD/target/clients"
 swap="$out/swap"
 rm -rf "$out"
-mkdir -p "$swap"
 # The programs find libllama.so.0 through LD_LIBRARY_PATH before their own run path.
-ln -s "$PWD/target/release/libengine.so" "$swap/libllama.so.0"
-ln -s "$PWD/target/release/libengine.so" "$swap/libllama.so"
+swap_in "$swap" "$bin"
 
 # A text for perplexity, retrieval and lookups: prose, reproducible.
 text="$out/text.txt"

@@ -24,3 +24,13 @@ run_bench() {
         done
     done
 }
+
+# swap_in DIR GGML_DIR: make DIR a llama.cpp library directory with libengine.so in libllama.so's
+# place: libllama.so(.0) link to libengine.so, and ggml's libraries to GGML_DIR's (llama.cpp's own
+# build), which libengine.so then shares with the program, as in any llama.cpp install.
+swap_in() {
+    mkdir -p "$1"
+    ln -sf "$PWD/target/release/libengine.so" "$1/libllama.so.0"
+    ln -sf "$PWD/target/release/libengine.so" "$1/libllama.so"
+    ln -sf "$2"/libggml*.so* "$1/"
+}

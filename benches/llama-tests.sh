@@ -9,6 +9,7 @@
 # Usage: benches/llama-tests.sh [TEST...]   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. benches/common.sh
 
 all=(test-tokenizer-0 test-tokenizer-1-spm test-sampling test-chat-template test-thread-safety
     test-model-load-cancel test-autorelease test-state-restore-fragmented test-backend-sampler
@@ -25,7 +26,7 @@ swap="$out/swap"
 zoo="$out/zoo"
 rm -rf "$out"
 mkdir -p "$swap" "$zoo"
-ln -s "$PWD/target/release/libengine.so" "$swap/libllama.so.0"
+swap_in "$swap" "$bin"
 "$bin/test-llama-archs" -o "$zoo" >"$out/test-llama-archs.log" 2>&1 || echo "test-llama-archs failed" >&2
 
 # run NAME TEST ARGS...: the test on each library; one row: "PASS" or "FAIL (rc N)" per library.

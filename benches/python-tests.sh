@@ -9,6 +9,7 @@
 # see the README. Logs: target/python-tests/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. benches/common.sh
 
 scripts/fetch-models.sh
 bin="$(scripts/llama-cpp.sh llama test-llama-archs)" || exit 1
@@ -16,7 +17,6 @@ cargo build --release --lib || exit 1
 python3 -m pip install -q pytest scipy huggingface_hub diskcache jinja2 numpy typing-extensions gguf || exit 1
 
 sdist="${ENGINE_DOWNLOAD_DIR:-$HOME/.cache/engine/downloads}/llama_cpp_python-0.3.36.tar.gz"
-models="${ENGINE_MODEL_DIR:-$HOME/.cache/engine/models}"
 out="$PWD/target/python-tests"
 rm -rf "$out"
 mkdir -p "$out/swap" "$out/zoo"
@@ -25,7 +25,7 @@ tar -xzf "$sdist" -C "$out" --strip-components=1 llama_cpp_python-0.3.36/tests l
 # The package loads ggml's library from its own lib/ directory; llama.cpp's build serves both runs.
 mkdir -p "$out/llama_cpp/lib"
 ln -s "$bin/libggml.so" "$out/llama_cpp/lib/libggml.so"
-ln -s "$PWD/target/release/libengine.so" "$out/swap/libllama.so"
+swap_in "$out/swap" "$bin"
 "$bin/test-llama-archs" -o "$out/zoo" >"$out/test-llama-archs.log" 2>&1
 python3 scripts/gen-models.py "$models/SmolLM2-135M-Instruct.Q4_1.gguf" "$out/gen" bert >/dev/null || exit 1
 

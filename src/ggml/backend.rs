@@ -45,6 +45,8 @@ unsafe impl Send for EvalCallback {}
 
 pub struct CpuBackend {
     raw: NonNull<ggml_sys::ggml_backend>,
+    set_n_threads: unsafe extern "C" fn(ggml_sys::ggml_backend_t, i32),
+    set_abort: unsafe extern "C" fn(ggml_sys::ggml_backend_t, ggml_sys::ggml_abort_callback, *mut c_void),
 }
 
 // SAFETY: a backend is driven by one context, which is used by one thread at a time (llama.h's rule).
@@ -52,10 +54,30 @@ unsafe impl Send for CpuBackend {}
 
 impl CpuBackend {
     pub fn new(n_threads: i32) -> Result<CpuBackend, String> {
-        super::init();
-        // SAFETY: plain constructor; NULL on failure.
-        let raw = NonNull::new(unsafe { ggml_sys::ggml_backend_cpu_init() }).ok_or("ggml_backend_cpu_init failed")?;
-        let b = CpuBackend { raw };
+        let dev = super::Device::cpu()?;
+        let (threads, abort) = (
+            dev.proc_address(c"ggml_backend_set_n_threads"),
+            dev.proc_address(c"ggml_backend_set_abort_callback"),
+        );
+        if threads.is_null() || abort.is_null() {
+            return Err("ggml's CPU backend lacks its thread or abort setter".to_string());
+        }
+        // SAFETY: a live device; NULL parameters ask for its defaults; NULL on failure.
+        let raw = NonNull::new(unsafe { ggml_sys::ggml_backend_dev_init(dev.raw(), std::ptr::null()) })
+            .ok_or("cannot initialise ggml's CPU backend")?;
+        // SAFETY: ggml's CPU backend gives these functions under these names, with these types.
+        let b = unsafe {
+            CpuBackend {
+                raw,
+                set_n_threads: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(ggml_sys::ggml_backend_t, i32)>(
+                    threads,
+                ),
+                set_abort: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(ggml_sys::ggml_backend_t, ggml_sys::ggml_abort_callback, *mut c_void),
+                >(abort),
+            }
+        };
         b.set_n_threads(n_threads);
         Ok(b)
     }
@@ -63,7 +85,7 @@ impl CpuBackend {
     /// At least one thread; ggml asserts on fewer.
     pub fn set_n_threads(&self, n: i32) {
         // SAFETY: the backend is a CPU backend; the count is clamped to >= 1.
-        unsafe { ggml_sys::ggml_backend_cpu_set_n_threads(self.raw.as_ptr(), n.max(1)) }
+        unsafe { (self.set_n_threads)(self.raw.as_ptr(), n.max(1)) }
     }
 
     /// Install (or with `None` remove) the abort check.
@@ -72,8 +94,8 @@ impl CpuBackend {
         // a NULL callback disables the check.
         unsafe {
             match cb {
-                Some(c) => ggml_sys::ggml_backend_cpu_set_abort_callback(self.raw.as_ptr(), Some(c.f), c.data),
-                None => ggml_sys::ggml_backend_cpu_set_abort_callback(self.raw.as_ptr(), None, std::ptr::null_mut()),
+                Some(c) => (self.set_abort)(self.raw.as_ptr(), Some(c.f), c.data),
+                None => (self.set_abort)(self.raw.as_ptr(), None, std::ptr::null_mut()),
             }
         }
     }

@@ -17,20 +17,18 @@ unsafe impl Sync for ExtraBufferType {}
 
 /// The extra buffer types of the CPU device, in ggml's order of preference.
 pub fn cpu_extra_buffer_types() -> Vec<ExtraBufferType> {
-    super::init();
     let mut out = Vec::new();
-    // SAFETY: the CPU registry is static and has one device; the proc address, when present, has
-    // the type ggml documents for that name and returns a NULL-terminated static array.
+    let Ok(dev) = super::Device::cpu() else { return out };
+    let proc = dev.proc_address(c"ggml_backend_dev_get_extra_bufts");
+    if proc.is_null() {
+        return out;
+    }
+    // SAFETY: the proc address has the type ggml documents for that name and returns a
+    // NULL-terminated static array.
     unsafe {
-        let reg = ggml_sys::ggml_backend_cpu_reg();
-        let dev = ggml_sys::ggml_backend_reg_dev_get(reg, 0);
-        let proc = ggml_sys::ggml_backend_reg_get_proc_address(reg, c"ggml_backend_dev_get_extra_bufts".as_ptr());
-        if dev.is_null() || proc.is_null() {
-            return out;
-        }
         let get: ggml_sys::ggml_backend_dev_get_extra_bufts_t = std::mem::transmute(proc);
         let Some(get) = get else { return out };
-        let mut p = get(dev);
+        let mut p = get(dev.raw());
         while !p.is_null() {
             match NonNull::new(*p) {
                 Some(b) => out.push(ExtraBufferType(b)),

@@ -6,6 +6,7 @@
 mod backend;
 mod buffer;
 mod context;
+mod device;
 mod extra_buft;
 mod graph;
 
@@ -15,6 +16,7 @@ pub use backend::{
 };
 pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};
+pub use device::Device;
 pub use extra_buft::{cpu_extra_buffer_types, ExtraBufferType};
 pub use graph::{Graph, OpResult, Scores, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
 
@@ -59,7 +61,6 @@ pub fn init() {
             if !ctx.is_null() {
                 ggml_sys::ggml_free(ctx);
             }
-            ggml_sys::ggml_cpu_init();
         }
     });
 }
@@ -85,11 +86,19 @@ pub fn numa_init(strategy: u32) -> Result<(), String> {
     if strategy >= ggml_sys::ggml_numa_strategy_GGML_NUMA_STRATEGY_COUNT {
         return Err(format!("unknown NUMA strategy {strategy}"));
     }
-    init();
-    if strategy != ggml_sys::ggml_numa_strategy_GGML_NUMA_STRATEGY_DISABLED {
-        // SAFETY: the strategy is in range; ggml only logs if NUMA was already initialised.
-        unsafe { ggml_sys::ggml_numa_init(strategy) };
+    if strategy == ggml_sys::ggml_numa_strategy_GGML_NUMA_STRATEGY_DISABLED {
+        return Ok(());
     }
+    let proc = Device::cpu()?.proc_address(c"ggml_backend_cpu_numa_init");
+    if proc.is_null() {
+        return Err("the CPU backend has no NUMA support".to_string());
+    }
+    // SAFETY: ggml's CPU backend gives `ggml_numa_init` under this name; the strategy is in range,
+    // and ggml only logs if NUMA was already initialised.
+    unsafe {
+        let f: unsafe extern "C" fn(ggml_sys::ggml_numa_strategy) = std::mem::transmute(proc);
+        f(strategy)
+    };
     Ok(())
 }
 
