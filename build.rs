@@ -100,6 +100,7 @@ fn build_shared_ggml(src: &std::path::Path) {
             .stdout(std::process::Stdio::null()),
         "building ggml",
     );
+    println!("cargo:rustc-env=ENGINE_GGML_VERSION={}", ggml_version(src));
     println!("cargo:rustc-link-search=native={}", lib.display());
     // What libllama.so links: the CPU backend is reached through ggml's registry.
     for name in ["ggml", "ggml-base"] {
@@ -124,4 +125,18 @@ fn build_shared_ggml(src: &std::path::Path) {
             std::fs::copy(&path, &dest).expect("copy ggml library");
         }
     }
+}
+
+/// "MAJOR.MINOR.PATCH" from ggml's CMakeLists.txt (what `ggml_version()` answers).
+fn ggml_version(src: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(src.join("CMakeLists.txt")).expect("ggml's CMakeLists.txt");
+    let part = |name: &str| {
+        let key = format!("set(GGML_VERSION_{name} ");
+        let line = text.lines().find_map(|l| l.trim().strip_prefix(key.as_str()));
+        line.and_then(|l| l.strip_suffix(')'))
+            .expect("ggml's version in CMakeLists.txt")
+            .trim()
+            .to_string()
+    };
+    format!("{}.{}.{}", part("MAJOR"), part("MINOR"), part("PATCH"))
 }

@@ -768,8 +768,8 @@ bool llama_supports_mmap(void);
 
 bool llama_supports_mlock(void);
 
-// The engine runs every layer on the CPU whatever `n_gpu_layers` says, so it offloads nothing,
-// even when ggml was built with a GPU or RPC backend.
+// As llama.cpp answers: layers can go to a GPU or integrated GPU ggml knows, or to RPC servers
+// (ggml's RPC backend is built in).
 bool llama_supports_gpu_offload(void);
 
 bool llama_supports_rpc(void);

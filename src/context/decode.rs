@@ -587,7 +587,7 @@ impl Context<'_> {
         self.ensure_sched_nodes(crate::graph::max_nodes(self.model) + extra)?;
         self.sched.alloc(&built.graph).map_err(Error::Ggml)?;
         self.counters.graphs_built += 1;
-        let size = self.sched.buffer_size(&self.backend);
+        let size = self.sched.buffer_bytes();
         if size > self.counters.compute_buffer_bytes {
             self.counters.compute_buffer_grows += 1;
             self.counters.compute_buffer_bytes = size;
@@ -602,7 +602,7 @@ impl Context<'_> {
         if n <= self.sched_nodes {
             return Ok(());
         }
-        self.sched = Scheduler::new(&self.backend, n).map_err(Error::Ggml)?;
+        self.sched = Scheduler::new(&self.backend, &self.devices, n).map_err(Error::Ggml)?;
         if let Some(cb) = self.cb_eval {
             self.sched.set_eval_callback(cb);
         }

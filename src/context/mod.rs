@@ -20,7 +20,8 @@ pub use sampling::SampledRow;
 use crate::arch::Architecture;
 use crate::error::{Error, Result};
 use crate::ggml::{
-    is_quantized, AbortCallback, BufferTypeId, CpuBackend, EvalCallback, RawType, Scheduler, MAX_THREADS,
+    is_quantized, AbortCallback, BufferType, BufferTypeId, CpuBackend, DeviceBackend, EvalCallback, RawType, Scheduler,
+    MAX_THREADS,
 };
 use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, RecurrentShape, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
@@ -70,6 +71,8 @@ pub struct Params {
     pub n_threads_batch: i32,
     pub type_k: RawType,
     pub type_v: RawType,
+    /// A layer's KV cache and recurrent states on that layer's device (else on the CPU).
+    pub offload_kqv: bool,
     pub flash_attn: FlashAttn,
     pub kv_unified: bool,
     /// The sliding-window layers' cache as large as the full layers' (else sized for the window).
@@ -134,6 +137,9 @@ pub struct Context<'m> {
     /// Recurrent states, for architectures with recurrent layers.
     pub rs: Option<Recurrent>,
     backend: CpuBackend,
+    /// Backends of the devices holding the model's offloaded layers (the scheduler puts them
+    /// before the CPU's).
+    devices: Vec<DeviceBackend>,
     /// Logits of the last decode's outputs, row-major [n_outputs][n_vocab].
     logits: Vec<f32>,
     /// With embeddings and no pooling: the outputs' embeddings, [n_outputs][n_embd].
@@ -264,6 +270,18 @@ impl<'m> Context<'m> {
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
         let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
+        let devices = model
+            .placement
+            .used_devices()
+            .into_iter()
+            .map(DeviceBackend::new)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(Error::Ggml)?;
+        let cpu = BufferType::cpu();
+        let cache_buft = |il: usize| match p.offload_kqv {
+            true => model.placement.layer_buffer_type(il).unwrap_or(cpu),
+            false => cpu,
+        };
         // DeepSeek-V4's caches keep a stream per sequence whatever kv_unified says, as llama.cpp's.
         let unified = p.kv_unified && memory != Memory::Compressed;
         let n_stream = if unified { 1 } else { n_seq_max };
@@ -288,8 +306,14 @@ impl<'m> Context<'m> {
                         indexer: Default::default(),
                         ..hp.clone()
                     };
-                    let mut kv =
-                        KvCache::new(&raw, n_ctx_seq as usize, sliding, n_stream as usize, p.type_k, p.type_v)?;
+                    let mut kv = KvCache::new(
+                        &raw,
+                        n_ctx_seq as usize,
+                        sliding,
+                        n_stream as usize,
+                        (p.type_k, p.type_v),
+                        &cache_buft,
+                    )?;
                     kv.attach_compressed(crate::kv::compressed::Store::new(
                         &hp.compress_ratios,
                         hp.n_embd_head_k as usize,
@@ -301,19 +325,26 @@ impl<'m> Context<'m> {
                     )?);
                     kv
                 } else {
-                    KvCache::new(hp, n_ctx_seq as usize, sliding, n_stream as usize, p.type_k, p.type_v)?
+                    KvCache::new(
+                        hp,
+                        n_ctx_seq as usize,
+                        sliding,
+                        n_stream as usize,
+                        (p.type_k, p.type_v),
+                        &cache_buft,
+                    )?
                 }
             }
             _ => KvCache::without_layers(n_ctx as usize),
         };
         let rs = match hp {
             Some(hp) if matches!(memory, Memory::Recurrent | Memory::Hybrid) => {
-                Some(Recurrent::new(hp, n_seq_max as usize, n_rs_seq as usize)?)
+                Some(Recurrent::new(hp, n_seq_max as usize, n_rs_seq as usize, &cache_buft)?)
             }
             _ => None,
         };
         let sched_nodes = crate::graph::max_nodes(model);
-        let sched = Scheduler::new(&backend, sched_nodes).map_err(Error::Ggml)?;
+        let sched = Scheduler::new(&backend, &devices, sched_nodes).map_err(Error::Ggml)?;
         if let Some(cb) = p.cb_eval {
             sched.set_eval_callback(cb);
         }
@@ -350,6 +381,7 @@ impl<'m> Context<'m> {
             kv,
             rs,
             backend,
+            devices,
             logits: Vec::new(),
             embd: Vec::new(),
             embd_seq: BTreeMap::new(),
@@ -371,7 +403,7 @@ impl<'m> Context<'m> {
         crate::log_info!(
             "context: n_ctx = {n_ctx} (per sequence {n_ctx_seq}), n_batch = {n_batch}, n_ubatch = {n_ubatch}, \
              n_seq_max = {n_seq_max}, flash_attn = {flash_attn}, compute buffer {:.2} MiB",
-            ctx.sched.buffer_size(&ctx.backend) as f64 / (1024.0 * 1024.0)
+            ctx.sched.buffer_bytes() as f64 / (1024.0 * 1024.0)
         );
         Ok(ctx)
     }
@@ -431,7 +463,7 @@ impl<'m> Context<'m> {
             )?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
         }
-        self.counters.compute_buffer_bytes = self.sched.buffer_size(&self.backend);
+        self.counters.compute_buffer_bytes = self.sched.buffer_bytes();
         Ok(())
     }
 
@@ -616,7 +648,9 @@ impl<'m> Context<'m> {
             }
         }
         if self.can_decode() {
-            out.entry(self.sched.buffer_type(&self.backend)).or_default()[2] += self.sched.buffer_size(&self.backend);
+            for (buft, bytes) in self.sched.buffers() {
+                out.entry(buft).or_default()[2] += bytes;
+            }
         }
         out.into_iter().collect()
     }

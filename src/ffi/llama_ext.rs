@@ -47,24 +47,24 @@ pub unsafe extern "C" fn llama_model_n_expert(m: *const llama_model) -> i32 {
     })
 }
 
-/// `int32_t llama_model_n_devices(const llama_model *)`: the offload devices the model uses; none
-/// on the CPU backend.
+/// `int32_t llama_model_n_devices(const llama_model *)`: the offload devices the model was given
+/// (its layers split over them); none when everything is on the CPU.
 #[export_name = "_Z21llama_model_n_devicesPK11llama_model"]
 pub unsafe extern "C" fn llama_model_n_devices(m: *const llama_model) -> i32 {
     entry!(0, {
-        model(m)?;
-        Ok(0)
+        let m = model(m)?;
+        Ok(i32::try_from(m.placement.devices.len()).unwrap_or(i32::MAX))
     })
 }
 
-/// `ggml_backend_dev_t llama_model_get_device(const llama_model *, int)`: NULL out of range, as
-/// in llama.cpp; every index is out of range without offload devices.
+/// `ggml_backend_dev_t llama_model_get_device(const llama_model *, int)`: device `i` of those, NULL
+/// out of range, as in llama.cpp.
 #[export_name = "_Z22llama_model_get_devicePK11llama_modeli"]
 pub unsafe extern "C" fn llama_model_get_device(m: *const llama_model, i: i32) -> *mut c_void {
-    let _ = i;
     entry!(std::ptr::null_mut(), {
-        model(m)?;
-        Ok(std::ptr::null_mut())
+        let m = model(m)?;
+        let dev = usize::try_from(i).ok().and_then(|i| m.placement.devices.get(i));
+        Ok(dev.map_or(std::ptr::null_mut(), |d| d.raw().cast()))
     })
 }
 

@@ -98,9 +98,12 @@ pub extern "C" fn llama_time_us() -> i64 {
     entry!(0, { Ok(crate::ggml::time_us()) })
 }
 
+/// llama.cpp's `LLAMA_MAX_DEVICES`: the length of `llama_model_params.tensor_split`.
+pub(crate) const MAX_DEVICES: usize = 16;
+
 #[no_mangle]
 pub extern "C" fn llama_max_devices() -> usize {
-    entry!(0, { Ok(16) })
+    entry!(0, { Ok(MAX_DEVICES) })
 }
 
 /// The largest `n_seq_max` a context accepts.
@@ -126,11 +129,19 @@ pub extern "C" fn llama_supports_mlock() -> bool {
     entry!(false, { Ok(true) })
 }
 
-/// The engine runs every layer on the CPU whatever `n_gpu_layers` says, so it offloads nothing,
-/// even when ggml was built with a GPU or RPC backend.
+/// As llama.cpp answers: layers can go to a GPU or integrated GPU ggml knows, or to RPC servers
+/// (ggml's RPC backend is built in).
 #[no_mangle]
 pub extern "C" fn llama_supports_gpu_offload() -> bool {
-    entry!(false, { Ok(false) })
+    entry!(false, {
+        let gpu = crate::ggml::Device::all().into_iter().any(|d| {
+            matches!(
+                d.kind(),
+                crate::ggml::DeviceKind::Gpu | crate::ggml::DeviceKind::IntegratedGpu
+            )
+        });
+        Ok(gpu || crate::ggml::has_rpc())
+    })
 }
 
 #[no_mangle]

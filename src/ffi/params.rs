@@ -143,6 +143,8 @@ pub(crate) unsafe fn model_load_params<'p>(p: &llama_model_params) -> Result<(Lo
     };
     // SAFETY: forwarded contract on `kv_overrides`.
     let overrides = unsafe { kv_overrides(p.kv_overrides) }?;
+    // SAFETY: forwarded contract on `devices` and `tensor_split`.
+    let placement = unsafe { placement_params(p) }?;
     let progress = p.progress_callback.map(|cb| Progress {
         cb,
         user_data: p.progress_callback_user_data,
@@ -155,11 +157,81 @@ pub(crate) unsafe fn model_load_params<'p>(p: &llama_model_params) -> Result<(Lo
             check_tensors: p.check_tensors,
             extra_bufts: p.use_extra_bufts,
             overrides,
+            placement,
             progress: None,
         },
         progress,
     ))
 }
+
+/// The environment variable naming RPC servers ("host:port,host:port"), llama.cpp's programs'
+/// `--rpc`: a client that only has llama.h (llama-cpp-python, a C program) reaches servers with it.
+const RPC_ENV: &str = "LLAMA_ARG_RPC";
+
+/// The devices and the layer split `p` asks for. Without a device list, the RPC servers named by
+/// `LLAMA_ARG_RPC` are registered first (an unreachable one fails the load), as llama.cpp's
+/// programs register `--rpc` servers.
+///
+/// # Safety
+/// `p.devices` must be NULL or a NULL-terminated array; `p.tensor_split` NULL or
+/// `llama_max_devices()` floats, as llama.h documents.
+unsafe fn placement_params(p: &llama_model_params) -> Result<model::placement::PlacementParams> {
+    use model::placement::{PlacementParams, SplitMode};
+    let devices = if p.devices.is_null() {
+        if let Some(list) = std::env::var_os(RPC_ENV) {
+            for endpoint in list
+                .to_string_lossy()
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+            {
+                crate::ggml::add_rpc_server(endpoint).map_err(|e| Error::invalid(format!("{RPC_ENV}: {e}")))?;
+            }
+        }
+        None
+    } else {
+        let mut list = Vec::new();
+        // SAFETY: the caller's array ends with NULL; bounded in case it does not.
+        unsafe {
+            let mut d = p.devices;
+            while !(*d).is_null() {
+                if list.len() == MAX_DEVICE_LIST {
+                    return Err(Error::invalid("devices: no NULL terminator within 1024 entries"));
+                }
+                list.push(crate::ggml::Device::from_client((*d).cast()).map_err(Error::invalid)?);
+                d = d.add(1);
+            }
+        }
+        Some(list)
+    };
+    let split_mode = match p.split_mode.0 {
+        m if m == llama_split_mode::LLAMA_SPLIT_MODE_NONE as c_int => SplitMode::None,
+        m if m == llama_split_mode::LLAMA_SPLIT_MODE_LAYER as c_int => SplitMode::Layer,
+        m if m == llama_split_mode::LLAMA_SPLIT_MODE_ROW as c_int => SplitMode::Row,
+        m if m == llama_split_mode::LLAMA_SPLIT_MODE_TENSOR as c_int => {
+            return Err(Error::NotImplemented(
+                "split_mode TENSOR (tensor parallelism over a meta device) is not implemented",
+            ))
+        }
+        other => return Err(Error::invalid(format!("unknown split_mode {other}"))),
+    };
+    let tensor_split = if p.tensor_split.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: llama.h's array of llama_max_devices() proportions.
+        unsafe { std::slice::from_raw_parts(p.tensor_split, super::misc::MAX_DEVICES) }.to_vec()
+    };
+    Ok(PlacementParams {
+        devices,
+        n_gpu_layers: p.n_gpu_layers,
+        split_mode,
+        main_gpu: p.main_gpu,
+        tensor_split,
+    })
+}
+
+/// A device list longer than this is taken for one without its terminator.
+const MAX_DEVICE_LIST: usize = 1024;
 
 /// Read the override array up to its terminating entry (empty key).
 ///
@@ -299,6 +371,7 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         n_threads_batch: p.n_threads_batch,
         type_k: p.type_k,
         type_v: p.type_v,
+        offload_kqv: p.offload_kqv,
         flash_attn: match fa {
             -1 => FlashAttn::Auto,
             0 => FlashAttn::Off,

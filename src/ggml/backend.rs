@@ -1,6 +1,6 @@
 //! The CPU backend, the scheduler that runs graphs on it, and backend buffers that own memory.
 
-use super::{Arena, ExtraBufferType, TensorRef};
+use super::{Arena, TensorRef};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -112,6 +112,31 @@ impl Drop for CpuBackend {
     }
 }
 
+/// The backend of an offload device (an RPC server, a GPU), made from the device.
+pub struct DeviceBackend {
+    raw: NonNull<ggml_sys::ggml_backend>,
+}
+
+// SAFETY: as CpuBackend's.
+unsafe impl Send for DeviceBackend {}
+
+impl DeviceBackend {
+    pub fn new(dev: super::Device) -> Result<DeviceBackend, String> {
+        // SAFETY: a live device; NULL parameters ask for its defaults; NULL on failure.
+        let raw = unsafe { ggml_sys::ggml_backend_dev_init(dev.raw(), std::ptr::null()) };
+        NonNull::new(raw)
+            .map(|raw| DeviceBackend { raw })
+            .ok_or_else(|| format!("cannot initialise the backend of device {}", dev.name()))
+    }
+}
+
+impl Drop for DeviceBackend {
+    fn drop(&mut self) {
+        // SAFETY: freed once, after the scheduler that used it (the context drops it after).
+        unsafe { ggml_sys::ggml_backend_free(self.raw.as_ptr()) }
+    }
+}
+
 /// A ggml buffer type by identity: llama.cpp's memory breakdown is keyed by these addresses, and
 /// clients read them back through ggml's buffer-type interface (`ggml_backend_buft_name`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,6 +157,43 @@ impl BufferTypeId {
     }
 }
 
+/// A ggml buffer type: where a device keeps tensors (the CPU's host memory, an RPC server's, a
+/// GPU's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferType(NonNull<ggml_sys::ggml_backend_buffer_type>);
+
+// SAFETY: buffer types are descriptors owned by ggml for the life of the process.
+unsafe impl Send for BufferType {}
+// SAFETY: as above; queries do not mutate them.
+unsafe impl Sync for BufferType {}
+
+impl BufferType {
+    pub(crate) fn from_raw(raw: ggml_sys::ggml_backend_buffer_type_t) -> Option<BufferType> {
+        NonNull::new(raw).map(BufferType)
+    }
+
+    /// The CPU's host memory.
+    pub fn cpu() -> BufferType {
+        // SAFETY: a static object of ggml-base.
+        BufferType(NonNull::new(unsafe { ggml_sys::ggml_backend_cpu_buffer_type() }).expect("ggml's CPU buffer type"))
+    }
+
+    pub fn name(self) -> String {
+        // SAFETY: a live buffer type; its name is a static string.
+        unsafe { std::ffi::CStr::from_ptr(ggml_sys::ggml_backend_buft_name(self.raw())) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    pub fn id(self) -> BufferTypeId {
+        BufferTypeId(self.0.as_ptr() as usize)
+    }
+
+    pub(crate) fn raw(self) -> ggml_sys::ggml_backend_buffer_type_t {
+        self.0.as_ptr()
+    }
+}
+
 /// Memory a backend buffer type allocated for all tensors of an arena (the KV cache).
 pub struct OwnedBuffer {
     raw: NonNull<ggml_sys::ggml_backend_buffer>,
@@ -145,14 +207,14 @@ unsafe impl Sync for OwnedBuffer {}
 impl OwnedBuffer {
     /// Allocate CPU memory for every tensor in `arena` and point them at it.
     pub fn for_arena_cpu(arena: &Arena) -> Result<OwnedBuffer, String> {
-        // SAFETY: the CPU buffer type is static.
-        Self::for_arena(arena, unsafe { ggml_sys::ggml_backend_cpu_buffer_type() })
+        Self::for_arena(arena, BufferType::cpu())
     }
 
-    /// Allocate memory of an extra buffer type for every (weight) tensor in `arena`; data then
-    /// goes in through [`tensor_set`], which converts it to the buffer type's layout.
-    pub fn for_weights_in(arena: &Arena, buft: ExtraBufferType) -> Result<OwnedBuffer, String> {
-        let b = Self::for_arena(arena, buft.raw())?;
+    /// Allocate memory of a buffer type (a device's, or a CPU extra one) for every weight tensor in
+    /// `arena`; data then goes in through [`tensor_set`], which converts it to the buffer type's
+    /// layout.
+    pub fn for_weights_in(arena: &Arena, buft: BufferType) -> Result<OwnedBuffer, String> {
+        let b = Self::for_arena(arena, buft)?;
         // SAFETY: live buffer; the usage tells the scheduler these are weights.
         unsafe {
             ggml_sys::ggml_backend_buffer_set_usage(
@@ -163,10 +225,11 @@ impl OwnedBuffer {
         Ok(b)
     }
 
-    fn for_arena(arena: &Arena, buft: ggml_sys::ggml_backend_buffer_type_t) -> Result<OwnedBuffer, String> {
+    /// Allocate memory of `buft` for every tensor in `arena` and point them at it.
+    pub fn for_arena(arena: &Arena, buft: BufferType) -> Result<OwnedBuffer, String> {
         // SAFETY: the arena's tensors are fresh (no data) and the buffer type is live; ggml returns
         // NULL when allocation fails.
-        let raw = unsafe { ggml_sys::ggml_backend_alloc_ctx_tensors_from_buft(arena.as_ptr(), buft) };
+        let raw = unsafe { ggml_sys::ggml_backend_alloc_ctx_tensors_from_buft(arena.as_ptr(), buft.raw()) };
         NonNull::new(raw)
             .map(|raw| OwnedBuffer { raw })
             .ok_or_else(|| "cannot allocate the buffer (out of memory?)".to_string())
@@ -285,38 +348,44 @@ pub enum ComputeStatus {
 /// The one scheduler of a context: plans graphs over the backends and owns the compute buffers.
 pub struct Scheduler {
     raw: NonNull<ggml_sys::ggml_backend_sched>,
-    /// The one backend it schedules on; its owner keeps it alive longer than the scheduler.
-    backend: ggml_sys::ggml_backend_t,
+    /// The backends it schedules on, devices first and the CPU last; their owner keeps them alive
+    /// longer than the scheduler.
+    backends: Vec<ggml_sys::ggml_backend_t>,
 }
 
 // SAFETY: used by one context, one thread at a time.
 unsafe impl Send for Scheduler {}
 
 impl Scheduler {
-    /// A scheduler over `backend` able to hold graphs of up to `max_nodes` nodes.
-    pub fn new(backend: &CpuBackend, max_nodes: usize) -> Result<Scheduler, String> {
-        let mut backends = [backend.raw()];
-        // SAFETY: one valid backend; NULL buffer types mean each backend's default; no parallel
-        // copies; ggml keeps its own copy of the array.
+    /// A scheduler over the device backends and then `cpu` (the order is ggml's priority: a node
+    /// runs on the first backend that holds its weights and supports it), able to hold graphs of up
+    /// to `max_nodes` nodes.
+    pub fn new(cpu: &CpuBackend, devices: &[DeviceBackend], max_nodes: usize) -> Result<Scheduler, String> {
+        let mut backends: Vec<_> = devices.iter().map(|d| d.raw.as_ptr()).chain([cpu.raw()]).collect();
+        let n = i32::try_from(backends.len()).map_err(|_| "too many backends")?;
+        // SAFETY: valid backends, the CPU last as ggml requires; NULL buffer types mean each
+        // backend's default; no parallel copies; ggml keeps its own copy of the array.
         let raw = unsafe {
-            ggml_sys::ggml_backend_sched_new(backends.as_mut_ptr(), std::ptr::null_mut(), 1, max_nodes, false, true)
+            ggml_sys::ggml_backend_sched_new(backends.as_mut_ptr(), std::ptr::null_mut(), n, max_nodes, false, true)
         };
         NonNull::new(raw)
-            .map(|raw| Scheduler {
-                raw,
-                backend: backend.raw(),
-            })
+            .map(|raw| Scheduler { raw, backends })
             .ok_or_else(|| "ggml_backend_sched_new failed".to_string())
     }
 
-    /// Every node of `graph` must be one the backend can run with its operands where they are
+    /// Every node of `graph` must be one some backend can run with its operands where they are
     /// (a weight in a repacked buffer feeds nothing but matrix products); ggml would abort otherwise.
     fn check_supported(&self, graph: &super::Graph) -> Result<(), String> {
         for i in 0..graph.n_nodes() {
-            // SAFETY: i is below the node count; the backend is alive (see the field).
+            // SAFETY: i is below the node count; the backends are alive (see the field).
             let (node, ok) = unsafe {
                 let node = ggml_sys::ggml_graph_node(graph.raw(), i);
-                (node, ggml_sys::ggml_backend_supports_op(self.backend, node))
+                (
+                    node,
+                    self.backends
+                        .iter()
+                        .any(|&b| ggml_sys::ggml_backend_supports_op(b, node)),
+                )
             };
             if !ok {
                 // SAFETY: a live node; its name is a NUL-terminated array and ggml_op_desc a static string.
@@ -369,16 +438,23 @@ impl Scheduler {
         }
     }
 
-    /// Bytes of compute buffer held for `backend`.
-    pub fn buffer_size(&self, backend: &CpuBackend) -> usize {
-        // SAFETY: the backend is one of the scheduler's.
-        unsafe { ggml_sys::ggml_backend_sched_get_buffer_size(self.raw.as_ptr(), backend.raw()) }
+    /// Bytes of compute buffer held over all backends.
+    pub fn buffer_bytes(&self) -> usize {
+        self.buffers().iter().map(|b| b.1).sum()
     }
 
-    /// The buffer type of the compute buffers held for `backend`.
-    pub fn buffer_type(&self, backend: &CpuBackend) -> BufferTypeId {
-        // SAFETY: the backend is one of the scheduler's; buffer types are static objects.
-        BufferTypeId(unsafe { ggml_sys::ggml_backend_sched_get_buffer_type(self.raw.as_ptr(), backend.raw()) } as usize)
+    /// The compute buffers' type and size per backend, the CPU's last.
+    pub fn buffers(&self) -> Vec<(BufferTypeId, usize)> {
+        self.backends
+            .iter()
+            // SAFETY: the backends are the scheduler's; buffer types are static objects.
+            .map(|&b| unsafe {
+                (
+                    BufferTypeId(ggml_sys::ggml_backend_sched_get_buffer_type(self.raw.as_ptr(), b) as usize),
+                    ggml_sys::ggml_backend_sched_get_buffer_size(self.raw.as_ptr(), b),
+                )
+            })
+            .collect()
     }
 
     /// Have `cb` observe (and possibly stop) each node as it is computed (llama.h's `cb_eval`).

@@ -43,3 +43,198 @@ impl Device {
         }
     }
 }
+
+/// ggml's backend interface version (`GGML_BACKEND_API_VERSION` in ggml's private
+/// `ggml-backend-impl.h`), the first field of every backend registry: a device of a ggml built
+/// with another version carries another number.
+const BACKEND_API_VERSION: i32 = 2;
+
+/// The kinds of device llama.cpp tells apart.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DeviceKind {
+    Cpu,
+    Gpu,
+    IntegratedGpu,
+    Accelerator,
+    Other,
+}
+
+impl Device {
+    /// Every device of the process's ggml, in registry order.
+    pub fn all() -> Vec<Device> {
+        super::init();
+        // SAFETY: indices below the count name registered devices.
+        unsafe {
+            (0..ggml_sys::ggml_backend_dev_count())
+                .filter_map(|i| NonNull::new(ggml_sys::ggml_backend_dev_get(i)).map(Device))
+                .collect()
+        }
+    }
+
+    /// A device pointer from a client (`llama_model_params.devices`): accepted only if it is one of
+    /// this process's ggml devices and its registry speaks our backend API version, so a device of
+    /// another ggml copy or version is refused instead of being called into.
+    pub fn from_client(ptr: *mut c_void) -> Result<Device, String> {
+        let found = Device::all().into_iter().find(|d| d.raw().cast::<c_void>() == ptr);
+        let dev = found.ok_or_else(|| {
+            format!(
+                "device {ptr:p} is not a device of the ggml this library uses ({}): a device of another \
+                 ggml copy or version, or no device at all",
+                ggml_version()
+            )
+        })?;
+        // SAFETY: a registered device; its registry's first field is the API version (ggml's
+        // `struct ggml_backend_reg`).
+        let version = unsafe {
+            let reg = ggml_sys::ggml_backend_dev_backend_reg(dev.raw());
+            if reg.is_null() {
+                return Err(format!("device {} has no backend registry", dev.name()));
+            }
+            *reg.cast::<i32>()
+        };
+        if version != BACKEND_API_VERSION {
+            return Err(format!(
+                "device {} speaks ggml backend API version {version}, this library version {BACKEND_API_VERSION}",
+                dev.name()
+            ));
+        }
+        Ok(dev)
+    }
+
+    pub fn name(self) -> String {
+        // SAFETY: a live device; its name is a static string.
+        unsafe { cstr(ggml_sys::ggml_backend_dev_name(self.raw())) }
+    }
+
+    pub fn description(self) -> String {
+        // SAFETY: as above.
+        unsafe { cstr(ggml_sys::ggml_backend_dev_description(self.raw())) }
+    }
+
+    pub fn kind(self) -> DeviceKind {
+        // SAFETY: a live device.
+        match unsafe { ggml_sys::ggml_backend_dev_type(self.raw()) } {
+            ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_CPU => DeviceKind::Cpu,
+            ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_GPU => DeviceKind::Gpu,
+            ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_IGPU => DeviceKind::IntegratedGpu,
+            ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_ACCEL => DeviceKind::Accelerator,
+            _ => DeviceKind::Other,
+        }
+    }
+
+    /// The name of the device's backend registry ("CPU", "RPC", "CUDA", ...).
+    pub fn backend_name(self) -> String {
+        // SAFETY: a live device; a registry's name is a static string.
+        unsafe {
+            let reg = ggml_sys::ggml_backend_dev_backend_reg(self.raw());
+            if reg.is_null() {
+                return String::new();
+            }
+            cstr(ggml_sys::ggml_backend_reg_name(reg))
+        }
+    }
+
+    /// A stable identifier of the hardware, where the backend has one (two backends may show
+    /// the same GPU).
+    pub fn device_id(self) -> Option<String> {
+        // SAFETY: a live device fills the properties; the id is NULL or a static string.
+        unsafe {
+            let mut props: ggml_sys::ggml_backend_dev_props = std::mem::zeroed();
+            ggml_sys::ggml_backend_dev_get_props(self.raw(), &mut props);
+            (!props.device_id.is_null()).then(|| cstr(props.device_id))
+        }
+    }
+
+    /// (free, total) bytes of memory, as the device reports them.
+    pub fn memory(self) -> (usize, usize) {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: a live device writes the two sizes.
+        unsafe { ggml_sys::ggml_backend_dev_memory(self.raw(), &mut free, &mut total) };
+        (free, total)
+    }
+
+    /// The device's default buffer type.
+    pub fn buffer_type(self) -> Result<super::BufferType, String> {
+        // SAFETY: a live device; NULL when it has none.
+        let raw = unsafe { ggml_sys::ggml_backend_dev_buffer_type(self.raw()) };
+        super::BufferType::from_raw(raw).ok_or_else(|| format!("device {} has no buffer type", self.name()))
+    }
+}
+
+/// ggml's version ("0.25.3") as the loaded library reports it.
+pub fn ggml_version() -> String {
+    // SAFETY: a static string.
+    unsafe { cstr(ggml_sys::ggml_version()) }
+}
+
+/// The version of the ggml source this library was built against.
+pub const BUILT_GGML_VERSION: &str = env!("ENGINE_GGML_VERSION");
+
+/// Whether the process's ggml is the one this library was built for: the same version, so the
+/// same structures. Another version (a llama.cpp install's of another release) is refused.
+pub fn check_ggml_version() -> Result<(), String> {
+    let loaded = ggml_version();
+    if loaded != BUILT_GGML_VERSION {
+        return Err(format!(
+            "the process's ggml is version {loaded}, this library was built for ggml {BUILT_GGML_VERSION}; \
+             use the ggml libraries built with it (beside libengine.so)"
+        ));
+    }
+    Ok(())
+}
+
+/// Register the ggml RPC server at `endpoint` ("host:port") as devices of the process's ggml,
+/// as llama.cpp's `--rpc` does, unless it is registered already; returns its devices.
+/// ggml's RPC client aborts the process when it cannot connect, so the host is first probed here
+/// and an unreachable one is an error.
+pub fn add_rpc_server(endpoint: &str) -> Result<Vec<Device>, String> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = endpoint
+        .to_socket_addrs()
+        .map_err(|e| format!("RPC server '{endpoint}': not a host:port ({e})"))?
+        .collect();
+    let reachable = addrs
+        .iter()
+        .any(|a| std::net::TcpStream::connect_timeout(a, std::time::Duration::from_secs(5)).is_ok());
+    if !reachable {
+        return Err(format!("RPC server '{endpoint}' is unreachable"));
+    }
+    super::init();
+    let name = std::ffi::CString::new(endpoint).map_err(|_| format!("RPC server '{endpoint}': NUL in the name"))?;
+    // SAFETY: the registry is ggml's; the proc address, when present, is ggml's
+    // `ggml_backend_rpc_add_server`, which returns the endpoint's registry (one per endpoint) or
+    // NULL when the server reports no devices. A registry is registered once.
+    unsafe {
+        let rpc = ggml_sys::ggml_backend_reg_by_name(c"RPC".as_ptr());
+        if rpc.is_null() {
+            return Err("ggml has no RPC backend".to_string());
+        }
+        let proc = ggml_sys::ggml_backend_reg_get_proc_address(rpc, c"ggml_backend_rpc_add_server".as_ptr());
+        if proc.is_null() {
+            return Err("ggml's RPC backend cannot add servers".to_string());
+        }
+        let add: unsafe extern "C" fn(*const std::ffi::c_char) -> ggml_sys::ggml_backend_reg_t =
+            std::mem::transmute(proc);
+        let reg = add(name.as_ptr());
+        if reg.is_null() {
+            return Err(format!("RPC server '{endpoint}' reports no devices"));
+        }
+        let known = (0..ggml_sys::ggml_backend_reg_count()).any(|i| ggml_sys::ggml_backend_reg_get(i) == reg);
+        if !known {
+            ggml_sys::ggml_backend_register(reg);
+        }
+        Ok((0..ggml_sys::ggml_backend_reg_dev_count(reg))
+            .filter_map(|i| NonNull::new(ggml_sys::ggml_backend_reg_dev_get(reg, i)).map(Device))
+            .collect())
+    }
+}
+
+/// # Safety
+/// `p` must be NULL or a NUL-terminated string.
+unsafe fn cstr(p: *const std::ffi::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: forwarded contract.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}

@@ -4,16 +4,9 @@
 //! on upload, so it cannot be a view of the file.
 
 use super::{Arena, TensorRef};
-use std::ffi::CStr;
-use std::ptr::NonNull;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ExtraBufferType(NonNull<ggml_sys::ggml_backend_buffer_type>);
-
-// SAFETY: buffer types are static descriptors owned by ggml for the life of the process.
-unsafe impl Send for ExtraBufferType {}
-// SAFETY: as above; queries do not mutate them.
-unsafe impl Sync for ExtraBufferType {}
+pub struct ExtraBufferType(super::BufferType);
 
 /// The extra buffer types of the CPU device, in ggml's order of preference.
 pub fn cpu_extra_buffer_types() -> Vec<ExtraBufferType> {
@@ -30,7 +23,7 @@ pub fn cpu_extra_buffer_types() -> Vec<ExtraBufferType> {
         let Some(get) = get else { return out };
         let mut p = get(dev.raw());
         while !p.is_null() {
-            match NonNull::new(*p) {
+            match super::BufferType::from_raw(*p) {
                 Some(b) => out.push(ExtraBufferType(b)),
                 None => break,
             }
@@ -42,10 +35,7 @@ pub fn cpu_extra_buffer_types() -> Vec<ExtraBufferType> {
 
 impl ExtraBufferType {
     pub fn name(self) -> String {
-        // SAFETY: a live buffer type; its name is a static string.
-        unsafe { CStr::from_ptr(ggml_sys::ggml_backend_buft_name(self.0.as_ptr())) }
-            .to_string_lossy()
-            .into_owned()
+        self.0.name()
     }
 
     /// Whether `weight`, stored in this buffer type, can be the left operand of a matrix product
@@ -76,12 +66,12 @@ impl ExtraBufferType {
             } else {
                 ggml_sys::ggml_mul_mat(arena.as_ptr(), w.as_ptr(), x.as_ptr())
             };
-            let dummy = ggml_sys::ggml_backend_buft_alloc_buffer(self.0.as_ptr(), 0);
+            let dummy = ggml_sys::ggml_backend_buft_alloc_buffer(self.0.raw(), 0);
             if op.is_null() || dummy.is_null() {
                 return false;
             }
             (*w.as_ptr()).buffer = dummy;
-            let dev = ggml_sys::ggml_backend_buft_get_device(self.0.as_ptr());
+            let dev = ggml_sys::ggml_backend_buft_get_device(self.0.raw());
             let ok = !dev.is_null() && ggml_sys::ggml_backend_dev_supports_op(dev, op);
             (*w.as_ptr()).buffer = std::ptr::null_mut();
             ggml_sys::ggml_backend_buffer_free(dummy);
@@ -89,8 +79,8 @@ impl ExtraBufferType {
         }
     }
 
-    pub(crate) fn raw(self) -> ggml_sys::ggml_backend_buffer_type_t {
-        self.0.as_ptr()
+    pub fn buffer_type(self) -> super::BufferType {
+        self.0
     }
 }
 
@@ -117,12 +107,12 @@ mod tests {
             );
         }
         let Some(buft) = buft else { return };
-        let _buffer = OwnedBuffer::for_weights_in(&arena, buft).expect("buffer");
+        let _buffer = OwnedBuffer::for_weights_in(&arena, buft.buffer_type()).expect("buffer");
         assert_eq!(w.buffer_type_name().as_deref(), Some(buft.name().as_str()));
         tensor_set(w, &vec![0u8; w.nbytes()]).expect("upload converts the layout");
 
         let backend = CpuBackend::new(1).expect("backend");
-        let sched = Scheduler::new(&backend, 16).expect("scheduler");
+        let sched = Scheduler::new(&backend, &[], 16).expect("scheduler");
         let mut product = Graph::new(16).expect("graph");
         let x = product
             .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[64, 3], "x")

@@ -9,16 +9,18 @@ mod context;
 mod device;
 mod extra_buft;
 mod graph;
+mod placed;
 
 pub use backend::{
-    tensor_get_f32, tensor_read, tensor_set, tensor_write, AbortCallback, BufferTypeId, ComputeStatus, CpuBackend,
-    EvalCallback, OwnedBuffer, Scheduler,
+    tensor_get_f32, tensor_read, tensor_set, tensor_write, AbortCallback, BufferType, BufferTypeId, ComputeStatus,
+    CpuBackend, DeviceBackend, EvalCallback, OwnedBuffer, Scheduler,
 };
 pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};
-pub use device::Device;
+pub use device::{add_rpc_server, check_ggml_version, Device, DeviceKind};
 pub use extra_buft::{cpu_extra_buffer_types, ExtraBufferType};
 pub use graph::{Graph, OpResult, Scores, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
+pub use placed::{Placed, PlacedBuffers};
 
 use crate::log::{self, Level};
 use std::ffi::{c_char, c_void, CStr};

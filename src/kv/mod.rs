@@ -16,7 +16,7 @@ pub(crate) use state::{i32_of, u32_of, u64_of};
 pub use state::{read_string, write_string, Layout, ReadHook, Sink, SliceSource, Source, WriteHook};
 
 use crate::error::{Error, Result};
-use crate::ggml::{row_size, tensor_read, tensor_write, Arena, OwnedBuffer, RawType, TensorRef};
+use crate::ggml::{row_size, tensor_read, tensor_write, BufferType, Placed, PlacedBuffers, RawType, TensorRef};
 use crate::model::hparams::{HParams, Swa};
 
 /// Attention looks at the first `n_kv` cells, rounded up to this so graphs keep their shape.
@@ -86,7 +86,7 @@ pub struct KvCache {
     n_layer: usize,
     /// The tensors' memory and descriptions; None for a cache without layers (a context on a
     /// vocab-only model).
-    storage: Option<(OwnedBuffer, Arena)>,
+    storage: Option<PlacedBuffers>,
     /// GLM5-Next's k-pool size (0: none) and which of its cached pooled keys are stale.
     kpool: usize,
     stale: kpool::Stale,
@@ -139,14 +139,14 @@ pub fn sliding_size(hp: &HParams, full: usize, swa_full: bool, seqs_per_stream: 
 
 impl KvCache {
     /// A cache of `stream_size` cells per stream for the full-attention layers and `sliding_size`
-    /// for the sliding-window ones (see `sliding_size`).
+    /// for the sliding-window ones (see `sliding_size`), layer `il`'s tensors in `buft_of(il)`.
     pub fn new(
         hp: &HParams,
         stream_size: usize,
         sliding_size: usize,
         n_stream: usize,
-        type_k: RawType,
-        type_v: RawType,
+        (type_k, type_v): (RawType, RawType),
+        buft_of: &dyn Fn(usize) -> BufferType,
     ) -> Result<KvCache> {
         let n_layer = hp.n_layer as usize;
         let mut sets = vec![CellSet::new(stream_size, n_stream, None)];
@@ -156,7 +156,7 @@ impl KvCache {
         let set_of = |il: usize| usize::from(sets.len() > 1 && hp.swa_layers.get(il).copied().unwrap_or(false));
         let rows_of = |set: usize| (sets[set].stream_size().saturating_mul(n_stream)) as i64;
         let indexed = hp.indexer.head_size > 0;
-        let mut arena = Arena::new(if indexed { 4 } else { 2 } * n_layer).map_err(Error::Ggml)?;
+        let mut arena = Placed::new(if indexed { 4 } else { 2 } * n_layer);
         let mut layers = Vec::with_capacity(if indexed { 2 } else { 1 } * n_layer);
         let mut layer_set = Vec::with_capacity(layers.capacity());
         for il in 0..n_layer {
@@ -165,12 +165,12 @@ impl KvCache {
             let heads = if hp.has_kv(il) { hp.n_head_kv[il] } else { 0 };
             let k_width = i64::from(hp.n_embd_head_k * heads);
             let v_width = i64::from(hp.n_embd_head_v * heads);
-            let k = arena.new_tensor(type_k, &[k_width, rows], &format!("cache_k_l{il}"));
+            let k = arena.new_tensor(buft_of(il), type_k, &[k_width, rows], &format!("cache_k_l{il}"));
             let k = k.map_err(Error::invalid)?;
             let v = if hp.kv_latent() {
                 None
             } else {
-                let v = arena.new_tensor(type_v, &[v_width, rows], &format!("cache_v_l{il}"));
+                let v = arena.new_tensor(buft_of(il), type_v, &[v_width, rows], &format!("cache_v_l{il}"));
                 Some(v.map_err(Error::invalid)?)
             };
             layers.push((k, v));
@@ -184,11 +184,11 @@ impl KvCache {
                 } else {
                     0
                 };
-                let k = arena.new_tensor(type_k, &[width, rows], &format!("cache_lid_k_l{il}"));
+                let k = arena.new_tensor(buft_of(il), type_k, &[width, rows], &format!("cache_lid_k_l{il}"));
                 let v = match hp.indexer.values {
                     true => {
                         let width = if width > 0 { i64::from(hp.n_embd_head_v) } else { 0 };
-                        let v = arena.new_tensor(type_v, &[width, rows], &format!("cache_lid_v_l{il}"));
+                        let v = arena.new_tensor(buft_of(il), type_v, &[width, rows], &format!("cache_lid_v_l{il}"));
                         Some(v.map_err(Error::invalid)?)
                     }
                     false => None,
@@ -197,9 +197,7 @@ impl KvCache {
                 layer_set.push(0);
             }
         }
-        let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("KV cache: {e}")))?;
-        // Freshly allocated memory may hold NaN patterns; masked cells must still read as numbers.
-        buffer.clear(0);
+        let buffer = arena.allocate().map_err(|e| Error::Ggml(format!("KV cache: {e}")))?;
         let sliding = match sets.get(1) {
             Some(s) => format!(" (sliding-window layers: {} cells per stream)", s.stream_size()),
             None => String::new(),
@@ -213,7 +211,7 @@ impl KvCache {
             layers,
             layer_set,
             n_layer,
-            storage: Some((buffer, arena)),
+            storage: Some(buffer),
             kpool: hp.indexer.kpool as usize,
             stale: kpool::Stale::default(),
             comp: None,
@@ -325,18 +323,21 @@ impl KvCache {
         &self.sets[0].streams[s]
     }
 
-    /// Bytes held per buffer type (one CPU buffer, or none without layers).
+    /// Bytes held per buffer type (none without layers).
     pub fn memory_breakdown(&self) -> Vec<(crate::ggml::BufferTypeId, usize)> {
+        let comp = self
+            .comp
+            .as_ref()
+            .map(|c| (c.buffer().buffer_type(), c.buffer().size()));
         self.storage
             .iter()
-            .map(|(b, _)| b)
-            .chain(self.comp.as_ref().map(compressed::Store::buffer))
-            .map(|b| (b.buffer_type(), b.size()))
+            .flat_map(PlacedBuffers::memory_breakdown)
+            .chain(comp)
             .collect()
     }
 
     pub fn bytes(&self) -> usize {
-        self.storage.as_ref().map_or(0, |(b, _)| b.size()) + self.comp.as_ref().map_or(0, |c| c.buffer().size())
+        self.storage.as_ref().map_or(0, PlacedBuffers::size) + self.comp.as_ref().map_or(0, |c| c.buffer().size())
     }
 
     /// Cells attention must cover in the streams `first..first + n` (of the full layers, or with
@@ -529,7 +530,7 @@ impl KvCache {
     pub fn clear(&mut self, data: bool) {
         self.stale.mark(None, 0);
         self.all_cells().for_each(Cells::clear);
-        if let (true, Some((buffer, _))) = (data, &self.storage) {
+        if let (true, Some(buffer)) = (data, &self.storage) {
             buffer.clear(0);
         }
     }

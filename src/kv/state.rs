@@ -613,7 +613,7 @@ impl KvCache {
                 }
             }
         }
-        if let (None, Some((buffer, _))) = (dest, &self.storage) {
+        if let (None, Some(buffer)) = (dest, &self.storage) {
             buffer.clear(0);
         }
         for ((layers, _, cells), rows) in staged.iter().zip(&rows) {

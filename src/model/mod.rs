@@ -4,6 +4,7 @@
 pub mod ftype;
 pub mod hparams;
 pub mod metadata;
+pub mod placement;
 pub mod spec;
 mod storage;
 mod weights;
@@ -33,6 +34,8 @@ pub struct LoadParams<'p> {
     /// Let the CPU backend keep matrix weights in faster layouts (a copy; llama.h's `use_extra_bufts`).
     pub extra_bufts: bool,
     pub overrides: Vec<KvOverride>,
+    /// The devices and how layers spread over them.
+    pub placement: placement::PlacementParams,
     /// Called with the fraction loaded (0..=1); returning false cancels the load.
     pub progress: Option<&'p mut dyn FnMut(f32) -> bool>,
 }
@@ -46,6 +49,7 @@ impl Default for LoadParams<'_> {
             check_tensors: false,
             extra_bufts: true,
             overrides: Vec::new(),
+            placement: placement::PlacementParams::default(),
             progress: None,
         }
     }
@@ -65,6 +69,8 @@ pub struct Model {
     pub arch: Option<&'static dyn ArchSpec>,
     /// None for a vocab-only load.
     pub hparams: Option<HParams>,
+    /// Where the layers are (everything on the CPU for a vocab-only load).
+    pub placement: placement::Placement,
     /// Non-array metadata as (key, value) text, NUL-terminated, in file order.
     meta: Vec<MetaPair>,
     desc: Vec<u8>,
@@ -142,6 +148,7 @@ impl Model {
                 vocab,
                 arch,
                 hparams: None,
+                placement: placement::Placement::cpu_only(0),
                 meta,
                 desc: format!("{arch_name} ?B {}", ftype::name(ftype)).into_bytes(),
                 ftype,
@@ -189,12 +196,17 @@ impl Model {
             .filter(|s| params.extra_bufts && s.matmul_only)
             .map(|s| s.name.as_str())
             .collect();
+        crate::ggml::check_ggml_version().map_err(Error::Ggml)?;
+        let placement = placement::Placement::new(&params.placement, hp.n_layer as usize)?;
+        let device_of = |name: &str| placement.weight_device(name).and_then(|d| d.buffer_type().ok());
         // A decoder without its own output head multiplies by the token embeddings, which
-        // llama.cpp then duplicates into a repacking buffer type (the lookups keep the original).
+        // llama.cpp then duplicates into a repacking buffer type or the output layer's device
+        // (the lookups keep the original).
         let has_output = tensors.iter().any(|(_, t)| t.name == "output.weight");
-        let tied = (params.extra_bufts && arch.has_output_head() && !has_output)
+        let output_elsewhere = params.extra_bufts || device_of("output.weight").is_some();
+        let tied = (output_elsewhere && arch.has_output_head() && !has_output)
             .then_some(("token_embd.weight", "output.weight"));
-        let weights = Weights::place(&per_file, &repackable, tied, &mut place_progress)?;
+        let weights = Weights::place(&per_file, &repackable, tied, &device_of, &mut place_progress)?;
         if !progress(1.0) {
             return Err(Error::Cancelled(
                 "model loading cancelled by the progress callback".into(),
@@ -220,6 +232,7 @@ impl Model {
             vocab,
             arch: Some(arch),
             hparams: Some(hp),
+            placement,
             meta,
             desc,
             ftype,

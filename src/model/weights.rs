@@ -1,10 +1,11 @@
 //! Weight tensors placed in CPU backend buffers that view the model's file bytes (no copy), or a
 //! copy of the data section when the file's alignment does not satisfy ggml. Matrix weights the
-//! CPU backend multiplies faster in a repacked layout are copied into such a buffer instead.
+//! CPU backend multiplies faster in a repacked layout are copied into such a buffer instead, and
+//! the weights of layers on another device (an RPC server, a GPU) into that device's memory.
 
 use crate::error::{Error, Result};
 use crate::ggml::{
-    cpu_extra_buffer_types, tensor_set, Arena, BufferTypeId, ExtraBufferType, HostBuffer, OwnedBuffer, TensorRef,
+    cpu_extra_buffer_types, tensor_set, Arena, BufferType, BufferTypeId, HostBuffer, OwnedBuffer, TensorRef,
     CPU_BUFFER_ALIGNMENT,
 };
 use crate::gguf::TensorInfo;
@@ -21,7 +22,7 @@ pub struct FileTensors<'a> {
 
 pub struct Weights {
     // Declared first: buffers are released before the arenas and copies.
-    repacked: Vec<(OwnedBuffer, Arena)>,
+    copied: Vec<(OwnedBuffer, Arena)>,
     buffers: Vec<HostBuffer>,
     _arena: Arena,
     /// Data sections that had to be copied to satisfy ggml's alignment.
@@ -34,12 +35,14 @@ impl Weights {
     /// named in `repackable` go to the CPU backend's extra buffer types where one supports them.
     /// `tied` names a tensor and the name of a matrix it also serves as (the token embeddings as
     /// output head): where an extra buffer type takes it, a repacked copy is made under that name,
-    /// as llama.cpp duplicates the tensor. `progress` gets the fraction of bytes placed; returning
-    /// false cancels.
+    /// as llama.cpp duplicates the tensor. `device_of` names the buffer type of a device that
+    /// holds a tensor (by the name it goes by), if not the CPU. `progress` gets the fraction of
+    /// bytes placed; returning false cancels.
     pub fn place(
         files: &[FileTensors],
         repackable: &HashSet<&str>,
         tied: Option<(&str, &str)>,
+        device_of: &dyn Fn(&str) -> Option<BufferType>,
         progress: &mut dyn FnMut(f32) -> bool,
     ) -> Result<Weights> {
         let n_tensors: usize = files.iter().map(|f| f.tensors.len()).sum();
@@ -48,7 +51,7 @@ impl Weights {
         let mut buffers = Vec::new();
         let mut copies = Vec::new();
         let mut by_name = HashMap::with_capacity(n_tensors);
-        let mut to_repack = Vec::new();
+        let mut to_copy = Vec::new();
         let mut done = 0u64;
         for f in files {
             if f.tensors.is_empty() {
@@ -91,12 +94,19 @@ impl Weights {
                     .map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))?;
                 by_name.insert(info.name.clone(), t);
                 let alias = tied.filter(|(from, _)| *from == info.name).map(|(_, to)| to);
-                if repackable.contains(info.name.as_str()) || alias.is_some() {
+                let name = alias.unwrap_or(info.name.as_str());
+                let device = device_of(name);
+                if repackable.contains(info.name.as_str()) || alias.is_some() || device.is_some() {
                     let bytes = data
                         .get(offset..offset + t.nbytes())
                         .ok_or_else(|| Error::Internal(format!("tensor '{}' placed outside its data", info.name)))?;
-                    let name = alias.unwrap_or(info.name.as_str());
-                    to_repack.push((name, *info, bytes, t));
+                    to_copy.push(Candidate {
+                        name,
+                        info,
+                        bytes,
+                        view: t,
+                        device,
+                    });
                 }
                 done += info.size;
                 if !progress(done as f32 / total as f32) {
@@ -107,9 +117,9 @@ impl Weights {
             }
             buffers.push(buffer);
         }
-        let repacked = repack(&to_repack, &mut by_name)?;
+        let copied = copy_out(&to_copy, &mut by_name)?;
         Ok(Weights {
-            repacked,
+            copied,
             buffers,
             _arena: arena,
             _copies: copies,
@@ -121,10 +131,10 @@ impl Weights {
         self.by_name.get(name).copied()
     }
 
-    /// Bytes held per buffer type: the views of the file and the repacked copies.
+    /// Bytes held per buffer type: the views of the file and the copies.
     pub fn memory_breakdown(&self) -> Vec<(BufferTypeId, usize)> {
         let views = self.buffers.iter().map(|b| (b.buffer_type(), b.size()));
-        let copies = self.repacked.iter().map(|(b, _)| (b.buffer_type(), b.size()));
+        let copies = self.copied.iter().map(|(b, _)| (b.buffer_type(), b.size()));
         views.chain(copies).collect()
     }
 }
@@ -139,42 +149,54 @@ fn new_tensor(arena: &mut Arena, info: &TensorInfo) -> Result<TensorRef> {
         .map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))
 }
 
-/// A weight that may be repacked: the name the copy goes by, its description, its bytes in the
-/// file and its view of them.
-type Candidate<'a> = (&'a str, &'a TensorInfo, &'a [u8], TensorRef);
+/// A weight that goes to a buffer of its own: the name the copy goes by, its description, its
+/// bytes in the file, its view of them, and the device that holds it (else the CPU, repacked).
+#[derive(Clone, Copy)]
+struct Candidate<'a> {
+    name: &'a str,
+    info: &'a TensorInfo,
+    bytes: &'a [u8],
+    view: TensorRef,
+    device: Option<BufferType>,
+}
 
-/// Copy each candidate into the first extra buffer type that can multiply it, converting it to
-/// that type's layout, and point `by_name` at the copy. Candidates no buffer type takes stay views
-/// of the file.
-fn repack(candidates: &[Candidate], by_name: &mut HashMap<String, TensorRef>) -> Result<Vec<(OwnedBuffer, Arena)>> {
+/// Copy each candidate into its device's memory, or else into the first CPU extra buffer type
+/// that can multiply it (converting it to that type's layout), and point `by_name` at the copy.
+/// Candidates of the CPU no buffer type takes stay views of the file.
+fn copy_out(candidates: &[Candidate], by_name: &mut HashMap<String, TensorRef>) -> Result<Vec<(OwnedBuffer, Arena)>> {
     let bufts = cpu_extra_buffer_types();
-    let mut groups: Vec<(ExtraBufferType, Vec<Candidate>)> = Vec::new();
+    let mut groups: Vec<(BufferType, bool, Vec<Candidate>)> = Vec::new();
     for &c in candidates {
-        let Some(buft) = bufts.iter().copied().find(|b| b.supports_matmul(c.3)) else {
-            continue;
+        let target = match c.device {
+            Some(d) => (d, true),
+            None => match bufts.iter().copied().find(|b| b.supports_matmul(c.view)) {
+                Some(b) => (b.buffer_type(), false),
+                None => continue,
+            },
         };
-        match groups.iter_mut().find(|(b, _)| *b == buft) {
-            Some((_, g)) => g.push(c),
-            None => groups.push((buft, vec![c])),
+        match groups.iter_mut().find(|(b, _, _)| *b == target.0) {
+            Some((_, _, g)) => g.push(c),
+            None => groups.push((target.0, target.1, vec![c])),
         }
     }
     let mut out = Vec::with_capacity(groups.len());
-    for (buft, group) in groups {
+    for (buft, on_device, group) in groups {
         let mut arena = Arena::new(group.len()).map_err(Error::Ggml)?;
         let tensors = group
             .iter()
-            .map(|(_, info, _, _)| new_tensor(&mut arena, info))
+            .map(|c| new_tensor(&mut arena, c.info))
             .collect::<Result<Vec<_>>>()?;
         let buffer = OwnedBuffer::for_weights_in(&arena, buft)
             .map_err(|e| Error::model(format!("weights for {}: {e}", buft.name())))?;
-        for (t, (name, info, bytes, _)) in tensors.iter().zip(&group) {
-            tensor_set(*t, bytes).map_err(|e| Error::model(format!("tensor '{}': {e}", info.name)))?;
-            by_name.insert((*name).to_string(), *t);
+        for (t, c) in tensors.iter().zip(&group) {
+            tensor_set(*t, c.bytes).map_err(|e| Error::model(format!("tensor '{}': {e}", c.info.name)))?;
+            by_name.insert(c.name.to_string(), *t);
         }
         crate::log_info!(
-            "model: {} weight tensors ({:.2} MiB) repacked for {}",
+            "model: {} weight tensors ({:.2} MiB) {} {}",
             group.len(),
             buffer.size() as f64 / (1024.0 * 1024.0),
+            if on_device { "copied to" } else { "repacked for" },
             buft.name()
         );
         out.push((buffer, arena));

@@ -11,7 +11,7 @@ pub use cells::{RsCells, SeqGroup, Window};
 pub use state::Staged;
 
 use crate::error::{Error, Result};
-use crate::ggml::{Arena, BufferTypeId, OwnedBuffer, TensorRef};
+use crate::ggml::{BufferType, BufferTypeId, Placed, PlacedBuffers, TensorRef};
 use crate::model::hparams::HParams;
 
 pub struct Recurrent {
@@ -23,19 +23,25 @@ pub struct Recurrent {
     /// that has one: llama.cpp keeps it as a second row beside the layer's `r`.
     ple: Vec<Option<TensorRef>>,
     n_seq_max: usize,
-    storage: (OwnedBuffer, Arena),
+    storage: PlacedBuffers,
 }
 
 impl Recurrent {
     /// States for `n_seq_max` sequences in the recurrent layers of a model, with `n_rs_seq`
     /// earlier states of each kept for rolling back: the tensors hold `1 + n_rs_seq` planes of a
     /// row per cell (plane k: the state k tokens before the last).
-    pub fn new(hp: &HParams, n_seq_max: usize, n_rs_seq: usize) -> Result<Recurrent> {
+    /// Layer `il`'s states go in `buft_of(il)`.
+    pub fn new(
+        hp: &HParams,
+        n_seq_max: usize,
+        n_rs_seq: usize,
+        buft_of: &dyn Fn(usize) -> BufferType,
+    ) -> Result<Recurrent> {
         let size = n_seq_max.max(1);
         let rows = (size * (1 + n_rs_seq)) as i64;
         let n_layer = hp.n_layer as usize;
         let (n_embd_r, n_embd_s) = (hp.n_embd_r() as i64, hp.n_embd_s() as i64);
-        let mut arena = Arena::new(3 * n_layer).map_err(Error::Ggml)?;
+        let mut arena = Placed::new(3 * n_layer);
         let f32t = ggml_sys::ggml_type_GGML_TYPE_F32;
         let mut layers = Vec::with_capacity(n_layer);
         let mut ple = Vec::with_capacity(n_layer);
@@ -46,21 +52,22 @@ impl Recurrent {
                 ple.push(None);
                 continue;
             }
-            let r = arena.new_tensor(f32t, &[n_embd_r, rows], &format!("cache_r_l{il}"));
-            let s = arena.new_tensor(f32t, &[n_embd_s, rows], &format!("cache_s_l{il}"));
+            let r = arena.new_tensor(buft_of(il), f32t, &[n_embd_r, rows], &format!("cache_r_l{il}"));
+            let s = arena.new_tensor(buft_of(il), f32t, &[n_embd_s, rows], &format!("cache_s_l{il}"));
             layers.push(Some((r.map_err(Error::invalid)?, s.map_err(Error::invalid)?)));
             ple.push(match hp.ple.as_ref().filter(|_| keeps_ple) {
                 Some(p) => {
                     let width = i64::from(p.conv_state(hp.n_embd, hp.hc_count));
-                    let t = arena.new_tensor(f32t, &[width, rows], &format!("cache_ple_r_l{il}"));
+                    let t = arena.new_tensor(buft_of(il), f32t, &[width, rows], &format!("cache_ple_r_l{il}"));
                     Some(t.map_err(Error::invalid)?)
                 }
                 None => None,
             });
         }
-        let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("recurrent state: {e}")))?;
-        // Fresh states are zero (and padding must not hold NaN patterns).
-        buffer.clear(0);
+        // Fresh states are zero (allocate clears).
+        let buffer = arena
+            .allocate()
+            .map_err(|e| Error::Ggml(format!("recurrent state: {e}")))?;
         crate::log_info!(
             "recurrent memory: {size} cells, {n_rs_seq} rollback snapshots, {n_layer} layers, {:.2} MiB",
             buffer.size() as f64 / (1024.0 * 1024.0)
@@ -70,7 +77,7 @@ impl Recurrent {
             layers,
             ple,
             n_seq_max,
-            storage: (buffer, arena),
+            storage: buffer,
         })
     }
 
@@ -100,15 +107,15 @@ impl Recurrent {
     pub fn clear(&mut self, data: bool) {
         self.cells.clear();
         if data {
-            self.storage.0.clear(0);
+            self.storage.clear(0);
         }
     }
 
     pub fn bytes(&self) -> usize {
-        self.storage.0.size()
+        self.storage.size()
     }
 
     pub fn memory_breakdown(&self) -> Vec<(BufferTypeId, usize)> {
-        vec![(self.storage.0.buffer_type(), self.storage.0.size())]
+        self.storage.memory_breakdown()
     }
 }

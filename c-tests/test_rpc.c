@@ -1,0 +1,192 @@
+/* Models split across the CPU and two ggml RPC servers on loopback (issue #11): both test models
+ * give the logits of the CPU-only run to the bit, through the servers named by LLAMA_ARG_RPC (how
+ * a client with only llama.h reaches them) and through a device list of the process's ggml (the
+ * CPU run without repacked weights, which the servers do not repack); the
+ * model reports its devices; an unreachable server fails the load cleanly, and a device pointer
+ * that is no device of our ggml is refused. The servers are c-tests/rpc_server.c (ggml's own
+ * server, built from the same ggml), path in ENGINE_RPC_SERVER. */
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *PROMPT =
+    "The history of Rome begins with a small village on the Tiber, which grew over centuries into the "
+    "capital of an empire that reached from Britain to Mesopotamia. Its roads, laws and language";
+
+#define N_STEPS 3
+
+/* llama-ext.h's device queries are C++ functions; C calls them by their mangled names. */
+int32_t llama_model_n_devices(const struct llama_model *model) __asm__("_Z21llama_model_n_devicesPK11llama_model");
+ggml_backend_dev_t llama_model_get_device(const struct llama_model *model, int i)
+    __asm__("_Z22llama_model_get_devicePK11llama_modeli");
+
+static pid_t servers[2];
+static char endpoints[2][32];
+
+static bool reachable(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+static void start_servers(void) {
+    const char *bin = getenv("ENGINE_RPC_SERVER");
+    if (!bin) {
+        fprintf(stderr, "ENGINE_RPC_SERVER is not set (run through ctest)\n");
+        exit(2);
+    }
+    int base = 40000 + (int)(getpid() % 10000) * 2;
+    for (int i = 0; i < 2; i++) {
+        snprintf(endpoints[i], sizeof endpoints[i], "127.0.0.1:%d", base + i);
+        servers[i] = fork();
+        if (servers[i] == 0) {
+            execl(bin, bin, endpoints[i], "1", (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        int tries = 0;
+        while (!reachable(base + i) && tries++ < 200) {
+            usleep(50000);
+        }
+        if (tries > 200) {
+            fprintf(stderr, "RPC server %s did not start\n", endpoints[i]);
+            exit(2);
+        }
+    }
+}
+
+static void stop_servers(void) {
+    for (int i = 0; i < 2; i++) {
+        kill(servers[i], SIGKILL);
+        waitpid(servers[i], NULL, 0);
+    }
+}
+
+/* The last token's logits after the prompt (in ubatches of 16) and after each of N_STEPS greedy
+ * tokens: (N_STEPS + 1) * n_vocab floats, which the caller frees. */
+static float *run(struct llama_model *m) {
+    const struct llama_vocab *v = llama_model_get_vocab(m);
+    int nv = llama_vocab_n_tokens(v);
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_batch = 256;
+    cp.n_ubatch = 16;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    CHECK(ctx != NULL, "context: %s", llama_engine_last_error());
+    float *out = calloc((size_t)(N_STEPS + 1) * (size_t)nv, sizeof(float));
+    if (!ctx) {
+        return out;
+    }
+    llama_token toks[128];
+    int n = llama_tokenize(v, PROMPT, (int)strlen(PROMPT), toks, 128, true, false);
+    int rc = tu_decode(ctx, toks, n, 0, 0);
+    CHECK(rc == 0, "prompt decode returned %d", rc);
+    for (int s = 0; s <= N_STEPS && rc == 0; s++) {
+        const float *l = llama_get_logits_ith(ctx, -1);
+        CHECK(l != NULL, "logits");
+        if (!l) {
+            break;
+        }
+        memcpy(out + (size_t)s * (size_t)nv, l, sizeof(float) * (size_t)nv);
+        if (s < N_STEPS) {
+            llama_token next = tu_argmax(l, nv);
+            rc = tu_decode(ctx, &next, 1, n + s, 0);
+            CHECK(rc == 0, "step %d decode returned %d", s, rc);
+        }
+    }
+    llama_free(ctx);
+    return out;
+}
+
+static struct llama_model *load(const char *file, int n_gpu_layers, ggml_backend_dev_t *devices) {
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = n_gpu_layers;
+    /* The servers keep weights in ggml's plain layout; the CPU's repacked layouts (Gemma 3's Q4_K)
+     * run other kernels, with other roundings. */
+    mp.use_extra_bufts = false;
+    mp.devices = devices;
+    struct llama_model *m = llama_model_load_from_file(tu_model_path(file), mp);
+    CHECK(m != NULL, "%s: %s", file, llama_engine_last_error());
+    return m;
+}
+
+static void check_model(const char *file) {
+    struct llama_model *cpu = load(file, 0, NULL);
+    if (!cpu) {
+        return;
+    }
+    int nv = llama_vocab_n_tokens(llama_model_get_vocab(cpu));
+    size_t bytes = sizeof(float) * (size_t)(N_STEPS + 1) * (size_t)nv;
+    int n_layer = llama_model_n_layer(cpu);
+    float *want = run(cpu);
+    llama_model_free(cpu);
+
+    /* Layer 0 on the CPU, the others and the output split over both servers by their memory. */
+    struct llama_model *split = load(file, n_layer, NULL);
+    if (split) {
+        CHECK(llama_model_n_devices(split) == 2, "%s: two devices, got %d", file, llama_model_n_devices(split));
+        float *got = run(split);
+        CHECK(memcmp(got, want, bytes) == 0, "%s: CPU + two RPC servers give the CPU's logits", file);
+        free(got);
+
+        /* The second server alone, named by a device of the process's ggml. */
+        ggml_backend_dev_t second[2] = {llama_model_get_device(split, 1), NULL};
+        CHECK(second[0] != NULL && llama_model_get_device(split, 2) == NULL, "device 1 exists, device 2 not");
+        struct llama_model *one = load(file, 99, second);
+        if (one) {
+            CHECK(llama_model_n_devices(one) == 1 && llama_model_get_device(one, 0) == second[0],
+                  "%s: the device given is the one used", file);
+            got = run(one);
+            CHECK(memcmp(got, want, bytes) == 0, "%s: everything on one RPC server gives the CPU's logits", file);
+            free(got);
+            llama_model_free(one);
+        }
+        llama_model_free(split);
+    }
+    free(want);
+}
+
+int main(void) {
+    tu_capture_log();
+    start_servers();
+    char list[80];
+    snprintf(list, sizeof list, "%s,%s", endpoints[0], endpoints[1]);
+    setenv("LLAMA_ARG_RPC", list, 1);
+    CHECK(llama_supports_rpc() && llama_supports_gpu_offload(), "RPC is built in, so layers can be offloaded");
+
+    check_model(SMOLLM2_FILE);
+    check_model(GEMMA3_FILE);
+
+    /* A device pointer that is no device of the process's ggml. */
+    int not_a_device = 0;
+    ggml_backend_dev_t bogus[2] = {(ggml_backend_dev_t)&not_a_device, NULL};
+    struct llama_model_params mp = llama_model_default_params();
+    mp.devices = bogus;
+    tu_log_clear();
+    struct llama_model *m = llama_model_load_from_file(tu_model_path(SMOLLM2_FILE), mp);
+    CHECK(m == NULL && tu_log_contains("is not a device of the ggml"), "a foreign device is refused");
+    llama_model_free(m);
+
+    /* Nothing listens on port 1. */
+    setenv("LLAMA_ARG_RPC", "127.0.0.1:1", 1);
+    tu_log_clear();
+    m = llama_model_load_from_file(tu_model_path(SMOLLM2_FILE), llama_model_default_params());
+    CHECK(m == NULL && tu_log_contains("unreachable"), "an unreachable RPC server fails the load");
+    llama_model_free(m);
+    unsetenv("LLAMA_ARG_RPC");
+
+    stop_servers();
+    return tu_finish("test_rpc");
+}

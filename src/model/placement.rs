@@ -1,0 +1,263 @@
+//! Which device holds each layer, as llama.cpp decides it: the offload devices (the client's list,
+//! or every RPC server and GPU ggml knows), `split_mode` and `main_gpu`, and `n_gpu_layers` split
+//! over them by `tensor_split` or by their free memory. The input layer stays on the CPU; layer
+//! `n_layer` stands for the output layer.
+
+use crate::error::{Error, Result};
+use crate::ggml::{BufferType, Device, DeviceKind};
+
+/// How layers spread over devices (llama.h's `llama_split_mode`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SplitMode {
+    /// Everything on the main device.
+    None,
+    /// Whole layers over the devices.
+    Layer,
+    /// Rows of each matrix over the devices (llama.cpp splits rows on backends that offer a split
+    /// buffer type; RPC servers do not, so layers split as in `Layer`).
+    Row,
+}
+
+/// What `llama_model_params` asks of placement.
+#[derive(Clone, Debug)]
+pub struct PlacementParams {
+    /// The client's devices (`devices`), or None for every offload device ggml knows.
+    pub devices: Option<Vec<Device>>,
+    pub n_gpu_layers: i32,
+    pub split_mode: SplitMode,
+    pub main_gpu: i32,
+    /// Proportions per device; all zero (or empty) for "by free memory".
+    pub tensor_split: Vec<f32>,
+}
+
+impl Default for PlacementParams {
+    fn default() -> Self {
+        PlacementParams {
+            devices: None,
+            n_gpu_layers: -1,
+            split_mode: SplitMode::Layer,
+            main_gpu: 0,
+            tensor_split: Vec::new(),
+        }
+    }
+}
+
+/// The devices a model uses and the device of each layer (None: the CPU).
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    pub devices: Vec<Device>,
+    /// Per layer, then the output layer last: an index into `devices`.
+    layers: Vec<Option<usize>>,
+}
+
+impl Placement {
+    /// Everything on the CPU.
+    pub fn cpu_only(n_layer: usize) -> Placement {
+        Placement {
+            devices: Vec::new(),
+            layers: vec![None; n_layer + 1],
+        }
+    }
+
+    /// Choose the devices and split `n_layer` layers (plus the output layer) over them.
+    pub fn new(params: &PlacementParams, n_layer: usize) -> Result<Placement> {
+        let devices = choose_devices(params)?;
+        let shares = if params.tensor_split.iter().take(devices.len()).any(|&x| x != 0.0) {
+            (0..devices.len())
+                .map(|i| params.tensor_split.get(i).copied().unwrap_or(0.0))
+                .collect()
+        } else {
+            devices.iter().map(|d| free_memory(*d) as f32).collect::<Vec<_>>()
+        };
+        let layers = assign_layers(n_layer, params.n_gpu_layers, &split_points(&shares));
+        for d in &devices {
+            let (free, _) = d.memory();
+            crate::log_info!(
+                "model: using device {} ({}) ({}) - {} MiB free",
+                d.name(),
+                d.description(),
+                d.device_id().unwrap_or_else(|| "unknown id".into()),
+                free / 1024 / 1024
+            );
+        }
+        let on_devices = layers.iter().filter(|l| l.is_some()).count();
+        if !devices.is_empty() {
+            crate::log_info!("model: offloading {on_devices}/{} layers to devices", n_layer + 1);
+        }
+        Ok(Placement { devices, layers })
+    }
+
+    /// The device of layer `il` (`n_layer` for the output layer), or None for the CPU.
+    pub fn layer_device(&self, il: usize) -> Option<Device> {
+        self.layers
+            .get(il)
+            .copied()
+            .flatten()
+            .and_then(|d| self.devices.get(d).copied())
+    }
+
+    /// The device holding weight `name`, None for the CPU.
+    pub fn weight_device(&self, name: &str) -> Option<Device> {
+        self.layer_device(weight_layer(name, self.layers.len().saturating_sub(1))?)
+    }
+
+    /// Buffer type of the device of layer `il` (the CPU's when it has none).
+    pub fn layer_buffer_type(&self, il: usize) -> Result<BufferType> {
+        match self.layer_device(il) {
+            Some(d) => d.buffer_type().map_err(Error::Ggml),
+            None => Ok(BufferType::cpu()),
+        }
+    }
+
+    /// The devices that hold at least one layer.
+    pub fn used_devices(&self) -> Vec<Device> {
+        let mut used: Vec<usize> = self.layers.iter().flatten().copied().collect();
+        used.sort_unstable();
+        used.dedup();
+        used.into_iter().filter_map(|i| self.devices.get(i).copied()).collect()
+    }
+}
+
+/// The layer a weight goes with: a layer's tensors (`blk.N.*`) with layer N, the output head and
+/// norm with the output layer (`n_layer`); None for the input layer's and the model's others.
+fn weight_layer(name: &str, n_layer: usize) -> Option<usize> {
+    if let Some(rest) = name.strip_prefix("blk.") {
+        return Some(rest.split('.').next()?.parse::<usize>().ok()?.min(n_layer));
+    }
+    (name.starts_with("output.") || name.starts_with("output_norm.")).then_some(n_layer)
+}
+
+/// A device's free memory, or the host's when it reports none (llama.cpp's fallback).
+fn free_memory(d: Device) -> usize {
+    match d.memory() {
+        (0, 0) => Device::cpu().map(|c| c.memory().0).unwrap_or(0),
+        (free, _) => free,
+    }
+}
+
+/// llama.cpp's default device list: RPC servers first (fewer network transfers), then GPUs (one
+/// per hardware id), then integrated GPUs of one backend when there is no discrete GPU; the CPU
+/// and accelerators are not offload devices. `split_mode` None keeps only the main device.
+fn choose_devices(params: &PlacementParams) -> Result<Vec<Device>> {
+    let mut devices = match &params.devices {
+        Some(list) => list.clone(),
+        None => {
+            let (mut rpc, mut gpus, mut igpus) = (Vec::new(), Vec::<Device>::new(), Vec::<Device>::new());
+            for d in Device::all() {
+                match d.kind() {
+                    DeviceKind::Gpu if d.backend_name() == "RPC" => rpc.push(d),
+                    DeviceKind::Gpu => {
+                        let id = d.device_id();
+                        if id.is_none() || !gpus.iter().any(|g| g.device_id() == id) {
+                            gpus.push(d);
+                        }
+                    }
+                    DeviceKind::IntegratedGpu if igpus.last().is_none_or(|l| l.backend_name() == d.backend_name()) => {
+                        igpus.push(d)
+                    }
+                    _ => {}
+                }
+            }
+            if gpus.is_empty() {
+                gpus = igpus;
+            }
+            rpc.into_iter().chain(gpus).collect()
+        }
+    };
+    if params.split_mode == SplitMode::None && !devices.is_empty() {
+        if params.main_gpu < 0 {
+            devices.clear();
+        } else {
+            let main = devices.get(params.main_gpu as usize).copied().ok_or_else(|| {
+                Error::invalid(format!(
+                    "invalid value for main_gpu: {} (available devices: {})",
+                    params.main_gpu,
+                    devices.len()
+                ))
+            })?;
+            devices = vec![main];
+        }
+    }
+    Ok(devices)
+}
+
+/// Cumulative shares normalised to end at 1: device i takes the fractions below `points[i]`.
+pub fn split_points(shares: &[f32]) -> Vec<f32> {
+    let mut sum = 0.0f32;
+    let mut points: Vec<f32> = shares
+        .iter()
+        .map(|s| {
+            sum += s;
+            sum
+        })
+        .collect();
+    for p in &mut points {
+        *p /= sum;
+    }
+    points
+}
+
+/// The device index of each of `n_layer` layers and then the output layer: the last
+/// `n_gpu_layers` (all when negative) go to devices, layer `il` to the first device whose split
+/// point lies above its fraction of the offloaded layers; the others stay on the CPU.
+pub fn assign_layers(n_layer: usize, n_gpu_layers: i32, points: &[f32]) -> Vec<Option<usize>> {
+    let all = n_layer + 1;
+    let n_gpu = usize::try_from(n_gpu_layers).unwrap_or(all);
+    let start = all.saturating_sub(n_gpu);
+    let active = if points.is_empty() { 0 } else { n_gpu.min(all) };
+    (0..all)
+        .map(|il| {
+            if il < start || il - start >= active {
+                return None;
+            }
+            let x = (il - start) as f32 / active as f32;
+            Some(points.iter().position(|&p| p > x).unwrap_or(points.len() - 1))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_layers_on_one_device() {
+        assert_eq!(assign_layers(3, -1, &[1.0]), vec![Some(0); 4]);
+        assert_eq!(assign_layers(3, 99, &[1.0]), vec![Some(0); 4]);
+    }
+
+    #[test]
+    fn no_devices_keeps_everything_on_the_cpu() {
+        assert_eq!(assign_layers(3, -1, &[]), vec![None; 4]);
+        assert_eq!(assign_layers(3, 0, &[1.0]), vec![None; 4]);
+    }
+
+    #[test]
+    fn the_last_layers_are_offloaded_first() {
+        // Two of four slots (three layers and the output): layer 2 and the output.
+        assert_eq!(assign_layers(3, 2, &[1.0]), vec![None, None, Some(0), Some(0)]);
+    }
+
+    #[test]
+    fn layers_split_by_shares() {
+        let points = split_points(&[1.0, 1.0]);
+        assert_eq!(points, vec![0.5, 1.0]);
+        // Eight slots: fractions 0, 1/8, ... 7/8; below 0.5 to device 0.
+        let got = assign_layers(7, -1, &points);
+        assert_eq!(got, [0, 0, 0, 0, 1, 1, 1, 1].map(Some).to_vec());
+        let points = split_points(&[3.0, 1.0]);
+        let got = assign_layers(3, -1, &points);
+        assert_eq!(got, [0, 0, 0, 1].map(Some).to_vec());
+    }
+
+    #[test]
+    fn weights_go_with_their_layer() {
+        assert_eq!(weight_layer("blk.1.attn_q.weight", 4), Some(1));
+        assert_eq!(weight_layer("blk.12.ffn_up.weight", 30), Some(12));
+        assert_eq!(weight_layer("output.weight", 4), Some(4));
+        assert_eq!(weight_layer("output_norm.weight", 4), Some(4));
+        assert_eq!(weight_layer("token_embd.weight", 4), None);
+        assert_eq!(weight_layer("rope_freqs.weight", 4), None);
+        assert_eq!(weight_layer("blk.x.attn_q.weight", 4), None);
+    }
+}
