@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 targets=(llama-simple llama-completion llama-cli llama-perplexity llama-embedding llama-parallel
     llama-lookup llama-speculative-simple llama-retrieval llama-eval-callback llama-imatrix
-    llama-batched llama-bench llama-server test-save-load-state)
+    llama-batched llama-bench llama-server test-save-load-state ggml-rpc-server)
 scripts/fetch-models.sh
 bin="$(scripts/llama-cpp.sh "${targets[@]}")" || exit 1
 cargo build --release --lib || exit 1
@@ -176,14 +176,15 @@ if want llama-embedding; then
 fi
 
 # llama-server: the same requests to a server on each library.
-server_case() { # server_case LIB_DIR_OR_EMPTY OUTFILE MODEL
-    local port=18080 pid
-    if [ -n "$1" ]; then
-        LD_LIBRARY_PATH="$1" "$bin/llama-server" -m "$3" -t 2 -np 2 -c 4096 --port $port --host 127.0.0.1 \
-            --slot-save-path "$out/slots" >"$2.log" 2>&1 &
+server_case() { # server_case LIB_DIR_OR_EMPTY OUTFILE MODEL [EXTRA ARGS...]
+    local port=18080 pid lib="$1" outfile="$2" model="$3"
+    shift 3
+    if [ -n "$lib" ]; then
+        LD_LIBRARY_PATH="$lib" "$bin/llama-server" -m "$model" -t 2 -np 2 -c 4096 --port $port --host 127.0.0.1 \
+            --slot-save-path "$out/slots" "$@" >"$outfile.log" 2>&1 &
     else
-        "$bin/llama-server" -m "$3" -t 2 -np 2 -c 4096 --port $port --host 127.0.0.1 \
-            --slot-save-path "$out/slots" >"$2.log" 2>&1 &
+        "$bin/llama-server" -m "$model" -t 2 -np 2 -c 4096 --port $port --host 127.0.0.1 \
+            --slot-save-path "$out/slots" "$@" >"$outfile.log" 2>&1 &
     fi
     pid=$!
     for _ in $(seq 1 120); do
@@ -217,18 +218,52 @@ server_case() { # server_case LIB_DIR_OR_EMPTY OUTFILE MODEL
         # each prompt lands in changes llama.cpp's own results from run to run).
         curl -s "$u/completion" -d '{"prompt":["One plus one is","The sky is"],"n_predict":16,"temperature":0}'
         echo
-    } >"$2" 2>&1
+    } >"$outfile" 2>&1
     kill $pid 2>/dev/null
     wait $pid 2>/dev/null
 }
+server_compare() { # server_compare NAME MODEL [EXTRA ARGS...]
+    local name="$1" model="$2" dir="$out/$1"
+    shift 2
+    mkdir -p "$dir" "$out/slots"
+    server_case "" "$dir/ref.out" "$model" "$@"
+    : >"$dir/ref.err"
+    server_case "$swap" "$dir/eng.out" "$model" "$@"
+    grep -iE 'not implemented|panicked|error' "$dir/eng.out.log" >"$dir/eng.err" || true
+    compare "$name" "$dir" 0 0
+}
 if want llama-server && command -v curl >/dev/null; then
     for m in smollm2 gemma3; do
-        dir="$out/llama-server/$m"
-        mkdir -p "$dir" "$out/slots"
-        server_case "" "$dir/ref.out" "${!m}"
-        : >"$dir/ref.err"
-        server_case "$swap" "$dir/eng.out" "${!m}"
-        grep -iE 'not implemented|panicked|error' "$dir/eng.out.log" >"$dir/eng.err" || true
-        compare "llama-server/$m" "$dir" 0 0
+        server_compare "llama-server/$m" "${!m}"
     done
+fi
+
+# Across machines: the model split over two ggml RPC servers on loopback (llama.cpp's
+# ggml-rpc-server, one thread each), every layer offloaded (-ngl 99); with the FFN weights kept on
+# the CPU (-ot), and with an MoE model's experts kept on the CPU (--cpu-moe). The servers serve both
+# libraries, one client at a time.
+if want rpc; then
+    rpc_ports=(18150 18151)
+    rpc_pids=()
+    for p in "${rpc_ports[@]}"; do
+        "$bin/ggml-rpc-server" -H 127.0.0.1 -p "$p" -t 1 >"$out/rpc-server-$p.log" 2>&1 &
+        rpc_pids+=($!)
+    done
+    for p in "${rpc_ports[@]}"; do
+        for _ in $(seq 1 100); do (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
+    done
+    rpc="127.0.0.1:${rpc_ports[0]},127.0.0.1:${rpc_ports[1]}"
+    python3 scripts/gen-models.py "$smollm2" "$out/gen" qwen3moe >/dev/null
+    for m in smollm2 gemma3; do
+        common=(-m "${!m}" -t 2 --seed 42 -p "The capital of France is" -n 48 --temp 0 -no-cnv)
+        run "rpc/llama-completion/$m" 300 llama-completion "${common[@]}" --rpc "$rpc" -ngl 99
+        run "rpc/llama-completion/$m/ot-ffn-cpu" 300 llama-completion "${common[@]}" --rpc "$rpc" -ngl 99 \
+            -ot "ffn_.*=CPU"
+        command -v curl >/dev/null &&
+            server_compare "rpc/llama-server/$m" "${!m}" --rpc "$rpc" -ngl 99
+    done
+    run "rpc/llama-completion/qwen3moe/cpu-moe" 300 llama-completion -m "$out/gen/qwen3moe-f16.gguf" -t 2 \
+        --seed 42 -p "The capital of France is" -n 48 --temp 0 -no-cnv --rpc "$rpc" -ngl 99 --cpu-moe
+    kill "${rpc_pids[@]}" 2>/dev/null
+    wait "${rpc_pids[@]}" 2>/dev/null
 fi

@@ -2,8 +2,9 @@
  * give the logits of the CPU-only run to the bit, through the servers named by LLAMA_ARG_RPC (how
  * a client with only llama.h reaches them) and through a device list of the process's ggml (the
  * CPU run without repacked weights, which the servers do not repack); the
- * model reports its devices; an unreachable server fails the load cleanly, and a device pointer
- * that is no device of our ggml is refused. The servers are c-tests/rpc_server.c (ggml's own
+ * model reports its devices; weights overridden to the CPU (tensor_buft_overrides) give the same
+ * logits; an unreachable server fails the load cleanly, and a device or buffer type that is none
+ * of our ggml's, or a broken pattern, is refused. The servers are c-tests/rpc_server.c (ggml's own
  * server, built from the same ggml), path in ENGINE_RPC_SERVER. */
 #include "testutil.h"
 
@@ -110,9 +111,11 @@ static float *run(struct llama_model *m) {
     return out;
 }
 
-static struct llama_model *load(const char *file, int n_gpu_layers, ggml_backend_dev_t *devices) {
+static struct llama_model *load_with(const char *file, int n_gpu_layers, ggml_backend_dev_t *devices,
+                                     const struct llama_model_tensor_buft_override *overrides) {
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = n_gpu_layers;
+    mp.tensor_buft_overrides = overrides;
     /* The servers keep weights in ggml's plain layout; the CPU's repacked layouts (Gemma 3's Q4_K)
      * run other kernels, with other roundings. */
     mp.use_extra_bufts = false;
@@ -120,6 +123,10 @@ static struct llama_model *load(const char *file, int n_gpu_layers, ggml_backend
     struct llama_model *m = llama_model_load_from_file(tu_model_path(file), mp);
     CHECK(m != NULL, "%s: %s", file, llama_engine_last_error());
     return m;
+}
+
+static struct llama_model *load(const char *file, int n_gpu_layers, ggml_backend_dev_t *devices) {
+    return load_with(file, n_gpu_layers, devices, NULL);
 }
 
 static void check_model(const char *file) {
@@ -155,6 +162,17 @@ static void check_model(const char *file) {
         }
         llama_model_free(split);
     }
+
+    /* Every layer on the servers but the FFN weights on the CPU (llama.cpp's -ot "ffn_.*=CPU"). */
+    ggml_backend_buffer_type_t cpu_buft = ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    struct llama_model_tensor_buft_override ffn_on_cpu[] = {{"ffn_.*", cpu_buft}, {NULL, NULL}};
+    struct llama_model *ot = load_with(file, 99, NULL, ffn_on_cpu);
+    if (ot) {
+        float *got = run(ot);
+        CHECK(memcmp(got, want, bytes) == 0, "%s: FFN weights overridden to the CPU give the CPU's logits", file);
+        free(got);
+        llama_model_free(ot);
+    }
     free(want);
 }
 
@@ -177,6 +195,25 @@ int main(void) {
     tu_log_clear();
     struct llama_model *m = llama_model_load_from_file(tu_model_path(SMOLLM2_FILE), mp);
     CHECK(m == NULL && tu_log_contains("is not a device of the ggml"), "a foreign device is refused");
+    llama_model_free(m);
+
+    /* An override to a buffer type that is none of the process's ggml, and a pattern that is no
+     * regular expression. */
+    int not_a_buft = 0;
+    struct llama_model_tensor_buft_override bad_buft[] = {{"ffn_.*", (ggml_backend_buffer_type_t)&not_a_buft},
+                                                          {NULL, NULL}};
+    mp = llama_model_default_params();
+    mp.tensor_buft_overrides = bad_buft;
+    tu_log_clear();
+    m = llama_model_load_from_file(tu_model_path(SMOLLM2_FILE), mp);
+    CHECK(m == NULL && tu_log_contains("is not one of the ggml"), "a foreign buffer type is refused");
+    llama_model_free(m);
+    ggml_backend_buffer_type_t cpu_buft = ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    struct llama_model_tensor_buft_override bad_pattern[] = {{"ffn_(", cpu_buft}, {NULL, NULL}};
+    mp.tensor_buft_overrides = bad_pattern;
+    tu_log_clear();
+    m = llama_model_load_from_file(tu_model_path(SMOLLM2_FILE), mp);
+    CHECK(m == NULL && tu_log_contains("tensor override pattern 'ffn_('"), "a broken pattern is refused");
     llama_model_free(m);
 
     /* Nothing listens on port 1. */

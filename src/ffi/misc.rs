@@ -116,7 +116,7 @@ pub extern "C" fn llama_max_parallel_sequences() -> usize {
 
 #[no_mangle]
 pub extern "C" fn llama_max_tensor_buft_overrides() -> usize {
-    entry!(0, { Ok(4096) })
+    entry!(0, { Ok(super::params::MAX_TENSOR_BUFT_OVERRIDES) })
 }
 
 #[no_mangle]

@@ -221,13 +221,56 @@ unsafe fn placement_params(p: &llama_model_params) -> Result<model::placement::P
         // SAFETY: llama.h's array of llama_max_devices() proportions.
         unsafe { std::slice::from_raw_parts(p.tensor_split, super::misc::MAX_DEVICES) }.to_vec()
     };
+    // SAFETY: forwarded contract on `tensor_buft_overrides`.
+    let overrides = unsafe { tensor_overrides(p.tensor_buft_overrides) }?;
     Ok(PlacementParams {
         devices,
         n_gpu_layers: p.n_gpu_layers,
         split_mode,
         main_gpu: p.main_gpu,
         tensor_split,
+        overrides,
     })
+}
+
+/// llama.cpp's `llama_max_tensor_buft_overrides()`: a longer list is taken for one without its
+/// terminator.
+pub(crate) const MAX_TENSOR_BUFT_OVERRIDES: usize = 4096;
+
+/// The (pattern, buffer type) pairs up to the entry with a NULL pattern, each buffer type checked
+/// to be one of the process's ggml.
+///
+/// # Safety
+/// `p` must be NULL or an array terminated by an entry whose pattern is NULL, its patterns
+/// NUL-terminated.
+unsafe fn tensor_overrides(
+    mut p: *const llama_model_tensor_buft_override,
+) -> Result<Vec<(String, crate::ggml::BufferType)>> {
+    let mut out = Vec::new();
+    if p.is_null() {
+        return Ok(out);
+    }
+    loop {
+        // SAFETY: within the caller's terminated array.
+        let ov = unsafe { &*p };
+        if ov.pattern.is_null() {
+            return Ok(out);
+        }
+        if out.len() == MAX_TENSOR_BUFT_OVERRIDES {
+            return Err(Error::invalid(format!(
+                "tensor_buft_overrides: no terminating entry within {MAX_TENSOR_BUFT_OVERRIDES}"
+            )));
+        }
+        // SAFETY: a NUL-terminated pattern (the caller's contract).
+        let pattern = unsafe { std::ffi::CStr::from_ptr(ov.pattern) }
+            .to_str()
+            .map_err(|_| Error::invalid("tensor_buft_overrides: a pattern is not UTF-8"))?;
+        let buft = crate::ggml::BufferType::from_client(ov.buft.cast())
+            .map_err(|e| Error::invalid(format!("tensor_buft_overrides '{pattern}': {e}")))?;
+        out.push((pattern.to_string(), buft));
+        // SAFETY: the next entry of the terminated array.
+        p = unsafe { p.add(1) };
+    }
 }
 
 /// A device list longer than this is taken for one without its terminator.

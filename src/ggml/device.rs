@@ -161,6 +161,37 @@ impl Device {
     }
 }
 
+impl super::BufferType {
+    /// A buffer type from a client (`tensor_buft_overrides`): accepted only if it is the memory of
+    /// one of this process's ggml devices (a device's own or host buffer type) or one of the CPU's
+    /// extra buffer types, so one of another ggml copy is refused instead of being called into.
+    pub fn from_client(ptr: *mut c_void) -> Result<super::BufferType, String> {
+        let mut known: Vec<ggml_sys::ggml_backend_buffer_type_t> = Vec::new();
+        for d in Device::all() {
+            // SAFETY: a registered device; both calls answer a buffer type or NULL.
+            unsafe {
+                known.push(ggml_sys::ggml_backend_dev_buffer_type(d.raw()));
+                known.push(ggml_sys::ggml_backend_dev_host_buffer_type(d.raw()));
+            }
+        }
+        known.extend(super::cpu_extra_buffer_types().iter().map(|b| b.buffer_type().raw()));
+        known
+            .into_iter()
+            .filter(|b| !b.is_null())
+            .find(|&b| b.cast::<c_void>() == ptr)
+            .and_then(super::BufferType::from_raw)
+            .ok_or_else(|| {
+                format!("buffer type {ptr:p} is not one of the ggml this library uses: of another ggml copy or version, or none")
+            })
+    }
+
+    /// The device whose memory this is (None for a buffer type of no device).
+    pub fn device(self) -> Option<Device> {
+        // SAFETY: a live buffer type; NULL when it has no device.
+        NonNull::new(unsafe { ggml_sys::ggml_backend_buft_get_device(self.raw()) }).map(Device)
+    }
+}
+
 /// ggml's version ("0.25.3") as the loaded library reports it.
 pub fn ggml_version() -> String {
     // SAFETY: a static string.

@@ -198,12 +198,12 @@ impl Model {
             .collect();
         crate::ggml::check_ggml_version().map_err(Error::Ggml)?;
         let placement = placement::Placement::new(&params.placement, hp.n_layer as usize)?;
-        let device_of = |name: &str| placement.weight_device(name).and_then(|d| d.buffer_type().ok());
+        let device_of = |name: &str| placement.weight_buffer_type(name);
         // A decoder without its own output head multiplies by the token embeddings, which
         // llama.cpp then duplicates into a repacking buffer type or the output layer's device
         // (the lookups keep the original).
         let has_output = tensors.iter().any(|(_, t)| t.name == "output.weight");
-        let output_elsewhere = params.extra_bufts || device_of("output.weight").is_some();
+        let output_elsewhere = params.extra_bufts || device_of("output.weight")?.is_some();
         let tied = (output_elsewhere && arch.has_output_head() && !has_output)
             .then_some(("token_embd.weight", "output.weight"));
         let weights = Weights::place(&per_file, &repackable, tied, &device_of, &mut place_progress)?;

@@ -28,6 +28,9 @@ pub struct PlacementParams {
     pub main_gpu: i32,
     /// Proportions per device; all zero (or empty) for "by free memory".
     pub tensor_split: Vec<f32>,
+    /// `tensor_buft_overrides`: a weight whose name a pattern matches (the first that does) goes
+    /// to that buffer type instead of its layer's device.
+    pub overrides: Vec<(String, BufferType)>,
 }
 
 impl Default for PlacementParams {
@@ -38,8 +41,19 @@ impl Default for PlacementParams {
             split_mode: SplitMode::Layer,
             main_gpu: 0,
             tensor_split: Vec::new(),
+            overrides: Vec::new(),
         }
     }
+}
+
+/// Where an override sends a weight.
+#[derive(Clone, Debug)]
+enum Target {
+    /// The CPU, in its plain or (if allowed) an extra buffer type, as llama.cpp chooses for an
+    /// override to the CPU's buffer type.
+    Cpu,
+    /// This buffer type (of a device other than the CPU, or a CPU extra one).
+    Buffer(BufferType),
 }
 
 /// The devices a model uses and the device of each layer (None: the CPU).
@@ -48,6 +62,7 @@ pub struct Placement {
     pub devices: Vec<Device>,
     /// Per layer, then the output layer last: an index into `devices`.
     layers: Vec<Option<usize>>,
+    overrides: Vec<(regex::Regex, Target)>,
 }
 
 impl Placement {
@@ -56,6 +71,7 @@ impl Placement {
         Placement {
             devices: Vec::new(),
             layers: vec![None; n_layer + 1],
+            overrides: Vec::new(),
         }
     }
 
@@ -84,7 +100,28 @@ impl Placement {
         if !devices.is_empty() {
             crate::log_info!("model: offloading {on_devices}/{} layers to devices", n_layer + 1);
         }
-        Ok(Placement { devices, layers })
+        let cpu = BufferType::cpu();
+        let overrides = params
+            .overrides
+            .iter()
+            .map(|(pattern, buft)| {
+                let re = regex::Regex::new(pattern)
+                    .map_err(|e| Error::invalid(format!("tensor override pattern '{pattern}': {e}")))?;
+                Ok((
+                    re,
+                    if *buft == cpu {
+                        Target::Cpu
+                    } else {
+                        Target::Buffer(*buft)
+                    },
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Placement {
+            devices,
+            layers,
+            overrides,
+        })
     }
 
     /// The device of layer `il` (`n_layer` for the output layer), or None for the CPU.
@@ -96,9 +133,20 @@ impl Placement {
             .and_then(|d| self.devices.get(d).copied())
     }
 
-    /// The device holding weight `name`, None for the CPU.
-    pub fn weight_device(&self, name: &str) -> Option<Device> {
-        self.layer_device(weight_layer(name, self.layers.len().saturating_sub(1))?)
+    /// The buffer type of the device holding weight `name` (a CPU extra one when an override says
+    /// so), None for the CPU's choice (the plain layout or a repacked one): the first override
+    /// whose pattern occurs in the name decides, else the weight's layer.
+    pub fn weight_buffer_type(&self, name: &str) -> Result<Option<BufferType>> {
+        match self.overrides.iter().find(|(re, _)| re.is_match(name)) {
+            Some((_, Target::Cpu)) => Ok(None),
+            Some((_, Target::Buffer(b))) => Ok(Some(*b)),
+            None => {
+                match weight_layer(name, self.layers.len().saturating_sub(1)).and_then(|il| self.layer_device(il)) {
+                    Some(d) => d.buffer_type().map(Some).map_err(Error::Ggml),
+                    None => Ok(None),
+                }
+            }
+        }
     }
 
     /// Buffer type of the device of layer `il` (the CPU's when it has none).
@@ -109,12 +157,22 @@ impl Placement {
         }
     }
 
-    /// The devices that hold at least one layer.
+    /// The devices other than the CPU that hold a layer or an overridden weight.
     pub fn used_devices(&self) -> Vec<Device> {
         let mut used: Vec<usize> = self.layers.iter().flatten().copied().collect();
         used.sort_unstable();
         used.dedup();
-        used.into_iter().filter_map(|i| self.devices.get(i).copied()).collect()
+        let mut out: Vec<Device> = used.into_iter().filter_map(|i| self.devices.get(i).copied()).collect();
+        for (_, target) in &self.overrides {
+            let dev = match target {
+                Target::Buffer(b) => b.device().filter(|d| d.kind() != DeviceKind::Cpu),
+                Target::Cpu => None,
+            };
+            if let Some(d) = dev.filter(|d| !out.contains(d)) {
+                out.push(d);
+            }
+        }
+        out
     }
 }
 

@@ -42,7 +42,7 @@ impl Weights {
         files: &[FileTensors],
         repackable: &HashSet<&str>,
         tied: Option<(&str, &str)>,
-        device_of: &dyn Fn(&str) -> Option<BufferType>,
+        device_of: &dyn Fn(&str) -> Result<Option<BufferType>>,
         progress: &mut dyn FnMut(f32) -> bool,
     ) -> Result<Weights> {
         let n_tensors: usize = files.iter().map(|f| f.tensors.len()).sum();
@@ -95,7 +95,7 @@ impl Weights {
                 by_name.insert(info.name.clone(), t);
                 let alias = tied.filter(|(from, _)| *from == info.name).map(|(_, to)| to);
                 let name = alias.unwrap_or(info.name.as_str());
-                let device = device_of(name);
+                let device = device_of(name)?;
                 if repackable.contains(info.name.as_str()) || alias.is_some() || device.is_some() {
                     let bytes = data
                         .get(offset..offset + t.nbytes())
