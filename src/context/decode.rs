@@ -602,7 +602,7 @@ impl Context<'_> {
         if n <= self.sched_nodes {
             return Ok(());
         }
-        self.sched = Scheduler::new(&self.backend, &self.devices, n).map_err(Error::Ggml)?;
+        self.sched = Scheduler::new(&self.backend, &self.devices, n, self.op_offload).map_err(Error::Ggml)?;
         if let Some(cb) = self.cb_eval {
             self.sched.set_eval_callback(cb);
         }

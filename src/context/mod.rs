@@ -73,6 +73,8 @@ pub struct Params {
     pub type_v: RawType,
     /// A layer's KV cache and recurrent states on that layer's device (else on the CPU).
     pub offload_kqv: bool,
+    /// Let a device run ops whose weights are on the CPU when its backend asks (ggml's op offload).
+    pub op_offload: bool,
     pub flash_attn: FlashAttn,
     pub kv_unified: bool,
     /// The sliding-window layers' cache as large as the full layers' (else sized for the window).
@@ -132,6 +134,7 @@ pub struct Context<'m> {
     /// Graph nodes the scheduler was made for.
     sched_nodes: usize,
     cb_eval: Option<EvalCallback>,
+    op_offload: bool,
     /// The attention cache (without layers when the architecture keeps none).
     pub kv: KvCache,
     /// Recurrent states, for architectures with recurrent layers.
@@ -322,6 +325,7 @@ impl<'m> Context<'m> {
                         n_ctx_seq as usize,
                         n_seq_max as usize,
                         n_rs_seq as usize,
+                        &cache_buft,
                     )?);
                     kv
                 } else {
@@ -344,7 +348,7 @@ impl<'m> Context<'m> {
             _ => None,
         };
         let sched_nodes = crate::graph::max_nodes(model);
-        let sched = Scheduler::new(&backend, &devices, sched_nodes).map_err(Error::Ggml)?;
+        let sched = Scheduler::new(&backend, &devices, sched_nodes, p.op_offload).map_err(Error::Ggml)?;
         if let Some(cb) = p.cb_eval {
             sched.set_eval_callback(cb);
         }
@@ -378,6 +382,7 @@ impl<'m> Context<'m> {
             sched,
             sched_nodes,
             cb_eval: p.cb_eval,
+            op_offload: p.op_offload,
             kv,
             rs,
             backend,

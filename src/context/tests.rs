@@ -23,6 +23,7 @@ pub(crate) fn params(n_ctx: u32, n_ubatch: u32, n_seq_max: u32) -> Params {
         type_k: ggml_sys::ggml_type_GGML_TYPE_F16,
         type_v: ggml_sys::ggml_type_GGML_TYPE_F16,
         offload_kqv: true,
+        op_offload: true,
         flash_attn: FlashAttn::Auto,
         kv_unified: false,
         swa_full: true,

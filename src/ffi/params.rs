@@ -415,6 +415,7 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         type_k: p.type_k,
         type_v: p.type_v,
         offload_kqv: p.offload_kqv,
+        op_offload: p.op_offload,
         flash_attn: match fa {
             -1 => FlashAttn::Auto,
             0 => FlashAttn::Off,

@@ -299,6 +299,9 @@ pub fn tensor_read(t: TensorRef, offset: usize, out: &mut [u8]) -> Result<(), St
 }
 
 fn check_range(t: TensorRef, offset: usize, len: usize) -> Result<(), String> {
+    if len == 0 && offset <= t.nbytes() {
+        return Ok(()); // nothing to copy; an empty tensor may have no memory at all
+    }
     // SAFETY: reading plain fields of a live tensor.
     let allocated = unsafe { !(*t.as_ptr()).data.is_null() && !(*t.as_ptr()).buffer.is_null() };
     if !allocated {
@@ -359,14 +362,27 @@ unsafe impl Send for Scheduler {}
 impl Scheduler {
     /// A scheduler over the device backends and then `cpu` (the order is ggml's priority: a node
     /// runs on the first backend that holds its weights and supports it), able to hold graphs of up
-    /// to `max_nodes` nodes.
-    pub fn new(cpu: &CpuBackend, devices: &[DeviceBackend], max_nodes: usize) -> Result<Scheduler, String> {
+    /// to `max_nodes` nodes; with `op_offload`, a device may also run an op whose weights are on
+    /// the CPU when its backend asks for it (llama.h's `op_offload`).
+    pub fn new(
+        cpu: &CpuBackend,
+        devices: &[DeviceBackend],
+        max_nodes: usize,
+        op_offload: bool,
+    ) -> Result<Scheduler, String> {
         let mut backends: Vec<_> = devices.iter().map(|d| d.raw.as_ptr()).chain([cpu.raw()]).collect();
         let n = i32::try_from(backends.len()).map_err(|_| "too many backends")?;
         // SAFETY: valid backends, the CPU last as ggml requires; NULL buffer types mean each
         // backend's default; no parallel copies; ggml keeps its own copy of the array.
         let raw = unsafe {
-            ggml_sys::ggml_backend_sched_new(backends.as_mut_ptr(), std::ptr::null_mut(), n, max_nodes, false, true)
+            ggml_sys::ggml_backend_sched_new(
+                backends.as_mut_ptr(),
+                std::ptr::null_mut(),
+                n,
+                max_nodes,
+                false,
+                op_offload,
+            )
         };
         NonNull::new(raw)
             .map(|raw| Scheduler { raw, backends })

@@ -112,7 +112,7 @@ mod tests {
         tensor_set(w, &vec![0u8; w.nbytes()]).expect("upload converts the layout");
 
         let backend = CpuBackend::new(1).expect("backend");
-        let sched = Scheduler::new(&backend, &[], 16).expect("scheduler");
+        let sched = Scheduler::new(&backend, &[], 16, true).expect("scheduler");
         let mut product = Graph::new(16).expect("graph");
         let x = product
             .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[64, 3], "x")

@@ -937,7 +937,7 @@ mod tests {
             g.output(t);
         }
         let backend = CpuBackend::new(1).expect("backend");
-        let sched = Scheduler::new(&backend, &[], 32).expect("scheduler");
+        let sched = Scheduler::new(&backend, &[], 32, true).expect("scheduler");
         sched.alloc(&g).expect("alloc");
         let mut eye = Vec::new();
         for e in 1..=3 {

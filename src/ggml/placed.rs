@@ -5,7 +5,8 @@ use super::{Arena, BufferType, BufferTypeId, OwnedBuffer, RawType, TensorRef};
 
 /// Tensors being created, grouped by buffer type; [`Placed::allocate`] gives them memory.
 pub struct Placed {
-    groups: Vec<(BufferType, Arena)>,
+    /// Per buffer type its arena and whether any of its tensors has bytes.
+    groups: Vec<(BufferType, Arena, bool)>,
     capacity: usize,
 }
 
@@ -19,26 +20,35 @@ impl Placed {
     }
 
     pub fn new_tensor(&mut self, buft: BufferType, t: RawType, ne: &[i64], name: &str) -> Result<TensorRef, String> {
-        let i = match self.groups.iter().position(|(b, _)| *b == buft) {
+        let i = match self.groups.iter().position(|(b, _, _)| *b == buft) {
             Some(i) => i,
             None => {
-                self.groups.push((buft, Arena::new(self.capacity)?));
+                self.groups.push((buft, Arena::new(self.capacity)?, false));
                 self.groups.len() - 1
             }
         };
-        self.groups[i].1.new_tensor(t, ne, name)
+        let tensor = self.groups[i].1.new_tensor(t, ne, name)?;
+        self.groups[i].2 |= tensor.nbytes() > 0;
+        Ok(tensor)
     }
 
     /// Allocate every group's tensors in a buffer of its type, zeroed (fresh memory may hold NaN
-    /// patterns, and masked or empty rows must read as numbers).
+    /// patterns, and masked or empty rows must read as numbers). A group of empty tensors only (the
+    /// attention cache of a device holding only recurrent layers) gets no buffer: ggml allocates
+    /// none for zero bytes, and nothing reads or writes such a tensor's bytes.
     pub fn allocate(self) -> Result<PlacedBuffers, String> {
         let mut parts = Vec::with_capacity(self.groups.len());
-        for (buft, arena) in self.groups {
+        let mut empty = Vec::new();
+        for (buft, arena, has_bytes) in self.groups {
+            if !has_bytes {
+                empty.push(arena);
+                continue;
+            }
             let buffer = OwnedBuffer::for_arena(&arena, buft).map_err(|e| format!("{}: {e}", buft.name()))?;
             buffer.clear(0);
             parts.push((buffer, arena));
         }
-        Ok(PlacedBuffers { parts })
+        Ok(PlacedBuffers { parts, _empty: empty })
     }
 }
 
@@ -46,6 +56,8 @@ impl Placed {
 pub struct PlacedBuffers {
     // A buffer is released before its arena (tuple fields drop in order).
     parts: Vec<(OwnedBuffer, Arena)>,
+    /// The descriptions of tensors without bytes.
+    _empty: Vec<Arena>,
 }
 
 impl PlacedBuffers {

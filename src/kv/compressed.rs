@@ -10,7 +10,7 @@
 
 use super::state::{i32_of, u32_of, u64_of, Sink, Source};
 use crate::error::{Error, Result};
-use crate::ggml::{row_size, tensor_read, tensor_write, Arena, OwnedBuffer, RawType, TensorRef};
+use crate::ggml::{row_size, tensor_read, tensor_write, BufferType, Placed, PlacedBuffers, RawType, TensorRef};
 use std::collections::BTreeMap;
 
 /// Cells attention covers are padded to this (and at least this many), so graphs repeat.
@@ -457,12 +457,13 @@ pub struct Store {
     /// Per kind, the ring's row width (written in the state even without such layers).
     state_width: [usize; 3],
     rs_idx: Vec<u32>,
-    storage: (OwnedBuffer, Arena),
+    storage: PlacedBuffers,
 }
 
 impl Store {
     /// Per layer its compression ratio (0, 4 or 128); `head` the key width, `index_head` the
-    /// indexer's; `kv_size` cells per sequence, `n_seq_max` streams, `n_rs` rollback planes.
+    /// indexer's; `kv_size` cells per sequence, `n_seq_max` streams, `n_rs` rollback planes;
+    /// layer `il`'s tensors in `buft_of(il)`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ratios: &[u32],
@@ -472,9 +473,10 @@ impl Store {
         kv_size: usize,
         n_seq_max: usize,
         n_rs: usize,
+        buft_of: &dyn Fn(usize) -> BufferType,
     ) -> Result<Store> {
         let f32t = ggml_sys::ggml_type_GGML_TYPE_F32;
-        let mut arena = Arena::new(ratios.len() * 9).map_err(Error::Ggml)?;
+        let mut arena = Placed::new(ratios.len() * 9);
         let geometry = Kind::ALL.map(|kind| Geometry {
             kv_size: cache_size(kv_size, kind),
             n_stream: n_seq_max,
@@ -500,7 +502,7 @@ impl Store {
                     let ss = kind.state_size() as i64;
                     let mut t = |ty: RawType, ne: &[i64], what: &str| {
                         arena
-                            .new_tensor(ty, ne, &format!("dsv4_{}_{what}_l{il}", kind.name()))
+                            .new_tensor(buft_of(il), ty, ne, &format!("dsv4_{}_{what}_l{il}", kind.name()))
                             .map_err(Error::invalid)
                     };
                     Some(Parts {
@@ -514,9 +516,10 @@ impl Store {
                 parts[kind.index()].push(part);
             }
         }
-        let buffer = OwnedBuffer::for_arena_cpu(&arena).map_err(|e| Error::Ggml(format!("compressed caches: {e}")))?;
-        // Rows never written are still read (masked): they must be numbers.
-        buffer.clear(0);
+        // Rows never written are still read (masked): they must be numbers (allocate clears).
+        let buffer = arena
+            .allocate()
+            .map_err(|e| Error::Ggml(format!("compressed caches: {e}")))?;
         crate::log_info!(
             "kv: compressed caches of {} (CSA) and {} (HCA) cells per sequence, {n_rs} rollback plane(s), {:.2} MiB",
             geometry[0].kv_size,
@@ -528,7 +531,7 @@ impl Store {
             geometry,
             state_width,
             rs_idx: vec![0; n_seq_max],
-            storage: (buffer, arena),
+            storage: buffer,
         })
     }
 
@@ -541,8 +544,8 @@ impl Store {
         self.geometry[kind.index()]
     }
 
-    pub fn buffer(&self) -> &OwnedBuffer {
-        &self.storage.0
+    pub fn buffers(&self) -> &PlacedBuffers {
+        &self.storage
     }
 
     /// The plans of a batch's ubatches per kind; the sequences' pending rollbacks are consumed.
@@ -589,7 +592,7 @@ impl Store {
     /// forget its pending rollback.
     pub fn clear(&mut self, seq: Option<usize>) -> Result<()> {
         let Some(s) = seq else {
-            self.storage.0.clear(0);
+            self.storage.clear(0);
             self.rs_idx.fill(0);
             return Ok(());
         };

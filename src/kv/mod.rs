@@ -325,19 +325,16 @@ impl KvCache {
 
     /// Bytes held per buffer type (none without layers).
     pub fn memory_breakdown(&self) -> Vec<(crate::ggml::BufferTypeId, usize)> {
-        let comp = self
-            .comp
-            .as_ref()
-            .map(|c| (c.buffer().buffer_type(), c.buffer().size()));
+        let comp = self.comp.as_ref().map(compressed::Store::buffers);
         self.storage
             .iter()
-            .flat_map(PlacedBuffers::memory_breakdown)
             .chain(comp)
+            .flat_map(PlacedBuffers::memory_breakdown)
             .collect()
     }
 
     pub fn bytes(&self) -> usize {
-        self.storage.as_ref().map_or(0, PlacedBuffers::size) + self.comp.as_ref().map_or(0, |c| c.buffer().size())
+        self.storage.as_ref().map_or(0, PlacedBuffers::size) + self.comp.as_ref().map_or(0, |c| c.buffers().size())
     }
 
     /// Cells attention must cover in the streams `first..first + n` (of the full layers, or with

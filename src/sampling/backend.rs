@@ -521,7 +521,7 @@ mod tests {
         for t in [Some(d.logits), d.probs, d.sampled, d.candidates].into_iter().flatten() {
             g.output(t);
         }
-        let sched = Scheduler::new(&backend, &[], 256).unwrap();
+        let sched = Scheduler::new(&backend, &[], 256, true).unwrap();
         sched.alloc(&g).unwrap();
         tensor_set(
             logits,

@@ -191,7 +191,7 @@ mod tests {
         for t in [best, top, sorted, cdf, total, pos] {
             g.output(t);
         }
-        let sched = Scheduler::new(&backend, &[], 64).unwrap();
+        let sched = Scheduler::new(&backend, &[], 64, true).unwrap();
         sched.alloc(&g).unwrap();
         tensor_set(x, &f32_bytes(&[0.5, -1.0, 3.0, 2.0, 0.0])).unwrap();
         sched.compute(&g);
