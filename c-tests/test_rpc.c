@@ -68,11 +68,17 @@ static void start_servers(void) {
     }
 }
 
-static void stop_servers(void) {
-    for (int i = 0; i < 2; i++) {
+static void stop_server(int i) {
+    if (servers[i] > 0) {
         kill(servers[i], SIGKILL);
         waitpid(servers[i], NULL, 0);
+        servers[i] = 0;
     }
+}
+
+static void stop_servers(void) {
+    stop_server(0);
+    stop_server(1);
 }
 
 /* The last token's logits after the prompt (in ubatches of 16) and after each of N_STEPS greedy
@@ -176,6 +182,43 @@ static void check_model(const char *file) {
     free(want);
 }
 
+/* A server stopped between two decodes: the next decode fails with a message and leaves the cache
+ * as it was, the context and model are freed without a crash (nothing more is sent to the dead
+ * server), and a model placed on it is refused. (A server dying while a graph computes still takes
+ * the process down inside ggml's RPC client; see the README.) */
+static void server_dies_between_decodes(const char *list) {
+    setenv("LLAMA_ARG_RPC", list, 1);
+    struct llama_model *m = load(SMOLLM2_FILE, 99, NULL);
+    if (!m) {
+        return;
+    }
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 256;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    CHECK(ctx != NULL, "context: %s", llama_engine_last_error());
+    if (ctx) {
+        llama_token toks[64];
+        const struct llama_vocab *v = llama_model_get_vocab(m);
+        int n = llama_tokenize(v, PROMPT, (int)strlen(PROMPT), toks, 64, true, false);
+        CHECK(tu_decode(ctx, toks, n, 0, 0) == 0, "prompt");
+        stop_server(1);
+        usleep(200000);
+        tu_log_clear();
+        llama_token next = toks[1];
+        int rc = tu_decode(ctx, &next, 1, n, 0);
+        CHECK(rc < 0 && tu_log_contains("has closed its connection"), "a decode after the server died fails: %d", rc);
+        CHECK(llama_memory_seq_pos_max(llama_get_memory(ctx), 0) == n - 1, "the cache is as it was");
+        llama_free(ctx);
+    }
+    llama_model_free(m);
+    tu_log_clear();
+    m = llama_model_load_from_file(tu_model_path(SMOLLM2_FILE), llama_model_default_params());
+    CHECK(m == NULL && (tu_log_contains("has closed its connection") || tu_log_contains("unreachable")),
+          "a model is not placed on a dead server");
+    llama_model_free(m);
+    unsetenv("LLAMA_ARG_RPC");
+}
+
 int main(void) {
     tu_capture_log();
     start_servers();
@@ -223,6 +266,8 @@ int main(void) {
     CHECK(m == NULL && tu_log_contains("unreachable"), "an unreachable RPC server fails the load");
     llama_model_free(m);
     unsetenv("LLAMA_ARG_RPC");
+
+    server_dies_between_decodes(list);
 
     stop_servers();
     return tu_finish("test_rpc");

@@ -36,14 +36,18 @@ const F16_ZERO: u16 = 0x0000;
 const F16_NEG_INF: u16 = 0xfc00;
 
 impl Context<'_> {
-    /// Refuse `what` ("decode", "encode") on a vocab-only model.
+    /// Refuse `what` ("decode", "encode") on a vocab-only model, or when a device's RPC server is
+    /// gone (before anything changes, so the memory stays as it was).
     fn require_weights(&self, what: &str) -> Result<()> {
-        if self.can_decode() {
-            return Ok(());
+        if !self.can_decode() {
+            return Err(Error::invalid(format!(
+                "the model was loaded vocab-only: this context can tokenize and apply chat templates, not {what}"
+            )));
         }
-        Err(Error::invalid(format!(
-            "the model was loaded vocab-only: this context can tokenize and apply chat templates, not {what}"
-        )))
+        self.devices
+            .iter()
+            .try_for_each(|d| d.check_connection())
+            .map_err(Error::Ggml)
     }
 
     /// Make room for a batch's outputs (`outputs` per token) and map each token to its output row

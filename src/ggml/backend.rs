@@ -115,6 +115,7 @@ impl Drop for CpuBackend {
 /// The backend of an offload device (an RPC server, a GPU), made from the device.
 pub struct DeviceBackend {
     raw: NonNull<ggml_sys::ggml_backend>,
+    dev: super::Device,
 }
 
 // SAFETY: as CpuBackend's.
@@ -122,11 +123,17 @@ unsafe impl Send for DeviceBackend {}
 
 impl DeviceBackend {
     pub fn new(dev: super::Device) -> Result<DeviceBackend, String> {
+        dev.check_alive()?;
         // SAFETY: a live device; NULL parameters ask for its defaults; NULL on failure.
         let raw = unsafe { ggml_sys::ggml_backend_dev_init(dev.raw(), std::ptr::null()) };
         NonNull::new(raw)
-            .map(|raw| DeviceBackend { raw })
+            .map(|raw| DeviceBackend { raw, dev })
             .ok_or_else(|| format!("cannot initialise the backend of device {}", dev.name()))
+    }
+
+    /// An error if the device's RPC server is gone (see [`super::Device::check_connection`]).
+    pub fn check_connection(&self) -> Result<(), String> {
+        self.dev.check_connection()
     }
 }
 
@@ -253,6 +260,11 @@ impl OwnedBuffer {
 
 impl Drop for OwnedBuffer {
     fn drop(&mut self) {
+        // SAFETY: a live buffer.
+        let buft = unsafe { ggml_sys::ggml_backend_buffer_get_type(self.raw.as_ptr()) };
+        if super::device::on_dead_server(buft) {
+            return; // freeing would message a server that is gone, and ggml's client would abort
+        }
         // SAFETY: freed once.
         unsafe { ggml_sys::ggml_backend_buffer_free(self.raw.as_ptr()) }
     }
@@ -482,6 +494,14 @@ impl Scheduler {
 
 impl Drop for Scheduler {
     fn drop(&mut self) {
+        // SAFETY: the backends are alive (see the field); their buffer types are static objects.
+        let on_dead_server = self
+            .backends
+            .iter()
+            .any(|&b| unsafe { super::device::on_dead_server(ggml_sys::ggml_backend_get_default_buffer_type(b)) });
+        if on_dead_server {
+            return; // its compute buffers there cannot be freed without aborting (as OwnedBuffer's)
+        }
         // SAFETY: freed once, before the backends it references.
         unsafe { ggml_sys::ggml_backend_sched_free(self.raw.as_ptr()) }
     }

@@ -219,17 +219,7 @@ pub fn check_ggml_version() -> Result<(), String> {
 /// ggml's RPC client aborts the process when it cannot connect, so the host is first probed here
 /// and an unreachable one is an error.
 pub fn add_rpc_server(endpoint: &str) -> Result<Vec<Device>, String> {
-    use std::net::ToSocketAddrs;
-    let addrs: Vec<_> = endpoint
-        .to_socket_addrs()
-        .map_err(|e| format!("RPC server '{endpoint}': not a host:port ({e})"))?
-        .collect();
-    let reachable = addrs
-        .iter()
-        .any(|a| std::net::TcpStream::connect_timeout(a, std::time::Duration::from_secs(5)).is_ok());
-    if !reachable {
-        return Err(format!("RPC server '{endpoint}' is unreachable"));
-    }
+    probe(endpoint)?;
     super::init();
     let name = std::ffi::CString::new(endpoint).map_err(|_| format!("RPC server '{endpoint}': NUL in the name"))?;
     // SAFETY: the registry is ggml's; the proc address, when present, is ggml's
@@ -260,6 +250,22 @@ pub fn add_rpc_server(endpoint: &str) -> Result<Vec<Device>, String> {
     }
 }
 
+/// Whether a server listens at `endpoint` (a TCP connection is made and closed at once).
+fn probe(endpoint: &str) -> Result<(), String> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = endpoint
+        .to_socket_addrs()
+        .map_err(|e| format!("RPC server '{endpoint}': not a host:port ({e})"))?
+        .collect();
+    let reachable = addrs
+        .iter()
+        .any(|a| std::net::TcpStream::connect_timeout(a, std::time::Duration::from_secs(5)).is_ok());
+    if !reachable {
+        return Err(format!("RPC server '{endpoint}' is unreachable"));
+    }
+    Ok(())
+}
+
 /// # Safety
 /// `p` must be NULL or a NUL-terminated string.
 unsafe fn cstr(p: *const std::ffi::c_char) -> String {
@@ -268,4 +274,127 @@ unsafe fn cstr(p: *const std::ffi::c_char) -> String {
     }
     // SAFETY: forwarded contract.
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// RPC devices whose server is known to have closed its connection (device addresses). ggml's RPC
+/// client aborts the process on the next message to such a server, so nothing more is sent there:
+/// decodes fail, and its buffers are left unfreed (freeing sends a message).
+static DEAD_SERVERS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
+
+impl Device {
+    /// The server ("host:port") of an RPC device, None for any other device.
+    fn rpc_endpoint(self) -> Option<String> {
+        (self.backend_name() == "RPC").then(|| self.description())
+    }
+
+    /// Whether this device's RPC server is known to be gone.
+    fn known_dead(self) -> bool {
+        DEAD_SERVERS.lock().contains(&(self.raw() as usize))
+    }
+
+    /// An error if this is an RPC device whose server has closed the connection ggml's client holds
+    /// to it (it died or was stopped), or, without such a connection, does not accept one: checked
+    /// before anything is sent there, since ggml's client aborts the process when a message finds
+    /// the connection broken or cannot connect. A server that dies while a graph computes still
+    /// takes the process down inside ggml.
+    pub fn check_alive(self) -> Result<(), String> {
+        self.check(true)
+    }
+
+    /// As [`Device::check_alive`] but only through the connection ggml holds, never a new one:
+    /// cheap enough for every decode.
+    pub fn check_connection(self) -> Result<(), String> {
+        self.check(false)
+    }
+
+    fn check(self, may_probe: bool) -> Result<(), String> {
+        let Some(endpoint) = self.rpc_endpoint() else {
+            return Ok(());
+        };
+        let closed = self.known_dead()
+            || match connection_closed(&endpoint) {
+                Some(closed) => closed,
+                None if may_probe => return probe(&endpoint),
+                None => false,
+            };
+        if closed {
+            let mut dead = DEAD_SERVERS.lock();
+            if !dead.contains(&(self.raw() as usize)) {
+                dead.push(self.raw() as usize);
+            }
+            return Err(format!(
+                "RPC server {endpoint} ({}) has closed its connection; nothing more can be computed there",
+                self.name()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether the device owning buffer type `buft` is an RPC server known to be gone.
+pub(super) fn on_dead_server(buft: ggml_sys::ggml_backend_buffer_type_t) -> bool {
+    if buft.is_null() || DEAD_SERVERS.lock().is_empty() {
+        return false;
+    }
+    // SAFETY: a live buffer type; NULL when it has no device.
+    NonNull::new(unsafe { ggml_sys::ggml_backend_buft_get_device(buft) }).is_some_and(|d| Device(d).known_dead())
+}
+
+/// Whether the sockets of this process connected to `endpoint` (ggml's RPC connection) have been
+/// closed by their peer; None when there is no such socket. The sockets are found through
+/// /proc/self/fd and their peer addresses, and polled without reading: a closed connection reports
+/// hang-up.
+fn connection_closed(endpoint: &str) -> Option<bool> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = endpoint.to_socket_addrs().ok()?.collect();
+    let entries = std::fs::read_dir("/proc/self/fd").ok()?;
+    let mut found = None;
+    for entry in entries.flatten() {
+        let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let is_socket = std::fs::read_link(entry.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:"));
+        if !is_socket || !peer_is(fd, &addrs) {
+            continue;
+        }
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLRDHUP,
+            revents: 0,
+        };
+        // SAFETY: one pollfd for an open descriptor; a zero timeout only asks for its state.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+            return Some(true);
+        }
+        found = Some(false);
+    }
+    found
+}
+
+/// Whether socket `fd`'s peer is one of `addrs`.
+fn peer_is(fd: i32, addrs: &[std::net::SocketAddr]) -> bool {
+    // SAFETY: storage large enough for any address; getpeername writes at most `len` bytes.
+    let (storage, len) = unsafe {
+        let mut storage: libc::sockaddr_storage = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        if libc::getpeername(fd, (&mut storage as *mut libc::sockaddr_storage).cast(), &mut len) != 0 {
+            return false;
+        }
+        (storage, len)
+    };
+    let peer = match i32::from(storage.ss_family) {
+        libc::AF_INET if len as usize >= std::mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: an AF_INET address of sockaddr_in's size.
+            let a = unsafe { *(&storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            std::net::SocketAddr::from((u32::from_be(a.sin_addr.s_addr).to_be_bytes(), u16::from_be(a.sin_port)))
+        }
+        libc::AF_INET6 if len as usize >= std::mem::size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: an AF_INET6 address of sockaddr_in6's size.
+            let a = unsafe { *(&storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            std::net::SocketAddr::from((a.sin6_addr.s6_addr, u16::from_be(a.sin6_port)))
+        }
+        _ => return false,
+    };
+    addrs.contains(&peer)
 }

@@ -78,6 +78,9 @@ impl Placement {
     /// Choose the devices and split `n_layer` layers (plus the output layer) over them.
     pub fn new(params: &PlacementParams, n_layer: usize) -> Result<Placement> {
         let devices = choose_devices(params)?;
+        for d in &devices {
+            d.check_alive().map_err(Error::Ggml)?;
+        }
         let shares = if params.tensor_split.iter().take(devices.len()).any(|&x| x != 0.0) {
             (0..devices.len())
                 .map(|i| params.tensor_split.get(i).copied().unwrap_or(0.0))
