@@ -240,7 +240,8 @@ fi
 
 # Across machines: the model split over two ggml RPC servers on loopback (llama.cpp's
 # ggml-rpc-server, one thread each), every layer offloaded (-ngl 99); with the FFN weights kept on
-# the CPU (-ot), and with an MoE model's experts kept on the CPU (--cpu-moe). The servers serve both
+# the CPU (-ot), on the second server only (--device), 10 layers split 3:1 (-ngl 10 -ts 3,1), and
+# with an MoE model's experts kept on the CPU (--cpu-moe). The servers serve both
 # libraries, one client at a time.
 if want rpc; then
     rpc_ports=(18150 18151)
@@ -259,6 +260,10 @@ if want rpc; then
         run "rpc/llama-completion/$m" 300 llama-completion "${common[@]}" --rpc "$rpc" -ngl 99
         run "rpc/llama-completion/$m/ot-ffn-cpu" 300 llama-completion "${common[@]}" --rpc "$rpc" -ngl 99 \
             -ot "ffn_.*=CPU"
+        # A device list (the second server only), and 10 layers split 3:1 with the rest on the CPU.
+        run "rpc/llama-completion/$m/device-RPC1" 300 llama-completion "${common[@]}" --rpc "$rpc" -ngl 99 \
+            --device RPC1
+        run "rpc/llama-completion/$m/ngl10-ts3,1" 300 llama-completion "${common[@]}" --rpc "$rpc" -ngl 10 -ts 3,1
         command -v curl >/dev/null &&
             server_compare "rpc/llama-server/$m" "${!m}" --rpc "$rpc" -ngl 99
     done
