@@ -280,11 +280,15 @@ impl<'m> Context<'m> {
             .map(DeviceBackend::new)
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(Error::Ggml)?;
-        let cpu = BufferType::cpu();
-        let cache_buft = |il: usize| match p.offload_kqv {
-            true => model.placement.layer_buffer_type(il).unwrap_or(cpu),
-            false => cpu,
-        };
+        // Each layer's caches on its device (with offload_kqv), else on the CPU.
+        let n_layer = hp.map_or(0, |h| h.n_layer as usize);
+        let cache_bufts = (0..n_layer)
+            .map(|il| match p.offload_kqv {
+                true => model.placement.layer_buffer_type(il),
+                false => Ok(BufferType::cpu()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let cache_buft = |il: usize| cache_bufts.get(il).copied().unwrap_or_else(BufferType::cpu);
         // DeepSeek-V4's caches keep a stream per sequence whatever kv_unified says, as llama.cpp's.
         let unified = p.kv_unified && memory != Memory::Compressed;
         let n_stream = if unified { 1 } else { n_seq_max };

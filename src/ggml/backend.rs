@@ -1,4 +1,5 @@
-//! The CPU backend, the scheduler that runs graphs on it, and backend buffers that own memory.
+//! The CPU backend and the backends of other devices, the scheduler that runs graphs over them,
+//! buffer types, and backend buffers that own memory.
 
 use super::{Arena, TensorRef};
 use std::ffi::c_void;
