@@ -117,8 +117,25 @@ static float *run(struct llama_model *m) {
     return out;
 }
 
+/* Weight tensors the last load copied to buffer types whose name contains `where` (an endpoint,
+ * or "RPC" for every server): the sum over the library's "model: N weight tensors (...) copied to
+ * BUFFER" lines since the log was cleared. */
+static int copied_to(const char *where) {
+    int total = 0;
+    for (const char *line = tu_log_text(); (line = strstr(line, "model: ")) != NULL; line++) {
+        const char *end = strchr(line, '\n');
+        const char *to = strstr(line, " copied to ");
+        const char *at = to ? strstr(to, where) : NULL;
+        if (to && at && (!end || at < end)) {
+            total += atoi(line + strlen("model: "));
+        }
+    }
+    return total;
+}
+
 static struct llama_model *load_with(const char *file, int n_gpu_layers, ggml_backend_dev_t *devices,
                                      const struct llama_model_tensor_buft_override *overrides) {
+    tu_log_clear();
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = n_gpu_layers;
     mp.tensor_buft_overrides = overrides;
@@ -140,16 +157,20 @@ static void check_model(const char *file) {
     if (!cpu) {
         return;
     }
+    CHECK(copied_to("RPC") == 0, "%s: n_gpu_layers 0 keeps every weight on the CPU", file);
     int nv = llama_vocab_n_tokens(llama_model_get_vocab(cpu));
     size_t bytes = sizeof(float) * (size_t)(N_STEPS + 1) * (size_t)nv;
     int n_layer = llama_model_n_layer(cpu);
     float *want = run(cpu);
     llama_model_free(cpu);
+    int all_offloaded = 0; /* weight tensors on the servers with every layer offloaded */
 
     /* Layer 0 on the CPU, the others and the output split over both servers by their memory. */
     struct llama_model *split = load(file, n_layer, NULL);
+    int on_first = copied_to(endpoints[0]), on_second = copied_to(endpoints[1]);
     if (split) {
         CHECK(llama_model_n_devices(split) == 2, "%s: two devices, got %d", file, llama_model_n_devices(split));
+        CHECK(on_first > 0 && on_second > 0, "%s: weights on both servers (%d, %d)", file, on_first, on_second);
         float *got = run(split);
         CHECK(memcmp(got, want, bytes) == 0, "%s: CPU + two RPC servers give the CPU's logits", file);
         free(got);
@@ -158,9 +179,12 @@ static void check_model(const char *file) {
         ggml_backend_dev_t second[2] = {llama_model_get_device(split, 1), NULL};
         CHECK(second[0] != NULL && llama_model_get_device(split, 2) == NULL, "device 1 exists, device 2 not");
         struct llama_model *one = load(file, 99, second);
+        all_offloaded = copied_to("RPC");
         if (one) {
             CHECK(llama_model_n_devices(one) == 1 && llama_model_get_device(one, 0) == second[0],
                   "%s: the device given is the one used", file);
+            CHECK(copied_to(endpoints[1]) > 0 && copied_to(endpoints[0]) == 0,
+                  "%s: weights on the second server only", file);
             got = run(one);
             CHECK(memcmp(got, want, bytes) == 0, "%s: everything on one RPC server gives the CPU's logits", file);
             free(got);
@@ -173,6 +197,10 @@ static void check_model(const char *file) {
     ggml_backend_buffer_type_t cpu_buft = ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
     struct llama_model_tensor_buft_override ffn_on_cpu[] = {{"ffn_.*", cpu_buft}, {NULL, NULL}};
     struct llama_model *ot = load_with(file, 99, NULL, ffn_on_cpu);
+    int kept_off = copied_to("RPC");
+    CHECK(kept_off > 0 && kept_off < all_offloaded,
+          "%s: the FFN weights stay on the CPU (%d of %d weight tensors on the servers)", file, kept_off,
+          all_offloaded);
     if (ot) {
         float *got = run(ot);
         CHECK(memcmp(got, want, bytes) == 0, "%s: FFN weights overridden to the CPU give the CPU's logits", file);

@@ -213,6 +213,10 @@ bool tu_log_contains(const char *needle) {
     return strstr(log_buf, needle) != NULL;
 }
 
+const char *tu_log_text(void) {
+    return log_buf;
+}
+
 struct llama_model *tu_load(const char *file, bool vocab_only) {
     struct llama_model_params mp = llama_model_default_params();
     mp.vocab_only = vocab_only;

@@ -62,6 +62,8 @@ int tu_hex_decode(const char *hex, unsigned char *out, size_t cap);
 void tu_capture_log(void);
 void tu_log_clear(void);
 bool tu_log_contains(const char *needle);
+/* Everything captured since the last tu_log_clear. */
+const char *tu_log_text(void);
 
 /* Load a model with default parameters (optionally vocab only); exits on failure. */
 struct llama_model *tu_load(const char *file, bool vocab_only);

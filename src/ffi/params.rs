@@ -196,7 +196,9 @@ unsafe fn placement_params(p: &llama_model_params) -> Result<model::placement::P
             let mut d = p.devices;
             while !(*d).is_null() {
                 if list.len() == MAX_DEVICE_LIST {
-                    return Err(Error::invalid("devices: no NULL terminator within 1024 entries"));
+                    return Err(Error::invalid(format!(
+                        "devices: no NULL terminator within {MAX_DEVICE_LIST} entries"
+                    )));
                 }
                 list.push(crate::ggml::Device::from_client((*d).cast()).map_err(Error::invalid)?);
                 d = d.add(1);
@@ -262,8 +264,7 @@ unsafe fn tensor_overrides(
             )));
         }
         // SAFETY: a NUL-terminated pattern (the caller's contract).
-        let pattern = unsafe { std::ffi::CStr::from_ptr(ov.pattern) }
-            .to_str()
+        let pattern = std::str::from_utf8(unsafe { c_str(ov.pattern, "a tensor_buft_overrides pattern") }?)
             .map_err(|_| Error::invalid("tensor_buft_overrides: a pattern is not UTF-8"))?;
         let buft = crate::ggml::BufferType::from_client(ov.buft.cast())
             .map_err(|e| Error::invalid(format!("tensor_buft_overrides '{pattern}': {e}")))?;

@@ -193,10 +193,6 @@ impl BufferType {
             .into_owned()
     }
 
-    pub fn id(self) -> BufferTypeId {
-        BufferTypeId(self.0.as_ptr() as usize)
-    }
-
     pub(crate) fn raw(self) -> ggml_sys::ggml_backend_buffer_type_t {
         self.0.as_ptr()
     }
@@ -213,11 +209,6 @@ unsafe impl Send for OwnedBuffer {}
 unsafe impl Sync for OwnedBuffer {}
 
 impl OwnedBuffer {
-    /// Allocate CPU memory for every tensor in `arena` and point them at it.
-    pub fn for_arena_cpu(arena: &Arena) -> Result<OwnedBuffer, String> {
-        Self::for_arena(arena, BufferType::cpu())
-    }
-
     /// Allocate memory of a buffer type (a device's, or a CPU extra one) for every weight tensor in
     /// `arena`; data then goes in through [`tensor_set`], which converts it to the buffer type's
     /// layout.

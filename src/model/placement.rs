@@ -81,16 +81,17 @@ impl Placement {
         for d in &devices {
             d.check_alive().map_err(Error::Ggml)?;
         }
+        // Asked once per device: an RPC server answers over the network.
+        let memory: Vec<(usize, usize)> = devices.iter().map(|d| d.memory()).collect();
         let shares = if params.tensor_split.iter().take(devices.len()).any(|&x| x != 0.0) {
             (0..devices.len())
                 .map(|i| params.tensor_split.get(i).copied().unwrap_or(0.0))
                 .collect()
         } else {
-            devices.iter().map(|d| free_memory(*d) as f32).collect::<Vec<_>>()
+            memory.iter().map(|&m| free_memory(m) as f32).collect::<Vec<_>>()
         };
         let layers = assign_layers(n_layer, params.n_gpu_layers, &split_points(&shares));
-        for d in &devices {
-            let (free, _) = d.memory();
+        for (d, &(free, _)) in devices.iter().zip(&memory) {
             crate::log_info!(
                 "model: using device {} ({}) ({}) - {} MiB free",
                 d.name(),
@@ -188,9 +189,10 @@ fn weight_layer(name: &str, n_layer: usize) -> Option<usize> {
     (name.starts_with("output.") || name.starts_with("output_norm.")).then_some(n_layer)
 }
 
-/// A device's free memory, or the host's when it reports none (llama.cpp's fallback).
-fn free_memory(d: Device) -> usize {
-    match d.memory() {
+/// A device's free memory from its (free, total), or the host's when it reports none (llama.cpp's
+/// fallback).
+fn free_memory(memory: (usize, usize)) -> usize {
+    match memory {
         (0, 0) => Device::cpu().map(|c| c.memory().0).unwrap_or(0),
         (free, _) => free,
     }
