@@ -3,8 +3,8 @@
 # prints tokenizations, logits and saved states (hashes of their bits), multi-sequence batches,
 # embeddings and seeded generations for each test model, and for the tiny models of the other
 # architectures (scripts/gen-models.py, written here), through each library, and llama.cpp's
-# tokenizer test vocabularies through benches/vocab_bench.c; this reports where the outputs first
-# differ.
+# tokenizer test vocabularies through benches/vocab_bench.c, and LoRA adapters through
+# benches/adapter_bench.c; this reports where the outputs first differ.
 # Part of the test suite (scripts/test.sh runs it last); exits 1 if anything differs.
 #
 #   benches/compare.sh [LIBLLAMA.so]     (default: $LIBLLAMA, else benches/llama-cpp.sh provides one)
@@ -53,6 +53,39 @@ for path in .ggml/vocab/*.gguf; do
         status=1
         echo "$model: differs; first difference:"
         diff <("$bin" "$PWD/target/release/libengine.so" "$path" "$cases") <("$bin" "$libllama" "$path" "$cases") | head -n 4
+    fi
+done
+# LoRA adapters (scripts/gen-adapters.py, written here) through benches/adapter_bench.c: two per
+# model adapting different weights (attention and the output head and token embeddings; the FFN,
+# experts, shared experts and router), in F32, F16 and Q8_0, and one that does not fit.
+build_bench adapter
+adapters="$generated/adapters"
+mkdir -p "$adapters"
+lora() { python3 scripts/gen-adapters.py lora "$@"; }
+smollm2="$models/${bench_models[0]}"
+gemma3="$models/${bench_models[1]}"
+lora "$smollm2" "$adapters/smollm2-a.gguf" --type f16 --targets 'attn_(q|k|v|output)\.weight' --alora 5,6,7
+lora "$smollm2" "$adapters/smollm2-b.gguf" --type q8_0 --rank 32 --alpha 0 --targets 'ffn_(gate|up|down)\.weight'
+lora "$gemma3" "$adapters/gemma3-a.gguf" --rank 16 --targets 'attn_(q|k|v|output)\.weight'
+lora "$gemma3" "$adapters/gemma3-b.gguf" --type q8_0 --rank 32 --alpha 16 --targets 'ffn_(gate|up|down)\.weight'
+lora "$generated/qwen2moe-f16.gguf" "$adapters/qwen2moe-a.gguf" \
+    --targets 'attn_(q|k|v|output)\.weight|^output\.weight|token_embd'
+lora "$generated/qwen2moe-f16.gguf" "$adapters/qwen2moe-b.gguf" --type f16 --seed 5 \
+    --targets 'ffn_.*(exps|shexp)\.weight|ffn_gate_inp\.weight'
+lora "$generated/qwen3moe-q8_0.gguf" "$adapters/qwen3moe-a.gguf" --targets 'attn_(q|v)\.weight'
+lora "$generated/qwen3moe-q8_0.gguf" "$adapters/qwen3moe-b.gguf" --type q8_0 --rank 32 --targets 'ffn_.*_exps'
+for case in "smollm2 $smollm2 gemma3" "gemma3 $gemma3 smollm2" "qwen2moe $generated/qwen2moe-f16.gguf smollm2" \
+    "qwen3moe $generated/qwen3moe-q8_0.gguf gemma3"; do
+    read -r name path wrong <<<"$case"
+    args=("$path" "$adapters/$name-a.gguf" "$adapters/$name-b.gguf" "$adapters/$wrong-a.gguf")
+    engine_out="$("$bin" "$PWD/target/release/libengine.so" "${args[@]}")"
+    llama_out="$("$bin" "$libllama" "${args[@]}")"
+    if [ "$engine_out" = "$llama_out" ]; then
+        echo "$(basename "$path") with LoRA adapters: identical ($(wc -l <<<"$llama_out") lines: metadata, logits at several scales, generation)"
+    else
+        status=1
+        echo "$(basename "$path") with LoRA adapters: differs; first difference:"
+        diff <(echo "$engine_out") <(echo "$llama_out") | head -n 4 | cut -c1-200
     fi
 done
 bin="$compare_bin"

@@ -471,12 +471,18 @@ typedef uint32_t llama_state_seq_flags;
 extern "C" {
 #endif // __cplusplus
 
+// # Safety
+// `path_lora` NULL or NUL-terminated.
 struct llama_adapter_lora *llama_adapter_lora_init(struct llama_model *model,
                                                    const char *path_lora);
 
+// # Safety
+// `file` NULL or a live `FILE*` positioned at the adapter's GGUF.
 struct llama_adapter_lora *llama_adapter_lora_init_from_file_ptr(struct llama_model *model,
                                                                  FILE *file);
 
+// # Safety
+// `key` NULL or NUL-terminated; `buf` valid for `buf_size` bytes.
 int32_t llama_adapter_meta_val_str(const struct llama_adapter_lora *adapter,
                                    const char *key,
                                    char *buf,
@@ -484,11 +490,15 @@ int32_t llama_adapter_meta_val_str(const struct llama_adapter_lora *adapter,
 
 int32_t llama_adapter_meta_count(const struct llama_adapter_lora *adapter);
 
+// # Safety
+// `buf` valid for `buf_size` bytes.
 int32_t llama_adapter_meta_key_by_index(const struct llama_adapter_lora *adapter,
                                         int32_t i,
                                         char *buf,
                                         size_t buf_size);
 
+// # Safety
+// `buf` valid for `buf_size` bytes.
 int32_t llama_adapter_meta_val_str_by_index(const struct llama_adapter_lora *adapter,
                                             int32_t i,
                                             char *buf,
@@ -498,8 +508,11 @@ void llama_adapter_lora_free(struct llama_adapter_lora *adapter);
 
 uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llama_adapter_lora *adapter);
 
+// The tokens stay valid while the adapter lives (its handle, or a context applying it).
 const llama_token *llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora *adapter);
 
+// # Safety
+// `adapters` and `scales` NULL or valid for `n_adapters` elements.
 int32_t llama_set_adapters_lora(struct llama_context *ctx,
                                 struct llama_adapter_lora **adapters,
                                 size_t n_adapters,

@@ -22,6 +22,10 @@ pub enum Error {
     #[error("invalid model: {0}")]
     Model(String),
 
+    /// A LoRA adapter that does not fit the model (or is not one).
+    #[error("invalid adapter: {0}")]
+    Adapter(String),
+
     /// The caller passed something the API does not accept (NULL pointer, out-of-range value, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -54,6 +58,10 @@ impl Error {
 
     pub fn model(msg: impl Into<String>) -> Self {
         Error::Model(msg.into())
+    }
+
+    pub fn adapter(msg: impl Into<String>) -> Self {
+        Error::Adapter(msg.into())
     }
 
     pub fn invalid(msg: impl Into<String>) -> Self {

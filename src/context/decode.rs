@@ -584,11 +584,13 @@ impl Context<'_> {
             self.decoder()?,
             self.memories(),
             shape,
-            self.params.graph,
+            (self.params.graph, &self.loras),
             extra,
         )?;
         let sampling_graph = self.sampling.build(&mut built.graph, built.logits, layout)?;
-        self.ensure_sched_nodes(crate::graph::max_nodes(self.model) + extra)?;
+        self.ensure_sched_nodes(
+            crate::graph::max_nodes(self.model) + extra + crate::graph::lora::extra_nodes(&self.loras),
+        )?;
         self.sched.alloc(&built.graph).map_err(Error::Ggml)?;
         self.counters.graphs_built += 1;
         let size = self.sched.buffer_bytes();
@@ -760,6 +762,9 @@ impl Context<'_> {
         let inp = &built.inputs;
         let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
         set(inp.tokens, &to_bytes_i32(tokens))?;
+        if let Some(l) = &inp.lora {
+            set(l.input, &to_bytes_f32(&l.values(&self.loras, &self.lora_scales)))?;
+        }
         if let Some(pos_input) = inp.pos {
             let mut pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
             if pos_input.ne()[0] as usize == 4 * places.len() {

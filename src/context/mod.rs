@@ -26,11 +26,13 @@ use crate::ggml::{
 use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, RecurrentShape, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::hparams::RopeScaling;
+use crate::model::lora::LoraAdapter;
 use crate::model::spec::Memory;
 use crate::model::Model;
 use crate::recurrent::Recurrent;
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// llama.cpp pads context sizes to this.
 const CTX_PAD: u32 = 256;
@@ -160,6 +162,10 @@ pub struct Context<'m> {
     sampling: sampling::Sampling,
     n_outputs: usize,
     reuse_graphs: bool,
+    /// The LoRA adapters applied (those set with a scale other than 0, in the order given) and
+    /// their scales; graphs are built for the adapters, the scales are their inputs.
+    loras: Vec<Arc<LoraAdapter>>,
+    lora_scales: Vec<f32>,
     pub perf: PerfData,
     pub counters: Counters,
 }
@@ -383,6 +389,8 @@ impl<'m> Context<'m> {
             },
             graph: None,
             sampling_graph: None,
+            loras: Vec::new(),
+            lora_scales: Vec::new(),
             sched,
             sched_nodes,
             cb_eval: p.cb_eval,
@@ -467,13 +475,34 @@ impl<'m> Context<'m> {
                 self.decoder()?,
                 self.memories(),
                 shape,
-                self.params.graph,
+                (self.params.graph, &[]),
                 0,
             )?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
         }
         self.counters.compute_buffer_bytes = self.sched.buffer_bytes();
         Ok(())
+    }
+
+    /// Apply the LoRA adapters `adapters` at their scales from the next decode on: those with a
+    /// scale of 0 are left out, and an adapter given twice counts once (at its first scale), as
+    /// in llama.cpp. Only a change of adapters builds graphs anew; new scales are inputs.
+    pub fn set_loras(&mut self, adapters: Vec<(Arc<LoraAdapter>, f32)>) {
+        let mut loras: Vec<Arc<LoraAdapter>> = Vec::new();
+        let mut scales = Vec::new();
+        for (a, s) in adapters {
+            if s != 0.0 && !loras.iter().any(|l| Arc::ptr_eq(l, &a)) {
+                loras.push(a);
+                scales.push(s);
+            }
+        }
+        let same = loras.len() == self.loras.len() && loras.iter().zip(&self.loras).all(|(a, b)| Arc::ptr_eq(a, b));
+        if !same {
+            self.graph = None;
+            self.sampling_graph = None;
+            self.loras = loras;
+        }
+        self.lora_scales = scales;
     }
 
     /// The graph body of the model's architecture.

@@ -5,9 +5,10 @@
 //! its model, a call holds the context it works on, so nothing is dropped under a running call.
 
 use super::registry::Handles;
-use super::types::{llama_batch_ext, llama_context, llama_memory_t, llama_model, llama_vocab};
+use super::types::{llama_adapter_lora, llama_batch_ext, llama_context, llama_memory_t, llama_model, llama_vocab};
 use crate::context::{BatchExt, Context, Params, Resolved};
 use crate::error::{Error, Result};
+use crate::model::lora::LoraAdapter;
 use crate::model::Model;
 use crate::vocab::Vocab;
 use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
@@ -67,7 +68,43 @@ pub(crate) fn model_free(p: *mut llama_model) -> Result<()> {
     let share = share
         .ok_or_else(|| Error::invalid("the model was freed already (its contexts still hold it): nothing freed"))?;
     drop(share);
+    // A model's adapters go with it, as in llama.cpp (contexts applying one keep it until then).
+    let adapters = ADAPTERS.lock().remove_if(|e| e.model == key(p));
+    drop(adapters);
     forget_dead_models();
+    Ok(())
+}
+
+/// What the book knows of a LoRA adapter handle: the adapter and its model's handle.
+struct AdapterEntry {
+    adapter: Arc<LoraAdapter>,
+    model: usize,
+}
+
+static ADAPTERS: Mutex<Handles<AdapterEntry>> = Mutex::new(Handles::new("adapter"));
+
+pub(crate) fn adapter_into_raw(a: LoraAdapter, model: *const llama_model) -> *mut llama_adapter_lora {
+    let entry = AdapterEntry {
+        adapter: Arc::new(a),
+        model: key(model),
+    };
+    ADAPTERS.lock().insert(entry) as *mut llama_adapter_lora
+}
+
+/// The adapter behind a live adapter handle, and the handle of the model it was loaded for.
+pub(crate) fn adapter(p: *const llama_adapter_lora) -> Result<(Arc<LoraAdapter>, *const llama_model)> {
+    let book = ADAPTERS.lock();
+    let e = book.get(key(p))?;
+    Ok((e.adapter.clone(), e.model as *const llama_model))
+}
+
+/// Free an adapter handle (NULL: nothing); contexts applying the adapter keep it until they stop.
+pub(crate) fn adapter_free(p: *mut llama_adapter_lora) -> Result<()> {
+    if p.is_null() {
+        return Ok(());
+    }
+    let e = ADAPTERS.lock().remove(key(p))?;
+    drop(e);
     Ok(())
 }
 

@@ -142,34 +142,43 @@ pub unsafe extern "C" fn llama_model_load_from_file_ptr(
     params: llama_model_params,
 ) -> *mut llama_model {
     entry!(std::ptr::null_mut(), {
-        if file.is_null() {
-            return Err(Error::invalid("file is NULL"));
-        }
-        // SAFETY: a live FILE* by the contract; ftello accounts for what stdio has buffered, so
-        // the GGUF starts where the caller's reads have got to.
-        let (fd, start) = unsafe { (libc::fileno(file), libc::ftello(file)) };
-        if fd < 0 || start < 0 {
-            return Err(Error::invalid("file has no usable descriptor or position"));
-        }
-        // SAFETY: `fd` is open (the caller's); dup gives the model its own descriptor to own,
-        // which it reads by position only, so the caller's offset does not move.
-        let own = unsafe { libc::dup(fd) };
-        if own < 0 {
-            return Err(Error::io(
-                "cannot duplicate the descriptor of",
-                format!("FILE* (fd {fd})"),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: `own` is a fresh descriptor nothing else owns.
-        let owned = unsafe { std::fs::File::from_raw_fd(own) };
-        let source = FileSource::Open {
-            file: owned,
-            start: start as u64,
-            name: format!("FILE* (fd {fd}, from byte {start})"),
-        };
+        // SAFETY: forwarded contract.
+        let source = unsafe { file_source(file) }?;
         // SAFETY: forwarded contract.
         unsafe { load_from(std::slice::from_ref(&source), &params) }
+    })
+}
+
+/// The GGUF in a caller's open file, from where its reads have got to.
+///
+/// # Safety
+/// `file` NULL or a live `FILE*`.
+pub(crate) unsafe fn file_source(file: *mut libc::FILE) -> Result<FileSource> {
+    if file.is_null() {
+        return Err(Error::invalid("file is NULL"));
+    }
+    // SAFETY: a live FILE* by the contract; ftello accounts for what stdio has buffered, so
+    // the GGUF starts where the caller's reads have got to.
+    let (fd, start) = unsafe { (libc::fileno(file), libc::ftello(file)) };
+    if fd < 0 || start < 0 {
+        return Err(Error::invalid("file has no usable descriptor or position"));
+    }
+    // SAFETY: `fd` is open (the caller's); dup gives us a descriptor of our own, read by position
+    // only, so the caller's offset does not move.
+    let own = unsafe { libc::dup(fd) };
+    if own < 0 {
+        return Err(Error::io(
+            "cannot duplicate the descriptor of",
+            format!("FILE* (fd {fd})"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: `own` is a fresh descriptor nothing else owns.
+    let owned = unsafe { std::fs::File::from_raw_fd(own) };
+    Ok(FileSource::Open {
+        file: owned,
+        start: start as u64,
+        name: format!("FILE* (fd {fd}, from byte {start})"),
     })
 }
 
@@ -343,13 +352,28 @@ pub unsafe extern "C" fn llama_model_meta_val_str(
         unsafe { write_c_str(buf, buf_size, b"") };
         let m = self::model(model)?;
         // SAFETY: forwarded contract.
-        let key = unsafe { c_str(key, "key") }?;
-        match m.meta_value(key) {
-            // SAFETY: forwarded contract; the stored value ends with NUL, which is not copied.
-            Some(v) => Ok(unsafe { write_c_str(buf, buf_size, &v[..v.len() - 1]) }),
-            None => Ok(-1),
-        }
+        unsafe { meta_lookup(m.meta(), key, buf, buf_size) }
     })
+}
+
+/// The value of `key` in `meta` written to `buf`; -1 when absent (the caller has emptied `buf`,
+/// as llama.h promises on failure).
+///
+/// # Safety
+/// `key` NULL or NUL-terminated; `buf` valid for `buf_size` bytes.
+pub(crate) unsafe fn meta_lookup(
+    meta: &[MetaPair],
+    key: *const c_char,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> Result<i32> {
+    // SAFETY: forwarded contract.
+    let key = unsafe { c_str(key, "key") }?;
+    match crate::model::metadata::find_meta(meta, key) {
+        // SAFETY: forwarded contract; the stored value ends with NUL, which is not copied.
+        Some(v) => Ok(unsafe { write_c_str(buf, buf_size, &v[..v.len() - 1]) }),
+        None => Ok(-1),
+    }
 }
 
 #[no_mangle]
@@ -369,12 +393,28 @@ unsafe fn meta_by_index(
     // SAFETY: an empty string is written on failure, as llama.h promises.
     unsafe { write_c_str(buf, buf_size, b"") };
     let m = self::model(model)?;
-    let Some(kv) = usize::try_from(i).ok().and_then(|i| m.meta().get(i)) else {
-        return Ok(-1);
+    // SAFETY: forwarded contract.
+    Ok(unsafe { meta_at(m.meta(), i, buf, buf_size, pick) })
+}
+
+/// Entry `i` of `meta` (its key or its value, as `pick` says) written to `buf`; -1 when out of
+/// range (the caller has emptied `buf`, as llama.h promises on failure).
+///
+/// # Safety
+/// `buf` valid for `buf_size` bytes.
+pub(crate) unsafe fn meta_at(
+    meta: &[MetaPair],
+    i: i32,
+    buf: *mut c_char,
+    buf_size: usize,
+    pick: fn(&MetaPair) -> &[u8],
+) -> i32 {
+    let Some(kv) = usize::try_from(i).ok().and_then(|i| meta.get(i)) else {
+        return -1;
     };
     let s = pick(kv);
     // SAFETY: forwarded contract; strip the stored NUL.
-    Ok(unsafe { write_c_str(buf, buf_size, &s[..s.len() - 1]) })
+    unsafe { write_c_str(buf, buf_size, &s[..s.len() - 1]) }
 }
 
 #[no_mangle]

@@ -58,6 +58,17 @@ impl TensorRef {
         }
     }
 
+    /// The buffer type holding the tensor's data, if it has memory.
+    pub fn buffer_type(self) -> Option<super::BufferType> {
+        // SAFETY: reading a live tensor; a non-NULL buffer is alive while the tensor is used.
+        let buf = unsafe { (*self.as_ptr()).buffer };
+        if buf.is_null() {
+            return None;
+        }
+        // SAFETY: a live buffer (above).
+        super::BufferType::from_raw(unsafe { ggml_sys::ggml_backend_buffer_get_type(buf) })
+    }
+
     pub fn ggml_type(self) -> RawType {
         // SAFETY: reading a plain field of a live tensor.
         unsafe { (*self.as_ptr()).type_ }

@@ -36,6 +36,14 @@ pub fn is_quantized(t: RawType) -> bool {
     )
 }
 
+/// Whether ggml's CPU backend has a matrix product for weights of type `t` (floats and quantized
+/// blocks; not F64 or the integer types).
+pub fn can_multiply(t: RawType) -> bool {
+    // SAFETY: a table lookup ggml bounds itself (false past the known types).
+    let quantized = t < ggml_sys::ggml_type_GGML_TYPE_COUNT && unsafe { ggml_sys::ggml_is_quantized(t) };
+    quantized || !is_quantized(t)
+}
+
 /// The most threads ggml's CPU backend computes with (`GGML_MAX_N_THREADS`).
 pub const MAX_THREADS: i32 = ggml_sys::GGML_MAX_N_THREADS as i32;
 

@@ -7,6 +7,7 @@ pub mod dsv4;
 mod indexer;
 pub mod kpool;
 pub mod lightning;
+pub mod lora;
 pub mod msa;
 pub mod ple;
 pub mod qsa;
@@ -21,8 +22,11 @@ use crate::error::{Error, Result};
 use crate::ggml::{Graph, RawType, Scores, TensorRef};
 use crate::kv::KvCache;
 use crate::model::hparams::HParams;
+use crate::model::lora::LoraAdapter;
 use crate::model::Model;
 use crate::recurrent::{Recurrent, Window};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Everything that decides a graph's structure. Two ubatches with equal shapes run the same graph;
 /// only the input tensors' contents differ.
@@ -181,6 +185,8 @@ pub struct Inputs {
     /// DeepSeek-V4's compressed caches' inputs (`kv::compressed::Kind` order), each made by the
     /// first layer using it.
     pub comp: [Option<dsv4::CompInputs>; 3],
+    /// The LoRA adapters' scale factors; in graphs with an adapted weight.
+    pub lora: Option<lora::LoraScales>,
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -355,6 +361,10 @@ pub struct Builder<'a> {
     hidden: Option<TensorRef>,
     /// The state-copy input's views for the ubatch's sequences and the window's other cells.
     rs_copy: Option<(TensorRef, TensorRef)>,
+    /// The LoRA adapters the graph applies, in order.
+    loras: &'a [Arc<LoraAdapter>],
+    /// The scales input's slot of each (adapter, weight) used so far.
+    lora_slots: HashMap<(usize, String), usize>,
 }
 
 pub(crate) fn ggml_err(e: String) -> Error {
@@ -363,21 +373,21 @@ pub(crate) fn ggml_err(e: String) -> Error {
 
 impl<'a> Builder<'a> {
     /// Build the graph of `shape` for `model`, whose architecture's body is `decoder`, over the
-    /// context's attention cache `kv` and recurrent states `rs`, with room for `extra_nodes`
-    /// more (what backend samplers append).
+    /// context's attention cache `kv` and recurrent states `rs`, applying the LoRA adapters
+    /// `loras`, with room for `extra_nodes` more (what backend samplers append).
     pub fn build(
         model: &'a Model,
         decoder: &dyn Decoder,
         (kv, rs): (&'a KvCache, Option<&'a Recurrent>),
         shape: Shape,
-        params: GraphParams,
+        (params, loras): (GraphParams, &'a [Arc<LoraAdapter>]),
         extra_nodes: usize,
     ) -> Result<Built> {
         let hp = model
             .hparams
             .as_ref()
             .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
-        let mut g = Graph::new(max_nodes(model) + extra_nodes).map_err(ggml_err)?;
+        let mut g = Graph::new(max_nodes(model) + extra_nodes + lora::extra_nodes(loras)).map_err(ggml_err)?;
         let nt = shape.n_tokens as i64;
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
@@ -417,9 +427,12 @@ impl<'a> Builder<'a> {
                 comp: [None; 3],
                 attn_temp: None,
                 lightning: None,
+                lora: None,
             },
             hidden: None,
             rs_copy: None,
+            loras,
+            lora_slots: HashMap::new(),
         };
         let logits = decoder.build(&mut b)?;
         // An encoder's graph computes its hidden states even when nobody asks for embeddings.
@@ -522,6 +535,7 @@ impl<'a> Builder<'a> {
     pub fn embed_rows(&mut self, name: &str) -> Result<TensorRef> {
         let table = self.weight(name)?;
         let x = self.g.get_rows(table, self.inputs.tokens).map_err(ggml_err)?;
+        let x = self.add_lora_rows(table, x)?;
         Ok(self.name(x, "embd", None))
     }
 
@@ -559,7 +573,7 @@ impl<'a> Builder<'a> {
     /// `blk.{il}.{name}` times `x`, without bias or scale (where llama.cpp's graph leaves them out).
     pub fn layer_matmul(&mut self, il: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
         let w = self.layer_weight(il, name)?;
-        self.g.mul_mat(w, x).map_err(ggml_err)
+        self.weight_mm(w, x)
     }
 
     /// `w x`, times `w`'s scale when it has one, plus the bias `b` when there is one.
@@ -587,11 +601,16 @@ impl<'a> Builder<'a> {
             Some((l, il)) => bd.name(t, &format!("{l}{suffix}"), Some(il)),
             None => t,
         };
-        y = step(self, y, "");
         let (bias_first, scaled) = match order {
             Order::ScaleThenBias => (false, true),
             Order::BiasThenScale { scaled } => (true, scaled),
         };
+        // The adapters' parts join the product before its bias and scale, except where the
+        // scale is applied first (llama.cpp's `build_lora_mm` with the weight's scale).
+        if bias_first {
+            y = self.add_lora(w, x, y, None)?;
+        }
+        y = step(self, y, "");
         if let (Some(b), true) = (b, bias_first) {
             y = self.g.add(y, b).map_err(ggml_err)?;
             y = step(self, y, "_b");
@@ -599,6 +618,9 @@ impl<'a> Builder<'a> {
         if let Some(s) = self.weight_scale(w).filter(|_| scaled) {
             y = self.g.mul(y, s).map_err(ggml_err)?;
             y = step(self, y, "_s");
+        }
+        if !bias_first {
+            y = self.add_lora(w, x, y, None)?;
         }
         if let (Some(b), false) = (b, bias_first) {
             y = self.g.add(y, b).map_err(ggml_err)?;
@@ -1403,7 +1425,7 @@ impl<'a> Builder<'a> {
     pub fn router_logits(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
         let l = Some(il);
         let router = self.layer_weight(il, "ffn_gate_inp.weight")?;
-        let mut logits = self.g.mul_mat(router, x).map_err(ggml_err)?;
+        let mut logits = self.weight_mm(router, x)?;
         logits = self.name(logits, "ffn_moe_logits", l);
         if let Some(b) = self.layer_weight_opt(il, "ffn_gate_inp.bias") {
             logits = self.add(logits, b)?;
@@ -1626,6 +1648,7 @@ impl<'a> Builder<'a> {
             let s = self.g.get_rows(s, picked).map_err(ggml_err)?;
             y = self.g.mul(y, s).map_err(ggml_err)?;
         }
+        y = self.add_lora(w, x, y, Some(picked))?;
         if let Some(b) = self.layer_weight_opt(il, &format!("{name}.bias")) {
             y = self.g.add_id(y, b, picked).map_err(ggml_err)?;
         }
@@ -1671,9 +1694,9 @@ impl<'a> Builder<'a> {
     pub fn fused_gated_ffn_named(&mut self, il: usize, x: TensorRef, suffix: &str) -> Result<TensorRef> {
         let up_w = self.layer_weight(il, &format!("ffn_up{suffix}.weight"))?;
         let down_w = self.layer_weight(il, &format!("ffn_down{suffix}.weight"))?;
-        let up = self.g.mul_mat(up_w, x).map_err(ggml_err)?;
+        let up = self.weight_mm(up_w, x)?;
         let h = self.g.swiglu_fused(up).map_err(ggml_err)?;
-        self.g.mul_mat(down_w, h).map_err(ggml_err)
+        self.weight_mm(down_w, h)
     }
 
     /// Final norm and the output head ([n_vocab, n_outputs] logits). Models without a separate

@@ -252,3 +252,10 @@ pub fn meta_strings(g: &GgufFile) -> Vec<super::MetaPair> {
         })
         .collect()
 }
+
+/// The value of `key` (without its NUL) in pairs made by [`meta_strings`].
+pub fn find_meta<'m>(meta: &'m [super::MetaPair], key: &[u8]) -> Option<&'m [u8]> {
+    meta.iter()
+        .find(|(k, _)| &k[..k.len() - 1] == key)
+        .map(|(_, v)| v.as_slice())
+}

@@ -3,6 +3,7 @@
 
 pub mod ftype;
 pub mod hparams;
+pub mod lora;
 pub mod metadata;
 pub mod placement;
 pub mod spec;
@@ -260,10 +261,7 @@ impl Model {
 
     /// The value of `key` (NUL-terminated), if it is a non-array key of the file.
     pub fn meta_value(&self, key: &[u8]) -> Option<&[u8]> {
-        self.meta
-            .iter()
-            .find(|(k, _)| &k[..k.len() - 1] == key)
-            .map(|(_, v)| v.as_slice())
+        metadata::find_meta(&self.meta, key)
     }
 
     /// "llama 256M Q4_1".

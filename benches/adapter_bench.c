@@ -1,0 +1,153 @@
+// What a llama.h library computes with LoRA adapters, printed so that two libraries can be compared
+// line by line (benches/compare.sh): the adapters' metadata (sorted by key: llama.cpp keeps it in a
+// hash map), the logits of every position of prompts longer than a ubatch with adapters at several
+// scales, alone and together, and greedy generation whose adapters and scales change between
+// steps; an adapter that does not fit the model is refused.
+//
+//   adapter_bench LIBRARY MODEL ADAPTER_A ADAPTER_B WRONG_ADAPTER
+//
+// A and B adapt different weights: llama.cpp applies several adapters in the order of a hash map
+// of their addresses, which only gives the same bits whatever that order when they add to
+// different products.
+#include "dl.h"
+#include "rows.h"
+
+#include <stdlib.h>
+
+static const char *PROMPT =
+    "<|im_start|>user\nSummarise the history of the Roman republic in three sentences, then name "
+    "two of its consuls.<|im_end|>\n<|im_start|>assistant\nThe Roman republic began in 509 BC";
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void metadata(const char *what, struct llama_adapter_lora *a) {
+    DL_LOAD(llama_adapter_meta_count);
+    DL_LOAD(llama_adapter_meta_key_by_index);
+    DL_LOAD(llama_adapter_meta_val_str_by_index);
+    DL_LOAD(llama_adapter_meta_val_str);
+    DL_LOAD(llama_adapter_get_alora_n_invocation_tokens);
+    DL_LOAD(llama_adapter_get_alora_invocation_tokens);
+    int n = p_llama_adapter_meta_count(a);
+    char **lines = calloc((size_t)(n > 0 ? n : 1), sizeof *lines);
+    for (int i = 0; i < n; i++) {
+        char key[256], val[256];
+        int kl = p_llama_adapter_meta_key_by_index(a, i, key, sizeof key);
+        int vl = p_llama_adapter_meta_val_str_by_index(a, i, val, sizeof val);
+        lines[i] = malloc(600);
+        snprintf(lines[i], 600, "%s (%d) = %s (%d)", key, kl, val, vl);
+    }
+    qsort(lines, (size_t)n, sizeof *lines, cmp_str);
+    printf("%s: %d keys\n", what, n);
+    for (int i = 0; i < n; i++) {
+        printf("%s: %s\n", what, lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    char buf[64];
+    int r = p_llama_adapter_meta_val_str(a, "adapter.lora.alpha", buf, sizeof buf);
+    printf("%s: alpha %d '%s'\n", what, r, buf);
+    r = p_llama_adapter_meta_val_str(a, "no.such.key", buf, sizeof buf);
+    printf("%s: missing key %d '%s'\n", what, r, buf);
+    uint64_t na = p_llama_adapter_get_alora_n_invocation_tokens(a);
+    printf("%s: %llu aLoRA tokens:", what, (unsigned long long)na);
+    const llama_token *t = na ? p_llama_adapter_get_alora_invocation_tokens(a) : NULL;
+    for (uint64_t i = 0; i < na; i++) printf(" %d", t[i]);
+    printf("\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6) {
+        fprintf(stderr, "usage: %s LIBRARY MODEL ADAPTER_A ADAPTER_B WRONG_ADAPTER\n", argv[0]);
+        return 2;
+    }
+    dl_open(argv[1]);
+    dl_init(dl_log_errors);
+    DL_LOAD(llama_model_default_params);
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_vocab_n_tokens);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_batch_get_one);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_adapter_lora_init);
+    DL_LOAD(llama_adapter_lora_free);
+    DL_LOAD(llama_set_adapters_lora);
+    DL_LOAD(llama_model_free);
+    struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
+    int n_vocab = p_llama_vocab_n_tokens(p_llama_model_get_vocab(model));
+    struct llama_adapter_lora *a = p_llama_adapter_lora_init(model, argv[3]);
+    struct llama_adapter_lora *b = p_llama_adapter_lora_init(model, argv[4]);
+    if (!a || !b) {
+        fprintf(stderr, "cannot load the adapters\n");
+        return 1;
+    }
+    metadata("A", a);
+    metadata("B", b);
+    printf("wrong adapter %s\n", p_llama_adapter_lora_init(model, argv[5]) ? "accepted" : "refused");
+
+    static llama_token ids[1024];
+    int n = p_llama_tokenize(p_llama_model_get_vocab(model), PROMPT, (int)strlen(PROMPT), ids, 1024, true, true);
+    struct {
+        const char *name;
+        int n;
+        struct llama_adapter_lora *list[2];
+        float scales[2];
+    } sets[] = {
+        {"none", 0, {NULL, NULL}, {0, 0}},
+        {"A 1", 1, {a, NULL}, {1.0f, 0}},
+        {"A 0.5", 1, {a, NULL}, {0.5f, 0}},
+        {"A -1.25", 1, {a, NULL}, {-1.25f, 0}},
+        {"A 0", 1, {a, NULL}, {0.0f, 0}},
+        {"B 1", 1, {b, NULL}, {1.0f, 0}},
+        {"A 1 B 0.7", 2, {a, b}, {1.0f, 0.7f}},
+        {"B 2 A 0.3", 2, {b, a}, {2.0f, 0.3f}},
+    };
+    for (int ub = 0; ub < 2; ub++) {
+        for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
+            struct llama_context_params cp = p_llama_context_default_params();
+            cp.n_ctx = 512;
+            cp.n_ubatch = ub ? 7 : 512;
+            struct llama_context *ctx = p_llama_init_from_model(model, cp);
+            int rc = p_llama_set_adapters_lora(ctx, sets[s].list, (size_t)sets[s].n, sets[s].scales);
+            struct llama_batch batch = p_llama_batch_init(n, 0, 1);
+            batch.n_tokens = 0;
+            append_seq(&batch, ids, n, 0, true);
+            int drc = p_llama_decode(ctx, batch);
+            printf("ub %u %s: set %d decode %d\n", cp.n_ubatch, sets[s].name, rc, drc);
+            for (int i = 0; i < n && drc == 0; i++) {
+                printf("ub %u %s pos %d:", cp.n_ubatch, sets[s].name, i);
+                print_row(p_llama_get_logits_ith(ctx, i), n_vocab);
+            }
+            p_llama_batch_free(batch);
+            p_llama_free(ctx);
+        }
+    }
+
+    /* Generation while the adapters change: A at 1, A at 0.25 with B, none, B alone. */
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 512;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    int drc = p_llama_decode(ctx, p_llama_batch_get_one(ids, n));
+    for (int phase = 0; phase < 4 && drc == 0; phase++) {
+        size_t set = phase == 0 ? 1 : phase == 1 ? 6 : phase == 2 ? 0 : 5;
+        float scales[2] = {phase == 1 ? 0.25f : sets[set].scales[0], sets[set].scales[1]};
+        p_llama_set_adapters_lora(ctx, sets[set].list, (size_t)sets[set].n, scales);
+        for (int step = 0; step < 5 && drc == 0; step++) {
+            llama_token t = greedy(p_llama_get_logits_ith(ctx, -1), n_vocab, 0);
+            drc = p_llama_decode(ctx, p_llama_batch_get_one(&t, 1));
+            printf("generate phase %d step %d token %d decode %d:", phase, step, t, drc);
+            print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+        }
+    }
+    p_llama_free(ctx);
+    p_llama_adapter_lora_free(a);
+    p_llama_model_free(model);
+    return 0;
+}
