@@ -2,7 +2,7 @@
 // line by line (benches/compare.sh): the adapters' metadata (sorted by key: llama.cpp keeps it in a
 // hash map), the logits of every position of prompts longer than a ubatch with adapters at several
 // scales, alone and together, and greedy generation whose adapters and scales change between
-// steps; an adapter that does not fit the model is refused.
+// steps; an adapter that does not fit the model is refused; control vectors over layer ranges.
 //
 //   adapter_bench LIBRARY MODEL ADAPTER_A ADAPTER_B WRONG_ADAPTER
 //
@@ -55,6 +55,59 @@ static void metadata(const char *what, struct llama_adapter_lora *a) {
     const llama_token *t = na ? p_llama_adapter_get_alora_invocation_tokens(a) : NULL;
     for (uint64_t i = 0; i < na; i++) printf(" %d", t[i]);
     printf("\n");
+}
+
+/* Control vectors: directions for every layer from a fixed stream, set over layer ranges, with
+ * data for only the first layers (the others keep theirs), with the wrong width (refused, the
+ * vector kept), cleared; the prompt's last logits after each. */
+static void control_vectors(struct llama_model *model, const llama_token *ids, int n, int n_vocab) {
+    DL_LOAD(llama_set_adapter_cvec);
+    DL_LOAD(llama_model_n_embd);
+    DL_LOAD(llama_model_n_layer);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_get_memory);
+    DL_LOAD(llama_memory_clear);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_batch_get_one);
+    DL_LOAD(llama_get_logits_ith);
+    int n_embd = p_llama_model_n_embd(model), n_layer = p_llama_model_n_layer(model);
+    size_t len = (size_t)n_embd * (size_t)(n_layer > 1 ? n_layer - 1 : 0);
+    /* Room for a step that starts a layer in. */
+    float *dir = malloc(sizeof(float) * (len + (size_t)n_embd));
+    uint64_t r = 42;
+    for (size_t i = 0; i < len + (size_t)n_embd; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        dir[i] = (float)((int)(r >> 33) % 2001 - 1000) / 4000.0f;
+    }
+    struct {
+        const char *name;
+        const float *data;
+        size_t len;
+        int n_embd, start, end;
+    } steps[] = {
+        {"all layers", dir, len, n_embd, 1, n_layer - 1},
+        {"layers 2..3", dir, len, n_embd, 2, 3},
+        {"range from 0", dir, len, n_embd, 0, n_layer},
+        {"wrong width", dir, len, n_embd + 1, 1, n_layer - 1},
+        {"first layer's data", dir + n_embd, (size_t)n_embd, n_embd, 1, n_layer - 1},
+        {"cleared", NULL, 0, n_embd, -1, -1},
+        {"set again", dir, len, n_embd, 1, 1},
+    };
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 512;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        int rc = p_llama_set_adapter_cvec(ctx, steps[i].data, steps[i].len, steps[i].n_embd, steps[i].start,
+                                          steps[i].end);
+        p_llama_memory_clear(p_llama_get_memory(ctx), true);
+        int drc = p_llama_decode(ctx, p_llama_batch_get_one((llama_token *)ids, n));
+        printf("control vector %s: set %d decode %d:", steps[i].name, rc, drc);
+        print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+    }
+    p_llama_free(ctx);
+    free(dir);
 }
 
 int main(int argc, char **argv) {
@@ -147,6 +200,7 @@ int main(int argc, char **argv) {
         }
     }
     p_llama_free(ctx);
+    control_vectors(model, ids, n, n_vocab);
     p_llama_adapter_lora_free(a);
     p_llama_model_free(model);
     return 0;

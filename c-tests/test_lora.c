@@ -4,7 +4,8 @@
  * a new scale reuses the built graph and gives what a rebuilt graph gives; two adapters add up;
  * the metadata and aLoRA getters answer; adapters for another architecture, of other shapes, of a
  * type ggml cannot multiply, or not adapters at all are refused; an adapter freed while a context applies it keeps working
- * there, and a model's adapters go with the model. The files are written by c-tests/gen_adapters.sh
+ * there, and a model's adapters go with the model; control vectors apply to the layers they
+ * name and clear to the bit. The files are written by c-tests/gen_adapters.sh
  * into ENGINE_GEN_DIR. */
 #include "testutil.h"
 
@@ -259,6 +260,53 @@ static void refusals(void) {
     llama_model_free(m);
 }
 
+/* Control vectors: a direction changes the logits, one for layers past the model's end (or only
+ * layer 0, which never has one) changes nothing, clearing gives the model's logits back to the bit,
+ * and a vector of the wrong width is refused. */
+static void control_vectors(void) {
+    struct llama_model *m = tu_load(SMOLLM2_FILE, false);
+    int nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
+    int n_embd = llama_model_n_embd(m), n_layer = llama_model_n_layer(m);
+    size_t len = (size_t)n_embd * (size_t)(n_layer - 1);
+    float *dir = malloc(sizeof(float) * len);
+    for (size_t i = 0; i < len; i++) {
+        dir[i] = (float)((int)(i * 2654435761u % 2001) - 1000) / 2000.0f;
+    }
+    llama_token t[256];
+    int nt = tokenize(m, t, 256);
+    struct llama_context *ctx = context(m, 16);
+    float *rows[5];
+    struct {
+        const float *data;
+        int n_embd, start, end;
+    } steps[5] = {
+        {NULL, n_embd, -1, -1},
+        {dir, n_embd, 1, n_layer - 1},
+        {dir, n_embd, n_layer, n_layer + 4},
+        {dir, n_embd, 0, 0},
+        {NULL, n_embd, -1, -1},
+    };
+    for (int i = 0; i < 5; i++) {
+        CHECK(llama_set_adapter_cvec(ctx, steps[i].data, len, steps[i].n_embd, steps[i].start, steps[i].end) == 0,
+              "step %d: %s", i, llama_engine_last_error());
+        llama_memory_clear(llama_get_memory(ctx), true);
+        CHECK(tu_decode(ctx, t, nt, 0, 0) == 0, "decode");
+        rows[i] = malloc(sizeof(float) * (size_t)nv);
+        memcpy(rows[i], llama_get_logits_ith(ctx, -1), sizeof(float) * (size_t)nv);
+    }
+    CHECK(max_diff(rows[0], rows[1], nv) > 0.05, "the control vector changed nothing");
+    CHECK(same_bits(rows[0], rows[2], nv), "a vector for layers past the end changed the logits");
+    CHECK(same_bits(rows[0], rows[3], nv), "a vector for layer 0 changed the logits");
+    CHECK(same_bits(rows[0], rows[4], nv), "clearing did not give the model's logits back");
+    tu_log_clear();
+    CHECK(llama_set_adapter_cvec(ctx, dir, len, n_embd + 1, 1, n_layer - 1) == -1, "a wrong width was accepted");
+    CHECK(tu_log_contains("n_embd"), "the log does not say why");
+    for (int i = 0; i < 5; i++) free(rows[i]);
+    free(dir);
+    llama_free(ctx);
+    llama_model_free(m);
+}
+
 int main(void) {
     tu_capture_log();
     matches_merged("qwen3-f32.gguf", "qwen3-lora.gguf", "qwen3-merged.gguf");
@@ -266,5 +314,6 @@ int main(void) {
     scales_and_sets();
     metadata();
     refusals();
+    control_vectors();
     return tu_finish("test_lora");
 }

@@ -518,6 +518,8 @@ int32_t llama_set_adapters_lora(struct llama_context *ctx,
                                 size_t n_adapters,
                                 float *scales);
 
+// # Safety
+// `data` NULL or valid for `len` floats.
 int32_t llama_set_adapter_cvec(struct llama_context *ctx,
                                const float *data,
                                size_t len,

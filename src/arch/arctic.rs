@@ -91,7 +91,7 @@ impl Decoder for Arctic {
             let cur = b.layer_rms_norm(il, input, "ffn_norm_exps.weight", "ffn_norm_exps")?;
             let experts = b.moe_ffn(il, cur, MOE)?;
             x = b.add(experts, dense)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

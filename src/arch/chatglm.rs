@@ -62,7 +62,7 @@ impl Decoder for ChatGlm {
             let ffn = b.fused_gated_ffn(il, cur)?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -106,7 +106,7 @@ impl Decoder for CogVlm {
             let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
             let ffn = b.gated_ffn(il, cur, Ffn::default())?;
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         let logits = b.first_rows_as_outputs(logits)?;

@@ -216,7 +216,7 @@ impl Decoder for Cohere {
             let ffn = b.name(ffn, "ffn_out", l);
             let sum = b.add(ffn, residual)?;
             x = b.add(sum, att)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let mut x = norm(b, "output_norm", x, "result_norm", None)?;
         if self.experts {

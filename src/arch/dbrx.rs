@@ -79,7 +79,7 @@ impl Decoder for Dbrx {
             let ffn = b.moe_ffn(il, cur, EXPERTS)?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let x = gpt2::norm(b, "output_norm", x, "result_norm", None)?;
         b.output_head_unnormed(x).map(Some)

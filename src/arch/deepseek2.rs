@@ -441,7 +441,7 @@ pub(super) fn ffn_block(b: &mut Builder, il: usize, att: TensorRef, x: TensorRef
     };
     let ffn = b.name(ffn, "ffn_out", l);
     let out = b.add(ffn, h)?;
-    Ok(b.name(out, "l_out", l))
+    b.layer_out(out, il)
 }
 
 /// Absorbed latent attention of layer `il`: the queries `q` ([head_k, n_head, n_tokens]) have

@@ -241,6 +241,7 @@ impl Decoder for Deepseek4 {
             let ffn = b.add(routed, shared)?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = glm5_next::hc_post(b, ffn, residual, mix)?;
+            x = b.add_cvec(x, il)?;
             x = b.name(x, "l_last", l);
         }
         let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;

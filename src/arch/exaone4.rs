@@ -102,7 +102,7 @@ impl Decoder for Exaone4 {
             let ffn = b.gated_ffn(il, h, Ffn::default())?;
             let ffn = b.layer_rms_norm(il, ffn, "post_ffw_norm.weight", "ffn_post_norm")?;
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -99,7 +99,7 @@ impl Decoder for FalconH1 {
             let ffn = b.gated_ffn(il, cur, ffn)?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         b.output_head(x).map(Some)
     }

@@ -146,7 +146,7 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
             None => ffn,
         };
         x = b.add(ffn, h)?;
-        x = b.name(x, "l_out", l);
+        x = b.layer_out(x, il)?;
     }
     let mut logits = b.output_head(x)?;
     let cap = hp.final_logit_softcap;

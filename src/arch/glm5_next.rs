@@ -190,7 +190,7 @@ impl Decoder for Glm5Next {
             };
             let ffn = b.name(ffn, "ffn_out", l);
             x = hc_post(b, ffn, x, mix)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         // The requested rows, then the copies' mean.
         let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;

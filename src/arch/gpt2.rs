@@ -514,7 +514,7 @@ impl Decoder for Gpt2Like {
                 let ffn = b.name(ffn, "ffn_out", l);
                 b.add(ffn, h)?
             };
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let x = norm(b, "output_norm", x, "result_norm", None)?;
         b.output_head_unnormed(x).map(Some)

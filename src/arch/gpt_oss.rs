@@ -91,7 +91,7 @@ impl Decoder for GptOss {
             let cur = b.layer_rms_norm(il, h, "post_attention_norm.weight", "attn_post_norm")?;
             let ffn = b.moe_ffn(il, cur, MOE)?;
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         // llama.cpp selects the requested rows only after the last layer here.
         let x = b.select_outputs(x)?;

@@ -126,7 +126,7 @@ impl Decoder for Grok {
             };
             let ffn = b.layer_rms_norm(il, ffn, post, "ffn_post_norm")?;
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let mut logits = b.output_head(x)?;
         logits = b.scale(logits, hp.logit_scale)?;

@@ -87,7 +87,7 @@ impl Decoder for GroveMoe {
             let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
             let ffn = grove_ffn(b, il, cur)?;
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -149,7 +149,7 @@ fn stack(b: &mut Builder, mut x: TensorRef, slot_base: usize, block_base: usize)
         let cur = b.name(cur, "ffn_norm", l);
         let ffn = b.gated_ffn(bid, cur, Ffn::default())?;
         x = b.add(ffn, h)?;
-        x = b.name(x, "l_out", l);
+        x = b.layer_out(x, il)?;
     }
     let out = b.g.rms_norm(x, hp.rms_eps).map_err(ggml_err)?;
     Ok(b.name(out, "stack_norm", Some(slot_base)))

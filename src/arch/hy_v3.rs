@@ -109,7 +109,7 @@ impl Decoder for HyV3 {
             };
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head_selecting(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -235,7 +235,7 @@ impl Decoder for KimiK3 {
             };
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(h, ffn)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let x = banked.mix(b, x, "output_res_score.weight")?;
         let x = b.select_outputs(x)?;

@@ -108,7 +108,7 @@ impl Decoder for Laguna {
                 afmoe::experts(b, il, cur)?
             };
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

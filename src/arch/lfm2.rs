@@ -216,7 +216,7 @@ fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
             b.moe_ffn(il, normed, moe)?
         };
         x = b.add(h, ffn)?;
-        x = b.name(x, "l_out", l);
+        x = b.layer_out(x, il)?;
     }
     b.output_head_after("token_embd_norm.weight", x).map(Some)
 }

@@ -241,7 +241,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
             ffn = b.scale(ffn, hp.residual_scale)?;
         }
         x = b.add(ffn, h)?;
-        x = b.name(x, "l_out", l);
+        x = b.layer_out(x, il)?;
     }
     let mut logits = if variant.no_output_bias {
         b.output_head_without_bias(x)?

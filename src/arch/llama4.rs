@@ -146,7 +146,7 @@ impl Decoder for Llama4 {
             };
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

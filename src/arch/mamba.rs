@@ -184,7 +184,7 @@ fn decoder(
         let cur = layer(b, il, cur)?;
         let (cur, inp_rows) = b.last_layer_rows(il, cur, inp)?;
         let out = b.add(cur, inp_rows)?;
-        inp = b.name(out, "l_out", Some(il));
+        inp = b.layer_out(out, il)?;
     }
     b.output_head(inp).map(Some)
 }

@@ -106,7 +106,7 @@ impl Decoder for MiniCpm3 {
             let ffn = b.gated_ffn(il, cur, Ffn::default())?;
             let ffn = b.scale(ffn, scale_res)?;
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let norm = b.weight("output_norm.weight")?;
         let normed = b.rms_norm(x, norm)?;

@@ -122,7 +122,7 @@ impl Decoder for Minimax01 {
             let ffn = b.moe_ffn(il, cur, moe)?;
             let residual = b.g.scale(cur, scale).map_err(ggml_err)?;
             x = b.add(ffn, residual)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -136,7 +136,7 @@ impl Decoder for MinimaxM3 {
                 b.add(routed, shared)?
             };
             let out = b.add(ffn, h)?;
-            x = b.name(out, "l_out", l(il));
+            x = b.layer_out(out, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

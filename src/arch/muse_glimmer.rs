@@ -97,7 +97,7 @@ impl Decoder for MuseGlimmer {
             let ffn = b.gated_ffn(il, cur, Ffn::default())?;
             let ffn = post_norm(b, il, ffn, "post_ffw_norm.weight", "ffn_post_norm")?;
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         let mut logits = b.scale(logits, hp.logit_scale)?;

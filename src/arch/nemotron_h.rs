@@ -159,12 +159,14 @@ fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
             let att = b.attention(il, q, k, v, kq_scale, false)?;
             let att = b.layer_linear(il, "attn_output", att)?;
             b.name(att, "attn_out", Some(il))
-        } else if hp.n_expert > 0 {
-            let ffn = experts_ffn(b, il, cur)?;
-            b.name(ffn, "ffn_out", Some(il))
         } else {
-            let ffn = b.relu_sqr_ffn(il, cur)?;
-            b.name(ffn, "ffn_out", Some(il))
+            // The control vector joins an FFN layer's output before its residual (llama.cpp's).
+            let ffn = match hp.n_expert > 0 {
+                true => experts_ffn(b, il, cur)?,
+                false => b.relu_sqr_ffn(il, cur)?,
+            };
+            let ffn = b.name(ffn, "ffn_out", Some(il));
+            b.layer_out(ffn, il)?
         };
         let (cur, residual) = b.last_layer_rows(il, cur, x)?;
         let out = b.add(cur, residual)?;

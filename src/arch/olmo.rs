@@ -57,7 +57,7 @@ impl Decoder for Olmo {
             let ffn = b.gated_ffn(il, cur, Ffn::default())?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let x = b.g.norm(x, eps).map_err(ggml_err)?;
         b.output_head_unnormed(x).map(Some)

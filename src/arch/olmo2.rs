@@ -109,7 +109,7 @@ impl Decoder for Olmo2 {
             let ffn = b.rms_norm(ffn, post_ffn)?;
             let ffn = b.name(ffn, "ffn_post_norm", None);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -133,7 +133,7 @@ impl Decoder for Phi3 {
             };
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(h, ffn)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let x = biased_rms_norm(b, "output_norm", x)?;
         let logits = b.output_head_unnormed(x)?;

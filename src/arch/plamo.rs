@@ -64,7 +64,7 @@ impl Decoder for Plamo {
             let ffn = b.name(ffn, "ffn_out", l);
             let sum = b.add(ffn, att)?;
             x = b.add(sum, residual)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

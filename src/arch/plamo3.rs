@@ -92,5 +92,5 @@ pub(super) fn sandwich_ffn(b: &mut Builder, il: usize, mixed: TensorRef, x: Tens
     let ffn = b.fused_gated_ffn(il, cur)?;
     let ffn = b.layer_rms_norm(il, ffn, "post_ffw_norm", "ffn_post_norm")?;
     let out = b.add(ffn, h)?;
-    Ok(b.name(out, "l_out", l))
+    b.layer_out(out, il)
 }

@@ -279,7 +279,7 @@ fn decoder(b: &mut Builder, style: DeltaNet) -> Result<Option<TensorRef>> {
         };
         let ffn = b.name(ffn, "ffn_out", l);
         x = b.add(ffn, h)?;
-        x = b.name(x, "l_out", l);
+        x = b.layer_out(x, il)?;
     }
     b.output_head_selecting(x).map(Some)
 }

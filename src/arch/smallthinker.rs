@@ -102,7 +102,7 @@ impl Decoder for SmallThinker {
             let ffn = b.moe_ffn_from_logits(il, cur, logits, moe)?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

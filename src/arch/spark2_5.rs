@@ -83,7 +83,7 @@ impl Decoder for Spark2_5 {
             let ffn = b.gated_ffn(il, cur, ffn)?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))

@@ -99,7 +99,7 @@ impl Decoder for Talkie {
             let skip = b.g.mul(skip, out_scale).map_err(ggml_err)?;
             let skip = b.name(skip, "embd_skip", l);
             x = b.add(out, skip)?;
-            x = b.name(x, "l_out", l);
+            x = b.layer_out(x, il)?;
         }
         let x = b.g.rms_norm(x, eps).map_err(ggml_err)?;
         let logits = b.output_projection(x, None)?;

@@ -584,7 +584,7 @@ impl Context<'_> {
             self.decoder()?,
             self.memories(),
             shape,
-            (self.params.graph, &self.loras),
+            (self.params.graph, self.adapters()),
             extra,
         )?;
         let sampling_graph = self.sampling.build(&mut built.graph, built.logits, layout)?;

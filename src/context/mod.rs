@@ -4,6 +4,7 @@
 //! performance counters.
 
 pub mod batch;
+mod cvec;
 mod decode;
 mod memory;
 mod perf;
@@ -21,9 +22,9 @@ use crate::arch::Architecture;
 use crate::error::{Error, Result};
 use crate::ggml::{
     is_quantized, AbortCallback, BufferType, BufferTypeId, CpuBackend, DeviceBackend, EvalCallback, RawType, Scheduler,
-    MAX_THREADS,
+    TensorRef, MAX_THREADS,
 };
-use crate::graph::{Builder, Built, Decoder, GraphParams, Pooling, RecurrentShape, Shape};
+use crate::graph::{Adapters, Builder, Built, Decoder, GraphParams, Pooling, RecurrentShape, Shape};
 use crate::kv::{KvCache, MAX_SEQ};
 use crate::model::hparams::RopeScaling;
 use crate::model::lora::LoraAdapter;
@@ -166,9 +167,29 @@ pub struct Context<'m> {
     /// their scales; graphs are built for the adapters, the scales are their inputs.
     loras: Vec<Arc<LoraAdapter>>,
     lora_scales: Vec<f32>,
+    /// The control vector, and its direction per layer where it applies (the graph reads them;
+    /// empty for an architecture whose llama.cpp graph has none).
+    cvec: cvec::ControlVector,
+    cvec_layers: Vec<Option<TensorRef>>,
     pub perf: PerfData,
     pub counters: Counters,
 }
+
+/// Architectures whose llama.cpp graphs add no control vector (llama.h's is accepted and has no
+/// effect there).
+const NO_CVEC: &[&str] = &[
+    "bert",
+    "nomic-bert",
+    "nomic-bert-moe",
+    "jina-bert-v2",
+    "jina-bert-v3",
+    "modern-bert",
+    "neo-bert",
+    "eurobert",
+    "plamo2",
+    "hy_v4",
+    "qwen4exp",
+];
 
 fn pad(x: u32, n: u32) -> u32 {
     x.div_ceil(n).saturating_mul(n)
@@ -391,6 +412,8 @@ impl<'m> Context<'m> {
             sampling_graph: None,
             loras: Vec::new(),
             lora_scales: Vec::new(),
+            cvec: cvec::ControlVector::default(),
+            cvec_layers: Vec::new(),
             sched,
             sched_nodes,
             cb_eval: p.cb_eval,
@@ -475,7 +498,7 @@ impl<'m> Context<'m> {
                 self.decoder()?,
                 self.memories(),
                 shape,
-                (self.params.graph, &[]),
+                (self.params.graph, Adapters::default()),
                 0,
             )?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
@@ -503,6 +526,30 @@ impl<'m> Context<'m> {
             self.loras = loras;
         }
         self.lora_scales = scales;
+    }
+
+    /// Set the control vector (`data` None clears it) for layers `range`; a new set of layers
+    /// builds the graph anew, new directions are written where the graph reads them.
+    pub fn set_cvec(&mut self, data: Option<&[f32]>, n_embd: i32, range: (i32, i32)) -> Result<()> {
+        if self.cvec.set(self.model, data, n_embd, range)? {
+            self.graph = None;
+            self.sampling_graph = None;
+            let name = self.model.arch.map_or("", |a| a.name());
+            self.cvec_layers = if NO_CVEC.contains(&name) {
+                Vec::new()
+            } else {
+                self.cvec.active_layers(self.model)
+            };
+        }
+        Ok(())
+    }
+
+    /// What the graph applies beyond the model.
+    fn adapters(&self) -> Adapters<'_> {
+        Adapters {
+            loras: &self.loras,
+            cvec: &self.cvec_layers,
+        }
     }
 
     /// The graph body of the model's architecture.

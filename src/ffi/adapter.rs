@@ -180,6 +180,8 @@ pub unsafe extern "C" fn llama_set_adapters_lora(
     })
 }
 
+/// # Safety
+/// `data` NULL or valid for `len` floats.
 #[no_mangle]
 pub unsafe extern "C" fn llama_set_adapter_cvec(
     ctx: *mut llama_context,
@@ -189,13 +191,15 @@ pub unsafe extern "C" fn llama_set_adapter_cvec(
     il_start: i32,
     il_end: i32,
 ) -> i32 {
-    let _ = (len, n_embd, il_start, il_end);
     entry!(-1, {
-        if !data.is_null() {
-            return Err(Error::NotImplemented("llama_set_adapter_cvec"));
-        }
-        // NULL data clears the control vector, which this context never has: done.
-        super::handle::ctx(ctx)?;
+        let mut c = handle::ctx_mut(ctx)?;
+        let data = if data.is_null() {
+            None
+        } else {
+            // SAFETY: forwarded contract.
+            Some(unsafe { c_slice(data, len, "data") }?)
+        };
+        c.set_cvec(data, n_embd, (il_start, il_end))?;
         Ok(0)
     })
 }

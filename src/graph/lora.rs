@@ -55,11 +55,11 @@ impl Builder<'_> {
         // The token embeddings' pairs are laid out for row lookups (`add_lora_rows`); where the
         // embeddings also serve as the output head they are not applied to its product (whose
         // shapes they do not fit: llama.cpp's graph fails there).
-        if self.loras.is_empty() || name.ends_with("token_embd.weight") {
+        if self.adapters.loras.is_empty() || name.ends_with("token_embd.weight") {
             return Ok(y);
         }
-        for ai in 0..self.loras.len() {
-            let Some(lw) = self.loras[ai].weight(&name).copied() else {
+        for ai in 0..self.adapters.loras.len() {
+            let Some(lw) = self.adapters.loras[ai].weight(&name).copied() else {
                 continue;
             };
             let d = match ids {
@@ -82,12 +82,12 @@ impl Builder<'_> {
     /// Add to `x`, the rows of the table `table` for the input tokens, each active adapter's
     /// `s * B A[tokens]` for it (the token embeddings' pairs are laid out for a row lookup).
     pub(super) fn add_lora_rows(&mut self, table: TensorRef, mut x: TensorRef) -> Result<TensorRef> {
-        if self.loras.is_empty() {
+        if self.adapters.loras.is_empty() {
             return Ok(x);
         }
         let name = table.name();
-        for ai in 0..self.loras.len() {
-            let Some(lw) = self.loras[ai].weight(&name).copied() else {
+        for ai in 0..self.adapters.loras.len() {
+            let Some(lw) = self.adapters.loras[ai].weight(&name).copied() else {
                 continue;
             };
             let rows = self.g.get_rows(lw.a, self.inputs.tokens).map_err(ggml_err)?;
@@ -113,7 +113,7 @@ impl Builder<'_> {
         let scales = match &mut self.inputs.lora {
             Some(l) => l,
             None => {
-                let n: usize = self.loras.iter().map(|a| a.n_weights()).sum();
+                let n: usize = self.adapters.loras.iter().map(|a| a.n_weights()).sum();
                 let input = self
                     .g
                     .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n as i64], "inp_lora_scales")

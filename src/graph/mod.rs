@@ -317,6 +317,14 @@ pub const RELU_SQR_FFN: Ffn = Ffn {
 const OAI_ALPHA: f32 = 1.702;
 const OAI_LIMIT: f32 = 7.0;
 
+/// What a context applies beyond the model: LoRA adapters (in order) and a control vector's
+/// direction per layer (none where it does not apply).
+#[derive(Clone, Copy, Default)]
+pub struct Adapters<'a> {
+    pub loras: &'a [Arc<LoraAdapter>],
+    pub cvec: &'a [Option<TensorRef>],
+}
+
 /// An architecture's graph: from the inputs `Builder::build` declares to the logits (None for an
 /// encoder, whose output is its hidden states, `Builder::set_hidden`).
 pub trait Decoder: Sync {
@@ -361,8 +369,8 @@ pub struct Builder<'a> {
     hidden: Option<TensorRef>,
     /// The state-copy input's views for the ubatch's sequences and the window's other cells.
     rs_copy: Option<(TensorRef, TensorRef)>,
-    /// The LoRA adapters the graph applies, in order.
-    loras: &'a [Arc<LoraAdapter>],
+    /// The LoRA adapters and control vector the graph applies.
+    adapters: Adapters<'a>,
     /// The scales input's slot of each (adapter, weight) used so far.
     lora_slots: HashMap<(usize, String), usize>,
 }
@@ -374,20 +382,22 @@ pub(crate) fn ggml_err(e: String) -> Error {
 impl<'a> Builder<'a> {
     /// Build the graph of `shape` for `model`, whose architecture's body is `decoder`, over the
     /// context's attention cache `kv` and recurrent states `rs`, applying the LoRA adapters
-    /// `loras`, with room for `extra_nodes` more (what backend samplers append).
+    /// and control vector `adapters`, with room for `extra_nodes` more (what backend samplers append).
     pub fn build(
         model: &'a Model,
         decoder: &dyn Decoder,
         (kv, rs): (&'a KvCache, Option<&'a Recurrent>),
         shape: Shape,
-        (params, loras): (GraphParams, &'a [Arc<LoraAdapter>]),
+        (params, adapters): (GraphParams, Adapters<'a>),
         extra_nodes: usize,
     ) -> Result<Built> {
         let hp = model
             .hparams
             .as_ref()
             .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
-        let mut g = Graph::new(max_nodes(model) + extra_nodes + lora::extra_nodes(loras)).map_err(ggml_err)?;
+        let mut g =
+            Graph::new(max_nodes(model) + extra_nodes + lora::extra_nodes(adapters.loras) + adapters.cvec.len())
+                .map_err(ggml_err)?;
         let nt = shape.n_tokens as i64;
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
@@ -431,7 +441,7 @@ impl<'a> Builder<'a> {
             },
             hidden: None,
             rs_copy: None,
-            loras,
+            adapters,
             lora_slots: HashMap::new(),
         };
         let logits = decoder.build(&mut b)?;
@@ -548,6 +558,21 @@ impl<'a> Builder<'a> {
             None => self.g.set_name(t, name),
         }
         t
+    }
+
+    /// The output of layer `il`: `x` plus the control vector's direction for the layer, if any
+    /// (llama.cpp's `build_cvec`), named `l_out`.
+    pub fn layer_out(&mut self, x: TensorRef, il: usize) -> Result<TensorRef> {
+        let x = self.add_cvec(x, il)?;
+        Ok(self.name(x, "l_out", Some(il)))
+    }
+
+    /// `x` plus the control vector's direction for layer `il`, if any.
+    pub fn add_cvec(&mut self, x: TensorRef, il: usize) -> Result<TensorRef> {
+        match self.adapters.cvec.get(il).copied().flatten() {
+            Some(dir) => self.g.add(x, dir).map_err(ggml_err),
+            None => Ok(x),
+        }
     }
 
     /// RMS norm of `x` scaled by the weight `w`.
