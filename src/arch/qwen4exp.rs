@@ -335,11 +335,11 @@ fn hc_mix(b: &mut Builder, res: TensorRef, prefix: &str, il: Option<usize>) -> R
     let xn = b.g.reshape(xn, &[e * hc, nt]).map_err(ggml_err)?;
     let xn = b.name(xn, "hc_norm", il);
     let down = w(b, "down")?;
-    let lo = b.g.mul_mat(down, xn).map_err(ggml_err)?;
+    let lo = b.weight_mm(down, xn)?;
     let lo = b.scale(lo, 1.0 / hc as f32)?;
     let lo = b.g.silu(lo).map_err(ggml_err)?;
     let up = w(b, "up")?;
-    let gate = b.g.mul_mat(up, lo).map_err(ggml_err)?;
+    let gate = b.weight_mm(up, lo)?;
     let gate = b.name(gate, "hc_gate", il);
     let Some(il) = il else {
         // The head's mix, as llama.cpp builds it there: gate, then the streams' mean.
@@ -361,7 +361,7 @@ fn hc_mix(b: &mut Builder, res: TensorRef, prefix: &str, il: Option<usize>) -> R
     let mixed = b.g.gated_row_mean(x3, g3, 1.0 / hc as f32).map_err(ggml_err)?;
     let mixed = b.name(mixed, "hc_mixed", Some(il));
     let inject = w(b, "inject")?;
-    let inject = b.g.mul_mat(inject, xn).map_err(ggml_err)?;
+    let inject = b.weight_mm(inject, xn)?;
     Ok((mixed, Some(b.name(inject, "hc_inject", Some(il)))))
 }
 
