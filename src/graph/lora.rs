@@ -305,7 +305,7 @@ mod tests {
         assert!(!plain("llama", "blk.0.attn_q.weight", none));
         assert!(plain("glm5-next", "blk.3.indexer.attn_k.weight", none));
         assert!(!plain("glm5-next", "blk.3.indexer.attn_k_norm.weight", none));
-        let even = |il: usize| il % 2 == 0;
+        let even = |il: usize| il.is_multiple_of(2);
         assert!(plain("kimi-linear", "blk.2.attn_output.weight", even));
         assert!(!plain("kimi-linear", "blk.3.attn_output.weight", even));
     }
