@@ -238,6 +238,81 @@ if want llama-server && command -v curl >/dev/null; then
     done
 fi
 
+# LoRA adapters and control vectors (scripts/gen-adapters.py): llama-completion with one adapter,
+# two at their own scales, a control vector over all layers and one scaled over a layer range;
+# llama-server with two adapters, listing them and changing their scales through /lora-adapters
+# and per request; llama-cpp-python's Llama(lora_path=...) (the package's sources from the sdist).
+if want adapters; then
+    adapters="$out/adapters"
+    mkdir -p "$adapters"
+    for m in smollm2 gemma3; do
+        python3 scripts/gen-adapters.py lora "${!m}" "$adapters/$m-attn.gguf" --type f16 \
+            --targets 'attn_(q|k|v|output)\.weight' >/dev/null
+        python3 scripts/gen-adapters.py lora "${!m}" "$adapters/$m-ffn.gguf" --type q8_0 --rank 32 \
+            --targets 'ffn_(gate|up|down)\.weight' --seed 2 >/dev/null
+        python3 scripts/gen-adapters.py cvec "${!m}" "$adapters/$m-cvec.gguf" >/dev/null
+        common=(-m "${!m}" -t 2 --seed 42 -p "The capital of France is" -n 48 --temp 0 -no-cnv)
+        run "adapters/llama-completion/$m/lora" 300 llama-completion "${common[@]}" --lora "$adapters/$m-attn.gguf"
+        run "adapters/llama-completion/$m/two-loras" 300 llama-completion "${common[@]}" \
+            --lora-scaled "$adapters/$m-attn.gguf" 0.5 --lora-scaled "$adapters/$m-ffn.gguf" 1.5
+        run "adapters/llama-completion/$m/control-vector" 300 llama-completion "${common[@]}" \
+            --control-vector "$adapters/$m-cvec.gguf"
+        run "adapters/llama-completion/$m/control-vector-range" 300 llama-completion "${common[@]}" \
+            --control-vector-scaled "$adapters/$m-cvec.gguf" 2.5 --control-vector-layer-range 3 9
+    done
+    if command -v curl >/dev/null; then
+        lora_server() { # lora_server LIB_DIR_OR_EMPTY OUTFILE
+            local port=18090 pid
+            LD_LIBRARY_PATH="${1:-${LD_LIBRARY_PATH:-}}" "$bin/llama-server" -m "$smollm2" -t 2 -c 2048 \
+                --port $port --host 127.0.0.1 --lora "$adapters/smollm2-attn.gguf" \
+                --lora-scaled "$adapters/smollm2-ffn.gguf" 0.5 >"$2.log" 2>&1 &
+            pid=$!
+            for _ in $(seq 1 120); do
+                curl -s "http://127.0.0.1:$port/health" | grep -q ok && break
+                sleep 0.5
+            done
+            local u="http://127.0.0.1:$port" req='"prompt":"The capital of France is","n_predict":24,"temperature":0'
+            {
+                curl -s "$u/lora-adapters"; echo
+                curl -s "$u/completion" -d "{$req}"; echo
+                curl -s "$u/lora-adapters" -d '[{"id":0,"scale":0.25},{"id":1,"scale":0}]'; echo
+                curl -s "$u/lora-adapters"; echo
+                curl -s "$u/completion" -d "{$req}"; echo
+                curl -s "$u/completion" -d "{$req,\"lora\":[{\"id\":1,\"scale\":2.0}]}"; echo
+            } >"$2" 2>&1
+            kill $pid 2>/dev/null
+            wait $pid 2>/dev/null
+        }
+        dir="$out/adapters/llama-server"
+        mkdir -p "$dir"
+        lora_server "" "$dir/ref.out"
+        : >"$dir/ref.err"
+        lora_server "$swap" "$dir/eng.out"
+        grep -iE 'not implemented|panicked|error' "$dir/eng.out.log" >"$dir/eng.err" || true
+        compare "adapters/llama-server" "$dir" 0 0
+    fi
+    py="$out/py"
+    mkdir -p "$py/llama_cpp/lib"
+    tar -xzf "${ENGINE_DOWNLOAD_DIR:-$HOME/.cache/engine/downloads}/llama_cpp_python-0.3.36.tar.gz" -C "$py" \
+        --strip-components=1 llama_cpp_python-0.3.36/llama_cpp
+    ln -sf "$bin/libggml.so" "$py/llama_cpp/lib/libggml.so"
+    cat >"$py/lora.py" <<EOF
+from llama_cpp import Llama
+llm = Llama(model_path="$smollm2", lora_path="$adapters/smollm2-attn.gguf", lora_scale=0.75, n_ctx=512,
+            n_threads=2, seed=42, verbose=False)
+print(llm("The capital of France is", max_tokens=32, temperature=0)["choices"][0]["text"])
+chat = llm.create_chat_completion(messages=[{"role": "user", "content": "Name a river."}], max_tokens=24,
+                                  temperature=0)
+print(chat["choices"][0]["message"]["content"])
+EOF
+    dir="$out/adapters/llama-cpp-python"
+    mkdir -p "$dir"
+    (cd "$py" && LLAMA_CPP_LIB_PATH="$bin" PYTHONPATH="$py" timeout 300 python3 lora.py >"$dir/ref.out" 2>"$dir/ref.err")
+    rc_ref=$?
+    (cd "$py" && LLAMA_CPP_LIB_PATH="$swap" PYTHONPATH="$py" timeout 300 python3 lora.py >"$dir/eng.out" 2>"$dir/eng.err")
+    compare "adapters/llama-cpp-python" "$dir" "$rc_ref" "$?"
+fi
+
 # Across machines: the model split over two ggml RPC servers on loopback (llama.cpp's
 # ggml-rpc-server, one thread each), every layer offloaded (-ngl 99); with the FFN weights kept on
 # the CPU (-ot), on the second server only (--device), 10 layers split 3:1 (-ngl 10 -ts 3,1), and

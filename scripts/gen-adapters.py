@@ -10,6 +10,12 @@ Written at test time, never committed.
         [--alpha A] [--seed S] [--type f32|f16|q8_0|f64] [--alora T,T,...] [--arch NAME]
         [--merged OUT_MODEL.gguf --scale S]
 
+    python3 scripts/gen-adapters.py cvec MODEL.gguf OUT.gguf [--seed S] [--strength X]
+
+`cvec` writes a control vector as llama.cpp's cvector-generator does (`general.architecture =
+controlvector`, an F32 `direction.<layer>` of n_embd values for every layer but the first), which
+llama.cpp's programs read with `--control-vector`.
+
 `--merged` also writes MODEL (which must hold its adapted weights in F32) with each adapted weight
 replaced by W + S * alpha / rank * B A: what the adapter at scale S computes, for a test that
 checks the adapter's arithmetic rather than only its agreement with llama.cpp.
@@ -117,6 +123,23 @@ def write_merged(base, arch, pairs, args):
     w.close()
 
 
+def cvec(args):
+    base = gguf.GGUFReader(args.model)
+    arch = field_value(base.fields["general.architecture"])
+    n_embd = int(field_value(base.fields[f"{arch}.embedding_length"]))
+    n_layer = int(field_value(base.fields[f"{arch}.block_count"]))
+    rng = np.random.default_rng(args.seed)
+    w = gguf.GGUFWriter(args.out, "controlvector")
+    w.add_string("controlvector.model_hint", arch)
+    w.add_uint32("controlvector.layer_count", n_layer - 1)
+    for il in range(1, n_layer):
+        w.add_tensor(f"direction.{il}", (rng.standard_normal(n_embd) * args.strength).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="kind", required=True)
@@ -132,9 +155,16 @@ def main():
     lp.add_argument("--arch", default="")
     lp.add_argument("--merged", default="")
     lp.add_argument("--scale", type=float, default=1.0)
+    cp = sub.add_parser("cvec")
+    cp.add_argument("model")
+    cp.add_argument("out")
+    cp.add_argument("--seed", type=int, default=1)
+    cp.add_argument("--strength", type=float, default=0.1)
     args = p.parse_args()
     if args.kind == "lora":
         lora(args)
+    else:
+        cvec(args)
 
 
 if __name__ == "__main__":
