@@ -2,15 +2,16 @@
 
 use super::entry::entry;
 use super::handle;
-use super::model::{file_source, meta_at, meta_lookup};
+use super::model::{file_source, meta_by_index, meta_lookup};
 use super::params::path_arg;
 use super::sampler::c_slice;
 use super::strings::write_c_str;
 use super::types::*;
 use crate::error::{Error, Result};
 use crate::model::lora::LoraAdapter;
-use crate::model::{FileSource, MetaPair};
+use crate::model::FileSource;
 use std::ffi::c_char;
+use std::sync::Arc;
 
 /// # Safety
 /// `path_lora` NULL or NUL-terminated.
@@ -59,31 +60,19 @@ pub unsafe extern "C" fn llama_adapter_meta_val_str(
     entry!(-1, {
         // SAFETY: an empty string is written on failure, as llama.h promises.
         unsafe { write_c_str(buf, buf_size, b"") };
-        let (a, _) = handle::adapter(adapter)?;
+        let a = adapter_of(adapter)?;
         // SAFETY: forwarded contract.
         unsafe { meta_lookup(a.meta(), key, buf, buf_size) }
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn llama_adapter_meta_count(adapter: *const llama_adapter_lora) -> i32 {
-    entry!(-1, { Ok(handle::adapter(adapter)?.0.meta().len() as i32) })
+fn adapter_of(adapter: *const llama_adapter_lora) -> Result<Arc<LoraAdapter>> {
+    handle::adapter(adapter).map(|(a, _)| a)
 }
 
-/// # Safety
-/// `buf` valid for `buf_size` bytes.
-unsafe fn meta_by_index(
-    adapter: *const llama_adapter_lora,
-    i: i32,
-    buf: *mut c_char,
-    buf_size: usize,
-    pick: fn(&MetaPair) -> &[u8],
-) -> Result<i32> {
-    // SAFETY: an empty string is written on failure, as llama.h promises.
-    unsafe { write_c_str(buf, buf_size, b"") };
-    let (a, _) = handle::adapter(adapter)?;
-    // SAFETY: forwarded contract.
-    Ok(unsafe { meta_at(a.meta(), i, buf, buf_size, pick) })
+#[no_mangle]
+pub unsafe extern "C" fn llama_adapter_meta_count(adapter: *const llama_adapter_lora) -> i32 {
+    entry!(-1, { Ok(adapter_of(adapter)?.meta().len() as i32) })
 }
 
 /// # Safety
@@ -97,7 +86,7 @@ pub unsafe extern "C" fn llama_adapter_meta_key_by_index(
 ) -> i32 {
     entry!(-1, {
         // SAFETY: forwarded contract.
-        unsafe { meta_by_index(adapter, i, buf, buf_size, |kv| &kv.0) }
+        unsafe { meta_by_index(adapter_of(adapter), |a| a.meta(), i, (buf, buf_size), |kv| &kv.0) }
     })
 }
 
@@ -112,7 +101,7 @@ pub unsafe extern "C" fn llama_adapter_meta_val_str_by_index(
 ) -> i32 {
     entry!(-1, {
         // SAFETY: forwarded contract.
-        unsafe { meta_by_index(adapter, i, buf, buf_size, |kv| &kv.1) }
+        unsafe { meta_by_index(adapter_of(adapter), |a| a.meta(), i, (buf, buf_size), |kv| &kv.1) }
     })
 }
 
@@ -127,7 +116,7 @@ pub unsafe extern "C" fn llama_adapter_get_alora_n_invocation_tokens(adapter: *c
         if adapter.is_null() {
             return Ok(0);
         }
-        Ok(handle::adapter(adapter)?.0.alora_tokens().len() as u64)
+        Ok(adapter_of(adapter)?.alora_tokens().len() as u64)
     })
 }
 
@@ -137,7 +126,7 @@ pub unsafe extern "C" fn llama_adapter_get_alora_invocation_tokens(
     adapter: *const llama_adapter_lora,
 ) -> *const llama_token {
     entry!(std::ptr::null(), {
-        let (a, _) = handle::adapter(adapter)?;
+        let a = adapter_of(adapter)?;
         let tokens = a.alora_tokens();
         Ok(if tokens.is_empty() {
             std::ptr::null()

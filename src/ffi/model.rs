@@ -381,40 +381,27 @@ pub unsafe extern "C" fn llama_model_meta_count(model: *const llama_model) -> i3
     entry!(-1, { Ok(self::model(model)?.meta().len() as i32) })
 }
 
+/// Entry `i` of the metadata of `owner` (a model, an adapter; `meta` reads it), its key or its value
+/// as `pick` says, written to `buf`; -1 and an empty `buf` when out of range, as llama.h promises.
+///
 /// # Safety
 /// `buf` valid for `buf_size` bytes.
-unsafe fn meta_by_index(
-    model: *const llama_model,
+pub(crate) unsafe fn meta_by_index<T>(
+    owner: Result<T>,
+    meta: fn(&T) -> &[MetaPair],
     i: i32,
-    buf: *mut c_char,
-    buf_size: usize,
+    (buf, buf_size): (*mut c_char, usize),
     pick: fn(&MetaPair) -> &[u8],
 ) -> Result<i32> {
     // SAFETY: an empty string is written on failure, as llama.h promises.
     unsafe { write_c_str(buf, buf_size, b"") };
-    let m = self::model(model)?;
-    // SAFETY: forwarded contract.
-    Ok(unsafe { meta_at(m.meta(), i, buf, buf_size, pick) })
-}
-
-/// Entry `i` of `meta` (its key or its value, as `pick` says) written to `buf`; -1 when out of
-/// range (the caller has emptied `buf`, as llama.h promises on failure).
-///
-/// # Safety
-/// `buf` valid for `buf_size` bytes.
-pub(crate) unsafe fn meta_at(
-    meta: &[MetaPair],
-    i: i32,
-    buf: *mut c_char,
-    buf_size: usize,
-    pick: fn(&MetaPair) -> &[u8],
-) -> i32 {
-    let Some(kv) = usize::try_from(i).ok().and_then(|i| meta.get(i)) else {
-        return -1;
+    let owner = owner?;
+    let Some(kv) = usize::try_from(i).ok().and_then(|i| meta(&owner).get(i)) else {
+        return Ok(-1);
     };
     let s = pick(kv);
     // SAFETY: forwarded contract; strip the stored NUL.
-    unsafe { write_c_str(buf, buf_size, &s[..s.len() - 1]) }
+    Ok(unsafe { write_c_str(buf, buf_size, &s[..s.len() - 1]) })
 }
 
 #[no_mangle]
@@ -426,7 +413,7 @@ pub unsafe extern "C" fn llama_model_meta_key_by_index(
 ) -> i32 {
     entry!(-1, {
         // SAFETY: forwarded contract.
-        unsafe { meta_by_index(model, i, buf, buf_size, |kv| &kv.0) }
+        unsafe { meta_by_index(self::model(model), |m| m.meta(), i, (buf, buf_size), |kv| &kv.0) }
     })
 }
 
@@ -439,7 +426,7 @@ pub unsafe extern "C" fn llama_model_meta_val_str_by_index(
 ) -> i32 {
     entry!(-1, {
         // SAFETY: forwarded contract.
-        unsafe { meta_by_index(model, i, buf, buf_size, |kv| &kv.1) }
+        unsafe { meta_by_index(self::model(model), |m| m.meta(), i, (buf, buf_size), |kv| &kv.1) }
     })
 }
 
