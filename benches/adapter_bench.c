@@ -162,7 +162,12 @@ int main(int argc, char **argv) {
         {"A 1 B 0.7", 2, {a, b}, {1.0f, 0.7f}},
         {"B 2 A 0.3", 2, {b, a}, {2.0f, 0.3f}},
     };
-    for (int ub = 0; ub < 2; ub++) {
+    /* An encoder takes a batch in one ubatch (llama.cpp aborts otherwise). */
+    DL_LOAD(llama_get_memory);
+    struct llama_context *probe = p_llama_init_from_model(model, p_llama_context_default_params());
+    bool encoder = probe && !p_llama_get_memory(probe);
+    p_llama_free(probe);
+    for (int ub = 0; ub < (encoder ? 1 : 2); ub++) {
         for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
             struct llama_context_params cp = p_llama_context_default_params();
             cp.n_ctx = 512;

@@ -254,18 +254,18 @@ if want adapters; then
         common=(-m "${!m}" -t 2 --seed 42 -p "The capital of France is" -n 48 --temp 0 -no-cnv)
         run "adapters/llama-completion/$m/lora" 300 llama-completion "${common[@]}" --lora "$adapters/$m-attn.gguf"
         run "adapters/llama-completion/$m/two-loras" 300 llama-completion "${common[@]}" \
-            --lora-scaled "$adapters/$m-attn.gguf" 0.5 --lora-scaled "$adapters/$m-ffn.gguf" 1.5
+            --lora-scaled "$adapters/$m-attn.gguf:0.5,$adapters/$m-ffn.gguf:1.5"
         run "adapters/llama-completion/$m/control-vector" 300 llama-completion "${common[@]}" \
             --control-vector "$adapters/$m-cvec.gguf"
         run "adapters/llama-completion/$m/control-vector-range" 300 llama-completion "${common[@]}" \
-            --control-vector-scaled "$adapters/$m-cvec.gguf" 2.5 --control-vector-layer-range 3 9
+            --control-vector-scaled "$adapters/$m-cvec.gguf:2.5" --control-vector-layer-range 3 9
     done
     if command -v curl >/dev/null; then
         lora_server() { # lora_server LIB_DIR_OR_EMPTY OUTFILE
             local port=18090 pid
             LD_LIBRARY_PATH="${1:-${LD_LIBRARY_PATH:-}}" "$bin/llama-server" -m "$smollm2" -t 2 -c 2048 \
                 --port $port --host 127.0.0.1 --lora "$adapters/smollm2-attn.gguf" \
-                --lora-scaled "$adapters/smollm2-ffn.gguf" 0.5 >"$2.log" 2>&1 &
+                --lora-scaled "$adapters/smollm2-ffn.gguf:0.5" >"$2.log" 2>&1 &
             pid=$!
             for _ in $(seq 1 120); do
                 curl -s "http://127.0.0.1:$port/health" | grep -q ok && break
@@ -291,6 +291,7 @@ if want adapters; then
         grep -iE 'not implemented|panicked|error' "$dir/eng.out.log" >"$dir/eng.err" || true
         compare "adapters/llama-server" "$dir" 0 0
     fi
+    python3 -m pip install -q diskcache jinja2 numpy typing-extensions >/dev/null 2>&1
     py="$out/py"
     mkdir -p "$py/llama_cpp/lib"
     tar -xzf "${ENGINE_DOWNLOAD_DIR:-$HOME/.cache/engine/downloads}/llama_cpp_python-0.3.36.tar.gz" -C "$py" \

@@ -88,6 +88,23 @@ for case in "smollm2 $smollm2 gemma3" "gemma3 $gemma3 smollm2" "qwen2moe $genera
         diff <(echo "$engine_out") <(echo "$llama_out") | head -n 4 | cut -c1-200
     fi
 done
+# Adapters on every layer (even blocks, odd blocks and the output head) of the architectures whose
+# graphs leave some products without adapters, or reuse blocks.
+for name in deepseek2 deepseek4 glm5-next kimi-linear kimi-k3 nemotron-h-moe qwen4exp hrm_text mimo2 bailingmoe3; do
+    path="$generated/$name-f32.gguf"
+    lora "$path" "$adapters/$name-even.gguf" --targets 'blk\.[02468]\.' >/dev/null
+    lora "$path" "$adapters/$name-odd.gguf" --targets 'blk\.[13579]\.|^output\.weight' --seed 9 >/dev/null
+    args=("$path" "$adapters/$name-even.gguf" "$adapters/$name-odd.gguf" "$adapters/smollm2-a.gguf")
+    engine_out="$("$bin" "$PWD/target/release/libengine.so" "${args[@]}")"
+    llama_out="$("$bin" "$libllama" "${args[@]}")"
+    if [ "$engine_out" = "$llama_out" ]; then
+        echo "$name-f32.gguf with LoRA adapters on every layer: identical ($(wc -l <<<"$llama_out") lines)"
+    else
+        status=1
+        echo "$name-f32.gguf with LoRA adapters on every layer: differs; first difference:"
+        diff <(echo "$engine_out") <(echo "$llama_out") | head -n 4 | cut -c1-200
+    fi
+done
 bin="$compare_bin"
 # Generated models llama.cpp cannot run: the engine runs the same program to its end, and no decode
 # fails.

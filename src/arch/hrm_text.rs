@@ -149,19 +149,22 @@ fn stack(b: &mut Builder, mut x: TensorRef, slot_base: usize, block_base: usize)
         let cur = b.name(cur, "ffn_norm", l);
         let ffn = b.gated_ffn(bid, cur, Ffn::default())?;
         x = b.add(ffn, h)?;
-        x = b.layer_out(x, il)?;
+        x = b.layer_out(x, slot)?;
     }
     let out = b.g.rms_norm(x, hp.rms_eps).map_err(ggml_err)?;
     Ok(b.name(out, "stack_norm", Some(slot_base)))
 }
 
-/// Block `bid`'s projection `name` of `x`, times slot `slot`'s scale where the file has one, plus
-/// the block's bias where it has one.
+/// Block `bid`'s projection `name` of `x`, times slot `slot`'s scale where the file has one, with
+/// the LoRA adapters' parts, plus the block's bias where it has one.
 fn projection(b: &mut Builder, bid: usize, slot: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
-    let mut y = b.layer_matmul(bid, &format!("{name}.weight"), x)?;
+    let w = b.layer_weight(bid, &format!("{name}.weight"))?;
+    let mut y = b.g.mul_mat(w, x).map_err(ggml_err)?;
     if let Some(s) = b.layer_weight_opt(slot, &format!("{name}.scale")) {
         y = b.g.mul(y, s).map_err(ggml_err)?;
     }
+    // The adapters' parts join after the scale, as in llama.cpp's `build_lora_mm`.
+    y = b.add_lora(w, x, y, None)?;
     if let Some(bias) = b.layer_weight_opt(bid, &format!("{name}.bias")) {
         y = b.add(y, bias)?;
     }

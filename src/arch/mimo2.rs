@@ -9,7 +9,7 @@
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -134,7 +134,7 @@ impl Decoder for Mimo2 {
 fn projections(b: &mut Builder, il: usize, cur: TensorRef) -> Result<(TensorRef, TensorRef, TensorRef)> {
     let hp = b.hp;
     if let Some(w) = b.layer_weight_opt(il, "attn_qkv.weight") {
-        let qkv = b.g.mul_mat(w, cur).map_err(ggml_err)?;
+        let qkv = b.weight_mm(w, cur)?;
         return b.split_qkv(il, qkv, true);
     }
     let mut out = Vec::with_capacity(3);
@@ -144,7 +144,7 @@ fn projections(b: &mut Builder, il: usize, cur: TensorRef) -> Result<(TensorRef,
         ("attn_v.weight", hp.n_embd_head_v, hp.n_head_kv[il]),
     ] {
         let w = b.layer_weight(il, name)?;
-        let t = b.g.mul_mat(w, cur).map_err(ggml_err)?;
+        let t = b.weight_mm(w, cur)?;
         out.push(b.heads(t, head, n)?);
     }
     Ok((out[0], out[1], out[2]))

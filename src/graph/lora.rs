@@ -197,7 +197,7 @@ impl Builder<'_> {
 
     /// Add to `y`, the product of `w` and `x` (of the experts `ids` picks, for a stack of
     /// experts), each active adapter's `s * B (A x)` for `w`.
-    pub(super) fn add_lora(
+    pub fn add_lora(
         &mut self,
         w: TensorRef,
         x: TensorRef,
