@@ -57,11 +57,11 @@ int main(void) {
     CHECK(llama_decode(ctx, llama_batch_get_one(&prompt[0], 1)) == 0, "decode after detaching");
     CHECK(!tu_log_contains("not implemented") && !tu_log_contains("invalid"), "nothing was logged as an error");
 
-    /* What is really missing still says so. */
+    /* A control vector of another width is refused, and the log says why (test_lora: the rest). */
     tu_log_clear();
     float data[4] = {0};
-    CHECK(llama_set_adapter_cvec(ctx, data, 4, 1, 0, 0) == -1, "a real control vector is refused");
-    CHECK(tu_log_contains("not implemented yet: llama_set_adapter_cvec"), "and says so");
+    CHECK(llama_set_adapter_cvec(ctx, data, 4, 1, 0, 0) == -1, "a control vector of width 1 was accepted");
+    CHECK(tu_log_contains("n_embd"), "and says why");
 
     /* NULL contexts are refused, not dereferenced. */
     CHECK(llama_get_sampled_logits_count_ith(NULL, 0) == 0 && llama_get_sampled_candidates_ith(NULL, 0) == NULL,
