@@ -4,7 +4,8 @@
 # embeddings and seeded generations for each test model, and for the tiny models of the other
 # architectures (scripts/gen-models.py, written here), through each library, and llama.cpp's
 # tokenizer test vocabularies through benches/vocab_bench.c, and LoRA adapters through
-# benches/adapter_bench.c; this reports where the outputs first differ.
+# benches/adapter_bench.c, and the files the quantizer writes through benches/quantize_bench.c; this
+# reports where the outputs first differ.
 # Part of the test suite (scripts/test.sh runs it last); exits 1 if anything differs.
 #
 #   benches/compare.sh [LIBLLAMA.so]     (default: $LIBLLAMA, else benches/llama-cpp.sh provides one)
@@ -21,39 +22,43 @@ generated="$PWD/target/gen-models"
 rm -rf "$generated"
 python3 scripts/gen-models.py "$models/${bench_models[0]}" "$generated" >/dev/null
 status=0
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+# check LABEL WHAT ARGS...: the bench program ($bin) on ARGS through both libraries at once (a small
+# model keeps one core busy at most), then one line: identical (with WHAT the lines hold), or how
+# many lines differ and the first difference.
+check() {
+    local label="$1" what="$2"
+    shift 2
+    "$bin" "$PWD/target/release/libengine.so" "$@" >"$out/engine" &
+    local engine=$!
+    "$bin" "$libllama" "$@" >"$out/llama"
+    wait "$engine"
+    local lines
+    lines=$(wc -l <"$out/llama")
+    if cmp -s "$out/engine" "$out/llama"; then
+        echo "$label: identical ($lines lines${what:+: $what})"
+    else
+        status=1
+        echo "$label: $(diff "$out/engine" "$out/llama" | grep -c '^<') of $lines lines differ; first difference:"
+        diff "$out/engine" "$out/llama" | head -n 4 | cut -c1-200
+    fi
+}
 for path in "${bench_models[@]/#/$models/}" "$generated"/*.gguf; do
-    model="$(basename "$path")"
     # The generated models share the first test model's vocabulary: their samplers run once each.
     scope=()
     [[ "$path" == "$generated"/* ]] && scope=(arch)
-    out="$(mktemp -d)"
-    "$bin" "$PWD/target/release/libengine.so" "$path" "${scope[@]}" >"$out/engine"
-    "$bin" "$libllama" "$path" "${scope[@]}" >"$out/llama"
-    lines=$(wc -l <"$out/llama")
-    if cmp -s "$out/engine" "$out/llama"; then
-        echo "$model: identical ($lines lines: tokenization, logits and state bits, multi-sequence, embeddings, sampling)"
-    else
-        status=1
-        echo "$model: $(diff "$out/engine" "$out/llama" | grep -c '^<') of $lines lines differ; first difference:"
-        diff "$out/engine" "$out/llama" | head -n 4 | cut -c1-200
-    fi
-    rm -rf "$out"
+    check "$(basename "$path")" "tokenization, logits and state bits, multi-sequence, embeddings, sampling" \
+        "$path" "${scope[@]}"
 done
 # llama.cpp's tokenizer test vocabularies (scripts/fetch-ggml.sh extracts them): pieces, tokens and
 # detokenization of every test case (the Qwen3.5 cases, multilingual, for the four without cases).
 compare_bin="$bin"
 build_bench vocab
 for path in .ggml/vocab/*.gguf; do
-    model="$(basename "$path")"
     cases="$path.inp"
     [ -f "$cases" ] || cases=".ggml/vocab/ggml-vocab-qwen35.gguf.inp"
-    if cmp -s <("$bin" "$PWD/target/release/libengine.so" "$path" "$cases") <("$bin" "$libllama" "$path" "$cases"); then
-        echo "$model: identical (pieces, tokens and detokenization of $(basename "$cases")'s cases)"
-    else
-        status=1
-        echo "$model: differs; first difference:"
-        diff <("$bin" "$PWD/target/release/libengine.so" "$path" "$cases") <("$bin" "$libllama" "$path" "$cases") | head -n 4
-    fi
+    check "$(basename "$path")" "pieces, tokens and detokenization of $(basename "$cases")'s cases" "$path" "$cases"
 done
 # LoRA adapters (scripts/gen-adapters.py, written here) through benches/adapter_bench.c: two per
 # model adapting different weights (attention and the output head and token embeddings; the FFN,
@@ -77,16 +82,8 @@ lora "$generated/qwen3moe-q8_0.gguf" "$adapters/qwen3moe-b.gguf" --type q8_0 --r
 for case in "smollm2 $smollm2 gemma3" "gemma3 $gemma3 smollm2" "qwen2moe $generated/qwen2moe-f16.gguf smollm2" \
     "qwen3moe $generated/qwen3moe-q8_0.gguf gemma3"; do
     read -r name path wrong <<<"$case"
-    args=("$path" "$adapters/$name-a.gguf" "$adapters/$name-b.gguf" "$adapters/$wrong-a.gguf")
-    engine_out="$("$bin" "$PWD/target/release/libengine.so" "${args[@]}")"
-    llama_out="$("$bin" "$libllama" "${args[@]}")"
-    if [ "$engine_out" = "$llama_out" ]; then
-        echo "$(basename "$path") with LoRA adapters: identical ($(wc -l <<<"$llama_out") lines: metadata, logits at several scales, generation)"
-    else
-        status=1
-        echo "$(basename "$path") with LoRA adapters: differs; first difference:"
-        diff <(echo "$engine_out") <(echo "$llama_out") | head -n 4 | cut -c1-200
-    fi
+    check "$(basename "$path") with LoRA adapters" "metadata, logits at several scales, generation" \
+        "$path" "$adapters/$name-a.gguf" "$adapters/$name-b.gguf" "$adapters/$wrong-a.gguf"
 done
 # Adapters on every layer (even blocks, odd blocks and the output head) of the architectures whose
 # graphs leave some products without adapters, or reuse blocks.
@@ -94,17 +91,25 @@ for name in deepseek2 deepseek4 glm5-next kimi-linear kimi-k3 nemotron-h-moe qwe
     path="$generated/$name-f32.gguf"
     lora "$path" "$adapters/$name-even.gguf" --targets 'blk\.[02468]\.' >/dev/null
     lora "$path" "$adapters/$name-odd.gguf" --targets 'blk\.[13579]\.|^output\.weight' --seed 9 >/dev/null
-    args=("$path" "$adapters/$name-even.gguf" "$adapters/$name-odd.gguf" "$adapters/smollm2-a.gguf")
-    engine_out="$("$bin" "$PWD/target/release/libengine.so" "${args[@]}")"
-    llama_out="$("$bin" "$libllama" "${args[@]}")"
-    if [ "$engine_out" = "$llama_out" ]; then
-        echo "$name-f32.gguf with LoRA adapters on every layer: identical ($(wc -l <<<"$llama_out") lines)"
-    else
-        status=1
-        echo "$name-f32.gguf with LoRA adapters on every layer: differs; first difference:"
-        diff <(echo "$engine_out") <(echo "$llama_out") | head -n 4 | cut -c1-200
-    fi
+    check "$name-f32.gguf with LoRA adapters on every layer" "" \
+        "$path" "$adapters/$name-even.gguf" "$adapters/$name-odd.gguf" "$adapters/smollm2-a.gguf"
 done
+# The quantizer (benches/quantize_bench.c): every file type, each llama_model_quantize parameter,
+# importance matrices (made up for every weight, listed by the gguf package) for the IQ types that
+# need one; the input a generated F16 model with rows of 256 over eight layers.
+build_bench quantize
+python3 scripts/gen-models.py "$smollm2" "$generated" llama-quant >/dev/null
+qmodel="$generated/llama-quant-f16.gguf"
+python3 - "$qmodel" >"$generated/imatrix.txt" <<'PY'
+import sys
+import gguf
+for t in gguf.GGUFReader(sys.argv[1]).tensors:
+    ne = [int(n) for n in t.shape]
+    if len(ne) >= 2:
+        print(t.name, ne[0] * (ne[2] if len(ne) > 2 else 1))
+PY
+check "$(basename "$qmodel") quantized" "return codes, sizes and hashes of the files written" \
+    "$qmodel" "$generated" "$generated/imatrix.txt"
 bin="$compare_bin"
 # Generated models llama.cpp cannot run: the engine runs the same program to its end, and no decode
 # fails.

@@ -1792,6 +1792,19 @@ def llama_wide(w, weights, n_vocab, dtype):
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, d=d), dtype)
 
 
+def llama_quant(w, weights, n_vocab, dtype):
+    # Only an input of the quantizer's comparison (benches/quantize_bench.c), not a model to run:
+    # rows of 256 and eight layers, so the mixtures' per-layer choices and the K and IQ types all
+    # take part, four query heads per key/value head (a threshold of several mixtures), and
+    # embeddings and output head for the first 1024 tokens only, which keeps the slow IQ
+    # searches short.
+    d = Dims(embd=256, n_head=8, n_head_kv=2, head=32, ff=512)
+    decoder_keys(w, "llama", 8, 10000.0, d)
+    tensors = decoder_tensors(weights, 1024, 8, d=d)
+    tensors["output.weight"] = weights.matrix(1024, 256)
+    add_tensors(w, tensors, dtype)
+
+
 def smollm3(w, weights, n_vocab, dtype):
     # Eight layers: two of them (3 and 7) do not rotate.
     decoder_keys(w, "smollm3", 8, 2000000.0)
@@ -2789,6 +2802,8 @@ TYPES = {
     # llama.cpp's file type 38, MOSTLY_MXFP4_MOE, which gguf 0.17.1 does not list either.
     "mxfp4": (MXFP4, 38),
 }
+# Quantizer inputs, written only when named.
+QUANTIZER_INPUTS = {"llama-quant": ("llama", llama_quant, True)}
 # Models with rows too long for F32/F16 copies to be worth their size: only the types listed.
 ONLY_QUANTIZED = {"llama-wide"}
 # F16 alone: models with many layers (the sizes llama.cpp treats apart), slow to compare, and
@@ -2814,7 +2829,7 @@ QUANTIZED = {
 
 def generate(vocab_path, out_dir, name, type_name):
     dtype, ftype = TYPES[type_name]
-    arch, write, oracle, *vocab = MODELS[name]
+    arch, write, oracle, *vocab = MODELS.get(name) or QUANTIZER_INPUTS[name]
     if vocab:
         vocab_path = pathlib.Path(__file__).resolve().parent.parent / vocab[0]
     if not oracle:
@@ -2841,6 +2856,6 @@ if __name__ == "__main__":
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     for name in sys.argv[3:] or MODELS:
-        floats = [] if name in ONLY_QUANTIZED else ["f16"] if name in ONLY_F16 else ["f32", "f16"]
+        floats = [] if name in ONLY_QUANTIZED else ["f16"] if name in ONLY_F16 | set(QUANTIZER_INPUTS) else ["f32", "f16"]
         for t in [*floats, *QUANTIZED.get(name, [])]:
             print(generate(sys.argv[1], out, name, t))

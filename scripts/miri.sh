@@ -17,8 +17,8 @@ fi
 
 cargo +nightly miri test --lib -- \
     ffi::registry ffi::strings ffi::entry ffi::sampler kv::cells kv::state::tests kv::tests kv::kpool kv::compressed::tests model::placement::tests recurrent::cells context::batch vocab::stl_order graph::rotation \
-    model::tests::sliding_windows model::tests::attention_temperature graph::lightning::tests::decays graph::msa::tests graph::qsa::tests graph::ple::tests graph::lora::tests \
-    gguf::reader gguf::tests::malformed gguf::tests::valid gguf::tests::meta_string sampling:: log::tests \
+    model::tests::sliding_windows model::tests::attention_temperature graph::lightning::tests::decays graph::msa::tests graph::qsa::tests graph::ple::tests graph::lora::tests model::quantize::tests \
+    gguf::reader gguf::writer gguf::tests::malformed gguf::tests::valid gguf::tests::meta_string sampling:: log::tests \
     --skip every_exported_function_is_one_entry \
     --skip sampling::backend:: \
     --skip ggml::graph::sampling:: \

@@ -2,7 +2,7 @@
 
 use super::entry::entry;
 use super::handle::{model, model_free, model_into_raw, vocab_handle};
-use super::params::{model_load_params, path_arg, Progress};
+use super::params::{model_load_params, path_arg, quantize_params, Progress};
 use super::strings::{c_str, write_c_str};
 use super::types::*;
 use crate::error::{Error, Result};
@@ -194,9 +194,20 @@ pub unsafe extern "C" fn llama_model_quantize(
     fname_out: *const c_char,
     params: *const llama_model_quantize_params,
 ) -> u32 {
-    let _ = (fname_inp, fname_out, params);
-    // llama.h: 0 means success, so failure is any other value.
-    entry!(1, not_implemented)
+    // llama.h: 0 means success; llama.cpp returns 1 for every failure.
+    entry!(1, {
+        // SAFETY: forwarded contract.
+        let input = unsafe { path_arg(fname_inp, "fname_inp") }?;
+        // SAFETY: forwarded contract.
+        let output = unsafe { path_arg(fname_out, "fname_out") }?;
+        if params.is_null() {
+            return Err(Error::invalid("params is NULL"));
+        }
+        // SAFETY: a non-NULL `params` points to a filled struct (forwarded contract).
+        let p = unsafe { quantize_params(&*params) }?;
+        crate::model::quantize::quantize(&split_paths(&input), &output, &p, crate::arch::spec)?;
+        Ok(0)
+    })
 }
 
 /// A getter over the model's hyper-parameters; a vocab-only model reports `none`.

@@ -443,3 +443,110 @@ pub(crate) unsafe fn context_params(p: &llama_context_params) -> Result<context:
         cb_eval,
     })
 }
+
+/// Entries read from a caller's terminated list before it is taken for one without a terminator.
+const MAX_LIST: usize = 1 << 20;
+
+/// Reads a caller's array up to its terminating entry (`done` says which), at most `MAX_LIST`.
+///
+/// # Safety
+/// `p` must be NULL or point to an array that `done` finds the end of.
+unsafe fn terminated<T>(mut p: *const T, what: &str, done: impl Fn(&T) -> bool) -> Result<Vec<&T>> {
+    let mut out = Vec::new();
+    if p.is_null() {
+        return Ok(out);
+    }
+    loop {
+        // SAFETY: within the caller's terminated array.
+        let item = unsafe { &*p };
+        if done(item) {
+            return Ok(out);
+        }
+        if out.len() == MAX_LIST {
+            return Err(Error::invalid(format!(
+                "{what}: no terminating entry within {MAX_LIST}"
+            )));
+        }
+        out.push(item);
+        // SAFETY: the array continues until its terminator.
+        p = unsafe { p.add(1) };
+    }
+}
+
+/// A `ggml_type` field: `GGML_TYPE_COUNT` (or above) means "not set"; a removed type is refused.
+fn optional_type(t: ggml_type, what: &str) -> Result<Option<u32>> {
+    if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {
+        return Ok(None);
+    }
+    crate::gguf::type_traits(t)
+        .map(|_| Some(t))
+        .ok_or_else(|| Error::invalid(format!("{what}: ggml type {t} is not supported")))
+}
+
+/// # Safety
+/// The pointers in `p` must be NULL or valid as llama.h documents (terminated lists: an imatrix
+/// entry with a NULL name, a kv override with an empty key, a tensor type with a NULL pattern,
+/// a prune list ending in -1; imatrix data valid for `size` floats).
+pub(crate) unsafe fn quantize_params(p: &llama_model_quantize_params) -> Result<model::quantize::QuantizeParams> {
+    let nthread = match usize::try_from(p.nthread) {
+        Ok(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    // SAFETY: forwarded contract.
+    let imatrix = unsafe { terminated(p.imatrix, "imatrix", |e| e.name.is_null()) }?;
+    let imatrix = if p.imatrix.is_null() {
+        None
+    } else {
+        let mut map = std::collections::HashMap::with_capacity(imatrix.len());
+        for e in imatrix {
+            // SAFETY: a non-NULL name is NUL-terminated (forwarded contract).
+            let name = String::from_utf8_lossy(unsafe { c_str(e.name, "an imatrix name") }?).into_owned();
+            let data = if e.size == 0 {
+                Vec::new()
+            } else if e.data.is_null() {
+                return Err(Error::invalid(format!("imatrix '{name}': {} values at NULL", e.size)));
+            } else {
+                // SAFETY: `data` is valid for `size` floats (forwarded contract).
+                unsafe { std::slice::from_raw_parts(e.data, e.size) }.to_vec()
+            };
+            map.insert(name, data);
+        }
+        Some(map)
+    };
+    // SAFETY: forwarded contract.
+    let tensor_types = unsafe { terminated(p.tt_overrides, "tensor_types", |e| e.pattern.is_null()) }?
+        .into_iter()
+        .map(|e| {
+            // SAFETY: a non-NULL pattern is NUL-terminated (forwarded contract).
+            let pattern = String::from_utf8_lossy(unsafe { c_str(e.pattern, "a tensor type pattern") }?).into_owned();
+            let re = regex::Regex::new(&pattern)
+                .map_err(|err| Error::invalid(format!("tensor type pattern '{pattern}': {err}")))?;
+            let t = optional_type(e.r#type, "tensor_types")?
+                .ok_or_else(|| Error::invalid(format!("tensor type pattern '{pattern}' has no type")))?;
+            Ok((re, t))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // SAFETY: forwarded contract.
+    let prune_layers = unsafe { terminated(p.prune_layers, "prune_layers", |&l| l == -1) }?
+        .into_iter()
+        .copied()
+        .collect();
+    Ok(model::quantize::QuantizeParams {
+        nthread,
+        ftype: p.ftype.0,
+        output_tensor_type: optional_type(p.output_tensor_type, "output_tensor_type")?,
+        token_embedding_type: optional_type(p.token_embedding_type, "token_embedding_type")?,
+        allow_requantize: p.allow_requantize,
+        quantize_output_tensor: p.quantize_output_tensor,
+        only_copy: p.only_copy,
+        pure: p.pure,
+        keep_split: p.keep_split,
+        dry_run: p.dry_run,
+        imatrix,
+        // SAFETY: forwarded contract.
+        kv_overrides: unsafe { kv_overrides(p.kv_overrides) }?,
+        tensor_types,
+        prune_layers,
+        max_buf_size: p.max_buf_size,
+    })
+}

@@ -10,6 +10,7 @@ mod device;
 mod extra_buft;
 mod graph;
 mod placed;
+pub mod quant;
 
 pub use backend::{
     tensor_get_f32, tensor_read, tensor_set, tensor_write, AbortCallback, BufferType, BufferTypeId, ComputeStatus,

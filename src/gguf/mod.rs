@@ -7,6 +7,7 @@
 mod reader;
 mod tensor;
 mod value;
+mod writer;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -18,6 +19,7 @@ use reader::Reader;
 
 pub use tensor::{type_traits, TensorInfo, TypeTraits};
 pub use value::{Array, Value};
+pub use writer::{padded, MetaWriter, TensorEntry};
 
 /// "GGUF" read as a little-endian u32.
 const MAGIC: u32 = u32::from_le_bytes(*b"GGUF");

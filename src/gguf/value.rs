@@ -146,6 +146,26 @@ impl Value {
         }
     }
 
+    /// The value's type id and payload, as GGUF stores them after the key.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.type_id().to_le_bytes());
+        match self {
+            Value::U8(v) => out.push(*v),
+            Value::I8(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::U16(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::I16(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::U32(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::I32(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::F32(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::Bool(v) => out.push(u8::from(*v)),
+            Value::Str(v) => encode_str(v, out),
+            Value::Array(a) => a.encode(out),
+            Value::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Value::F64(v) => out.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+
     /// The value as llama.cpp's `gguf_kv_to_str` prints it (what `llama_model_meta_val_str` returns).
     pub fn to_meta_string(&self) -> String {
         match self {
@@ -190,7 +210,11 @@ impl Array {
 
     /// GGUF's name of the element type; llama.cpp shows arrays as `arr[<this>,<len>]`.
     pub fn type_name(&self) -> &'static str {
-        gguf_type_name(match self {
+        gguf_type_name(self.elem_type_id())
+    }
+
+    fn elem_type_id(&self) -> u32 {
+        match self {
             Array::U8(_) => U8,
             Array::I8(_) => I8,
             Array::U16(_) => U16,
@@ -203,7 +227,27 @@ impl Array {
             Array::U64(_) => U64,
             Array::I64(_) => I64,
             Array::F64(_) => F64,
-        })
+        }
+    }
+
+    /// Element type, length and elements, as GGUF stores them.
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.elem_type_id().to_le_bytes());
+        out.extend_from_slice(&(self.len() as u64).to_le_bytes());
+        match self {
+            Array::U8(v) => out.extend_from_slice(v),
+            Array::I8(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::U16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::I16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::U32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::I32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::Bool(v) => out.extend(v.iter().map(|&b| u8::from(b))),
+            Array::Str(v) => v.iter().for_each(|s| encode_str(s, out)),
+            Array::U64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::I64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Array::F64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        }
     }
 
     fn to_meta_string(&self) -> String {
@@ -222,6 +266,12 @@ impl Array {
             Array::F64(v) => bracketed(v, |x| c_float(*x)),
         }
     }
+}
+
+/// A GGUF string: its length as a u64, then its bytes.
+pub(super) fn encode_str(s: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s);
 }
 
 fn bracketed<T>(items: &[T], show: impl Fn(&T) -> String) -> String {

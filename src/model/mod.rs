@@ -6,6 +6,7 @@ pub mod hparams;
 pub mod lora;
 pub mod metadata;
 pub mod placement;
+pub mod quantize;
 pub mod spec;
 mod storage;
 mod weights;
@@ -98,31 +99,13 @@ impl Model {
         if sources.is_empty() {
             return Err(Error::invalid("no model file given"));
         }
-        let names: Vec<String> = sources.iter().map(|s| s.name().to_string()).collect();
         let mut no_progress = |_: f32| true;
         let progress: &mut dyn FnMut(f32) -> bool = match params.progress.take() {
             Some(p) => p,
             None => &mut no_progress,
         };
         // Reading (in Read mode) and placing tensors each take half of the progress range.
-        let n_files = names.len() as f32;
-        let mut files = Vec::with_capacity(names.len());
-        for (i, source) in sources.iter().enumerate() {
-            let mut read_progress = |f: f32| progress(0.5 * (i as f32 + f) / n_files);
-            files.push(Storage::open(source, params.mode, &mut read_progress)?);
-        }
-        let mut ggufs = Vec::with_capacity(files.len());
-        for (path, storage) in names.iter().zip(&files) {
-            let g = GgufFile::parse(storage.bytes()).map_err(|e| match e {
-                Error::Gguf { at, msg } => Error::Gguf {
-                    at,
-                    msg: format!("{msg} (in '{path}')"),
-                },
-                other => other,
-            })?;
-            ggufs.push(g);
-        }
-        check_splits(&names, &ggufs)?;
+        let (names, files, mut ggufs) = open_files(sources, params.mode, &mut |f| progress(0.5 * f))?;
 
         let meta = metadata::meta_strings(&ggufs[0]);
         metadata::apply_overrides(&mut ggufs[0], &params.overrides)?;
@@ -293,6 +276,35 @@ impl Model {
 }
 
 /// Every tensor of every file, tagged with its file index; names must be unique across splits.
+/// The files of one model (one, or all its splits in order): their bytes and parsed GGUF
+/// headers, checked to be the splits they say they are. `progress` gets the fraction read.
+fn open_files(
+    sources: &[FileSource],
+    mode: LoadMode,
+    progress: &mut dyn FnMut(f32) -> bool,
+) -> Result<(Vec<String>, Vec<Storage>, Vec<GgufFile>)> {
+    let names: Vec<String> = sources.iter().map(|s| s.name().to_string()).collect();
+    let n_files = names.len() as f32;
+    let mut files = Vec::with_capacity(names.len());
+    for (i, source) in sources.iter().enumerate() {
+        let mut read_progress = |f: f32| progress((i as f32 + f) / n_files);
+        files.push(Storage::open(source, mode, &mut read_progress)?);
+    }
+    let mut ggufs = Vec::with_capacity(files.len());
+    for (path, storage) in names.iter().zip(&files) {
+        let g = GgufFile::parse(storage.bytes()).map_err(|e| match e {
+            Error::Gguf { at, msg } => Error::Gguf {
+                at,
+                msg: format!("{msg} (in '{path}')"),
+            },
+            other => other,
+        })?;
+        ggufs.push(g);
+    }
+    check_splits(&names, &ggufs)?;
+    Ok((names, files, ggufs))
+}
+
 fn all_tensors(ggufs: &[GgufFile]) -> Result<Vec<(usize, &TensorInfo)>> {
     let mut seen = HashMap::new();
     let mut out = Vec::new();
