@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 targets=(llama-simple llama-completion llama-cli llama-perplexity llama-embedding llama-parallel
     llama-lookup llama-speculative-simple llama-retrieval llama-eval-callback llama-imatrix
-    llama-batched llama-bench llama-server test-save-load-state ggml-rpc-server)
+    llama-batched llama-bench llama-server test-save-load-state ggml-rpc-server llama-quantize)
 scripts/fetch-models.sh
 bin="$(scripts/llama-cpp.sh "${targets[@]}")" || exit 1
 cargo build --release --lib || exit 1
@@ -58,6 +58,9 @@ normalize() {
         -e 's/Loading model\.\.\. [-|\\/ ]*/Loading model... /' \
         -e 's/[0-9.]+ tokens per second/<speed>/g' \
         -e 's/control-looking token.*$//' |
+        # llama_version() names the library; each library words its reports of metadata overrides
+        # (llama.cpp names only the keys its loader reads).
+        grep -vE '^version: [0-9.]+-[a-z]+ \(build|^validate_override: Using metadata override|^model: overriding ' |
         grep -vE '^(llama_|load|print_info|llm_load|graph_|sched_|common_perf|init:|main: (build|llama threadpool)|system_info|create_tensor|init_tokenizer|done_getting_tensors|set_abort_callback|resolve_fused_ops|decode:)|^\s*$|^\.+$|load time|sample time|eval time|total time|graphs reused|\| +memory breakdown|MiB' || true
 }
 
@@ -312,6 +315,57 @@ EOF
     rc_ref=$?
     (cd "$py" && LLAMA_CPP_LIB_PATH="$swap" PYTHONPATH="$py" timeout 300 python3 lora.py >"$dir/eng.out" 2>"$dir/eng.err")
     compare "adapters/llama-cpp-python" "$dir" "$rc_ref" "$?"
+fi
+
+# llama-quantize: the same arguments on both libraries, each run in its own folder writing the same
+# file name (the log names it); the result holds the log, the exit code and a hash of every file
+# written. Requantizing the test models (K, IQ types with an importance matrix from llama.cpp's
+# llama-imatrix, the options), a generated MoE model's experts, and refusals.
+if want llama-quantize; then
+    qdir="$out/llama-quantize"
+    mkdir -p "$qdir"
+    "$bin/llama-imatrix" -m "$smollm2" -f "$text" -c 128 --chunks 4 -t 2 -o "$qdir/smollm2.imatrix.gguf" \
+        >"$qdir/imatrix.log" 2>&1
+    python3 scripts/gen-models.py "$smollm2" "$qdir" qwen3moe >/dev/null
+    # quantize NAME ARGS...: llama-quantize ARGS with out.gguf for the output, on both libraries.
+    quantize() {
+        local name="$1" side lib rc_ref rc_eng
+        shift
+        local dir="$qdir/$name"
+        for side in ref eng; do
+            rm -rf "${dir:?}/$side.run"
+            mkdir -p "$dir/$side.run"
+            lib=""
+            [ "$side" = eng ] && lib="$swap"
+            (cd "$dir/$side.run" && LD_LIBRARY_PATH="$lib" timeout 600 "$bin/llama-quantize" "$@" \
+                >"../$side.out" 2>"../$side.err")
+            local rc=$?
+            [ "$side" = ref ] && rc_ref=$rc || rc_eng=$rc
+            # What was written (llama.cpp leaves part of a file after some failures: not compared).
+            [ "$rc" = 0 ] && (cd "$dir/$side.run" && sha256sum -- * >>"../$side.out" 2>/dev/null)
+            rm -rf "${dir:?}/$side.run"
+        done
+        compare "llama-quantize/$name" "$dir" "$rc_ref" "$rc_eng"
+    }
+    im="$qdir/smollm2.imatrix.gguf"
+    quantize smollm2/q4_k_m --allow-requantize "$smollm2" out.gguf Q4_K_M 2
+    quantize smollm2/iq2_xxs --allow-requantize --imatrix "$im" "$smollm2" out.gguf IQ2_XXS 2
+    quantize smollm2/iq3_xxs --allow-requantize --imatrix "$im" "$smollm2" out.gguf IQ3_XXS 2
+    quantize smollm2/iq1_m --allow-requantize --imatrix "$im" "$smollm2" out.gguf IQ1_M 2
+    quantize smollm2/q2_k_s-no-imatrix --allow-requantize "$smollm2" out.gguf Q2_K_S 2
+    quantize smollm2/pure-output-embd --allow-requantize --pure --output-tensor-type q8_0 \
+        --token-embedding-type q5_0 "$smollm2" out.gguf Q3_K_S 2
+    quantize smollm2/tensor-types --allow-requantize --tensor-type attn_v=q8_0 --tensor-type ffn_down=q6_k \
+        "$smollm2" out.gguf Q5_K_M 2
+    quantize smollm2/prune-override --allow-requantize --prune-layers 3,7 \
+        --override-kv general.name=str:pruned "$smollm2" out.gguf Q4_0 2
+    quantize smollm2/leave-output --allow-requantize --leave-output-tensor "$smollm2" out.gguf Q4_1 2
+    quantize smollm2/dry-run --dry-run "$smollm2" out.gguf Q4_K_M 2
+    quantize smollm2/copy "$smollm2" out.gguf COPY 2
+    quantize gemma3/q6_k-keep-split --allow-requantize --keep-split "$gemma3" out Q6_K 2
+    quantize gemma3/not-allowed "$gemma3" out.gguf Q4_K_M 2
+    quantize qwen3moe/mxfp4 "$qdir/qwen3moe-f16.gguf" out.gguf MXFP4_MOE 2
+    quantize qwen3moe/q3_k_m "$qdir/qwen3moe-f32.gguf" out.gguf Q3_K_M 1
 fi
 
 # Across machines: the model split over two ggml RPC servers on loopback (llama.cpp's

@@ -102,8 +102,12 @@ impl MetaWriter {
             }
             out.extend_from_slice(&t.ggml_type.to_le_bytes());
             out.extend_from_slice(&offset.to_le_bytes());
-            let size = t.n_bytes().ok_or_else(|| {
-                Error::invalid(format!("tensor '{}' cannot be stored as type {}", t.name, t.ggml_type))
+            let size = t.n_bytes().ok_or_else(|| match type_traits(t.ggml_type) {
+                Some(tt) => Error::invalid(format!(
+                    "tensor '{}' cannot be stored as {}: its rows of {} are not whole blocks of {}",
+                    t.name, tt.name, t.ne[0], tt.block_size
+                )),
+                None => Error::invalid(format!("tensor '{}': unknown type {}", t.name, t.ggml_type)),
             })?;
             offset = offset
                 .checked_add(padded(size))

@@ -184,6 +184,12 @@ pub fn quantize(inputs: &[String], output: &str, p: &QuantizeParams, arch: ArchL
         let requires_imatrix = types::requires_imatrix(&name, new_type, ftype);
         if p.imatrix.is_none() && allowed && requires_imatrix {
             if !p.dry_run {
+                // As llama.cpp shows it, for llama-quantize's users.
+                let rule = "=".repeat(76);
+                crate::log_error!(
+                    "\n{rule}\n ERROR: this quantization requires an importance matrix!\n        - offending tensor: {name}\n        - target type: {}\n{rule}\n",
+                    crate::ggml::type_name(new_type)
+                );
                 return Err(Error::invalid(format!(
                     "this quantization requires an importance matrix (tensor {name}, type {})",
                     crate::ggml::type_name(new_type)
