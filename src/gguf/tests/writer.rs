@@ -1,26 +1,7 @@
 //! A small GGUF writer for building test files, with every field overridable so tests can
-//! produce the malformed files the reader must reject. It encodes independently of the reader.
+//! produce the malformed files the reader must reject. Values are encoded by `Value::encode`.
 
 use crate::gguf::{Array, Value};
-
-/// GGUF value type ids, written out here rather than taken from the reader under test.
-fn value_type_id(v: &Value) -> u32 {
-    match v {
-        Value::U8(_) => 0,
-        Value::I8(_) => 1,
-        Value::U16(_) => 2,
-        Value::I16(_) => 3,
-        Value::U32(_) => 4,
-        Value::I32(_) => 5,
-        Value::F32(_) => 6,
-        Value::Bool(_) => 7,
-        Value::Str(_) => 8,
-        Value::Array(_) => 9,
-        Value::U64(_) => 10,
-        Value::I64(_) => 11,
-        Value::F64(_) => 12,
-    }
-}
 
 pub fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -35,53 +16,6 @@ pub fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// Type id and payload of a value.
-pub fn encode(v: &Value) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_u32(&mut out, value_type_id(v));
-    match v {
-        Value::U8(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::I8(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::U16(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::I16(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::U32(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::I32(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::F32(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::Bool(x) => out.push(u8::from(*x)),
-        Value::Str(x) => put_str(&mut out, x),
-        Value::U64(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::I64(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::F64(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::Array(a) => encode_array(a, &mut out),
-    }
-    out
-}
-
-fn encode_array(a: &Array, out: &mut Vec<u8>) {
-    // Element type id, then length, then elements without per-element type ids.
-    fn body<T>(out: &mut Vec<u8>, id: u32, items: &[T], put: impl Fn(&mut Vec<u8>, &T)) {
-        put_u32(out, id);
-        put_u64(out, items.len() as u64);
-        for item in items {
-            put(out, item);
-        }
-    }
-    match a {
-        Array::U8(v) => body(out, 0, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::I8(v) => body(out, 1, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::U16(v) => body(out, 2, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::I16(v) => body(out, 3, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::U32(v) => body(out, 4, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::I32(v) => body(out, 5, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::F32(v) => body(out, 6, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::Bool(v) => body(out, 7, v, |o, x| o.push(u8::from(*x))),
-        Array::Str(v) => body(out, 8, v, |o, x| put_str(o, x)),
-        Array::U64(v) => body(out, 10, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::I64(v) => body(out, 11, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Array::F64(v) => body(out, 12, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-    }
-}
-
 /// One metadata pair; `body` is the encoded value (type id and payload), free to be malformed.
 pub struct Kv {
     pub key: Vec<u8>,
@@ -92,7 +26,13 @@ impl Kv {
     pub fn new(key: &str, v: Value) -> Kv {
         Kv {
             key: key.as_bytes().to_vec(),
-            body: encode(&v),
+            body: {
+                // The engine's own encoder (the quantizer's writer uses it): the reader's tests
+                // read back what it writes.
+                let mut out = Vec::new();
+                v.encode(&mut out);
+                out
+            },
         }
     }
 
