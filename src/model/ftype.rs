@@ -91,8 +91,8 @@ pub fn of(meta: &Meta, types_by_tensor: impl Iterator<Item = (String, u32)>) -> 
     Ok(ftype | GUESSED)
 }
 
-/// `check_tensors`: reject NaN or infinite values in float tensors. Quantized tensors are not
-/// inspected (their block scales would need per-type decoding); the loader logs that.
+/// `check_tensors`: reject NaN or infinite values, in float tensors (naming the element) and in
+/// the blocks of quantized ones (ggml's check, as llama.cpp's loader makes it).
 pub fn validate_data(t: &TensorInfo, bytes: &[u8], data_offset: u64) -> Result<()> {
     let start = data_offset
         .checked_add(t.offset)
@@ -114,7 +114,13 @@ pub fn validate_data(t: &TensorInfo, bytes: &[u8], data_offset: u64) -> Result<(
         30 => data
             .chunks_exact(2)
             .position(|c| u16::from_le_bytes([c[0], c[1]]) & 0x7f80 == 0x7f80),
-        _ => None,
+        _ if crate::ggml::quant::validate_rows(t.ggml_type, data) => None,
+        _ => {
+            return Err(Error::model(format!(
+                "tensor '{}' has invalid data (a NaN or infinite value in its blocks)",
+                t.name
+            )))
+        }
     };
     match bad {
         Some(i) => Err(Error::model(format!(

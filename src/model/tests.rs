@@ -519,3 +519,22 @@ fn attention_temperature_steps_as_llama_cpp_computes_it() {
     let unset = AttnTemp::default();
     assert_eq!(unset.at(100_000), 1.0, "no scale, no tuning (and no division by zero)");
 }
+
+#[test]
+fn check_tensors_finds_a_nan_in_quantized_blocks() {
+    // One Q8_0 block: an F16 scale, then 32 quants.
+    let mut block = vec![0u8; 34];
+    block[..2].copy_from_slice(&0x3c00u16.to_le_bytes());
+    let info = crate::gguf::TensorInfo {
+        name: "blk.0.attn_q.weight".into(),
+        ggml_type: 8,
+        n_dims: 1,
+        ne: [32, 1, 1, 1],
+        offset: 0,
+        size: 34,
+    };
+    assert!(super::ftype::validate_data(&info, &block, 0).is_ok());
+    block[..2].copy_from_slice(&0x7e00u16.to_le_bytes());
+    let err = super::ftype::validate_data(&info, &block, 0).unwrap_err().to_string();
+    assert!(err.contains("'blk.0.attn_q.weight' has invalid data"), "{err}");
+}
