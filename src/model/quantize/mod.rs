@@ -283,7 +283,7 @@ pub fn quantize(inputs: &[String], output: &str, p: &QuantizeParams, arch: ArchL
                 sink.select(job.split)?;
                 if quantize {
                     let imatrix = imatrix_for(p, job, &mut line)?;
-                    if ggml_is_quantized(t.ggml_type) && !p.allow_requantize {
+                    if types::is_quantized(t.ggml_type) && !p.allow_requantize {
                         return Err(Error::invalid(format!(
                             "requantizing from type {} is disabled",
                             crate::ggml::type_name(t.ggml_type)
@@ -328,10 +328,6 @@ pub fn quantize(inputs: &[String], output: &str, p: &QuantizeParams, arch: ArchL
         );
     }
     Ok(())
-}
-
-fn ggml_is_quantized(t: u32) -> bool {
-    crate::ggml::is_quantized(t)
 }
 
 /// The block number llama.cpp sorts a tensor by ("blk.N." names; -1 for the others).

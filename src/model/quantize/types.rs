@@ -204,7 +204,8 @@ fn block_size(t: u32) -> u64 {
     crate::gguf::type_traits(t).map_or(1, |tt| tt.block_size)
 }
 
-fn is_quantized(t: u32) -> bool {
+/// ggml's meaning: a type stored in blocks of more than one element (not floats or integers).
+pub(super) fn is_quantized(t: u32) -> bool {
     !matches!(t, ty::F32 | ty::F16 | ty::BF16) && crate::gguf::type_traits(t).is_some_and(|tt| tt.block_size > 1)
 }
 
