@@ -1,8 +1,9 @@
 // What a llama.h library computes, printed so that two libraries can be compared line by line:
 // tokenization and detokenization of generated texts, the logits of whole prompts (a hash of every
 // row's bits, and its top 3) at n_ubatch 512 and 7 and the saved state's bytes, several sequences
-// in one batch, embeddings with every pooling, seeded generation through sampler chains of every
-// family, and backend sampling (chains in the graph, alone and mixed with CPU samplers).
+// in one batch, embeddings with every pooling, embeddings given as input in place of token ids,
+// seeded generation through sampler chains of every family, and backend sampling (chains in the
+// graph, alone and mixed with CPU samplers).
 //
 //   compare_bench LIBRARY MODEL [arch]
 //
@@ -911,6 +912,176 @@ static void shared_prompt(struct llama_model *model, int n_vocab) {
     p_llama_free(ctx);
 }
 
+/* The "embd" tensor a cb_eval callback sees when the token path computes it (renamed
+ * "model.input_embed" by some graphs): the prompt's token embeddings (the CPU backend keeps them
+ * in host memory). */
+static float *captured;
+static size_t captured_n;
+
+static bool capture_embd(struct ggml_tensor *t, bool ask, void *data) {
+    (void)data;
+    bool embd = !strcmp(t->name, "embd") || !strcmp(t->name, "model.input_embed");
+    if (!embd || t->type != GGML_TYPE_F32) return !ask;
+    if (ask) return true;
+    size_t n = (size_t)(t->ne[0] * t->ne[1]);
+    float *grown = realloc(captured, n * sizeof *captured);
+    if (grown) {
+        captured = grown;
+        memcpy(captured, t->data, n * sizeof *captured);
+        captured_n = n;
+    }
+    return true;
+}
+
+/* Positions for `n` entries from `p0`, as a batch of embeddings takes them: one per entry, or
+ * with M-RoPE four sections (the text layout: three copies, then zeros). */
+static llama_pos *embd_positions(int n, int p0, int n_pos) {
+    llama_pos *pos = calloc((size_t)(n * n_pos), sizeof *pos);
+    for (int j = 0; j < n_pos && j < 3; j++) {
+        for (int i = 0; i < n; i++) pos[j * n + i] = p0 + i;
+    }
+    return pos;
+}
+
+/* Inputs that are not token ids: the prompt's token embeddings decoded as embeddings (through a
+ * llama_batch at n_ubatch 7, after a part given as tokens, through the extended batch), and the
+ * extended batch's refusals. Each logits row is printed with whether it equals the tokens' own. */
+static void embedding_inputs(struct llama_model *model, const llama_token *ids, int n, int n_vocab, bool encoder) {
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_init_from_model);
+    DL_LOAD(llama_free);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_decode);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_get_memory);
+    DL_LOAD(llama_memory_clear);
+    DL_LOAD(llama_memory_seq_pos_max);
+    DL_LOAD(llama_model_n_embd);
+    DL_LOAD(llama_model_rope_type);
+    DL_LOAD(llama_batch_ext_init);
+    DL_LOAD(llama_batch_ext_free);
+    DL_LOAD(llama_batch_ext_add_embd);
+    DL_LOAD(llama_batch_ext_add_token);
+    DL_LOAD(llama_batch_ext_set_embd_token);
+    DL_LOAD(llama_batch_ext_set_embd_state);
+    DL_LOAD(llama_batch_ext_set_pos);
+    DL_LOAD(llama_batch_ext_set_output_logits);
+    DL_LOAD(llama_process);
+    int n_embd = p_llama_model_n_embd(model);
+    enum llama_rope_type rope = p_llama_model_rope_type(model);
+    int n_pos = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE ? 4 : 1;
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = 512;
+    cp.cb_eval = capture_embd;
+    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_batch b = p_llama_batch_init(n, 0, 1);
+    b.n_tokens = 0;
+    append_seq(&b, ids, n, 0, true);
+    captured_n = 0;
+    int rc = p_llama_decode(ctx, b);
+    p_llama_batch_free(b);
+    printf("embd inputs: tokens rc %d, %zu floats", rc, captured_n);
+    if (rc != 0 || captured_n != (size_t)n * (size_t)n_embd) {
+        printf("\n");
+        p_llama_free(ctx);
+        return;
+    }
+    printf(" %016llx\n", (unsigned long long)hash_bits(captured, (int)captured_n));
+    float *want = malloc(sizeof *want * (size_t)n * (size_t)n_vocab);
+    for (int i = 0; i < n; i++) memcpy(want + (size_t)i * n_vocab, p_llama_get_logits_ith(ctx, i), sizeof *want * n_vocab);
+    float *rows = malloc(sizeof *rows * captured_n);
+    memcpy(rows, captured, sizeof *rows * captured_n);
+    p_llama_free(ctx);
+    const float *last = want + (size_t)(n - 1) * n_vocab;
+
+    /* A llama_batch of embeddings, every output, over ubatches of 7 (one for an encoder). */
+    cp = p_llama_context_default_params();
+    cp.n_ctx = 512;
+    cp.n_ubatch = encoder ? 512 : 7;
+    ctx = p_llama_init_from_model(model, cp);
+    struct llama_memory_i *mem = p_llama_get_memory(ctx);
+    struct llama_batch eb = p_llama_batch_init(n, n_embd, 1);
+    llama_pos *own_pos = eb.pos;
+    eb.pos = embd_positions(n, 0, n_pos);
+    eb.n_tokens = n;
+    memcpy(eb.embd, rows, sizeof *rows * (size_t)n * n_embd);
+    for (int i = 0; i < n; i++) {
+        eb.n_seq_id[i] = 1;
+        eb.seq_id[i][0] = 0;
+        eb.logits[i] = 1;
+    }
+    rc = p_llama_decode(ctx, eb);
+    int same = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        same += !memcmp(p_llama_get_logits_ith(ctx, i), want + (size_t)i * n_vocab, sizeof *want * n_vocab);
+    }
+    printf("embd batch rc %d, %d of %d rows as the tokens'", rc, same, n);
+    if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+    else printf("\n");
+    free(eb.pos);
+
+    /* The first half as tokens, the rest as embeddings continuing the sequence. */
+    int h = n / 2;
+    if (mem && h > 0) {
+        p_llama_memory_clear(mem, true);
+        b = p_llama_batch_init(h, 0, 1);
+        b.n_tokens = 0;
+        append_seq(&b, ids, h, 0, false);
+        rc = p_llama_decode(ctx, b);
+        p_llama_batch_free(b);
+        eb.pos = embd_positions(n - h, h, n_pos);
+        eb.n_tokens = n - h;
+        memcpy(eb.embd, rows + (size_t)h * n_embd, sizeof *rows * (size_t)(n - h) * n_embd);
+        for (int i = 0; i < n - h; i++) eb.logits[i] = i == n - h - 1;
+        int rc2 = p_llama_decode(ctx, eb);
+        printf("embd after tokens rc %d %d, same %d", rc, rc2,
+               rc2 == 0 && !memcmp(p_llama_get_logits_ith(ctx, -1), last, sizeof *last * n_vocab));
+        if (rc2 == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+        else printf("\n");
+        free(eb.pos);
+    }
+    eb.pos = own_pos;
+    p_llama_batch_free(eb);
+
+    /* The extended batch: each row added as an embedding, the last an output; then refusals. */
+    if (mem) p_llama_memory_clear(mem, true);
+    struct llama_batch_ext *be = p_llama_batch_ext_init(ctx);
+    for (int i = 0; i < n; i++) {
+        struct llama_embd e = {rows + (size_t)i * n_embd, 1, (size_t)n_embd};
+        int idx = p_llama_batch_ext_add_embd(be, 0, e);
+        llama_pos pos[4] = {i, i, i, 0};
+        p_llama_batch_ext_set_pos(be, idx, pos);
+    }
+    p_llama_batch_ext_set_output_logits(be, n - 1, true);
+    rc = p_llama_process(ctx, encoder ? LLAMA_PROCESS_TYPE_ENCODE : LLAMA_PROCESS_TYPE_DECODE, be);
+    printf("embd ext rc %d, same %d", rc, rc == 0 && !memcmp(p_llama_get_logits_ith(ctx, -1), last, sizeof *last * n_vocab));
+    if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+    else printf("\n");
+    struct llama_embd short_row = {rows, 1, (size_t)n_embd - 1};
+    struct llama_embd no_data = {NULL, 1, (size_t)n_embd};
+    struct llama_embd split_row = {rows, 2, (size_t)n_embd / 2};
+    printf("embd ext refusals: short %d, null %d, twice %d, state %d", p_llama_batch_ext_add_embd(be, 0, short_row),
+           p_llama_batch_ext_add_embd(be, 0, no_data), p_llama_batch_ext_set_embd_token(be, 0, split_row),
+           p_llama_batch_ext_set_embd_state(be, 0, split_row));
+    p_llama_batch_ext_free(be);
+    /* An entry of each kind in one batch: refused, nothing stored. */
+    if (mem) p_llama_memory_clear(mem, true);
+    be = p_llama_batch_ext_init(ctx);
+    llama_pos p0 = 0;
+    int t = p_llama_batch_ext_add_token(be, 0, ids[0]);
+    p_llama_batch_ext_set_pos(be, t, &p0);
+    struct llama_embd row0 = {rows, 1, (size_t)n_embd};
+    int e = p_llama_batch_ext_add_embd(be, 0, row0);
+    p_llama_batch_ext_set_pos(be, e, (llama_pos[4]){1, 1, 1, 0});
+    rc = p_llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, be);
+    printf(", mixed %d %d rc %d pos max %d\n", t, e, rc, mem ? p_llama_memory_seq_pos_max(mem, 0) : -2);
+    p_llama_batch_ext_free(be);
+    p_llama_free(ctx);
+    free(rows);
+    free(want);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || (argc > 3 && strcmp(argv[3], "arch") != 0)) {
         fprintf(stderr, "usage: %s LIBRARY MODEL [arch]\n", argv[0]);
@@ -954,6 +1125,14 @@ int main(int argc, char **argv) {
     rollback(model, n_vocab);
     static char text[4096], out[1 << 16];
     static llama_token ids[4096];
+    /* Not GLM-4 or GLM-4.5 files without M-RoPE sections: llama.cpp aborts the process on an
+     * embedding input there (the engine refuses the batch). */
+    DL_LOAD(llama_model_rope_type);
+    bool glm_text = arch_is(model, "glm4") || arch_is(model, "glm4moe");
+    if (!glm_text || p_llama_model_rope_type(model) == LLAMA_ROPE_TYPE_MROPE) {
+        int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
+        embedding_inputs(model, ids, n, n_vocab, encoder);
+    }
 
     for (int t = 0; t < 300; t++) {
         int len = 0, n_pieces = 1 + (int)(next_u32() % 12);

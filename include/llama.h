@@ -555,18 +555,28 @@ int32_t llama_batch_ext_add_token(struct llama_batch_ext *batch,
                                   llama_seq_id seq_id,
                                   llama_token id);
 
-// Embedding inputs are not implemented: refused as an invalid embedding (-2).
+// Add an entry whose input is the embedding row `embd`; its index, or -1 (full), -2 (a bad
+// embedding), -3 (a bad sequence id).
+//
+// # Safety
+// `embd.data` must be NULL or hold `n_rows * n_embd` floats.
 int32_t llama_batch_ext_add_embd(struct llama_batch_ext *batch,
                                  llama_seq_id seq_id,
                                  struct llama_embd embd);
 
 bool llama_batch_ext_add_seq(struct llama_batch_ext *batch, int32_t idx, llama_seq_id seq_id);
 
+// Give entry `idx` an embedding row besides its token id (the id still decides what a
+// decoder reads, as in llama.cpp); false (logged) for a bad index, size or a second row.
+//
+// # Safety
+// `embd.data` must be NULL or hold `n_rows * n_embd` floats.
 bool llama_batch_ext_set_embd_token(struct llama_batch_ext *batch,
                                     int32_t idx,
                                     struct llama_embd embd);
 
-// llama.cpp does not implement this either (it always returns false).
+// Carried-over hidden state (MTP, deepstack) is for architectures this library does not run;
+// llama.cpp 0.3.36 accepts none either: false, with a log line.
 bool llama_batch_ext_set_embd_state(struct llama_batch_ext *batch,
                                     int32_t idx,
                                     struct llama_embd embd);
@@ -577,10 +587,11 @@ bool llama_batch_ext_set_output_embd(struct llama_batch_ext *batch, int32_t idx,
 bool llama_batch_ext_set_output_logits(struct llama_batch_ext *batch, int32_t idx, bool value);
 
 // # Safety
-// `pos` must be NULL or point to one position (text tokens have one).
+// `pos` must be NULL or point to the entry's positions: one for a token id; for an embedding
+// one per position section of the model (four with M-RoPE, else one).
 bool llama_batch_ext_set_pos(struct llama_batch_ext *batch, int32_t idx, const llama_pos *pos);
 
-// Decode (or, not implemented, encode) an extended batch; return codes as llama_decode's.
+// Decode or encode an extended batch; return codes as llama_decode's.
 int32_t llama_process(struct llama_context *ctx,
                       enum llama_process_type type,
                       struct llama_batch_ext *batch);

@@ -1,8 +1,9 @@
 //! CogVLM's language model over text: Llama's layers with a fused query-key-value projection,
 //! NeoX rotation at ggml's defaults (base 10000, no scaling: llama.cpp's graph ignores the
-//! context's settings), and the vision expert's weights loaded beside the text ones (image inputs
-//! are not taken here). llama.cpp's graph never picks the requested rows: it computes the head
-//! over every token and hands back the first `n_outputs` rows, which is done here too.
+//! context's settings), and the vision expert's weights beside the text ones: a ubatch of
+//! embeddings (an image) goes through the expert's projections, one of tokens through the text
+//! ones. llama.cpp's graph never picks the requested rows: it computes the head over every token
+//! and hands back the first `n_outputs` rows, which is done here too.
 
 use super::head_tensors;
 use crate::error::{Error, Result};
@@ -47,7 +48,7 @@ impl ArchSpec for CogVlm {
             let ff = hp.n_ff[il];
             specs.push(TensorSpec::new(b("attn_norm.weight"), &[e], true));
             specs.push(TensorSpec::new(b("ffn_norm.weight"), &[e], true));
-            // The text weights, then the vision expert's (`vis_`), loaded and unused.
+            // The text weights, then the vision expert's (`vis_`).
             for prefix in ["", "vis_"] {
                 let (qkv, out) = if prefix.is_empty() {
                     ("attn_qkv", "attn_output")
@@ -78,11 +79,17 @@ impl Decoder for CogVlm {
         let head = i64::from(hp.n_embd_head_k);
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let mut x = b.embed_tokens()?;
+        // An image's rows take the vision expert's weights.
+        let [qkv_w, out_w, up, gate, down] = if b.takes_embeddings() {
+            ["vis_attn_qkv", "vis_attn_output", "vis_up", "vis_gate", "vis_down"]
+        } else {
+            ["attn_qkv", "attn_output", "ffn_up", "ffn_gate", "ffn_down"]
+        };
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let n_head = i64::from(hp.n_head[il]);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let qkv = b.layer_matmul(il, "attn_qkv.weight", cur)?;
+            let qkv = b.layer_matmul(il, &format!("{qkv_w}.weight"), cur)?;
             let nt = qkv.ne()[1];
             let (el, nb1) = (crate::ggml::row_size(qkv.ggml_type(), 1), qkv.nb()[1]);
             let mut parts = [qkv; 3];
@@ -99,12 +106,12 @@ impl Decoder for CogVlm {
                 b.rope_ext(k, 10000.0, 1.0, 0.0, 1.0, None)?,
             );
             let att = b.attention(il, q, k, v, kq_scale, false)?;
-            let wo = b.layer_weight(il, "attn_output.weight")?;
+            let wo = b.layer_weight(il, &format!("{out_w}.weight"))?;
             let att = b.linear(wo, None, att)?;
             let h = b.add(att, x)?;
             let h = b.name(h, "ffn_inp", l);
             let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = b.gated_ffn(il, cur, Ffn::default())?;
+            let ffn = b.gated_ffn_of(il, cur, Ffn::default(), [up, gate, down])?;
             x = b.add(ffn, h)?;
             x = b.layer_out(x, il)?;
         }

@@ -146,7 +146,7 @@ impl ArchSpec for Deepseek4 {
                 TensorSpec::matmul(b("ffn_gate_shexp.weight"), &[e, hp.n_ff_shexp], true),
                 TensorSpec::matmul(b("ffn_down_shexp.weight"), &[hp.n_ff_shexp, e], true),
                 TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, hp.n_ff_shexp], true),
-                // The vision variant's routing bias for image tokens (not run here).
+                // The vision variant's routing bias for embedding inputs (image rows).
                 TensorSpec::new(b("exp_probs_b_vl.bias"), &[n_exp], false),
             ]);
             if (il as u32) < hp.n_hash_layers {
@@ -230,7 +230,9 @@ impl Decoder for Deepseek4 {
             let cur = b.name(cur, "hc_ffn_pre", l);
             b.g.expand(residual);
             let cur = b.layer_rms_norm(il, cur, "ffn_norm.weight", "ffn_norm")?;
-            let routed = if (il as u32) < hp.n_hash_layers {
+            let routed = if b.takes_embeddings() {
+                media_experts(b, il, cur, moe)?
+            } else if (il as u32) < hp.n_hash_layers {
                 hashed_experts(b, il, cur, moe)?
             } else {
                 b.moe_ffn(il, cur, moe)?
@@ -255,13 +257,25 @@ impl Decoder for Deepseek4 {
     }
 }
 
+/// The experts of embedding inputs (an image's rows, which have no token ids to hash): routed
+/// by the router in every layer, with the vision bias where the layer has one (else the layer's
+/// own, none in a hash-routed layer), as llama.cpp routes media.
+fn media_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Result<TensorRef> {
+    let bias = b
+        .layer_weight_opt(il, "exp_probs_b_vl.bias")
+        .or_else(|| b.layer_weight_opt(il, "exp_probs_b.bias"));
+    let logits = b.router_logits(il, cur)?;
+    let (picked, weights) = b.moe_route_biased(il, logits, moe, bias)?;
+    b.moe_experts(il, cur, picked, weights, moe, "_exps")
+}
+
 /// The experts of a hash-routed layer: each token's are a fixed row of `ffn_gate_tid2eid` (by
 /// its id), weighted by their sqrt-softplus scores.
 fn hashed_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Result<TensorRef> {
     let logits = b.router_logits(il, cur)?;
     let probs = b.moe_probs(il, logits, moe)?;
     let table = b.layer_weight(il, "ffn_gate_tid2eid.weight")?;
-    let picked = b.g.get_rows(table, b.inputs.tokens).map_err(ggml_err)?;
+    let picked = b.g.get_rows(table, b.token_ids()?).map_err(ggml_err)?;
     let picked = b.name(picked, "ffn_moe_topk", Some(il));
     let weights = b.moe_weights(il, probs, picked, moe)?;
     b.moe_experts(il, cur, picked, weights, moe, "_exps")

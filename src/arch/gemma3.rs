@@ -91,7 +91,13 @@ pub(super) fn query_scale(hp: &HParams, widest: bool) -> f32 {
 pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef>> {
     let hp = b.hp;
     let mut x = b.embed_tokens()?;
-    x = b.scale(x, (hp.n_embd as f32).sqrt())?;
+    // Gemma 3 (the one with Q/K norms) takes embedding inputs as they are, as llama.cpp does.
+    let scale = if qk_norm && b.takes_embeddings() {
+        1.0
+    } else {
+        (hp.n_embd as f32).sqrt()
+    };
+    x = b.scale(x, scale)?;
     x = b.name(x, "inp_scaled", None);
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {

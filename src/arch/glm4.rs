@@ -64,6 +64,7 @@ impl Decoder for Glm4 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+        super::refuse_embeddings_without_mrope(b)?;
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);

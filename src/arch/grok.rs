@@ -91,9 +91,6 @@ impl Decoder for Grok {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let mut x = b.embed_tokens()?;
-        if hp.embedding_scale != 0.0 {
-            x = b.scale(x, hp.embedding_scale)?;
-        }
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;

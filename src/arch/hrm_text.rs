@@ -98,9 +98,6 @@ impl Decoder for HrmText {
         let hp = b.hp;
         let [lps, h_cycles, l_cycles] = hp.hrm.map(|n| n as usize);
         let mut z_h = b.embed_tokens()?;
-        if hp.embedding_scale != 0.0 {
-            z_h = b.scale(z_h, hp.embedding_scale)?;
-        }
         let mut z_l = b.weight("hrm.z_l_init")?;
         for h in 0..h_cycles {
             for l in 0..=l_cycles {

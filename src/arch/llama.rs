@@ -170,9 +170,6 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
     let kq_scale = hp.kq_scale();
     let rope_factors = rope_factors(b.model, &b.params).filter(|_| !variant.no_rope_factors);
     let mut x = b.embed_tokens()?;
-    if hp.embedding_scale != 0.0 {
-        x = b.scale(x, hp.embedding_scale)?;
-    }
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
         let l = Some(il);

@@ -73,7 +73,7 @@ pub(crate) mod talkie;
 
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
-use crate::graph::Decoder;
+use crate::graph::{Builder, Decoder};
 use crate::model::hparams::{HParams, RopeScaling, MAX_LAYERS};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -234,6 +234,18 @@ pub(crate) fn check_equal_head_sizes(hp: &HParams) -> Result<()> {
         return Err(Error::model(format!(
             "{} needs equal key, value and rotary head sizes (got {}, {}, {})",
             hp.arch_name, hp.n_embd_head_k, hp.n_embd_head_v, hp.n_rot
+        )));
+    }
+    Ok(())
+}
+
+/// GLM-4's and GLM-4.5's graphs take embeddings only from files with M-RoPE sections (the
+/// multimodal conversions); llama.cpp stops the process on others, which are refused here.
+pub(super) fn refuse_embeddings_without_mrope(b: &Builder) -> Result<()> {
+    if b.takes_embeddings() && b.hp.n_pos_per_embd() == 1 {
+        return Err(Error::invalid(format!(
+            "this '{}' file has no M-RoPE sections, so it takes no embeddings (reconvert it for multimodal use)",
+            b.hp.arch_name
         )));
     }
     Ok(())

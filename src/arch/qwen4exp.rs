@@ -272,6 +272,8 @@ impl Decoder for Qwen4Exp {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
         let x = b.embed_tokens()?;
+        // Renamed as llama.cpp's graph renames it (what a cb_eval callback sees).
+        let x = b.name(x, "model.input_embed", None);
         let nt = x.ne()[1];
         let ple = b.ple_embeddings()?;
         // The streams start as copies of the embedding.

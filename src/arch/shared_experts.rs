@@ -198,6 +198,9 @@ impl ArchSpec for SharedExperts {
 impl Decoder for SharedExperts {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
+        if self.kind == Kind::Glm4Moe {
+            super::refuse_embeddings_without_mrope(b)?;
+        }
         let variant = llama::Variant {
             qk_norm: self.head_norms(),
             ffn_norm: (self.kind == Kind::Glm4Moe).then_some("post_attention_norm.weight"),

@@ -5,9 +5,16 @@ use crate::error::{Error, Result};
 use crate::kv::{CellExt, SeqSet, TokenPlace};
 
 /// A batch borrowed from the caller (C arrays, already turned into slices by the FFI layer).
+#[derive(Default)]
 pub struct BatchInput<'a> {
+    /// Token ids; empty when the batch carries embeddings only.
     pub tokens: &'a [i32],
-    /// None: continue each sequence after its last cached position.
+    /// Input embeddings, one row per token (llama.h's `embd`); None: the tokens' own. With token
+    /// ids as well the ids decide, as in llama.cpp (such rows are for other stages' use).
+    pub embd: Option<&'a [f32]>,
+    /// None: continue each sequence after its last cached position. Otherwise one per token, or
+    /// for embeddings on a model with multi-dimensional positions (M-RoPE) `n_pos_per_embd` per
+    /// token, section by section (`pos[j * n_tokens + i]`, llama.h's layout).
     pub pos: Option<&'a [i32]>,
     /// Per token its sequence ids; None: every token in sequence 0.
     pub seq_ids: Option<Vec<&'a [i32]>>,
@@ -15,21 +22,61 @@ pub struct BatchInput<'a> {
     pub outputs: Option<&'a [i8]>,
 }
 
+/// What a batch is checked against: the model's and the context's sizes.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub n_vocab: usize,
+    pub n_seq_max: usize,
+    /// Most tokens per call (the context's n_batch).
+    pub n_batch: usize,
+    /// Every token's output is computed (the context makes embeddings).
+    pub output_all: bool,
+    /// Positions per token (four with M-RoPE, whose sequences may jump forward).
+    pub n_pos_per_embd: usize,
+    /// Floats in an input embedding row (what the graph's first layer takes).
+    pub n_embd: usize,
+    /// The token id the cache records for an embedding (n-gram embeddings read it back), or -1.
+    pub embd_token: i32,
+}
+
+/// Embedding rows given in place of token ids.
+#[derive(Debug, Clone, Default)]
+pub struct Embeddings {
+    /// `width` floats per token, in batch order.
+    pub rows: Vec<f32>,
+    pub width: usize,
+    /// With M-RoPE, each token's four position sections (an image's rows share the first).
+    pub sections: Vec<[i32; 4]>,
+}
+
+impl Embeddings {
+    /// The rows of the batch tokens `idx`, in that order.
+    pub fn rows_of(&self, idx: &[usize]) -> Vec<f32> {
+        idx.iter()
+            .flat_map(|&i| &self.rows[i * self.width..(i + 1) * self.width])
+            .copied()
+            .collect()
+    }
+}
+
 /// The batch with every default resolved.
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
+    /// Token ids, one per token; -1 (LLAMA_TOKEN_NULL) for an embedding input.
     pub tokens: Vec<i32>,
+    /// Set when the batch carries embeddings instead of token ids.
+    pub embd: Option<Embeddings>,
     pub places: Vec<TokenPlace>,
     pub outputs: Vec<bool>,
 }
 
 impl Batch {
     pub fn len(&self) -> usize {
-        self.tokens.len()
+        self.places.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
+        self.places.is_empty()
     }
 
     pub fn n_outputs(&self) -> usize {
@@ -37,19 +84,23 @@ impl Batch {
     }
 }
 
-/// Resolve and validate `b` for a context with `n_vocab` tokens, `n_seq_max` sequences and at most
-/// `n_batch` tokens per call, whose cache holds sequences up to `seq_pos_max`. Messages say exactly what is
-/// wrong, as llama.cpp's do.
-pub fn resolve(
-    b: &BatchInput,
-    n_vocab: usize,
-    n_seq_max: usize,
-    n_batch: usize,
-    output_all: bool,
-    mrope: bool,
-    seq_pos_max: &dyn Fn(usize) -> Option<i32>,
-) -> Result<Batch> {
-    let n = b.tokens.len();
+/// The number of tokens in `b`: its ids, or its embedding rows of `width` floats.
+fn count_tokens(b: &BatchInput, width: usize) -> Result<usize> {
+    match (b.tokens.len(), b.embd) {
+        (0, Some(rows)) if width > 0 && rows.len() % width == 0 => Ok(rows.len() / width),
+        (0, Some(rows)) => Err(Error::invalid(format!(
+            "{} embedding floats are not whole rows of the model's input width {width}",
+            rows.len()
+        ))),
+        (n, _) => Ok(n),
+    }
+}
+
+/// Resolve and validate `b` for a context with `lim`, whose cache holds sequences up to
+/// `seq_pos_max`. Messages say exactly what is wrong, as llama.cpp's do.
+pub fn resolve(b: &BatchInput, lim: &Limits, seq_pos_max: &dyn Fn(usize) -> Option<i32>) -> Result<Batch> {
+    let (n_seq_max, n_batch) = (lim.n_seq_max, lim.n_batch);
+    let n = count_tokens(b, lim.n_embd)?;
     if n == 0 {
         return Err(Error::invalid("n_tokens == 0: the batch is empty"));
     }
@@ -58,12 +109,23 @@ pub fn resolve(
             "n_tokens = {n} exceeds the context's n_batch = {n_batch}; split the batch or create the context with a larger n_batch"
         )));
     }
+    let n_vocab = lim.n_vocab;
     for (i, &t) in b.tokens.iter().enumerate() {
         if t < 0 || t as usize >= n_vocab {
             return Err(Error::invalid(format!(
                 "invalid token[{i}] = {t} (vocabulary has {n_vocab} tokens)"
             )));
         }
+    }
+    let embd_only = b.tokens.is_empty();
+    // Embeddings on an M-RoPE model come with all their position sections.
+    let n_sections = if embd_only { lim.n_pos_per_embd } else { 1 };
+    if let Some(p) = b.pos.filter(|p| p.len() != n * n_sections) {
+        return Err(Error::invalid(format!(
+            "{} positions for {n} tokens (expected {})",
+            p.len(),
+            n * n_sections
+        )));
     }
     let mut seqs = Vec::with_capacity(n);
     let mut primary = Vec::with_capacity(n);
@@ -100,7 +162,7 @@ pub fn resolve(
                     "invalid pos[{i}] = {bad}: positions must not be negative"
                 )));
             }
-            p.to_vec()
+            p[..n].to_vec()
         }
         None => {
             // Each sequence continues after its last cached position.
@@ -117,30 +179,51 @@ pub fn resolve(
                 .collect()
         }
     };
-    check_positions(&pos, &seqs, n_seq_max, mrope, seq_pos_max)?;
+    let mrope = lim.n_pos_per_embd > 1;
+    check_positions(&pos, &seqs, n_seq_max, (mrope, embd_only), seq_pos_max)?;
     let mut outputs: Vec<bool> = match b.outputs {
         Some(o) => o.iter().map(|&x| x != 0).collect(),
         None => (0..n).map(|i| i == n - 1).collect(),
     };
-    if output_all && outputs.iter().any(|&o| !o) {
+    if lim.output_all && outputs.iter().any(|&o| !o) {
         crate::log_warn!("decode: embeddings need every token's output; computing all of them");
         outputs.fill(true);
     }
+    // Embeddings' position sections as given; positions made here fill only the first (as
+    // llama.cpp makes them). Text tokens' are derived from their positions.
+    let sections: Vec<[i32; 4]> = match (mrope && embd_only, b.pos) {
+        (false, _) => Vec::new(),
+        (true, Some(p)) => (0..n)
+            .map(|i| std::array::from_fn(|j| if j < n_sections { p[j * n + i] } else { 0 }))
+            .collect(),
+        (true, None) => pos.iter().map(|&p| [p, 0, 0, 0]).collect(),
+    };
+    let tokens: Vec<i32> = if embd_only { vec![-1; n] } else { b.tokens.to_vec() };
     let places = (0..n)
         .map(|i| TokenPlace {
             pos: pos[i],
             seqs: seqs[i],
             primary_seq: primary[i],
-            // A text token's 2D position is its position (llama.cpp's M-RoPE positions).
+            // The cell's 2D position (M-RoPE's masking; sections 2 and 1, a text token's
+            // position) and token.
             ext: CellExt {
-                x: pos[i],
-                y: pos[i],
-                tok: b.tokens[i],
+                x: sections.get(i).map_or(pos[i], |s| s[2]),
+                y: sections.get(i).map_or(pos[i], |s| s[1]),
+                tok: if embd_only { lim.embd_token } else { tokens[i] },
             },
         })
         .collect();
+    let embd = match (embd_only, b.embd) {
+        (true, Some(rows)) => Some(Embeddings {
+            rows: rows.to_vec(),
+            width: lim.n_embd,
+            sections,
+        }),
+        _ => None,
+    };
     Ok(Batch {
-        tokens: b.tokens.to_vec(),
+        tokens,
+        embd,
         places,
         outputs,
     })
@@ -181,12 +264,13 @@ fn first_as_llama_reads(ids: &[i32]) -> i32 {
 }
 
 /// llama.cpp's consistency rules: each sequence continues right after its last cached position
-/// (with M-RoPE, anywhere after it), its positions in the batch are continuous and never decrease.
+/// (with M-RoPE, anywhere after it; embeddings, an image's rows, also at it), its positions in the
+/// batch never decrease and (without M-RoPE) are continuous.
 fn check_positions(
     pos: &[i32],
     seqs: &[SeqSet],
     n_seq_max: usize,
-    mrope: bool,
+    (mrope, embd): (bool, bool),
     seq_pos_max: &dyn Fn(usize) -> Option<i32>,
 ) -> Result<()> {
     for s in 0..n_seq_max {
@@ -212,7 +296,13 @@ fn check_positions(
             continue;
         }
         if let Some(p0) = seq_pos_max(s) {
-            if mrope && min <= p0 {
+            if mrope && embd && min < p0 {
+                return Err(Error::invalid(format!(
+                    "the embeddings of sequence {s} in the batch start at position Y = {min}, but the last position \
+                     in the KV cache for sequence {s} is X = {p0}; with M-RoPE positions must satisfy X <= Y"
+                )));
+            }
+            if mrope && !embd && min <= p0 {
                 return Err(Error::invalid(format!(
                     "the tokens of sequence {s} in the batch start at position Y = {min}, but the last position \
                      in the KV cache for sequence {s} is X = {p0}; with M-RoPE positions must satisfy X < Y"
@@ -225,7 +315,8 @@ fn check_positions(
                 )));
             }
         }
-        if i64::from(max) - i64::from(min) + 1 > count {
+        // M-RoPE positions may jump within a batch too (an image's rows share theirs).
+        if !mrope && i64::from(max) - i64::from(min) + 1 > count {
             return Err(Error::invalid(format!("sequence {s} positions are not continuous")));
         }
     }
@@ -257,15 +348,26 @@ mod tests {
     fn input(tokens: &[i32]) -> BatchInput<'_> {
         BatchInput {
             tokens,
-            pos: None,
-            seq_ids: None,
-            outputs: None,
+            ..BatchInput::default()
+        }
+    }
+
+    /// A context over 10 tokens with `n_seq_max` sequences, `n_batch`, and M-RoPE or not.
+    fn limits(n_seq_max: usize, n_batch: usize, mrope: bool) -> Limits {
+        Limits {
+            n_vocab: 10,
+            n_seq_max,
+            n_batch,
+            output_all: false,
+            n_pos_per_embd: if mrope { 4 } else { 1 },
+            n_embd: 2,
+            embd_token: -1,
         }
     }
 
     #[test]
     fn defaults_resolve_like_llama_cpp() {
-        let b = resolve(&input(&[1, 2, 3]), 10, 1, 512, false, false, &|_| None).expect("valid");
+        let b = resolve(&input(&[1, 2, 3]), &limits(1, 512, false), &|_| None).expect("valid");
         assert_eq!(b.places.iter().map(|p| p.pos).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!(b.outputs, [false, false, true]);
     }
@@ -274,43 +376,43 @@ mod tests {
     fn bad_batches_are_rejected_with_the_reason() {
         let cells = |_| None;
         let err = |r: Result<Batch>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err(resolve(&input(&[]), 10, 1, 512, false, false, &cells)).contains("empty"));
-        assert!(err(resolve(&input(&[1, 10]), 10, 1, 512, false, false, &cells)).contains("invalid token[1] = 10"));
-        assert!(err(resolve(&input(&[1, -1]), 10, 1, 512, false, false, &cells)).contains("invalid token[1] = -1"));
+        assert!(err(resolve(&input(&[]), &limits(1, 512, false), &cells)).contains("empty"));
+        assert!(err(resolve(&input(&[1, 10]), &limits(1, 512, false), &cells)).contains("invalid token[1] = 10"));
+        assert!(err(resolve(&input(&[1, -1]), &limits(1, 512, false), &cells)).contains("invalid token[1] = -1"));
         assert!(
-            err(resolve(&input(&[1; 5]), 10, 1, 4, false, false, &cells)).contains("exceeds the context's n_batch = 4")
+            err(resolve(&input(&[1; 5]), &limits(1, 4, false), &cells)).contains("exceeds the context's n_batch = 4")
         );
         let ids: [&[i32]; 1] = [&[3]];
         let b = BatchInput {
             seq_ids: Some(ids.to_vec()),
             ..input(&[1])
         };
-        assert!(err(resolve(&b, 10, 2, 512, false, false, &cells)).contains("invalid seq_id[0][0] = 3"));
+        assert!(err(resolve(&b, &limits(2, 512, false), &cells)).contains("invalid seq_id[0][0] = 3"));
         let pos = [0, 2];
         let b = BatchInput {
             pos: Some(&pos),
             ..input(&[1, 1])
         };
-        assert!(err(resolve(&b, 10, 1, 512, false, false, &cells)).contains("not continuous"));
+        assert!(err(resolve(&b, &limits(1, 512, false), &cells)).contains("not continuous"));
         let pos = [1, 0];
         let b = BatchInput {
             pos: Some(&pos),
             ..input(&[1, 1])
         };
-        assert!(err(resolve(&b, 10, 1, 512, false, false, &cells)).contains("decreasing"));
+        assert!(err(resolve(&b, &limits(1, 512, false), &cells)).contains("decreasing"));
     }
 
     #[test]
     fn positions_must_continue_the_cache() {
         let cells = |s| (s == 0).then_some(1);
-        let b = resolve(&input(&[4]), 10, 1, 512, false, false, &cells).expect("auto position");
+        let b = resolve(&input(&[4]), &limits(1, 512, false), &cells).expect("auto position");
         assert_eq!(b.places[0].pos, 2);
         let pos = [5];
         let bad = BatchInput {
             pos: Some(&pos),
             ..input(&[4])
         };
-        let msg = resolve(&bad, 10, 1, 512, false, false, &cells)
+        let msg = resolve(&bad, &limits(1, 512, false), &cells)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
@@ -330,23 +432,136 @@ mod tests {
                 pos: Some(&pos),
                 ..input(&[4])
             };
-            resolve(&b, 10, 1, 512, false, true, &cells).map(|b| b.places[0].ext)
+            resolve(&b, &limits(1, 512, true), &cells).map(|b| b.places[0].ext)
         };
         let ext = at(5).expect("a jump forward");
         assert_eq!((ext.x, ext.y, ext.tok), (5, 5, 4));
         assert!(at(1).is_err() && at(0).is_err());
     }
+
+    /// Rows of embeddings stand for tokens: counted by the model's width, recorded with the token
+    /// the context says (-1 here), positions made from the cache.
+    #[test]
+    fn embeddings_resolve_by_rows() {
+        let rows = [0.5f32; 6];
+        let b = BatchInput {
+            embd: Some(&rows),
+            ..BatchInput::default()
+        };
+        let cells = |s| (s == 0).then_some(4);
+        let r = resolve(&b, &limits(1, 512, false), &cells).expect("three rows of two");
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.tokens, [-1, -1, -1]);
+        assert_eq!(
+            r.places.iter().map(|p| (p.pos, p.ext.tok)).collect::<Vec<_>>(),
+            [(5, -1), (6, -1), (7, -1)]
+        );
+        assert_eq!(r.embd.as_ref().map(|e| e.rows_of(&[2, 0])), Some(vec![0.5; 4]));
+        let odd = [0.5f32; 5];
+        let b = BatchInput {
+            embd: Some(&odd),
+            ..BatchInput::default()
+        };
+        let msg = resolve(&b, &limits(1, 512, false), &cells).err().map(|e| e.to_string());
+        assert!(msg.is_some_and(|m| m.contains("not whole rows")));
+        // With token ids as well, the ids decide.
+        let b = BatchInput {
+            embd: Some(&rows),
+            ..input(&[1, 2, 3])
+        };
+        let r = resolve(&b, &limits(1, 512, false), &cells).expect("ids");
+        assert!(r.embd.is_none() && r.tokens == [1, 2, 3]);
+    }
+
+    /// With M-RoPE an image's rows come with their sections (section by section), may start at
+    /// the cache's last position and share positions; the cell keeps sections 2 and 1 as x, y.
+    #[test]
+    fn mrope_embeddings_take_their_sections() {
+        let rows = [0.0f32; 4];
+        // Two rows at temporal position 3, (y, x) = (0, 0) and (0, 1).
+        let pos = [3, 3, 0, 0, 0, 1, 0, 0];
+        let b = BatchInput {
+            embd: Some(&rows),
+            pos: Some(&pos),
+            ..BatchInput::default()
+        };
+        let cells = |s| (s == 0).then_some(3);
+        let r = resolve(&b, &limits(1, 512, true), &cells).expect("an image at the last position");
+        let e = r.embd.as_ref().map(|e| e.sections.clone()).unwrap_or_default();
+        assert_eq!(e, [[3, 0, 0, 0], [3, 0, 1, 0]]);
+        assert_eq!(
+            r.places.iter().map(|p| (p.ext.x, p.ext.y)).collect::<Vec<_>>(),
+            [(0, 0), (1, 0)]
+        );
+        let early = |s| (s == 0).then_some(4);
+        assert!(resolve(&b, &limits(1, 512, true), &early).is_err());
+        // Made positions fill the first section only, as llama.cpp's.
+        let b = BatchInput {
+            embd: Some(&rows),
+            ..BatchInput::default()
+        };
+        let r = resolve(&b, &limits(1, 512, true), &cells).expect("made positions");
+        assert_eq!(
+            r.embd.map(|e| e.sections).unwrap_or_default(),
+            [[4, 0, 0, 0], [5, 0, 0, 0]]
+        );
+        // Too few positions for the sections.
+        let b = BatchInput {
+            embd: Some(&rows),
+            pos: Some(&pos[..2]),
+            ..BatchInput::default()
+        };
+        assert!(resolve(&b, &limits(1, 512, true), &cells).is_err());
+    }
+
+    /// The extended batch: one kind of input for all entries, rows of the model's width set once,
+    /// an embedding entry's positions per section.
+    #[test]
+    fn extended_batch_entries() {
+        let mut b = BatchExt::new(4, 2, 10, 2, 4);
+        assert_eq!(b.add(0, None), Ok(0));
+        assert!(b.set_embd(0, &[1.0]).is_err_and(|e| e.contains("size mismatch")));
+        assert!(b.set_embd(0, &[1.0, 2.0]).is_ok());
+        assert!(b.set_embd(0, &[1.0, 2.0]).is_err_and(|e| e.contains("already set")));
+        assert!(b.set_embd(3, &[1.0, 2.0]).is_err());
+        assert_eq!(b.pos_count(0), Some(4));
+        assert!(b.set_pos(0, &[7, 1, 2, 0]));
+        assert_eq!(b.add(1, None), Ok(1));
+        assert!(b.set_embd(1, &[3.0, 4.0]).is_ok());
+        assert!(b.set_pos(1, &[7, 1, 3, 0]));
+        let (rows, pos) = b
+            .with_input(|i| Ok((i.embd.map(<[f32]>::to_vec), i.pos.map(<[i32]>::to_vec))))
+            .expect("embeddings");
+        assert_eq!(rows, Some(vec![1.0, 2.0, 3.0, 4.0]));
+        assert_eq!(pos, Some(vec![7, 7, 1, 1, 2, 3, 0, 0]));
+        assert_eq!(b.add(0, Some(3)), Ok(2));
+        assert_eq!(b.pos_count(2), Some(1));
+        assert!(b.with_input(|_| Ok(())).is_err());
+        b.remove_last();
+        b.remove_last();
+        b.remove_last();
+        assert_eq!(b.add(0, None), Ok(0));
+        let msg = b.with_input(|_| Ok(())).err().map(|e| e.to_string());
+        assert!(msg.is_some_and(|m| m.contains("neither token ids nor embeddings")));
+    }
 }
 
-/// The extended batch of llama.h (`struct llama_batch_ext`): tokens added one by one with their
-/// sequence ids, explicit positions and output flags, bounded by the context's n_batch.
+/// The extended batch of llama.h (`struct llama_batch_ext`): entries added one by one (a token
+/// id, an embedding row, or both) with their sequence ids, explicit positions and output flags,
+/// bounded by the context's n_batch.
 #[derive(Debug, Clone)]
 pub struct BatchExt {
     n_tokens_max: usize,
     n_seq_max: usize,
     n_vocab: usize,
+    /// The width an embedding row must have.
+    n_embd: usize,
+    /// Positions an embedding entry takes (M-RoPE's four sections; else one).
+    n_pos_per_embd: usize,
+    /// Token ids, -1 (LLAMA_TOKEN_NULL) where none was given.
     tokens: Vec<i32>,
-    pos: Vec<i32>,
+    embd: Vec<Option<Vec<f32>>>,
+    pos: Vec<[i32; 4]>,
     seqs: Vec<Vec<i32>>,
     outputs: Vec<i8>,
 }
@@ -360,12 +575,21 @@ pub enum AddError {
 }
 
 impl BatchExt {
-    pub fn new(n_tokens_max: usize, n_seq_max: usize, n_vocab: usize) -> BatchExt {
+    pub fn new(
+        n_tokens_max: usize,
+        n_seq_max: usize,
+        n_vocab: usize,
+        n_embd: usize,
+        n_pos_per_embd: usize,
+    ) -> BatchExt {
         BatchExt {
             n_tokens_max,
             n_seq_max,
             n_vocab,
+            n_embd,
+            n_pos_per_embd,
             tokens: Vec::new(),
+            embd: Vec::new(),
             pos: Vec::new(),
             seqs: Vec::new(),
             outputs: Vec::new(),
@@ -374,6 +598,7 @@ impl BatchExt {
 
     pub fn clear(&mut self) {
         self.tokens.clear();
+        self.embd.clear();
         self.pos.clear();
         self.seqs.clear();
         self.outputs.clear();
@@ -405,10 +630,40 @@ impl BatchExt {
             }
         }
         self.tokens.push(id.unwrap_or(-1));
-        self.pos.push(0);
+        self.embd.push(None);
+        self.pos.push([0; 4]);
         self.seqs.push(vec![seq]);
         self.outputs.push(0);
         Ok(self.tokens.len() - 1)
+    }
+
+    /// Take back the entry `add` just made (an embedding refused after it).
+    pub fn remove_last(&mut self) {
+        self.tokens.pop();
+        self.embd.pop();
+        self.pos.pop();
+        self.seqs.pop();
+        self.outputs.pop();
+    }
+
+    /// Give entry `idx` the embedding `row` (once); the reason when refused.
+    pub fn set_embd(&mut self, idx: i32, row: &[f32]) -> std::result::Result<(), String> {
+        let n_embd = self.n_embd;
+        let slot = usize::try_from(idx)
+            .ok()
+            .and_then(|i| self.embd.get_mut(i))
+            .ok_or_else(|| format!("no entry {idx} in the batch"))?;
+        if row.len() != n_embd {
+            return Err(format!(
+                "embedding size mismatch: {} floats, the model takes rows of {n_embd}",
+                row.len()
+            ));
+        }
+        if slot.is_some() {
+            return Err(format!("the embedding of entry {idx} is already set"));
+        }
+        *slot = Some(row.to_vec());
+        Ok(())
     }
 
     /// Also put token `idx` in sequence `seq`.
@@ -425,10 +680,18 @@ impl BatchExt {
         }
     }
 
-    pub fn set_pos(&mut self, idx: i32, pos: i32) -> bool {
+    /// The positions `set_pos` reads for entry `idx`: one for a token id, else (an embedding)
+    /// one per M-RoPE section. None: no such entry.
+    pub fn pos_count(&self, idx: i32) -> Option<usize> {
+        let t = *usize::try_from(idx).ok().and_then(|i| self.tokens.get(i))?;
+        Some(if t >= 0 { 1 } else { self.n_pos_per_embd })
+    }
+
+    /// Set entry `idx`'s position (sections, for an embedding on an M-RoPE model).
+    pub fn set_pos(&mut self, idx: i32, pos: &[i32]) -> bool {
         match usize::try_from(idx).ok().and_then(|i| self.pos.get_mut(i)) {
             Some(p) => {
-                *p = pos;
+                p.iter_mut().zip(pos).for_each(|(d, &s)| *d = s);
                 true
             }
             None => false,
@@ -445,14 +708,38 @@ impl BatchExt {
         }
     }
 
-    /// The batch as decode input; positions are always explicit.
-    pub fn input(&self) -> BatchInput<'_> {
-        BatchInput {
-            tokens: &self.tokens,
-            pos: Some(&self.pos),
+    /// Run `f` on the batch as decode input (positions always explicit), once every entry is
+    /// known to carry the same kinds of input, as llama.cpp requires.
+    pub fn with_input<R>(&self, f: impl FnOnce(&BatchInput) -> Result<R>) -> Result<R> {
+        let has_token = |i: usize| self.tokens[i] >= 0;
+        let has_embd = |i: usize| self.embd[i].is_some();
+        let n = self.len();
+        if n == 0 {
+            return Err(Error::invalid("n_tokens == 0: the batch is empty"));
+        }
+        let (token, embd) = (has_token(0), has_embd(0));
+        if (1..n).any(|i| has_token(i) != token || has_embd(i) != embd) {
+            return Err(Error::invalid(
+                "all entries in the batch must carry the same kinds of input (token ids, embeddings)",
+            ));
+        }
+        if !token && !embd {
+            return Err(Error::invalid("the batch has neither token ids nor embeddings"));
+        }
+        let rows: Vec<f32> = self.embd.iter().flatten().flatten().copied().collect();
+        let pos: Vec<i32> = match token {
+            true => self.pos.iter().map(|p| p[0]).collect(),
+            false => (0..self.n_pos_per_embd)
+                .flat_map(|j| self.pos.iter().map(move |p| p[j]))
+                .collect(),
+        };
+        f(&BatchInput {
+            tokens: if token { &self.tokens } else { &[] },
+            embd: embd.then_some(&rows[..]),
+            pos: Some(&pos),
             seq_ids: Some(self.seqs.iter().map(Vec::as_slice).collect()),
             outputs: Some(&self.outputs),
-        }
+        })
     }
 }
 

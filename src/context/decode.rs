@@ -1,7 +1,7 @@
 //! One `llama_decode`: check the batch, find cache room for all of it, then per ubatch set the
 //! inputs of the (reused when possible) graph, compute, and copy the requested logits out.
 
-use super::batch::{resolve, split_equal, split_seq, split_simple, Batch, BatchInput, Ubatch};
+use super::batch::{resolve, split_equal, split_seq, split_simple, Batch, BatchInput, Limits, Ubatch};
 use super::sampling::Layout;
 use super::Context;
 use crate::error::{Error, Result};
@@ -29,6 +29,29 @@ struct Placed {
     kv: Option<Placement>,
     /// The recurrent cells as they were before.
     rs: Option<RsCells>,
+}
+
+/// What a ubatch feeds the graph's first layer.
+enum Feed {
+    Tokens(Vec<i32>),
+    /// Embedding rows, with M-RoPE their tokens' position sections.
+    Embd {
+        rows: Vec<f32>,
+        sections: Vec<[i32; 4]>,
+    },
+}
+
+impl Feed {
+    /// The batch tokens `idx`'s input.
+    fn of(batch: &Batch, idx: &[usize]) -> Feed {
+        match &batch.embd {
+            Some(e) => Feed::Embd {
+                rows: e.rows_of(idx),
+                sections: idx.iter().filter_map(|&i| e.sections.get(i).copied()).collect(),
+            },
+            None => Feed::Tokens(idx.iter().map(|&i| batch.tokens[i]).collect()),
+        }
+    }
 }
 
 /// f16 bit patterns of the two mask values.
@@ -89,6 +112,23 @@ impl Context<'_> {
         }
     }
 
+    /// What batches are checked against (`output_all`: every token an output).
+    fn limits(&self, output_all: bool) -> Limits {
+        let hp = self.model.hparams.as_ref();
+        Limits {
+            n_vocab: self.n_vocab(),
+            n_seq_max: self.params.n_seq_max as usize,
+            n_batch: self.params.n_batch as usize,
+            output_all,
+            n_pos_per_embd: hp.map_or(1, |h| h.n_pos_per_embd() as usize),
+            n_embd: self.n_embd(),
+            // n-gram embeddings hash an image's rows as its token (llama.cpp's choice).
+            embd_token: hp
+                .and_then(|h| h.ple.as_ref())
+                .map_or(-1, |p| if p.image_token != 0 { p.image_token } else { p.eos } as i32),
+        }
+    }
+
     pub fn decode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
         self.require_weights("decode")?;
         if !self.has_memory() {
@@ -97,15 +137,9 @@ impl Context<'_> {
         }
         let t0 = crate::ggml::time_us();
         let this = &*self;
-        let batch = resolve(
-            input,
-            self.n_vocab(),
-            self.params.n_seq_max as usize,
-            self.params.n_batch as usize,
-            self.params.embeddings,
-            self.model.hparams.as_ref().is_some_and(|h| h.n_pos_per_embd() > 1),
-            &|s| this.memory_seq_pos_max(s),
-        )?;
+        let batch = resolve(input, &self.limits(self.params.embeddings), &|s| {
+            this.memory_seq_pos_max(s)
+        })?;
         self.check_positions(&batch)?;
         let n_outputs = batch.n_outputs();
         if n_outputs > self.params.n_outputs_max as usize {
@@ -212,15 +246,11 @@ impl Context<'_> {
             )));
         }
         let t0 = crate::ggml::time_us();
-        let mut batch = resolve(
-            input,
-            self.n_vocab(),
-            self.params.n_seq_max as usize,
-            self.params.n_batch as usize,
-            false,
-            false,
-            &|_| None,
-        )?;
+        let lim = Limits {
+            n_pos_per_embd: 1,
+            ..self.limits(false)
+        };
+        let mut batch = resolve(input, &lim, &|_| None)?;
         self.check_positions(&batch)?;
         batch.outputs.fill(true);
         let n = batch.len();
@@ -246,6 +276,7 @@ impl Context<'_> {
             recurrent: None,
             kpool: None,
             comp: None,
+            embd_input: batch.embd.is_some(),
         };
         let ub = Ubatch {
             idx: (0..n).collect(),
@@ -254,7 +285,7 @@ impl Context<'_> {
         let computed = self.compute_ubatch(
             shape,
             Layout::new(),
-            &batch.tokens,
+            &Feed::of(&batch, &ub.idx),
             &batch.places,
             &batch.outputs,
             [&[], &[]],
@@ -394,7 +425,7 @@ impl Context<'_> {
         plan: Option<&Slots>,
         comp: Option<[&Plan; 3]>,
     ) -> Result<Option<Placed>> {
-        let tokens: Vec<i32> = ub.idx.iter().map(|&i| batch.tokens[i]).collect();
+        let feed = Feed::of(batch, &ub.idx);
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
         let placed = self
             .place(written, ub.n_streams, plan)
@@ -413,7 +444,7 @@ impl Context<'_> {
             streams = (self.kv.stream_of(places[0].primary_seq), 1);
         }
         let shape = Shape {
-            n_tokens: tokens.len(),
+            n_tokens: places.len(),
             n_streams: streams.1,
             first_stream: streams.0,
             n_outputs: outputs.iter().filter(|&&o| o).count(),
@@ -436,6 +467,7 @@ impl Context<'_> {
             }),
             kpool: kpool.as_ref().map(Step::shape),
             comp: comp.map(|c| c.map(Plan::shape)),
+            embd_input: batch.embd.is_some(),
         };
         let layout = self.sampling.layout(
             places
@@ -448,7 +480,7 @@ impl Context<'_> {
             .compute_ubatch(
                 shape,
                 layout,
-                &tokens,
+                &feed,
                 &places,
                 &outputs,
                 rows,
@@ -481,7 +513,7 @@ impl Context<'_> {
         &mut self,
         shape: Shape,
         layout: Layout,
-        tokens: &[i32],
+        feed: &Feed,
         places: &[TokenPlace],
         outputs: &[bool],
         rows: [&[usize]; 2],
@@ -489,14 +521,14 @@ impl Context<'_> {
         (kpool, comp): (Option<&Step>, Option<[&Plan; 3]>),
     ) -> Result<ComputeStatus> {
         self.prepare_graph(shape, layout)?;
-        let n_threads = if tokens.len() == 1 {
+        let n_threads = if places.len() == 1 {
             self.params.n_threads
         } else {
             self.params.n_threads_batch
         };
         self.backend.set_n_threads(n_threads);
         let copy_sources = self.rs.as_mut().map(|rs| rs.cells.take_copy_sources());
-        self.set_inputs(tokens, places, outputs, rows, seqs, copy_sources.as_deref())?;
+        self.set_inputs(feed, places, outputs, rows, seqs, copy_sources.as_deref())?;
         if let (Some(step), Some((shape, built))) = (kpool, &self.graph) {
             if let Some(k) = built.inputs.kpool {
                 self.set_kpool_inputs(step, &k, places, shape)?;
@@ -749,7 +781,7 @@ impl Context<'_> {
 
     fn set_inputs(
         &self,
-        tokens: &[i32],
+        feed: &Feed,
         places: &[TokenPlace],
         outputs: &[bool],
         rows: [&[usize]; 2],
@@ -761,18 +793,30 @@ impl Context<'_> {
         };
         let inp = &built.inputs;
         let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
-        set(inp.tokens, &to_bytes_i32(tokens))?;
+        match (feed, inp.tokens, inp.embd) {
+            (Feed::Tokens(ids), Some(t), _) => set(t, &to_bytes_i32(ids))?,
+            (Feed::Embd { rows, .. }, _, Some(t)) => set(t, &to_bytes_f32(rows))?,
+            _ => return Err(Error::Internal("the graph's input does not match the batch's".into())),
+        }
         if let Some(l) = &inp.lora {
             set(l.input, &to_bytes_f32(&l.values(&self.loras, &self.lora_scales)))?;
         }
         if let Some(pos_input) = inp.pos {
             let mut pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
             if pos_input.ne()[0] as usize == 4 * places.len() {
-                // A multi-dimensional rope over text: three copies of the positions, then zeros.
                 let n = pos.len();
-                pos.extend_from_within(..);
-                pos.extend_from_within(..n);
-                pos.resize(4 * n, 0);
+                match feed {
+                    // Embeddings come with their sections (an image's 2D grid).
+                    Feed::Embd { sections, .. } if sections.len() == n => {
+                        pos = (0..4).flat_map(|j| sections.iter().map(move |s| s[j])).collect();
+                    }
+                    // A multi-dimensional rope over text: three copies of the positions, then zeros.
+                    _ => {
+                        pos.extend_from_within(..);
+                        pos.extend_from_within(..n);
+                        pos.resize(4 * n, 0);
+                    }
+                }
             }
             set(pos_input, &to_bytes_i32(&pos))?;
         }

@@ -492,6 +492,7 @@ impl<'m> Context<'m> {
                     crate::kv::compressed::Kind::ALL
                         .map(|k| crate::kv::compressed::worst_case(n_tokens, 1, k, c.geometry(k)))
                 }),
+                embd_input: false,
             };
             let built = Builder::build(
                 self.model,
@@ -618,6 +619,13 @@ impl<'m> Context<'m> {
             Some(p) if p != Pooling::None => n,
             _ => 0,
         }
+    }
+
+    /// What an input embedding is: its floats, and the positions it takes (M-RoPE's sections;
+    /// an encoder reads one).
+    pub fn input_layout(&self, encode: bool) -> (usize, usize) {
+        let n_pos = self.model.hparams.as_ref().map_or(1, |hp| hp.n_pos_per_embd() as usize);
+        (self.n_embd(), if encode { 1 } else { n_pos })
     }
 
     fn n_embd(&self) -> usize {

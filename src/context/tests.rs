@@ -150,6 +150,7 @@ fn check_position(ours: &[f32], reference: &[(i32, f32)], tol: Tolerance, what: 
 fn decode_all(ctx: &mut Context, ids: &[i32]) -> Vec<Vec<f32>> {
     let outputs = vec![1i8; ids.len()];
     let input = BatchInput {
+        embd: None,
         tokens: ids,
         pos: None,
         seq_ids: None,
@@ -216,6 +217,7 @@ fn decode_sequences(m: &Model, prompts: &[Vec<i32>], kv_unified: bool) -> Vec<Ve
     p.kv_unified = kv_unified;
     let mut ctx = Context::new(m, p).expect("context");
     let input = BatchInput {
+        embd: None,
         tokens: &tokens,
         pos: Some(&pos),
         seq_ids: Some(seq.iter().map(|s| &s[..]).collect()),
@@ -257,6 +259,7 @@ fn generation_reuses_the_graph_and_never_grows_buffers() {
     let mut ctx = Context::new(&m, params(4096, 512, 1)).expect("context");
     let prompt = [504, 3575, 282, 4649, 314];
     let input = BatchInput {
+        embd: None,
         tokens: &prompt,
         pos: None,
         seq_ids: None,
@@ -267,6 +270,7 @@ fn generation_reuses_the_graph_and_never_grows_buffers() {
     let mut tok = [argmax(ctx.logits_ith(-1).expect("logits"))];
     for _ in 0..64 {
         let next = BatchInput {
+            embd: None,
             tokens: &tok,
             pos: None,
             seq_ids: None,
@@ -334,6 +338,7 @@ fn one_model_serves_contexts_on_many_threads() {
     let run = || {
         let mut ctx = Context::new(&m, params(512, 512, 1)).expect("context");
         let input = BatchInput {
+            embd: None,
             tokens: &prompt,
             pos: None,
             seq_ids: None,
@@ -383,6 +388,7 @@ fn tokens_shared_by_sequences_continue_independently() {
     let prompt = [504, 3575, 282, 4649, 314];
     let both = [0i32, 1];
     let shared = BatchInput {
+        embd: None,
         tokens: &prompt,
         pos: None,
         seq_ids: Some(vec![&both[..]; prompt.len()]),
@@ -401,6 +407,7 @@ fn tokens_shared_by_sequences_continue_independently() {
     let next = [7042, 28];
     let (s0, s1) = ([0i32], [1i32]);
     let fork = BatchInput {
+        embd: None,
         tokens: &next,
         pos: None,
         seq_ids: Some(vec![&s0[..], &s1[..]]),
@@ -449,6 +456,7 @@ fn decode_in_seq(ctx: &mut Context, seq: i32, tokens: &[i32], p0: i32) -> Vec<f3
     let pos: Vec<i32> = (p0..p0 + tokens.len() as i32).collect();
     let seqs = vec![[seq]; tokens.len()];
     let input = BatchInput {
+        embd: None,
         tokens,
         pos: Some(&pos),
         seq_ids: Some(seqs.iter().map(|s| &s[..]).collect()),
@@ -562,6 +570,7 @@ fn a_context_on_a_vocab_only_model_resolves_sizes_and_refuses_to_decode() {
     assert_eq!((r.n_ctx, r.n_ctx_seq, r.n_batch, r.n_ubatch), (1536, 512, 1000, 512));
     assert!(!ctx.can_decode());
     let input = BatchInput {
+        embd: None,
         tokens: &[1, 2],
         pos: None,
         seq_ids: None,
@@ -621,6 +630,7 @@ fn decode_last(ctx: &mut Context, ids: &[i32], start: i32, chunk: usize) -> Vec<
         let mut outputs = vec![0i8; part.len()];
         outputs[part.len() - 1] = 1;
         let input = BatchInput {
+            embd: None,
             tokens: part,
             pos: Some(&pos),
             seq_ids: None,
@@ -728,6 +738,7 @@ fn backend_sampling_runs_in_the_reused_graph_beside_cpu_sequences() {
         let before = ctx.counters.graphs_reused;
         let seq_ids: Vec<&[i32]> = vec![&[0], &[1]];
         let input = BatchInput {
+            embd: None,
             tokens: &toks,
             pos: Some(&[pos, pos]),
             seq_ids: Some(seq_ids),
@@ -749,6 +760,7 @@ fn backend_sampling_runs_in_the_reused_graph_beside_cpu_sequences() {
     assert!(reused >= 22, "only {reused} of 23 steps reused the graph");
     ctx.detach_sampler(0).expect("detach");
     let input = BatchInput {
+        embd: None,
         tokens: &toks[..1],
         pos: Some(&[24]),
         seq_ids: None,
@@ -819,6 +831,7 @@ fn positions_past_a_learned_position_table_are_refused() {
     let decode_at = |ctx: &mut Context, p: i32| {
         let (tokens, pos) = ([3], [p]);
         ctx.decode(&BatchInput {
+            embd: None,
             tokens: &tokens,
             pos: Some(&pos),
             seq_ids: None,

@@ -152,9 +152,11 @@ pub unsafe extern "C" fn llama_batch_free(batch: llama_batch) {
 #[no_mangle]
 pub unsafe extern "C" fn llama_encode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
     entry!(-3, {
-        let c = ctx_mut(ctx);
-        // SAFETY: forwarded contract on the batch arrays.
-        let r = c.and_then(|mut c| unsafe { batch_input(&batch) }.and_then(|input| c.encode(&input)));
+        let r = ctx_mut(ctx).and_then(|mut c| {
+            // SAFETY: forwarded contract on the batch arrays.
+            let input = unsafe { batch_input(&batch, c.input_layout(true)) }?;
+            c.encode(&input)
+        });
         Ok(decode_code("llama_encode", r))
     })
 }
@@ -176,28 +178,32 @@ fn decode_code(name: &'static str, r: crate::Result<DecodeStatus>) -> i32 {
     }
 }
 
-/// The caller's `llama_batch` as slices, after checking every pointer and count it relies on.
+/// The caller's `llama_batch` as slices, after checking every pointer and count it relies on;
+/// embedding rows are `n_embd` floats, and without token ids each takes `n_pos` positions.
 ///
 /// # Safety
-/// The arrays of `b` must hold `b.n_tokens` entries (and each `seq_id[i]` `n_seq_id[i]` entries),
-/// as llama.h requires, and stay untouched during the call.
-unsafe fn batch_input<'a>(b: &'a llama_batch) -> crate::Result<BatchInput<'a>> {
+/// The arrays of `b` must hold `b.n_tokens` entries (and each `seq_id[i]` `n_seq_id[i]` entries,
+/// `embd` `n_tokens * n_embd`, `pos` of embeddings `n_tokens * n_pos`), as llama.h requires, and
+/// stay untouched during the call.
+unsafe fn batch_input<'a>(b: &'a llama_batch, (n_embd, n_pos): (usize, usize)) -> crate::Result<BatchInput<'a>> {
     let n = usize::try_from(b.n_tokens)
         .ok()
         .filter(|&n| n > 0)
         .ok_or_else(|| Error::invalid(format!("n_tokens = {} must be positive", b.n_tokens)))?;
-    if !b.embd.is_null() {
-        return Err(Error::invalid(
-            "embedding inputs (llama_batch.embd) are not implemented yet; pass token ids",
-        ));
-    }
-    if b.token.is_null() {
+    if b.token.is_null() && b.embd.is_null() {
         return Err(Error::invalid("the batch has neither token ids nor embeddings"));
     }
+    let n_embd_floats = n
+        .checked_mul(n_embd)
+        .ok_or_else(|| Error::invalid("n_tokens * n_embd overflows"))?;
+    // SAFETY: embd holds n_tokens rows of the model's input width (llama.h's contract).
+    let embd = unsafe { (!b.embd.is_null()).then(|| std::slice::from_raw_parts(b.embd.cast_const(), n_embd_floats)) };
     // SAFETY: the caller's arrays hold n_tokens entries (llama.h's contract), checked non-NULL.
     let slice = |p: *const i32| unsafe { (!p.is_null()).then(|| std::slice::from_raw_parts(p, n)) };
     let tokens = slice(b.token).unwrap_or_default();
-    let pos = slice(b.pos);
+    let n_pos = if b.token.is_null() { n * n_pos } else { n };
+    // SAFETY: pos holds a position per token, or for embeddings n_pos sections of them.
+    let pos = unsafe { (!b.pos.is_null()).then(|| std::slice::from_raw_parts(b.pos.cast_const(), n_pos)) };
     let seq_ids = match (b.n_seq_id.is_null(), b.seq_id.is_null()) {
         (true, true) => None,
         (false, false) => {
@@ -224,6 +230,7 @@ unsafe fn batch_input<'a>(b: &'a llama_batch) -> crate::Result<BatchInput<'a>> {
     let outputs = unsafe { (!b.logits.is_null()).then(|| std::slice::from_raw_parts(b.logits.cast_const(), n)) };
     Ok(BatchInput {
         tokens,
+        embd,
         pos,
         seq_ids,
         outputs,
@@ -235,9 +242,11 @@ unsafe fn batch_input<'a>(b: &'a llama_batch) -> crate::Result<BatchInput<'a>> {
 #[no_mangle]
 pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
     entry!(-3, {
-        let c = ctx_mut(ctx);
-        // SAFETY: forwarded contract on the batch arrays.
-        let r = c.and_then(|mut c| unsafe { batch_input(&batch) }.and_then(|input| c.decode(&input)));
+        let r = ctx_mut(ctx).and_then(|mut c| {
+            // SAFETY: forwarded contract on the batch arrays.
+            let input = unsafe { batch_input(&batch, c.input_layout(false)) }?;
+            c.decode(&input)
+        });
         Ok(decode_code("llama_decode", r))
     })
 }
@@ -246,7 +255,14 @@ pub unsafe extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batc
 pub unsafe extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_batch_ext {
     entry!(std::ptr::null_mut(), {
         let c = handle::ctx_mut(ctx)?;
-        let b = BatchExt::new(c.params.n_batch as usize, c.params.n_seq_max as usize, c.n_vocab());
+        let (n_embd, n_pos) = c.input_layout(false);
+        let b = BatchExt::new(
+            c.params.n_batch as usize,
+            c.params.n_seq_max as usize,
+            c.n_vocab(),
+            n_embd,
+            n_pos,
+        );
         Ok(batch_ext_into_raw(b))
     })
 }
@@ -295,15 +311,63 @@ pub unsafe extern "C" fn llama_batch_ext_add_token(
     entry!(-1, { add_token("llama_batch_ext_add_token", batch, seq_id, Some(id)) })
 }
 
-/// Embedding inputs are not implemented: refused as an invalid embedding (-2).
+/// The row `embd` describes, read after checking it is there.
+///
+/// # Safety
+/// `embd.data` must be NULL or hold `n_rows * n_embd` floats.
+unsafe fn embd_row(embd: &llama_embd) -> Result<&[f32]> {
+    if embd.data.is_null() {
+        return Err(Error::invalid("the embedding's data is NULL"));
+    }
+    let n = embd
+        .n_rows
+        .checked_mul(embd.n_embd)
+        .ok_or_else(|| Error::invalid("n_rows * n_embd overflows"))?;
+    // SAFETY: per the contract, n_rows * n_embd readable floats.
+    Ok(unsafe { std::slice::from_raw_parts(embd.data, n) })
+}
+
+/// Give entry `idx` of `batch` the embedding `embd`; false (logged) when refused.
+///
+/// # Safety
+/// As `embd_row`.
+unsafe fn set_embd(name: &str, batch: &mut BatchExt, idx: i32, embd: &llama_embd) -> bool {
+    // SAFETY: forwarded contract.
+    let set = unsafe { embd_row(embd) }
+        .map_err(|e| e.to_string())
+        .and_then(|row| batch.set_embd(idx, row));
+    if let Err(why) = &set {
+        crate::log_error!("{name}: {why}");
+    }
+    set.is_ok()
+}
+
+/// Add an entry whose input is the embedding row `embd`; its index, or -1 (full), -2 (a bad
+/// embedding), -3 (a bad sequence id).
+///
+/// # Safety
+/// `embd.data` must be NULL or hold `n_rows * n_embd` floats.
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add_embd(
     batch: *mut llama_batch_ext,
     seq_id: llama_seq_id,
     embd: llama_embd,
 ) -> i32 {
-    let _ = (batch, seq_id, embd);
-    entry!(-2, not_implemented)
+    entry!(-2, {
+        let idx = add_token("llama_batch_ext_add_embd", batch, seq_id, None)?;
+        if idx < 0 {
+            return Ok(idx);
+        }
+        let mut b = batch_ext(batch)?;
+        // SAFETY: forwarded contract.
+        if unsafe { set_embd("llama_batch_ext_add_embd", &mut b, idx, &embd) } {
+            Ok(idx)
+        } else {
+            // llama.cpp keeps the entry; a failed add leaves the batch as it was here.
+            b.remove_last();
+            Ok(AddError::InvalidToken as i32)
+        }
+    })
 }
 
 #[no_mangle]
@@ -311,25 +375,40 @@ pub unsafe extern "C" fn llama_batch_ext_add_seq(batch: *mut llama_batch_ext, id
     entry!(false, { Ok(batch_ext(batch)?.add_seq(idx, seq_id)) })
 }
 
+/// Give entry `idx` an embedding row besides its token id (the id still decides what a
+/// decoder reads, as in llama.cpp); false (logged) for a bad index, size or a second row.
+///
+/// # Safety
+/// `embd.data` must be NULL or hold `n_rows * n_embd` floats.
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_embd_token(
     batch: *mut llama_batch_ext,
     idx: i32,
     embd: llama_embd,
 ) -> bool {
-    let _ = (batch, idx, embd);
-    entry!(false, not_implemented)
+    entry!(false, {
+        let mut b = batch_ext(batch)?;
+        // SAFETY: forwarded contract.
+        Ok(unsafe { set_embd("llama_batch_ext_set_embd_token", &mut b, idx, &embd) })
+    })
 }
 
-/// llama.cpp does not implement this either (it always returns false).
+/// Carried-over hidden state (MTP, deepstack) is for architectures this library does not run;
+/// llama.cpp 0.3.36 accepts none either: false, with a log line.
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_embd_state(
     batch: *mut llama_batch_ext,
     idx: i32,
     embd: llama_embd,
 ) -> bool {
-    let _ = (batch, idx, embd);
-    entry!(false, not_implemented)
+    let _ = (idx, embd);
+    entry!(false, {
+        drop(batch_ext(batch)?);
+        crate::log_warn!(
+            "llama_batch_ext_set_embd_state: no architecture takes a state embedding (llama.cpp's returns false too)"
+        );
+        Ok(false)
+    })
 }
 
 /// Output embeddings and logits are the same flag (llama.h: "for now, this is equivalent").
@@ -347,20 +426,24 @@ pub unsafe extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_bat
 }
 
 /// # Safety
-/// `pos` must be NULL or point to one position (text tokens have one).
+/// `pos` must be NULL or point to the entry's positions: one for a token id; for an embedding
+/// one per position section of the model (four with M-RoPE, else one).
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_set_pos(batch: *mut llama_batch_ext, idx: i32, pos: *const llama_pos) -> bool {
     entry!(false, {
         let mut b = batch_ext(batch)?;
-        // SAFETY: one readable position, or NULL.
-        match unsafe { pos.as_ref() } {
-            Some(&p) => Ok(b.set_pos(idx, p)),
-            None => Ok(false),
+        match b.pos_count(idx) {
+            Some(n) if !pos.is_null() => {
+                // SAFETY: per the contract, n readable positions.
+                let p = unsafe { std::slice::from_raw_parts(pos, n) };
+                Ok(b.set_pos(idx, p))
+            }
+            _ => Ok(false),
         }
     })
 }
 
-/// Decode (or, not implemented, encode) an extended batch; return codes as llama_decode's.
+/// Decode or encode an extended batch; return codes as llama_decode's.
 #[no_mangle]
 pub unsafe extern "C" fn llama_process(
     ctx: *mut llama_context,
@@ -368,16 +451,17 @@ pub unsafe extern "C" fn llama_process(
     batch: *mut llama_batch_ext,
 ) -> i32 {
     entry!(-3, {
-        if r#type.0 == llama_process_type::LLAMA_PROCESS_TYPE_ENCODE as std::ffi::c_int {
-            return Err(Error::NotImplemented("llama_process(ENCODE)"));
-        }
-        if r#type.0 != llama_process_type::LLAMA_PROCESS_TYPE_DECODE as std::ffi::c_int {
-            crate::log_error!("llama_process: unknown process type {}", r#type.0);
-            return Ok(-1);
-        }
-        let c = ctx_mut(ctx);
-        let b = batch_ext(batch);
-        let r = c.and_then(|mut c| b.and_then(|b| c.decode(&b.input())));
+        let encode = match r#type.0 {
+            t if t == llama_process_type::LLAMA_PROCESS_TYPE_ENCODE as std::ffi::c_int => true,
+            t if t == llama_process_type::LLAMA_PROCESS_TYPE_DECODE as std::ffi::c_int => false,
+            t => {
+                crate::log_error!("llama_process: unknown process type {t}");
+                return Ok(-1);
+            }
+        };
+        let r = ctx_mut(ctx).and_then(|mut c| {
+            batch_ext(batch)?.with_input(|input| if encode { c.encode(input) } else { c.decode(input) })
+        });
         Ok(decode_code("llama_process", r))
     })
 }

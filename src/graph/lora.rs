@@ -248,7 +248,7 @@ impl Builder<'_> {
             let Some(lw) = self.adapters.loras[ai].weight(&name).copied() else {
                 continue;
             };
-            let rows = self.g.get_rows(lw.a, self.inputs.tokens).map_err(ggml_err)?;
+            let rows = self.g.get_rows(lw.a, self.token_ids()?).map_err(ggml_err)?;
             let d = self.g.mul_mat(lw.b, rows).map_err(ggml_err)?;
             let s = self.lora_scale(ai, &name, lw)?;
             let d = self.g.mul(d, s).map_err(ggml_err)?;

@@ -59,6 +59,8 @@ pub struct Shape {
     pub kpool: Option<crate::kv::kpool::KpoolShape>,
     /// DeepSeek-V4's compressed caches: each one's plan sizes (`kv::compressed::Kind` order).
     pub comp: Option<[crate::kv::compressed::PlanShape; 3]>,
+    /// The first layer takes embedding rows (`inp_embd`) instead of token ids.
+    pub embd_input: bool,
 }
 
 /// The recurrent part of a graph's shape: llama.cpp bakes the state window into views, so a
@@ -137,8 +139,10 @@ pub struct GraphParams {
 
 /// The inputs of a built graph, set before every compute.
 pub struct Inputs {
-    /// Token ids, I32 [n_tokens].
-    pub tokens: TensorRef,
+    /// Token ids, I32 [n_tokens] (None when the graph takes embeddings).
+    pub tokens: Option<TensorRef>,
+    /// Input embeddings, F32 [n_embd, n_tokens] (only when the graph takes them).
+    pub embd: Option<TensorRef>,
     /// Positions, I32 [n_tokens]; only in graphs that rotate (a graph that never reads them
     /// would leave them without memory).
     pub pos: Option<TensorRef>,
@@ -400,7 +404,21 @@ impl<'a> Builder<'a> {
                 .map_err(ggml_err)?;
         let nt = shape.n_tokens as i64;
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
-        let tokens = g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?;
+        let tokens = match shape.embd_input {
+            false => Some(g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?),
+            true => None,
+        };
+        let embd = match shape.embd_input {
+            true => Some(
+                g.input(
+                    ggml_sys::ggml_type_GGML_TYPE_F32,
+                    &[i64::from(hp.n_embd), nt],
+                    "inp_embd",
+                )
+                .map_err(ggml_err)?,
+            ),
+            false => None,
+        };
         let out_ids = if shape.n_outputs < shape.n_tokens {
             Some(g.input(i32t, &[shape.n_outputs as i64], "out_ids").map_err(ggml_err)?)
         } else {
@@ -416,6 +434,7 @@ impl<'a> Builder<'a> {
             params,
             inputs: Inputs {
                 tokens,
+                embd,
                 pos: None,
                 kv_rows: None,
                 v_rows: None,
@@ -541,12 +560,37 @@ impl<'a> Builder<'a> {
     }
 
     /// The input tokens' rows of the table `name` (a model without token embeddings reads its
-    /// output head), [n_embd, n_tokens].
+    /// output head), or the caller's embedding rows, [n_embd, n_tokens]; times the model's
+    /// embedding scale if it has one (Granite's, Grok's), as llama.cpp's `build_inp_embd`.
     pub fn embed_rows(&mut self, name: &str) -> Result<TensorRef> {
-        let table = self.weight(name)?;
-        let x = self.g.get_rows(table, self.inputs.tokens).map_err(ggml_err)?;
-        let x = self.add_lora_rows(table, x)?;
+        let mut x = match self.inputs.embd {
+            Some(rows) => rows,
+            None => {
+                let table = self.weight(name)?;
+                let x = self.g.get_rows(table, self.token_ids()?).map_err(ggml_err)?;
+                self.add_lora_rows(table, x)?
+            }
+        };
+        if self.hp.embedding_scale != 0.0 {
+            x = self.scale(x, self.hp.embedding_scale)?;
+        }
         Ok(self.name(x, "embd", None))
+    }
+
+    /// Whether the graph takes embedding rows rather than token ids.
+    pub fn takes_embeddings(&self) -> bool {
+        self.inputs.embd.is_some()
+    }
+
+    /// The token ids input; an architecture that reads the ids beyond their embeddings cannot
+    /// take embeddings as input.
+    pub fn token_ids(&self) -> Result<TensorRef> {
+        self.inputs.tokens.ok_or_else(|| {
+            Error::invalid(format!(
+                "'{}' reads the token ids themselves (not only their embeddings): give it token ids, not embeddings",
+                self.hp.arch_name
+            ))
+        })
     }
 
     /// Give `t` the name llama.cpp's graphs give the same value ("attn_norm-3", "result_norm"),
@@ -1385,9 +1429,21 @@ impl<'a> Builder<'a> {
 
     /// The same over `ffn_{up,gate,down}{suffix}` (a shared expert: "_shexp").
     pub fn gated_ffn_named(&mut self, il: usize, x: TensorRef, ffn: Ffn, suffix: &str) -> Result<TensorRef> {
+        let [up, gate, down] = ["ffn_up", "ffn_gate", "ffn_down"].map(|n| format!("{n}{suffix}"));
+        self.gated_ffn_of(il, x, ffn, [&up, &gate, &down])
+    }
+
+    /// The same over the layer's weights `[up, gate, down]` (their names without `.weight`).
+    pub fn gated_ffn_of(
+        &mut self,
+        il: usize,
+        x: TensorRef,
+        ffn: Ffn,
+        [up, gate, down]: [&str; 3],
+    ) -> Result<TensorRef> {
         let l = Some(il);
-        let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn, Some("ffn_up"))?;
-        let gate = self.ffn_projection(il, &format!("ffn_gate{suffix}"), x, ffn, Some("ffn_gate"))?;
+        let up = self.ffn_projection(il, up, x, ffn, Some("ffn_up"))?;
+        let gate = self.ffn_projection(il, gate, x, ffn, Some("ffn_gate"))?;
         let limit = self.hp.swiglu_clamp_shexp.get(il).copied().filter(|&l| l > 1e-6);
         let (h, act) = match (ffn.gelu, limit) {
             (true, _) => (self.g.geglu(gate, up).map_err(ggml_err)?, "ffn_geglu"),
@@ -1399,7 +1455,7 @@ impl<'a> Builder<'a> {
             (false, None) => (self.g.swiglu(gate, up).map_err(ggml_err)?, "ffn_swiglu"),
         };
         let h = self.name(h, act, l);
-        self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn, None)
+        self.ffn_projection(il, down, h, ffn, None)
     }
 
     /// SwiGLU with a limit, in the form the model uses (`HParams::swiglu_clamp_fused`).
@@ -1479,17 +1535,30 @@ impl<'a> Builder<'a> {
     /// The experts each token picks from the router's `logits` ([n_expert, n_tokens]) and their
     /// weights: the picked ids, I32 [n_pick, n_tokens], and the weights, [1, n_pick, n_tokens].
     pub fn moe_route(&mut self, il: usize, logits: TensorRef, moe: Moe) -> Result<(TensorRef, TensorRef)> {
+        // HY-V3 names the bias without its suffix.
+        let bias = self
+            .layer_weight_opt(il, "exp_probs_b.bias")
+            .or_else(|| self.layer_weight_opt(il, "exp_probs_b"));
+        self.moe_route_biased(il, logits, moe, bias)
+    }
+
+    /// The same with the per-expert selection bias `bias` (a per-expert bias steers the choice
+    /// only; the weights come from the unbiased probabilities).
+    pub fn moe_route_biased(
+        &mut self,
+        il: usize,
+        logits: TensorRef,
+        moe: Moe,
+        bias: Option<TensorRef>,
+    ) -> Result<(TensorRef, TensorRef)> {
         let l = Some(il);
         let n_pick = self.moe_pick_count(moe);
         let probs = self.moe_probs(il, logits, moe)?;
-        // A per-expert bias steers the choice only; the weights come from the unbiased probs.
-        // HY-V3 names the bias without its suffix.
-        let bias = self.layer_weight_opt(il, "exp_probs_b.bias");
         let selection = if moe.weights_first {
             logits
         } else if moe.pick_by_sigmoid {
             self.g.sigmoid(logits).map_err(ggml_err)?
-        } else if let Some(b) = bias.or_else(|| self.layer_weight_opt(il, "exp_probs_b")) {
+        } else if let Some(b) = bias {
             let biased = self.add(probs, b)?;
             self.name(biased, "ffn_moe_probs_biased", l)
         } else {

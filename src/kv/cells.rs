@@ -80,6 +80,13 @@ pub struct CellExt {
     pub tok: i32,
 }
 
+impl CellExt {
+    /// Whether this cell comes after `other` in an image's grid (row, then column).
+    pub fn is_2d_after(&self, other: CellExt) -> bool {
+        self.y > other.y || (self.y == other.y && self.x > other.x)
+    }
+}
+
 impl Default for CellExt {
     fn default() -> Self {
         CellExt { x: 0, y: 0, tok: -1 }

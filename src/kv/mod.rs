@@ -92,6 +92,9 @@ pub struct KvCache {
     stale: kpool::Stale,
     /// DeepSeek-V4's compressed caches beside the sliding-window cells.
     comp: Option<compressed::Store>,
+    /// Positions are 2D as well (M-RoPE): at an equal position, cells later in an image's grid
+    /// are hidden (llama.cpp's `is_2d_gt`).
+    pos_2d: bool,
 }
 
 /// Where a ubatch went: per token its row in the cache tensors, and what takes it back.
@@ -215,6 +218,7 @@ impl KvCache {
             kpool: hp.indexer.kpool as usize,
             stale: kpool::Stale::default(),
             comp: None,
+            pos_2d: hp.n_pos_per_embd() >= 3,
         })
     }
 
@@ -229,6 +233,7 @@ impl KvCache {
             kpool: 0,
             stale: kpool::Stale::default(),
             comp: None,
+            pos_2d: false,
         }
     }
 
@@ -503,6 +508,9 @@ impl KvCache {
                 if causal && p0 > t.pos {
                     continue;
                 }
+                if causal && self.pos_2d && p0 == t.pos && cells.ext(j).is_2d_after(t.ext) {
+                    continue;
+                }
                 if set.window.is_some_and(|w| w.hides(t.pos, p0)) {
                     continue;
                 }
@@ -684,7 +692,35 @@ mod tests {
             kpool: 0,
             stale: kpool::Stale::default(),
             comp: None,
+            pos_2d: false,
         }
+    }
+
+    /// With 2D positions (M-RoPE) an image's rows share a temporal position: causally, each
+    /// sees the cells before it in the grid (row, then column), not the ones after.
+    #[test]
+    fn an_image_grid_is_causal_in_two_dimensions() {
+        let mut kv = KvCache {
+            pos_2d: true,
+            ..sliding_cells()
+        };
+        let grid = |y: i32, x: i32| TokenPlace {
+            ext: CellExt { x, y, tok: -1 },
+            ..TokenPlace::at(0, 3)
+        };
+        let image = [grid(0, 0), grid(0, 1), grid(1, 0)];
+        kv.place(&image).expect("room");
+        let visible = |m: &[f32]| m.iter().map(|v| v.is_finite()).collect::<Vec<_>>();
+        let mask = kv.mask(&image, 8, true, false, false);
+        assert_eq!(visible(&mask[..3]), [true, false, false]);
+        assert_eq!(visible(&mask[8..11]), [true, true, false]);
+        assert_eq!(visible(&mask[16..19]), [true, true, true]);
+        // Without 2D positions (or not causal) the three see each other.
+        kv.pos_2d = false;
+        assert_eq!(
+            visible(&kv.mask(&image, 8, true, false, false)[..3]),
+            [true, true, true]
+        );
     }
 
     /// A plan leaves gone what its placing let go of, as llama.cpp's `prepare` does, and
