@@ -912,15 +912,19 @@ static void shared_prompt(struct llama_model *model, int n_vocab) {
     p_llama_free(ctx);
 }
 
-/* The "embd" tensor a cb_eval callback sees when the token path computes it (renamed
- * "model.input_embed" by some graphs): the prompt's token embeddings (the CPU backend keeps them
- * in host memory). */
+/* The "embd" tensor a cb_eval callback sees when the token path computes it (renamed by some
+ * graphs, printed with the data): the prompt's token embeddings (the CPU backend keeps them in
+ * host memory). */
+static const char *const EMBD_NAMES[] = {"embd", "model.input_embed", "model.embed_tokens", "embedding_output",
+                                         "inp_embd"};
 static float *captured;
 static size_t captured_n;
+static char captured_name[64];
 
 static bool capture_embd(struct ggml_tensor *t, bool ask, void *data) {
     (void)data;
-    bool embd = !strcmp(t->name, "embd") || !strcmp(t->name, "model.input_embed");
+    bool embd = false;
+    for (size_t i = 0; i < sizeof EMBD_NAMES / sizeof *EMBD_NAMES; i++) embd |= !strcmp(t->name, EMBD_NAMES[i]);
     if (!embd || t->type != GGML_TYPE_F32) return !ask;
     if (ask) return true;
     size_t n = (size_t)(t->ne[0] * t->ne[1]);
@@ -929,6 +933,7 @@ static bool capture_embd(struct ggml_tensor *t, bool ask, void *data) {
         captured = grown;
         memcpy(captured, t->data, n * sizeof *captured);
         captured_n = n;
+        snprintf(captured_name, sizeof captured_name, "%s", t->name);
     }
     return true;
 }
@@ -987,7 +992,7 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
         p_llama_free(ctx);
         return;
     }
-    printf(" %016llx\n", (unsigned long long)hash_bits(captured, (int)captured_n));
+    printf(" '%s' %016llx\n", captured_name, (unsigned long long)hash_bits(captured, (int)captured_n));
     float *want = malloc(sizeof *want * (size_t)n * (size_t)n_vocab);
     for (int i = 0; i < n; i++) memcpy(want + (size_t)i * n_vocab, p_llama_get_logits_ith(ctx, i), sizeof *want * n_vocab);
     float *rows = malloc(sizeof *rows * captured_n);

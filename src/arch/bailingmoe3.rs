@@ -107,9 +107,7 @@ impl Decoder for BailingMoe3 {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_k_mla as f32).sqrt();
         let moe = Moe::silu(hp.expert_gating_func, Gating::Softmax, hp.expert_weights_norm, false);
-        let x = b.embed_tokens()?;
-        // Renamed as llama.cpp's graph renames it (what a cb_eval callback sees).
-        let mut x = b.name(x, "model.input_embed", None);
+        let mut x = b.embed_tokens_as("model.input_embed")?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {

@@ -156,7 +156,7 @@ impl Decoder for Glm5Next {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
         let moe = Moe::silu(hp.expert_gating_func, Gating::Sigmoid, hp.expert_weights_norm, false);
-        let x = b.embed_tokens()?;
+        let x = b.embed_tokens_as("inp_embd")?;
         let nt = x.ne()[1];
         let x = b.g.reshape(x, &[e, 1, nt]).map_err(ggml_err)?;
         let x = b.g.repeat(x, [e, hc, nt, 1]).map_err(ggml_err)?;

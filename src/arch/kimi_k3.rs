@@ -210,7 +210,7 @@ impl Decoder for KimiK3 {
             pick_by_sigmoid: false,
         };
         let mut banked = Checkpoints(None);
-        let mut x = b.embed_tokens()?;
+        let mut x = b.embed_tokens_as("inp_embd")?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let mixed = banked.mix(b, x, &format!("blk.{il}.attn_res_score.weight"))?;

@@ -255,7 +255,7 @@ impl Decoder for KimiLinear {
             weights_first: false,
             pick_by_sigmoid: false,
         };
-        let mut x = b.embed_tokens()?;
+        let mut x = b.embed_tokens_as("model.embed_tokens")?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {

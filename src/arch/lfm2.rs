@@ -180,7 +180,7 @@ impl Decoder for Lfm2Moe {
 fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
     let hp = b.hp;
     let kq_scale = 1.0 / (hp.n_embd_head_v as f32).sqrt();
-    let mut x = b.embed_tokens()?;
+    let mut x = b.embed_tokens_as("model.embed_tokens")?;
     for il in 0..hp.n_layer as usize {
         let l = Some(il);
         let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;

@@ -89,7 +89,7 @@ impl Decoder for Plamo2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_v as f32).sqrt();
-        let mut x = b.embed_tokens()?;
+        let mut x = b.embed_tokens_as("embedding_output")?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let mixed = if hp.is_recurrent(il) {

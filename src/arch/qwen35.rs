@@ -256,7 +256,11 @@ pub(super) fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<Te
 
 fn decoder(b: &mut Builder, style: DeltaNet) -> Result<Option<TensorRef>> {
     let hp = b.hp;
-    let mut x = b.embed_tokens()?;
+    let mut x = b.embed_tokens_as(if style == DeltaNet::Qwen3Next {
+        "model.embed_tokens"
+    } else {
+        "model.input_embed"
+    })?;
     for il in 0..hp.n_layer as usize {
         let l = Some(il);
         let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;

@@ -271,9 +271,7 @@ impl Decoder for Qwen4Exp {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
-        let x = b.embed_tokens()?;
-        // Renamed as llama.cpp's graph renames it (what a cb_eval callback sees).
-        let x = b.name(x, "model.input_embed", None);
+        let x = b.embed_tokens_as("model.input_embed")?;
         let nt = x.ne()[1];
         let ple = b.ple_embeddings()?;
         // The streams start as copies of the embedding.

@@ -559,6 +559,13 @@ impl<'a> Builder<'a> {
         self.embed_rows("token_embd.weight")
     }
 
+    /// The same, renamed `name` as the architecture's llama.cpp graph renames it (what a cb_eval
+    /// callback sees).
+    pub fn embed_tokens_as(&mut self, name: &str) -> Result<TensorRef> {
+        let x = self.embed_tokens()?;
+        Ok(self.name(x, name, None))
+    }
+
     /// The input tokens' rows of the table `name` (a model without token embeddings reads its
     /// output head), or the caller's embedding rows, [n_embd, n_tokens]; times the model's
     /// embedding scale if it has one (Granite's, Grok's), as llama.cpp's `build_inp_embd`.
