@@ -1070,7 +1070,8 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
            p_llama_batch_ext_add_embd(be, 0, no_data), p_llama_batch_ext_set_embd_token(be, 0, split_row),
            p_llama_batch_ext_set_embd_state(be, 0, split_row));
     p_llama_batch_ext_free(be);
-    /* An entry of each kind in one batch: refused, nothing stored. */
+    /* An entry of each kind in one batch: refused, nothing stored (printed without "rc": a
+     * negative "rc" marks a failed decode for compare.sh). */
     if (mem) p_llama_memory_clear(mem, true);
     be = p_llama_batch_ext_init(ctx);
     llama_pos p0 = 0;
@@ -1080,7 +1081,7 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
     int e = p_llama_batch_ext_add_embd(be, 0, row0);
     p_llama_batch_ext_set_pos(be, e, (llama_pos[4]){1, 1, 1, 0});
     rc = p_llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, be);
-    printf(", mixed %d %d rc %d pos max %d\n", t, e, rc, mem ? p_llama_memory_seq_pos_max(mem, 0) : -2);
+    printf(", mixed %d %d refused with %d, pos max %d\n", t, e, rc, mem ? p_llama_memory_seq_pos_max(mem, 0) : -2);
     p_llama_batch_ext_free(be);
     p_llama_free(ctx);
     free(rows);
