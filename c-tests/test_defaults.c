@@ -1,6 +1,7 @@
 /* Every *_default_params value and global query equals what llama.cpp 0.3.36 returns (its
  * llama_model_default_params(), llama_context_default_params(), llama_sampler_chain_default_params(),
- * llama_max_devices() and friends; pointers are NULL where 0 is expected). */
+ * llama_max_devices() and friends, llama_opt_param_filter_all; pointers are NULL where 0 is
+ * expected). */
 #include "testutil.h"
 
 #define EXPECT(actual, want)                                                                   \
@@ -74,6 +75,8 @@ int main(void) {
     EXPECT((double)llama_max_parallel_sequences(), 256);
     EXPECT(llama_supports_mmap(), 1);
     EXPECT(llama_supports_mlock(), 1);
+    /* The training parameter filter takes every tensor (llama.cpp's ignores its arguments). */
+    EXPECT(llama_opt_param_filter_all(NULL, NULL), 1);
 
     return tu_finish("test_defaults");
 }

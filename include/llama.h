@@ -953,6 +953,8 @@ bool llama_model_is_diffusion(const struct llama_model *model);
 // Only encoder-decoder models have a decoder start token.
 llama_token llama_model_decoder_start_token(const struct llama_model *model);
 
+// llama.h's filter that makes every tensor a trainable parameter: true for any tensor, NULL too
+// (llama.cpp's does not look at it either).
 bool llama_opt_param_filter_all(const struct ggml_tensor *tensor, void *userdata);
 
 void llama_opt_init(struct llama_context *lctx,

@@ -34,8 +34,9 @@ impl ArchSpec for GraniteSwa {
         if let Some(rope) = layer_flags(meta, hp, &hp.key("attention.rope_pattern"), true)? {
             hp.rope_layers = rope;
         }
-        // Granite Vision's deepstack inputs (image features added to later layers) need embedding
-        // inputs this engine does not take.
+        // Granite Vision's deepstack inputs (image features added to later layers): embedding rows
+        // wider than n_embd whose extra parts are injected into later layers, which the graph
+        // does not do.
         let deepstack = hp.key("deepstack_mapping");
         // llama.cpp reads the array as int32 (-1: none) and injects inputs from the second layer on.
         let map: Vec<i32> = match meta.0.get(&deepstack) {

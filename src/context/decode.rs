@@ -112,16 +112,18 @@ impl Context<'_> {
         }
     }
 
-    /// What batches are checked against (`output_all`: every token an output).
-    fn limits(&self, output_all: bool) -> Limits {
+    /// What batches are checked against (`output_all`: every token an output; `encode`: for
+    /// `encode`, whose embeddings take the positions `input_layout` says).
+    fn limits(&self, output_all: bool, encode: bool) -> Limits {
         let hp = self.model.hparams.as_ref();
+        let (n_embd, n_pos_per_embd) = self.input_layout(encode);
         Limits {
             n_vocab: self.n_vocab(),
             n_seq_max: self.params.n_seq_max as usize,
             n_batch: self.params.n_batch as usize,
             output_all,
-            n_pos_per_embd: hp.map_or(1, |h| h.n_pos_per_embd() as usize),
-            n_embd: self.n_embd(),
+            n_pos_per_embd,
+            n_embd,
             // n-gram embeddings hash an image's rows as its token (llama.cpp's choice).
             embd_token: hp
                 .and_then(|h| h.ple.as_ref())
@@ -137,7 +139,7 @@ impl Context<'_> {
         }
         let t0 = crate::ggml::time_us();
         let this = &*self;
-        let batch = resolve(input, &self.limits(self.params.embeddings), &|s| {
+        let batch = resolve(input, &self.limits(self.params.embeddings, false), &|s| {
             this.memory_seq_pos_max(s)
         })?;
         self.check_positions(&batch)?;
@@ -246,11 +248,7 @@ impl Context<'_> {
             )));
         }
         let t0 = crate::ggml::time_us();
-        let lim = Limits {
-            n_pos_per_embd: 1,
-            ..self.limits(false)
-        };
-        let mut batch = resolve(input, &lim, &|_| None)?;
+        let mut batch = resolve(input, &self.limits(false, true), &|_| None)?;
         self.check_positions(&batch)?;
         batch.outputs.fill(true);
         let n = batch.len();

@@ -281,10 +281,10 @@ pub unsafe extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
 }
 
 /// Add a token to `batch`; the index, or llama.h's negative code (logged) when refused.
-fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32, id: Option<i32>) -> Result<i32> {
-    let mut b = batch_ext(batch)?;
+/// Add an entry to the locked batch `b`; its index, or the (logged) `AddError` code.
+fn add_token(name: &'static str, b: &mut BatchExt, seq_id: i32, id: Option<i32>) -> i32 {
     match b.add(seq_id, id) {
-        Ok(i) => Ok(i as i32),
+        Ok(i) => i as i32,
         Err(e) => {
             let why = match e {
                 AddError::Full => format!("the batch is full ({} tokens)", b.len()),
@@ -292,14 +292,16 @@ fn add_token(name: &'static str, batch: *mut llama_batch_ext, seq_id: i32, id: O
                 AddError::InvalidSeq => format!("invalid sequence id {seq_id}"),
             };
             crate::log_error!("{name}: {why}");
-            Ok(e as i32)
+            e as i32
         }
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_batch_ext_add(batch: *mut llama_batch_ext, seq_id: llama_seq_id) -> i32 {
-    entry!(-1, { add_token("llama_batch_ext_add", batch, seq_id, None) })
+    entry!(-1, {
+        Ok(add_token("llama_batch_ext_add", &mut *batch_ext(batch)?, seq_id, None))
+    })
 }
 
 #[no_mangle]
@@ -308,7 +310,14 @@ pub unsafe extern "C" fn llama_batch_ext_add_token(
     seq_id: llama_seq_id,
     id: llama_token,
 ) -> i32 {
-    entry!(-1, { add_token("llama_batch_ext_add_token", batch, seq_id, Some(id)) })
+    entry!(-1, {
+        Ok(add_token(
+            "llama_batch_ext_add_token",
+            &mut *batch_ext(batch)?,
+            seq_id,
+            Some(id),
+        ))
+    })
 }
 
 /// The row `embd` describes, read after checking it is there.
@@ -354,11 +363,12 @@ pub unsafe extern "C" fn llama_batch_ext_add_embd(
     embd: llama_embd,
 ) -> i32 {
     entry!(-2, {
-        let idx = add_token("llama_batch_ext_add_embd", batch, seq_id, None)?;
+        // One lock over the add and its undo: a refused row removes this call's entry only.
+        let mut b = batch_ext(batch)?;
+        let idx = add_token("llama_batch_ext_add_embd", &mut b, seq_id, None);
         if idx < 0 {
             return Ok(idx);
         }
-        let mut b = batch_ext(batch)?;
         // SAFETY: forwarded contract.
         if unsafe { set_embd("llama_batch_ext_add_embd", &mut b, idx, &embd) } {
             Ok(idx)

@@ -1,13 +1,15 @@
-//! Training (not implemented).
+//! Training: the parameter filter; `llama_opt_init` and `llama_opt_epoch` are not implemented.
 
 use super::entry::entry;
 use super::types::*;
 use std::ffi::c_void;
 
+/// llama.h's filter that makes every tensor a trainable parameter: true for any tensor, NULL too
+/// (llama.cpp's does not look at it either).
 #[no_mangle]
-pub unsafe extern "C" fn llama_opt_param_filter_all(tensor: *const ggml_tensor, userdata: *mut c_void) -> bool {
+pub extern "C" fn llama_opt_param_filter_all(tensor: *const ggml_tensor, userdata: *mut c_void) -> bool {
     let _ = (tensor, userdata);
-    entry!(false, not_implemented)
+    entry!(true, { Ok(true) })
 }
 
 #[no_mangle]
