@@ -4,8 +4,8 @@
 # embeddings and seeded generations for each test model, and for the tiny models of the other
 # architectures (scripts/gen-models.py, written here), through each library, and llama.cpp's
 # tokenizer test vocabularies through benches/vocab_bench.c, and LoRA adapters through
-# benches/adapter_bench.c, and the files the quantizer writes through benches/quantize_bench.c; this
-# reports where the outputs first differ.
+# benches/adapter_bench.c, and the files the quantizer writes through benches/quantize_bench.c, and
+# saved models through benches/save_bench.c; this reports where the outputs first differ.
 # Part of the test suite (scripts/test.sh runs it last); exits 1 if anything differs.
 #
 #   benches/compare.sh [LIBLLAMA.so]     (default: $LIBLLAMA, else benches/llama-cpp.sh provides one)
@@ -110,6 +110,30 @@ for t in gguf.GGUFReader(sys.argv[1]).tensors:
 PY
 check "$(basename "$qmodel") quantized" "return codes, sizes and hashes of the files written" \
     "$qmodel" "$generated" "$generated/imatrix.txt"
+# llama_model_save_to_file (benches/save_bench.c): where the engine saves a model (the test models,
+# each generated architecture in F32 and a quantized one), its file is llama.cpp's byte for byte;
+# architectures it does not save yet are refused with a log line, and counted.
+build_bench save
+saved=0
+refused=0
+for path in "${bench_models[@]/#/$models/}" "$generated"/*-f32.gguf "$generated/qwen3moe-q8_0.gguf"; do
+    rm -f "$out/engine.gguf" "$out/llama.gguf"
+    "$bin" "$PWD/target/release/libengine.so" "$path" "$out/engine.gguf" 2>"$out/engine.log"
+    if [ ! -f "$out/engine.gguf" ]; then
+        grep -q 'not supported yet' "$out/engine.log" || { status=1; echo "$(basename "$path"): not saved:"; cat "$out/engine.log"; }
+        refused=$((refused + 1))
+        continue
+    fi
+    "$bin" "$libllama" "$path" "$out/llama.gguf" 2>/dev/null
+    if cmp -s "$out/engine.gguf" "$out/llama.gguf"; then
+        saved=$((saved + 1))
+    else
+        status=1
+        echo "$(basename "$path") saved: the file differs from llama.cpp's ($(cmp "$out/engine.gguf" "$out/llama.gguf" | head -n 1))"
+    fi
+done
+echo "llama_model_save_to_file: $saved models saved byte for byte as llama.cpp saves them; $refused refused (architectures not supported yet)"
+rm -f "$out/engine.gguf" "$out/llama.gguf"
 bin="$compare_bin"
 # Generated models llama.cpp cannot run: the engine runs the same program to its end, and no decode
 # fails.

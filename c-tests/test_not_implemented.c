@@ -14,7 +14,6 @@
 
 int main(void) {
     tu_capture_log();
-    EXPECT_NOT_IMPLEMENTED("llama_model_save_to_file", (llama_model_save_to_file(NULL, "x"), 1));
     EXPECT_NOT_IMPLEMENTED("llama_model_init_from_user",
                            llama_model_init_from_user(NULL, NULL, NULL, llama_model_default_params()) == NULL);
     return tu_finish("test_not_implemented");

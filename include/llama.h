@@ -855,7 +855,12 @@ struct llama_model *llama_model_init_from_user(struct gguf_context *metadata,
 
 struct llama_model *llama_model_load_from_file_ptr(FILE *file, struct llama_model_params params);
 
-void llama_model_save_to_file(const struct llama_model *model, const char *path_model);
+// Writes the model as llama.cpp's saver does (see `model::saver`); returns nothing, so a
+// refusal or failure is logged and leaves no file behind.
+//
+// # Safety
+// `path_model` must be NULL or a NUL-terminated string.
+void llama_model_save_to_file(const struct llama_model *model_ptr, const char *path_model);
 
 uint32_t llama_model_quantize(const char *fname_inp,
                               const char *fname_out,

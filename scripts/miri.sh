@@ -16,7 +16,7 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
 fi
 
 cargo +nightly miri test --lib -- \
-    ffi::registry ffi::strings ffi::entry ffi::sampler kv::cells kv::state::tests kv::tests kv::kpool kv::compressed::tests model::placement::tests recurrent::cells context::batch vocab::stl_order graph::rotation \
+    ffi::registry ffi::strings ffi::entry ffi::sampler kv::cells kv::state::tests kv::tests kv::kpool kv::compressed::tests model::placement::tests model::saver::tests recurrent::cells context::batch vocab::stl_order graph::rotation \
     model::tests::sliding_windows model::tests::attention_temperature graph::lightning::tests::decays graph::msa::tests graph::qsa::tests graph::ple::tests graph::lora::tests model::quantize::tests \
     gguf::reader gguf::writer gguf::tests::malformed gguf::tests::valid gguf::tests::meta_string sampling:: log::tests \
     --skip every_exported_function_is_one_entry \

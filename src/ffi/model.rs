@@ -182,10 +182,20 @@ pub(crate) unsafe fn file_source(file: *mut libc::FILE) -> Result<FileSource> {
     })
 }
 
+/// Writes the model as llama.cpp's saver does (see `model::saver`); returns nothing, so a
+/// refusal or failure is logged and leaves no file behind.
+///
+/// # Safety
+/// `path_model` must be NULL or a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn llama_model_save_to_file(model: *const llama_model, path_model: *const c_char) {
-    let _ = (model, path_model);
-    entry!((), not_implemented)
+pub unsafe extern "C" fn llama_model_save_to_file(model_ptr: *const llama_model, path_model: *const c_char) {
+    entry!((), {
+        let m = model(model_ptr)?;
+        // SAFETY: forwarded contract.
+        let path = unsafe { path_arg(path_model, "path_model") }?;
+        m.save(&path)
+            .map_err(|e| Error::invalid(format!("cannot save the model to '{path}': {e}")))
+    })
 }
 
 #[no_mangle]

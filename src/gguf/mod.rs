@@ -5,6 +5,7 @@
 //! reserves memory from a count the file has not shown it can back with bytes.
 
 mod reader;
+mod sink;
 mod tensor;
 mod value;
 mod writer;
@@ -17,6 +18,7 @@ use std::collections::HashMap;
 use crate::error::{Error, Result};
 use reader::Reader;
 
+pub use sink::Sink;
 pub use tensor::{type_traits, TensorInfo, TypeTraits};
 pub use value::{Array, Value};
 pub use writer::{padded, MetaWriter, TensorEntry};

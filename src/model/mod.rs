@@ -7,6 +7,7 @@ pub mod lora;
 pub mod metadata;
 pub mod placement;
 pub mod quantize;
+pub mod saver;
 pub mod spec;
 mod storage;
 mod weights;
@@ -81,7 +82,9 @@ pub struct Model {
     t_load_us: i64,
     n_params: u64,
     n_bytes: u64,
-    _files: Vec<Storage>,
+    /// What `save` writes; None for a vocabulary-only load.
+    saving: Option<saver::Saving>,
+    files: Vec<Storage>,
 }
 
 impl Model {
@@ -140,12 +143,18 @@ impl Model {
                 t_load_us: crate::ggml::time_us() - t_start_us,
                 n_params,
                 n_bytes,
-                _files: files,
+                saving: None,
+                files,
             });
         }
 
         let arch = arch.ok_or_else(|| Error::Internal("architecture checked above".into()))?;
         let hp = HParams::load(arch, &m, n_vocab)?;
+        let saved_tensors = tensors
+            .iter()
+            .map(|(fi, t)| saver::SavedTensor::new(*fi, ggufs[*fi].data_offset(), t))
+            .collect::<Result<Vec<_>>>()?;
+        let saving = saver::Saving::read(hp.arch_name, &m, n_vocab, hp.has_sliding_layers(), saved_tensors)?;
         let specs = spec::with_weight_scales(arch.tensors(&hp));
         check_tensors_match(&specs, &tensors)?;
         if params.check_tensors {
@@ -218,8 +227,18 @@ impl Model {
             t_load_us: crate::ggml::time_us() - t_start_us,
             n_params,
             n_bytes,
-            _files: files,
+            saving: Some(saving),
+            files,
         })
+    }
+
+    /// Writes the model to `path` as llama.cpp's `llama_model_save_to_file` does.
+    pub fn save(&self, path: &str) -> Result<()> {
+        let (Some(saving), Some(hp)) = (&self.saving, &self.hparams) else {
+            return Err(Error::invalid("a vocabulary-only model has no weights to save"));
+        };
+        let files: Vec<&[u8]> = self.files.iter().map(Storage::bytes).collect();
+        saving.write(path, hp.arch_name, &self.vocab, &files)
     }
 
     /// The label of classifier output `i`, NUL-terminated.

@@ -6,7 +6,7 @@ use super::bpe::Bpe;
 use super::pretok::PreTokenizer;
 use super::special::Specials;
 use super::store::{Strings, TextIndex};
-use super::{attr, stl_order, ugm, unicode, wpm, Model, SpecialIds, Vocab, VocabType, TOKEN_NULL};
+use super::{attr, stl_order, ugm, unicode, wpm, Model, SavedFacts, SpecialIds, Vocab, VocabType, TOKEN_NULL};
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
 
@@ -453,7 +453,20 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         }
     };
 
+    let saved = SavedFacts {
+        model: model_name.to_vec(),
+        pre: get_str(meta, "tokenizer.ggml.pre")?.unwrap_or_default().to_vec(),
+        n_token_types: get_u32(meta, "tokenizer.ggml.token_type_count")?.unwrap_or(0),
+        remove_extra_whitespaces,
+        has_charsmap: kind == VocabType::Ugm
+            && get_array(meta, "tokenizer.ggml.precompiled_charsmap")?.is_some_and(|a| !a.is_empty()),
+        merges: match (&kind, get_array(meta, "tokenizer.ggml.merges")?) {
+            (VocabType::Bpe, Some(Array::Str(m))) => ranked_merges(m),
+            _ => Vec::new(),
+        },
+    };
     let mut vocab = Vocab {
+        saved,
         model,
         texts,
         text_index,
@@ -522,6 +535,32 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
     model_specific_attrs(meta, &token_of, &special_ids, attrs)?;
     vocab.specials = Specials::new(special_ids, |id| texts.get(id as usize));
     Ok(vocab)
+}
+
+/// The merges as llama.cpp lists them back from its ranks: each line split at its first space
+/// after the first byte and joined again ("" for none), a repeated pair leaving its later rank
+/// empty (and not listed at all past the last rank).
+pub(super) fn ranked_merges(lines: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<Vec<u8>> = lines
+        .iter()
+        .map(|line| {
+            let line = c_string(line);
+            let pair = match line.iter().skip(1).position(|&b| b == b' ') {
+                Some(_) => line.to_vec(),
+                None => b" ".to_vec(),
+            };
+            if seen.insert(pair.clone()) {
+                pair
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    while out.last().is_some_and(Vec::is_empty) {
+        out.pop();
+    }
+    out
 }
 
 fn read_scores(meta: Meta, n: usize) -> Result<Vec<f32>> {

@@ -107,7 +107,20 @@ fn test_chunk_token(chunk: &[u8], n_vocab: usize) -> i32 {
     (hash % n_vocab.max(1) as u64) as i32
 }
 
+/// What llama.cpp's model saver writes of a vocabulary besides its tokens (`model::saver`).
+pub struct SavedFacts {
+    /// `tokenizer.ggml.model` and `.pre` as the file names them.
+    pub model: Vec<u8>,
+    pub pre: Vec<u8>,
+    pub n_token_types: u32,
+    pub remove_extra_whitespaces: bool,
+    pub has_charsmap: bool,
+    /// The merges as llama.cpp lists them back (BPE only).
+    pub merges: Vec<Vec<u8>>,
+}
+
 pub struct Vocab {
+    saved: SavedFacts,
     model: Model,
     /// Token texts, as `llama_vocab_get_text` returns them.
     texts: Strings,
@@ -165,6 +178,14 @@ impl Vocab {
 
     pub fn add_eos(&self) -> bool {
         self.add_eos
+    }
+
+    pub fn add_space_prefix(&self) -> bool {
+        self.add_space_prefix
+    }
+
+    pub fn saved_facts(&self) -> &SavedFacts {
+        &self.saved
     }
 
     pub fn add_sep(&self) -> bool {

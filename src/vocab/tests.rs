@@ -1134,3 +1134,16 @@ fn unigram_finds_the_most_probable_segmentation() {
         .unwrap_or_default()
         .contains("precompiled_charsmap"));
 }
+
+#[test]
+fn merges_are_listed_back_as_llama_cpp_ranks_them() {
+    let lines: Vec<Vec<u8>> = ["a b", "nospace", "a b", "c d", " x y", "c d"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    let out = super::load::ranked_merges(&lines);
+    // A repeated pair leaves its rank empty, unless it is past the last rank; a line without a
+    // space (after its first byte) is the pair ("", "").
+    let expected: [&[u8]; 5] = [b"a b", b" ", b"", b"c d", b" x y"];
+    assert_eq!(out, expected.map(<[u8]>::to_vec));
+}
