@@ -154,7 +154,8 @@ impl Model {
             .iter()
             .map(|(fi, t)| saver::SavedTensor::new(*fi, ggufs[*fi].data_offset(), t))
             .collect::<Result<Vec<_>>>()?;
-        let saving = saver::Saving::read(hp.arch_name, &m, n_vocab, hp.has_sliding_layers(), saved_tensors)?;
+        let sliding = hp.has_sliding_layers().then_some(hp.swa_layers.as_slice());
+        let saving = saver::Saving::read(hp.arch_name, &m, n_vocab, sliding, saved_tensors)?;
         let specs = spec::with_weight_scales(arch.tensors(&hp));
         check_tensors_match(&specs, &tensors)?;
         if params.check_tensors {

@@ -26,6 +26,7 @@ const ARCHS: &[&str] = &[
     "ernie4_5-moe",
     "exaone",
     "gemma",
+    "gemma3",
     "glm4",
     "granitemoe",
     "hunyuan-moe",
@@ -62,6 +63,9 @@ const ARCHS: &[&str] = &[
     "talkie",
     "xverse",
 ];
+
+/// Of `ARCHS`, those whose sliding-window layers are saved too (llama.cpp writes their pattern).
+const SLIDING_ARCHS: &[&str] = &["gemma3"];
 
 /// llama.cpp's `LLAMA_MAX_LAYERS`: the length of the hyper-parameter arrays it writes whole.
 const MAX_LAYERS: usize = 512;
@@ -106,6 +110,20 @@ enum Rule {
     ScalingFactor,
     /// A classifier's labels (an empty array when none).
     Labels,
+    /// Which layers slide (one flag per layer, never collapsed), when any does.
+    SlidingPattern,
+    /// Gemma 3's attention scale, which llama.cpp computes whatever the file says: one over the
+    /// square root of the key head size (of the width per head for the 62-layer 27B).
+    Gemma3Scale,
+}
+
+/// Where llama.cpp's loading of an architecture sets a value other than the generic rule's.
+fn arch_rule(arch: &str, suffix: &str) -> Option<Rule> {
+    match (arch, suffix) {
+        ("gemma3", "final_logit_softcapping") => Some(F32(0.0)),
+        ("gemma3", "attention.scale") => Some(Gemma3Scale),
+        _ => None,
+    }
 }
 
 use Rule::*;
@@ -179,6 +197,7 @@ const HEAD: &[(&str, Rule)] = &[
     ("attention.relative_buckets_count", U32(0)),
     ("attention.rope_pattern", Layers(1)),
     ("attention.sliding_window", U32(0)),
+    ("attention.sliding_window_pattern", SlidingPattern),
     ("attention.scale", F32(0.0)),
     ("attention.output_scale", F32(0.0)),
     ("attention.value_scale", F32(0.0)),
@@ -359,21 +378,30 @@ pub struct Saving {
 
 impl Saving {
     /// Reads what llama.cpp would hold from the file's metadata (after overrides). `sliding`:
-    /// the model has sliding-window layers (llama.cpp writes their pattern; not done here).
-    pub fn read(arch: &str, meta: &Meta, n_vocab: u32, sliding: bool, tensors: Vec<SavedTensor>) -> Result<Saving> {
-        let name = match meta.str_opt("general.name")? {
-            Some(s) => s.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
-            None => b"n/a".to_vec(),
+    /// which layers slide, when any does.
+    pub fn read(
+        arch: &str,
+        meta: &Meta,
+        n_vocab: u32,
+        sliding: Option<&[bool]>,
+        tensors: Vec<SavedTensor>,
+    ) -> Result<Saving> {
+        // A name that is not a string does not stop loading here (llama.cpp refuses such a file).
+        let name = match meta.str_opt("general.name") {
+            Ok(Some(s)) => s.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
+            _ => b"n/a".to_vec(),
         };
         let pairs = if !ARCHS.contains(&arch) {
             Err(format!(
                 "saving '{arch}' models is not supported yet: the hyper-parameters llama.cpp derives for \
                  it have not been checked here"
             ))
-        } else if sliding {
-            Err("saving a model with sliding-window layers is not supported yet".into())
+        } else if sliding.is_some() && !SLIDING_ARCHS.contains(&arch) {
+            Err(format!(
+                "saving '{arch}' models with sliding-window layers is not supported yet"
+            ))
         } else {
-            Facts::read(arch, meta, n_vocab)
+            Facts::read(arch, meta, n_vocab, sliding)
                 .and_then(|f| Ok((f.pairs(HEAD)?, f.pairs(TAIL)?)))
                 .map_err(|e| e.to_string())
         };
@@ -429,10 +457,13 @@ struct Facts<'a, 'm> {
     key_length: u32,
     value_length: u32,
     n_rot: u32,
+    n_embd: u32,
+    /// Sliding-window layers, when any.
+    sliding: Option<Vec<u32>>,
 }
 
 impl<'a, 'm> Facts<'a, 'm> {
-    fn read(arch: &'a str, meta: &'a Meta<'m>, n_vocab: u32) -> Result<Facts<'a, 'm>> {
+    fn read(arch: &'a str, meta: &'a Meta<'m>, n_vocab: u32, sliding: Option<&[bool]>) -> Result<Facts<'a, 'm>> {
         let key = |s: &str| format!("{arch}.{s}");
         let n_layer_all = meta.u32(&key("block_count"))? as usize;
         let nextn = meta.u32_opt(&key("nextn_predict_layers"))?.unwrap_or(0) as usize;
@@ -461,12 +492,24 @@ impl<'a, 'm> Facts<'a, 'm> {
             key_length,
             value_length,
             n_rot,
+            n_embd,
+            sliding: match sliding {
+                Some(s) if s.len() == n_layer_all => Some(s.iter().map(|&b| u32::from(b)).collect()),
+                Some(s) => {
+                    return Err(Error::Internal(format!(
+                        "{} sliding-window flags for {n_layer_all} layers",
+                        s.len()
+                    )))
+                }
+                None => None,
+            },
         })
     }
 
     fn pairs(&self, table: &[(&str, Rule)]) -> Result<Vec<(String, Value)>> {
         let mut out = Vec::with_capacity(table.len());
         for &(suffix, rule) in table {
+            let rule = arch_rule(self.arch, suffix).unwrap_or(rule);
             let key = match suffix.starts_with("xielu.") {
                 true => suffix.to_string(),
                 false => format!("{}.{suffix}", self.arch),
@@ -537,6 +580,17 @@ impl<'a, 'm> Facts<'a, 'm> {
                 Value::F32(if scale == 1.0 { 0.0 } else { 1.0 / scale })
             }
             Labels => Value::Array(Array::Str(m.str_array_opt(key)?.map(<[_]>::to_vec).unwrap_or_default())),
+            SlidingPattern => match &self.sliding {
+                Some(flags) => Value::Array(Array::U32(flags.clone())),
+                None => return Ok(None),
+            },
+            Gemma3Scale => {
+                let width = match self.n_layer {
+                    62 => self.n_embd / self.n_head.max(1),
+                    _ => self.key_length,
+                };
+                Value::F32(1.0 / (width as f32).sqrt())
+            }
         }))
     }
 }
