@@ -280,7 +280,6 @@ pub unsafe extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
     })
 }
 
-/// Add a token to `batch`; the index, or llama.h's negative code (logged) when refused.
 /// Add an entry to the locked batch `b`; its index, or the (logged) `AddError` code.
 fn add_token(name: &'static str, b: &mut BatchExt, seq_id: i32, id: Option<i32>) -> i32 {
     match b.add(seq_id, id) {
