@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 targets=(llama-simple llama-completion llama-cli llama-perplexity llama-embedding llama-parallel
     llama-lookup llama-speculative-simple llama-retrieval llama-eval-callback llama-imatrix
-    llama-batched llama-bench llama-server test-save-load-state ggml-rpc-server llama-quantize)
+    llama-batched llama-bench llama-server test-save-load-state ggml-rpc-server llama-quantize llama-finetune)
 scripts/fetch-models.sh
 bin="$(scripts/llama-cpp.sh "${targets[@]}")" || exit 1
 cargo build --release --lib || exit 1
@@ -53,7 +53,8 @@ normalize() {
         -e 's/"id": ?"[A-Za-z0-9-]+"/"id": <id>/g' \
         -e 's/ in +[0-9.]+ seconds/ in <t> seconds/g' \
         -e 's/(t_[a-z_]+) = [0-9.]+ ms/\1 = <t> ms/g' \
-        -e 's/~?(llama_context|load|split_equal|state_read_data|state_seq_set_data): .*$//' \
+        -e 's/~?(llama_context|load|split_equal|state_read_data|state_seq_set_data|opt_init): .*$//' \
+        -e 's/ t=[0-9:]+ ETA=[0-9:]+//g' \
         -e 's/\.*repack: .*$//' \
         -e 's/Loading model\.\.\. [-|\\/ ]*/Loading model... /' \
         -e 's/[0-9.]+ tokens per second/<speed>/g' \
@@ -317,6 +318,28 @@ EOF
     compare "adapters/llama-cpp-python" "$dir" "$rc_ref" "$?"
 fi
 
+# run_writing NAME PROGRAM ARGS...: PROGRAM with ARGS on both libraries, each run in its own empty
+# folder writing the same file names (the log names them); the result holds the log, the exit code
+# and a hash of every file written.
+run_writing() {
+    local name="$1" prog="$2" side lib rc rc_ref rc_eng
+    shift 2
+    local dir="$out/$name"
+    for side in ref eng; do
+        rm -rf "${dir:?}/$side.run"
+        mkdir -p "$dir/$side.run"
+        lib=""
+        [ "$side" = eng ] && lib="$swap"
+        (cd "$dir/$side.run" && LD_LIBRARY_PATH="$lib" timeout 600 "$bin/$prog" "$@" >"../$side.out" 2>"../$side.err")
+        rc=$?
+        [ "$side" = ref ] && rc_ref=$rc || rc_eng=$rc
+        # What was written (llama.cpp leaves part of a file after some failures: not compared).
+        [ "$rc" = 0 ] && (cd "$dir/$side.run" && sha256sum -- * >>"../$side.out" 2>/dev/null)
+        rm -rf "${dir:?}/$side.run"
+    done
+    compare "$name" "$dir" "$rc_ref" "$rc_eng"
+}
+
 # llama-quantize: the same arguments on both libraries, each run in its own folder writing the same
 # file name (the log names it); the result holds the log, the exit code and a hash of every file
 # written. Requantizing the test models (K, IQ types with an importance matrix from llama.cpp's
@@ -329,23 +352,9 @@ if want llama-quantize; then
     python3 scripts/gen-models.py "$smollm2" "$qdir" qwen3moe >/dev/null
     # quantize NAME ARGS...: llama-quantize ARGS with out.gguf for the output, on both libraries.
     quantize() {
-        local name="$1" side lib rc_ref rc_eng
+        local name="$1"
         shift
-        local dir="$qdir/$name"
-        for side in ref eng; do
-            rm -rf "${dir:?}/$side.run"
-            mkdir -p "$dir/$side.run"
-            lib=""
-            [ "$side" = eng ] && lib="$swap"
-            (cd "$dir/$side.run" && LD_LIBRARY_PATH="$lib" timeout 600 "$bin/llama-quantize" "$@" \
-                >"../$side.out" 2>"../$side.err")
-            local rc=$?
-            [ "$side" = ref ] && rc_ref=$rc || rc_eng=$rc
-            # What was written (llama.cpp leaves part of a file after some failures: not compared).
-            [ "$rc" = 0 ] && (cd "$dir/$side.run" && sha256sum -- * >>"../$side.out" 2>/dev/null)
-            rm -rf "${dir:?}/$side.run"
-        done
-        compare "llama-quantize/$name" "$dir" "$rc_ref" "$rc_eng"
+        run_writing "llama-quantize/$name" llama-quantize "$@"
     }
     im="$qdir/smollm2.imatrix.gguf"
     quantize smollm2/q4_k_m --allow-requantize "$smollm2" out.gguf Q4_K_M 2
@@ -366,6 +375,26 @@ if want llama-quantize; then
     quantize gemma3/not-allowed "$gemma3" out.gguf Q4_K_M 2
     quantize qwen3moe/mxfp4 "$qdir/qwen3moe-f16.gguf" out.gguf MXFP4_MOE 2
     quantize qwen3moe/q3_k_m "$qdir/qwen3moe-f32.gguf" out.gguf Q3_K_M 1
+fi
+
+# llama-finetune: epochs over the text, the trained model saved; the progress lines (loss and
+# accuracy per ubatch), the exit code and a hash of the saved file on both libraries. A generated
+# Qwen3 in F32 (every weight but the token embeddings trained) and SmolLM2 (only its F32 norms).
+if want llama-finetune; then
+    fdir="$out/llama-finetune"
+    mkdir -p "$fdir"
+    python3 scripts/gen-models.py "$smollm2" "$fdir" qwen3 >/dev/null
+    # A short text for SmolLM2, whose every datapoint takes tens of seconds.
+    head -n 12 "$text" >"$fdir/short.txt"
+    # finetune NAME TEXT ARGS...: llama-finetune ARGS on TEXT, saving out.gguf, on both libraries.
+    finetune() {
+        local name="$1" file="$2"
+        shift 2
+        run_writing "llama-finetune/$name" llama-finetune "$@" -f "$file" -o out.gguf -t 2
+    }
+    finetune qwen3 "$text" -m "$fdir/qwen3-f32.gguf" -c 256 -b 256 -ub 256 --epochs 2
+    finetune qwen3-sgd "$text" -m "$fdir/qwen3-f32.gguf" -c 256 -b 256 -ub 128 --epochs 1 -opt sgd -lr 0.01
+    finetune smollm2 "$fdir/short.txt" -m "$smollm2" -c 256 -b 256 -ub 256 --epochs 1
 fi
 
 # Across machines: the model split over two ggml RPC servers on loopback (llama.cpp's

@@ -134,6 +134,38 @@ for path in "${bench_models[@]/#/$models/}" "$generated"/*-f32.gguf "$generated/
 done
 echo "llama_model_save_to_file: $saved models saved byte for byte as llama.cpp saves them; $refused refused (architectures not supported yet)"
 rm -f "$out/engine.gguf" "$out/llama.gguf"
+# Training (benches/train_bench.c): two epochs through llama_opt_init and llama_opt_epoch give the
+# losses and accuracies llama.cpp gives, ubatch by ubatch, bit for bit, and the trained model saves
+# to llama.cpp's file: a ubatch as the whole context (attention over its own keys and values) and
+# smaller ones, AdamW and SGD, quantized weights (only the F32 norms train), a sliding-window model
+# (losses only: the engine does not save its architecture yet). A mixture of experts, which ggml
+# cannot train (llama.cpp aborts), is refused with a log line.
+build_bench train
+for run in "qwen3-f32 256 0 save" "qwen3-f32 128 1 save" "qwen2-f32 256 0 save" "qwen3-q4_1 256 0 save" \
+    "olmo2-swa-f32 256 1 -"; do
+    read -r model ub opt save <<<"$run"
+    rm -f "$out/engine.gguf" "$out/llama.gguf"
+    [ "$save" = save ] && saved=("$out/engine.gguf" "$out/llama.gguf") || saved=()
+    "$bin" "$PWD/target/release/libengine.so" "$generated/$model.gguf" "$ub" "$opt" ${saved[0]+"${saved[0]}"} \
+        >"$out/engine" 2>"$out/engine.log" &
+    "$bin" "$libllama" "$generated/$model.gguf" "$ub" "$opt" ${saved[1]+"${saved[1]}"} >"$out/llama" 2>/dev/null
+    wait $! || { status=1; echo "$model training (n_ubatch $ub): the engine failed:"; cat "$out/engine.log"; }
+    name="$model trained (n_ubatch $ub, optimizer $opt)"
+    if ! cmp -s "$out/engine" "$out/llama"; then
+        status=1
+        echo "$name: losses differ:"
+        diff "$out/llama" "$out/engine" | head -n 6
+    elif [ "$save" = save ] && ! cmp -s "$out/engine.gguf" "$out/llama.gguf"; then
+        status=1
+        echo "$name: the saved file differs from llama.cpp's"
+    else
+        echo "$name: identical ($(grep -c . "$out/engine") lines of losses${saved[0]+", the saved model byte for byte"})"
+    fi
+done
+"$bin" "$PWD/target/release/libengine.so" "$generated/llama-moe-f32.gguf" 256 0 >"$out/engine" 2>"$out/engine.log" \
+    && grep -q "no backward pass for MUL_MAT_ID" "$out/engine.log" \
+    || { status=1; echo "llama-moe training: not refused as expected:"; cat "$out/engine.log"; }
+rm -f "$out/engine.gguf" "$out/llama.gguf"
 bin="$compare_bin"
 # Generated models llama.cpp cannot run: the engine runs the same program to its end, and no decode
 # fails.

@@ -962,10 +962,16 @@ llama_token llama_model_decoder_start_token(const struct llama_model *model);
 // (llama.cpp's does not look at it either).
 bool llama_opt_param_filter_all(const struct ggml_tensor *tensor, void *userdata);
 
+// # Safety
+// `lctx` and `model` must be NULL or live handles; the callbacks in `lopt_params` must be NULL
+// or callable with their user data (the optimizer's for as long as the context trains).
 void llama_opt_init(struct llama_context *lctx,
                     struct llama_model *model,
                     struct llama_opt_params lopt_params);
 
+// # Safety
+// `lctx` must be NULL or a live handle, `dataset` NULL or a live dataset of this process's ggml,
+// the results NULL or live results, the callbacks NULL or callable.
 void llama_opt_epoch(struct llama_context *lctx,
                      ggml_opt_dataset_t dataset,
                      ggml_opt_result_t result_train,

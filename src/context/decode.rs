@@ -32,7 +32,7 @@ struct Placed {
 }
 
 /// What a ubatch feeds the graph's first layer.
-enum Feed {
+pub(super) enum Feed {
     Tokens(Vec<i32>),
     /// Embedding rows, with M-RoPE their tokens' position sections.
     Embd {
@@ -61,7 +61,7 @@ const F16_NEG_INF: u16 = 0xfc00;
 impl Context<'_> {
     /// Refuse `what` ("decode", "encode") on a vocab-only model, or when a device's RPC server is
     /// gone (before anything changes, so the memory stays as it was).
-    fn require_weights(&self, what: &str) -> Result<()> {
+    pub(super) fn require_weights(&self, what: &str) -> Result<()> {
         if !self.can_decode() {
             return Err(Error::invalid(format!(
                 "the model was loaded vocab-only: this context can tokenize and apply chat templates, not {what}"
@@ -487,7 +487,8 @@ impl Context<'_> {
             )
             .and_then(finished)
             .and_then(|done| {
-                if done {
+                // Training reads nothing back: the optimizer keeps the loss.
+                if done && !self.training.as_ref().is_some_and(|t| t.in_pass()) {
                     self.copy_outputs(batch, ub, shape, &seqs)?;
                 }
                 Ok(done)
@@ -518,6 +519,9 @@ impl Context<'_> {
         seqs: &[usize],
         (kpool, comp): (Option<&Step>, Option<[&Plan; 3]>),
     ) -> Result<ComputeStatus> {
+        if self.training.as_ref().is_some_and(|t| t.in_pass()) {
+            return self.train_ubatch(shape, feed, places, outputs, rows, seqs);
+        }
         self.prepare_graph(shape, layout)?;
         let n_threads = if places.len() == 1 {
             self.params.n_threads
@@ -634,9 +638,16 @@ impl Context<'_> {
     }
 
     /// A scheduler able to hold graphs of `n` nodes (made anew when backend samplers need more).
-    fn ensure_sched_nodes(&mut self, n: usize) -> Result<()> {
+    pub(super) fn ensure_sched_nodes(&mut self, n: usize) -> Result<()> {
         if n <= self.sched_nodes {
             return Ok(());
+        }
+        // The optimizer holds the scheduler (sized for training graphs when it was made).
+        if self.training.is_some() {
+            return Err(Error::invalid(format!(
+                "a graph of {n} nodes exceeds the {} the training context's scheduler holds",
+                self.sched_nodes
+            )));
         }
         self.sched = Scheduler::new(&self.backend, &self.devices, n, self.op_offload).map_err(Error::Ggml)?;
         if let Some(cb) = self.cb_eval {
@@ -777,7 +788,7 @@ impl Context<'_> {
         top.next_multiple_of(256).max(256)
     }
 
-    fn set_inputs(
+    pub(super) fn set_inputs(
         &self,
         feed: &Feed,
         places: &[TokenPlace],

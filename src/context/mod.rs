@@ -12,11 +12,13 @@ mod rope;
 mod sampling;
 mod shift;
 mod state;
+mod train;
 
 pub use batch::{AddError, Batch, BatchExt, BatchInput};
 pub use decode::DecodeStatus;
 pub use perf::{Counters, PerfData};
 pub use sampling::SampledRow;
+pub use train::OptSetup;
 
 use crate::arch::Architecture;
 use crate::error::{Error, Result};
@@ -173,6 +175,8 @@ pub struct Context<'m> {
     cvec_layers: Vec<Option<TensorRef>>,
     pub perf: PerfData,
     pub counters: Counters,
+    /// Set up by `opt_init`; holds the optimizer, which uses `sched`.
+    training: Option<train::Training>,
 }
 
 /// Architectures whose llama.cpp graphs add no control vector (llama.h's is accepted and has no
@@ -208,7 +212,7 @@ impl<'m> Context<'m> {
         // Unspecified: as the model says (encoders attend both ways).
         let causal = p.causal.unwrap_or(hp.is_none_or(|h| h.causal));
         let n_ctx_asked = if p.n_ctx == 0 {
-            hp.map_or(0, |h| h.n_ctx_train)
+            model.n_ctx_train().unwrap_or(0)
         } else {
             p.n_ctx
         };
@@ -297,9 +301,12 @@ impl<'m> Context<'m> {
             v_rot,
             idx_rot,
             msa: flash_attn && (n_seq_max == 1 || !p.kv_unified),
+            training: false,
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
-        let backend = CpuBackend::new(n_threads_batch).map_err(Error::Ggml)?;
+        // Each computation sets its thread count; until one has, ggml's default holds (what
+        // llama.cpp's training uses when nothing was decoded first).
+        let backend = CpuBackend::new(crate::ggml::DEFAULT_THREADS).map_err(Error::Ggml)?;
         let devices = model
             .placement
             .used_devices()
@@ -433,6 +440,7 @@ impl<'m> Context<'m> {
             reuse_graphs,
             perf: PerfData::new(model),
             counters: Counters::default(),
+            training: None,
         };
         ctx.set_abort(abort);
         if hp.is_none() {

@@ -234,7 +234,10 @@ fn i32_of(v: u32) -> i32 {
 /// `model` must be NULL or a live model handle (the same for every getter below).
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_ctx_train(model: *const llama_model) -> i32 {
-    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_ctx_train)) })
+    entry!(-1, {
+        let m = super::handle::model(model)?;
+        Ok(m.n_ctx_train().map_or(0, i32_of))
+    })
 }
 
 #[no_mangle]

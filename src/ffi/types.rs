@@ -19,12 +19,12 @@ pub use ggml_sys::{
     gguf_context,
 };
 
-// ggml-opt.h is not among the ggml bindings. Training is not implemented, so these are never called
-// or dereferenced; only their size (one pointer, or an int for the enum) matters to the ABI.
+// ggml-opt.h is not among the ggml bindings: its handles are opaque pointers here, its callbacks
+// are declared in ggml::opt (the header takes all of them from ggml-opt.h).
 pub type ggml_opt_dataset_t = *mut c_void;
 pub type ggml_opt_result_t = *mut c_void;
-pub type ggml_opt_epoch_callback = *mut c_void;
-pub type ggml_opt_get_optimizer_params = *mut c_void;
+pub type ggml_opt_epoch_callback = crate::ggml::opt::EpochCallback;
+pub type ggml_opt_get_optimizer_params = crate::ggml::opt::GetOptimizerParams;
 pub type ggml_opt_optimizer_type = u32;
 
 pub const LLAMA_DEFAULT_SEED: u32 = 0xFFFFFFFF;

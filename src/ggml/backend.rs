@@ -395,7 +395,7 @@ impl Scheduler {
 
     /// Every node of `graph` must be one some backend can run with its operands where they are
     /// (a weight in a repacked buffer feeds nothing but matrix products); ggml would abort otherwise.
-    fn check_supported(&self, graph: &super::Graph) -> Result<(), String> {
+    pub fn check_supported(&self, graph: &super::Graph) -> Result<(), String> {
         for i in 0..graph.n_nodes() {
             // SAFETY: i is below the node count; the backends are alive (see the field).
             let (node, ok) = unsafe {
@@ -430,6 +430,10 @@ impl Scheduler {
         } else {
             Err("cannot reserve compute buffers (out of memory?)".to_string())
         }
+    }
+
+    pub(crate) fn raw(&self) -> ggml_sys::ggml_backend_sched_t {
+        self.raw.as_ptr()
     }
 
     /// Plan and place `graph`'s tensors in the compute buffers (after a reset).

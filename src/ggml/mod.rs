@@ -9,6 +9,7 @@ mod context;
 mod device;
 mod extra_buft;
 mod graph;
+pub mod opt;
 mod placed;
 pub mod quant;
 
@@ -40,10 +41,17 @@ pub fn is_quantized(t: RawType) -> bool {
 /// Whether ggml's CPU backend has a matrix product for weights of type `t` (floats and quantized
 /// blocks; not F64 or the integer types).
 pub fn can_multiply(t: RawType) -> bool {
-    // SAFETY: a table lookup ggml bounds itself (false past the known types).
-    let quantized = t < ggml_sys::ggml_type_GGML_TYPE_COUNT && unsafe { ggml_sys::ggml_is_quantized(t) };
-    quantized || !is_quantized(t)
+    is_block_quantized(t) || !is_quantized(t)
 }
+
+/// Whether `t` is one of ggml's block-quantized types (not the float or integer types).
+pub fn is_block_quantized(t: RawType) -> bool {
+    // SAFETY: a table lookup ggml bounds itself (false past the known types).
+    t < ggml_sys::ggml_type_GGML_TYPE_COUNT && unsafe { ggml_sys::ggml_is_quantized(t) }
+}
+
+/// The threads a new CPU backend computes with until told otherwise (`GGML_DEFAULT_N_THREADS`).
+pub const DEFAULT_THREADS: i32 = ggml_sys::GGML_DEFAULT_N_THREADS as i32;
 
 /// The most threads ggml's CPU backend computes with (`GGML_MAX_N_THREADS`).
 pub const MAX_THREADS: i32 = ggml_sys::GGML_MAX_N_THREADS as i32;

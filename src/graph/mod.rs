@@ -135,6 +135,10 @@ pub struct GraphParams {
     /// MiniMax-M3's block-sparse attention runs: it needs flash attention and a stream per
     /// sequence (or one sequence); llama.cpp attends densely otherwise.
     pub msa: bool,
+    /// Training with the whole context in each ubatch: attention reads the ubatch's own keys and
+    /// values, not the cache, so that gradients reach their projections (as llama.cpp's
+    /// `cparams.training`).
+    pub training: bool,
 }
 
 /// The inputs of a built graph, set before every compute.
@@ -975,11 +979,21 @@ impl<'a> Builder<'a> {
             self.g.expand(t);
         }
 
+        // Training reads the ubatch's keys and values directly (the cache holds no more).
+        let direct = self.params.training && cached;
+        if direct && (n_kv != nt || self.shape.n_streams > 1) {
+            return Err(Error::Internal(format!(
+                "training attends over {n_kv} cells in {} streams: needs the ubatch's {nt} in one",
+                self.shape.n_streams
+            )));
+        }
         // Write first: the attention below reads the cache, including these rows.
-        let kv_rows = self.rows_input(false, own_cells)?;
-        let k2 = self.merge_heads(k)?;
-        let k_store = self.g.set_rows(kc, k2, kv_rows).map_err(ggml_err)?;
-        self.g.expand(k_store);
+        if !direct {
+            let kv_rows = self.rows_input(false, own_cells)?;
+            let k2 = self.merge_heads(k)?;
+            let k_store = self.g.set_rows(kc, k2, kv_rows).map_err(ggml_err)?;
+            self.g.expand(k_store);
+        }
 
         let row = |t: TensorRef, n: i64| crate::ggml::row_size(t.ggml_type(), n);
         let mask = match mask {
@@ -1001,11 +1015,15 @@ impl<'a> Builder<'a> {
             .view(q, &[hk, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)
             .map_err(ggml_err)?;
         let k_strides = [row(kc, hk), row(kc, hk * n_head_kv), k_stream];
-        let kview = self
-            .g
-            .view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
-            .map_err(ggml_err)?;
+        let kview = match direct {
+            true => k,
+            false => self
+                .g
+                .view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
+                .map_err(ggml_err)?,
+        };
         let (vview, hv, v_mla) = match v {
+            Values::Cached(v) if direct => (v, i64::from(hp.n_embd_head_v), None),
             Values::Cached(v) => {
                 let vc = self
                     .kv

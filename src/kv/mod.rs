@@ -259,6 +259,11 @@ impl KvCache {
         self.layers.get(self.n_layer + il).map(|l| l.0)
     }
 
+    /// The types of the layers' value caches.
+    pub fn value_types(&self) -> impl Iterator<Item = RawType> + '_ {
+        self.layers.iter().filter_map(|l| l.1).map(TensorRef::ggml_type)
+    }
+
     /// Layer `il`'s values; None when they are read from the keys.
     pub fn v(&self, il: usize) -> Option<TensorRef> {
         self.layers[il].1

@@ -85,6 +85,8 @@ pub struct Model {
     /// What `save` writes; None for a vocabulary-only load.
     saving: Option<saver::Saving>,
     files: Vec<Storage>,
+    /// The training context training set (0: the file's).
+    trained_ctx: std::sync::atomic::AtomicU32,
 }
 
 impl Model {
@@ -145,6 +147,7 @@ impl Model {
                 n_bytes,
                 saving: None,
                 files,
+                trained_ctx: Default::default(),
             });
         }
 
@@ -230,6 +233,7 @@ impl Model {
             n_bytes,
             saving: Some(saving),
             files,
+            trained_ctx: Default::default(),
         })
     }
 
@@ -239,7 +243,29 @@ impl Model {
             return Err(Error::invalid("a vocabulary-only model has no weights to save"));
         };
         let files: Vec<&[u8]> = self.files.iter().map(Storage::bytes).collect();
-        saving.write(path, hp.arch_name, &self.vocab, &files)
+        let n_ctx_train = self.n_ctx_train().unwrap_or(hp.n_ctx_train);
+        saving.write(path, (hp.arch_name, n_ctx_train), &self.vocab, &files)
+    }
+
+    /// The training context: the file's, or what training set it to (None: vocab-only).
+    pub fn n_ctx_train(&self) -> Option<u32> {
+        let hp = self.hparams.as_ref()?;
+        match self.trained_ctx.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => Some(hp.n_ctx_train),
+            n => Some(n),
+        }
+    }
+
+    /// Training on datapoints of `n` tokens makes that the model's training context, as in
+    /// llama.cpp (`llama_model_n_ctx_train` reports it; a saved model records it).
+    pub fn set_n_ctx_train(&self, n: u32) {
+        self.trained_ctx.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the weights' memory may be written (read into memory, not mapped read-only):
+    /// what training needs.
+    pub fn weights_writable(&self) -> bool {
+        self.files.iter().all(|f| matches!(f, Storage::Owned(_)))
     }
 
     /// The label of classifier output `i`, NUL-terminated.

@@ -414,18 +414,19 @@ impl Saving {
     }
 
     /// Writes the model as llama.cpp's saver would, aside and then renamed into place; `files`:
-    /// the bytes of the loaded files.
-    pub fn write(&self, path: &str, arch: &str, vocab: &Vocab, files: &[&[u8]]) -> Result<()> {
+    /// the bytes of the loaded files (the weights as they are now, trained or not);
+    /// `n_ctx_train`: the training context as the model holds it now (training sets it).
+    pub fn write(&self, path: &str, (arch, n_ctx_train): (&str, u32), vocab: &Vocab, files: &[&[u8]]) -> Result<()> {
         let (head, tail) = self.pairs.as_ref().map_err(|why| Error::invalid(why.clone()))?;
         let mut w = MetaWriter::default();
         w.set("general.architecture", Value::Str(arch.as_bytes().to_vec()));
         w.set("general.name", Value::Str(self.name.clone()));
-        for (key, value) in head
-            .iter()
-            .cloned()
-            .chain(vocab_pairs(vocab)?)
-            .chain(tail.iter().cloned())
-        {
+        let ctx_key = format!("{arch}.context_length");
+        let head = head.iter().map(|(k, v)| match *k == ctx_key {
+            true => (k.clone(), Value::U32(n_ctx_train)),
+            false => (k.clone(), v.clone()),
+        });
+        for (key, value) in head.chain(vocab_pairs(vocab)?).chain(tail.iter().cloned()) {
             w.set(&key, value);
         }
         let order = tensor_order(&self.tensors, self.n_layer_all)?;

@@ -131,6 +131,11 @@ impl Weights {
         self.by_name.get(name).copied()
     }
 
+    /// The names of all weights (in no particular order).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+
     /// Bytes held per buffer type: the views of the file and the copies.
     pub fn memory_breakdown(&self) -> Vec<(BufferTypeId, usize)> {
         let views = self.buffers.iter().map(|b| (b.buffer_type(), b.size()));
