@@ -243,6 +243,12 @@ static void refusals(void) {
         opt_pars.adamw.alpha = 0.0f;
         refused_epoch(ctx, d, NDATA, "out of range");
         opt_pars.adamw.alpha = 1e-3f;
+        /* A control vector set after llama_opt_init needs larger graphs than its scheduler holds. */
+        int32_t n_embd = llama_model_n_embd(model), n_layer = llama_model_n_layer(model);
+        float *cv = calloc((size_t)(n_embd * n_layer), sizeof(float));
+        CHECK(llama_set_adapter_cvec(ctx, cv, (size_t)(n_embd * n_layer), n_embd, 1, n_layer) == 0, "control vector");
+        refused_epoch(ctx, d, NDATA, "need larger graphs");
+        free(cv);
         /* The context still decodes after refusals. */
         decode_hash(ctx, n_vocab);
         ggml_opt_dataset_free(d);

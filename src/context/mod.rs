@@ -135,6 +135,8 @@ pub struct Context<'m> {
     graph: Option<(Shape, Built)>,
     /// The backend samplers' part of `graph`.
     sampling_graph: Option<sampling::SamplingGraph>,
+    /// Set up by `opt_init`; its optimizer uses `sched` (and goes before it).
+    training: Option<train::Training>,
     sched: Scheduler,
     /// Graph nodes the scheduler was made for.
     sched_nodes: usize,
@@ -175,8 +177,6 @@ pub struct Context<'m> {
     cvec_layers: Vec<Option<TensorRef>>,
     pub perf: PerfData,
     pub counters: Counters,
-    /// Set up by `opt_init`; holds the optimizer, which uses `sched`.
-    training: Option<train::Training>,
 }
 
 /// Architectures whose llama.cpp graphs add no control vector (llama.h's is accepted and has no

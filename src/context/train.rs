@@ -134,8 +134,7 @@ impl Context<'_> {
                 "training writes the weights, which are mapped read-only: load the model with load_mode LLAMA_LOAD_MODE_NONE",
             ));
         }
-        let max = crate::graph::max_nodes(self.model);
-        self.ensure_sched_nodes(training_nodes(max) + crate::graph::lora::extra_nodes(&self.loras))?;
+        self.ensure_sched_nodes(self.training_graph_nodes())?;
         let opt = Optimizer::new(
             &self.sched,
             (n_batch / n_ubatch) as i32,
@@ -166,6 +165,13 @@ impl Context<'_> {
             pass: None,
         });
         Ok(())
+    }
+
+    /// The size of a training ubatch's graph (as `Builder::build` sizes it for the adapters).
+    fn training_graph_nodes(&self) -> usize {
+        training_nodes(crate::graph::max_nodes(self.model))
+            + crate::graph::lora::extra_nodes(&self.loras)
+            + self.cvec_layers.len()
     }
 
     /// The weights llama.cpp would train: of its list (the model's head and norms, every layer
@@ -334,6 +340,12 @@ impl Context<'_> {
             .ok_or_else(|| Error::Internal("a training ubatch outside a pass".into()))?;
         self.graph = None;
         self.sampling_graph = None;
+        // The optimizer's scheduler was sized when training was set up and cannot be replaced.
+        if self.training_graph_nodes() > self.sched_nodes {
+            return Err(Error::invalid(
+                "the LoRA adapters or control vector set since llama_opt_init need larger graphs: set them before",
+            ));
+        }
         let built = Builder::build(
             self.model,
             self.decoder()?,
