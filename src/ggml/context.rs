@@ -5,7 +5,8 @@ use std::ffi::CString;
 use std::ptr::NonNull;
 
 /// A tensor created in an [`Arena`]. Valid as long as the arena; ggml tensors are plain C structs,
-/// so the handle may cross threads (the engine never mutates a weight after loading).
+/// so the handle may cross threads (a weight changes after loading only where a context trains
+/// it: its data by ggml's optimizer, its flags by `opt::set_param`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TensorRef(pub(crate) NonNull<ggml_sys::ggml_tensor>);
 
