@@ -80,8 +80,11 @@ struct Report {
 }
 
 struct Pass {
+    /// The batch's labels.
     labels: Vec<i32>,
-    /// The label index of the next ubatch's first token.
+    /// The batch's first position in the datapoint.
+    first: usize,
+    /// The index in `labels` of the next ubatch's first token.
     next: usize,
     report: Report,
 }
@@ -284,10 +287,14 @@ impl Context<'_> {
                 outputs: Some(&outputs),
                 ..Default::default()
             };
+            let batch_labels = labels
+                .get(first..first + chunk.len())
+                .ok_or_else(|| Error::Internal("a training batch past its labels".into()))?;
             if let Some(tr) = &mut self.training {
                 tr.pass = Some(Pass {
-                    labels: labels.to_vec(),
-                    next: first,
+                    labels: batch_labels.to_vec(),
+                    first,
+                    next: 0,
                     report,
                 });
             }
@@ -371,7 +378,7 @@ impl Context<'_> {
         let labels = pass
             .labels
             .get(pass.next..pass.next + n)
-            .ok_or_else(|| Error::Internal("a training ubatch past its labels".into()))?;
+            .ok_or_else(|| Error::Internal("a training ubatch past its batch's labels".into()))?;
         let mut onehot = vec![0f32; n * n_vocab];
         for (i, &l) in labels.iter().enumerate() {
             let l = usize::try_from(l)
@@ -396,7 +403,7 @@ impl Context<'_> {
         tr.opt
             .step(&built.graph, (tokens, logits), report.train, set, report.result)
             .map_err(Error::invalid)?;
-        let ibatch = report.ibatch_before + (pass.next / tr.n_ubatch) as i64 + 1;
+        let ibatch = report.ibatch_before + ((pass.first + pass.next) / tr.n_ubatch) as i64 + 1;
         pass.next += n;
         tr.opt.report(
             report.callback,

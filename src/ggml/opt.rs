@@ -367,13 +367,6 @@ pub fn set_param(t: TensorRef) {
     unsafe { ggml_sys::ggml_set_param(t.as_ptr()) }
 }
 
-/// Whether `t` is a trainable parameter.
-pub fn is_param(t: TensorRef) -> bool {
-    // SAFETY: reading a plain field of a live tensor.
-    let flags = unsafe { (*t.as_ptr()).flags };
-    flags & ggml_sys::ggml_tensor_flag_GGML_TENSOR_FLAG_PARAM as i32 != 0
-}
-
 /// What ggml's backward pass asserts of `graph` whose output `out` the loss is computed from: a
 /// trainable parameter in it; every op that gradients flow through has a backward pass, and the
 /// CPU the ops that pass needs; no node that needs gradients writes in place; gradients only of
@@ -617,7 +610,6 @@ mod tests {
         if param {
             set_param(w);
         }
-        assert_eq!(is_param(w), param);
         let mut g = Graph::new(64).expect("graph");
         let x = g.input(F32, &[4, 2], "x").expect("x");
         let y = g.mul_mat(w, x).expect("mul_mat");
