@@ -44,7 +44,7 @@ static void dl_init(ggml_log_callback log) {
 }
 
 /* The model at `path`, loaded with `mp`; exits if it cannot be loaded. */
-static struct llama_model *dl_load_model(const char *path, struct llama_model_params mp) {
+static inline struct llama_model *dl_load_model(const char *path, struct llama_model_params mp) {
     DL_LOAD(llama_model_load_from_file);
     struct llama_model *model = p_llama_model_load_from_file(path, mp);
     if (!model) {

@@ -848,6 +848,14 @@ void llama_model_free(struct llama_model *model);
 __attribute__((deprecated("use llama_model_free instead")))
 void llama_free_model(struct llama_model *model);
 
+// A model of the architecture and hyper-parameters in `metadata`, its tensors (those
+// llama.cpp creates, F32 unless `metadata` lists one with another type) filled by
+// `set_tensor_data`, one call per tensor in llama.cpp's order. Architectures whose list of
+// tensors is not checked against llama.cpp yet are refused (NULL, and a log line).
+//
+// # Safety
+// `metadata` NULL or a live `gguf_context`; `set_tensor_data` a function that may write the
+// tensor it is given (through ggml's backend API); pointers in `params` as llama.h documents.
 struct llama_model *llama_model_init_from_user(struct gguf_context *metadata,
                                                llama_model_set_tensor_data_t set_tensor_data,
                                                void *set_tensor_data_ud,

@@ -45,6 +45,14 @@ impl ArchSpec for Qwen2 {
         specs.push(TensorSpec::new("output.bias", &[hp.n_vocab], false));
         specs
     }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        let c = llama::Created {
+            output_bias: true,
+            ..Default::default()
+        };
+        Some(llama::created_tensors(hp, c))
+    }
 }
 
 impl Decoder for Qwen2 {

@@ -48,6 +48,15 @@ impl ArchSpec for Qwen3 {
         ));
         specs
     }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        let c = llama::Created {
+            cls_output: true,
+            qk_norm: true,
+            ..Default::default()
+        };
+        Some(llama::created_tensors(hp, c))
+    }
 }
 
 /// The language model of Qwen3-VL; Qwen3-TTS's talker is the same model under its own name

@@ -34,6 +34,10 @@ impl ArchSpec for SmolLm3 {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         llama::tensors(hp)
     }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(llama::created_tensors(hp, llama::Created::default()))
+    }
 }
 
 impl Decoder for SmolLm3 {

@@ -125,6 +125,14 @@ pub unsafe extern "C" fn llama_free_model(model: *mut llama_model) {
     })
 }
 
+/// A model of the architecture and hyper-parameters in `metadata`, its tensors (those
+/// llama.cpp creates, F32 unless `metadata` lists one with another type) filled by
+/// `set_tensor_data`, one call per tensor in llama.cpp's order. Architectures whose list of
+/// tensors is not checked against llama.cpp yet are refused (NULL, and a log line).
+///
+/// # Safety
+/// `metadata` NULL or a live `gguf_context`; `set_tensor_data` a function that may write the
+/// tensor it is given (through ggml's backend API); pointers in `params` as llama.h documents.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_init_from_user(
     metadata: *mut gguf_context,
@@ -132,8 +140,26 @@ pub unsafe extern "C" fn llama_model_init_from_user(
     set_tensor_data_ud: *mut c_void,
     params: llama_model_params,
 ) -> *mut llama_model {
-    let _ = (metadata, set_tensor_data, set_tensor_data_ud, params);
-    entry!(std::ptr::null_mut(), not_implemented)
+    entry!(std::ptr::null_mut(), {
+        if metadata.is_null() {
+            return Err(Error::invalid("metadata is NULL"));
+        }
+        let Some(set_tensor_data) = set_tensor_data else {
+            return Err(Error::invalid("set_tensor_data is NULL"));
+        };
+        // SAFETY: a live gguf_context by the contract.
+        let bytes = unsafe { crate::ggml::user_fill::gguf_meta_bytes(metadata.cast()) };
+        // SAFETY: forwarded contract.
+        let (mut lp, progress) = unsafe { model_load_params(&params) }?;
+        let mut progress: Option<Progress> = progress;
+        let mut call = |p: f32| progress.as_mut().is_none_or(|cb| cb.call(p));
+        lp.progress = Some(&mut call);
+        // SAFETY: the caller's function, with its own user data, on a tensor placed in memory
+        // the model owns, as the contract allows.
+        let mut fill = |t: crate::ggml::TensorRef| unsafe { set_tensor_data(t.as_ptr().cast(), set_tensor_data_ud) };
+        let m = Model::from_user(&bytes, lp, crate::arch::spec, &mut fill)?;
+        Ok(model_into_raw(m))
+    })
 }
 
 #[no_mangle]

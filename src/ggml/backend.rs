@@ -358,6 +358,8 @@ pub struct Scheduler {
     /// The backends it schedules on, devices first and the CPU last; their owner keeps them alive
     /// longer than the scheduler.
     backends: Vec<ggml_sys::ggml_backend_t>,
+    /// The graph size it was made for: room for this many nodes and leaves together.
+    max_nodes: usize,
 }
 
 // SAFETY: used by one context, one thread at a time.
@@ -389,13 +391,25 @@ impl Scheduler {
             )
         };
         NonNull::new(raw)
-            .map(|raw| Scheduler { raw, backends })
+            .map(|raw| Scheduler {
+                raw,
+                backends,
+                max_nodes,
+            })
             .ok_or_else(|| "ggml_backend_sched_new failed".to_string())
     }
 
     /// Every node of `graph` must be one some backend can run with its operands where they are
     /// (a weight in a repacked buffer feeds nothing but matrix products); ggml would abort otherwise.
+    /// Nor may it have more nodes and leaves than the scheduler has room for (ggml asserts).
     pub fn check_supported(&self, graph: &super::Graph) -> Result<(), String> {
+        let size = graph.n_nodes().max(0) as usize + graph.n_leafs();
+        if size > self.max_nodes {
+            return Err(format!(
+                "the graph has {size} nodes and leaves, more than the {} its scheduler was made for",
+                self.max_nodes
+            ));
+        }
         for i in 0..graph.n_nodes() {
             // SAFETY: i is below the node count; the backends are alive (see the field).
             let (node, ok) = unsafe {

@@ -22,18 +22,29 @@ unsafe impl Sync for HostBuffer {}
 impl HostBuffer {
     /// Wrap `mem` (which must stay alive and unmoved while the buffer exists) for weights.
     pub fn over(mem: &[u8]) -> Result<HostBuffer, String> {
+        HostBuffer::over_ptr(mem.as_ptr(), mem.len())
+    }
+
+    /// The same over memory that ggml (a caller's code through it) may write: tensors placed in
+    /// it are filled by `ggml_backend_tensor_set`.
+    pub fn over_mut(mem: &mut [u8]) -> Result<HostBuffer, String> {
+        HostBuffer::over_ptr(mem.as_mut_ptr(), mem.len())
+    }
+
+    fn over_ptr(ptr: *const u8, len: usize) -> Result<HostBuffer, String> {
         super::init();
-        let base = mem.as_ptr() as usize;
+        let base = ptr as usize;
         if !base.is_multiple_of(CPU_BUFFER_ALIGNMENT) {
             return Err(format!(
                 "buffer address {base:#x} is not {CPU_BUFFER_ALIGNMENT}-byte aligned"
             ));
         }
         // SAFETY: the pointer is aligned as ggml asserts; ggml never frees it (from_ptr buffers do
-        // not own their memory) and only writes where a tensor placed in it is written to, which the
-        // engine never does for weights.
+        // not own their memory) and only writes where a tensor placed in it is written to: for
+        // `over`, weights the engine never writes (training writes only read-into-memory models,
+        // whose bytes nothing else reads meanwhile); for `over_mut`, memory lent mutably.
         let buf = unsafe {
-            let b = ggml_sys::ggml_backend_cpu_buffer_from_ptr(mem.as_ptr() as *mut _, mem.len());
+            let b = ggml_sys::ggml_backend_cpu_buffer_from_ptr(ptr as *mut _, len);
             if !b.is_null() {
                 ggml_sys::ggml_backend_buffer_set_usage(
                     b,
@@ -43,11 +54,7 @@ impl HostBuffer {
             b
         };
         let buf = NonNull::new(buf).ok_or("ggml_backend_cpu_buffer_from_ptr failed")?;
-        Ok(HostBuffer {
-            buf,
-            base,
-            size: mem.len(),
-        })
+        Ok(HostBuffer { buf, base, size: len })
     }
 
     pub fn size(&self) -> usize {

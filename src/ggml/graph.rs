@@ -116,6 +116,24 @@ impl Graph {
         unsafe { ggml_sys::ggml_graph_n_nodes(self.gf.as_ptr()) }
     }
 
+    /// Its leaves as ggml counts them: the distinct operands of its nodes that no op computes
+    /// (weights, inputs, constants).
+    pub fn n_leafs(&self) -> usize {
+        let mut leafs = std::collections::HashSet::new();
+        for i in 0..self.n_nodes() {
+            // SAFETY: i is below the node count; a node's sources are NULL or live tensors.
+            unsafe {
+                let node = ggml_sys::ggml_graph_node(self.gf.as_ptr(), i);
+                for &src in &(*node).src {
+                    if !src.is_null() && (*src).op == ggml_sys::ggml_op_GGML_OP_NONE {
+                        leafs.insert(src);
+                    }
+                }
+            }
+        }
+        leafs.len()
+    }
+
     /// Count a new tensor description against the pool, which ggml would overflow with an abort.
     fn room(&mut self) -> Result<(), String> {
         if self.n_tensors >= self.max_tensors {

@@ -12,6 +12,7 @@ mod graph;
 pub mod opt;
 mod placed;
 pub mod quant;
+pub mod user_fill;
 
 pub use backend::{
     tensor_get_f32, tensor_read, tensor_set, tensor_write, AbortCallback, BufferType, BufferTypeId, ComputeStatus,

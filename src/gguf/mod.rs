@@ -28,7 +28,8 @@ const MAGIC: u32 = u32::from_le_bytes(*b"GGUF");
 /// Magics of the formats llama.cpp used before GGUF, as the little-endian u32 at offset 0.
 const LEGACY_MAGICS: [(u32, &str); 3] = [(0x6767_6d6c, "GGML"), (0x6767_6d66, "GGMF"), (0x6767_6a74, "GGJT")];
 const ALIGNMENT_KEY: &str = "general.alignment";
-const DEFAULT_ALIGNMENT: u64 = 32;
+/// The alignment of tensor data when `general.alignment` does not say.
+pub const DEFAULT_ALIGNMENT: u64 = 32;
 /// Smallest encodings, to bound counts before reserving memory for them.
 /// A metadata pair: key length, one key byte, value type, a one-byte value.
 const MIN_KV_SIZE: u64 = 8 + 1 + 4 + 1;
@@ -50,6 +51,16 @@ pub struct GgufFile {
 impl GgufFile {
     /// Parse and validate everything except tensor data. `bytes` is the whole file (usually a memory map).
     pub fn parse(bytes: &[u8]) -> Result<GgufFile> {
+        GgufFile::parse_with(bytes, true)
+    }
+
+    /// The same for metadata without the data section (ggml's `gguf_get_meta_data`): tensor
+    /// infos are read, their data is not looked for (`data_size` is 0).
+    pub fn parse_metadata(bytes: &[u8]) -> Result<GgufFile> {
+        GgufFile::parse_with(bytes, false)
+    }
+
+    fn parse_with(bytes: &[u8], with_data: bool) -> Result<GgufFile> {
         let mut r = Reader::new(bytes);
         let version = read_magic_and_version(&mut r)?;
 
@@ -107,7 +118,11 @@ impl GgufFile {
         let data_offset = header_end
             .checked_next_multiple_of(alignment)
             .ok_or_else(|| Error::gguf(header_end, "data section offset overflows 64 bits"))?;
-        let data_size = check_layout(&tensors, &offset_fields, data_offset, bytes.len() as u64)?;
+        let data_size = if with_data {
+            check_layout(&tensors, &offset_fields, data_offset, bytes.len() as u64)?
+        } else {
+            0
+        };
 
         Ok(GgufFile {
             version,

@@ -216,10 +216,13 @@ pub fn mask_type(flash_attn: bool) -> RawType {
     }
 }
 
-/// Enough graph nodes for any supported architecture (llama.cpp allows 8 per weight tensor).
+/// Enough graph nodes for any supported architecture: an allowance per layer, and at least
+/// llama.cpp's 8 per weight tensor, as the weights are leaves the scheduler must hold beside the
+/// nodes (a model with every optional bias and scale has many).
 pub fn max_nodes(model: &Model) -> usize {
     let per_layer = |h: &HParams| h.n_layer as usize * (64 + 2 * h.n_expert_used as usize);
-    model.hparams.as_ref().map_or(0, per_layer).max(1024)
+    let per_weight = 8 * model.weights().map_or(0, |w| w.names().count());
+    model.hparams.as_ref().map_or(0, per_layer).max(per_weight).max(1024)
 }
 
 /// How a mixture-of-experts layer turns the router's logits into expert weights.

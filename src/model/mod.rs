@@ -10,6 +10,7 @@ pub mod quantize;
 pub mod saver;
 pub mod spec;
 mod storage;
+mod user;
 mod weights;
 
 #[cfg(test)]
@@ -105,13 +106,77 @@ impl Model {
             return Err(Error::invalid("no model file given"));
         }
         let mut no_progress = |_: f32| true;
-        let progress: &mut dyn FnMut(f32) -> bool = match params.progress.take() {
-            Some(p) => p,
-            None => &mut no_progress,
-        };
+        let progress = params.progress.take().unwrap_or(&mut no_progress);
         // Reading (in Read mode) and placing tensors each take half of the progress range.
-        let (names, files, mut ggufs) = open_files(sources, params.mode, &mut |f| progress(0.5 * f))?;
+        let (names, files, ggufs) = open_files(sources, params.mode, &mut |f| progress(0.5 * f))?;
+        let read_share = if params.mode == LoadMode::Read { 0.5 } else { 0.0 };
+        let opened = Opened {
+            names,
+            files,
+            ggufs,
+            from_user: false,
+        };
+        Model::assemble(opened, &params, arch, t_start_us, (read_share, progress))
+    }
 
+    /// A model made as llama.cpp's `llama_model_init_from_user` makes one: `metadata` (the
+    /// GGUF header, pairs and tensor infos of the caller's `gguf_context`) gives the
+    /// hyper-parameters and, where it lists a tensor, that tensor's type; `fill` is handed each
+    /// tensor llama.cpp would create, in its order, to write its data. The weights are read into
+    /// memory (`load_mode` none) and never repacked, as llama.cpp forces.
+    pub fn from_user(
+        metadata: &[u8],
+        mut params: LoadParams,
+        arch: ArchLookup,
+        fill: &mut dyn FnMut(crate::ggml::TensorRef),
+    ) -> Result<Model> {
+        crate::ggml::init();
+        let t_start_us = crate::ggml::time_us();
+        params.mode = LoadMode::Read;
+        params.extra_bufts = false;
+        // The image keeps the caller's pairs; the hyper-parameters see the overrides, as the
+        // image's will when it loads.
+        let given = GgufFile::parse_metadata(metadata)?;
+        let mut g = GgufFile::parse_metadata(metadata)?;
+        metadata::apply_overrides(&mut g, &params.overrides)?;
+        let m = Meta(&g);
+        let mut image = if params.vocab_only {
+            user::Image::empty(&given)?
+        } else {
+            let spec = arch(m.str("general.architecture")?)?;
+            let n_vocab = Vocab::from_gguf(&g)?.n_tokens();
+            let n_vocab = u32::try_from(n_vocab).map_err(|_| Error::model("vocabulary too large"))?;
+            user::Image::plan(&given, spec, &HParams::load(spec, &m, n_vocab)?)?
+        };
+        image.fill(fill)?;
+        let name = "(llama_model_init_from_user)".to_string();
+        let gguf = GgufFile::parse(&image.bytes)?;
+        let opened = Opened {
+            names: vec![name],
+            files: vec![Storage::Owned(image.bytes)],
+            ggufs: vec![gguf],
+            from_user: true,
+        };
+        let mut no_progress = |_: f32| true;
+        let progress = params.progress.take().unwrap_or(&mut no_progress);
+        Model::assemble(opened, &params, arch, t_start_us, (0.0, progress))
+    }
+
+    /// The model of files opened and parsed; `progress` is the share of the progress range
+    /// reading took and the callback.
+    fn assemble(
+        opened: Opened,
+        params: &LoadParams,
+        arch: ArchLookup,
+        t_start_us: i64,
+        (read_share, progress): (f32, &mut dyn FnMut(f32) -> bool),
+    ) -> Result<Model> {
+        let Opened {
+            names,
+            files,
+            mut ggufs,
+            from_user,
+        } = opened;
         let meta = metadata::meta_strings(&ggufs[0]);
         metadata::apply_overrides(&mut ggufs[0], &params.overrides)?;
         let m = Meta(&ggufs[0]);
@@ -126,9 +191,11 @@ impl Model {
         let n_vocab = u32::try_from(vocab.n_tokens()).map_err(|_| Error::model("vocabulary too large"))?;
 
         let tensors = all_tensors(&ggufs)?;
-        let n_params = tensors.iter().map(|(_, t)| t.n_elements()).sum();
-        let n_bytes = tensors.iter().map(|(_, t)| t.size).sum();
-        let ftype = ftype::of(&m, tensors.iter().map(|(_, t)| (t.name.clone(), t.ggml_type)))?;
+        // llama.cpp counts the tensors of its files: a model made by the caller has none.
+        let counted = if from_user { &[][..] } else { &tensors[..] };
+        let n_params = counted.iter().map(|(_, t)| t.n_elements()).sum();
+        let n_bytes = counted.iter().map(|(_, t)| t.size).sum();
+        let ftype = ftype::of(&m, counted.iter().map(|(_, t)| (t.name.clone(), t.ggml_type)))?;
 
         if params.vocab_only {
             crate::log_info!("model: loaded the vocabulary of a {arch_name} model ({n_vocab} tokens)");
@@ -180,7 +247,6 @@ impl Model {
                 tensors: tensors.iter().filter(|(f, _)| *f == fi).map(|(_, t)| *t).collect(),
             })
             .collect();
-        let read_share = if params.mode == LoadMode::Read { 0.5 } else { 0.0 };
         let mut place_progress = |f: f32| progress(read_share + (1.0 - read_share) * f);
         let repackable: HashSet<&str> = specs
             .iter()
@@ -420,4 +486,13 @@ fn check_tensors_match(specs: &[TensorSpec], tensors: &[(usize, &TensorInfo)]) -
         )));
     }
     Ok(())
+}
+
+/// Model files opened and parsed (or a caller's model laid out as one).
+struct Opened {
+    names: Vec<String>,
+    files: Vec<Storage>,
+    ggufs: Vec<GgufFile>,
+    /// Made by `llama_model_init_from_user`.
+    from_user: bool,
 }

@@ -36,6 +36,15 @@ pub trait ArchSpec: Sync {
         false
     }
 
+    /// The tensors llama.cpp's loader creates for this architecture when a model is made without
+    /// a file (`llama_model_init_from_user`): every one it asks for, the optional ones included,
+    /// in its order, a name again where llama.cpp makes a copy per layer (rotary factors); the
+    /// weights' scales come after, added by the model layer. None where that list is not known
+    /// (checked against llama.cpp) yet.
+    fn created_tensors(&self, _hp: &HParams) -> Option<Vec<String>> {
+        None
+    }
+
     /// Whether `llama_model_n_swa` reports its sliding window: not where other caches beside it
     /// make the window useless for rolling back (DeepSeek-V4, as llama.cpp answers).
     fn reports_window(&self) -> bool {
