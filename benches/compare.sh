@@ -174,7 +174,7 @@ rm -f "$out/engine.gguf" "$out/llama.gguf"
 build_bench init_user
 refused=0
 runs=("$generated/qwen3-f16.gguf:file" "$generated/smollm3-f16.gguf:file" "$generated/llama-moe-q4_0.gguf:file"
-    "$models/${bench_models[0]}:file")
+    "$models/${bench_models[0]}:file" "$models/${bench_models[1]}:file")
 for path in "$generated"/*-f32.gguf; do runs+=("$path:f32"); done
 for run in "${runs[@]}"; do
     path="${run%:*}" mode="${run##*:}"

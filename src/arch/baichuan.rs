@@ -35,6 +35,10 @@ impl ArchSpec for Baichuan {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::plain_head(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         super::common_tensors(hp, false, &mut specs);

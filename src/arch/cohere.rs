@@ -92,6 +92,14 @@ impl ArchSpec for Cohere {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        match self.name {
+            "command-r" => Some(super::created::command_r(hp)),
+            "cohere2" => Some(super::created::cohere2(hp)),
+            _ => None,
+        }
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let e = hp.n_embd;
         let mut specs = vec![

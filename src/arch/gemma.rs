@@ -32,6 +32,10 @@ impl ArchSpec for Gemma {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::gemma(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = gemma3::tensors(hp, false);
         specs.retain(|s| {

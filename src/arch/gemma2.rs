@@ -50,6 +50,10 @@ impl ArchSpec for Gemma2 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::gemma2(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = gemma3::tensors(hp, false);
         // llama.cpp always reads the output head from the embeddings.

@@ -78,13 +78,9 @@ impl ArchSpec for Granite {
         specs
     }
 
-    /// Granite's own loader (Granite MoE's and MiniCPM's are not checked yet).
+    /// Granite's, Granite MoE's and MiniCPM's loaders are Llama's.
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        let extras = llama::Created {
-            llama_extras: true,
-            ..Default::default()
-        };
-        (self.0 == "granite").then(|| llama::created_tensors(hp, extras))
+        Some(super::created::llama(hp))
     }
 }
 

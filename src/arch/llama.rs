@@ -58,11 +58,7 @@ impl ArchSpec for Llama {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        let extras = Created {
-            llama_extras: true,
-            ..Default::default()
-        };
-        Some(created_tensors(hp, extras))
+        Some(super::created::llama(hp))
     }
 }
 
@@ -100,81 +96,6 @@ pub(super) fn tensors_with(hp: &HParams, experts: bool) -> Vec<TensorSpec> {
         super::ffn_bias_tensors(hp, il, &mut specs);
     }
     specs
-}
-
-/// What a Llama-family loader of llama.cpp creates beside the common decoder for a model made
-/// without a file (`ArchSpec::created_tensors`).
-#[derive(Default, Clone, Copy)]
-pub(super) struct Created {
-    /// `output.bias` after the output head (Qwen2's).
-    pub output_bias: bool,
-    /// The reranker's `cls.output.weight` after the output head (Qwen3's).
-    pub cls_output: bool,
-    /// Llama's and Granite's optional tensors: the attention output's bias, the rotary factors
-    /// (made again for every layer), the dense FFN's biases, or experts where the model has them.
-    pub llama_extras: bool,
-    /// Per-head key, then query norms after the attention output (Qwen3's).
-    pub qk_norm: bool,
-}
-
-/// The tensors llama.cpp creates, in its order, for a Llama-family model made without a file:
-/// the attention projections always split, with their biases (`create_tensor_qkv`).
-pub(super) fn created_tensors(hp: &HParams, c: Created) -> Vec<String> {
-    let mut names: Vec<String> = ["token_embd.weight", "output_norm.weight", "output.weight"]
-        .map(String::from)
-        .into();
-    if c.output_bias {
-        names.push("output.bias".into());
-    }
-    if c.cls_output {
-        names.push("cls.output.weight".into());
-    }
-    let mut rope_factors = Vec::new();
-    super::rope_factor_tensors(hp, &mut rope_factors);
-    for il in 0..hp.n_layer as usize {
-        let layer = |list: &[&str]| list.iter().map(|s| format!("blk.{il}.{s}")).collect::<Vec<_>>();
-        names.extend(layer(&[
-            "attn_norm.weight",
-            "attn_q.weight",
-            "attn_k.weight",
-            "attn_v.weight",
-            "attn_q.bias",
-            "attn_k.bias",
-            "attn_v.bias",
-            "attn_output.weight",
-        ]));
-        if c.llama_extras {
-            names.extend(layer(&["attn_output.bias"]));
-        }
-        if c.qk_norm {
-            names.extend(layer(&["attn_k_norm.weight", "attn_q_norm.weight"]));
-        }
-        names.extend(layer(&["ffn_norm.weight"]));
-        if c.llama_extras {
-            names.extend(rope_factors.iter().map(|s| s.name.clone()));
-        }
-        if c.llama_extras && hp.n_expert > 0 {
-            names.extend(layer(&[
-                "ffn_gate_inp.weight",
-                "ffn_gate_exps.weight",
-                "ffn_down_exps.weight",
-                "ffn_up_exps.weight",
-            ]));
-            if hp.n_ff_shexp > 0 {
-                names.extend(layer(&[
-                    "ffn_gate_shexp.weight",
-                    "ffn_up_shexp.weight",
-                    "ffn_down_shexp.weight",
-                ]));
-            }
-        } else {
-            names.extend(layer(&["ffn_gate.weight", "ffn_down.weight", "ffn_up.weight"]));
-            if c.llama_extras {
-                names.extend(layer(&["ffn_gate.bias", "ffn_down.bias", "ffn_up.bias"]));
-            }
-        }
-    }
-    names
 }
 
 /// What the architectures built on the Llama decoder change in it.

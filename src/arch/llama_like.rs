@@ -39,6 +39,9 @@ pub struct LlamaLike {
     /// Hunyuan's rotation: the base raised by `rope.scaling.alpha` (XDRoPE); `Some(true)` also
     /// M-RoPE when the file's sections ask for it (llama.cpp's `use_mrope`, Hunyuan-VL).
     hunyuan_rope: Option<bool>,
+    /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`), where
+    /// checked.
+    created: Option<fn(&HParams) -> Vec<String>>,
 }
 
 const NO_FFN_SCALES: llama::Variant = llama::Variant {
@@ -64,6 +67,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
+    created: Some(super::created::plain_head),
     name: "xverse",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -75,6 +79,7 @@ pub const XVERSE: LlamaLike = LlamaLike {
 };
 
 pub const EXAONE: LlamaLike = LlamaLike {
+    created: Some(super::created::exaone),
     name: "exaone",
     rope_type: 2,
     variant: NO_FFN_SCALES,
@@ -86,6 +91,7 @@ pub const EXAONE: LlamaLike = LlamaLike {
 };
 
 pub const ERNIE4_5: LlamaLike = LlamaLike {
+    created: Some(super::created::ernie4_5),
     name: "ernie4_5",
     rope_type: 0,
     variant: llama::Variant {
@@ -102,6 +108,7 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
 /// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
 /// "linear attention" and FFN-free layers (no query heads, no KV heads, no FFN) are refused.
 pub const DECI: LlamaLike = LlamaLike {
+    created: None,
     name: "deci",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -113,6 +120,7 @@ pub const DECI: LlamaLike = LlamaLike {
 };
 
 pub const ARCEE: LlamaLike = LlamaLike {
+    created: Some(super::created::arcee),
     name: "arcee",
     rope_type: 0,
     variant: llama::Variant {
@@ -127,6 +135,7 @@ pub const ARCEE: LlamaLike = LlamaLike {
 };
 
 pub const OLMOE: LlamaLike = LlamaLike {
+    created: Some(super::created::olmoe),
     name: "olmoe",
     rope_type: 2,
     variant: llama::Variant {
@@ -151,6 +160,7 @@ pub const OLMOE: LlamaLike = LlamaLike {
 };
 
 pub const SEED_OSS: LlamaLike = LlamaLike {
+    created: Some(super::created::seed_oss),
     name: "seed_oss",
     rope_type: 2,
     variant: llama::Variant {
@@ -165,6 +175,7 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
 };
 
 pub const MISTRAL3: LlamaLike = LlamaLike {
+    created: Some(super::created::llama),
     name: "mistral3",
     rope_type: 0,
     variant: llama::Variant {
@@ -179,6 +190,7 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
 };
 
 pub const REFACT: LlamaLike = LlamaLike {
+    created: Some(super::created::llama),
     name: "refact",
     rope_type: -1,
     variant: llama::Variant {
@@ -195,6 +207,7 @@ pub const REFACT: LlamaLike = LlamaLike {
 };
 
 pub const NANBEIGE: LlamaLike = LlamaLike {
+    created: Some(super::created::nanbeige),
     name: "nanbeige",
     rope_type: 0,
     variant: llama::Variant {
@@ -209,6 +222,7 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
 };
 
 pub const MAINCODER: LlamaLike = LlamaLike {
+    created: Some(super::created::qk_normed),
     name: "maincoder",
     rope_type: 0,
     variant: llama::Variant {
@@ -223,6 +237,7 @@ pub const MAINCODER: LlamaLike = LlamaLike {
 };
 
 pub const DREAM: LlamaLike = LlamaLike {
+    created: Some(super::created::qwen2),
     name: "dream",
     rope_type: 2,
     variant: llama::Variant {
@@ -238,6 +253,7 @@ pub const DREAM: LlamaLike = LlamaLike {
 };
 
 pub const LLADA: LlamaLike = LlamaLike {
+    created: Some(super::created::llada),
     name: "llada",
     rope_type: 0,
     variant: llama::Variant {
@@ -255,6 +271,7 @@ pub const LLADA: LlamaLike = LlamaLike {
 };
 
 pub const OPENELM: LlamaLike = LlamaLike {
+    created: None,
     name: "openelm",
     rope_type: 2,
     variant: llama::Variant {
@@ -272,6 +289,7 @@ pub const OPENELM: LlamaLike = LlamaLike {
 /// Hunyuan's dense models and Hunyuan-VL's language model: per-head query and key norms after
 /// rotation.
 const HUNYUAN: LlamaLike = LlamaLike {
+    created: Some(super::created::qk_normed),
     name: "hunyuan-dense",
     rope_type: 2,
     variant: llama::Variant {
@@ -288,6 +306,7 @@ const HUNYUAN: LlamaLike = LlamaLike {
 pub const HUNYUAN_DENSE: LlamaLike = HUNYUAN;
 
 pub const HUNYUAN_VL: LlamaLike = LlamaLike {
+    created: Some(super::created::qk_normed),
     name: "hunyuan_vl",
     hunyuan_rope: Some(true),
     ..HUNYUAN
@@ -296,6 +315,7 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
 /// PaddleOCR's language model: ERNIE 4.5's layout (dense, whatever its expert count says) with
 /// M-RoPE and its attention output bias.
 pub const PADDLEOCR: LlamaLike = LlamaLike {
+    created: None,
     name: "paddleocr",
     rope_type: crate::ggml::ROPE_MROPE,
     variant: NO_FFN_SCALES,
@@ -309,6 +329,7 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
 /// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
 /// factors are loaded but left out.
 pub const PANGU_EMBED: LlamaLike = LlamaLike {
+    created: None,
     name: "pangu-embedded",
     rope_type: 2,
     variant: llama::Variant {
@@ -323,6 +344,7 @@ pub const PANGU_EMBED: LlamaLike = LlamaLike {
 };
 
 pub const INTERNLM2: LlamaLike = LlamaLike {
+    created: Some(super::created::plain_head),
     name: "internlm2",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -334,6 +356,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
 };
 
 pub const QWEN: LlamaLike = LlamaLike {
+    created: None,
     name: "qwen",
     rope_type: 2,
     variant: llama::Variant {
@@ -348,6 +371,10 @@ pub const QWEN: LlamaLike = LlamaLike {
 };
 
 impl ArchSpec for LlamaLike {
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        self.created.map(|f| f(hp))
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

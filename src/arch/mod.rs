@@ -11,6 +11,7 @@ pub(crate) mod bert;
 pub(crate) mod chatglm;
 pub(crate) mod cogvlm;
 pub(crate) mod cohere;
+pub(crate) mod created;
 pub(crate) mod dbrx;
 pub(crate) mod deepseek2;
 pub(crate) mod deepseek4;

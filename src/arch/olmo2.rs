@@ -46,6 +46,10 @@ impl ArchSpec for Olmo2 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::olmo2(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         common_tensors(hp, false, &mut specs);

@@ -67,6 +67,10 @@ impl ArchSpec for Phi3 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        (!self.experts).then(|| super::created::phi3(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         common_tensors(hp, self.experts, &mut specs);

@@ -47,11 +47,7 @@ impl ArchSpec for Qwen2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        let c = llama::Created {
-            output_bias: true,
-            ..Default::default()
-        };
-        Some(llama::created_tensors(hp, c))
+        Some(super::created::qwen2(hp))
     }
 }
 
@@ -78,6 +74,10 @@ impl ArchSpec for Qwen2Vl {
         // llama.cpp never reads this architecture's norm epsilon: its norms add 0.
         hp.rms_eps = 0.0;
         super::load_rope_sections(meta, hp)
+    }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::qwen2(hp))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -126,6 +126,10 @@ impl ArchSpec for Qwen2Moe {
             _ => "?B",
         };
         Ok(())
+    }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::qwen2moe(hp))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

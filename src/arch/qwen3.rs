@@ -50,12 +50,10 @@ impl ArchSpec for Qwen3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        let c = llama::Created {
-            cls_output: true,
-            qk_norm: true,
-            ..Default::default()
-        };
-        Some(llama::created_tensors(hp, c))
+        Some(super::created::qwen3(
+            hp,
+            &format!("{} cls.output.weight", super::created::HEAD),
+        ))
     }
 }
 

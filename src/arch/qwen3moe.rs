@@ -87,6 +87,10 @@ impl ArchSpec for Qwen3Moe {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        (self.name != "llada-moe").then(|| super::created::qwen3moe(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = qwen3::tensors(hp, true);
         // LLaDA-MoE requires its own output head.

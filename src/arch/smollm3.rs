@@ -36,7 +36,7 @@ impl ArchSpec for SmolLm3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(llama::created_tensors(hp, llama::Created::default()))
+        Some(super::created::plain_head(hp))
     }
 }
 
