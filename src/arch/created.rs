@@ -205,3 +205,269 @@ pub(crate) fn cohere2(hp: &HParams) -> Vec<String> {
         format!("{ATTN} ffn_gate.weight ffn_down.weight ffn_up.weight")
     })
 }
+
+/// GPT-2's layer (StarCoder's, Bloom's, GPT-NeoX's): layer norms with biases, the fused attention
+/// projection, an ungated FFN, every bias.
+const GPT2_LAYER: &str = "attn_norm.weight attn_norm.bias attn_qkv.weight attn_qkv.bias attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_down.bias ffn_up.weight ffn_up.bias";
+/// A head with a biased output norm.
+const BIASED_HEAD: &str = "token_embd.weight output_norm.weight output_norm.bias output.weight";
+
+/// GPT-2's and StarCoder's: learned positions.
+pub(crate) fn gpt2(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight position_embd.weight output_norm.weight output_norm.bias output.weight",
+        |_| GPT2_LAYER.into(),
+    )
+}
+
+/// Bloom's: a norm of the token embeddings.
+pub(crate) fn bloom(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight token_embd_norm.weight token_embd_norm.bias output_norm.weight output_norm.bias output.weight",
+        |_| GPT2_LAYER.into(),
+    )
+}
+
+/// GPT-NeoX's.
+pub(crate) fn gptneox(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| GPT2_LAYER.into())
+}
+
+/// MPT's: GPT-2's with optional biases (all made without a file), a key norm and the FFN's
+/// activation scales.
+pub(crate) fn mpt(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight position_embd.weight output_norm.weight output_norm.bias output.weight",
+        |_| format!("{GPT2_LAYER} attn_k_norm.weight attn_k_norm.bias ffn.act.scales"),
+    )
+}
+
+/// CodeShell's: split projections.
+pub(crate) fn codeshell(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_down.bias ffn_up.weight ffn_up.bias".into()
+    })
+}
+
+/// StarCoder 2's: CodeShell's, the FFN's biases last.
+pub(crate) fn starcoder2(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_up.weight ffn_down.bias ffn_up.bias".into()
+    })
+}
+
+/// Nemotron's: StarCoder 2's layout.
+pub(crate) fn nemotron(hp: &HParams) -> Vec<String> {
+    starcoder2(hp)
+}
+
+/// JAIS's: GPT-2's attention, a gated FFN with biases.
+pub(crate) fn jais(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias attn_qkv.weight attn_qkv.bias attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_down.bias ffn_gate.weight ffn_gate.bias ffn_up.weight ffn_up.bias".into()
+    })
+}
+
+/// JAIS 2's: split projections, the FFN up before down.
+pub(crate) fn jais2(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_up.weight ffn_up.bias ffn_down.weight ffn_down.bias".into()
+    })
+}
+
+/// Orion's: biased norms, a gated FFN without biases.
+pub(crate) fn orion(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight ffn_norm.weight ffn_norm.bias ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+    })
+}
+
+/// StableLM's: the output norm's bias first; optional per-head query and key norms.
+pub(crate) fn stablelm(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight output_norm.bias output_norm.weight output.weight",
+        |_| {
+            "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight ffn_norm.bias ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+        },
+    )
+}
+
+/// Phi-2's: an output bias, no FFN norm (attention and FFN in parallel).
+pub(crate) fn phi2(hp: &HParams) -> Vec<String> {
+    layered(hp, &format!("{BIASED_HEAD} output.bias"), |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_down.weight ffn_down.bias ffn_up.weight ffn_up.bias".into()
+    })
+}
+
+/// Falcon's: a second attention norm, the fused projection without biases.
+pub(crate) fn falcon(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias attn_norm_2.weight attn_norm_2.bias attn_qkv.weight attn_output.weight ffn_down.weight ffn_up.weight".into()
+    })
+}
+
+/// Layer `il`'s FFN where the first `n_layer_dense_lead` layers are dense: the gated FFN there,
+/// `experts` elsewhere.
+fn dense_lead(hp: &HParams, il: usize, experts: &str) -> String {
+    if il < hp.n_layer_dense_lead as usize {
+        "ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+    } else {
+        experts.into()
+    }
+}
+
+/// Shared experts in the gate, down, up order.
+const SHARED_GDU: &str = "ffn_gate_shexp.weight ffn_down_shexp.weight ffn_up_shexp.weight";
+/// Shared experts in the gate, up, down order.
+const SHARED_GUD: &str = "ffn_gate_shexp.weight ffn_up_shexp.weight ffn_down_shexp.weight";
+
+/// DeepSeek's (the first): dense leading layers, then routed and shared experts.
+pub(crate) fn deepseek(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "{ATTN} ffn_norm.weight {}",
+            dense_lead(hp, il, &format!("{EXPERTS} {SHARED_GDU}"))
+        )
+    })
+}
+
+/// dots.llm1's: DeepSeek's with key and query norms and the router's selection bias.
+pub(crate) fn dots1(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {SHARED_GDU}");
+        format!("{ATTN} {KQ_NORMS} ffn_norm.weight {}", dense_lead(hp, il, &experts))
+    })
+}
+
+/// Ling's (`bailingmoe`): every layer routed and shared experts.
+pub(crate) fn bailingmoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight {EXPERTS} {SHARED_GDU}"))
+}
+
+/// Arctic's: a dense FFN beside the experts, which have their own norm.
+pub(crate) fn arctic(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{FFN_DENSE} ffn_gate_inp.weight ffn_norm_exps.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight")
+    })
+}
+
+/// Arctic's attention and dense FFN.
+const FFN_DENSE: &str =
+    "attn_norm.weight QKV attn_output.weight ffn_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight";
+
+/// DBRX's: the fused projection, a norm after the attention output, experts only.
+pub(crate) fn dbrx(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight attn_qkv.weight attn_output.weight attn_output_norm.weight {EXPERTS}")
+    })
+}
+
+/// Grok's: a dense FFN and experts, norms after the attention output and the layer.
+pub(crate) fn grok(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output_norm.weight {FFN} {EXPERTS} layer_output_norm.weight")
+    })
+}
+
+/// SmallThinker's: routed experts only.
+pub(crate) fn smallthinker(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight {EXPERTS}"))
+}
+
+/// PhiMoE's: biased norms and output, experts, LongRoPE's factors always.
+pub(crate) fn phimoe(hp: &HParams) -> Vec<String> {
+    layered(hp, &format!("{BIASED_HEAD} output.bias"), |_| {
+        format!("attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias {EXPERTS} ROPE_LONG_SHORT")
+    })
+}
+
+/// Hunyuan MoE's: Qwen 3's attention, routed and shared experts.
+pub(crate) fn hunyuan_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} {KQ_NORMS} ffn_norm.weight {EXPERTS} {SHARED_GUD}")
+    })
+}
+
+/// ERNIE 4.5 MoE's: ERNIE 4.5's attention, dense leading layers, then experts with the router's
+/// selection bias (and shared ones where the model has them).
+pub(crate) fn ernie4_5_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {shared}");
+        format!(
+            "{ATTN} attn_output.bias ffn_norm.weight {}",
+            dense_lead(hp, il, &experts)
+        )
+    })
+}
+
+/// Deci's: per layer, attention with projections, a linear replacement (norm and output only)
+/// or none, and an FFN or none.
+pub(crate) fn deci(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let attn = match (hp.n_head[il], hp.n_head_kv[il]) {
+            (h, 0) if h > 0 => "attn_norm.weight attn_output.weight",
+            (_, 0) => "",
+            _ => ATTN,
+        };
+        let (norm, ffn) = if hp.n_ff[il] > 0 {
+            ("ffn_norm.weight", "ffn_gate.weight ffn_down.weight ffn_up.weight")
+        } else {
+            ("", "")
+        };
+        format!("{attn} attn_output.bias {norm} ROPE {ffn} ffn_gate.bias ffn_down.bias ffn_up.bias")
+    })
+}
+
+/// Talkie's: no norm weights but a per-head query scale and a scale on each layer's output.
+pub(crate) fn talkie(hp: &HParams) -> Vec<String> {
+    layered(hp, "token_embd.weight output.weight", |_| {
+        "QKV attn_output.weight attn_q_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight layer_output_scale.weight".into()
+    })
+}
+
+/// Qwen's (the first): the fused projection with its bias.
+pub(crate) fn qwen(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "attn_norm.weight attn_qkv.weight attn_qkv.bias attn_output.weight ffn_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+    })
+}
+
+/// EXAONE 4's: `rope_freqs` after the attention output, norms after the attention and the FFN.
+pub(crate) fn exaone4(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "QKV attn_output.weight ROPE_FREQS post_attention_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight post_ffw_norm.weight".into()
+    })
+}
+
+/// OLMo's (the first): no norm weights at all.
+pub(crate) fn olmo(hp: &HParams) -> Vec<String> {
+    layered(hp, "token_embd.weight output.weight", |_| {
+        "QKV attn_output.weight ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+    })
+}
+
+/// PLaMo's: one norm per layer (attention and FFN in parallel).
+pub(crate) fn plamo(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_gate.weight ffn_down.weight ffn_up.weight")
+    })
+}
+
+/// ChatGLM's: a fused gate and up projection.
+pub(crate) fn chatglm(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight ffn_up.weight ffn_down.weight")
+    })
+}
+
+/// GLM-4's: ChatGLM's with norms after the attention and the FFN.
+pub(crate) fn glm4(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} post_attention_norm.weight ffn_norm.weight ffn_down.weight ffn_up.weight post_ffw_norm.weight")
+    })
+}

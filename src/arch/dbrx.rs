@@ -39,6 +39,10 @@ impl ArchSpec for Dbrx {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::dbrx(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, ne) = (hp.n_embd, hp.n_expert);
         let mut specs = Vec::new();

@@ -48,6 +48,10 @@ impl ArchSpec for Ernie45Moe {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::ernie4_5_moe(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, x, sh, n) = (hp.n_embd, hp.n_ff_exp, hp.n_ff_shexp, hp.n_expert);
         let mut specs = llama::tensors_with(hp, true);

@@ -47,6 +47,10 @@ impl ArchSpec for Exaone4 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::exaone4(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, hk) = (hp.n_embd, hp.n_embd_head_k);
         let mut specs = Vec::new();

@@ -39,6 +39,10 @@ impl ArchSpec for Glm4 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::glm4(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let e = hp.n_embd;
         let mut specs = Vec::new();

@@ -94,6 +94,9 @@ pub struct Gpt2Like {
     /// head is then required.
     embeddings_from_output: bool,
     /// llama.cpp's size label per layer count.
+    /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`), where
+    /// checked.
+    created: Option<fn(&HParams) -> Vec<String>>,
     sizes: &'static [(u32, &'static str)],
 }
 
@@ -112,12 +115,17 @@ const GPT2_BASE: Gpt2Like = Gpt2Like {
     output_bias: false,
     attn_norm_2: false,
     embeddings_from_output: false,
+    created: None,
     sizes: &[(12, "0.1B"), (24, "0.4B"), (36, "0.8B"), (48, "1.5B")],
 };
 
-pub const GPT2: Gpt2Like = GPT2_BASE;
+pub const GPT2: Gpt2Like = Gpt2Like {
+    created: Some(super::created::gpt2),
+    ..GPT2_BASE
+};
 
 pub const STARCODER: Gpt2Like = Gpt2Like {
+    created: Some(super::created::gpt2),
     name: "starcoder",
     rope_type: 0,
     sizes: &[(24, "1B"), (36, "3B"), (42, "7B"), (40, "15B")],
@@ -125,6 +133,7 @@ pub const STARCODER: Gpt2Like = Gpt2Like {
 };
 
 pub const CODESHELL: Gpt2Like = Gpt2Like {
+    created: Some(super::created::codeshell),
     name: "codeshell",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -134,6 +143,7 @@ pub const CODESHELL: Gpt2Like = Gpt2Like {
 };
 
 pub const STARCODER2: Gpt2Like = Gpt2Like {
+    created: Some(super::created::starcoder2),
     name: "starcoder2",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -142,6 +152,7 @@ pub const STARCODER2: Gpt2Like = Gpt2Like {
 };
 
 pub const BLOOM: Gpt2Like = Gpt2Like {
+    created: Some(super::created::bloom),
     name: "bloom",
     positions: Positions::Alibi { fixed: Some(8.0) },
     token_norm: true,
@@ -150,6 +161,7 @@ pub const BLOOM: Gpt2Like = Gpt2Like {
 };
 
 pub const MPT: Gpt2Like = Gpt2Like {
+    created: Some(super::created::mpt),
     name: "mpt",
     positions: Positions::Learned { optional: true },
     biases: Biases::Optional,
@@ -159,6 +171,7 @@ pub const MPT: Gpt2Like = Gpt2Like {
 };
 
 pub const JAIS: Gpt2Like = Gpt2Like {
+    created: Some(super::created::jais),
     name: "jais",
     positions: Positions::Alibi { fixed: None },
     act: Act::SwiGlu,
@@ -168,6 +181,7 @@ pub const JAIS: Gpt2Like = Gpt2Like {
 };
 
 pub const ORION: Gpt2Like = Gpt2Like {
+    created: Some(super::created::orion),
     name: "orion",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -188,6 +202,7 @@ pub const POCKETTTS: Gpt2Like = Gpt2Like {
 };
 
 pub const STABLELM: Gpt2Like = Gpt2Like {
+    created: Some(super::created::stablelm),
     name: "stablelm",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -199,6 +214,7 @@ pub const STABLELM: Gpt2Like = Gpt2Like {
 };
 
 pub const PHI2: Gpt2Like = Gpt2Like {
+    created: Some(super::created::phi2),
     name: "phi2",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -210,6 +226,7 @@ pub const PHI2: Gpt2Like = Gpt2Like {
 };
 
 pub const NEMOTRON: Gpt2Like = Gpt2Like {
+    created: Some(super::created::nemotron),
     name: "nemotron",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -220,6 +237,7 @@ pub const NEMOTRON: Gpt2Like = Gpt2Like {
 };
 
 pub const JAIS2: Gpt2Like = Gpt2Like {
+    created: Some(super::created::jais2),
     name: "jais2",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -229,6 +247,7 @@ pub const JAIS2: Gpt2Like = Gpt2Like {
 };
 
 pub const FALCON: Gpt2Like = Gpt2Like {
+    created: Some(super::created::falcon),
     name: "falcon",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -240,6 +259,7 @@ pub const FALCON: Gpt2Like = Gpt2Like {
 };
 
 pub const GPTNEOX: Gpt2Like = Gpt2Like {
+    created: Some(super::created::gptneox),
     name: "gptneox",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -263,6 +283,10 @@ const GPTNEOX_SIZES: &[(u32, u32, &str)] = &[
 ];
 
 impl ArchSpec for Gpt2Like {
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        self.created.map(|f| f(hp))
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }
@@ -329,8 +353,6 @@ impl ArchSpec for Gpt2Like {
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             let ff = hp.n_ff[il];
-            let q = hp.n_embd_head_k * hp.n_head[il];
-            let k = hp.n_embd_head_k * hp.n_head_kv[il];
             super::attention_tensors(hp, il, &mut specs);
             specs.extend([
                 TensorSpec::new(b("attn_norm.weight"), &[e], true),
@@ -370,13 +392,14 @@ impl ArchSpec for Gpt2Like {
                 }
             }
             if self.mpt {
-                // MPT's optional norms over whole queries and keys (applied with the query norm)
-                // and the scales GELU's output is divided by.
+                // MPT's optional norms over whole queries and keys (applied with the query norm;
+                // as wide as the embedding, as llama.cpp loads them) and the scales GELU's output
+                // is divided by.
                 specs.extend([
-                    TensorSpec::new(b("attn_q_norm.weight"), &[q], false),
-                    TensorSpec::new(b("attn_q_norm.bias"), &[q], false),
-                    TensorSpec::new(b("attn_k_norm.weight"), &[k], false),
-                    TensorSpec::new(b("attn_k_norm.bias"), &[k], false),
+                    TensorSpec::new(b("attn_q_norm.weight"), &[e], false),
+                    TensorSpec::new(b("attn_q_norm.bias"), &[e], false),
+                    TensorSpec::new(b("attn_k_norm.weight"), &[e], false),
+                    TensorSpec::new(b("attn_k_norm.bias"), &[e], false),
                     TensorSpec::new(b("ffn.act.scales"), &[ff], false),
                 ]);
             }

@@ -34,6 +34,10 @@ impl ArchSpec for HunyuanMoe {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::hunyuan_moe(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = llama::tensors(hp);
         for il in 0..hp.n_layer as usize {

@@ -108,7 +108,7 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
 /// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
 /// "linear attention" and FFN-free layers (no query heads, no KV heads, no FFN) are refused.
 pub const DECI: LlamaLike = LlamaLike {
-    created: None,
+    created: Some(super::created::deci),
     name: "deci",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -356,7 +356,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
 };
 
 pub const QWEN: LlamaLike = LlamaLike {
-    created: None,
+    created: Some(super::created::qwen),
     name: "qwen",
     rope_type: 2,
     variant: llama::Variant {

@@ -33,6 +33,10 @@ impl ArchSpec for Olmo {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::olmo(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = llama::tensors_with(hp, false);
         specs.retain(|s| !s.name.ends_with("_norm.weight"));

@@ -68,7 +68,10 @@ impl ArchSpec for Phi3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        (!self.experts).then(|| super::created::phi3(hp))
+        Some(match self.experts {
+            false => super::created::phi3(hp),
+            true => super::created::phimoe(hp),
+        })
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -27,6 +27,10 @@ impl ArchSpec for Plamo {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::plamo(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let e = hp.n_embd;
         let mut specs = Vec::new();

@@ -144,6 +144,15 @@ impl ArchSpec for SharedExperts {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        match self.name {
+            "deepseek" => Some(super::created::deepseek(hp)),
+            "dots1" => Some(super::created::dots1(hp)),
+            "bailingmoe" => Some(super::created::bailingmoe(hp)),
+            _ => None,
+        }
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let common = |hp: &HParams, experts: bool| {
             let mut specs = Vec::new();

@@ -53,6 +53,10 @@ impl ArchSpec for SmallThinker {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::smallthinker(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         common_tensors(hp, true, &mut specs);

@@ -29,6 +29,10 @@ impl ArchSpec for Talkie {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::talkie(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, v) = (hp.n_embd, hp.n_vocab);
         let mut specs = vec![
