@@ -274,11 +274,11 @@ static void refusals(void) {
     CHECK(tu_log_contains("set_tensor_data is NULL"), "log: %s", tu_log_text());
     gguf_free(meta);
 
-    /* GLM-4.5's list of tensors is not checked against llama.cpp's yet. */
-    meta = metadata_of(gen("glm4moe-f32.gguf"), NULL, false);
+    /* DeepSeek-V4's list of tensors is not checked against llama.cpp's yet. */
+    meta = metadata_of(gen("deepseek4-f32.gguf"), NULL, false);
     tu_log_clear();
-    CHECK(llama_model_init_from_user(meta, fill, f, mp) == NULL, "GLM-4.5 accepted");
-    CHECK(tu_log_contains("does not support the architecture 'glm4moe'"), "log: %s", tu_log_text());
+    CHECK(llama_model_init_from_user(meta, fill, f, mp) == NULL, "DeepSeek-V4 accepted");
+    CHECK(tu_log_contains("does not support the architecture 'deepseek4'"), "log: %s", tu_log_text());
     CHECK(f->calls == 0, "%d calls for a refused model", f->calls);
     gguf_free(meta);
     free(f);

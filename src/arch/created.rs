@@ -471,3 +471,82 @@ pub(crate) fn glm4(hp: &HParams) -> Vec<String> {
         format!("{ATTN} post_attention_norm.weight ffn_norm.weight ffn_down.weight ffn_up.weight post_ffw_norm.weight")
     })
 }
+
+/// Llama 4's: `rope_freqs`, experts (with a shared one) every `interleave_moe_layer_step` layers.
+pub(crate) fn llama4(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let ffn = if super::llama4::is_moe_layer(hp, il) {
+            format!("{EXPERTS} {SHARED_GDU}")
+        } else {
+            "ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+        };
+        format!("{ATTN} ffn_norm.weight ROPE_FREQS {ffn}")
+    })
+}
+
+/// GLM-4.5's: query and key norms, a norm after the attention, dense leading layers, then
+/// experts with the router's selection bias and shared ones.
+pub(crate) fn glm4moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {SHARED_GDU}");
+        format!(
+            "{ATTN} attn_q_norm.weight attn_k_norm.weight post_attention_norm.weight {}",
+            dense_lead(hp, il, &experts)
+        )
+    })
+}
+
+/// Mamba's layer.
+const MAMBA: &str =
+    "ssm_in.weight ssm_conv1d.weight ssm_conv1d.bias ssm_x.weight ssm_dt.weight ssm_dt.bias ssm_a ssm_d ssm_out.weight";
+/// Mamba-2's layer.
+const MAMBA2: &str =
+    "ssm_in.weight ssm_conv1d.weight ssm_conv1d.bias ssm_dt.bias ssm_a ssm_d ssm_norm.weight ssm_out.weight";
+
+/// Mamba's.
+pub(crate) fn mamba(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("attn_norm.weight {MAMBA}"))
+}
+
+/// Mamba-2's.
+pub(crate) fn mamba2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("attn_norm.weight {MAMBA2}"))
+}
+
+/// Jamba's: Mamba layers with norms of dt, B and C, or attention layers; experts in every layer
+/// when the model has experts (without a file, every router is made).
+pub(crate) fn jamba(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = if hp.is_recurrent(il) {
+            "ssm_in.weight ssm_conv1d.weight ssm_conv1d.bias ssm_x.weight ssm_dt_norm.weight ssm_dt.weight ssm_dt.bias ssm_b_norm.weight ssm_c_norm.weight ssm_a ssm_d ssm_out.weight"
+        } else {
+            "QKV attn_output.weight"
+        };
+        let ffn = if hp.n_expert > 0 {
+            EXPERTS
+        } else {
+            "ffn_gate.weight ffn_down.weight ffn_up.weight"
+        };
+        format!("attn_norm.weight {mixer} ffn_norm.weight {ffn}")
+    })
+}
+
+/// Granite 4's hybrid: Mamba-2 layers or attention layers with an output bias, then Granite's FFN
+/// (with `rope_freqs`): experts (and a shared one) or a dense FFN with biases.
+pub(crate) fn granite_hybrid(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = if hp.is_recurrent(il) {
+            MAMBA2
+        } else {
+            "QKV attn_output.weight attn_output.bias"
+        };
+        let ffn = if hp.n_expert == 0 {
+            "ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias".to_string()
+        } else if hp.n_ff_shexp > 0 {
+            format!("{EXPERTS} {SHARED_GUD}")
+        } else {
+            EXPERTS.to_string()
+        };
+        format!("attn_norm.weight {mixer} ffn_norm.weight ROPE_FREQS {ffn}")
+    })
+}

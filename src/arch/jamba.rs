@@ -33,6 +33,10 @@ impl ArchSpec for Jamba {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::jamba(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         head_tensors(hp, &mut specs);

@@ -66,6 +66,10 @@ impl ArchSpec for Llama4 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::llama4(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         head_tensors(hp, &mut specs);
@@ -87,7 +91,7 @@ impl ArchSpec for Llama4 {
     }
 }
 
-fn is_moe_layer(hp: &HParams, il: usize) -> bool {
+pub(super) fn is_moe_layer(hp: &HParams, il: usize) -> bool {
     hp.n_moe_layer_step > 0 && (il + 1).is_multiple_of(hp.n_moe_layer_step as usize)
 }
 

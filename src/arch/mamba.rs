@@ -139,6 +139,10 @@ impl ArchSpec for Mamba {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::mamba(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         state_space_tensors(hp, |il, specs| mamba_tensors(hp, il, false, specs))
     }
@@ -162,6 +166,10 @@ impl ArchSpec for Mamba2 {
         hp.recurrent_layers = vec![true; hp.n_layer as usize];
         hp.rope = false;
         Ok(())
+    }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::mamba2(hp))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -149,6 +149,7 @@ impl ArchSpec for SharedExperts {
             "deepseek" => Some(super::created::deepseek(hp)),
             "dots1" => Some(super::created::dots1(hp)),
             "bailingmoe" => Some(super::created::bailingmoe(hp)),
+            "glm4moe" => Some(super::created::glm4moe(hp)),
             _ => None,
         }
     }
