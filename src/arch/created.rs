@@ -550,3 +550,24 @@ pub(crate) fn granite_hybrid(hp: &HParams) -> Vec<String> {
         format!("attn_norm.weight {mixer} ffn_norm.weight ROPE_FREQS {ffn}")
     })
 }
+
+/// OpenELM's: the fused projection, then query and key norms; the head tied.
+pub(crate) fn openelm(hp: &HParams) -> Vec<String> {
+    layered(hp, TIED_HEAD, |_| {
+        format!("attn_norm.weight attn_qkv.weight attn_q_norm.weight attn_k_norm.weight attn_output.weight {FFN}")
+    })
+}
+
+/// PanGu Embedded's: Llama's dense layers without the FFN's biases.
+pub(crate) fn pangu_embed(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE ffn_gate.weight ffn_down.weight ffn_up.weight")
+    })
+}
+
+/// LLaDA-MoE's: query, then key norms, routed experts.
+pub(crate) fn llada_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS}")
+    })
+}

@@ -271,7 +271,7 @@ pub const LLADA: LlamaLike = LlamaLike {
 };
 
 pub const OPENELM: LlamaLike = LlamaLike {
-    created: None,
+    created: Some(super::created::openelm),
     name: "openelm",
     rope_type: 2,
     variant: llama::Variant {
@@ -315,7 +315,7 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
 /// PaddleOCR's language model: ERNIE 4.5's layout (dense, whatever its expert count says) with
 /// M-RoPE and its attention output bias.
 pub const PADDLEOCR: LlamaLike = LlamaLike {
-    created: None,
+    created: Some(super::created::ernie4_5),
     name: "paddleocr",
     rope_type: crate::ggml::ROPE_MROPE,
     variant: NO_FFN_SCALES,
@@ -329,7 +329,7 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
 /// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
 /// factors are loaded but left out.
 pub const PANGU_EMBED: LlamaLike = LlamaLike {
-    created: None,
+    created: Some(super::created::pangu_embed),
     name: "pangu-embedded",
     rope_type: 2,
     variant: llama::Variant {

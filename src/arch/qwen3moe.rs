@@ -88,7 +88,10 @@ impl ArchSpec for Qwen3Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        (self.name != "llada-moe").then(|| super::created::qwen3moe(hp))
+        Some(match self.name {
+            "llada-moe" => super::created::llada_moe(hp),
+            _ => super::created::qwen3moe(hp),
+        })
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
