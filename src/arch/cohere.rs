@@ -96,6 +96,7 @@ impl ArchSpec for Cohere {
         match self.name {
             "command-r" => Some(super::created::command_r(hp)),
             "cohere2" => Some(super::created::cohere2(hp)),
+            "cohere2moe" => Some(super::created::cohere2moe(hp)),
             _ => None,
         }
     }

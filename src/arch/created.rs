@@ -571,3 +571,44 @@ pub(crate) fn llada_moe(hp: &HParams) -> Vec<String> {
         format!("{ATTN} attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS}")
     })
 }
+
+/// MiniMax-M2's: the projections first, whole-projection query and key norms, experts with the
+/// router's selection bias last.
+pub(crate) fn minimax_m2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("QKV attn_output.weight attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS} exp_probs_b.bias")
+    })
+}
+
+/// Routed experts with the router's selection bias, then shared ones (gate, down, up).
+const BIASED_EXPERTS: &str = "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight ffn_gate_shexp.weight ffn_down_shexp.weight ffn_up_shexp.weight";
+
+/// EXAONE MoE's: the projections, `rope_freqs`, then the norms; dense leading layers.
+pub(crate) fn exaone_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "QKV attn_output.weight ROPE_FREQS attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {}",
+            dense_lead(hp, il, BIASED_EXPERTS)
+        )
+    })
+}
+
+/// Ling 2's (`bailingmoe2`): the fused projection, query and key norms, dense leading layers.
+pub(crate) fn bailingmoe2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "attn_norm.weight attn_qkv.weight attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {}",
+            dense_lead(hp, il, BIASED_EXPERTS)
+        )
+    })
+}
+
+/// Cohere 2 MoE's: dense leading layers, then experts with fused gate and up projections (made
+/// fused without a file) and shared ones where the model has them; no FFN norm.
+pub(crate) fn cohere2moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts = format!("ffn_gate_inp.weight ffn_down_exps.weight ffn_gate_up_exps.weight {shared}");
+        format!("{ATTN} {}", dense_lead(hp, il, &experts))
+    })
+}

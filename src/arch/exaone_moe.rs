@@ -55,6 +55,10 @@ impl ArchSpec for ExaoneMoe {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::exaone_moe(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = qwen3::tensors(hp, true);
         dense_lead(hp, &mut specs, |d| qwen3::tensors(d, false));

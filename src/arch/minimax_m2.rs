@@ -37,6 +37,10 @@ impl ArchSpec for MinimaxM2 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::minimax_m2(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         head_tensors(hp, &mut specs);

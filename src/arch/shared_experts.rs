@@ -150,6 +150,7 @@ impl ArchSpec for SharedExperts {
             "dots1" => Some(super::created::dots1(hp)),
             "bailingmoe" => Some(super::created::bailingmoe(hp)),
             "glm4moe" => Some(super::created::glm4moe(hp)),
+            "bailingmoe2" => Some(super::created::bailingmoe2(hp)),
             _ => None,
         }
     }
