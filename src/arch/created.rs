@@ -612,3 +612,29 @@ pub(crate) fn cohere2moe(hp: &HParams) -> Vec<String> {
         format!("{ATTN} {}", dense_lead(hp, il, &experts))
     })
 }
+
+/// DeepSeek-V2's (and V3's, Mistral 4's): latent attention (queries compressed where the model
+/// has a rank for them; keys and values decompressed per head when absorbed), dense leading
+/// layers, then experts with the router's selection bias, fused gate and up projections (made
+/// fused without a file) and shared ones where the model has them.
+pub(crate) fn deepseek2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let (q_norm, q) = if hp.n_lora_q > 0 {
+            ("attn_q_a_norm.weight", "attn_q_a.weight attn_q_b.weight")
+        } else {
+            ("", "attn_q.weight")
+        };
+        let kv = if hp.kv_latent() {
+            "attn_k_b.weight attn_v_b.weight"
+        } else {
+            "attn_kv_b.weight"
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts =
+            format!("ffn_gate_inp.weight exp_probs_b.bias ffn_down_exps.weight ffn_gate_up_exps.weight {shared}");
+        format!(
+            "attn_norm.weight {q_norm} attn_kv_a_norm.weight {q} attn_kv_a_mqa.weight {kv} attn_output.weight ffn_norm.weight {}",
+            dense_lead(hp, il, &experts)
+        )
+    })
+}

@@ -154,6 +154,10 @@ impl ArchSpec for DeepSeek2 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        (!self.variant.sparse()).then(|| super::created::deepseek2(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         latent_tensors(hp, self.variant.sparse())
     }
