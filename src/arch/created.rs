@@ -638,3 +638,17 @@ pub(crate) fn deepseek2(hp: &HParams) -> Vec<String> {
         )
     })
 }
+
+/// gpt-oss's: a norm after the attention, attention sinks, experts with biases (the biases last).
+pub(crate) fn gpt_oss(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight post_attention_norm.weight QKV attn_output.weight attn_sinks.weight {EXPERTS} attn_output.bias ffn_gate_inp.bias ffn_gate_exps.bias ffn_down_exps.bias ffn_up_exps.bias")
+    })
+}
+
+/// MiniCPM3's: compressed queries, keys and values, LongRoPE's factors always.
+pub(crate) fn minicpm3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight attn_q_a_norm.weight attn_kv_a_norm.weight attn_q_a.weight attn_q_b.weight attn_kv_a_mqa.weight attn_kv_b.weight attn_output.weight {FFN} ROPE_LONG_SHORT")
+    })
+}

@@ -55,6 +55,10 @@ impl ArchSpec for GptOss {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::gpt_oss(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         common_tensors(hp, true, &mut specs);

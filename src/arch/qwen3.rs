@@ -101,6 +101,11 @@ impl ArchSpec for Qwen3Vl {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        (self.name() == "qwen3vl")
+            .then(|| super::created::qwen3(hp, &format!("{} cls.output.weight", super::created::HEAD)))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         Qwen3.tensors(hp)
     }
