@@ -102,7 +102,7 @@ pub(crate) fn qk_normed(hp: &HParams) -> Vec<String> {
     qwen3(hp, HEAD)
 }
 
-/// Qwen3-MoE's: Qwen 3's attention, then routed experts.
+/// Qwen3-MoE's (and Mellum's): Qwen 3's attention, then routed experts.
 pub(crate) fn qwen3moe(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| format!("{ATTN} {KQ_NORMS} ffn_norm.weight {EXPERTS}"))
 }
@@ -565,7 +565,7 @@ pub(crate) fn pangu_embed(hp: &HParams) -> Vec<String> {
     })
 }
 
-/// LLaDA-MoE's: query, then key norms, routed experts.
+/// LLaDA-MoE's (and Maple's): query, then key norms, routed experts.
 pub(crate) fn llada_moe(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
         format!("{ATTN} attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS}")
@@ -650,5 +650,19 @@ pub(crate) fn gpt_oss(hp: &HParams) -> Vec<String> {
 pub(crate) fn minicpm3(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
         format!("attn_norm.weight attn_q_a_norm.weight attn_kv_a_norm.weight attn_q_a.weight attn_q_b.weight attn_kv_a_mqa.weight attn_kv_b.weight attn_output.weight {FFN} ROPE_LONG_SHORT")
+    })
+}
+
+/// CogVLM's: the fused projection, and a second attention and FFN for image tokens.
+pub(crate) fn cogvlm(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "attn_norm.weight attn_qkv.weight attn_output.weight vis_attn_qkv.weight vis_attn_output.weight ROPE_FREQS ffn_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight vis_gate.weight vis_down.weight vis_up.weight".into()
+    })
+}
+
+/// Spark 2.5's: an attention gate per head, the FFN gate, up, down.
+pub(crate) fn spark2_5(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "attn_norm.weight QKV attn_gate.weight attn_output.weight ffn_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight".into()
     })
 }

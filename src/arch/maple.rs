@@ -36,6 +36,10 @@ impl ArchSpec for Maple {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::llada_moe(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = qwen3::tensors(hp, true);
         super::require_output(&mut specs);

@@ -40,6 +40,10 @@ impl ArchSpec for Mellum {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::qwen3moe(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = qwen3::tensors(hp, true);
         super::require_output(&mut specs);
