@@ -666,3 +666,32 @@ pub(crate) fn spark2_5(hp: &HParams) -> Vec<String> {
         "attn_norm.weight QKV attn_gate.weight attn_output.weight ffn_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight".into()
     })
 }
+
+/// PLaMo 2's: Mamba layers (with norms of dt, B and C, named without `.weight`) or attention
+/// layers with per-head norms; norms after the mixer and the fused FFN.
+pub(crate) fn plamo2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = if hp.is_recurrent(il) {
+            "ssm_in.weight ssm_conv1d.weight ssm_x.weight ssm_dt.weight ssm_dt.bias ssm_a ssm_d ssm_out.weight ssm_dt_norm ssm_b_norm ssm_c_norm"
+        } else {
+            "attn_qkv.weight attn_q_norm.weight attn_k_norm.weight attn_output.weight"
+        };
+        format!(
+            "attn_norm.weight {mixer} post_attention_norm ffn_norm.weight ffn_down.weight ffn_up.weight post_ffw_norm"
+        )
+    })
+}
+
+/// PLaMo 3's: PLaMo 2's attention layers, the FFN's post-norm before it.
+pub(crate) fn plamo3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "attn_norm.weight attn_qkv.weight attn_q_norm.weight attn_k_norm.weight attn_output.weight post_attention_norm ffn_norm.weight post_ffw_norm ffn_up.weight ffn_down.weight".into()
+    })
+}
+
+/// Falcon-H1's: a Mamba-2 mixer and attention side by side in every layer, then Granite's FFN.
+pub(crate) fn falcon_h1(hp: &HParams) -> Vec<String> {
+    layered(hp, "token_embd.weight output.weight output_norm.weight", |_| {
+        format!("{MAMBA2} QKV attn_output.weight attn_output.bias attn_norm.weight ffn_norm ROPE_FREQS ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias")
+    })
+}
