@@ -695,3 +695,41 @@ pub(crate) fn falcon_h1(hp: &HParams) -> Vec<String> {
         format!("{MAMBA2} QKV attn_output.weight attn_output.bias attn_norm.weight ffn_norm ROPE_FREQS ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias")
     })
 }
+
+/// The attention of Muse Glimmer and AFMoE: norms before and after, query and key norms, a gate.
+const GATED_ATTN: &str = "attn_norm.weight post_attention_norm.weight QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight attn_gate.weight ffn_norm.weight post_ffw_norm.weight";
+
+/// Muse Glimmer's.
+pub(crate) fn muse_glimmer(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{GATED_ATTN} ffn_gate.weight ffn_down.weight ffn_up.weight")
+    })
+}
+
+/// AFMoE's: Muse Glimmer's attention, dense leading layers, then experts with the router's
+/// selection bias and shared ones where the model has them.
+pub(crate) fn afmoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {shared}");
+        format!("{GATED_ATTN} {}", dense_lead(hp, il, &experts))
+    })
+}
+
+/// MiMo-V2's: attention sinks; the dense FFN where the layer has a width for it, and experts in
+/// every layer of a model with experts (all optional, all made without a file).
+pub(crate) fn mimo2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let dense = if hp.n_ff[il] > 0 {
+            "ffn_gate.weight ffn_down.weight ffn_up.weight"
+        } else {
+            ""
+        };
+        let experts = if hp.n_expert > 0 {
+            "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight exp_probs_b.bias"
+        } else {
+            ""
+        };
+        format!("QKV attn_output.weight attn_norm.weight attn_sinks.weight ffn_norm.weight {dense} {experts}")
+    })
+}
