@@ -733,3 +733,25 @@ pub(crate) fn mimo2(hp: &HParams) -> Vec<String> {
         format!("QKV attn_output.weight attn_norm.weight attn_sinks.weight ffn_norm.weight {dense} {experts}")
     })
 }
+
+/// GroveMoE's: Qwen 3's attention, routed experts and chunked ones.
+pub(crate) fn grovemoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} {KQ_NORMS} ffn_norm.weight {EXPERTS} ffn_gate_chexps.weight ffn_down_chexps.weight ffn_up_chexps.weight")
+    })
+}
+
+/// Nemotron-H's (without experts): each layer one of a Mamba-2 mixer, attention (where the layer
+/// has no FFN width), or an ungated FFN with biases.
+pub(crate) fn nemotron_h(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let block = if hp.is_recurrent(il) {
+            MAMBA2
+        } else if hp.n_ff[il] == 0 {
+            "QKV attn_output.weight attn_output.bias"
+        } else {
+            "ffn_down.weight ffn_up.weight ffn_down.bias ffn_up.bias"
+        };
+        format!("attn_norm.weight {block}")
+    })
+}

@@ -57,6 +57,10 @@ impl ArchSpec for GroveMoe {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::grovemoe(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = super::qwen3::tensors(hp, true);
         let (e, x, n) = (hp.n_embd, hp.n_ff_chexp, hp.n_expert / hp.n_group_experts.max(1));

@@ -36,6 +36,10 @@ impl ArchSpec for NemotronH {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        (self.0 == "nemotron_h").then(|| super::created::nemotron_h(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         tensors(hp)
     }
