@@ -538,3 +538,66 @@ fn check_tensors_finds_a_nan_in_quantized_blocks() {
     let err = super::ftype::validate_data(&info, &block, 0).unwrap_err().to_string();
     assert!(err.contains("'blk.0.attn_q.weight' has invalid data"), "{err}");
 }
+
+/// A model made from metadata alone (`llama_model_init_from_user`): llama.cpp's tensors for Llama
+/// in its order, each handed to `fill`; the metadata's tensor infos give types.
+fn from_user(f: &File, fill: &mut dyn FnMut(crate::ggml::TensorRef)) -> Result<Model, Error> {
+    Model::from_user(&f.bytes(), LoadParams::default(), crate::arch::spec, fill)
+}
+
+#[test]
+fn a_model_from_metadata_gets_llama_cpp_s_tensors_in_its_order() {
+    let mut f = File::new();
+    f.kvs = kvs(2);
+    // Listed with a type: F16 instead of the default F32.
+    f.tensors.push(Tensor::new("blk.1.attn_q.weight", 1, &[E, 2 * HEAD], 0));
+    let mut seen = Vec::new();
+    let m = from_user(&f, &mut |t| {
+        seen.push((t.name(), t.ggml_type()));
+        crate::ggml::tensor_set(t, &vec![0u8; t.nbytes()]).expect("fill");
+    })
+    .expect("a model from metadata");
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        &names[..8],
+        [
+            "token_embd.weight",
+            "output_norm.weight",
+            "output.weight",
+            "blk.0.attn_norm.weight",
+            "blk.0.attn_q.weight",
+            "blk.0.attn_k.weight",
+            "blk.0.attn_v.weight",
+            "blk.0.attn_q.bias",
+        ]
+    );
+    // Rotary factors made again per layer, after each layer's FFN norm; the scales come last,
+    // layer by layer, the weights' scales before their input scales.
+    let at = |n: &str| names.iter().position(|&x| x == n).expect(n);
+    assert_eq!(names.iter().filter(|&&n| n == "rope_freqs.weight").count(), 2);
+    assert_eq!(names[at("blk.0.ffn_norm.weight") + 1], "rope_freqs.weight");
+    assert!(at("blk.1.ffn_up.bias") < at("blk.0.attn_q.scale"));
+    assert!(at("blk.0.ffn_up.input_scale") < at("blk.1.attn_q.scale"));
+    assert_eq!(names.last(), Some(&"blk.1.ffn_up.input_scale"));
+    assert_eq!(names.len(), 3 + 2 * 17 + 2 * 14);
+    let types: std::collections::HashMap<&str, u32> = seen.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+    assert_eq!(types["blk.1.attn_q.weight"], 1);
+    assert_eq!(types["blk.0.attn_q.weight"], 0);
+    // As llama.cpp counts: no file, no parameters.
+    assert_eq!(m.n_params(), 0);
+    assert!(m.weights().is_some_and(|w| w.get("rope_freqs.weight").is_some()));
+}
+
+#[test]
+fn per_layer_copies_must_get_the_same_data() {
+    let mut f = File::new();
+    f.kvs = kvs(2);
+    let mut n = 0u8;
+    let err = from_user(&f, &mut |t| {
+        n = n.wrapping_add(1);
+        crate::ggml::tensor_set(t, &vec![n; t.nbytes()]).expect("fill");
+    })
+    .err()
+    .expect("copies with different data were accepted");
+    assert!(err.to_string().contains("rope_freqs.weight"), "{err}");
+}
