@@ -14,8 +14,11 @@ use std::collections::HashMap;
 
 const F32: u32 = 0;
 
-/// The layer weights llama.cpp's generic pass gives an optional `.scale`, in its order.
-const SCALED: [&str; 21] = [
+/// The layer weights llama.cpp's generic pass gives an optional `.scale` and `.input_scale`, in
+/// groups: the attention's and the dense FFN's first, the state-space and next-token ones last;
+/// between them the shared experts' then the routed ones' for scales, the other way round for
+/// input scales.
+const ATTN_AND_FFN: [&str; 9] = [
     "attn_q",
     "attn_k",
     "attn_v",
@@ -25,37 +28,10 @@ const SCALED: [&str; 21] = [
     "ffn_gate",
     "ffn_down",
     "ffn_up",
-    "ffn_gate_shexp",
-    "ffn_down_shexp",
-    "ffn_up_shexp",
-    "ffn_gate_exps",
-    "ffn_down_exps",
-    "ffn_up_exps",
-    "ssm_in",
-    "ssm_out",
-    "ssm_alpha",
-    "ssm_beta",
-    "nextn.eh_proj",
-    "nextn.shared_head_head",
 ];
-
-/// Those it gives an optional `.input_scale`, in its order (routed experts before shared ones).
-const INPUT_SCALED: [&str; 21] = [
-    "attn_q",
-    "attn_k",
-    "attn_v",
-    "attn_output",
-    "attn_qkv",
-    "attn_gate",
-    "ffn_gate",
-    "ffn_down",
-    "ffn_up",
-    "ffn_gate_exps",
-    "ffn_down_exps",
-    "ffn_up_exps",
-    "ffn_gate_shexp",
-    "ffn_down_shexp",
-    "ffn_up_shexp",
+const SHARED: [&str; 3] = ["ffn_gate_shexp", "ffn_down_shexp", "ffn_up_shexp"];
+const ROUTED: [&str; 3] = ["ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"];
+const LAST: [&str; 6] = [
     "ssm_in",
     "ssm_out",
     "ssm_alpha",
@@ -237,7 +213,9 @@ fn pairs_of(g: &GgufFile) -> MetaWriter {
 fn with_scales(mut names: Vec<String>, n_layer: usize) -> Vec<String> {
     let mut scales = Vec::new();
     for il in 0..n_layer {
-        for (list, suffix) in [(&SCALED, "scale"), (&INPUT_SCALED, "input_scale")] {
+        let scaled = ATTN_AND_FFN.iter().chain(&SHARED).chain(&ROUTED).chain(&LAST);
+        let input_scaled = ATTN_AND_FFN.iter().chain(&ROUTED).chain(&SHARED).chain(&LAST);
+        for (list, suffix) in [(scaled, "scale"), (input_scaled, "input_scale")] {
             for base in list {
                 if names.contains(&format!("blk.{il}.{base}.weight")) {
                     scales.push(format!("blk.{il}.{base}.{suffix}"));
