@@ -16,8 +16,11 @@ pub(crate) const TIED_HEAD: &str = "token_embd.weight output_norm.weight token_e
 
 /// The attention of most decoders: norm, projections, output projection.
 const ATTN: &str = "attn_norm.weight QKV attn_output.weight";
-/// The gated FFN in the order most loaders make it.
+/// The gated FFN in the order most loaders make it, after its norm.
 const FFN: &str = "ffn_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight";
+/// The gated FFN's projections, and with their biases.
+const GATED: &str = "ffn_gate.weight ffn_down.weight ffn_up.weight";
+const GATED_BIASED: &str = "ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias";
 /// Per-head key, then query norms, after the attention output.
 const KQ_NORMS: &str = "attn_k_norm.weight attn_q_norm.weight";
 /// Routed experts after their router.
@@ -59,7 +62,7 @@ pub(crate) fn layered(hp: &HParams, head: &str, layer: impl Fn(usize) -> String)
 pub(crate) fn llama(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
         let ffn = if hp.n_expert == 0 {
-            "ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias".to_string()
+            GATED_BIASED.to_string()
         } else if hp.n_ff_shexp > 0 {
             format!("{EXPERTS} ffn_gate_shexp.weight ffn_up_shexp.weight ffn_down_shexp.weight")
         } else {
@@ -72,7 +75,7 @@ pub(crate) fn llama(hp: &HParams) -> Vec<String> {
 /// LLaDA's: Llama's dense layers, the rotary factors always `rope_freqs`.
 pub(crate) fn llada(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
-        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE_FREQS ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias")
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE_FREQS {GATED_BIASED}")
     })
 }
 
@@ -116,9 +119,7 @@ pub(crate) fn qwen2moe(hp: &HParams) -> Vec<String> {
 
 /// EXAONE's: `rope_freqs` after the FFN norm.
 pub(crate) fn exaone(hp: &HParams) -> Vec<String> {
-    layered(hp, HEAD, |_| {
-        format!("{ATTN} ffn_norm.weight ROPE_FREQS ffn_gate.weight ffn_down.weight ffn_up.weight")
-    })
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight ROPE_FREQS {GATED}"))
 }
 
 /// Arcee's: `rope_freqs`, and an FFN without a gate.
@@ -195,15 +196,13 @@ pub(crate) fn command_r(hp: &HParams) -> Vec<String> {
         ""
     };
     layered(hp, TIED_HEAD, |_| {
-        format!("attn_norm.weight {norms}QKV attn_output.weight ffn_gate.weight ffn_down.weight ffn_up.weight")
+        format!("attn_norm.weight {norms}QKV attn_output.weight {GATED}")
     })
 }
 
 /// Cohere 2's: Command R's without the norms.
 pub(crate) fn cohere2(hp: &HParams) -> Vec<String> {
-    layered(hp, TIED_HEAD, |_| {
-        format!("{ATTN} ffn_gate.weight ffn_down.weight ffn_up.weight")
-    })
+    layered(hp, TIED_HEAD, |_| format!("{ATTN} {GATED}"))
 }
 
 /// GPT-2's layer (StarCoder's, Bloom's, GPT-NeoX's): layer norms with biases, the fused attention
@@ -252,16 +251,11 @@ pub(crate) fn codeshell(hp: &HParams) -> Vec<String> {
     })
 }
 
-/// StarCoder 2's: CodeShell's, the FFN's biases last.
+/// StarCoder 2's (and Nemotron's): CodeShell's, the FFN's biases last.
 pub(crate) fn starcoder2(hp: &HParams) -> Vec<String> {
     layered(hp, BIASED_HEAD, |_| {
         "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_up.weight ffn_down.bias ffn_up.bias".into()
     })
-}
-
-/// Nemotron's: StarCoder 2's layout.
-pub(crate) fn nemotron(hp: &HParams) -> Vec<String> {
-    starcoder2(hp)
 }
 
 /// JAIS's: GPT-2's attention, a gated FFN with biases.
@@ -281,7 +275,7 @@ pub(crate) fn jais2(hp: &HParams) -> Vec<String> {
 /// Orion's: biased norms, a gated FFN without biases.
 pub(crate) fn orion(hp: &HParams) -> Vec<String> {
     layered(hp, BIASED_HEAD, |_| {
-        "attn_norm.weight attn_norm.bias QKV attn_output.weight ffn_norm.weight ffn_norm.bias ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+        format!("attn_norm.weight attn_norm.bias QKV attn_output.weight ffn_norm.weight ffn_norm.bias {GATED}")
     })
 }
 
@@ -291,7 +285,7 @@ pub(crate) fn stablelm(hp: &HParams) -> Vec<String> {
         hp,
         "token_embd.weight output_norm.bias output_norm.weight output.weight",
         |_| {
-            "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight ffn_norm.bias ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+            format!("attn_norm.weight attn_norm.bias QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight ffn_norm.bias {GATED}")
         },
     )
 }
@@ -314,7 +308,7 @@ pub(crate) fn falcon(hp: &HParams) -> Vec<String> {
 /// `experts` elsewhere.
 fn dense_lead(hp: &HParams, il: usize, experts: &str) -> String {
     if il < hp.n_layer_dense_lead as usize {
-        "ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+        GATED.into()
     } else {
         experts.into()
     }
@@ -351,13 +345,9 @@ pub(crate) fn bailingmoe(hp: &HParams) -> Vec<String> {
 /// Arctic's: a dense FFN beside the experts, which have their own norm.
 pub(crate) fn arctic(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
-        format!("{FFN_DENSE} ffn_gate_inp.weight ffn_norm_exps.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight")
+        format!("{ATTN} {FFN} ffn_gate_inp.weight ffn_norm_exps.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight")
     })
 }
-
-/// Arctic's attention and dense FFN.
-const FFN_DENSE: &str =
-    "attn_norm.weight QKV attn_output.weight ffn_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight";
 
 /// DBRX's: the fused projection, a norm after the attention output, experts only.
 pub(crate) fn dbrx(hp: &HParams) -> Vec<String> {
@@ -415,7 +405,7 @@ pub(crate) fn deci(hp: &HParams) -> Vec<String> {
             _ => ATTN,
         };
         let (norm, ffn) = if hp.n_ff[il] > 0 {
-            ("ffn_norm.weight", "ffn_gate.weight ffn_down.weight ffn_up.weight")
+            ("ffn_norm.weight", GATED)
         } else {
             ("", "")
         };
@@ -433,29 +423,27 @@ pub(crate) fn talkie(hp: &HParams) -> Vec<String> {
 /// Qwen's (the first): the fused projection with its bias.
 pub(crate) fn qwen(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
-        "attn_norm.weight attn_qkv.weight attn_qkv.bias attn_output.weight ffn_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+        format!("attn_norm.weight attn_qkv.weight attn_qkv.bias attn_output.weight ffn_norm.weight {GATED}")
     })
 }
 
 /// EXAONE 4's: `rope_freqs` after the attention output, norms after the attention and the FFN.
 pub(crate) fn exaone4(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
-        "QKV attn_output.weight ROPE_FREQS post_attention_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight post_ffw_norm.weight".into()
+        format!("QKV attn_output.weight ROPE_FREQS post_attention_norm.weight attn_q_norm.weight attn_k_norm.weight {GATED} post_ffw_norm.weight")
     })
 }
 
 /// OLMo's (the first): no norm weights at all.
 pub(crate) fn olmo(hp: &HParams) -> Vec<String> {
     layered(hp, "token_embd.weight output.weight", |_| {
-        "QKV attn_output.weight ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+        format!("QKV attn_output.weight {GATED}")
     })
 }
 
 /// PLaMo's: one norm per layer (attention and FFN in parallel).
 pub(crate) fn plamo(hp: &HParams) -> Vec<String> {
-    layered(hp, HEAD, |_| {
-        format!("{ATTN} ffn_gate.weight ffn_down.weight ffn_up.weight")
-    })
+    layered(hp, HEAD, |_| format!("{ATTN} {GATED}"))
 }
 
 /// ChatGLM's: a fused gate and up projection.
@@ -478,7 +466,7 @@ pub(crate) fn llama4(hp: &HParams) -> Vec<String> {
         let ffn = if super::llama4::is_moe_layer(hp, il) {
             format!("{EXPERTS} {SHARED_GDU}")
         } else {
-            "ffn_gate.weight ffn_down.weight ffn_up.weight".into()
+            GATED.into()
         };
         format!("{ATTN} ffn_norm.weight ROPE_FREQS {ffn}")
     })
@@ -522,11 +510,7 @@ pub(crate) fn jamba(hp: &HParams) -> Vec<String> {
         } else {
             "QKV attn_output.weight"
         };
-        let ffn = if hp.n_expert > 0 {
-            EXPERTS
-        } else {
-            "ffn_gate.weight ffn_down.weight ffn_up.weight"
-        };
+        let ffn = if hp.n_expert > 0 { EXPERTS } else { GATED };
         format!("attn_norm.weight {mixer} ffn_norm.weight {ffn}")
     })
 }
@@ -541,7 +525,7 @@ pub(crate) fn granite_hybrid(hp: &HParams) -> Vec<String> {
             "QKV attn_output.weight attn_output.bias"
         };
         let ffn = if hp.n_expert == 0 {
-            "ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias".to_string()
+            GATED_BIASED.to_string()
         } else if hp.n_ff_shexp > 0 {
             format!("{EXPERTS} {SHARED_GUD}")
         } else {
@@ -561,7 +545,7 @@ pub(crate) fn openelm(hp: &HParams) -> Vec<String> {
 /// PanGu Embedded's: Llama's dense layers without the FFN's biases.
 pub(crate) fn pangu_embed(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
-        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE ffn_gate.weight ffn_down.weight ffn_up.weight")
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE {GATED}")
     })
 }
 
@@ -656,7 +640,7 @@ pub(crate) fn minicpm3(hp: &HParams) -> Vec<String> {
 /// CogVLM's: the fused projection, and a second attention and FFN for image tokens.
 pub(crate) fn cogvlm(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |_| {
-        "attn_norm.weight attn_qkv.weight attn_output.weight vis_attn_qkv.weight vis_attn_output.weight ROPE_FREQS ffn_norm.weight ffn_gate.weight ffn_down.weight ffn_up.weight vis_gate.weight vis_down.weight vis_up.weight".into()
+        format!("attn_norm.weight attn_qkv.weight attn_output.weight vis_attn_qkv.weight vis_attn_output.weight ROPE_FREQS ffn_norm.weight {GATED} vis_gate.weight vis_down.weight vis_up.weight")
     })
 }
 
@@ -692,7 +676,7 @@ pub(crate) fn plamo3(hp: &HParams) -> Vec<String> {
 /// Falcon-H1's: a Mamba-2 mixer and attention side by side in every layer, then Granite's FFN.
 pub(crate) fn falcon_h1(hp: &HParams) -> Vec<String> {
     layered(hp, "token_embd.weight output.weight output_norm.weight", |_| {
-        format!("{MAMBA2} QKV attn_output.weight attn_output.bias attn_norm.weight ffn_norm ROPE_FREQS ffn_gate.weight ffn_down.weight ffn_up.weight ffn_gate.bias ffn_down.bias ffn_up.bias")
+        format!("{MAMBA2} QKV attn_output.weight attn_output.bias attn_norm.weight ffn_norm ROPE_FREQS {GATED_BIASED}")
     })
 }
 
@@ -701,9 +685,7 @@ const GATED_ATTN: &str = "attn_norm.weight post_attention_norm.weight QKV attn_o
 
 /// Muse Glimmer's.
 pub(crate) fn muse_glimmer(hp: &HParams) -> Vec<String> {
-    layered(hp, HEAD, |_| {
-        format!("{GATED_ATTN} ffn_gate.weight ffn_down.weight ffn_up.weight")
-    })
+    layered(hp, HEAD, |_| format!("{GATED_ATTN} {GATED}"))
 }
 
 /// AFMoE's: Muse Glimmer's attention, dense leading layers, then experts with the router's
@@ -720,11 +702,7 @@ pub(crate) fn afmoe(hp: &HParams) -> Vec<String> {
 /// every layer of a model with experts (all optional, all made without a file).
 pub(crate) fn mimo2(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |il| {
-        let dense = if hp.n_ff[il] > 0 {
-            "ffn_gate.weight ffn_down.weight ffn_up.weight"
-        } else {
-            ""
-        };
+        let dense = if hp.n_ff[il] > 0 { GATED } else { "" };
         let experts = if hp.n_expert > 0 {
             "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight exp_probs_b.bias"
         } else {

@@ -226,7 +226,7 @@ pub const PHI2: Gpt2Like = Gpt2Like {
 };
 
 pub const NEMOTRON: Gpt2Like = Gpt2Like {
-    created: Some(super::created::nemotron),
+    created: Some(super::created::starcoder2),
     name: "nemotron",
     rope_type: 2,
     positions: Positions::Rotary,

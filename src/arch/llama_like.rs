@@ -306,7 +306,6 @@ const HUNYUAN: LlamaLike = LlamaLike {
 pub const HUNYUAN_DENSE: LlamaLike = HUNYUAN;
 
 pub const HUNYUAN_VL: LlamaLike = LlamaLike {
-    created: Some(super::created::qk_normed),
     name: "hunyuan_vl",
     hunyuan_rope: Some(true),
     ..HUNYUAN

@@ -211,13 +211,14 @@ fn pairs_of(g: &GgufFile) -> MetaWriter {
 /// `names` followed, layer by layer, by the scales llama.cpp's generic pass adds for the layer
 /// weights among them (their shapes, one value or one per expert of a stack, come from the specs).
 fn with_scales(mut names: Vec<String>, n_layer: usize) -> Vec<String> {
+    let created: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
     let mut scales = Vec::new();
     for il in 0..n_layer {
         let scaled = ATTN_AND_FFN.iter().chain(&SHARED).chain(&ROUTED).chain(&LAST);
         let input_scaled = ATTN_AND_FFN.iter().chain(&ROUTED).chain(&SHARED).chain(&LAST);
         for (list, suffix) in [(scaled, "scale"), (input_scaled, "input_scale")] {
             for base in list {
-                if names.contains(&format!("blk.{il}.{base}.weight")) {
+                if created.contains(format!("blk.{il}.{base}.weight").as_str()) {
                     scales.push(format!("blk.{il}.{base}.{suffix}"));
                 }
             }
