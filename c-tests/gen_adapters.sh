@@ -2,8 +2,9 @@
 # The models and adapters test_lora uses, written at test time into OUT_DIR (never committed):
 # tiny Qwen3 and Qwen3-MoE models in F32 (scripts/gen-models.py) with LoRA adapters and the models
 # those adapters merged into (scripts/gen-adapters.py), and adapters for the first test model; a
-# GLM-4.5 model without M-RoPE sections (test_embd_input: it takes no embeddings); a DeepSeek-V4
-# model (test_init_from_user: an architecture it refuses).
+# GLM-4.5 model without M-RoPE sections (test_embd_input: it takes no embeddings; test_save); a
+# DeepSeek-V4 model (test_init_from_user: an architecture it refuses); an HRM-Text model (test_save:
+# an architecture it does not save).
 #
 #   c-tests/gen_adapters.sh OUT_DIR MODEL_DIR
 set -euo pipefail
@@ -12,7 +13,7 @@ models="$2"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 smollm2="$models/SmolLM2-135M-Instruct.Q4_1.gguf"
 mkdir -p "$out"
-python3 "$root/scripts/gen-models.py" "$smollm2" "$out" qwen3 qwen3moe glm4moe deepseek4 >/dev/null
+python3 "$root/scripts/gen-models.py" "$smollm2" "$out" qwen3 qwen3moe glm4moe deepseek4 hrm_text >/dev/null
 lora() { python3 "$root/scripts/gen-adapters.py" lora "$@"; }
 # Attention and FFN, F16, with aLoRA invocation tokens; a second one on the FFN only, Q8_0, without
 # alpha.

@@ -36,7 +36,7 @@ const MIN_KV_SIZE: u64 = 8 + 1 + 4 + 1;
 /// A tensor info: name length, one name byte, dimension count, one dimension, type, offset.
 const MIN_TENSOR_INFO_SIZE: u64 = 8 + 1 + 4 + 8 + 4 + 8;
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct GgufFile {
     version: u32,
     alignment: u64,

@@ -7,6 +7,7 @@ pub mod lora;
 pub mod metadata;
 pub mod placement;
 pub mod quantize;
+mod saved_keys;
 pub mod saver;
 pub mod spec;
 mod storage;
@@ -224,8 +225,7 @@ impl Model {
             .iter()
             .map(|(fi, t)| saver::SavedTensor::new(*fi, ggufs[*fi].data_offset(), t))
             .collect::<Result<Vec<_>>>()?;
-        let sliding = hp.has_sliding_layers().then_some(hp.swa_layers.as_slice());
-        let saving = saver::Saving::read(hp.arch_name, &m, n_vocab, sliding, saved_tensors)?;
+        let saving = saver::Saving::read(&hp, &m, n_vocab, saved_tensors)?;
         let specs = spec::with_weight_scales(arch.tensors(&hp));
         check_tensors_match(&specs, &tensors)?;
         if params.check_tensors {

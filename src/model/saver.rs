@@ -1,71 +1,30 @@
 //! `llama_model_save_to_file`: the GGUF file llama.cpp's model saver writes, byte for byte.
 //! llama.cpp does not copy the file's metadata: it writes its hyper-parameters as it holds them
 //! after loading (every one, defaults included, in its own order), then its vocabulary, then the
-//! tensors in the order of its model's members. That is reproduced here for the architectures
-//! whose saved files `benches/compare.sh` compares with llama.cpp's (`ARCHS`); for the others the
-//! hyper-parameters llama.cpp derives per architecture are not known here, and saving is refused.
+//! tensors in the order of its model's members. That is reproduced here from what llama.cpp's
+//! loader reads for each architecture (`saved_keys`), the values it sets itself (`arch_rule`, from
+//! what loading derived here) and its members' order; the architectures this is not done for
+//! yet are refused (`NOT_SAVED_YET`).
 
+use super::hparams::HParams;
+use super::saved_keys::READ_KEYS;
 use crate::error::{Error, Result};
-use crate::gguf::{Array, MetaWriter, Sink, TensorEntry, TensorInfo, Value};
+use crate::gguf::{Array, GgufFile, MetaWriter, Sink, TensorEntry, TensorInfo, Value};
 use crate::model::metadata::Meta;
 use crate::vocab::Vocab;
 
-/// Architectures whose saved files match llama.cpp's (checked by benches/compare.sh).
-const ARCHS: &[&str] = &[
-    "arcee",
-    "arctic",
-    "baichuan",
-    "bailingmoe",
-    "bailingmoe2",
-    "chatglm",
-    "cogvlm",
-    "deci",
-    "deepseek",
-    "dots1",
-    "ernie4_5",
-    "ernie4_5-moe",
-    "exaone",
-    "gemma",
-    "gemma3",
-    "glm4",
-    "granitemoe",
-    "hunyuan-moe",
-    "hunyuan_vl",
-    "internlm2",
-    "llama",
-    "maincoder",
-    "minicpm3",
-    "minimax-01",
-    "minimax-m2",
-    "minimax-m3",
-    "nanbeige",
-    "olmo2",
-    "olmoe",
-    "openelm",
-    "paddleocr",
-    "pangu-embedded",
-    "phi3",
-    "phimoe",
-    "plamo",
-    "qwen",
-    "qwen2",
-    "qwen2moe",
-    "qwen3",
-    "qwen35",
-    "qwen35moe",
-    "qwen3moe",
-    "qwen3next",
-    "qwen3tts",
-    "qwen3vl",
-    "qwen3vlmoe",
-    "seed_oss",
-    "smollm3",
-    "talkie",
-    "xverse",
+/// Architectures whose saved files llama.cpp writes differently, and why (the others' files are
+/// compared with llama.cpp's by benches/compare.sh).
+const NOT_SAVED_YET: &[(&str, &str)] = &[
+    (
+        "hrm_text",
+        "its layers share tensors, whose places in llama.cpp's saved files are not known here",
+    ),
+    (
+        "qwen4exp",
+        "the per-layer embedding hyper-parameters llama.cpp writes are not reproduced",
+    ),
 ];
-
-/// Of `ARCHS`, those whose sliding-window layers are saved too (llama.cpp writes their pattern).
-const SLIDING_ARCHS: &[&str] = &["gemma3"];
 
 /// llama.cpp's `LLAMA_MAX_LAYERS`: the length of the hyper-parameter arrays it writes whole.
 const MAX_LAYERS: usize = 512;
@@ -112,6 +71,8 @@ enum Rule {
     Labels,
     /// Which layers slide (one flag per layer, never collapsed), when any does.
     SlidingPattern,
+    /// What llama.cpp's loader sets itself, as loading here derived it.
+    Held(fn(&Facts) -> Value),
     /// Gemma 3's attention scale, which llama.cpp computes whatever the file says: one over the
     /// square root of the key head size (of the width per head for the 62-layer 27B).
     Gemma3Scale,
@@ -120,6 +81,48 @@ enum Rule {
 /// Where llama.cpp's loading of an architecture sets a value other than the generic rule's.
 fn arch_rule(arch: &str, suffix: &str) -> Option<Rule> {
     match (arch, suffix) {
+        ("bloom" | "refact" | "baichuan", "attention.max_alibi_bias") => {
+            Some(Held(|f| Value::F32(f.hp.max_alibi_bias)))
+        }
+        ("gemma2", "attention.scale") => Some(Held(|f| Value::F32(f.hp.attn_scale))),
+        ("gpt-oss" | "olmo2", "rope.freq_base_swa") => Some(Held(|f| Value::F32(f.hp.rope_freq_base_swa))),
+        ("granite" | "granitehybrid", "rope.scaling.finetuned") => Some(Bool(true)),
+        ("minicpm", "rope.scaling.finetuned") => Some(Held(|_| Value::Bool(true))),
+        ("minicpm", "logit_scale") => Some(Held(|f| Value::F32(f.hp.logit_scale))),
+        ("minicpm", "embedding_scale") => Some(Held(|f| Value::F32(f.hp.embedding_scale))),
+        ("minicpm", "residual_scale") => Some(Held(|f| Value::F32(f.hp.residual_scale))),
+        // Grok's defaults for files without the keys.
+        ("grok", "logit_scale") => Some(F32(0.577_350_26)),
+        ("grok", "embedding_scale") => Some(F32(78.383_675)),
+        ("grok", "attention.output_scale") => Some(F32(0.088_388_346)),
+        ("grok", "attn_logit_softcapping" | "router_logit_softcapping") => Some(F32(30.0)),
+        ("grok", "final_logit_softcapping") => Some(F32(0.0)),
+        ("grok", "rope.scaling.yarn_beta_fast") => Some(Held(|_| Value::F32(8.0))),
+        ("laguna", "expert_shared_count") => Some(U32(1)),
+        ("deepseek4", "swiglu_clamp_shexp") => Some(Held(|f| {
+            let mut clamp = f.hp.swiglu_clamp_shexp.clone();
+            clamp.resize(f.n_layer_all, 0.0);
+            Value::Array(Array::F32(clamp))
+        })),
+        ("deepseek4", "embedding_length_out") => Some(Held(|f| Value::U32(f.hp.hc_count * f.n_embd))),
+        ("hunyuan-dense" | "hunyuan_vl", "rope.freq_base") => Some(Held(|f| Value::F32(f.hp.rope_freq_base))),
+        ("lfm2", "leading_dense_block_count") => Some(Held(|f| Value::U32(f.hp.n_layer_dense_lead))),
+        ("llama4" | "smallthinker", "attention.sliding_window") => Some(Held(|f| Value::U32(f.hp.n_swa))),
+        ("llama4", "attention.temperature_scale") => Some(Held(|f| Value::F32(f.hp.attn_temp.scale))),
+        // DeepSeek-V2's loader reads the temperature length into another field.
+        ("deepseek2" | "deepseek32" | "mistral4", "attention.temperature_length") => Some(Held(|_| Value::U32(0))),
+        ("deepseek2" | "deepseek32" | "mistral4", "rope.scaling.yarn_log_multiplier") => {
+            Some(Held(|f| Value::F32(f.hp.rope_yarn_log_mul)))
+        }
+        ("deepseek32" | "dots3note" | "hy_v4", "attention.layer_norm_epsilon") => {
+            Some(Held(|f| Value::F32(f.hp.norm_eps)))
+        }
+        ("dream" | "llada" | "llada-moe" | "rnd1", "attention.causal") => Some(Held(|f| Value::Bool(f.hp.causal))),
+        (
+            "afmoe" | "cohere2moe" | "glm4moe" | "hy_v3" | "laguna" | "deepseek2" | "glm-dsa" | "glm5-next"
+            | "mistral4",
+            "expert_gating_func",
+        ) => Some(Held(|f| Value::U32(f.hp.expert_gating_func))),
         ("gemma3", "final_logit_softcapping") => Some(F32(0.0)),
         ("gemma3", "attention.scale") => Some(Gemma3Scale),
         _ => None,
@@ -127,6 +130,38 @@ fn arch_rule(arch: &str, suffix: &str) -> Option<Rule> {
 }
 
 use Rule::*;
+
+/// The keys llama.cpp's loader reads for every architecture (without the architecture prefix).
+const COMMON: &[&str] = &[
+    "vocab_size",
+    "context_length",
+    "embedding_length",
+    "embedding_length_out",
+    "attention.causal",
+    "pooling_type",
+    "block_count",
+    "nextn_predict_layers",
+    "expert_count",
+    "expert_used_count",
+    "expert_group_count",
+    "expert_group_used_count",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "rope.scaling.finetuned",
+    "rope.scaling.original_context_length",
+    "rope.freq_base",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scaling.attn_factor",
+    "attention.key_length",
+    "attention.value_length",
+    "rope.dimension_count",
+    "attention.key_length_swa",
+    "attention.value_length_swa",
+    "rope.dimension_count_swa",
+    "classifier.output_labels",
+];
 
 /// The keys before the vocabulary, in llama.cpp's order (`{arch}.` prefixed).
 const HEAD: &[(&str, Rule)] = &[
@@ -218,11 +253,14 @@ const HEAD: &[(&str, Rule)] = &[
     ("attention.indexer.kpool_select_tail", Bool(true)),
     ("attention.indexer.local_blocks", U32(0)),
     ("attention.indexer.types", Layers(0)),
-    ("attention.recurrent_layers", Layers(0)),
+    (
+        "attention.recurrent_layers",
+        Held(|f| flags(&f.hp.recurrent_layers[..f.n_layer])),
+    ),
     ("attention.output_group_count", U32(0)),
     ("attention.output_lora_rank", U32(0)),
     ("attention.compress_rope_freq_base", F32(0.0)),
-    ("attention.compress_ratios", Layers(0)),
+    ("attention.compress_ratios", Held(compress_ratios)),
     ("hyper_connection.count", U32(0)),
     ("hyper_connection.sinkhorn_iterations", U32(0)),
     ("hyper_connection.epsilon", F32(0.0)),
@@ -288,117 +326,323 @@ const MODEL_TENSORS: &[&str] = &[
     "output_norm.bias",
     "output.weight",
     "output.bias",
+    "enc.output_norm.weight",
+    "output.scale",
+    "output.input_scale",
+    "output_res_score.weight",
+    "nextn.pre_projection.weight",
+    "nextn.post_projection.weight",
     "cls.weight",
     "cls.bias",
     "cls.output.weight",
     "cls.output.bias",
+    "cls.norm.weight",
+    "hrm.z_l_init",
+    "output_hc_fn.weight",
+    "output_hc_base.weight",
+    "output_hc_scale.weight",
+    "per_layer_token_embd.weight",
+    "output_hc_norm.weight",
+    "output_hc_down.weight",
+    "output_hc_up.weight",
 ];
 
-/// A layer's tensors (after `blk.N.`; or a whole name, met in the first layer), in the order of
-/// llama.cpp's layer members, for the tensors of `ARCHS`.
-const LAYER_TENSORS: &[&str] = &[
-    "attn_norm.weight",
-    "attn_norm.bias",
-    "attn_norm_2.weight",
-    "attn_q_norm.weight",
-    "attn_k_norm.weight",
-    "attn_q_a_norm.weight",
-    "attn_kv_a_norm.weight",
-    "post_attention_norm.weight",
-    "ssm_norm.weight",
-    "attn_q.weight",
-    "attn_k.weight",
-    "attn_v.weight",
-    "attn_output.weight",
-    "attn_qkv.weight",
-    "attn_q_a.weight",
-    "attn_q.bias",
-    "attn_q_b.weight",
-    "attn_kv_a_mqa.weight",
-    "attn_kv_b.weight",
-    "attn_k.bias",
-    "attn_v.bias",
-    "attn_qkv.bias",
-    "attn_output.bias",
-    "attn_gate.weight",
-    "ffn_norm.weight",
-    "ffn_norm.bias",
-    "post_ffw_norm.weight",
-    "ffn_norm_exps.weight",
-    "ffn_gate.weight",
-    "ffn_down.weight",
-    "ffn_up.weight",
-    "ffn_gate_inp.weight",
-    "ffn_gate_exps.weight",
-    "ffn_down_exps.weight",
-    "ffn_up_exps.weight",
-    "ffn_gate_up_exps.weight",
-    "ffn_gate_exps.scale",
-    "ffn_down_exps.scale",
-    "ffn_up_exps.scale",
-    "ffn_gate_inp_shexp.weight",
-    "ffn_gate_shexp.weight",
-    "ffn_down_shexp.weight",
-    "ffn_up_shexp.weight",
-    "ffn_gate.bias",
-    "ffn_down.bias",
-    "ffn_up.bias",
-    "exp_probs_b.bias",
-    "ssm_dt.bias",
-    "ssm_out.weight",
-    "ssm_conv1d.weight",
-    "ssm_a",
-    "ssm_ba.weight",
-    "ssm_alpha.weight",
-    "rope_factors_long.weight",
-    "rope_factors_short.weight",
-    "rope_freqs.weight",
-    "attn_q.scale",
-    "attn_k.scale",
-    "attn_v.scale",
-    "attn_output.scale",
-    "attn_qkv.scale",
-    "attn_gate.scale",
-    "ffn_gate.scale",
-    "ffn_up.scale",
-    "ffn_down.scale",
-    "ffn_gate_shexp.scale",
-    "ffn_up_shexp.scale",
-    "ffn_down_shexp.scale",
-    "ssm_in.scale",
-    "ssm_out.scale",
-    "ssm_alpha.scale",
-    "ssm_beta.scale",
-    "attn_q.input_scale",
-    "attn_k.input_scale",
-    "attn_v.input_scale",
-    "attn_output.input_scale",
-    "attn_qkv.input_scale",
-    "attn_gate.input_scale",
-    "ffn_gate.input_scale",
-    "ffn_up.input_scale",
-    "ffn_down.input_scale",
-    "ffn_gate_exps.input_scale",
-    "ffn_down_exps.input_scale",
-    "ffn_up_exps.input_scale",
-    "ffn_gate_shexp.input_scale",
-    "ffn_up_shexp.input_scale",
-    "ffn_down_shexp.input_scale",
-    "ssm_in.input_scale",
-    "ssm_out.input_scale",
-    "ssm_alpha.input_scale",
-    "ssm_beta.input_scale",
-    "vis_attn_qkv.weight",
-    "vis_attn_output.weight",
-    "vis_gate.weight",
-    "vis_down.weight",
-    "vis_up.weight",
-    "ssm_beta.weight",
-    "indexer.q_proj.weight",
-    "indexer.k_proj.weight",
-    "indexer.q_norm.weight",
-    "indexer.k_norm.weight",
-    "layer_output_scale.weight",
+/// Architectures llama.cpp loads without an output head: its saver writes the token embeddings
+/// only beside one, so their files have none.
+const NO_OUTPUT_HEAD: &[&str] = &["bert", "nomic-bert"];
+
+/// Tensors outside the layers that llama.cpp loads into members its saver does not write.
+const NOT_SAVED: &[&str] = &[
+    "dense_2.weight",
+    "dense_2.bias",
+    "dense_3.weight",
+    "per_layer_model_proj.weight",
+    "per_layer_proj_norm.weight",
+    "altup_proj.weight",
+    "altup_unembd_proj.weight",
+];
+
+/// Every architecture not placed elsewhere (see `LAYER_TENSORS`).
+const ANY: &[&str] = &[];
+
+/// A layer's tensors (after `blk.N.`; `rope_*` are whole names), in the order of llama.cpp's
+/// `llama_layer` members, whose pointers its saver walks. A name that architectures give to
+/// different members is listed at each: with the architectures that put it there, and `ANY` at
+/// the member every other architecture uses.
+const LAYER_TENSORS: &[(&str, &[&str])] = &[
+    ("attn_norm.weight", ANY),
+    ("attn_norm.bias", ANY),
+    ("attn_norm_2.weight", ANY),
+    ("attn_norm_2.bias", ANY),
+    ("attn_q_norm.weight", ANY),
+    ("attn_q_norm.bias", ANY),
+    ("attn_k_norm.weight", ANY),
+    ("attn_k_norm.bias", ANY),
+    ("attn_output_norm.weight", ANY),
+    ("attn_output_norm.bias", ANY),
+    ("attn_q_a_norm.weight", ANY),
+    ("attn_kv_a_norm.weight", ANY),
+    ("attn_sub_norm.weight", ANY),
+    ("post_attention_norm", ANY),
+    ("post_attention_norm.weight", ANY),
+    ("ffn_sub_norm.weight", ANY),
+    ("ssm_norm.weight", ANY),
+    ("ssm_dt_norm", ANY),
+    ("ssm_dt_norm.weight", ANY),
+    ("ssm_b_norm", ANY),
+    ("ssm_b_norm.weight", ANY),
+    ("ssm_c_norm", ANY),
+    ("ssm_c_norm.weight", ANY),
+    ("attn_q.weight", ANY),
+    ("attn_k.weight", ANY),
+    ("attn_v.weight", ANY),
+    ("attn_output.weight", ANY),
+    ("attn_qkv.weight", ANY),
+    ("attn_gate.weight", &["minimax-01"]),
+    ("attn_q_a.weight", ANY),
+    ("attn_q.bias", ANY),
+    ("attn_q_b.weight", ANY),
+    ("attn_kv_a_mqa.weight", ANY),
+    ("attn_kv_b.weight", ANY),
+    ("attn_kv.weight", ANY),
+    ("attn_k.bias", ANY),
+    ("attn_k_b.weight", ANY),
+    ("attn_v.bias", ANY),
+    ("attn_v_b.weight", ANY),
+    ("attn_qkv.bias", ANY),
+    ("attn_output_a.weight", ANY),
+    ("attn_output.bias", ANY),
+    ("attn_output_b.weight", ANY),
+    ("attn_gate.weight", ANY),
+    ("ffn_norm", ANY),
+    ("ffn_norm.weight", ANY),
+    ("ffn_norm.bias", ANY),
+    ("layer_output_norm.weight", &["grok"]),
+    ("post_ffw_norm", ANY),
+    ("post_ffw_norm.weight", ANY),
+    ("post_ffw_norm_1.weight", ANY),
+    ("post_ffw_norm_2.weight", ANY),
+    ("pre_ffw_norm_2.weight", ANY),
+    ("layer_output_norm.weight", ANY),
+    ("layer_output_norm.bias", ANY),
+    ("ffn_norm_exps.weight", ANY),
+    ("ffn_gate.weight", ANY),
+    ("ffn_down.weight", ANY),
+    ("ffn_up.weight", ANY),
+    ("ffn_gate_inp.weight", ANY),
+    ("ffn_gate_inp.scale", ANY),
+    ("ffn_gate_exps.weight", ANY),
+    ("ffn_down_exps.weight", ANY),
+    ("ffn_up_exps.weight", ANY),
+    ("ffn_gate_up_exps.weight", ANY),
+    ("ffn_gate_inp.bias", ANY),
+    ("ffn_gate_exps.bias", ANY),
+    ("ffn_down_exps.bias", ANY),
+    ("ffn_up_exps.bias", ANY),
+    ("ffn_gate_exps.scale", ANY),
+    ("ffn_down_exps.scale", ANY),
+    ("ffn_up_exps.scale", ANY),
+    ("ffn_latent_down.weight", ANY),
+    ("ffn_latent_up.weight", ANY),
+    ("ffn_gate_inp_shexp.weight", ANY),
+    ("ffn_gate_shexp.weight", ANY),
+    ("ffn_down_shexp.weight", ANY),
+    ("ffn_up_shexp.weight", ANY),
+    ("ffn_gate_chexps.weight", ANY),
+    ("ffn_down_chexps.weight", ANY),
+    ("ffn_up_chexps.weight", ANY),
+    ("ffn_gate.bias", ANY),
+    ("ffn_down.bias", ANY),
+    ("ffn_up.bias", ANY),
+    ("ffn.act.scales", ANY),
+    ("exp_probs_b", ANY),
+    ("exp_probs_b.bias", ANY),
+    ("exp_probs_b_vl.bias", ANY),
+    ("ffn_gate_tid2eid.weight", ANY),
+    ("attn_conv_base", ANY),
+    ("attn_conv_proj.weight", ANY),
+    ("ffn_conv_base", ANY),
+    ("ffn_conv_proj.weight", ANY),
+    ("ssm_in.weight", ANY),
+    ("ssm_x.weight", ANY),
+    ("ssm_dt.bias", &["qwen35", "qwen35moe", "qwen3next", "qwen4exp"]),
+    ("ssm_dt.weight", ANY),
+    ("ssm_out.weight", ANY),
+    ("ssm_conv1d.weight", ANY),
+    ("ssm_a", ANY),
+    ("ssm_d", ANY),
+    ("ssm_conv1d.bias", ANY),
+    ("ssm_dt.bias", ANY),
+    ("ssm_ba.weight", ANY),
+    ("ssm_alpha.weight", ANY),
+    ("time_mix_w1.weight", ANY),
+    ("time_mix_w2.weight", ANY),
+    ("time_mix_lerp_x.weight", ANY),
+    ("time_mix_lerp_w.weight", ANY),
+    ("time_mix_lerp_k.weight", ANY),
+    ("time_mix_lerp_v.weight", ANY),
+    ("time_mix_lerp_r.weight", ANY),
+    ("time_mix_lerp_g.weight", ANY),
+    ("time_mix_lerp_fused.weight", ANY),
+    ("time_mix_first.weight", ANY),
+    ("time_mix_decay.weight", ANY),
+    ("time_mix_decay_w1.weight", ANY),
+    ("time_mix_decay_w2.weight", ANY),
+    ("time_mix_key.weight", ANY),
+    ("time_mix_key.bias", ANY),
+    ("time_mix_value.weight", ANY),
+    ("time_mix_value.bias", ANY),
+    ("time_mix_receptance.weight", ANY),
+    ("time_mix_receptance.bias", ANY),
+    ("time_mix_gate.weight", ANY),
+    ("time_mix_w0.weight", ANY),
+    ("time_mix_a0.weight", ANY),
+    ("time_mix_a1.weight", ANY),
+    ("time_mix_a2.weight", ANY),
+    ("time_mix_v0.weight", ANY),
+    ("time_mix_v1.weight", ANY),
+    ("time_mix_v2.weight", ANY),
+    ("time_mix_g1.weight", ANY),
+    ("time_mix_g2.weight", ANY),
+    ("time_mix_k_k.weight", ANY),
+    ("time_mix_k_a.weight", ANY),
+    ("time_mix_r_k.weight", ANY),
+    ("time_mix_ln.weight", ANY),
+    ("time_mix_ln.bias", ANY),
+    ("time_mix_output.weight", ANY),
+    ("channel_mix_lerp_k.weight", ANY),
+    ("channel_mix_lerp_r.weight", ANY),
+    ("channel_mix_key.weight", ANY),
+    ("channel_mix_receptance.weight", ANY),
+    ("channel_mix_value.weight", ANY),
+    ("rope_factors_long.weight", ANY),
+    ("rope_factors_short.weight", ANY),
+    ("rope_freqs.weight", ANY),
+    ("attn_q.scale", ANY),
+    ("attn_k.scale", ANY),
+    ("attn_v.scale", ANY),
+    ("attn_output.scale", ANY),
+    ("attn_qkv.scale", ANY),
+    ("attn_gate.scale", ANY),
+    ("ffn_gate.scale", ANY),
+    ("ffn_up.scale", ANY),
+    ("ffn_down.scale", ANY),
+    ("ffn_gate_shexp.scale", ANY),
+    ("ffn_up_shexp.scale", ANY),
+    ("ffn_down_shexp.scale", ANY),
+    ("ssm_in.scale", ANY),
+    ("ssm_out.scale", ANY),
+    ("ssm_alpha.scale", ANY),
+    ("ssm_beta.scale", ANY),
+    ("attn_q.input_scale", ANY),
+    ("attn_k.input_scale", ANY),
+    ("attn_v.input_scale", ANY),
+    ("attn_output.input_scale", ANY),
+    ("attn_qkv.input_scale", ANY),
+    ("attn_gate.input_scale", ANY),
+    ("ffn_gate.input_scale", ANY),
+    ("ffn_up.input_scale", ANY),
+    ("ffn_down.input_scale", ANY),
+    ("ffn_gate_exps.input_scale", ANY),
+    ("ffn_down_exps.input_scale", ANY),
+    ("ffn_up_exps.input_scale", ANY),
+    ("ffn_gate_shexp.input_scale", ANY),
+    ("ffn_up_shexp.input_scale", ANY),
+    ("ffn_down_shexp.input_scale", ANY),
+    ("ssm_in.input_scale", ANY),
+    ("ssm_out.input_scale", ANY),
+    ("ssm_alpha.input_scale", ANY),
+    ("ssm_beta.input_scale", ANY),
+    ("inp_gate.weight", ANY),
+    ("proj.weight", ANY),
+    ("post_norm.weight", ANY),
+    ("altup_correct_coef.weight", ANY),
+    ("altup_correct_scale.weight", ANY),
+    ("altup_predict_coef.weight", ANY),
+    ("altup_router.weight", ANY),
+    ("altup_router_norm.weight", ANY),
+    ("laurel_l.weight", ANY),
+    ("laurel_r.weight", ANY),
+    ("laurel_post_norm.weight", ANY),
+    ("attn_sinks.weight", ANY),
+    ("attn_kv_a_norm.weight", &["deepseek4", "dflash"]),
+    ("hc_attn_fn.weight", ANY),
+    ("hc_attn_base.weight", ANY),
+    ("hc_attn_scale.weight", ANY),
+    ("hc_ffn_fn.weight", ANY),
+    ("hc_ffn_base.weight", ANY),
+    ("hc_ffn_scale.weight", ANY),
+    ("attn_compressor_kv.weight", ANY),
+    ("attn_compressor_gate.weight", ANY),
+    ("attn_compressor_ape.weight", ANY),
+    ("attn_compressor_norm.weight", ANY),
+    ("indexer_compressor_kv.weight", ANY),
+    ("indexer_compressor_gate.weight", ANY),
+    ("indexer_compressor_ape.weight", ANY),
+    ("indexer_compressor_norm.weight", ANY),
+    ("vis_attn_qkv.weight", ANY),
+    ("vis_attn_output.weight", ANY),
+    ("vis_gate.weight", ANY),
+    ("vis_down.weight", ANY),
+    ("vis_up.weight", ANY),
+    ("ssm_conv1d_q.weight", ANY),
+    ("ssm_conv1d_k.weight", ANY),
+    ("ssm_conv1d_v.weight", ANY),
+    ("ssm_f_a.weight", ANY),
+    ("ssm_f_b.weight", ANY),
+    ("ssm_beta.weight", ANY),
+    ("ssm_g_a.weight", ANY),
+    ("ssm_g_b.weight", ANY),
+    (
+        "ssm_norm.weight",
+        &["bailingmoe3", "glm5-next", "kimi-k3", "kimi-linear"],
+    ),
+    ("ssm_g.weight", ANY),
+    ("attn_res_score.weight", ANY),
+    ("ffn_res_score.weight", ANY),
+    ("ffn_routed_down.weight", ANY),
+    ("ffn_routed_up.weight", ANY),
+    ("ffn_routed_norm.weight", ANY),
+    ("indexer.k_norm.weight", ANY),
+    ("indexer.k_norm.bias", ANY),
+    ("indexer.proj.weight", ANY),
+    ("indexer.attn_k.weight", ANY),
+    ("indexer.attn_q_b.weight", ANY),
+    ("indexer_compressor_gate.weight", &["glm5-next"]),
+    ("indexer_compressor_ape.weight", &["glm5-next"]),
+    ("indexer.q_proj.weight", ANY),
+    ("indexer.k_proj.weight", ANY),
+    ("indexer.q_norm.weight", ANY),
+    ("indexer.k_norm.weight", &["minimax-m3", "qwen4exp"]),
+    ("hc_attn_norm.weight", ANY),
+    ("hc_attn_down.weight", ANY),
+    ("hc_attn_up.weight", ANY),
+    ("hc_attn_inject.weight", ANY),
+    ("hc_ffn_norm.weight", ANY),
+    ("hc_ffn_down.weight", ANY),
+    ("hc_ffn_up.weight", ANY),
+    ("hc_ffn_inject.weight", ANY),
+    ("ple_key.weight", ANY),
+    ("ple_value.weight", ANY),
+    ("ple_norm_key.weight", ANY),
+    ("ple_norm_query.weight", ANY),
+    ("ple_norm_conv.weight", ANY),
+    ("ple_conv1d.weight", ANY),
+    ("layer_output_scale.weight", ANY),
+    ("shortconv.in_proj.weight", ANY),
+    ("shortconv.conv.weight", ANY),
+    ("shortconv.out_proj.weight", ANY),
+    ("nextn.eh_proj.weight", ANY),
+    ("nextn.eh_proj.scale", ANY),
+    ("nextn.eh_proj.input_scale", ANY),
+    ("nextn.embed_tokens.weight", ANY),
+    ("nextn.enorm.weight", ANY),
+    ("nextn.hnorm.weight", ANY),
+    ("nextn.shared_head_head.weight", ANY),
+    ("nextn.shared_head_head.scale", ANY),
+    ("nextn.shared_head_head.input_scale", ANY),
+    ("layer_output_norm.weight", &["bailingmoe3"]),
+    ("nextn.shared_head_norm.weight", ANY),
 ];
 
 /// The metadata pairs of a saved file: llama.cpp's hyper-parameters before the vocabulary's
@@ -416,31 +660,20 @@ pub struct Saving {
 }
 
 impl Saving {
-    /// Reads what llama.cpp would hold from the file's metadata (after overrides). `sliding`:
-    /// which layers slide, when any does.
-    pub fn read(
-        arch: &str,
-        meta: &Meta,
-        n_vocab: u32,
-        sliding: Option<&[bool]>,
-        tensors: Vec<SavedTensor>,
-    ) -> Result<Saving> {
+    /// Reads what llama.cpp would hold from the file's metadata (after overrides) and from what
+    /// loading derived (`hp`, for the values llama.cpp's loader sets itself).
+    pub fn read(hp: &HParams, meta: &Meta, n_vocab: u32, tensors: Vec<SavedTensor>) -> Result<Saving> {
+        let arch = hp.arch_name;
+        let sliding = hp.has_sliding_layers().then_some(hp.swa_layers.as_slice());
         // A name that is not a string does not stop loading here (llama.cpp refuses such a file).
         let name = match meta.str_opt("general.name") {
             Ok(Some(s)) => s.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
             _ => b"n/a".to_vec(),
         };
-        let pairs = if !ARCHS.contains(&arch) {
-            Err(format!(
-                "saving '{arch}' models is not supported yet: the hyper-parameters llama.cpp derives for \
-                 it have not been checked here"
-            ))
-        } else if sliding.is_some() && !SLIDING_ARCHS.contains(&arch) {
-            Err(format!(
-                "saving '{arch}' models with sliding-window layers is not supported yet"
-            ))
+        let pairs = if let Some((_, why)) = NOT_SAVED_YET.iter().find(|(a, _)| *a == arch) {
+            Err(format!("saving '{arch}' models is not supported yet: {why}"))
         } else {
-            Facts::read(arch, meta, n_vocab, sliding)
+            Facts::read(hp, meta, n_vocab, sliding)
                 .and_then(|f| Ok((f.pairs(HEAD)?, f.pairs(TAIL)?)))
                 .map_err(|e| e.to_string())
         };
@@ -468,7 +701,7 @@ impl Saving {
         for (key, value) in head.chain(vocab_pairs(vocab)?).chain(tail.iter().cloned()) {
             w.set(&key, value);
         }
-        let order = tensor_order(&self.tensors, self.n_layer_all)?;
+        let order = tensor_order(&self.tensors, arch, self.n_layer_all)?;
         for t in &order {
             w.add_tensor(t.entry.clone())?;
         }
@@ -488,6 +721,9 @@ impl Saving {
 /// The file's values llama.cpp's generic loading derives others from.
 struct Facts<'a, 'm> {
     arch: &'a str,
+    hp: &'a HParams,
+    /// The keys outside `COMMON` llama.cpp reads for this architecture.
+    reads: &'static [&'static str],
     meta: &'a Meta<'m>,
     n_vocab: u32,
     n_layer_all: usize,
@@ -503,7 +739,8 @@ struct Facts<'a, 'm> {
 }
 
 impl<'a, 'm> Facts<'a, 'm> {
-    fn read(arch: &'a str, meta: &'a Meta<'m>, n_vocab: u32, sliding: Option<&[bool]>) -> Result<Facts<'a, 'm>> {
+    fn read(hp: &'a HParams, meta: &'a Meta<'m>, n_vocab: u32, sliding: Option<&[bool]>) -> Result<Facts<'a, 'm>> {
+        let arch = hp.arch_name;
         let key = |s: &str| format!("{arch}.{s}");
         let n_layer_all = meta.u32(&key("block_count"))? as usize;
         let nextn = meta.u32_opt(&key("nextn_predict_layers"))?.unwrap_or(0) as usize;
@@ -522,8 +759,15 @@ impl<'a, 'm> Facts<'a, 'm> {
             0 => 0,
             _ => meta.u32_opt(&key("rope.dimension_count"))?.unwrap_or(key_length),
         };
+        let reads = READ_KEYS
+            .iter()
+            .find(|(a, _)| *a == arch)
+            .map(|&(_, keys)| keys)
+            .ok_or_else(|| Error::invalid(format!("the keys llama.cpp reads for '{arch}' are not known here")))?;
         Ok(Facts {
             arch,
+            hp,
+            reads,
             meta,
             n_vocab,
             n_layer_all,
@@ -554,15 +798,20 @@ impl<'a, 'm> Facts<'a, 'm> {
                 true => suffix.to_string(),
                 false => format!("{}.{suffix}", self.arch),
             };
-            if let Some(v) = self.value(&key, rule)? {
+            let read = COMMON.contains(&suffix) || self.reads.contains(&suffix);
+            if let Some(v) = self.value(&key, rule, read)? {
                 out.push((key, v));
             }
         }
         Ok(out)
     }
 
-    fn value(&self, key: &str, rule: Rule) -> Result<Option<Value>> {
-        let m = self.meta;
+    /// The value llama.cpp writes for `key`; `read`: whether its loader reads the key for this
+    /// architecture (if not, the value is the one it holds without the file).
+    fn value(&self, key: &str, rule: Rule, read: bool) -> Result<Option<Value>> {
+        let unread = GgufFile::default();
+        let unread = Meta(&unread);
+        let m = if read { self.meta } else { &unread };
         let u32_or = |d: u32| -> Result<Value> { Ok(Value::U32(m.u32_opt(key)?.unwrap_or(d))) };
         // llama.cpp reads a per-layer array of flags as counts too.
         let per_layer = |d: u32| -> Result<Vec<u32>> {
@@ -624,6 +873,7 @@ impl<'a, 'm> Facts<'a, 'm> {
                 Some(flags) => Value::Array(Array::U32(flags.clone())),
                 None => return Ok(None),
             },
+            Held(held) => held(self),
             Gemma3Scale => {
                 let width = match self.n_layer {
                     62 => self.n_embd / self.n_head.max(1),
@@ -640,6 +890,22 @@ fn out_of_range(key: &str) -> Error {
 }
 
 /// llama.cpp writes a per-layer value once when every layer has the same.
+/// DeepSeek-V4's and the hyper-connected models' ratios are written whole, one per layer
+/// (next-token-prediction layers too); others' as any per-layer value.
+fn compress_ratios(f: &Facts) -> Value {
+    let mut ratios = f.hp.compress_ratios.clone();
+    ratios.resize(f.n_layer_all, 0);
+    match f.arch == "deepseek4" || f.hp.hc_count > 0 {
+        true => Value::Array(Array::U32(ratios)),
+        false => collapse(&ratios[..f.n_layer]),
+    }
+}
+
+/// Per-layer flags as llama.cpp writes them (one value when all agree).
+fn flags(v: &[bool]) -> Value {
+    collapse(&v.iter().map(|&b| u32::from(b)).collect::<Vec<_>>())
+}
+
 fn collapse(v: &[u32]) -> Value {
     match v.first() {
         Some(&x) if v.iter().all(|&y| y == x) => Value::U32(x),
@@ -765,13 +1031,30 @@ impl SavedTensor {
 /// The tensors in llama.cpp's order: the model's members, then each layer's (a tensor shared by
 /// all layers is written where the first layer meets it). A tensor whose place is not known
 /// here refuses the save.
-fn tensor_order<'t>(tensors: &'t [SavedTensor], n_layer: usize) -> Result<Vec<&'t SavedTensor>> {
+/// The layer tensors' names in `arch`'s order (see `LAYER_TENSORS`).
+fn layer_order(arch: &str) -> impl Iterator<Item = &'static str> + '_ {
+    let placed_for = move |name: &str| {
+        LAYER_TENSORS
+            .iter()
+            .any(|&(n, archs)| n == name && archs.contains(&arch))
+    };
+    LAYER_TENSORS.iter().filter_map(move |&(name, archs)| {
+        let here = match archs.is_empty() {
+            true => !placed_for(name),
+            false => archs.contains(&arch),
+        };
+        here.then_some(name)
+    })
+}
+
+fn tensor_order<'t>(tensors: &'t [SavedTensor], arch: &str, n_layer: usize) -> Result<Vec<&'t SavedTensor>> {
     let by_name: std::collections::HashMap<&str, &SavedTensor> =
         tensors.iter().map(|t| (t.entry.name.as_str(), t)).collect();
     let mut out: Vec<&SavedTensor> = Vec::with_capacity(tensors.len());
-    let push = |name: &str, out: &mut Vec<&'t SavedTensor>| {
+    let mut placed = std::collections::HashSet::new();
+    let mut push = |name: &str, out: &mut Vec<&'t SavedTensor>| {
         if let Some(&t) = by_name.get(name) {
-            if !out.iter().any(|o| o.entry.name == name) {
+            if placed.insert(t.entry.name.as_str()) {
                 out.push(t);
             }
         }
@@ -781,22 +1064,26 @@ fn tensor_order<'t>(tensors: &'t [SavedTensor], n_layer: usize) -> Result<Vec<&'
         push("token_embd.weight", &mut out);
     }
     for &name in MODEL_TENSORS {
-        if name == "output.weight" && !separate_output {
+        if name == "output.weight" && !separate_output && !NO_OUTPUT_HEAD.contains(&arch) {
             push("token_embd.weight", &mut out);
         }
         push(name, &mut out);
     }
+    let layer: Vec<&str> = layer_order(arch).collect();
     for il in 0..n_layer {
-        for &suffix in LAYER_TENSORS {
+        for &suffix in &layer {
             match suffix.starts_with("rope_") {
                 true => push(suffix, &mut out),
                 false => push(&format!("blk.{il}.{suffix}"), &mut out),
             }
         }
     }
+    let placed: std::collections::HashSet<&str> = out.iter().map(|t| t.entry.name.as_str()).collect();
+    let dropped =
+        |name: &str| NOT_SAVED.contains(&name) || (name == "token_embd.weight" && NO_OUTPUT_HEAD.contains(&arch));
     if let Some(t) = tensors
         .iter()
-        .find(|t| !out.iter().any(|o| o.entry.name == t.entry.name))
+        .find(|t| !placed.contains(t.entry.name.as_str()) && !dropped(&t.entry.name))
     {
         return Err(Error::invalid(format!(
             "tensor '{}': its place in llama.cpp's saved files is not known here",
@@ -839,7 +1126,67 @@ mod tests {
     }
 
     fn names(tensors: &[SavedTensor]) -> Result<Vec<String>> {
-        Ok(tensor_order(tensors, 2)?.iter().map(|t| t.entry.name.clone()).collect())
+        names_of(tensors, "llama")
+    }
+
+    fn names_of(tensors: &[SavedTensor], arch: &str) -> Result<Vec<String>> {
+        Ok(tensor_order(tensors, arch, 2)?
+            .iter()
+            .map(|t| t.entry.name.clone())
+            .collect())
+    }
+
+    #[test]
+    fn a_name_architectures_give_different_members_goes_where_the_architecture_puts_it() {
+        let layer = [
+            "blk.0.attn_output.bias",
+            "blk.0.attn_gate.weight",
+            "blk.0.attn_qkv.weight",
+        ]
+        .map(tensor);
+        // MiniMax-01's gate is its `wg`, next to the projections; Qwen3-Next's is `wqkv_gate`,
+        // after every attention projection and bias.
+        assert_eq!(
+            names_of(&layer, "minimax-01").unwrap(),
+            [
+                "blk.0.attn_qkv.weight",
+                "blk.0.attn_gate.weight",
+                "blk.0.attn_output.bias"
+            ]
+        );
+        assert_eq!(
+            names_of(&layer, "qwen3next").unwrap(),
+            [
+                "blk.0.attn_qkv.weight",
+                "blk.0.attn_output.bias",
+                "blk.0.attn_gate.weight"
+            ]
+        );
+        for (arch, names) in [("minimax-01", 1), ("qwen3next", 1), ("llama", 1)] {
+            assert_eq!(layer_order(arch).filter(|&n| n == "attn_gate.weight").count(), names);
+        }
+    }
+
+    #[test]
+    fn tensors_llama_cpp_does_not_save_are_left_out() {
+        let bert = ["token_embd.weight", "token_types.weight", "blk.0.attn_q.weight"].map(tensor);
+        // Without an output head llama.cpp's saver never reaches the token embeddings.
+        assert_eq!(
+            names_of(&bert, "bert").unwrap(),
+            ["token_types.weight", "blk.0.attn_q.weight"]
+        );
+        let gemma = ["token_embd.weight", "dense_2.weight", "output_norm.weight"].map(tensor);
+        assert_eq!(
+            names_of(&gemma, "gemma3").unwrap(),
+            ["output_norm.weight", "token_embd.weight"]
+        );
+    }
+
+    #[test]
+    fn every_architecture_has_its_read_keys_listed() {
+        for arch in crate::arch::ARCHITECTURES.iter().map(|a| a.name()) {
+            assert!(READ_KEYS.iter().any(|(a, _)| *a == arch), "{arch}");
+        }
     }
 
     #[test]
