@@ -47,6 +47,10 @@ impl ArchSpec for Bert {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         tensors(hp, false)
     }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::bert(hp, false))
+    }
 }
 
 /// What BERT and Nomic BERT both read: the layer norms' epsilon; both need equal head sizes and

@@ -733,3 +733,81 @@ pub(crate) fn nemotron_h(hp: &HParams) -> Vec<String> {
         format!("attn_norm.weight {block}")
     })
 }
+
+/// BERT's (and Nomic BERT's, which has no positions or classifier but a gated FFN): embeddings,
+/// token types, positions, the classifier (llama.cpp's one output at least), the embedding norm;
+/// layers normed after attention and after the FFN, every bias.
+pub(crate) fn bert(hp: &HParams, nomic: bool) -> Vec<String> {
+    let head = match nomic {
+        false => {
+            "token_embd.weight token_types.weight position_embd.weight cls.weight cls.bias \
+                  cls.output.weight cls.output.bias token_embd_norm.weight token_embd_norm.bias"
+        }
+        true => "token_embd.weight token_types.weight token_embd_norm.weight token_embd_norm.bias",
+    };
+    let gate = if nomic { "ffn_gate.weight" } else { "" };
+    layered(hp, head, |_| {
+        format!(
+            "QKV attn_output.weight attn_output.bias attn_output_norm.weight attn_output_norm.bias \
+             ffn_up.weight ffn_up.bias ffn_down.weight ffn_down.bias {gate} layer_output_norm.weight \
+             layer_output_norm.bias"
+        )
+    })
+}
+
+/// Granite with sliding-window layers, dense: Llama's attention with per-head sinks, the rotary
+/// factors, the FFN with its biases. (With experts llama.cpp makes their gate and up fused, which
+/// this architecture's layers here do not take: not listed.)
+pub(crate) fn granite_swa(hp: &HParams) -> Option<Vec<String>> {
+    (hp.n_expert == 0).then(|| {
+        layered(hp, HEAD, |_| {
+            format!("{ATTN} attn_output.bias attn_sinks.weight ffn_norm.weight ROPE {GATED_BIASED}")
+        })
+    })
+}
+
+/// PocketTTS's: the head tied, its norm with a bias; normed attention and an ungated FFN, biases
+/// on the norms only.
+pub(crate) fn pockettts(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight output_norm.weight output_norm.bias token_embd.weight",
+        |_| {
+            "attn_norm.weight attn_norm.bias QKV attn_output.weight ffn_norm.weight ffn_norm.bias ffn_down.weight \
+         ffn_up.weight"
+                .to_string()
+        },
+    )
+}
+
+/// Laguna's: attention with query and key norms and a gate (per head without a file); dense
+/// layers first (gate, up, down), then experts with the router's selection bias and a shared
+/// expert.
+pub(crate) fn laguna(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let ffn = match il >= hp.n_layer_dense_lead as usize {
+            true => {
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_up_exps.weight ffn_down_exps.weight \
+                     ffn_gate_shexp.weight ffn_up_shexp.weight ffn_down_shexp.weight"
+            }
+            false => "ffn_gate.weight ffn_up.weight ffn_down.weight",
+        };
+        format!("{ATTN} attn_q_norm.weight attn_k_norm.weight attn_gate.weight ffn_norm.weight {ffn}")
+    })
+}
+
+/// Qwen3.5's (dense): both norms, then a gated delta-net mixer (fused projection, gate,
+/// convolution, step bias, decay, beta and alpha projections, norm, output) or attention with
+/// query and key norms; the gated FFN.
+pub(crate) fn qwen35(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => {
+                "attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a ssm_beta.weight \
+                     ssm_alpha.weight ssm_norm.weight ssm_out.weight"
+            }
+            false => "QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight",
+        };
+        format!("attn_norm.weight post_attention_norm.weight {mixer} {GATED}")
+    })
+}

@@ -193,6 +193,7 @@ pub const ORION: Gpt2Like = Gpt2Like {
 
 /// Pocket TTS's text backbone: rotated, no projection biases, its head the token embeddings.
 pub const POCKETTTS: Gpt2Like = Gpt2Like {
+    created: Some(super::created::pockettts),
     name: "pockettts",
     rope_type: 0,
     positions: Positions::Rotary,

@@ -60,6 +60,10 @@ impl ArchSpec for GraniteSwa {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        super::created::granite_swa(hp)
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = llama::tensors(hp);
         let (e, sh) = (hp.n_embd, hp.n_ff_shexp);

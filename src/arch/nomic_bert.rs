@@ -37,6 +37,10 @@ impl ArchSpec for NomicBert {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         bert::tensors(hp, true)
     }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::bert(hp, true))
+    }
 }
 
 impl Decoder for NomicBert {
