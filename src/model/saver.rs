@@ -761,7 +761,7 @@ impl<'a, 'm> Facts<'a, 'm> {
         };
         let reads = READ_KEYS
             .iter()
-            .find(|(a, _)| *a == arch)
+            .find(|(archs, _)| archs.contains(&arch))
             .map(|&(_, keys)| keys)
             .ok_or_else(|| Error::invalid(format!("the keys llama.cpp reads for '{arch}' are not known here")))?;
         Ok(Facts {
@@ -1185,7 +1185,11 @@ mod tests {
     #[test]
     fn every_architecture_has_its_read_keys_listed() {
         for arch in crate::arch::ARCHITECTURES.iter().map(|a| a.name()) {
-            assert!(READ_KEYS.iter().any(|(a, _)| *a == arch), "{arch}");
+            assert_eq!(
+                READ_KEYS.iter().filter(|(archs, _)| archs.contains(&arch)).count(),
+                1,
+                "{arch}"
+            );
         }
     }
 
