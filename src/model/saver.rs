@@ -85,7 +85,24 @@ fn arch_rule(arch: &str, suffix: &str) -> Option<Rule> {
             Some(Held(|f| Value::F32(f.hp.max_alibi_bias)))
         }
         ("gemma2", "attention.scale") => Some(Held(|f| Value::F32(f.hp.attn_scale))),
-        ("gpt-oss" | "olmo2", "rope.freq_base_swa") => Some(Held(|f| Value::F32(f.hp.rope_freq_base_swa))),
+        ("gpt-oss" | "llama4", "rope.freq_base_swa") => Some(Held(|f| Value::F32(f.hp.rope_freq_base_swa))),
+        // Read (or defaulted to the global base) only where the model has a sliding window.
+        ("olmo2" | "laguna" | "mellum" | "plamo3" | "smallthinker" | "afmoe", "rope.freq_base_swa") => {
+            Some(Held(|f| {
+                Value::F32(match f.hp.n_swa {
+                    0 => 10000.0,
+                    _ => f.hp.rope_freq_base_swa,
+                })
+            }))
+        }
+        ("gemma2", "attention.sliding_window") => Some(U32(4096)),
+        ("bailingmoe3", "kda.safe_gate") => Some(Bool(true)),
+        // The latent cache's width.
+        ("glm5-next" | "kimi-k3", "attention.value_length") => Some(Held(|f| Value::U32(f.hp.n_lora_kv))),
+        ("glm-dsa", "attention.indexer.types") => Some(Held(|f| flags(&f.hp.indexer.layers[..f.n_layer]))),
+        ("nemotron_h" | "nemotron_h_moe", "attention.layer_norm_rms_epsilon") => {
+            Some(Held(|f| Value::F32(f.hp.rms_eps)))
+        }
         ("granite" | "granitehybrid", "rope.scaling.finetuned") => Some(Bool(true)),
         ("minicpm", "rope.scaling.finetuned") => Some(Held(|_| Value::Bool(true))),
         ("minicpm", "logit_scale") => Some(Held(|f| Value::F32(f.hp.logit_scale))),
