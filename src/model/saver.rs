@@ -582,7 +582,7 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("laurel_r.weight", ANY),
     ("laurel_post_norm.weight", ANY),
     ("attn_sinks.weight", ANY),
-    ("attn_kv_a_norm.weight", &["deepseek4", "dflash"]),
+    ("attn_kv_a_norm.weight", &["deepseek4"]),
     ("hc_attn_fn.weight", ANY),
     ("hc_attn_base.weight", ANY),
     ("hc_attn_scale.weight", ANY),
@@ -681,7 +681,6 @@ impl Saving {
     /// loading derived (`hp`, for the values llama.cpp's loader sets itself).
     pub fn read(hp: &HParams, meta: &Meta, n_vocab: u32, tensors: Vec<SavedTensor>) -> Result<Saving> {
         let arch = hp.arch_name;
-        let sliding = hp.has_sliding_layers().then_some(hp.swa_layers.as_slice());
         // A name that is not a string does not stop loading here (llama.cpp refuses such a file).
         let name = match meta.str_opt("general.name") {
             Ok(Some(s)) => s.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
@@ -690,7 +689,7 @@ impl Saving {
         let pairs = if let Some((_, why)) = NOT_SAVED_YET.iter().find(|(a, _)| *a == arch) {
             Err(format!("saving '{arch}' models is not supported yet: {why}"))
         } else {
-            Facts::read(hp, meta, n_vocab, sliding)
+            Facts::read(hp, meta, n_vocab)
                 .and_then(|f| Ok((f.pairs(HEAD)?, f.pairs(TAIL)?)))
                 .map_err(|e| e.to_string())
         };
@@ -756,8 +755,9 @@ struct Facts<'a, 'm> {
 }
 
 impl<'a, 'm> Facts<'a, 'm> {
-    fn read(hp: &'a HParams, meta: &'a Meta<'m>, n_vocab: u32, sliding: Option<&[bool]>) -> Result<Facts<'a, 'm>> {
+    fn read(hp: &'a HParams, meta: &'a Meta<'m>, n_vocab: u32) -> Result<Facts<'a, 'm>> {
         let arch = hp.arch_name;
+        let sliding = hp.has_sliding_layers().then_some(hp.swa_layers.as_slice());
         let key = |s: &str| format!("{arch}.{s}");
         let n_layer_all = meta.u32(&key("block_count"))? as usize;
         let nextn = meta.u32_opt(&key("nextn_predict_layers"))?.unwrap_or(0) as usize;
@@ -1095,7 +1095,6 @@ fn tensor_order<'t>(tensors: &'t [SavedTensor], arch: &str, n_layer: usize) -> R
             }
         }
     }
-    let placed: std::collections::HashSet<&str> = out.iter().map(|t| t.entry.name.as_str()).collect();
     let dropped =
         |name: &str| NOT_SAVED.contains(&name) || (name == "token_embd.weight" && NO_OUTPUT_HEAD.contains(&arch));
     if let Some(t) = tensors
