@@ -179,6 +179,9 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     DL_LOAD(llama_max_tensor_buft_overrides);
     DL_LOAD(llama_model_quantize_default_params);
     DL_LOAD(llama_model_n_layer_nextn);
+    DL_LOAD(llama_model_n_embd);
+    DL_LOAD(llama_model_n_embd_inp);
+    DL_LOAD(llama_model_n_embd_out);
     DL_LOAD(llama_numa_init);
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_tokenize);
@@ -226,6 +229,8 @@ static void small_functions(const char *model_path, struct llama_model *model, i
            desc, (int)p_llama_model_rope_type(model), (unsigned long long)p_llama_model_n_params(model),
            (unsigned long long)p_llama_model_size(model), p_llama_model_meta_count(model),
            p_llama_model_n_swa(model), p_llama_model_rope_freq_scale_train(model));
+    printf("widths: n_embd %d, n_embd_inp %d, n_embd_out %d\n", p_llama_model_n_embd(model),
+           p_llama_model_n_embd_inp(model), p_llama_model_n_embd_out(model));
     printf("ftype names:");
     for (int f = 0; f <= 41; f++) printf(" %d=%s", f, p_llama_ftype_name((enum llama_ftype)f));
     printf("\nflash attention names: %s %s %s\n", p_llama_flash_attn_type_name(LLAMA_FLASH_ATTN_TYPE_AUTO),
@@ -1441,8 +1446,9 @@ int main(int argc, char **argv) {
     if (embd_out_wide) printf("embeddings: not compared (llama.cpp reads past its output here)\n");
     DL_LOAD(llama_get_embeddings);
     DL_LOAD(llama_get_embeddings_seq);
-    DL_LOAD(llama_model_n_embd);
-    int n_embd = p_llama_model_n_embd(model);
+    /* Embeddings are n_embd_out wide (LFM2-ColBERT's are projected to fewer). */
+    DL_LOAD(llama_model_n_embd_out);
+    int n_embd = p_llama_model_n_embd_out(model);
     DL_LOAD(llama_model_n_cls_out);
     for (int pooling = LLAMA_POOLING_TYPE_NONE; !embd_out_wide && pooling <= LLAMA_POOLING_TYPE_RANK; pooling++) {
         struct llama_context_params cp = p_llama_context_default_params();

@@ -2064,9 +2064,10 @@ def nemotron_h_moe(w, weights, n_vocab, dtype):
     nemotron_h(w, weights, n_vocab, dtype, a="nemotron_h_moe")
 
 
-def lfm2(w, weights, n_vocab, dtype):
+def lfm2(w, weights, n_vocab, dtype, dense_out=None):
     # LFM2's layout: short-convolution layers (no key/value heads) around an attention layer with
-    # per-head query and key norms; the output norm is named token_embd_norm.
+    # per-head query and key norms; the output norm is named token_embd_norm. With `dense_out`,
+    # the embeddings are projected to that width.
     a = "lfm2"
     decoder_keys(w, a, 3, 1000000.0, kv_heads=[0, N_HEAD_KV, 0])
     w.add_uint32(f"{a}.shortconv.l_cache", 3)
@@ -2079,7 +2080,16 @@ def lfm2(w, weights, n_vocab, dtype):
         tensors[blk + "shortconv.conv.weight"] = weights.matrix(N_EMBD, 3)
         tensors[blk + "shortconv.in_proj.weight"] = weights.matrix(3 * N_EMBD, N_EMBD)
         tensors[blk + "shortconv.out_proj.weight"] = weights.matrix(N_EMBD, N_EMBD)
+    if dense_out:
+        w.add_uint32(f"{a}.embedding_length_out", dense_out)
+        tensors["dense_2.weight"] = weights.matrix(dense_out, N_EMBD)
     add_tensors(w, tensors, dtype)
+
+
+def lfm2_colbert(w, weights, n_vocab, dtype):
+    # LFM2-ColBERT: LFM2 whose embeddings are projected to half the width by dense_2 (no bias, as
+    # llama.cpp's converter writes it).
+    lfm2(w, weights, n_vocab, dtype, dense_out=N_EMBD // 2)
 
 
 def lfm2moe(w, weights, n_vocab, dtype):
@@ -2660,6 +2670,7 @@ MODELS = {
     "nemotron-h": ("nemotron_h", nemotron_h, True),
     "nemotron-h-moe": ("nemotron_h_moe", nemotron_h_moe, True),
     "lfm2": ("lfm2", lfm2, True),
+    "lfm2-colbert": ("lfm2", lfm2_colbert, True),
     "lfm2moe": ("lfm2moe", lfm2moe, True),
     "qwen35": ("qwen35", qwen35, True),
     "qwen35moe": ("qwen35moe", qwen35moe, True),

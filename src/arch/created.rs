@@ -796,18 +796,63 @@ pub(crate) fn laguna(hp: &HParams) -> Vec<String> {
     })
 }
 
-/// Qwen3.5's (dense): both norms, then a gated delta-net mixer (fused projection, gate,
-/// convolution, step bias, decay, beta and alpha projections, norm, output) or attention with
-/// query and key norms; the gated FFN.
-pub(crate) fn qwen35(hp: &HParams) -> Vec<String> {
+/// Qwen3.5's (and Qwen3.5 MoE's, Qwen3-Next's): both norms, then a gated delta-net mixer (fused
+/// projection, gate, convolution, step bias, decay, beta and alpha projections, norm, output;
+/// Qwen3-Next's with its older interleaved projection first and beta and alpha fused) or
+/// attention with query and key norms; the gated FFN, or experts with gate and up fused (made
+/// fused without a file) and a gated shared expert.
+pub(crate) fn qwen35(hp: &HParams, next: bool) -> Vec<String> {
     layered(hp, HEAD, |il| {
-        let mixer = match hp.is_recurrent(il) {
-            true => {
+        let mixer = match (hp.is_recurrent(il), next) {
+            (true, false) => {
                 "attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a ssm_beta.weight \
                      ssm_alpha.weight ssm_norm.weight ssm_out.weight"
             }
-            false => "QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight",
+            (true, true) => {
+                "ssm_in.weight attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a \
+                     ssm_ba.weight ssm_norm.weight ssm_out.weight"
+            }
+            (false, _) => "QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight",
         };
-        format!("attn_norm.weight post_attention_norm.weight {mixer} {GATED}")
+        let ffn = match hp.n_expert {
+            0 => GATED.to_string(),
+            _ => format!(
+                "ffn_gate_inp.weight ffn_down_exps.weight ffn_gate_up_exps.weight ffn_gate_inp_shexp.weight {SHARED_GUD}"
+            ),
+        };
+        format!("attn_norm.weight post_attention_norm.weight {mixer} {ffn}")
     })
+}
+
+/// MiniMax-01's: lightning attention layers (a norm of the mixed heads, the fused projection, an
+/// output gate) or softmax attention layers, then experts.
+pub(crate) fn minimax_01(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => "attn_norm_2.weight attn_qkv.weight attn_gate.weight",
+            false => "QKV",
+        };
+        format!("attn_norm.weight {mixer} attn_output.weight ffn_norm.weight {EXPERTS}")
+    })
+}
+
+/// LFM2's (and LFM2-MoE's): the output norm (`token_embd_norm`); each layer's FFN (dense leading
+/// layers, then experts with the router's selection bias) before its mixer, a short convolution
+/// or attention with query and key norms; LFM2-ColBERT's projection of the embeddings last.
+pub(crate) fn lfm2(hp: &HParams) -> Vec<String> {
+    let mut names = layered(hp, "token_embd.weight token_embd_norm.weight output.weight", |il| {
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED,
+            false => {
+                "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight exp_probs_b.bias"
+            }
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => "shortconv.conv.weight shortconv.in_proj.weight shortconv.out_proj.weight",
+            false => "attn_q_norm.weight attn_k_norm.weight QKV attn_output.weight",
+        };
+        format!("ffn_norm.weight {ffn} attn_norm.weight {mixer}")
+    });
+    names.extend(["dense_2.weight", "dense_2.bias"].map(String::from));
+    names
 }

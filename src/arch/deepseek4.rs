@@ -108,6 +108,8 @@ impl ArchSpec for Deepseek4 {
         }
 
         glm5_next::load_mixing(meta, hp)?;
+        // llama.cpp sizes the embeddings by the hyper-connections' whole width.
+        hp.n_embd_out = hp.hc_count.saturating_mul(hp.n_embd);
         hp.n_hash_layers = meta.u32(&key("hash_layer_count"))?;
         hp.size_label = "?B";
         Ok(())

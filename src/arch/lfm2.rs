@@ -42,6 +42,10 @@ impl ArchSpec for Lfm2 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::lfm2(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         tensors(hp)
     }
@@ -83,6 +87,10 @@ impl ArchSpec for Lfm2Moe {
             _ => "?B",
         };
         Ok(())
+    }
+
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::lfm2(hp))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -162,6 +170,10 @@ fn tensors(hp: &HParams) -> Vec<TensorSpec> {
             specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n], true));
         }
     }
+    // LFM2-ColBERT's projection of the embeddings (applied after pooling).
+    let out = hp.embd_out();
+    specs.push(TensorSpec::matmul("dense_2.weight", &[e, out], false));
+    specs.push(TensorSpec::new("dense_2.bias", &[out], false));
     specs
 }
 

@@ -77,6 +77,15 @@ impl ArchSpec for Minimax01 {
         specs
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::minimax_01(hp))
+    }
+
+    /// The lightning layers' output gate is llama.cpp's member `wg`, not `wqkv_gate`.
+    fn unscaled_weights(&self) -> &'static [&'static str] {
+        &["attn_gate"]
+    }
+
     fn memory(&self) -> Memory {
         Memory::Hybrid
     }

@@ -92,9 +92,8 @@ impl ArchSpec for Qwen35 {
         tensors(hp, self.style)
     }
 
-    /// Listed for the dense Qwen3.5 only (the others' experts and Qwen3-Next's mixer not yet).
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        (!self.experts).then(|| super::created::qwen35(hp))
+        Some(super::created::qwen35(hp, self.style == DeltaNet::Qwen3Next))
     }
 
     fn memory(&self) -> Memory {

@@ -57,6 +57,8 @@ impl ArchSpec for Qwen4Exp {
                 hp.hc_count
             )));
         }
+        // llama.cpp sizes the embeddings by the hyper-connections' whole width.
+        hp.n_embd_out = hp.hc_count.saturating_mul(hp.n_embd);
         hp.hc_low_rank = nonzero(meta, &key("hyper_connection.low_rank"))?;
         let ix = |k: &str| key(&format!("attention.indexer.{k}"));
         let (n_head, head_size, top_k) = (

@@ -81,8 +81,8 @@ impl Context<'_> {
         if self.logits.len() < n_outputs * n_vocab {
             self.logits.resize(n_outputs * n_vocab, 0.0);
         }
-        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n_outputs * self.n_embd() {
-            self.embd.resize(n_outputs * self.n_embd(), 0.0);
+        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n_outputs * self.n_embd_out() {
+            self.embd.resize(n_outputs * self.n_embd_out(), 0.0);
         }
         self.embd_seq.clear();
         self.output_ids.clear();
@@ -576,7 +576,7 @@ impl Context<'_> {
             // A ranking head gives its scores per sequence, not an embedding.
             let n_embd = match pooling {
                 Pooling::Rank => self.model.hparams.as_ref().map_or(1, |h| h.n_cls_out() as usize),
-                _ => self.n_embd(),
+                _ => self.n_embd_out(),
             };
             let n_rows = if pooling == Pooling::None {
                 shape.n_outputs

@@ -640,6 +640,11 @@ impl<'m> Context<'m> {
         self.model.hparams.as_ref().map_or(0, |hp| hp.n_embd as usize)
     }
 
+    /// The width of the embeddings the context gives.
+    fn n_embd_out(&self) -> usize {
+        self.model.hparams.as_ref().map_or(0, |hp| hp.embd_out() as usize)
+    }
+
     /// Logits of output row `i` (negative: from the end), as llama_get_logits_ith resolves it.
     pub fn logits_ith(&self, i: i32) -> Result<&[f32]> {
         let rows = self.logits_rows(i)?;
@@ -675,7 +680,7 @@ impl<'m> Context<'m> {
                 "no per-token embeddings: the context has embeddings off or pooled (use llama_get_embeddings_seq)",
             ));
         }
-        let n = self.n_embd();
+        let n = self.n_embd_out();
         let row = self.output_row(i, "embeddings")?;
         let rows = row * n..(row + 1) * n;
         if rows.end > self.embd.len() {
@@ -688,7 +693,7 @@ impl<'m> Context<'m> {
     /// hands the buffer out mutably); None without them.
     pub fn embeddings_mut(&mut self) -> Option<&mut [f32]> {
         let on = self.params.embeddings && self.params.pooling == Pooling::None;
-        let n = (self.n_outputs * self.n_embd()).min(self.embd.len());
+        let n = (self.n_outputs * self.n_embd_out()).min(self.embd.len());
         on.then(|| &mut self.embd[..n])
     }
 

@@ -519,8 +519,29 @@ impl<'a> Builder<'a> {
                 }
             }
         };
+        let out = self.dense_out(out)?;
+        if pooling != Pooling::Rank && out.ne()[0] != i64::from(self.hp.embd_out()) {
+            return Err(Error::model(format!(
+                "the model's embeddings are {} wide, not the {} it declares (llama_model_n_embd_out): \
+                 llama.cpp reads past its output here",
+                out.ne()[0],
+                self.hp.embd_out()
+            )));
+        }
         self.g.output(out);
         Ok(out)
+    }
+
+    /// The dense projection some embedding models end with (LFM2-ColBERT's `dense_2`, with an
+    /// optional bias), applied to the pooled embeddings `x` where the model has it.
+    fn dense_out(&mut self, mut x: TensorRef) -> Result<TensorRef> {
+        if let Some(w) = self.weight_opt("dense_2.weight") {
+            x = self.g.mul_mat(w, x).map_err(ggml_err)?;
+        }
+        if let Some(bias) = self.weight_opt("dense_2.bias") {
+            x = self.g.add(x, bias).map_err(ggml_err)?;
+        }
+        Ok(x)
     }
 
     /// The classifier head of a ranking model over the pooled states `x` ([n_embd, n_seqs]):

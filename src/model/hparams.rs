@@ -120,6 +120,9 @@ pub struct HParams {
     pub pooling_type: i32,
     /// Token types BERT-style models embed (`tokenizer.ggml.token_type_count`).
     pub n_token_types: u32,
+    /// `{arch}.embedding_length_out`: the width of the embeddings a context gives where it is
+    /// not the model's (after LFM2-ColBERT's dense projection; 0: `n_embd`).
+    pub n_embd_out: u32,
     /// Ranking ends with a softmax over the classifier's labels (Qwen3's rerankers).
     pub rank_softmax: bool,
     pub rope_freq_base: f32,
@@ -355,6 +358,14 @@ pub enum KdaDecay {
 }
 
 impl HParams {
+    /// The width of the embeddings a context gives (`llama_model_n_embd_out`).
+    pub fn embd_out(&self) -> u32 {
+        match self.n_embd_out {
+            0 => self.n_embd,
+            n => n,
+        }
+    }
+
     /// Scores a ranking head gives per sequence: one per classifier label, 1 without labels.
     pub fn n_cls_out(&self) -> u32 {
         (self.cls_labels.len() as u32).max(1)
@@ -446,6 +457,8 @@ impl HParams {
         let n = n_layer as usize;
         let n_embd = meta.u32(&key("embedding_length"))?;
         check_range(&key("embedding_length"), n_embd, 1, MAX_EMBD)?;
+        let n_embd_out = meta.u32_opt(&key("embedding_length_out"))?.unwrap_or(0);
+        check_range(&key("embedding_length_out"), n_embd_out, 0, MAX_EMBD)?;
         let n_head = meta
             .u32_per_layer(&key("attention.head_count"), n)?
             .ok_or_else(|| Error::model(format!("required key '{}' is missing", key("attention.head_count"))))?;
@@ -538,6 +551,7 @@ impl HParams {
                 .filter(|v| (0..=4).contains(v))
                 .map_or(-1, |v| v as i32),
             n_token_types: meta.u32_opt("tokenizer.ggml.token_type_count")?.unwrap_or(0),
+            n_embd_out,
             rank_softmax: false,
             rope_freq_base,
             rope_freq_base_swa: 10000.0,

@@ -121,7 +121,7 @@ fn arch_rule(arch: &str, suffix: &str) -> Option<Rule> {
             clamp.resize(f.n_layer_all, 0.0);
             Value::Array(Array::F32(clamp))
         })),
-        ("deepseek4", "embedding_length_out") => Some(Held(|f| Value::U32(f.hp.hc_count * f.n_embd))),
+        ("deepseek4", "embedding_length_out") => Some(Held(|f| Value::U32(f.hp.n_embd_out))),
         ("hunyuan-dense" | "hunyuan_vl", "rope.freq_base") => Some(Held(|f| Value::F32(f.hp.rope_freq_base))),
         ("lfm2", "leading_dense_block_count") => Some(Held(|f| Value::U32(f.hp.n_layer_dense_lead))),
         ("llama4" | "smallthinker", "attention.sliding_window") => Some(Held(|f| Value::U32(f.hp.n_swa))),

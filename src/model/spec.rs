@@ -45,6 +45,13 @@ pub trait ArchSpec: Sync {
         None
     }
 
+    /// Layer weights (by base name, e.g. `attn_gate`) whose optional scales llama.cpp's generic
+    /// pass does not create for this architecture: its loader keeps them in a member the pass
+    /// does not look at.
+    fn unscaled_weights(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Whether `llama_model_n_swa` reports its sliding window: not where other caches beside it
     /// make the window useless for rolling back (DeepSeek-V4, as llama.cpp answers).
     fn reports_window(&self) -> bool {

@@ -601,3 +601,20 @@ fn per_layer_copies_must_get_the_same_data() {
     .expect("copies with different data were accepted");
     assert!(err.to_string().contains("rope_freqs.weight"), "{err}");
 }
+
+#[test]
+fn the_embeddings_width_is_the_model_width_unless_the_file_gives_another() {
+    let m = load(&model_file(|_| {}), LoadParams::default()).expect("loads");
+    let hp = m.hparams.as_ref().expect("hparams");
+    assert_eq!(hp.embd_out(), hp.n_embd);
+    let m = load(
+        &model_file(|f| set_kv(f, "llama.embedding_length_out", Value::U32(3))),
+        LoadParams::default(),
+    )
+    .expect("loads");
+    assert_eq!(m.hparams.as_ref().map(|h| h.embd_out()), Some(3));
+    let msg = load_err(&model_file(|f| {
+        set_kv(f, "llama.embedding_length_out", Value::U32(u32::MAX))
+    }));
+    assert!(msg.contains("llama.embedding_length_out"), "{msg}");
+}
