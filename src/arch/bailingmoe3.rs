@@ -64,6 +64,10 @@ impl ArchSpec for BailingMoe3 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::bailingmoe3(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         kimi_linear::hybrid_tensors(hp, kimi_linear::KdaTensors::Bailing, latent_tensors)
     }

@@ -719,14 +719,19 @@ pub(crate) fn grovemoe(hp: &HParams) -> Vec<String> {
     })
 }
 
-/// Nemotron-H's (without experts): each layer one of a Mamba-2 mixer, attention (where the layer
-/// has no FFN width), or an ungated FFN with biases.
+/// Nemotron-H's (and Nemotron-H MoE's): each layer one of a Mamba-2 mixer, attention (where the
+/// layer has no FFN width), or an ungated FFN with biases; in a model with experts, squared-ReLU
+/// experts with the router's selection bias, the latent projections around them (made without a
+/// file, of the model's width when it has no latent one) and a shared expert.
 pub(crate) fn nemotron_h(hp: &HParams) -> Vec<String> {
     layered(hp, HEAD, |il| {
         let block = if hp.is_recurrent(il) {
             MAMBA2
         } else if hp.n_ff[il] == 0 {
             "QKV attn_output.weight attn_output.bias"
+        } else if hp.n_expert > 0 {
+            "ffn_gate_inp.weight exp_probs_b.bias ffn_latent_down.weight ffn_latent_up.weight ffn_down_exps.weight \
+             ffn_up_exps.weight ffn_down_shexp.weight ffn_up_shexp.weight"
         } else {
             "ffn_down.weight ffn_up.weight ffn_down.bias ffn_up.bias"
         };
@@ -855,4 +860,108 @@ pub(crate) fn lfm2(hp: &HParams) -> Vec<String> {
     });
     names.extend(["dense_2.weight", "dense_2.bias"].map(String::from));
     names
+}
+
+/// A Kimi delta attention mixer: the convolutions of queries, keys and values, the projections,
+/// the decay's projection(s) `f`, beta, the decay rates and bias, the output gate's `g`, the norm
+/// and the output.
+fn kda(f: &str, g: &str) -> String {
+    format!(
+        "ssm_conv1d_q.weight ssm_conv1d_k.weight ssm_conv1d_v.weight QKV {f} ssm_beta.weight ssm_a ssm_dt.bias {g} \
+         ssm_norm.weight attn_output.weight"
+    )
+}
+
+/// Latent attention as Kimi's loaders make it: queries compressed where the model has a rank for
+/// them, keys and values decompressed per head (without a file the fused decompression is
+/// skipped), then `gate` (an output gate, or nothing) and the output projection.
+fn mla(hp: &HParams, gate: &str) -> String {
+    let (q_norm, q) = match hp.n_lora_q > 0 {
+        true => ("attn_q_a_norm.weight", "attn_q_a.weight attn_q_b.weight"),
+        false => ("", "attn_q.weight"),
+    };
+    format!(
+        "{q_norm} attn_kv_a_norm.weight {q} attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight {gate} \
+         attn_output.weight"
+    )
+}
+
+/// Kimi-Linear's: delta attention or latent attention layers; dense leading layers, then experts,
+/// shared ones (always made without a file) and the router's selection bias.
+pub(crate) fn kimi_linear(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => kda("ssm_f_a.weight ssm_f_b.weight", "ssm_g_a.weight ssm_g_b.weight"),
+            false => mla(hp, ""),
+        };
+        let experts = format!("{EXPERTS} {SHARED_GDU} exp_probs_b.bias");
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED,
+            false => &experts,
+        };
+        format!("attn_norm.weight {mixer} ffn_norm.weight {ffn}")
+    })
+}
+
+/// Ling 3's (`bailingmoe3`): delta attention layers (one projection for the decay and one for the
+/// gate) or latent attention (each compression's norm after it, an output gate per head); dense
+/// leading layers, then experts with the router's selection bias and shared ones (gate, up, down).
+pub(crate) fn bailingmoe3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let q = match hp.n_lora_q > 0 {
+            true => "attn_q_a.weight attn_q_a_norm.weight attn_q_b.weight",
+            false => "attn_q.weight",
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => kda("ssm_f_a.weight", "ssm_g_a.weight"),
+            false => format!(
+                "{q} attn_kv_a_mqa.weight attn_kv_a_norm.weight attn_k_b.weight attn_v_b.weight attn_gate.weight \
+                 attn_output.weight"
+            ),
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GUD } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => "ffn_gate.weight ffn_up.weight ffn_down.weight".to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_up_exps.weight ffn_down_exps.weight {shared}"
+            ),
+        };
+        format!("attn_norm.weight {mixer} ffn_norm.weight {ffn}")
+    })
+}
+
+/// Kimi-K3's: the residual checkpoints' scores where the model banks them (one after the head,
+/// two per layer); delta attention (a full-width output gate) or latent attention with an output
+/// gate; dense leading layers, then experts with the router's selection bias, the latent
+/// projections and norm around them where they run in a latent space, and shared experts.
+pub(crate) fn kimi_k3(hp: &HParams) -> Vec<String> {
+    let banks = hp.attn_res_block_size > 0;
+    let head = match banks {
+        true => "token_embd.weight output_norm.weight output.weight output_res_score.weight",
+        false => HEAD,
+    };
+    layered(hp, head, |il| {
+        let scores = if banks {
+            "attn_res_score.weight ffn_res_score.weight"
+        } else {
+            ""
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => kda("ssm_f_a.weight ssm_f_b.weight", "ssm_g.weight"),
+            false => mla(hp, "attn_gate.weight"),
+        };
+        let latent = match hp.n_expert_latent > 0 {
+            true => "ffn_routed_down.weight ffn_routed_up.weight ffn_routed_norm.weight",
+            false => "",
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight \
+                 {latent} {shared}"
+            ),
+        };
+        format!("attn_norm.weight ffn_norm.weight {scores} {mixer} {ffn}")
+    })
 }

@@ -59,6 +59,10 @@ impl ArchSpec for KimiK3 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::kimi_k3(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         head_tensors(hp, &mut specs);

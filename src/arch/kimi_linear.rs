@@ -39,6 +39,10 @@ impl ArchSpec for KimiLinear {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::kimi_linear(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         hybrid_tensors(hp, KdaTensors::KimiLinear, latent_tensors)
     }

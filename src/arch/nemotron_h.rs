@@ -37,7 +37,7 @@ impl ArchSpec for NemotronH {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        (self.0 == "nemotron_h").then(|| super::created::nemotron_h(hp))
+        Some(super::created::nemotron_h(hp))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
