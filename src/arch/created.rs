@@ -965,3 +965,80 @@ pub(crate) fn kimi_k3(hp: &HParams) -> Vec<String> {
         format!("attn_norm.weight ffn_norm.weight {scores} {mixer} {ffn}")
     })
 }
+
+/// GLM5-Next's: the hyper-connections' mixing weights around the attention and the FFN; delta
+/// attention or latent attention (queries always compressed) with its lightning indexer (made in
+/// every attention layer without a file); dense leading layers, then experts with the router's
+/// selection bias and shared ones.
+pub(crate) fn glm5_next(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => kda("ssm_f_a.weight ssm_f_b.weight", "ssm_g_a.weight ssm_g_b.weight"),
+            false => "attn_q_a_norm.weight attn_kv_a_norm.weight attn_q_a.weight attn_q_b.weight \
+                      attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight attn_output.weight indexer.k_norm.weight \
+                      indexer.k_norm.bias indexer.proj.weight indexer.attn_k.weight indexer.attn_q_b.weight \
+                      indexer_compressor_gate.weight indexer_compressor_ape.weight"
+                .to_string(),
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight \
+                 {shared}"
+            ),
+        };
+        format!(
+            "attn_norm.weight ffn_norm.weight hc_attn_fn.weight hc_attn_base.weight hc_attn_scale.weight \
+             hc_ffn_fn.weight hc_ffn_base.weight hc_ffn_scale.weight {mixer} {ffn}"
+        )
+    })
+}
+
+/// The lightning indexer of DeepSeek's sparse attention: its key norm (with a bias), the heads'
+/// weights, keys and queries.
+const INDEXER: &str =
+    "indexer.k_norm.weight indexer.k_norm.bias indexer.proj.weight indexer.attn_k.weight indexer.attn_q_b.weight";
+
+/// DeepSeek-V3.2's and GLM 5's (`glm-dsa`): latent attention with compressed queries and keys and
+/// values decompressed per head, the indexer in every layer (made without a file where it is
+/// optional); dense leading layers, then experts with the router's selection bias and shared ones.
+pub(crate) fn dsa(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "attn_norm.weight attn_q_a_norm.weight attn_kv_a_norm.weight attn_q_a.weight attn_q_b.weight \
+             attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight attn_output.weight ffn_norm.weight {INDEXER} {}",
+            sparse_ffn(hp, il)
+        )
+    })
+}
+
+/// Dense leading layers (gate, down, up), then experts with the router's selection bias and
+/// shared ones where the model has them.
+fn sparse_ffn(hp: &HParams, il: usize) -> String {
+    let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+    match il < hp.n_layer_dense_lead as usize {
+        true => GATED.to_string(),
+        false => format!(
+            "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {shared}"
+        ),
+    }
+}
+
+/// dots.llm3's (`dots3note`): DeepSeek-V3.2's attention with a norm of the rotated key part and
+/// an output gate per head, the indexer in the layers that have one.
+pub(crate) fn dots3note(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let indexer = if hp.indexer.layers.get(il) == Some(&true) {
+            INDEXER
+        } else {
+            ""
+        };
+        format!(
+            "attn_norm.weight attn_q_a_norm.weight attn_kv_a_norm.weight attn_k_norm.weight attn_q_a.weight \
+             attn_q_b.weight attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight attn_output.weight \
+             attn_gate.weight ffn_norm.weight {indexer} {}",
+            sparse_ffn(hp, il)
+        )
+    })
+}

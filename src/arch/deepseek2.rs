@@ -155,7 +155,10 @@ impl ArchSpec for DeepSeek2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        (!self.variant.sparse()).then(|| super::created::deepseek2(hp))
+        Some(match self.variant.sparse() {
+            true => super::created::dsa(hp),
+            false => super::created::deepseek2(hp),
+        })
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -81,6 +81,10 @@ impl ArchSpec for Dots3Note {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::dots3note(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = deepseek2::latent_tensors(hp, true);
         // llama.cpp requires the routers' selection biases here.

@@ -105,6 +105,10 @@ impl ArchSpec for Glm5Next {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::glm5_next(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = kimi_linear::hybrid_tensors(hp, kimi_linear::KdaTensors::Glm5Next, latent_tensors);
         for il in 0..hp.n_layer as usize {
