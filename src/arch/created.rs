@@ -1042,3 +1042,62 @@ pub(crate) fn dots3note(hp: &HParams) -> Vec<String> {
         )
     })
 }
+
+/// HY-V3's: Qwen 3's attention; every FFN tensor is optional, so without a file each layer gets
+/// both a dense FFN and experts (the router's selection bias named without `.bias`, gate and up
+/// fused) with shared ones, and runs the experts.
+pub(crate) fn hy_v3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!(
+            "attn_norm.weight QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {GATED} \
+             ffn_gate_inp.weight exp_probs_b ffn_down_exps.weight ffn_gate_up_exps.weight {SHARED_GUD}"
+        )
+    })
+}
+
+/// MiniMax-M3's: the projections first, query and key norms; dense leading layers, then experts
+/// with the router's selection bias, shared ones and the block-sparse attention's indexer.
+pub(crate) fn minimax_m3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "{} indexer.q_proj.weight indexer.k_proj.weight indexer.q_norm.weight indexer.k_norm.weight",
+                sparse_ffn(hp, il)
+            ),
+        };
+        format!("QKV attn_output.weight attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {ffn}")
+    })
+}
+
+/// HY-V4's: the hyper-connections' head after the output; latent attention with sinks and an
+/// output gate, the indexer where the layer has one, then the hyper-connections' mixing weights;
+/// dense leading layers, then experts (gate, up, down) with the router's selection bias and
+/// shared ones.
+pub(crate) fn hy_v4(hp: &HParams) -> Vec<String> {
+    let head = "token_embd.weight output_norm.weight output.weight output_hc_fn.weight output_hc_base.weight \
+                output_hc_scale.weight";
+    layered(hp, head, |il| {
+        let indexed = hp.indexer.top_k > 0 && hp.indexer.layers.get(il) == Some(&true);
+        let indexer = match indexed {
+            true => {
+                "indexer.attn_q_b.weight indexer.attn_k.weight indexer.k_norm.weight indexer.k_norm.bias \
+                     indexer.proj.weight"
+            }
+            false => "",
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_up_exps.weight ffn_down_exps.weight {shared}"
+            ),
+        };
+        format!(
+            "attn_norm.weight attn_sinks.weight attn_q_a.weight attn_q_a_norm.weight attn_q_b.weight \
+             attn_kv_a_mqa.weight attn_kv_a_norm.weight attn_k_b.weight attn_v_b.weight attn_output.weight \
+             attn_gate.weight {indexer} hc_attn_fn.weight hc_attn_base.weight hc_attn_scale.weight hc_ffn_fn.weight \
+             hc_ffn_base.weight hc_ffn_scale.weight ffn_norm.weight {ffn}"
+        )
+    })
+}

@@ -79,6 +79,10 @@ impl ArchSpec for HyV4 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::hy_v4(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = deepseek2::latent_tensors(hp, hp.indexer.head_size > 0);
         let (e, hc) = (hp.n_embd, hp.hc_count);
