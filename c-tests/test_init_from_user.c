@@ -5,7 +5,8 @@
  * order; a tensor the metadata lists with another type gets that type; SmolLM2's 30 layers with
  * every optional bias and scale (933 tensors) decode; a vocabulary-only model calls nothing. And what
  * cannot work is refused with a log line and no model: NULL metadata or callback, an architecture
- * whose tensors are not checked against llama.cpp yet, per-layer copies given different data. That
+ * whose tensors are not checked against llama.cpp yet, per-layer copies given different data, a
+ * table of ids made F32. That
  * the tensors, their order and the logits are llama.cpp's is checked against llama.cpp by
  * benches/compare.sh. */
 #include "testutil.h"
@@ -274,12 +275,21 @@ static void refusals(void) {
     CHECK(tu_log_contains("set_tensor_data is NULL"), "log: %s", tu_log_text());
     gguf_free(meta);
 
-    /* DeepSeek-V4's list of tensors is not checked against llama.cpp's yet. */
+    /* HRM-Text's list of tensors is not checked against llama.cpp's yet. */
+    meta = metadata_of(gen("hrm_text-f32.gguf"), NULL, false);
+    tu_log_clear();
+    CHECK(llama_model_init_from_user(meta, fill, f, mp) == NULL, "HRM-Text accepted");
+    CHECK(tu_log_contains("does not support the architecture 'hrm_text'"), "log: %s", tu_log_text());
+    CHECK(f->calls == 0, "%d calls for a refused model", f->calls);
+    gguf_free(meta);
+
+    /* DeepSeek-V4's token-to-expert tables are ids: made F32 (the default), the model is refused
+     * (llama.cpp aborts in its first decode). */
     meta = metadata_of(gen("deepseek4-f32.gguf"), NULL, false);
     tu_log_clear();
-    CHECK(llama_model_init_from_user(meta, fill, f, mp) == NULL, "DeepSeek-V4 accepted");
-    CHECK(tu_log_contains("does not support the architecture 'deepseek4'"), "log: %s", tu_log_text());
-    CHECK(f->calls == 0, "%d calls for a refused model", f->calls);
+    CHECK(llama_model_init_from_user(meta, fill, f, mp) == NULL, "DeepSeek-V4 with F32 tables accepted");
+    CHECK(tu_log_contains("ffn_gate_tid2eid.weight' is a table of ids: it must be I32, not f32"), "log: %s",
+          tu_log_text());
     gguf_free(meta);
     free(f);
 }

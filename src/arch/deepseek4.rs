@@ -115,6 +115,10 @@ impl ArchSpec for Deepseek4 {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::deepseek4(hp))
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, v) = (hp.n_embd, hp.n_vocab);
         let (head, q_rank, ix) = (hp.n_embd_head_k, hp.n_lora_q, &hp.indexer);
@@ -152,11 +156,7 @@ impl ArchSpec for Deepseek4 {
                 TensorSpec::new(b("exp_probs_b_vl.bias"), &[n_exp], false),
             ]);
             if (il as u32) < hp.n_hash_layers {
-                specs.push(TensorSpec::new(
-                    b("ffn_gate_tid2eid.weight"),
-                    &[hp.n_expert_used, v],
-                    true,
-                ));
+                specs.push(TensorSpec::new(b("ffn_gate_tid2eid.weight"), &[hp.n_expert_used, v], true).ids());
             } else {
                 specs.push(TensorSpec::new(b("exp_probs_b.bias"), &[n_exp], true));
             }

@@ -467,6 +467,13 @@ fn check_tensors_match(specs: &[TensorSpec], tensors: &[(usize, &TensorInfo)]) -
                         t.ne[i] == want || (s.more_rows && i == last && t.ne[i] > want)
                     })
                 };
+                if s.ids && t.ggml_type != crate::ggml::TYPE_I32 {
+                    return Err(Error::model(format!(
+                        "tensor '{}' is a table of ids: it must be I32, not {}",
+                        s.name,
+                        crate::ggml::type_name(t.ggml_type)
+                    )));
+                }
                 if !fits(&s.shape) && !s.or_shape.as_deref().is_some_and(fits) {
                     return Err(Error::model(format!(
                         "tensor '{}' has shape {:?} but the hyper-parameters require {:?}",

@@ -93,6 +93,9 @@ pub struct TensorSpec {
     pub or_shape: Option<Vec<u64>>,
     /// The file may give it more rows (outermost dimension) than `shape` (a padded table).
     pub more_rows: bool,
+    /// A table of ids the graph indexes with, which must be I32 (DeepSeek-V4's token-to-expert
+    /// table).
+    pub ids: bool,
 }
 
 impl TensorSpec {
@@ -105,7 +108,13 @@ impl TensorSpec {
             unless: None,
             or_shape: None,
             more_rows: false,
+            ids: false,
         }
+    }
+
+    /// The same, for a table of I32 ids.
+    pub fn ids(self) -> TensorSpec {
+        TensorSpec { ids: true, ..self }
     }
 
     /// The same, also accepting more rows than `shape` has.
@@ -153,13 +162,8 @@ pub fn with_weight_scales(mut specs: Vec<TensorSpec>) -> Vec<TensorSpec> {
         let n = s.shape.get(2).copied().unwrap_or(1);
         for suffix in ["scale", "input_scale"] {
             scales.push(TensorSpec {
-                name: format!("{stem}.{suffix}"),
                 shape: vec![n],
-                required: false,
-                matmul_only: false,
-                unless: None,
-                or_shape: None,
-                more_rows: false,
+                ..TensorSpec::new(format!("{stem}.{suffix}"), &[], false)
             });
         }
     }
