@@ -760,14 +760,23 @@ pub(crate) fn bert(hp: &HParams, nomic: bool) -> Vec<String> {
     })
 }
 
-/// Granite with sliding-window layers, dense: Llama's attention with per-head sinks, the rotary
-/// factors, the FFN with its biases. (With experts llama.cpp makes their gate and up fused, which
-/// this architecture's layers here do not take: not listed.)
-pub(crate) fn granite_swa(hp: &HParams) -> Option<Vec<String>> {
-    (hp.n_expert == 0).then(|| {
-        layered(hp, HEAD, |_| {
-            format!("{ATTN} attn_output.bias attn_sinks.weight ffn_norm.weight ROPE {GATED_BIASED}")
-        })
+/// Granite with sliding-window layers: Llama's attention with per-head sinks, the rotary factors,
+/// then the FFN with its biases, or experts (gate and up fused: made fused without a file) with a
+/// shared expert whose gate and up are one projection.
+pub(crate) fn granite_swa(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        let ffn = match hp.n_expert {
+            0 => GATED_BIASED.to_string(),
+            _ => {
+                let shared = if hp.n_ff_shexp > 0 {
+                    "ffn_up_shexp.weight ffn_down_shexp.weight"
+                } else {
+                    ""
+                };
+                format!("ffn_gate_inp.weight ffn_down_exps.weight ffn_gate_up_exps.weight {shared}")
+            }
+        };
+        format!("{ATTN} attn_output.bias attn_sinks.weight ffn_norm.weight ROPE {ffn}")
     })
 }
 

@@ -61,7 +61,7 @@ impl ArchSpec for GraniteSwa {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        super::created::granite_swa(hp)
+        Some(super::created::granite_swa(hp))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -70,6 +70,15 @@ impl ArchSpec for GraniteSwa {
         for il in 0..hp.n_layer as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
             specs.push(TensorSpec::new(b("attn_sinks.weight"), &[hp.n_head[il]], true));
+            if hp.n_expert > 0 {
+                // The experts' gate and up may come fused (as llama.cpp makes them without a file).
+                let fused = b("ffn_gate_up_exps.weight");
+                let apart = [b("ffn_gate_exps.weight"), b("ffn_up_exps.weight")];
+                for s in specs.iter_mut().filter(|s| apart.contains(&s.name)) {
+                    s.unless = Some(fused.clone());
+                }
+                specs.push(TensorSpec::matmul(&fused, &[e, 2 * hp.n_ff_exp, hp.n_expert], false));
+            }
             if sh > 0 {
                 specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, 2 * sh], true));
                 specs.push(TensorSpec::matmul(b("ffn_down_shexp.weight"), &[sh, e], true));
