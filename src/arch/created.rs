@@ -30,31 +30,36 @@ const EXPERTS: &str = "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.we
 pub(crate) fn layered(hp: &HParams, head: &str, layer: impl Fn(usize) -> String) -> Vec<String> {
     let mut names: Vec<String> = head.split_whitespace().map(String::from).collect();
     for il in 0..hp.n_layer as usize {
-        for word in layer(il).split_whitespace() {
-            match word {
-                "QKV" => names.extend(
-                    [
-                        "attn_q.weight",
-                        "attn_k.weight",
-                        "attn_v.weight",
-                        "attn_q.bias",
-                        "attn_k.bias",
-                        "attn_v.bias",
-                    ]
-                    .map(|s| format!("blk.{il}.{s}")),
-                ),
-                "ROPE" if hp.rope_scaling == RopeScaling::LongRope => {
-                    names.extend(["rope_factors_long.weight", "rope_factors_short.weight"].map(String::from))
-                }
-                "ROPE" | "ROPE_FREQS" => names.push("rope_freqs.weight".into()),
-                "ROPE_LONG_SHORT" => {
-                    names.extend(["rope_factors_long.weight", "rope_factors_short.weight"].map(String::from))
-                }
-                name => names.push(format!("blk.{il}.{name}")),
-            }
-        }
+        push_layer(hp, &mut names, il, &layer(il));
     }
     names
+}
+
+/// Block `il`'s names from `words`, the placeholders expanded.
+fn push_layer(hp: &HParams, names: &mut Vec<String>, il: usize, words: &str) {
+    for word in words.split_whitespace() {
+        match word {
+            "QKV" => names.extend(
+                [
+                    "attn_q.weight",
+                    "attn_k.weight",
+                    "attn_v.weight",
+                    "attn_q.bias",
+                    "attn_k.bias",
+                    "attn_v.bias",
+                ]
+                .map(|s| format!("blk.{il}.{s}")),
+            ),
+            "ROPE" if hp.rope_scaling == RopeScaling::LongRope => {
+                names.extend(["rope_factors_long.weight", "rope_factors_short.weight"].map(String::from))
+            }
+            "ROPE" | "ROPE_FREQS" => names.push("rope_freqs.weight".into()),
+            "ROPE_LONG_SHORT" => {
+                names.extend(["rope_factors_long.weight", "rope_factors_short.weight"].map(String::from))
+            }
+            name => names.push(format!("blk.{il}.{name}")),
+        }
+    }
 }
 
 /// Llama's loader (and Granite's, Granite MoE's, MiniCPM's, Mistral 3's, Refact's): the attention output's bias, the rotary
@@ -1147,4 +1152,22 @@ pub(crate) fn deepseek4(hp: &HParams) -> Vec<String> {
              ffn_down_exps.weight ffn_up_exps.weight {SHARED_GDU}"
         )
     })
+}
+
+/// HRM-Text's: no output norm, the low stack's initial state; the blocks of the low stack, then
+/// the high stack's (the cycles run them again: no tensors of their own but their scales, which
+/// the model layer adds per layer).
+pub(crate) fn hrm_text(hp: &HParams) -> Vec<String> {
+    let mut names: Vec<String> = ["token_embd.weight", "output.weight", "hrm.z_l_init"]
+        .map(String::from)
+        .into();
+    for bid in 0..2 * hp.hrm[0] as usize {
+        push_layer(
+            hp,
+            &mut names,
+            bid,
+            &format!("QKV attn_gate.weight attn_output.weight {GATED}"),
+        );
+    }
+    names
 }

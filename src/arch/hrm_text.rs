@@ -48,6 +48,20 @@ impl ArchSpec for HrmText {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
+        Some(super::created::hrm_text(hp))
+    }
+
+    fn weights_of_layer(&self, hp: &HParams, il: usize) -> usize {
+        let [lps, _, l_cycles] = hp.hrm.map(|n| n as usize);
+        let high = (il / lps) % (l_cycles + 1) == l_cycles;
+        if high {
+            lps + il % lps
+        } else {
+            il % lps
+        }
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let (e, v) = (hp.n_embd, hp.n_vocab);
         let mut specs = vec![

@@ -52,6 +52,12 @@ pub trait ArchSpec: Sync {
         &[]
     }
 
+    /// The block whose weights layer `il` runs (HRM-Text's cycles run the same blocks again
+    /// under later layer numbers, and llama.cpp's generic pass gives every layer its own scales).
+    fn weights_of_layer(&self, _hp: &HParams, il: usize) -> usize {
+        il
+    }
+
     /// Whether `llama_model_n_swa` reports its sliding window: not where other caches beside it
     /// make the window useless for rolling back (DeepSeek-V4, as llama.cpp answers).
     fn reports_window(&self) -> bool {

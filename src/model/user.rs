@@ -77,7 +77,7 @@ impl Image {
                 arch.name()
             ))
         })?;
-        let names = with_scales(names, hp.n_layer as usize, arch.unscaled_weights());
+        let names = with_scales(names, hp, arch);
         let specs = with_weight_scales(arch.tensors(hp));
         let shapes: HashMap<&str, &[u64]> = specs.iter().map(|s| (s.name.as_str(), s.shape.as_slice())).collect();
 
@@ -209,17 +209,19 @@ fn pairs_of(g: &GgufFile) -> MetaWriter {
 }
 
 /// `names` followed, layer by layer, by the scales llama.cpp's generic pass adds for the layer
-/// weights among them but `unscaled` (their shapes, one value or one per expert of a stack, come
-/// from the specs).
-fn with_scales(mut names: Vec<String>, n_layer: usize, unscaled: &[&str]) -> Vec<String> {
+/// weights among them (those of the block the layer runs), but `arch`'s unscaled ones (their
+/// shapes, one value or one per expert of a stack, come from the specs).
+fn with_scales(mut names: Vec<String>, hp: &HParams, arch: &dyn ArchSpec) -> Vec<String> {
     let created: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+    let unscaled = arch.unscaled_weights();
     let mut scales = Vec::new();
-    for il in 0..n_layer {
+    for il in 0..hp.n_layer as usize {
+        let block = arch.weights_of_layer(hp, il);
         let scaled = ATTN_AND_FFN.iter().chain(&SHARED).chain(&ROUTED).chain(&LAST);
         let input_scaled = ATTN_AND_FFN.iter().chain(&ROUTED).chain(&SHARED).chain(&LAST);
         for (list, suffix) in [(scaled, "scale"), (input_scaled, "input_scale")] {
             for base in list.filter(|base| !unscaled.contains(base)) {
-                if created.contains(format!("blk.{il}.{base}.weight").as_str()) {
+                if created.contains(format!("blk.{block}.{base}.weight").as_str()) {
                     scales.push(format!("blk.{il}.{base}.{suffix}"));
                 }
             }
