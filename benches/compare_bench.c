@@ -1494,6 +1494,12 @@ int main(int argc, char **argv) {
     for (int p = 0; p < (arch_only ? 1 : 3); p++) {
         int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
         for (int c = 0; c < N_CHAINS; c++) {
+            /* Qwen3-TTS's codec head gives -inf to every token the grammar allows: llama.cpp's
+             * grammar sampler then throws out of llama_sampler_sample and the process ends. */
+            if (c == N_CHAINS - 1 && arch_is(model, "qwen3tts")) {
+                printf("sample p%d chain %d: not compared (llama.cpp aborts)\n", p, c);
+                continue;
+            }
             for (uint32_t seed = 1; seed <= (c && !arch_only ? 3u : 1u); seed++) {
                 struct llama_context_params cp = p_llama_context_default_params();
                 cp.n_ctx = 1024;

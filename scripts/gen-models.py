@@ -1544,7 +1544,10 @@ def qwen3(w, weights, n_vocab, dtype, a="qwen3"):
     decoder_keys(w, a, N_LAYER, 1000000.0)
     if a in ("qwen3vl", "qwen3tts"):
         w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
-    add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True), dtype)
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True)
+    if a == "qwen3tts":
+        tensors["output.weight"] = weights.matrix(QWEN3TTS_CODEC, N_EMBD)
+    add_tensors(w, tensors, dtype)
 
 
 def qwen3vl(w, weights, n_vocab, dtype):
@@ -1552,8 +1555,12 @@ def qwen3vl(w, weights, n_vocab, dtype):
     qwen3(w, weights, n_vocab, dtype, "qwen3vl")
 
 
+# The logits of Qwen3-TTS's codec head, which llama.cpp pads with -inf to the vocabulary's size.
+QWEN3TTS_CODEC = 3072
+
+
 def qwen3tts(w, weights, n_vocab, dtype):
-    # Qwen3-TTS's talker: Qwen3-VL's language model under its own name.
+    # Qwen3-TTS's talker: Qwen3-VL's language model under its own name, with a codec head.
     qwen3(w, weights, n_vocab, dtype, "qwen3tts")
 
 

@@ -50,8 +50,8 @@ impl ArchSpec for Afmoe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::afmoe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::afmoe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -46,8 +46,8 @@ impl ArchSpec for Arctic {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::arctic(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::arctic(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

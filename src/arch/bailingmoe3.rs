@@ -64,8 +64,8 @@ impl ArchSpec for BailingMoe3 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::bailingmoe3(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::bailingmoe3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

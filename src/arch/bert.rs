@@ -48,8 +48,8 @@ impl ArchSpec for Bert {
         tensors(hp, false)
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::bert(hp, false))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::bert(hp, false)
     }
 }
 

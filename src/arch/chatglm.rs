@@ -33,8 +33,8 @@ impl ArchSpec for ChatGlm {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::chatglm(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::chatglm(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -38,8 +38,8 @@ impl ArchSpec for CogVlm {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::cogvlm(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::cogvlm(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

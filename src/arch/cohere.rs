@@ -92,12 +92,11 @@ impl ArchSpec for Cohere {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        match self.name {
-            "command-r" => Some(super::created::command_r(hp)),
-            "cohere2" => Some(super::created::cohere2(hp)),
-            "cohere2moe" => Some(super::created::cohere2moe(hp)),
-            _ => None,
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        match (self.sliding, self.experts) {
+            (false, _) => super::created::command_r(hp),
+            (true, false) => super::created::cohere2(hp),
+            (true, true) => super::created::cohere2moe(hp),
         }
     }
 

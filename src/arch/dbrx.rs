@@ -39,8 +39,8 @@ impl ArchSpec for Dbrx {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::dbrx(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::dbrx(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

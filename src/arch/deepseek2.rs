@@ -154,11 +154,11 @@ impl ArchSpec for DeepSeek2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(match self.variant.sparse() {
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        match self.variant.sparse() {
             true => super::created::dsa(hp),
             false => super::created::deepseek2(hp),
-        })
+        }
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -115,8 +115,8 @@ impl ArchSpec for Deepseek4 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::deepseek4(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::deepseek4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -81,8 +81,8 @@ impl ArchSpec for Dots3Note {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::dots3note(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::dots3note(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

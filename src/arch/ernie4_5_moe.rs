@@ -48,8 +48,8 @@ impl ArchSpec for Ernie45Moe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::ernie4_5_moe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::ernie4_5_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -47,8 +47,8 @@ impl ArchSpec for Exaone4 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::exaone4(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::exaone4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

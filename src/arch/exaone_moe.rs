@@ -55,8 +55,8 @@ impl ArchSpec for ExaoneMoe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::exaone_moe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::exaone_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

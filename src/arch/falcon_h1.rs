@@ -41,8 +41,8 @@ impl ArchSpec for FalconH1 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::falcon_h1(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::falcon_h1(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

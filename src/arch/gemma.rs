@@ -32,8 +32,8 @@ impl ArchSpec for Gemma {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::gemma(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::gemma(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

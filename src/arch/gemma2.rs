@@ -50,8 +50,8 @@ impl ArchSpec for Gemma2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::gemma2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::gemma2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -24,8 +24,8 @@ impl ArchSpec for Gemma3 {
         load_hparams(meta, hp)
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::gemma3(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::gemma3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -39,8 +39,8 @@ impl ArchSpec for Glm4 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::glm4(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::glm4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -105,8 +105,8 @@ impl ArchSpec for Glm5Next {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::glm5_next(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::glm5_next(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -93,14 +93,13 @@ pub struct Gpt2Like {
     /// The token embeddings may be left out and the output head read instead (CodeShell), whose
     /// head is then required.
     embeddings_from_output: bool,
+    /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`).
+    created: fn(&HParams) -> Vec<String>,
     /// llama.cpp's size label per layer count.
-    /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`), where
-    /// checked.
-    created: Option<fn(&HParams) -> Vec<String>>,
     sizes: &'static [(u32, &'static str)],
 }
 
-const GPT2_BASE: Gpt2Like = Gpt2Like {
+pub const GPT2: Gpt2Like = Gpt2Like {
     name: "gpt2",
     rope_type: -1,
     positions: Positions::Learned { optional: false },
@@ -115,95 +114,89 @@ const GPT2_BASE: Gpt2Like = Gpt2Like {
     output_bias: false,
     attn_norm_2: false,
     embeddings_from_output: false,
-    created: None,
+    created: super::created::gpt2,
     sizes: &[(12, "0.1B"), (24, "0.4B"), (36, "0.8B"), (48, "1.5B")],
 };
 
-pub const GPT2: Gpt2Like = Gpt2Like {
-    created: Some(super::created::gpt2),
-    ..GPT2_BASE
-};
-
 pub const STARCODER: Gpt2Like = Gpt2Like {
-    created: Some(super::created::gpt2),
     name: "starcoder",
     rope_type: 0,
     sizes: &[(24, "1B"), (36, "3B"), (42, "7B"), (40, "15B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const CODESHELL: Gpt2Like = Gpt2Like {
-    created: Some(super::created::codeshell),
+    created: super::created::codeshell,
     name: "codeshell",
     rope_type: 2,
     positions: Positions::Rotary,
     embeddings_from_output: true,
     sizes: &[(42, "7B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const STARCODER2: Gpt2Like = Gpt2Like {
-    created: Some(super::created::starcoder2),
+    created: super::created::starcoder2,
     name: "starcoder2",
     rope_type: 2,
     positions: Positions::Rotary,
     sizes: &[(30, "3B"), (32, "7B"), (40, "15B"), (52, "20B"), (88, "34B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const BLOOM: Gpt2Like = Gpt2Like {
-    created: Some(super::created::bloom),
+    created: super::created::bloom,
     name: "bloom",
     positions: Positions::Alibi { fixed: Some(8.0) },
     token_norm: true,
     sizes: &[(24, "1B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const MPT: Gpt2Like = Gpt2Like {
-    created: Some(super::created::mpt),
+    created: super::created::mpt,
     name: "mpt",
     positions: Positions::Learned { optional: true },
     biases: Biases::Optional,
     mpt: true,
     sizes: &[(32, "7B"), (48, "30B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const JAIS: Gpt2Like = Gpt2Like {
-    created: Some(super::created::jais),
+    created: super::created::jais,
     name: "jais",
     positions: Positions::Alibi { fixed: None },
     act: Act::SwiGlu,
     scale_by_head_dim: true,
     sizes: &[(24, "1.3B"), (40, "13B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const ORION: Gpt2Like = Gpt2Like {
-    created: Some(super::created::orion),
+    created: super::created::orion,
     name: "orion",
     rope_type: 2,
     positions: Positions::Rotary,
     act: Act::SwiGlu,
     biases: Biases::NoProjections,
     sizes: &[(40, "14B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 /// Pocket TTS's text backbone: rotated, no projection biases, its head the token embeddings.
 pub const POCKETTTS: Gpt2Like = Gpt2Like {
-    created: Some(super::created::pockettts),
+    created: super::created::pockettts,
     name: "pockettts",
     rope_type: 0,
     positions: Positions::Rotary,
     biases: Biases::NoProjections,
     sizes: &[(6, "109M"), (24, "335M")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const STABLELM: Gpt2Like = Gpt2Like {
-    created: Some(super::created::stablelm),
+    created: super::created::stablelm,
     name: "stablelm",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -211,11 +204,11 @@ pub const STABLELM: Gpt2Like = Gpt2Like {
     biases: Biases::NoProjections,
     head_norms: true,
     sizes: &[(24, "1B"), (32, "3B"), (40, "12B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const PHI2: Gpt2Like = Gpt2Like {
-    created: Some(super::created::phi2),
+    created: super::created::phi2,
     name: "phi2",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -223,32 +216,32 @@ pub const PHI2: Gpt2Like = Gpt2Like {
     residual: Residual::SharedNorm,
     output_bias: true,
     sizes: &[(24, "1B"), (32, "3B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const NEMOTRON: Gpt2Like = Gpt2Like {
-    created: Some(super::created::starcoder2),
+    created: super::created::starcoder2,
     name: "nemotron",
     rope_type: 2,
     positions: Positions::Rotary,
     biases: Biases::OptionalProjections,
     act: Act::ReluSqr,
     sizes: &[(32, "4B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const JAIS2: Gpt2Like = Gpt2Like {
-    created: Some(super::created::jais2),
+    created: super::created::jais2,
     name: "jais2",
     rope_type: 2,
     positions: Positions::Rotary,
     act: Act::ReluSqr,
     sizes: &[(32, "8B"), (68, "70B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const FALCON: Gpt2Like = Gpt2Like {
-    created: Some(super::created::falcon),
+    created: super::created::falcon,
     name: "falcon",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -256,17 +249,17 @@ pub const FALCON: Gpt2Like = Gpt2Like {
     residual: Residual::SharedNorm,
     attn_norm_2: true,
     sizes: &[(32, "7B"), (60, "40B")],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 pub const GPTNEOX: Gpt2Like = Gpt2Like {
-    created: Some(super::created::gptneox),
+    created: super::created::gptneox,
     name: "gptneox",
     rope_type: 2,
     positions: Positions::Rotary,
     residual: Residual::ParallelIfFile,
     sizes: &[],
-    ..GPT2_BASE
+    ..GPT2
 };
 
 /// GPT-NeoX's size labels by layer count and FFN width (llama.cpp's).
@@ -284,8 +277,8 @@ const GPTNEOX_SIZES: &[(u32, u32, &str)] = &[
 ];
 
 impl ArchSpec for Gpt2Like {
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        self.created.map(|f| f(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        (self.created)(hp)
     }
 
     fn name(&self) -> &'static str {

@@ -55,8 +55,8 @@ impl ArchSpec for GptOss {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::gpt_oss(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::gpt_oss(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -79,8 +79,8 @@ impl ArchSpec for Granite {
     }
 
     /// Granite's, Granite MoE's and MiniCPM's loaders are Llama's.
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::llama(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::llama(hp)
     }
 }
 

@@ -53,8 +53,8 @@ impl ArchSpec for GraniteHybrid {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::granite_hybrid(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::granite_hybrid(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

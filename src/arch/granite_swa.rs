@@ -60,8 +60,8 @@ impl ArchSpec for GraniteSwa {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::granite_swa(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::granite_swa(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -61,8 +61,8 @@ impl ArchSpec for Grok {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::grok(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::grok(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

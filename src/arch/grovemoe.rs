@@ -57,8 +57,8 @@ impl ArchSpec for GroveMoe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::grovemoe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::grovemoe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -48,8 +48,8 @@ impl ArchSpec for HrmText {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::hrm_text(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::hrm_text(hp)
     }
 
     fn weights_of_layer(&self, hp: &HParams, il: usize) -> usize {

@@ -34,8 +34,8 @@ impl ArchSpec for HunyuanMoe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::hunyuan_moe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::hunyuan_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -39,8 +39,8 @@ impl ArchSpec for HyV3 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::hy_v3(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::hy_v3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

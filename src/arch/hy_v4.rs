@@ -79,8 +79,8 @@ impl ArchSpec for HyV4 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::hy_v4(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::hy_v4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -33,8 +33,8 @@ impl ArchSpec for Jamba {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::jamba(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::jamba(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -59,8 +59,8 @@ impl ArchSpec for KimiK3 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::kimi_k3(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::kimi_k3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

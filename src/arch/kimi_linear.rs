@@ -39,8 +39,8 @@ impl ArchSpec for KimiLinear {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::kimi_linear(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::kimi_linear(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -53,8 +53,8 @@ impl ArchSpec for Laguna {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::laguna(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::laguna(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -42,8 +42,8 @@ impl ArchSpec for Lfm2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::lfm2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::lfm2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -89,8 +89,8 @@ impl ArchSpec for Lfm2Moe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::lfm2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::lfm2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

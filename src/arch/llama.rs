@@ -57,8 +57,8 @@ impl ArchSpec for Llama {
         tensors(hp)
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::llama(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::llama(hp)
     }
 }
 

@@ -66,8 +66,8 @@ impl ArchSpec for Llama4 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::llama4(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::llama4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

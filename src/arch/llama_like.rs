@@ -39,9 +39,8 @@ pub struct LlamaLike {
     /// Hunyuan's rotation: the base raised by `rope.scaling.alpha` (XDRoPE); `Some(true)` also
     /// M-RoPE when the file's sections ask for it (llama.cpp's `use_mrope`, Hunyuan-VL).
     hunyuan_rope: Option<bool>,
-    /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`), where
-    /// checked.
-    created: Option<fn(&HParams) -> Vec<String>>,
+    /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`).
+    created: fn(&HParams) -> Vec<String>,
 }
 
 const NO_FFN_SCALES: llama::Variant = llama::Variant {
@@ -67,7 +66,7 @@ const NO_FFN_SCALES: llama::Variant = llama::Variant {
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
-    created: Some(super::created::plain_head),
+    created: super::created::plain_head,
     name: "xverse",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -79,7 +78,7 @@ pub const XVERSE: LlamaLike = LlamaLike {
 };
 
 pub const EXAONE: LlamaLike = LlamaLike {
-    created: Some(super::created::exaone),
+    created: super::created::exaone,
     name: "exaone",
     rope_type: 2,
     variant: NO_FFN_SCALES,
@@ -91,7 +90,7 @@ pub const EXAONE: LlamaLike = LlamaLike {
 };
 
 pub const ERNIE4_5: LlamaLike = LlamaLike {
-    created: Some(super::created::ernie4_5),
+    created: super::created::ernie4_5,
     name: "ernie4_5",
     rope_type: 0,
     variant: llama::Variant {
@@ -108,7 +107,7 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
 /// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
 /// "linear attention" and FFN-free layers (no query heads, no KV heads, no FFN) are refused.
 pub const DECI: LlamaLike = LlamaLike {
-    created: Some(super::created::deci),
+    created: super::created::deci,
     name: "deci",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -120,7 +119,7 @@ pub const DECI: LlamaLike = LlamaLike {
 };
 
 pub const ARCEE: LlamaLike = LlamaLike {
-    created: Some(super::created::arcee),
+    created: super::created::arcee,
     name: "arcee",
     rope_type: 0,
     variant: llama::Variant {
@@ -135,7 +134,7 @@ pub const ARCEE: LlamaLike = LlamaLike {
 };
 
 pub const OLMOE: LlamaLike = LlamaLike {
-    created: Some(super::created::olmoe),
+    created: super::created::olmoe,
     name: "olmoe",
     rope_type: 2,
     variant: llama::Variant {
@@ -160,7 +159,7 @@ pub const OLMOE: LlamaLike = LlamaLike {
 };
 
 pub const SEED_OSS: LlamaLike = LlamaLike {
-    created: Some(super::created::seed_oss),
+    created: super::created::seed_oss,
     name: "seed_oss",
     rope_type: 2,
     variant: llama::Variant {
@@ -175,7 +174,7 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
 };
 
 pub const MISTRAL3: LlamaLike = LlamaLike {
-    created: Some(super::created::llama),
+    created: super::created::llama,
     name: "mistral3",
     rope_type: 0,
     variant: llama::Variant {
@@ -190,7 +189,7 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
 };
 
 pub const REFACT: LlamaLike = LlamaLike {
-    created: Some(super::created::llama),
+    created: super::created::llama,
     name: "refact",
     rope_type: -1,
     variant: llama::Variant {
@@ -207,7 +206,7 @@ pub const REFACT: LlamaLike = LlamaLike {
 };
 
 pub const NANBEIGE: LlamaLike = LlamaLike {
-    created: Some(super::created::nanbeige),
+    created: super::created::nanbeige,
     name: "nanbeige",
     rope_type: 0,
     variant: llama::Variant {
@@ -222,7 +221,7 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
 };
 
 pub const MAINCODER: LlamaLike = LlamaLike {
-    created: Some(super::created::qk_normed),
+    created: super::created::qk_normed,
     name: "maincoder",
     rope_type: 0,
     variant: llama::Variant {
@@ -237,7 +236,7 @@ pub const MAINCODER: LlamaLike = LlamaLike {
 };
 
 pub const DREAM: LlamaLike = LlamaLike {
-    created: Some(super::created::qwen2),
+    created: super::created::qwen2,
     name: "dream",
     rope_type: 2,
     variant: llama::Variant {
@@ -253,7 +252,7 @@ pub const DREAM: LlamaLike = LlamaLike {
 };
 
 pub const LLADA: LlamaLike = LlamaLike {
-    created: Some(super::created::llada),
+    created: super::created::llada,
     name: "llada",
     rope_type: 0,
     variant: llama::Variant {
@@ -271,7 +270,7 @@ pub const LLADA: LlamaLike = LlamaLike {
 };
 
 pub const OPENELM: LlamaLike = LlamaLike {
-    created: Some(super::created::openelm),
+    created: super::created::openelm,
     name: "openelm",
     rope_type: 2,
     variant: llama::Variant {
@@ -289,7 +288,7 @@ pub const OPENELM: LlamaLike = LlamaLike {
 /// Hunyuan's dense models and Hunyuan-VL's language model: per-head query and key norms after
 /// rotation.
 const HUNYUAN: LlamaLike = LlamaLike {
-    created: Some(super::created::qk_normed),
+    created: super::created::qk_normed,
     name: "hunyuan-dense",
     rope_type: 2,
     variant: llama::Variant {
@@ -314,7 +313,7 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
 /// PaddleOCR's language model: ERNIE 4.5's layout (dense, whatever its expert count says) with
 /// M-RoPE and its attention output bias.
 pub const PADDLEOCR: LlamaLike = LlamaLike {
-    created: Some(super::created::ernie4_5),
+    created: super::created::ernie4_5,
     name: "paddleocr",
     rope_type: crate::ggml::ROPE_MROPE,
     variant: NO_FFN_SCALES,
@@ -328,7 +327,7 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
 /// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
 /// factors are loaded but left out.
 pub const PANGU_EMBED: LlamaLike = LlamaLike {
-    created: Some(super::created::pangu_embed),
+    created: super::created::pangu_embed,
     name: "pangu-embedded",
     rope_type: 2,
     variant: llama::Variant {
@@ -343,7 +342,7 @@ pub const PANGU_EMBED: LlamaLike = LlamaLike {
 };
 
 pub const INTERNLM2: LlamaLike = LlamaLike {
-    created: Some(super::created::plain_head),
+    created: super::created::plain_head,
     name: "internlm2",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -355,7 +354,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
 };
 
 pub const QWEN: LlamaLike = LlamaLike {
-    created: Some(super::created::qwen),
+    created: super::created::qwen,
     name: "qwen",
     rope_type: 2,
     variant: llama::Variant {
@@ -370,8 +369,8 @@ pub const QWEN: LlamaLike = LlamaLike {
 };
 
 impl ArchSpec for LlamaLike {
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        self.created.map(|f| f(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        (self.created)(hp)
     }
 
     fn name(&self) -> &'static str {

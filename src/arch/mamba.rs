@@ -139,8 +139,8 @@ impl ArchSpec for Mamba {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::mamba(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::mamba(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -168,8 +168,8 @@ impl ArchSpec for Mamba2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::mamba2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::mamba2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -36,8 +36,8 @@ impl ArchSpec for Maple {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::llada_moe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::llada_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

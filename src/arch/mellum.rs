@@ -40,8 +40,8 @@ impl ArchSpec for Mellum {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::qwen3moe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen3moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

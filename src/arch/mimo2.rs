@@ -45,8 +45,8 @@ impl ArchSpec for Mimo2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::mimo2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::mimo2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -47,8 +47,8 @@ impl ArchSpec for MiniCpm3 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::minicpm3(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::minicpm3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

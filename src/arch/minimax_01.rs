@@ -77,8 +77,8 @@ impl ArchSpec for Minimax01 {
         specs
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::minimax_01(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::minimax_01(hp)
     }
 
     /// The lightning layers' output gate is llama.cpp's member `wg`, not `wqkv_gate`.

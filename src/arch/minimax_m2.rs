@@ -37,8 +37,8 @@ impl ArchSpec for MinimaxM2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::minimax_m2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::minimax_m2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

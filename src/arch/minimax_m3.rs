@@ -65,8 +65,8 @@ impl ArchSpec for MinimaxM3 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::minimax_m3(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::minimax_m3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -40,8 +40,8 @@ impl ArchSpec for MuseGlimmer {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::muse_glimmer(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::muse_glimmer(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

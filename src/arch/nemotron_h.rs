@@ -36,8 +36,8 @@ impl ArchSpec for NemotronH {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::nemotron_h(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::nemotron_h(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

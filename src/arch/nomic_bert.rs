@@ -38,8 +38,8 @@ impl ArchSpec for NomicBert {
         bert::tensors(hp, true)
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::bert(hp, true))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::bert(hp, true)
     }
 }
 

@@ -33,8 +33,8 @@ impl ArchSpec for Olmo {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::olmo(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::olmo(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -46,8 +46,8 @@ impl ArchSpec for Olmo2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::olmo2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::olmo2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

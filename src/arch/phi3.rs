@@ -67,11 +67,11 @@ impl ArchSpec for Phi3 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(match self.experts {
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        match self.experts {
             false => super::created::phi3(hp),
             true => super::created::phimoe(hp),
-        })
+        }
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -27,8 +27,8 @@ impl ArchSpec for Plamo {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::plamo(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::plamo(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -36,8 +36,8 @@ impl ArchSpec for Plamo2 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::plamo2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::plamo2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

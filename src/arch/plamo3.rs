@@ -35,8 +35,8 @@ impl ArchSpec for Plamo3 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::plamo3(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::plamo3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

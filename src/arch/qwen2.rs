@@ -46,8 +46,8 @@ impl ArchSpec for Qwen2 {
         specs
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::qwen2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen2(hp)
     }
 }
 
@@ -76,8 +76,8 @@ impl ArchSpec for Qwen2Vl {
         super::load_rope_sections(meta, hp)
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::qwen2(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -128,8 +128,8 @@ impl ArchSpec for Qwen2Moe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::qwen2moe(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen2moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -4,7 +4,7 @@
 use super::{common_tensors, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder};
+use crate::graph::{ggml_err, Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -49,11 +49,8 @@ impl ArchSpec for Qwen3 {
         specs
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::qwen3(
-            hp,
-            &format!("{} cls.output.weight", super::created::HEAD),
-        ))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen3(hp, &format!("{} cls.output.weight", super::created::HEAD))
     }
 }
 
@@ -62,15 +59,19 @@ impl ArchSpec for Qwen3 {
 pub struct Qwen3Vl {
     name: &'static str,
     rank_softmax: bool,
+    /// Qwen3-TTS's talker ends in a codec head of `CODEC_LOGITS` logits, not the vocabulary's.
+    codec_head: bool,
 }
 
 pub const QWEN3VL: Qwen3Vl = Qwen3Vl {
     name: "qwen3vl",
     rank_softmax: true,
+    codec_head: false,
 };
 pub const QWEN3TTS: Qwen3Vl = Qwen3Vl {
     name: "qwen3tts",
     rank_softmax: false,
+    codec_head: true,
 };
 
 /// llama.cpp's interleaved M-RoPE (`LLAMA_ROPE_TYPE_IMROPE`).
@@ -101,13 +102,18 @@ impl ArchSpec for Qwen3Vl {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        (self.name() == "qwen3vl")
-            .then(|| super::created::qwen3(hp, &format!("{} cls.output.weight", super::created::HEAD)))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen3(hp, &format!("{} cls.output.weight", super::created::HEAD))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        Qwen3.tensors(hp)
+        let mut specs = Qwen3.tensors(hp);
+        if self.codec_head {
+            for s in specs.iter_mut().filter(|s| s.name == "output.weight") {
+                s.shape = vec![hp.n_embd.into(), CODEC_LOGITS];
+            }
+        }
+        specs
     }
 }
 
@@ -117,8 +123,29 @@ impl Decoder for Qwen3Vl {
             qk_norm: true,
             ..Default::default()
         };
-        llama::decoder(b, variant)
+        match llama::decoder(b, variant)? {
+            Some(logits) => codec_padded(b, logits).map(Some),
+            None => Ok(None),
+        }
     }
+}
+
+/// The logits of Qwen3-TTS's codec head.
+const CODEC_LOGITS: u64 = 3072;
+
+/// Logits of a head narrower than the vocabulary (Qwen3-TTS's codec head) with -inf before them
+/// for the rest, as llama.cpp pads them: 0 times one value of the output norm plus -inf, repeated.
+fn codec_padded(b: &mut Builder, logits: TensorRef) -> Result<TensorRef> {
+    let [n_out, n_rows, ..] = logits.ne();
+    let pad = i64::from(b.hp.n_vocab) - n_out;
+    if pad <= 0 {
+        return Ok(logits);
+    }
+    let norm = b.weight("output_norm.weight")?;
+    let one = b.g.view(norm, &[1], &[], 0).map_err(ggml_err)?;
+    let neg_inf = b.g.scale_bias(one, 0.0, f32::NEG_INFINITY).map_err(ggml_err)?;
+    let neg_inf = b.g.repeat(neg_inf, [pad, n_rows, 1, 1]).map_err(ggml_err)?;
+    b.g.concat(neg_inf, logits, 0).map_err(ggml_err)
 }
 
 /// What Qwen3-VL's language models read beyond Qwen3's: the rotary sections (required); their

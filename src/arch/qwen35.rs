@@ -92,8 +92,8 @@ impl ArchSpec for Qwen35 {
         tensors(hp, self.style)
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::qwen35(hp, self.style == DeltaNet::Qwen3Next))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen35(hp, self.style == DeltaNet::Qwen3Next)
     }
 
     fn memory(&self) -> Memory {

@@ -87,11 +87,11 @@ impl ArchSpec for Qwen3Moe {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(match self.name {
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        match self.name {
             "llada-moe" => super::created::llada_moe(hp),
             _ => super::created::qwen3moe(hp),
-        })
+        }
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -103,6 +103,10 @@ impl ArchSpec for Qwen4Exp {
         Ok(())
     }
 
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::qwen4exp(hp)
+    }
+
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         let mut specs = Vec::new();
         head_tensors(hp, &mut specs);

@@ -144,14 +144,13 @@ impl ArchSpec for SharedExperts {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        match self.name {
-            "deepseek" => Some(super::created::deepseek(hp)),
-            "dots1" => Some(super::created::dots1(hp)),
-            "bailingmoe" => Some(super::created::bailingmoe(hp)),
-            "glm4moe" => Some(super::created::glm4moe(hp)),
-            "bailingmoe2" => Some(super::created::bailingmoe2(hp)),
-            _ => None,
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        match self.kind {
+            Kind::DeepSeek => super::created::deepseek(hp),
+            Kind::Dots => super::created::dots1(hp),
+            Kind::Bailing => super::created::bailingmoe(hp),
+            Kind::Glm4Moe => super::created::glm4moe(hp),
+            Kind::Bailing2 => super::created::bailingmoe2(hp),
         }
     }
 

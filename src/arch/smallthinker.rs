@@ -53,8 +53,8 @@ impl ArchSpec for SmallThinker {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::smallthinker(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::smallthinker(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -35,8 +35,8 @@ impl ArchSpec for SmolLm3 {
         llama::tensors(hp)
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::plain_head(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::plain_head(hp)
     }
 }
 

@@ -29,8 +29,8 @@ impl ArchSpec for Spark2_5 {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::spark2_5(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::spark2_5(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

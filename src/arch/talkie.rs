@@ -29,8 +29,8 @@ impl ArchSpec for Talkie {
         Ok(())
     }
 
-    fn created_tensors(&self, hp: &HParams) -> Option<Vec<String>> {
-        Some(super::created::talkie(hp))
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        super::created::talkie(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

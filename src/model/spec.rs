@@ -39,11 +39,8 @@ pub trait ArchSpec: Sync {
     /// The tensors llama.cpp's loader creates for this architecture when a model is made without
     /// a file (`llama_model_init_from_user`): every one it asks for, the optional ones included,
     /// in its order, a name again where llama.cpp makes a copy per layer (rotary factors); the
-    /// weights' scales come after, added by the model layer. None where that list is not known
-    /// (checked against llama.cpp) yet.
-    fn created_tensors(&self, _hp: &HParams) -> Option<Vec<String>> {
-        None
-    }
+    /// weights' scales come after, added by the model layer. Checked against llama.cpp's calls.
+    fn created_tensors(&self, hp: &HParams) -> Vec<String>;
 
     /// Layer weights (by base name, e.g. `attn_gate`) whose optional scales llama.cpp's generic
     /// pass does not create for this architecture: its loader keeps them in a member the pass

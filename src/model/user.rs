@@ -70,13 +70,7 @@ impl Image {
                 "a model made by llama_model_init_from_user with a general.alignment other than 32",
             ));
         }
-        let names = arch.created_tensors(hp).ok_or_else(|| {
-            Error::invalid(format!(
-                "llama_model_init_from_user does not support the architecture '{}' yet (which \
-                 tensors llama.cpp creates for it, in which order, is not checked yet)",
-                arch.name()
-            ))
-        })?;
+        let names = arch.created_tensors(hp);
         let names = with_scales(names, hp, arch);
         let specs = with_weight_scales(arch.tensors(hp));
         let shapes: HashMap<&str, &[u64]> = specs.iter().map(|s| (s.name.as_str(), s.shape.as_slice())).collect();
