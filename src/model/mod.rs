@@ -221,13 +221,20 @@ impl Model {
 
         let arch = arch.ok_or_else(|| Error::Internal("architecture checked above".into()))?;
         let hp = HParams::load(arch, &m, n_vocab)?;
-        let saved_tensors = tensors
-            .iter()
-            .map(|(fi, t)| saver::SavedTensor::new(*fi, ggufs[*fi].data_offset(), t))
-            .collect::<Result<Vec<_>>>()?;
-        let saving = saver::Saving::read(&hp, &m, n_vocab, saved_tensors)?;
         let specs = spec::with_weight_scales(arch.tensors(&hp));
         check_tensors_match(&specs, &tensors)?;
+        let shapes: HashMap<&str, &[u64]> = specs.iter().map(|s| (s.name.as_str(), s.shape.as_slice())).collect();
+        let saved_tensors = tensors
+            .iter()
+            .map(|(fi, t)| {
+                let shape = shapes.get(t.name.as_str()).copied();
+                saver::SavedTensor::new(*fi, ggufs[*fi].data_offset(), t).map(|s| s.as_loaded(shape))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let blocks = (0..hp.n_layer as usize)
+            .map(|il| arch.weights_of_layer(&hp, il))
+            .collect();
+        let saving = saver::Saving::read(&hp, &m, n_vocab, blocks, saved_tensors)?;
         if params.check_tensors {
             for (fi, t) in &tensors {
                 let g = &ggufs[*fi];

@@ -3,10 +3,9 @@
 //! after loading (every one, defaults included, in its own order), then its vocabulary, then the
 //! tensors in the order of its model's members. That is reproduced here from what llama.cpp's
 //! loader reads for each architecture (`saved_keys`), the values it sets itself (`arch_rule`, from
-//! what loading derived here) and its members' order; the architectures this is not done for
-//! yet are refused (`NOT_SAVED_YET`).
+//! what loading derived here) and its members' order.
 
-use super::hparams::HParams;
+use super::hparams::{HParams, Ple};
 use super::saved_keys::READ_KEYS;
 use crate::error::{Error, Result};
 use crate::gguf::{Array, GgufFile, MetaWriter, Sink, TensorEntry, TensorInfo, Value};
@@ -15,16 +14,6 @@ use crate::vocab::Vocab;
 
 /// Architectures whose saved files llama.cpp writes differently, and why (the others' files are
 /// compared with llama.cpp's by benches/compare.sh).
-const NOT_SAVED_YET: &[(&str, &str)] = &[
-    (
-        "hrm_text",
-        "its layers share tensors, whose places in llama.cpp's saved files are not known here",
-    ),
-    (
-        "qwen4exp",
-        "the per-layer embedding hyper-parameters llama.cpp writes are not reproduced",
-    ),
-];
 
 /// llama.cpp's `LLAMA_MAX_LAYERS`: the length of the hyper-parameter arrays it writes whole.
 const MAX_LAYERS: usize = 512;
@@ -73,6 +62,9 @@ enum Rule {
     SlidingPattern,
     /// What llama.cpp's loader sets itself, as loading here derived it.
     Held(fn(&Facts) -> Value),
+    /// Of the per-layer embeddings' group, which llama.cpp writes whole where the model has
+    /// them and not at all otherwise.
+    PleGroup(fn(&Ple) -> Value),
     /// Gemma 3's attention scale, which llama.cpp computes whatever the file says: one over the
     /// square root of the key head size (of the width per head for the 62-layer 27B).
     Gemma3Scale,
@@ -121,7 +113,7 @@ fn arch_rule(arch: &str, suffix: &str) -> Option<Rule> {
             clamp.resize(f.n_layer_all, 0.0);
             Value::Array(Array::F32(clamp))
         })),
-        ("deepseek4", "embedding_length_out") => Some(Held(|f| Value::U32(f.hp.n_embd_out))),
+        ("deepseek4" | "qwen4exp", "embedding_length_out") => Some(Held(|f| Value::U32(f.hp.n_embd_out))),
         ("hunyuan-dense" | "hunyuan_vl", "rope.freq_base") => Some(Held(|f| Value::F32(f.hp.rope_freq_base))),
         ("lfm2", "leading_dense_block_count") => Some(Held(|f| Value::U32(f.hp.n_layer_dense_lead))),
         ("llama4" | "smallthinker", "attention.sliding_window") => Some(Held(|f| Value::U32(f.hp.n_swa))),
@@ -284,6 +276,27 @@ const HEAD: &[(&str, Rule)] = &[
     ("hyper_connection.magnitude", F32(0.0)),
     ("hash_layer_count", U32(0)),
     ("hyper_connection.low_rank", U32(0)),
+    (
+        "ple.layers",
+        PleGroup(|p| Value::Array(Array::U32(vec![p.layer as u32]))),
+    ),
+    ("ple.ngram_size", PleGroup(|p| Value::U32(p.ngram))),
+    ("ple.heads_per_ngram", PleGroup(|p| Value::U32(p.heads_per_ngram))),
+    ("ple.conv_kernel", PleGroup(|p| Value::U32(p.conv_kernel))),
+    ("ple.eos_token_id", PleGroup(|p| Value::U32(p.eos))),
+    ("embedding_length_per_layer_input", PleGroup(|p| Value::U32(p.head_dim))),
+    (
+        "ple.layer_multipliers",
+        PleGroup(|p| Value::Array(Array::U64(p.multipliers.clone()))),
+    ),
+    (
+        "ple.head_offsets",
+        PleGroup(|p| Value::Array(Array::U64(p.offsets.iter().map(|&o| o.into()).collect()))),
+    ),
+    (
+        "ple.head_vocab_sizes",
+        PleGroup(|p| Value::Array(Array::U64(p.vocab_sizes.iter().map(|&n| n.into()).collect()))),
+    ),
     ("rope.dimension_count", RopeDims),
     ("rope.dimension_count_swa", SwaOf("rope.dimension_count")),
     ("rope.dimension_sections", Sections),
@@ -673,30 +686,36 @@ pub struct Saving {
     /// `general.name` ("n/a" when the file has none, as llama.cpp).
     name: Vec<u8>,
     n_layer_all: usize,
+    /// Per layer, the block whose weights it runs (HRM-Text's cycles run blocks again).
+    blocks: Vec<usize>,
     tensors: Vec<SavedTensor>,
 }
 
 impl Saving {
     /// Reads what llama.cpp would hold from the file's metadata (after overrides) and from what
-    /// loading derived (`hp`, for the values llama.cpp's loader sets itself).
-    pub fn read(hp: &HParams, meta: &Meta, n_vocab: u32, tensors: Vec<SavedTensor>) -> Result<Saving> {
+    /// loading derived (`hp`, for the values llama.cpp's loader sets itself); `blocks`: per layer,
+    /// the block whose weights it runs.
+    pub fn read(
+        hp: &HParams,
+        meta: &Meta,
+        n_vocab: u32,
+        blocks: Vec<usize>,
+        tensors: Vec<SavedTensor>,
+    ) -> Result<Saving> {
         let arch = hp.arch_name;
         // A name that is not a string does not stop loading here (llama.cpp refuses such a file).
         let name = match meta.str_opt("general.name") {
             Ok(Some(s)) => s.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
             _ => b"n/a".to_vec(),
         };
-        let pairs = if let Some((_, why)) = NOT_SAVED_YET.iter().find(|(a, _)| *a == arch) {
-            Err(format!("saving '{arch}' models is not supported yet: {why}"))
-        } else {
-            Facts::read(hp, meta, n_vocab)
-                .and_then(|f| Ok((f.pairs(HEAD)?, f.pairs(TAIL)?)))
-                .map_err(|e| e.to_string())
-        };
+        let pairs = Facts::read(hp, meta, n_vocab)
+            .and_then(|f| Ok((f.pairs(HEAD)?, f.pairs(TAIL)?)))
+            .map_err(|e| e.to_string());
         Ok(Saving {
             pairs,
             name,
             n_layer_all: meta.u32(&format!("{arch}.block_count"))? as usize,
+            blocks,
             tensors,
         })
     }
@@ -717,7 +736,7 @@ impl Saving {
         for (key, value) in head.chain(vocab_pairs(vocab)?).chain(tail.iter().cloned()) {
             w.set(&key, value);
         }
-        let order = tensor_order(&self.tensors, arch, self.n_layer_all)?;
+        let order = tensor_order(&self.tensors, arch, self.n_layer_all, &self.blocks)?;
         for t in &order {
             w.add_tensor(t.entry.clone())?;
         }
@@ -891,6 +910,10 @@ impl<'a, 'm> Facts<'a, 'm> {
                 None => return Ok(None),
             },
             Held(held) => held(self),
+            PleGroup(of) => match &self.hp.ple {
+                Some(p) => of(p),
+                None => return Ok(None),
+            },
             Gemma3Scale => {
                 let width = match self.n_layer {
                     62 => self.n_embd / self.n_head.max(1),
@@ -1043,6 +1066,22 @@ impl SavedTensor {
             size: usize::try_from(info.size).map_err(|_| Error::model("tensor too large"))?,
         })
     }
+
+    /// The tensor as llama.cpp holds it: one the file gives in another shape of the same size
+    /// than `shape`, the one the architecture asks for (a flat [n_embd * hc] norm of [n_embd, hc]),
+    /// llama.cpp reshapes (`TENSOR_ALLOW_RESHAPE`) and saves reshaped.
+    pub fn as_loaded(mut self, shape: Option<&[u64]>) -> SavedTensor {
+        let Some(shape) = shape.filter(|s| s.len() <= 4) else {
+            return self;
+        };
+        let mut ne = [1u64; 4];
+        ne[..shape.len()].copy_from_slice(shape);
+        let count = |ne: &[u64]| ne.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+        if count(&ne) == count(&self.entry.ne) {
+            self.entry.ne = ne;
+        }
+        self
+    }
 }
 
 /// The tensors in llama.cpp's order: the model's members, then each layer's (a tensor shared by
@@ -1064,7 +1103,12 @@ fn layer_order(arch: &str) -> impl Iterator<Item = &'static str> + '_ {
     })
 }
 
-fn tensor_order<'t>(tensors: &'t [SavedTensor], arch: &str, n_layer: usize) -> Result<Vec<&'t SavedTensor>> {
+fn tensor_order<'t>(
+    tensors: &'t [SavedTensor],
+    arch: &str,
+    n_layer: usize,
+    blocks: &[usize],
+) -> Result<Vec<&'t SavedTensor>> {
     let by_name: std::collections::HashMap<&str, &SavedTensor> =
         tensors.iter().map(|t| (t.entry.name.as_str(), t)).collect();
     let mut out: Vec<&SavedTensor> = Vec::with_capacity(tensors.len());
@@ -1088,10 +1132,14 @@ fn tensor_order<'t>(tensors: &'t [SavedTensor], arch: &str, n_layer: usize) -> R
     }
     let layer: Vec<&str> = layer_order(arch).collect();
     for il in 0..n_layer {
+        // A layer that runs another block's weights holds them (written with that block, once)
+        // and its own scales, as llama.cpp's layers alias a block's members.
+        let block = blocks.get(il).copied().unwrap_or(il);
         for &suffix in &layer {
-            match suffix.starts_with("rope_") {
-                true => push(suffix, &mut out),
-                false => push(&format!("blk.{il}.{suffix}"), &mut out),
+            match (suffix.starts_with("rope_"), suffix.ends_with("scale")) {
+                (true, _) => push(suffix, &mut out),
+                (false, true) => push(&format!("blk.{il}.{suffix}"), &mut out),
+                (false, false) => push(&format!("blk.{block}.{suffix}"), &mut out),
             }
         }
     }
@@ -1146,7 +1194,7 @@ mod tests {
     }
 
     fn names_of(tensors: &[SavedTensor], arch: &str) -> Result<Vec<String>> {
-        Ok(tensor_order(tensors, arch, 2)?
+        Ok(tensor_order(tensors, arch, 2, &[])?
             .iter()
             .map(|t| t.entry.name.clone())
             .collect())
@@ -1196,6 +1244,44 @@ mod tests {
             names_of(&gemma, "gemma3").unwrap(),
             ["output_norm.weight", "token_embd.weight"]
         );
+    }
+
+    #[test]
+    fn a_layer_running_another_block_holds_its_weights_and_its_own_scales() {
+        let tensors = [
+            "blk.0.attn_q.weight",
+            "blk.1.attn_q.weight",
+            "blk.0.attn_q.scale",
+            "blk.1.attn_q.scale",
+            "blk.2.attn_q.scale",
+            "blk.3.attn_q.scale",
+        ]
+        .map(tensor);
+        // Layers 0 to 3 run blocks 0, 0, 0, 1 (HRM-Text's cycles): block 1's weights first come
+        // with layer 3.
+        let order = tensor_order(&tensors, "hrm_text", 4, &[0, 0, 0, 1]).unwrap();
+        assert_eq!(
+            order.iter().map(|t| t.entry.name.as_str()).collect::<Vec<_>>(),
+            [
+                "blk.0.attn_q.weight",
+                "blk.0.attn_q.scale",
+                "blk.1.attn_q.scale",
+                "blk.2.attn_q.scale",
+                "blk.1.attn_q.weight",
+                "blk.3.attn_q.scale"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tensor_llama_cpp_reshapes_is_saved_in_its_shape() {
+        let mut flat = tensor("output_hc_norm.weight");
+        flat.entry.ne = [12, 1, 1, 1];
+        assert_eq!(flat.as_loaded(Some(&[4, 3])).entry.ne, [4, 3, 1, 1]);
+        // Another size is another tensor (a gate per head where one per element was asked).
+        let mut gate = tensor("blk.0.attn_gate.weight");
+        gate.entry.ne = [8, 2, 1, 1];
+        assert_eq!(gate.as_loaded(Some(&[8, 4])).entry.ne, [8, 2, 1, 1]);
     }
 
     #[test]
