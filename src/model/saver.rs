@@ -12,9 +12,6 @@ use crate::gguf::{Array, GgufFile, MetaWriter, Sink, TensorEntry, TensorInfo, Va
 use crate::model::metadata::Meta;
 use crate::vocab::Vocab;
 
-/// Architectures whose saved files llama.cpp writes differently, and why (the others' files are
-/// compared with llama.cpp's by benches/compare.sh).
-
 /// llama.cpp's `LLAMA_MAX_LAYERS`: the length of the hyper-parameter arrays it writes whole.
 const MAX_LAYERS: usize = 512;
 
