@@ -67,9 +67,10 @@ impl ArchSpec for Deepseek4 {
             )));
         }
         super::check_experts(hp)?;
-        if let Some(limits) = meta.f32_per_layer(&key("swiglu_clamp_exp"), n)? {
-            hp.swiglu_clamp_exp = limits;
-        }
+        let clamp = key("swiglu_clamp_exp");
+        hp.swiglu_clamp_exp = meta
+            .f32_per_layer(&clamp, n)?
+            .ok_or_else(|| crate::model::metadata::missing(&clamp))?;
         hp.swiglu_clamp_shexp = match meta.f32_per_layer(&key("swiglu_clamp_shexp"), n)? {
             Some(limits) => limits,
             None => hp.swiglu_clamp_exp.clone(),

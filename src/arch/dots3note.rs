@@ -62,6 +62,8 @@ impl ArchSpec for Dots3Note {
             ));
         }
         super::load_sliding_window_array(meta, hp)?;
+        // Required here, as llama.cpp's loader reads it (its value is read with the window).
+        meta.f32(&key("rope.freq_base_swa"))?;
         hp.shift_freq_scale_swa = Some(1.0);
         let types = key("attention.indexer.types");
         let indexed = super::layer_flags(meta, hp, &types, false)?

@@ -22,10 +22,14 @@ pub(super) fn load_ssm(meta: &Meta, hp: &mut HParams, groups: bool) -> Result<()
     } else {
         hp.ssm_dt_b_c_rms = meta.bool_opt(&hp.key("ssm.dt_b_c_rms"))?.unwrap_or(false);
     }
-    // Absent: whatever the architecture set (0, which loading refuses, unless it has a fallback).
-    hp.rms_eps = meta
-        .f32_opt(&hp.key("attention.layer_norm_rms_epsilon"))?
-        .unwrap_or(hp.rms_eps);
+    // Required, as llama.cpp's loaders read it, but where the architecture set a fallback first
+    // (Nemotron-H's layer-norm epsilon).
+    let eps = hp.key("attention.layer_norm_rms_epsilon");
+    hp.rms_eps = match meta.f32_opt(&eps)? {
+        Some(e) => e,
+        None if hp.rms_eps != 0.0 => hp.rms_eps,
+        None => return Err(crate::model::metadata::missing(&eps)),
+    };
     let limit = 1 << 20;
     let sizes = [hp.ssm_d_conv, hp.ssm_d_inner, hp.ssm_d_state, hp.ssm_dt_rank];
     if sizes.iter().any(|&v| v == 0 || v > limit) || hp.ssm_n_group > limit {
@@ -206,5 +210,44 @@ impl Decoder for Mamba {
 impl Decoder for Mamba2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         decoder(b, |b, il, x| b.mamba2_layer(il, x))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::tests::writer::{File, Kv};
+    use crate::gguf::{GgufFile, Value};
+
+    /// HParams of a two-layer Mamba file with `extra` keys added.
+    fn mamba(extra: Vec<Kv>) -> Result<HParams> {
+        let mut f = File::new();
+        let a = |k: &str| format!("mamba.{k}");
+        f.kvs = vec![
+            Kv::new("general.architecture", Value::Str(b"mamba".to_vec())),
+            Kv::new(&a("block_count"), Value::U32(2)),
+            Kv::new(&a("context_length"), Value::U32(64)),
+            Kv::new(&a("embedding_length"), Value::U32(16)),
+            Kv::new(&a("feed_forward_length"), Value::U32(0)),
+            Kv::new(&a("attention.head_count"), Value::U32(0)),
+            Kv::new(&a("ssm.conv_kernel"), Value::U32(4)),
+            Kv::new(&a("ssm.inner_size"), Value::U32(32)),
+            Kv::new(&a("ssm.state_size"), Value::U32(16)),
+            Kv::new(&a("ssm.time_step_rank"), Value::U32(1)),
+        ];
+        f.kvs.extend(extra);
+        let file = GgufFile::parse(&f.bytes())?;
+        HParams::load(&Mamba, &Meta(&file), 4)
+    }
+
+    #[test]
+    fn the_rms_epsilon_is_required_as_llama_cpp_requires_it() {
+        let err = mamba(vec![]).unwrap_err().to_string();
+        assert!(
+            err.contains("required key 'mamba.attention.layer_norm_rms_epsilon' is missing"),
+            "{err}"
+        );
+        let eps = Kv::new("mamba.attention.layer_norm_rms_epsilon", Value::F32(1e-5));
+        assert_eq!(mamba(vec![eps]).map(|hp| hp.rms_eps).ok(), Some(1e-5));
     }
 }

@@ -2,7 +2,7 @@
 
 use super::spec::{ArchSpec, Memory};
 use crate::error::{Error, Result};
-use crate::model::metadata::Meta;
+use crate::model::metadata::{missing, Meta};
 
 /// llama.cpp's limit on layers; a larger count is a corrupt or hostile file.
 pub const MAX_LAYERS: u32 = 512;
@@ -461,13 +461,13 @@ impl HParams {
         check_range(&key("embedding_length_out"), n_embd_out, 0, MAX_EMBD)?;
         let n_head = meta
             .u32_per_layer(&key("attention.head_count"), n)?
-            .ok_or_else(|| Error::model(format!("required key '{}' is missing", key("attention.head_count"))))?;
+            .ok_or_else(|| missing(&key("attention.head_count")))?;
         let n_head_kv = meta
             .u32_per_layer(&key("attention.head_count_kv"), n)?
             .unwrap_or_else(|| n_head.clone());
         let n_ff = meta
             .u32_per_layer(&key("feed_forward_length"), n)?
-            .ok_or_else(|| Error::model(format!("required key '{}' is missing", key("feed_forward_length"))))?;
+            .ok_or_else(|| missing(&key("feed_forward_length")))?;
         // Recurrent layers have no attention heads (and a Mamba no FFN): their files say 0.
         let lo = u32::from(!matches!(arch.memory(), Memory::Recurrent | Memory::Hybrid));
         for il in 0..n {

@@ -81,7 +81,8 @@ fn mistyped(key: &str, v: &Value, want: &str) -> Error {
     ))
 }
 
-fn missing(key: &str) -> Error {
+/// The error of a required key the file lacks.
+pub(crate) fn missing(key: &str) -> Error {
     Error::model(format!("required key '{key}' is missing"))
 }
 
