@@ -71,13 +71,10 @@ impl ArchSpec for GraniteSwa {
             let b = |s: &str| format!("blk.{il}.{s}");
             specs.push(TensorSpec::new(b("attn_sinks.weight"), &[hp.n_head[il]], true));
             if hp.n_expert > 0 {
-                // The experts' gate and up may come fused (as llama.cpp makes them without a file).
-                let fused = b("ffn_gate_up_exps.weight");
+                // Llama's separate gate and up stacks, or fused ones.
                 let apart = [b("ffn_gate_exps.weight"), b("ffn_up_exps.weight")];
-                for s in specs.iter_mut().filter(|s| apart.contains(&s.name)) {
-                    s.unless = Some(fused.clone());
-                }
-                specs.push(TensorSpec::matmul(&fused, &[e, 2 * hp.n_ff_exp, hp.n_expert], false));
+                specs.retain(|s| !apart.contains(&s.name));
+                specs.extend(super::gate_up_exps(hp, il));
             }
             if sh > 0 {
                 specs.push(TensorSpec::matmul(b("ffn_up_shexp.weight"), &[e, 2 * sh], true));

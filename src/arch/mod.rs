@@ -317,15 +317,24 @@ pub(crate) fn biased_expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<Ten
 pub(crate) fn routed_expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     let (e, n, x) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
     let b = |s: &str| format!("blk.{il}.{s}");
-    let fused = b("ffn_gate_up_exps.weight");
     specs.push(TensorSpec::new(b("ffn_gate_inp.weight"), &[e, n], true));
-    specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
-    specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
-    specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.extend(gate_up_exps(hp, il));
     specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
     if hp.n_ff_shexp > 0 {
         shared_expert_tensors(hp, il, specs);
     }
+}
+
+/// Layer `il`'s experts' gate and up projections: fused in one stack (as llama.cpp's
+/// `create_tensor_gate_up_exps` makes them without a file), or two.
+pub(crate) fn gate_up_exps(hp: &HParams, il: usize) -> [TensorSpec; 3] {
+    let (e, n, x) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
+    let fused = format!("blk.{il}.ffn_gate_up_exps.weight");
+    [
+        TensorSpec::matmul(format!("blk.{il}.ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused),
+        TensorSpec::matmul(format!("blk.{il}.ffn_up_exps.weight"), &[e, x, n], true).unless(&fused),
+        TensorSpec::matmul(fused, &[e, 2 * x, n], false),
+    ]
 }
 
 /// The same where rotation may cover only part of each head.

@@ -217,11 +217,8 @@ pub(super) fn delta_net_tensors(hp: &HParams, il: usize, style: DeltaNet, specs:
 pub(super) fn expert_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     let (e, n, x) = (hp.n_embd, hp.n_expert, hp.n_ff_exp);
     let b = |s: &str| format!("blk.{il}.{s}");
-    let fused = b("ffn_gate_up_exps.weight");
     specs.push(TensorSpec::matmul(b("ffn_gate_inp.weight"), &[e, n], true));
-    specs.push(TensorSpec::matmul(&fused, &[e, 2 * x, n], false));
-    specs.push(TensorSpec::matmul(b("ffn_gate_exps.weight"), &[e, x, n], true).unless(&fused));
-    specs.push(TensorSpec::matmul(b("ffn_up_exps.weight"), &[e, x, n], true).unless(&fused));
+    specs.extend(super::gate_up_exps(hp, il));
     specs.push(TensorSpec::matmul(b("ffn_down_exps.weight"), &[x, e, n], true));
     specs.push(TensorSpec::new(b("ffn_gate_inp_shexp.weight"), &[e], true));
     super::shared_expert_tensors(hp, il, specs);
