@@ -14,6 +14,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CI");
     println!("cargo:rerun-if-env-changed=GGML_SRC");
     println!("cargo:rerun-if-env-changed=ENGINE_CMAKE");
+    println!("cargo:rerun-if-env-changed=ENGINE_CPU_VARIANTS");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libengine.so.0");
 
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -60,14 +61,20 @@ fn build_shared_ggml(src: &std::path::Path) {
     let feature = |name: &str| std::env::var_os(format!("CARGO_FEATURE_{name}")).is_some();
     let on_off = |b: bool| if b { "ON" } else { "OFF" };
     let cmake = std::env::var("ENGINE_CMAKE").unwrap_or_else(|_| "cmake".to_string());
+    let portable = feature("PORTABLE");
     let run = |cmd: &mut Command, what: &str| {
         let status = cmd
             .status()
             .unwrap_or_else(|e| panic!("{what}: cannot run {cmake}: {e}"));
         assert!(status.success(), "{what} failed ({status})");
     };
+    let mut configure = Command::new(&cmake);
+    if portable {
+        // Makefiles, for their `TARGET/fast` (portable_build_steps).
+        configure.args(["-G", "Unix Makefiles"]);
+    }
     run(
-        Command::new(&cmake)
+        configure
             .arg("-S")
             .arg(src)
             .arg("-B")
@@ -80,7 +87,12 @@ fn build_shared_ggml(src: &std::path::Path) {
             // llamafile's tiled matrix kernels: llama.cpp's build has them, and its numbers with them.
             .arg("-DGGML_LLAMAFILE=ON")
             .arg("-DGGML_RPC=ON")
-            .arg(format!("-DGGML_NATIVE={}", on_off(feature("NATIVE"))))
+            .arg(format!("-DGGML_NATIVE={}", on_off(feature("NATIVE") && !portable)))
+            // The portable build: every CPU variant as a module, the best one loaded at run time.
+            .arg(format!("-DGGML_BACKEND_DL={}", on_off(portable)))
+            .arg(format!("-DGGML_CPU_ALL_VARIANTS={}", on_off(portable)))
+            .arg(format!("-DCMAKE_C_FLAGS={NO_AMX}"))
+            .arg(format!("-DCMAKE_CXX_FLAGS={NO_AMX}"))
             .arg(format!("-DGGML_CUDA={}", on_off(feature("CUDA"))))
             .arg(format!("-DGGML_BLAS={}", on_off(feature("BLAS"))))
             .arg(format!("-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={}", lib.display()))
@@ -91,15 +103,26 @@ fn build_shared_ggml(src: &std::path::Path) {
         "configuring ggml",
     );
     let jobs = std::env::var("NUM_JOBS").unwrap_or_else(|_| "1".to_string());
-    run(
-        Command::new(&cmake)
-            .arg("--build")
-            .arg(&build)
-            .arg("--parallel")
-            .arg(jobs)
-            .stdout(std::process::Stdio::null()),
-        "building ggml",
-    );
+    // ggml, as a top-level project, writes the backends it builds as modules (GGML_BACKEND_DL) to
+    // bin/ of its build directory.
+    let modules = build.join("bin");
+    let steps = if portable {
+        // Only the variants asked for this time end up beside libengine.so.
+        for entry in std::fs::read_dir(&modules).into_iter().flatten().flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+        portable_build_steps(&cmake, &build)
+    } else {
+        vec![vec![]]
+    };
+    for targets in steps {
+        let mut build_cmd = Command::new(&cmake);
+        build_cmd.arg("--build").arg(&build).arg("--parallel").arg(&jobs);
+        if !targets.is_empty() {
+            build_cmd.arg("--target").args(targets);
+        }
+        run(build_cmd.stdout(std::process::Stdio::null()), "building ggml");
+    }
     println!("cargo:rustc-env=ENGINE_GGML_VERSION={}", ggml_version(src));
     println!("cargo:rustc-link-search=native={}", lib.display());
     // What libllama.so links: the CPU backend is reached through ggml's registry.
@@ -110,7 +133,18 @@ fn build_shared_ggml(src: &std::path::Path) {
 
     // OUT_DIR is <target>/<profile>/build/engine-<hash>/out; libengine.so is in <target>/<profile>.
     let profile_dir = out.ancestors().nth(3).expect("OUT_DIR under the target directory");
-    for entry in std::fs::read_dir(&lib).expect("ggml's library directory") {
+    // A build of the other kind (native or portable) may have left its libraries here.
+    for entry in std::fs::read_dir(profile_dir).expect("the profile directory") {
+        let path = entry.expect("directory entry").path();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("libggml"))
+        {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    let built = std::fs::read_dir(&lib).expect("ggml's library directory");
+    for entry in built.chain(std::fs::read_dir(&modules).into_iter().flatten()) {
         let path = entry.expect("directory entry").path();
         let name = path.file_name().expect("file name").to_string_lossy().into_owned();
         if !name.starts_with("libggml") || !name.contains(".so") {
@@ -126,6 +160,54 @@ fn build_shared_ggml(src: &std::path::Path) {
         }
     }
 }
+
+/// Compiler flags for every ggml target: no AMX instructions. ggml 0.25.3's AMX kernels fault on
+/// the Xeons that have AMX (the tile configuration can be dropped by the compiler, and the
+/// tile-data permission is requested on one thread only), and `-march=native` would compile them
+/// in there. llama.cpp's oracle is built with the same flags (scripts/llama-cpp.sh).
+const NO_AMX: &str = if cfg!(target_arch = "x86_64") {
+    "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+} else {
+    ""
+};
+
+/// The builds of a portable build, target lists in order: ggml's base and RPC libraries and every
+/// CPU variant but the one that needs AMX (its kernels are the faulting ones, see `NO_AMX`; its own
+/// flags would turn them back on), then libggml itself without its dependencies (`ggml/fast`:
+/// ggml makes every backend module a dependency of libggml, which links none of them).
+/// `ENGINE_CPU_VARIANTS` ("x64 haswell ...") builds only those variants (the test suite's portable
+/// build, c-tests/portable_test.sh).
+fn portable_build_steps(cmake: &str, build: &std::path::Path) -> Vec<Vec<String>> {
+    let only: Option<Vec<String>> = std::env::var("ENGINE_CPU_VARIANTS")
+        .ok()
+        .map(|v| v.split_whitespace().map(|v| format!("ggml-cpu-{v}")).collect());
+    let help = std::process::Command::new(cmake)
+        .arg("--build")
+        .arg(build)
+        .args(["--target", "help"])
+        .output()
+        .expect("cmake --build --target help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let variants: Vec<String> = help
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("... "))
+        .filter(|t| t.starts_with("ggml-cpu-") && !t.ends_with("-feats") && *t != AMX_VARIANT)
+        .filter(|t| only.as_ref().is_none_or(|o| o.iter().any(|v| v == t)))
+        .map(String::from)
+        .collect();
+    for wanted in only.iter().flatten() {
+        assert!(
+            variants.contains(wanted),
+            "ENGINE_CPU_VARIANTS: no CPU variant {wanted} to build"
+        );
+    }
+    let mut first = vec!["ggml-base".to_string(), "ggml-rpc".to_string()];
+    first.extend(variants);
+    vec![first, vec!["ggml/fast".to_string()]]
+}
+
+/// ggml's CPU variant compiled with AMX (`GGML_CPU_ALL_VARIANTS`).
+const AMX_VARIANT: &str = "ggml-cpu-sapphirerapids";
 
 /// "MAJOR.MINOR.PATCH" from ggml's CMakeLists.txt (what `ggml_version()` answers).
 fn ggml_version(src: &std::path::Path) -> String {

@@ -8,8 +8,43 @@ use super::{Arena, TensorRef};
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ExtraBufferType(super::BufferType);
 
-/// The extra buffer types of the CPU device, in ggml's order of preference.
+/// The extra buffer types of the CPU device the engine uses, in ggml's order of preference: those
+/// ggml offers, less the declined ones (`decline_reason`).
 pub fn cpu_extra_buffer_types() -> Vec<ExtraBufferType> {
+    let allow_amx = std::env::var_os(ALLOW_AMX_ENV).is_some_and(|v| v == "1");
+    offered_extra_buffer_types()
+        .into_iter()
+        .filter(|b| {
+            let name = b.name();
+            let Some(why) = decline_reason(&name, allow_amx) else {
+                return true;
+            };
+            static LOGGED: std::sync::Once = std::sync::Once::new();
+            LOGGED.call_once(|| crate::log_warn!("not using ggml's CPU buffer type {name}: {why}"));
+            false
+        })
+        .collect()
+}
+
+/// Set to 1, lets the engine use ggml's AMX buffer type where the program's ggml offers it.
+pub const ALLOW_AMX_ENV: &str = "ENGINE_ALLOW_AMX";
+
+/// Why the engine does not use an extra buffer type ggml offers, or None if it does.
+/// ggml 0.25.3's AMX kernels (the `AMX` buffer type, which a ggml built with `-march=native` on a
+/// Xeon with AMX offers) crash: they load a tile configuration the compiler may drop and ask for
+/// the tile-data permission on one thread only. Weights it would hold go where a ggml without AMX
+/// puts them.
+fn decline_reason(name: &str, allow_amx: bool) -> Option<String> {
+    (name == "AMX" && !allow_amx).then(|| {
+        format!(
+            "ggml 0.25.3's AMX matrix kernels crash (SIGSEGV/SIGILL) on the CPUs that have AMX; \
+             its weights are repacked as without AMX ({ALLOW_AMX_ENV}=1 uses it anyway)"
+        )
+    })
+}
+
+/// Every extra buffer type the CPU device offers.
+fn offered_extra_buffer_types() -> Vec<ExtraBufferType> {
     let mut out = Vec::new();
     let Ok(dev) = super::Device::cpu() else { return out };
     let proc = dev.proc_address(c"ggml_backend_dev_get_extra_bufts");
@@ -87,6 +122,30 @@ impl ExtraBufferType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amx_is_declined_unless_asked_for() {
+        let why = decline_reason("AMX", false).expect("AMX declined by default");
+        assert!(why.contains("crash") && why.contains(ALLOW_AMX_ENV), "{why}");
+        assert_eq!(decline_reason("AMX", true), None);
+        for name in ["CPU_REPACK", "KleidiAI", "CPU", "amx"] {
+            assert_eq!(decline_reason(name, false), None, "{name}");
+        }
+    }
+
+    /// What the engine uses is what ggml offers less AMX: this build has no AMX (build.rs), and on
+    /// every machine the repacking type stays.
+    #[test]
+    fn the_used_extra_buffer_types_are_the_offered_ones_without_amx() {
+        let used: Vec<String> = cpu_extra_buffer_types().into_iter().map(|b| b.name()).collect();
+        let offered: Vec<String> = offered_extra_buffer_types().into_iter().map(|b| b.name()).collect();
+        let expected: Vec<String> = offered.iter().filter(|n| *n != "AMX").cloned().collect();
+        assert_eq!(used, expected);
+        assert!(
+            !offered.iter().any(|n| n == "AMX"),
+            "this build compiled AMX in: {offered:?}"
+        );
+    }
     use crate::ggml::{tensor_set, CpuBackend, Graph, OwnedBuffer, Scheduler};
 
     /// Where the machine has a repacking buffer type for Q4_0 (x86 with AVX2, ARM with dot

@@ -84,7 +84,59 @@ pub fn init() {
                 ggml_sys::ggml_free(ctx);
             }
         }
+        load_backends_beside_us();
     });
+}
+
+/// With a ggml built with `GGML_BACKEND_DL` (the portable build) the backends are modules that
+/// nothing registers until someone loads them; llama.cpp's programs call `ggml_backend_load_all()`,
+/// which looks beside the program. When no CPU device is registered yet, load them from this
+/// library's directory, where the portable build puts them (ggml picks the best CPU variant for
+/// this CPU), and say which CPU variant it is.
+fn load_backends_beside_us() {
+    // Not Device::cpu(): that calls init(), which is running.
+    // SAFETY: a registry query; NULL when no CPU backend is registered.
+    let cpu =
+        || unsafe { ggml_sys::ggml_backend_dev_by_type(ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_CPU) };
+    if !cpu().is_null() {
+        return;
+    }
+    let Some(dir) = file_of(load_backends_beside_us as *const c_void).and_then(|f| {
+        let dir = std::path::Path::new(&f).parent()?.to_str()?.to_string();
+        std::ffi::CString::new(dir).ok()
+    }) else {
+        crate::log_error!("ggml has no CPU backend, and the library's own directory is unknown");
+        return;
+    };
+    // SAFETY: a NUL-terminated path; ggml loads the modules it finds there and registers them.
+    unsafe { ggml_sys::ggml_backend_load_all_from_path(dir.as_ptr()) };
+    let dev = cpu();
+    // The registry is a static object of the module that registered it.
+    // SAFETY: a registered device (checked non-NULL) answers its registry.
+    let variant = (!dev.is_null())
+        .then(|| file_of(unsafe { ggml_sys::ggml_backend_dev_backend_reg(dev) }.cast()))
+        .flatten();
+    match variant {
+        Some(file) => crate::log_info!("ggml's CPU backend for this CPU: {file}"),
+        None => crate::log_error!("no ggml CPU backend in {} loads on this CPU", dir.to_string_lossy()),
+    }
+}
+
+/// The file of the shared object that holds `addr`.
+fn file_of(addr: *const c_void) -> Option<String> {
+    if addr.is_null() {
+        return None;
+    }
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only reads the address and fills `info`; dli_fname, when set, is a
+    // NUL-terminated string owned by the dynamic loader for as long as the object is loaded.
+    unsafe {
+        if libc::dladdr(addr, info.as_mut_ptr()) == 0 {
+            return None;
+        }
+        let info = info.assume_init();
+        (!info.dli_fname.is_null()).then(|| CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned())
+    }
 }
 
 unsafe extern "C" fn forward_log(level: ggml_sys::ggml_log_level, text: *const c_char, _: *mut c_void) {
