@@ -46,7 +46,7 @@ int main(void) {
     model = tu_load(SMOLLM2_FILE, false);
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
 
-    /* Reference prompt 0 (its tokens), n_ubatch 512. */
+    /* Reference prompt 0's tokens (only its tokens are read from the recording), n_ubatch 512. */
     char *line = tu_read_reference(SMOLLM2_REF, "logits.jsonl");
     long long ids[256];
     int n = tu_json_int_array(line, "ids", ids, 256);
@@ -65,6 +65,7 @@ int main(void) {
     CHECK(llama_decode(ctx, one) == 0, "decode prompt 0");
     float *l = llama_get_logits_ith(ctx, -1);
     CHECK(l != NULL && l == llama_get_logits(ctx), "the only output row");
+    /* Every logit finite (their bits are llama.cpp's: benches/compare.sh). */
     for (int i = 0; l && i < n_vocab; i++) {
         if (!isfinite(l[i])) {
             CHECK(false, "logit %d is %f", i, l[i]);

@@ -1,7 +1,8 @@
-/* Every *_default_params value and global query equals what llama.cpp 0.3.36 returns (its
+/* Every *_default_params value and global query is the value llama.cpp 0.3.36's sources set (its
  * llama_model_default_params(), llama_context_default_params(), llama_sampler_chain_default_params(),
  * llama_max_devices() and friends, llama_opt_param_filter_all; pointers are NULL where 0 is
- * expected). */
+ * expected), written out here. benches/compare.sh compares them with llama.cpp's library live
+ * (compare_bench's "small" section); this test keeps them where the suite runs without it. */
 #include "testutil.h"
 
 #define EXPECT(actual, want)                                                                   \

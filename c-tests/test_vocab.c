@@ -169,8 +169,9 @@ static void check_getters(const struct llama_vocab *v, const char *ref) {
     CHECK(!llama_vocab_get_add_sep(v) && llama_vocab_sep(v) == LLAMA_TOKEN_NULL && llama_vocab_mask(v) == LLAMA_TOKEN_NULL,
           "%s: no separator or mask token", ref);
     int n_suppress = -1;
-    llama_vocab_get_suppress_tokens(v, &n_suppress);
-    CHECK(n_suppress == 0, "%s: suppress tokens %d", ref, n_suppress);
+    const llama_token *suppress = llama_vocab_get_suppress_tokens(v, &n_suppress);
+    /* None, as an empty std::vector's data() gives them. */
+    CHECK(n_suppress == 0 && suppress == NULL, "%s: suppress tokens %d", ref, n_suppress);
     CHECK(strcmp(llama_vocab_get_text(v, llama_vocab_eos(v)), llama_vocab_type(v) == LLAMA_VOCAB_TYPE_SPM ? "<eos>" : "<|im_end|>") == 0,
           "%s: EOS text", ref);
     free(facts);

@@ -2,10 +2,11 @@
 """The README's API coverage table, derived from the code and the tests. An exported function is
 - "not yet" when its body is `entry!(fail, not_implemented)` or refuses with
   `NotImplemented("<its name>")`;
-- "works" when it is implemented and a test that checks results calls it: a C test
-  (c-tests/test_*.c, c-tests/*.cpp but the header-only compile check), a Rust integration test
-  (tests/*.rs), a Rust unit test (src/**/tests.rs, or a file's part from its `#[cfg(test)]` on),
-  or the live comparison with llama.cpp (benches/compare_bench.c). The hostile-call test does not
+- "works" when it is implemented and a test that checks results calls it, using what it returns
+  where it returns something: a C test (c-tests/test_*.c, c-tests/*.cpp but the header-only
+  compile check), a Rust integration test (tests/*.rs), a Rust unit test (src/**/tests.rs, or a
+  file's part from its `#[cfg(test)]` on), or the live comparison with llama.cpp
+  (benches/compare_bench.c, with its helpers in benches/dl.h). The hostile-call test does not
   count: it checks that calls return, not what they do;
 - "untested" otherwise: implemented, but no test observes what it does.
 The functions, in header order, are those of the pinned llama.h (.ggml/pinned/llama.h, from
@@ -38,7 +39,7 @@ for path in sorted((root / "src/ffi").glob("*.rs")):
 
 def test_sources():
     files = sorted(root.glob("c-tests/test_*.c")) + sorted(root.glob("c-tests/*.cpp")) + sorted(root.glob("tests/*.rs"))
-    files = [f for f in files if f.name != "header_cpp17.cpp"] + [root / "benches/compare_bench.c"]
+    files = [f for f in files if f.name != "header_cpp17.cpp"] + [root / "benches/compare_bench.c", root / "benches/dl.h"]
     texts = [(f.relative_to(root), f.read_text()) for f in files]
     for f in sorted(root.glob("src/**/*.rs")):
         t = f.read_text()
@@ -49,10 +50,35 @@ def test_sources():
     return texts
 
 
+returns = {f["name"]: f["returns"] for f in header_facts["functions"]}
+
+
+def checked_call(text, name):
+    """Whether `text` calls `name` (`name(`, or `p_name(` through the benchmarks' dlsym pointers) in
+    a way that looks at what it did: a function that returns something counts only where its
+    result is used (in a check, a print, an assignment), not where the call is a statement of its
+    own that drops it (`f(x);`, `let _ = f(x);`)."""
+    void = returns.get(name, "void") == "void"
+    for m in re.finditer(rf"(\b|\bp_){name}\s*\(", text):
+        if void:
+            return True
+        before = text[: m.start()].rstrip()
+        before = re.sub(r"(let _ =|unsafe \{)$", "", before).rstrip()
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        after = text[i + 1:].lstrip()[:1]
+        if not (before[-1:] in ("", ";", "{", "}") and after in (";", "}")):
+            return True
+    return False
+
+
 tests = test_sources()
 for name, (st, f) in status.items():
-    # A call, not a mention: `name(`, or `p_name(` through the benchmarks' dlsym pointers.
-    if st == "works" and not any(re.search(rf"(\b|\bp_){name}\s*\(", t) for _, t in tests):
+    if st == "works" and not any(checked_call(t, name) for _, t in tests):
         status[name] = ("untested", f)
 
 missing = [n for n in pinned if n not in status]
