@@ -1086,14 +1086,14 @@ impl SavedTensor {
 /// here refuses the save.
 /// The layer tensors' names in `arch`'s order (see `LAYER_TENSORS`).
 fn layer_order(arch: &str) -> impl Iterator<Item = &'static str> + '_ {
-    let placed_for = move |name: &str| {
-        LAYER_TENSORS
-            .iter()
-            .any(|&(n, archs)| n == name && archs.contains(&arch))
-    };
+    let placed_for_arch: std::collections::HashSet<&str> = LAYER_TENSORS
+        .iter()
+        .filter(|(_, archs)| archs.contains(&arch))
+        .map(|&(name, _)| name)
+        .collect();
     LAYER_TENSORS.iter().filter_map(move |&(name, archs)| {
         let here = match archs.is_empty() {
-            true => !placed_for(name),
+            true => !placed_for_arch.contains(name),
             false => archs.contains(&arch),
         };
         here.then_some(name)
