@@ -64,12 +64,9 @@ static void control_vectors(struct llama_model *model, const llama_token *ids, i
     DL_LOAD(llama_set_adapter_cvec);
     DL_LOAD(llama_model_n_embd);
     DL_LOAD(llama_model_n_layer);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_get_memory);
     DL_LOAD(llama_memory_clear);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_batch_get_one);
     DL_LOAD(llama_get_logits_ith);
     int n_embd = p_llama_model_n_embd(model), n_layer = p_llama_model_n_layer(model);
@@ -95,14 +92,14 @@ static void control_vectors(struct llama_model *model, const llama_token *ids, i
         {"cleared", NULL, 0, n_embd, -1, -1},
         {"set again", dir, len, n_embd, 1, 1},
     };
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 512;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
         int rc = p_llama_set_adapter_cvec(ctx, steps[i].data, steps[i].len, steps[i].n_embd, steps[i].start,
                                           steps[i].end);
         p_llama_memory_clear(p_llama_get_memory(ctx), true);
-        int drc = p_llama_decode(ctx, p_llama_batch_get_one((llama_token *)ids, n));
+        int drc = dl_decode(ctx, p_llama_batch_get_one((llama_token *)ids, n));
         printf("control vector %s: set %d decode %d:", steps[i].name, rc, drc);
         print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
     }
@@ -121,13 +118,10 @@ int main(int argc, char **argv) {
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_vocab_n_tokens);
     DL_LOAD(llama_tokenize);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
     DL_LOAD(llama_batch_get_one);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_adapter_lora_init);
     DL_LOAD(llama_adapter_lora_free);
@@ -164,20 +158,20 @@ int main(int argc, char **argv) {
     };
     /* An encoder takes a batch in one ubatch (llama.cpp aborts otherwise). */
     DL_LOAD(llama_get_memory);
-    struct llama_context *probe = p_llama_init_from_model(model, p_llama_context_default_params());
+    struct llama_context *probe = dl_new_context(model, dl_context_params());
     bool encoder = probe && !p_llama_get_memory(probe);
     p_llama_free(probe);
     for (int ub = 0; ub < (encoder ? 1 : 2); ub++) {
         for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
-            struct llama_context_params cp = p_llama_context_default_params();
+            struct llama_context_params cp = dl_context_params();
             cp.n_ctx = 512;
             cp.n_ubatch = ub ? 7 : 512;
-            struct llama_context *ctx = p_llama_init_from_model(model, cp);
+            struct llama_context *ctx = dl_new_context(model, cp);
             int rc = p_llama_set_adapters_lora(ctx, sets[s].list, (size_t)sets[s].n, sets[s].scales);
             struct llama_batch batch = p_llama_batch_init(n, 0, 1);
             batch.n_tokens = 0;
             append_seq(&batch, ids, n, 0, true);
-            int drc = p_llama_decode(ctx, batch);
+            int drc = dl_decode(ctx, batch);
             printf("ub %u %s: set %d decode %d\n", cp.n_ubatch, sets[s].name, rc, drc);
             for (int i = 0; i < n && drc == 0; i++) {
                 printf("ub %u %s pos %d:", cp.n_ubatch, sets[s].name, i);
@@ -189,17 +183,17 @@ int main(int argc, char **argv) {
     }
 
     /* Generation while the adapters change: A at 1, A at 0.25 with B, none, B alone. */
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 512;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
-    int drc = p_llama_decode(ctx, p_llama_batch_get_one(ids, n));
+    struct llama_context *ctx = dl_new_context(model, cp);
+    int drc = dl_decode(ctx, p_llama_batch_get_one(ids, n));
     for (int phase = 0; phase < 4 && drc == 0; phase++) {
         size_t set = phase == 0 ? 1 : phase == 1 ? 6 : phase == 2 ? 0 : 5;
         float scales[2] = {phase == 1 ? 0.25f : sets[set].scales[0], sets[set].scales[1]};
         p_llama_set_adapters_lora(ctx, sets[set].list, (size_t)sets[set].n, scales);
         for (int step = 0; step < 5 && drc == 0; step++) {
             llama_token t = greedy(p_llama_get_logits_ith(ctx, -1), n_vocab, 0);
-            drc = p_llama_decode(ctx, p_llama_batch_get_one(&t, 1));
+            drc = dl_decode(ctx, p_llama_batch_get_one(&t, 1));
             printf("generate phase %d step %d token %d decode %d:", phase, step, t, drc);
             print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
         }

@@ -5,11 +5,18 @@
 // seeded generation through sampler chains of every family, and backend sampling (chains in the
 // graph, alone and mixed with CPU samplers).
 //
-//   compare_bench LIBRARY MODEL [arch]
+//   compare_bench LIBRARY MODEL [arch] [sections=NAME,...] [skip=NAME,...]
 //
 // With `arch` (the generated models of other architectures, whose vocabulary and samplers are the
 // test models'), each sampler chain runs once, on one prompt and seed: what differs between
 // architectures is the model, which a chain's sixteen steps drive the same way whatever its seed.
+// `sections=` runs only the sections named (small, rollback, embd_inputs, tokenize, logits,
+// plain_weights, multiseq, shared, multiseq_long, long_prompt, partial_state, sliding,
+// failed_restore, embeddings, backend_sampling, sampling); `skip=` leaves the sections named out.
+// Each section that runs starts with "section NAME", one that cannot run here says "skipped NAME:
+// why"; a decode, encode or context that fails where it should not prints an "error:" line (see
+// dl.h), and a refusal llama.cpp also makes prints a "refused:" line.
+// ENGINE_BENCH_THREADS sets the contexts' thread count.
 //
 // LIBRARY is loaded with dlopen (libengine.so, or llama.cpp's libllama.so). benches/compare.sh runs
 // it against both and reports the first difference.
@@ -130,16 +137,63 @@ static uint64_t hash_bytes(const unsigned char *p, size_t n) {
     return h;
 }
 
+/* The sections asked for with a "sections=a,b" argument (NULL: every one), and those left out
+ * with "skip=a,b". */
+static const char *only_sections, *skip_sections;
+
+/* Whether `list` ("a,b,c") names `name`. */
+static bool listed(const char *list, const char *name) {
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, name, n) == 0) return true;
+        p += n + (end != NULL);
+    }
+    return false;
+}
+
+/* Whether section `name` was asked for. */
+static bool wanted(const char *name) {
+    return (!only_sections || listed(only_sections, name)) && !(skip_sections && listed(skip_sections, name));
+}
+
+/* Whether to run section `name`: asked for and `runnable`; a section that runs starts with a line
+ * naming it, one that cannot run says why (`why_not`: what keeps llama.cpp from running it), and
+ * benches/compare.sh shows both in the row. */
+static bool section_if(const char *name, bool runnable, const char *why_not) {
+    if (!wanted(name)) return false;
+    dl_error_context = name;
+    printf(runnable ? "section %s\n" : "skipped %s: %s\n", name, why_not);
+    return runnable;
+}
+static bool section(const char *name) { return section_if(name, true, ""); }
+
+/* The width of the model's key heads as its metadata gives it (key_length, else n_embd / n_head),
+ * or 0 where cached keys are not heads of one width (latent attention, key_length_mla). */
+static int key_head_width(struct llama_model *model) {
+    DL_LOAD(llama_model_meta_val_str);
+    DL_LOAD(llama_model_n_embd);
+    DL_LOAD(llama_model_n_head);
+    char arch[64], key[160], val[64];
+    if (p_llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch) < 0) return 0;
+    snprintf(key, sizeof key, "%s.attention.key_length_mla", arch);
+    if (p_llama_model_meta_val_str(model, key, val, sizeof val) >= 0) return 0;
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (p_llama_model_meta_val_str(model, key, val, sizeof val) >= 0) return atoi(val);
+    int n_head = p_llama_model_n_head(model);
+    return n_head > 0 ? p_llama_model_n_embd(model) / n_head : 0;
+}
+
 /* Decode `n` tokens of sequence 0 from position 0 (logits for the last) and print that row. */
 static int decode_and_print(struct llama_context *ctx, const llama_token *ids, int n, int n_vocab, const char *what) {
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     struct llama_batch b = p_llama_batch_init(n, 0, 1);
     b.n_tokens = 0;
     append_seq(&b, ids, n, 0, false);
-    int rc = p_llama_decode(ctx, b);
+    int rc = dl_decode(ctx, b);
     printf("%s rc %d", what, rc);
     if (rc == 0) {
         print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
@@ -185,9 +239,7 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     DL_LOAD(llama_numa_init);
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_tokenize);
-    DL_LOAD(llama_context_default_params);
     DL_LOAD(llama_model_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_n_rs_seq);
     DL_LOAD(llama_set_n_threads);
@@ -203,7 +255,6 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     DL_LOAD(llama_memory_seq_pos_min);
     DL_LOAD(llama_memory_seq_pos_max);
     DL_LOAD(llama_batch_get_one);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_get_state_size);
     DL_LOAD(llama_copy_state_data);
@@ -254,14 +305,40 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     printf("quantize defaults: %d %d %d %d %d %d %d %d %d %d %zu\n", qp.nthread, (int)qp.ftype,
            (int)qp.output_tensor_type, (int)qp.token_embedding_type, qp.allow_requantize,
            qp.quantize_output_tensor, qp.only_copy, qp.pure, qp.keep_split, qp.dry_run, qp.max_buf_size);
+    /* Every default parameter and global limit, as llama.cpp gives them (pointers as set or not). */
+    DL_LOAD(llama_sampler_chain_default_params);
+    DL_LOAD(llama_context_default_params);
+    DL_LOAD(llama_max_devices);
+    DL_LOAD(llama_max_parallel_sequences);
+    DL_LOAD(llama_supports_mmap);
+    DL_LOAD(llama_supports_mlock);
+    struct llama_model_params mp = p_llama_model_default_params();
+    printf("model defaults: %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\n", mp.devices != NULL,
+           mp.tensor_buft_overrides != NULL, mp.n_gpu_layers, (int)mp.split_mode, (int)mp.load_mode,
+           (int)mp.lazy_mode, mp.main_gpu, mp.tensor_split != NULL, mp.progress_callback != NULL,
+           mp.kv_overrides != NULL, mp.vocab_only, mp.check_tensors, mp.use_extra_bufts, mp.no_host, mp.no_alloc,
+           mp.load_mtp, mp.progress_callback_user_data != NULL);
+    struct llama_context_params dp = p_llama_context_default_params();
+    printf("context defaults: %u %u %u %u %u %u %u %d %d %d %d %d %d %d %a %a %a %a %a %a %u %a %d %d %d %d %d %d "
+           "%d %d %d %d %d %d %zu %d\n",
+           dp.n_ctx, dp.n_batch, dp.n_ubatch, dp.n_seq_max, dp.n_rs_seq, dp.n_outputs_max, dp.n_outputs_max_per_seq,
+           dp.n_threads, dp.n_threads_batch, (int)dp.ctx_type, (int)dp.rope_scaling_type, (int)dp.pooling_type,
+           (int)dp.attention_type, (int)dp.flash_attn_type, dp.rope_freq_base, dp.rope_freq_scale,
+           dp.yarn_ext_factor, dp.yarn_attn_factor, dp.yarn_beta_fast, dp.yarn_beta_slow, dp.yarn_orig_ctx,
+           dp.defrag_thold, dp.cb_eval != NULL, dp.cb_eval_user_data != NULL, (int)dp.type_k, (int)dp.type_v,
+           dp.abort_callback != NULL, dp.abort_callback_data != NULL, dp.embeddings, dp.offload_kqv, dp.no_perf,
+           dp.op_offload, dp.swa_full, dp.kv_unified, dp.n_samplers, dp.samplers != NULL || dp.ctx_other != NULL);
+    printf("sampler chain defaults: %d; max devices %zu, parallel sequences %zu, mmap %d, mlock %d\n",
+           p_llama_sampler_chain_default_params().no_perf, p_llama_max_devices(), p_llama_max_parallel_sequences(),
+           p_llama_supports_mmap(), p_llama_supports_mlock());
     p_llama_numa_init(GGML_NUMA_STRATEGY_DISABLED);
 
     static llama_token ids[4096];
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
     n = p_llama_tokenize(vocab, PROMPTS[4], (int)strlen(PROMPTS[4]), ids, 4096, true, true);
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 512;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     printf("recurrent sequences %u\n", p_llama_n_rs_seq(ctx));
     p_llama_set_n_threads(ctx, 3, 5);
     printf("threads %d %d\n", p_llama_n_threads(ctx), p_llama_n_threads_batch(ctx));
@@ -287,7 +364,7 @@ static void small_functions(const char *model_path, struct llama_model *model, i
         printf("divided: pos %d..%d", (int)p_llama_memory_seq_pos_min(mem, 0), (int)p_llama_memory_seq_pos_max(mem, 0));
         llama_token next = ids[n - 1];
         struct llama_batch one = p_llama_batch_get_one(&next, 1);
-        int rc = p_llama_decode(ctx, one);
+        int rc = dl_decode(ctx, one);
         printf(" next rc %d", rc);
         if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
         else printf("\n");
@@ -309,7 +386,7 @@ static void small_functions(const char *model_path, struct llama_model *model, i
         p_llama_memory_seq_add(mem, 0, -1, -1, 16370);
         for (int step = 0; step < 6; step++) {
             llama_token next = ids[step % n];
-            int rc = p_llama_decode(ctx, p_llama_batch_get_one(&next, 1));
+            int rc = dl_decode(ctx, p_llama_batch_get_one(&next, 1));
             printf("far: pos %d rc %d", (int)p_llama_memory_seq_pos_max(mem, 0), rc);
             if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
             else printf("\n");
@@ -327,7 +404,7 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     if (fd >= 0) close(fd);
     printf("session saved %d", p_llama_save_session_file(ctx, path, ids, (size_t)n));
     p_llama_free(ctx);
-    ctx = p_llama_init_from_model(model, cp);
+    ctx = dl_new_context(model, cp);
     static llama_token back[4096];
     size_t count = 0;
     bool loaded = p_llama_load_session_file(ctx, path, back, 4096, &count);
@@ -339,15 +416,16 @@ static void small_functions(const char *model_path, struct llama_model *model, i
     struct llama_batch_ext *be = p_llama_batch_ext_init(ctx);
     printf("batch ext: add without token %d", p_llama_batch_ext_add(be, 0));
     p_llama_batch_ext_clear(be);
+    bool added = true;
     for (int i = 0; i < n; i++) {
         int idx = p_llama_batch_ext_add_token(be, 0, ids[i]);
         llama_pos pos = i;
         p_llama_batch_ext_set_pos(be, idx, &pos);
-        p_llama_batch_ext_add_seq(be, idx, 1);
+        added &= p_llama_batch_ext_add_seq(be, idx, 1);
     }
-    p_llama_batch_ext_set_output_embd(be, n - 1, true);
+    added &= p_llama_batch_ext_set_output_embd(be, n - 1, true);
     int rc = p_llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, be);
-    printf(" process rc %d", rc);
+    printf(" added %d process rc %d", added, rc);
     if (rc == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
     else printf("\n");
     p_llama_batch_ext_free(be);
@@ -368,8 +446,6 @@ static void rollback(struct llama_model *model, int n_vocab) {
     DL_LOAD(llama_model_is_hybrid);
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_tokenize);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_n_rs_seq);
     DL_LOAD(llama_get_memory);
@@ -379,7 +455,6 @@ static void rollback(struct llama_model *model, int n_vocab) {
     DL_LOAD(llama_state_seq_get_data);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     if (!p_llama_model_is_recurrent(model) && !p_llama_model_is_hybrid(model)) {
         return;
@@ -387,12 +462,12 @@ static void rollback(struct llama_model *model, int n_vocab) {
     static llama_token ids[64];
     int n = p_llama_tokenize(p_llama_model_get_vocab(model), PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 64, true, true);
     if (n > 20) n = 20;
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 512;
     cp.n_batch = 64;
     cp.n_ubatch = 16;
     cp.n_rs_seq = 4;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     printf("rollback n_rs_seq %u\n", p_llama_n_rs_seq(ctx));
     decode_and_print(ctx, ids, n, n_vocab, "rollback prompt");
     llama_memory_t mem = p_llama_get_memory(ctx);
@@ -408,7 +483,7 @@ static void rollback(struct llama_model *model, int n_vocab) {
         b.n_tokens = 0;
         append_seq(&b, &ids[pos], 1, 0, true);
         b.pos[0] = pos;
-        int rc = p_llama_decode(ctx, b);
+        int rc = dl_decode(ctx, b);
         printf("rollback replay %d rc %d", pos, rc);
         if (rc == 0) {
             print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
@@ -492,12 +567,9 @@ static void print_sampled(struct llama_context *ctx, int i) {
  * graph (given at creation, then swapped with llama_set_sampler), one sampled on the CPU; prompts
  * split into small ubatches; then two outputs per sequence in one batch. */
 static void backend_sampling(struct llama_model *model, const llama_token *ids, int n_ids, int n_vocab) {
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_sampler_sample);
     DL_LOAD(llama_sampler_free);
     DL_LOAD(llama_set_sampler);
@@ -508,14 +580,14 @@ static void backend_sampling(struct llama_model *model, const llama_token *ids, 
                                            make_backend_chain((c + 2) % N_BACKEND_CHAINS, 23u + c, n_vocab)};
         struct llama_sampler *cpu = make_backend_chain(4, 37u, n_vocab);
         struct llama_sampler_seq_config configs[2] = {{0, chains[0]}, {1, chains[1]}};
-        struct llama_context_params cp = p_llama_context_default_params();
+        struct llama_context_params cp = dl_context_params();
         cp.n_ctx = 512;
         cp.n_batch = 128;
         cp.n_ubatch = 7;
         cp.n_seq_max = 3;
         cp.samplers = configs;
         cp.n_samplers = 2;
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_context *ctx = dl_new_context(model, cp);
         printf("backend chain %d: %s %s\n", c, p_llama_sampler_name(p_llama_sampler_chain_get(chains[0], 0)),
                p_llama_sampler_name(p_llama_sampler_chain_get(chains[1], 0)));
         struct llama_batch b = p_llama_batch_init(128, 0, 1);
@@ -537,7 +609,7 @@ static void backend_sampling(struct llama_model *model, const llama_token *ids, 
                 chains[1] = NULL;
                 printf("\n");
             }
-            int rc = p_llama_decode(ctx, b);
+            int rc = dl_decode(ctx, b);
             printf("backend chain %d step %d rc %d:", c, step, rc);
             if (rc != 0) {
                 printf("\n");
@@ -567,19 +639,19 @@ static void backend_sampling(struct llama_model *model, const llama_token *ids, 
      * are accepted. */
     struct llama_sampler *chain = make_backend_chain(1, 5u, n_vocab);
     struct llama_sampler_seq_config config = {0, chain};
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 256;
     cp.n_outputs_max_per_seq = 2;
     cp.samplers = &config;
     cp.n_samplers = 1;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     struct llama_batch b = p_llama_batch_init(64, 0, 1);
     for (int round = 0; round < 3; round++) {
         b.n_tokens = 0;
         append_seq(&b, ids, n_ids < 6 ? n_ids : 6, 0, false);
         b.logits[b.n_tokens - 2] = true;
         for (int j = 0; j < b.n_tokens; j++) b.pos[j] += round * b.n_tokens;
-        int rc = p_llama_decode(ctx, b);
+        int rc = dl_decode(ctx, b);
         printf("backend two outputs round %d rc %d:", round, rc);
         for (int k = 2; k >= 1 && rc == 0; k--) {
             print_sampled(ctx, b.n_tokens - k);
@@ -590,7 +662,7 @@ static void backend_sampling(struct llama_model *model, const llama_token *ids, 
     b.n_tokens = 0;
     append_seq(&b, ids, 3, 0, true);
     for (int j = 0; j < b.n_tokens; j++) b.pos[j] += 3 * (n_ids < 6 ? n_ids : 6);
-    printf("backend three outputs rc %d\n", p_llama_decode(ctx, b) != 0);
+    printf("backend three outputs rc %d\n", dl_decode_may_refuse(ctx, b) != 0);
     p_llama_batch_free(b);
     p_llama_free(ctx);
     p_llama_sampler_free(chain);
@@ -606,12 +678,9 @@ static void sliding_cache(struct llama_model *model, int n_vocab) {
     if (p_llama_model_n_swa(model) <= 0) return;
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_tokenize);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_get_memory);
     DL_LOAD(llama_memory_can_shift);
@@ -631,14 +700,14 @@ static void sliding_cache(struct llama_model *model, int n_vocab) {
         n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
     }
     for (int unified = 0; unified < 2; unified++) {
-        struct llama_context_params cp = p_llama_context_default_params();
+        struct llama_context_params cp = dl_context_params();
         cp.n_ctx = 4096;
         cp.n_batch = 2 * CHUNK;
         cp.n_ubatch = 64;
         cp.n_seq_max = 2;
         cp.kv_unified = unified;
         cp.swa_full = false;
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_context *ctx = dl_new_context(model, cp);
         llama_memory_t mem = ctx ? p_llama_get_memory(ctx) : NULL;
         if (!mem) {
             printf("sliding cache unified %d: no context\n", unified);
@@ -656,7 +725,7 @@ static void sliding_cache(struct llama_model *model, int n_vocab) {
                 for (int j = b.n_tokens - len; j < b.n_tokens; j++) b.pos[j] += at;
                 last[s] = b.n_tokens - 1;
             }
-            rc = p_llama_decode(ctx, b);
+            rc = dl_decode(ctx, b);
             for (int s = 0; s < 2 && rc == 0; s++) {
                 printf("sliding cache unified %d at %d seq %d pos %d..%d:", unified, at, s,
                        (int)p_llama_memory_seq_pos_min(mem, s), (int)p_llama_memory_seq_pos_max(mem, s));
@@ -678,7 +747,7 @@ static void sliding_cache(struct llama_model *model, int n_vocab) {
                 b.pos[s] = N_DOC + step;
                 last[s] = s;
             }
-            rc = p_llama_decode(ctx, b);
+            rc = dl_decode(ctx, b);
             for (int s = 0; s < 2 && rc == 0; s++) {
                 printf("sliding cache unified %d step %d seq %d pos %d..%d:", unified, step, s,
                        (int)p_llama_memory_seq_pos_min(mem, s), (int)p_llama_memory_seq_pos_max(mem, s));
@@ -704,7 +773,7 @@ static void sliding_cache(struct llama_model *model, int n_vocab) {
             b.n_tokens = 0;
             append_seq(&b, ids, 1, 1, true);
             b.pos[0] = N_DOC + 3;
-            rc = p_llama_decode(ctx, b);
+            rc = dl_decode(ctx, b);
             printf("sliding cache unified %d restored rc %d:", unified, rc);
             if (rc == 0) {
                 print_row(p_llama_get_logits_ith(ctx, 0), n_vocab);
@@ -726,12 +795,9 @@ static void sliding_cache(struct llama_model *model, int n_vocab) {
 static void shared_cells(struct llama_model *model, int n_vocab) {
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_tokenize);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_state_get_size);
     DL_LOAD(llama_state_get_data);
@@ -749,12 +815,12 @@ static void shared_cells(struct llama_model *model, int n_vocab) {
     bool states = p_llama_model_is_recurrent(model) || p_llama_model_is_hybrid(model);
     llama_token ids[256];
     int n = p_llama_tokenize(vocab, PROMPTS[2], (int)strlen(PROMPTS[2]), ids, 256, true, true);
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 512;
     cp.n_ubatch = 16;
     cp.n_seq_max = 4;
     cp.kv_unified = true;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     llama_memory_t mem = ctx ? p_llama_get_memory(ctx) : NULL;
     if (!mem || n < 2) {
         printf("shared cells: no context\n");
@@ -764,7 +830,7 @@ static void shared_cells(struct llama_model *model, int n_vocab) {
     struct llama_batch b = p_llama_batch_init(256, 0, 2);
     b.n_tokens = 0;
     append_seq(&b, ids, n, 0, false);
-    int rc = p_llama_decode(ctx, b);
+    int rc = dl_decode(ctx, b);
     printf("shared cells prompt %d rc %d:", n, rc);
     if (rc != 0) {
         printf("\n");
@@ -815,7 +881,7 @@ static void shared_cells(struct llama_model *model, int n_vocab) {
             last[s] = j;
         }
         if (pair) last[2] = last[1];
-        rc = p_llama_decode(ctx, b);
+        rc = dl_decode(ctx, b);
         printf("shared cells step %d (%s%s) ok %d rc %d\n", step, edit, pair ? "; one token of seqs 1 and 2" : "",
                ok, rc);
         if (rc != 0) break;
@@ -845,25 +911,22 @@ static void shared_cells(struct llama_model *model, int n_vocab) {
 static void shared_prompt(struct llama_model *model, int n_vocab) {
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_tokenize);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_state_seq_get_size);
     DL_LOAD(llama_state_seq_get_data);
     llama_token ids[256];
     int n = p_llama_tokenize(p_llama_model_get_vocab(model), PROMPTS[3], (int)strlen(PROMPTS[3]), ids, 256, true,
                              true);
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 2048;
     cp.n_ubatch = 16;
     /* Four streams for three sequences: llama.cpp aborts making a Kimi-Linear context of three. */
     cp.n_seq_max = 4;
     cp.kv_unified = false;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     if (!ctx || n < 2) {
         printf("shared prompt: no context\n");
         p_llama_free(ctx);
@@ -878,7 +941,8 @@ static void shared_prompt(struct llama_model *model, int n_vocab) {
         b.logits[i] = i == n - 1;
     }
     b.n_tokens = n;
-    int rc = p_llama_decode(ctx, b);
+    /* The refusal, where llama.cpp refuses, is what is compared. */
+    int rc = dl_decode_may_refuse(ctx, b);
     printf("shared prompt %d rc %d", n, rc);
     if (rc != 0) {
         printf("\n");
@@ -899,7 +963,7 @@ static void shared_prompt(struct llama_model *model, int n_vocab) {
             b.seq_id[s][0] = s;
             b.logits[s] = 1;
         }
-        rc = p_llama_decode(ctx, b);
+        rc = dl_decode(ctx, b);
         printf("shared prompt step %d rc %d\n", step, rc);
         for (int s = 0; s < 3 && rc == 0; s++) {
             row = p_llama_get_logits_ith(ctx, s);
@@ -957,12 +1021,9 @@ static llama_pos *embd_positions(int n, int p0, int n_pos) {
  * llama_batch at n_ubatch 7, after a part given as tokens, through the extended batch), and the
  * extended batch's refusals. Each logits row is printed with whether it equals the tokens' own. */
 static void embedding_inputs(struct llama_model *model, const llama_token *ids, int n, int n_vocab, bool encoder) {
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_get_memory);
     DL_LOAD(llama_memory_clear);
@@ -981,15 +1042,15 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
     int n_embd = p_llama_model_n_embd(model);
     enum llama_rope_type rope = p_llama_model_rope_type(model);
     int n_pos = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE ? 4 : 1;
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 512;
     cp.cb_eval = capture_embd;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     struct llama_batch b = p_llama_batch_init(n, 0, 1);
     b.n_tokens = 0;
     append_seq(&b, ids, n, 0, true);
     captured_n = 0;
-    int rc = p_llama_decode(ctx, b);
+    int rc = dl_decode(ctx, b);
     p_llama_batch_free(b);
     printf("embd inputs: tokens rc %d, %zu floats", rc, captured_n);
     if (rc != 0 || captured_n != (size_t)n * (size_t)n_embd) {
@@ -1006,10 +1067,10 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
     const float *last = want + (size_t)(n - 1) * n_vocab;
 
     /* A llama_batch of embeddings, every output, over ubatches of 7 (one for an encoder). */
-    cp = p_llama_context_default_params();
+    cp = dl_context_params();
     cp.n_ctx = 512;
     cp.n_ubatch = encoder ? 512 : 7;
-    ctx = p_llama_init_from_model(model, cp);
+    ctx = dl_new_context(model, cp);
     struct llama_memory_i *mem = p_llama_get_memory(ctx);
     struct llama_batch eb = p_llama_batch_init(n, n_embd, 1);
     llama_pos *own_pos = eb.pos;
@@ -1021,7 +1082,7 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
         eb.seq_id[i][0] = 0;
         eb.logits[i] = 1;
     }
-    rc = p_llama_decode(ctx, eb);
+    rc = dl_decode(ctx, eb);
     int same = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         same += !memcmp(p_llama_get_logits_ith(ctx, i), want + (size_t)i * n_vocab, sizeof *want * n_vocab);
@@ -1038,13 +1099,13 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
         b = p_llama_batch_init(h, 0, 1);
         b.n_tokens = 0;
         append_seq(&b, ids, h, 0, false);
-        rc = p_llama_decode(ctx, b);
+        rc = dl_decode(ctx, b);
         p_llama_batch_free(b);
         eb.pos = embd_positions(n - h, h, n_pos);
         eb.n_tokens = n - h;
         memcpy(eb.embd, rows + (size_t)h * n_embd, sizeof *rows * (size_t)(n - h) * n_embd);
         for (int i = 0; i < n - h; i++) eb.logits[i] = i == n - h - 1;
-        int rc2 = p_llama_decode(ctx, eb);
+        int rc2 = dl_decode(ctx, eb);
         printf("embd after tokens rc %d %d, same %d", rc, rc2,
                rc2 == 0 && !memcmp(p_llama_get_logits_ith(ctx, -1), last, sizeof *last * n_vocab));
         if (rc2 == 0) print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
@@ -1093,12 +1154,63 @@ static void embedding_inputs(struct llama_model *model, const llama_token *ids, 
     free(want);
 }
 
+/* Each prompt decoded as one batch with logits at every position, at `n_ubatch`: every row, the
+ * return code and the saved state (llama.cpp's layout), byte for byte. */
+static void prompt_logits(struct llama_model *model, int n_vocab, uint32_t n_ubatch, const char *tag) {
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_state_get_size);
+    DL_LOAD(llama_state_get_data);
+    DL_LOAD(llama_free);
+    static llama_token ids[4096];
+    for (int p = 0; p < N_PROMPTS; p++) {
+        int n = p_llama_tokenize(p_llama_model_get_vocab(model), PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096,
+                                 true, true);
+        struct llama_context_params cp = dl_context_params();
+        cp.n_ctx = 1024;
+        cp.n_ubatch = n_ubatch;
+        struct llama_context *ctx = dl_new_context(model, cp);
+        struct llama_batch b = p_llama_batch_init(n, 0, 1);
+        b.n_tokens = 0;
+        append_seq(&b, ids, n, 0, true);
+        int rc = dl_decode(ctx, b);
+        for (int i = 0; i < n && rc == 0; i++) {
+            printf("logits%s ub%u p%d pos %d:", tag, n_ubatch, p, i);
+            print_row(p_llama_get_logits_ith(ctx, i), n_vocab);
+        }
+        printf("decode%s ub%u p%d rc %d\n", tag, n_ubatch, p, rc);
+        if (rc == 0) {
+            size_t size = p_llama_state_get_size(ctx);
+            unsigned char *state = malloc(size);
+            size_t got = p_llama_state_get_data(ctx, state, size);
+            printf("state%s ub%u p%d %zu bytes %016llx\n", tag, n_ubatch, p, got, (unsigned long long)hash_bytes(state, got));
+            free(state);
+        }
+        p_llama_batch_free(b);
+        p_llama_free(ctx);
+    }
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3 || (argc > 3 && strcmp(argv[3], "arch") != 0)) {
-        fprintf(stderr, "usage: %s LIBRARY MODEL [arch]\n", argv[0]);
+    bool arch_only = false;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "arch") == 0) {
+            arch_only = true;
+        } else if (strncmp(argv[i], "sections=", 9) == 0) {
+            only_sections = argv[i] + 9;
+        } else if (strncmp(argv[i], "skip=", 5) == 0) {
+            skip_sections = argv[i] + 5;
+        } else {
+            argc = 0;
+        }
+    }
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s LIBRARY MODEL [arch] [sections=NAME,...] [skip=NAME,...]\n", argv[0]);
         return 2;
     }
-    bool arch_only = argc > 3;
     dl_open(argv[1]);
     dl_init(dl_log_errors);
     DL_LOAD(llama_model_default_params);
@@ -1107,177 +1219,166 @@ int main(int argc, char **argv) {
     DL_LOAD(llama_vocab_is_eog);
     DL_LOAD(llama_tokenize);
     DL_LOAD(llama_detokenize);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_free);
     DL_LOAD(llama_batch_init);
     DL_LOAD(llama_batch_free);
     DL_LOAD(llama_batch_get_one);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_sampler_sample);
     DL_LOAD(llama_sampler_free);
-    DL_LOAD(llama_state_get_size);
-    DL_LOAD(llama_state_get_data);
     struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
     int n_vocab = p_llama_vocab_n_tokens(vocab);
-    small_functions(argv[2], model, n_vocab);
+    if (section("small")) small_functions(argv[2], model, n_vocab);
     /* An encoder (a context without memory) takes each batch in one ubatch (llama.cpp aborts
      * otherwise): the sections with batches longer than a ubatch are left out for it. */
     bool encoder;
     {
         DL_LOAD(llama_get_memory);
-        struct llama_context *ctx = p_llama_init_from_model(model, p_llama_context_default_params());
+        struct llama_context *ctx = dl_new_context(model, dl_context_params());
         encoder = ctx && !p_llama_get_memory(ctx);
         p_llama_free(ctx);
         printf("encoder %d\n", encoder);
     }
-    rollback(model, n_vocab);
+    if (section("rollback")) rollback(model, n_vocab);
     static char text[4096], out[1 << 16];
     static llama_token ids[4096];
     /* Not GLM-4 or GLM-4.5 files without M-RoPE sections: llama.cpp aborts the process on an
      * embedding input there (the engine refuses the batch). */
     DL_LOAD(llama_model_rope_type);
     bool glm_text = arch_is(model, "glm4") || arch_is(model, "glm4moe");
-    if (!glm_text || p_llama_model_rope_type(model) == LLAMA_ROPE_TYPE_MROPE) {
+    if (section_if("embd_inputs", !glm_text || p_llama_model_rope_type(model) == LLAMA_ROPE_TYPE_MROPE,
+                   "llama.cpp aborts on an embedding input to GLM-4 without M-RoPE sections")) {
         int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
         embedding_inputs(model, ids, n, n_vocab, encoder);
     }
 
-    for (int t = 0; t < 300; t++) {
-        int len = 0, n_pieces = 1 + (int)(next_u32() % 12);
-        for (int p = 0; p < n_pieces && len < 3000; p++) {
-            if (next_u32() % 8 == 0) {
-                text[len++] = (char)(next_u32() % 256 | 1); // a byte that may break UTF-8
-            } else {
-                const char *s = PIECES[next_u32() % N_PIECES];
-                memcpy(text + len, s, strlen(s));
-                len += (int)strlen(s);
+    if (section("tokenize")) {
+        for (int t = 0; t < 300; t++) {
+            int len = 0, n_pieces = 1 + (int)(next_u32() % 12);
+            for (int p = 0; p < n_pieces && len < 3000; p++) {
+                if (next_u32() % 8 == 0) {
+                    text[len++] = (char)(next_u32() % 256 | 1); // a byte that may break UTF-8
+                } else {
+                    const char *s = PIECES[next_u32() % N_PIECES];
+                    memcpy(text + len, s, strlen(s));
+                    len += (int)strlen(s);
+                }
             }
-        }
-        for (int mode = 0; mode < 4; mode++) {
-            int n = p_llama_tokenize(vocab, text, len, ids, 4096, mode & 1, mode >> 1);
-            printf("tok %d.%d %d:", t, mode, n);
-            for (int i = 0; i < n; i++) printf(" %d", ids[i]);
-            for (int flags = 0; flags < 4 && n >= 0; flags++) {
-                int d = p_llama_detokenize(vocab, ids, n, out, sizeof out, flags & 1, flags >> 1);
-                printf(" |%d:", d);
-                for (int i = 0; i < d; i++) printf("%02x", (unsigned char)out[i]);
+            for (int mode = 0; mode < 4; mode++) {
+                int n = p_llama_tokenize(vocab, text, len, ids, 4096, mode & 1, mode >> 1);
+                printf("tok %d.%d %d:", t, mode, n);
+                for (int i = 0; i < n; i++) printf(" %d", ids[i]);
+                for (int flags = 0; flags < 4 && n >= 0; flags++) {
+                    int d = p_llama_detokenize(vocab, ids, n, out, sizeof out, flags & 1, flags >> 1);
+                    printf(" |%d:", d);
+                    for (int i = 0; i < d; i++) printf("%02x", (unsigned char)out[i]);
+                }
+                printf("\n");
             }
-            printf("\n");
         }
     }
 
-    for (int ub = 0; ub < (encoder ? 1 : 2); ub++) {
-        for (int p = 0; p < N_PROMPTS; p++) {
-            int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
-            struct llama_context_params cp = p_llama_context_default_params();
-            cp.n_ctx = 1024;
-            cp.n_ubatch = ub ? 7 : 512;
-            struct llama_context *ctx = p_llama_init_from_model(model, cp);
-            struct llama_batch b = p_llama_batch_init(n, 0, 1);
-            b.n_tokens = 0;
-            append_seq(&b, ids, n, 0, true);
-            int rc = p_llama_decode(ctx, b);
-            for (int i = 0; i < n && rc == 0; i++) {
-                printf("logits ub%d p%d pos %d:", cp.n_ubatch, p, i);
-                print_row(p_llama_get_logits_ith(ctx, i), n_vocab);
-            }
-            printf("decode ub%d p%d rc %d\n", cp.n_ubatch, p, rc);
-            if (rc == 0) {
-                /* The saved state, byte for byte (llama.cpp's layout). */
-                size_t size = p_llama_state_get_size(ctx);
-                unsigned char *state = malloc(size);
-                size_t got = p_llama_state_get_data(ctx, state, size);
-                printf("state ub%d p%d %zu bytes %016llx\n", cp.n_ubatch, p, got,
-                       (unsigned long long)hash_bytes(state, got));
-                free(state);
-            }
-            p_llama_batch_free(b);
-            p_llama_free(ctx);
-        }
+    if (section("logits")) {
+        for (int ub = 0; ub < (encoder ? 1 : 2); ub++) prompt_logits(model, n_vocab, ub ? 7 : 512, "");
+    }
+    /* The same with every weight read from the file (llama.h's use_extra_bufts off): the CPU's
+     * plain kernels where the repacked ones ran. */
+    if (section("plain_weights")) {
+        struct llama_model_params mp = p_llama_model_default_params();
+        mp.use_extra_bufts = false;
+        struct llama_model *plain = dl_load_model(argv[2], mp);
+        prompt_logits(plain, n_vocab, 512, " plain");
+        DL_LOAD(llama_model_free);
+        p_llama_model_free(plain);
     }
 
     /* Several sequences in one batch. Not with PLaMo 2: llama.cpp 0.3.36 stores a
      * multi-sequence ubatch's recurrent states at cell head x n_seqs rather than at the head,
      * over other sequences' states (and aborts once that passes the cache's end). */
     bool multiseq = !arch_is(model, "plamo2");
-    for (int unified = 0; unified < (multiseq ? 2 : 0); unified++) {
-        struct llama_context_params cp = p_llama_context_default_params();
-        cp.n_ctx = 2048;
-        cp.n_seq_max = 4;
-        cp.kv_unified = unified;
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
-        struct llama_batch b = p_llama_batch_init(512, 0, 1);
-        int last[4];
-        b.n_tokens = 0;
-        for (int s = 0; s < 4; s++) {
-            int n = p_llama_tokenize(vocab, PROMPTS[s + 2], (int)strlen(PROMPTS[s + 2]), ids, 4096, true, true);
-            append_seq(&b, ids, n, s, false);
-            last[s] = b.n_tokens - 1;
+    const char *plamo2_multiseq = "llama.cpp 0.3.36 stores a multi-sequence ubatch's PLaMo-2 states at the wrong cells";
+    if (section_if("multiseq", multiseq, plamo2_multiseq)) {
+        for (int unified = 0; unified < 2; unified++) {
+            struct llama_context_params cp = dl_context_params();
+            cp.n_ctx = 2048;
+            cp.n_seq_max = 4;
+            cp.kv_unified = unified;
+            struct llama_context *ctx = dl_new_context(model, cp);
+            struct llama_batch b = p_llama_batch_init(512, 0, 1);
+            int last[4];
+            b.n_tokens = 0;
+            for (int s = 0; s < 4; s++) {
+                int n = p_llama_tokenize(vocab, PROMPTS[s + 2], (int)strlen(PROMPTS[s + 2]), ids, 4096, true, true);
+                append_seq(&b, ids, n, s, false);
+                last[s] = b.n_tokens - 1;
+            }
+            int rc = dl_decode(ctx, b);
+            for (int s = 0; s < 4 && rc == 0; s++) {
+                printf("multiseq unified %d seq %d:", unified, s);
+                print_row(p_llama_get_logits_ith(ctx, last[s]), n_vocab);
+            }
+            printf("multiseq unified %d rc %d\n", unified, rc);
+            p_llama_batch_free(b);
+            p_llama_free(ctx);
         }
-        int rc = p_llama_decode(ctx, b);
-        for (int s = 0; s < 4 && rc == 0; s++) {
-            printf("multiseq unified %d seq %d:", unified, s);
-            print_row(p_llama_get_logits_ith(ctx, last[s]), n_vocab);
-        }
-        printf("multiseq unified %d rc %d\n", unified, rc);
-        p_llama_batch_free(b);
-        p_llama_free(ctx);
     }
-    if (!encoder && multiseq) shared_cells(model, n_vocab);
-    if (!encoder && multiseq) shared_prompt(model, n_vocab);
+    if (section_if("shared", !encoder && multiseq, encoder ? "an encoder" : plamo2_multiseq)) {
+        shared_cells(model, n_vocab);
+        shared_prompt(model, n_vocab);
+    }
 
     /* Short chats beside a long document (longer than a ubatch), then greedy steps of all four
      * sequences together: where each sequence's keys land in the cache decides the bits. */
-    for (int unified = 0; unified < (encoder || !multiseq ? 0 : 2); unified++) {
-        struct llama_context_params cp = p_llama_context_default_params();
-        cp.n_ctx = 4096;
-        cp.n_batch = 2048;
-        cp.n_seq_max = 4;
-        cp.kv_unified = unified;
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
-        struct llama_batch b = p_llama_batch_init(2048, 0, 1);
-        int last[4], next_pos[4];
-        b.n_tokens = 0;
-        for (int s = 0; s < 4; s++) {
-            int n = 0;
-            for (int r = 0; s == 3 ? n < 700 : r < 1; r++) {
-                const char *text = PROMPTS[(s + r) % N_PROMPTS];
-                n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
-            }
-            append_seq(&b, ids, n, s, false);
-            last[s] = b.n_tokens - 1;
-            next_pos[s] = n;
-        }
-        int rc = p_llama_decode(ctx, b);
-        for (int step = 0; step < 4 && rc == 0; step++) {
-            llama_token tok[4];
-            for (int s = 0; s < 4; s++) {
-                const float *row = p_llama_get_logits_ith(ctx, last[s]);
-                printf("multiseq long unified %d step %d seq %d:", unified, step, s);
-                print_row(row, n_vocab);
-                tok[s] = 0;
-                for (int i = 1; i < n_vocab; i++) {
-                    if (row[i] > row[tok[s]]) tok[s] = i;
-                }
-            }
+    if (section_if("multiseq_long", !encoder && multiseq, encoder ? "an encoder" : plamo2_multiseq)) {
+        for (int unified = 0; unified < 2; unified++) {
+            struct llama_context_params cp = dl_context_params();
+            cp.n_ctx = 4096;
+            cp.n_batch = 2048;
+            cp.n_seq_max = 4;
+            cp.kv_unified = unified;
+            struct llama_context *ctx = dl_new_context(model, cp);
+            struct llama_batch b = p_llama_batch_init(2048, 0, 1);
+            int last[4], next_pos[4];
             b.n_tokens = 0;
             for (int s = 0; s < 4; s++) {
-                b.token[s] = tok[s];
-                b.pos[s] = next_pos[s]++;
-                b.n_seq_id[s] = 1;
-                b.seq_id[s][0] = s;
-                b.logits[s] = 1;
-                last[s] = s;
-                b.n_tokens++;
+                int n = 0;
+                for (int r = 0; s == 3 ? n < 700 : r < 1; r++) {
+                    const char *text = PROMPTS[(s + r) % N_PROMPTS];
+                    n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
+                }
+                append_seq(&b, ids, n, s, false);
+                last[s] = b.n_tokens - 1;
+                next_pos[s] = n;
             }
-            rc = p_llama_decode(ctx, b);
+            int rc = dl_decode(ctx, b);
+            for (int step = 0; step < 4 && rc == 0; step++) {
+                llama_token tok[4];
+                for (int s = 0; s < 4; s++) {
+                    const float *row = p_llama_get_logits_ith(ctx, last[s]);
+                    printf("multiseq long unified %d step %d seq %d:", unified, step, s);
+                    print_row(row, n_vocab);
+                    tok[s] = 0;
+                    for (int i = 1; i < n_vocab; i++) {
+                        if (row[i] > row[tok[s]]) tok[s] = i;
+                    }
+                }
+                b.n_tokens = 0;
+                for (int s = 0; s < 4; s++) {
+                    b.token[s] = tok[s];
+                    b.pos[s] = next_pos[s]++;
+                    b.n_seq_id[s] = 1;
+                    b.seq_id[s][0] = s;
+                    b.logits[s] = 1;
+                    last[s] = s;
+                    b.n_tokens++;
+                }
+                rc = dl_decode(ctx, b);
+            }
+            printf("multiseq long unified %d rc %d\n", unified, rc);
+            p_llama_batch_free(b);
+            p_llama_free(ctx);
         }
-        printf("multiseq long unified %d rc %d\n", unified, rc);
-        p_llama_batch_free(b);
-        p_llama_free(ctx);
     }
 
     /* One prompt longer than a ubatch with logits for its last token only (how every chat starts),
@@ -1288,83 +1389,91 @@ int main(int argc, char **argv) {
      * (LLAMA_ATTN_ROT_DISABLE, read when a context is made). The rotated context then shifts the
      * sequence back over its first 100 cells (a K-shift through the rotation) and decodes on;
      * llama.cpp's K-shift of a quantized cache without the rotation dereferences a missing
-     * matrix and crashes, so the Q4_0 context is not shifted; nor is a cache that cannot shift
-     * (llama.cpp's DeepSeek-V4 cache aborts on it). */
-    for (int variant = 0; variant < (encoder ? 0 : 4); variant++) {
-        struct llama_context_params cp = p_llama_context_default_params();
-        cp.n_ctx = 2048;
-        cp.n_batch = 2048;
-        cp.n_ubatch = variant ? 64 : 512;
-        if (variant == 1) {
-            cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-        }
-        if (variant == 2) {
-            cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
-            cp.type_k = GGML_TYPE_Q8_0;
-            cp.type_v = GGML_TYPE_Q8_0;
-        }
-        if (variant == 3) {
-            cp.type_k = GGML_TYPE_Q4_0;
-            setenv("LLAMA_ATTN_ROT_DISABLE", "1", 1);
-        }
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
-        if (!ctx) {
-            printf("long prompt variant %d: no context\n", variant);
-            continue;
-        }
-        int n = 0;
-        for (int r = 0; n < 1100; r++) {
-            const char *text = PROMPTS[r % N_PROMPTS];
-            n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
-        }
-        struct llama_batch b = p_llama_batch_init(n, 0, 1);
-        b.n_tokens = 0;
-        append_seq(&b, ids, n, 0, false);
-        int rc = p_llama_decode(ctx, b);
-        for (int step = 0; step < 4 && rc == 0; step++) {
-            const float *row = p_llama_get_logits_ith(ctx, -1);
-            printf("long prompt variant %d step %d:", variant, step);
-            print_row(row, n_vocab);
-            llama_token tok = 0;
-            for (int i = 1; i < n_vocab; i++) {
-                if (row[i] > row[tok]) tok = i;
+     * matrix and crashes, so the Q4_0 context is not shifted, nor one whose heads are not a
+     * multiple of 64 wide (or of unknown width: latent attention); nor is a cache that cannot
+     * shift (llama.cpp's DeepSeek-V4 cache aborts on it). */
+    if (section_if("long_prompt", !encoder, "an encoder")) {
+        for (int variant = 0; variant < 4; variant++) {
+            struct llama_context_params cp = dl_context_params();
+            cp.n_ctx = 2048;
+            cp.n_batch = 2048;
+            cp.n_ubatch = variant ? 64 : 512;
+            if (variant == 1) {
+                cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
             }
-            rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
-        }
-        printf("long prompt variant %d tokens %d rc %d\n", variant, n, rc);
-        DL_LOAD(llama_get_memory);
-        DL_LOAD(llama_memory_can_shift);
-        if (variant == 2 && rc == 0 && p_llama_memory_can_shift(p_llama_get_memory(ctx))) {
-            DL_LOAD(llama_memory_seq_rm);
-            DL_LOAD(llama_memory_seq_add);
-            llama_memory_t mem = p_llama_get_memory(ctx);
-            bool rm = p_llama_memory_seq_rm(mem, 0, 1, 101);
-            p_llama_memory_seq_add(mem, 0, 101, -1, -100);
-            llama_token tok = ids[n / 2];
-            rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
-            printf("long prompt variant %d shifted rm %d rc %d:", variant, rm, rc);
-            if (rc == 0) {
-                print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
-            } else {
-                printf("\n");
+            if (variant == 2) {
+                cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+                cp.type_k = GGML_TYPE_Q8_0;
+                cp.type_v = GGML_TYPE_Q8_0;
             }
+            if (variant == 3) {
+                cp.type_k = GGML_TYPE_Q4_0;
+                setenv("LLAMA_ATTN_ROT_DISABLE", "1", 1);
+            }
+            /* A quantized cache may be refused (blocks that do not divide the heads, a quantized V
+             * cache without flash attention): the row then says so, and the comparison shows
+             * llama.cpp refusing it too. Any other context must be made. */
+            struct llama_context *ctx = variant >= 2 ? dl_new_context_may_refuse(model, cp) : dl_new_context(model, cp);
+            if (!ctx) {
+                printf("refused: long prompt variant %d: no context with a quantized cache for this model\n", variant);
+                unsetenv("LLAMA_ATTN_ROT_DISABLE");
+                continue;
+            }
+            int head_k = key_head_width(model);
+            int n = 0;
+            for (int r = 0; n < 1100; r++) {
+                const char *text = PROMPTS[r % N_PROMPTS];
+                n += p_llama_tokenize(vocab, text, (int)strlen(text), ids + n, 4096 - n, n == 0, true);
+            }
+            struct llama_batch b = p_llama_batch_init(n, 0, 1);
+            b.n_tokens = 0;
+            append_seq(&b, ids, n, 0, false);
+            int rc = dl_decode(ctx, b);
+            for (int step = 0; step < 4 && rc == 0; step++) {
+                const float *row = p_llama_get_logits_ith(ctx, -1);
+                printf("long prompt variant %d step %d:", variant, step);
+                print_row(row, n_vocab);
+                llama_token tok = 0;
+                for (int i = 1; i < n_vocab; i++) {
+                    if (row[i] > row[tok]) tok = i;
+                }
+                rc = dl_decode(ctx, p_llama_batch_get_one(&tok, 1));
+            }
+            printf("long prompt variant %d tokens %d rc %d\n", variant, n, rc);
+            DL_LOAD(llama_get_memory);
+            DL_LOAD(llama_memory_can_shift);
+            if (variant == 2 && rc == 0 && head_k % 64 == 0 && p_llama_memory_can_shift(p_llama_get_memory(ctx))) {
+                DL_LOAD(llama_memory_seq_rm);
+                DL_LOAD(llama_memory_seq_add);
+                llama_memory_t mem = p_llama_get_memory(ctx);
+                bool rm = p_llama_memory_seq_rm(mem, 0, 1, 101);
+                p_llama_memory_seq_add(mem, 0, 101, -1, -100);
+                llama_token tok = ids[n / 2];
+                rc = dl_decode(ctx, p_llama_batch_get_one(&tok, 1));
+                printf("long prompt variant %d shifted rm %d rc %d:", variant, rm, rc);
+                if (rc == 0) {
+                    print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
+                } else {
+                    printf("\n");
+                }
+            }
+            unsetenv("LLAMA_ATTN_ROT_DISABLE");
+            p_llama_batch_free(b);
+            p_llama_free(ctx);
         }
-        unsetenv("LLAMA_ATTN_ROT_DISABLE");
-        p_llama_batch_free(b);
-        p_llama_free(ctx);
     }
 
     /* A sequence's sliding-window layers saved and restored on their own (llama-server's context
      * checkpoints; the whole state on models without such layers), then decoding goes on. */
-    {
+    if (section("partial_state")) {
         DL_LOAD(llama_state_seq_get_size_ext);
         DL_LOAD(llama_state_seq_get_data_ext);
         DL_LOAD(llama_state_seq_set_data_ext);
-        struct llama_context_params cp = p_llama_context_default_params();
+        struct llama_context_params cp = dl_context_params();
         cp.n_ctx = 1024;
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_context *ctx = dl_new_context(model, cp);
         int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
-        int rc = p_llama_decode(ctx, p_llama_batch_get_one(ids, n));
+        int rc = dl_decode(ctx, p_llama_batch_get_one(ids, n));
         size_t size = p_llama_state_seq_get_size_ext(ctx, 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
         unsigned char *state = malloc(size);
         size_t got = p_llama_state_seq_get_data_ext(ctx, state, size, 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
@@ -1377,18 +1486,18 @@ int main(int argc, char **argv) {
         for (int i = 1; i < n_vocab; i++) {
             if (row[i] > row[tok]) tok = i;
         }
-        rc = p_llama_decode(ctx, p_llama_batch_get_one(&tok, 1));
+        rc = dl_decode(ctx, p_llama_batch_get_one(&tok, 1));
         printf("partial state next rc %d:", rc);
         print_row(p_llama_get_logits_ith(ctx, -1), n_vocab);
         free(state);
         p_llama_free(ctx);
     }
-    if (!encoder) sliding_cache(model, n_vocab);
+    if (section_if("sliding", !encoder, "an encoder")) sliding_cache(model, n_vocab);
 
     /* A restore that fails part way (a corrupted state of one sequence) must leave nothing that
      * another sequence's attention reads: without flash attention, rows left in free cells would
      * turn its logits to NaN (llama.cpp's test-save-load-state, test 9). */
-    if (!encoder) {
+    if (section_if("failed_restore", !encoder, "an encoder")) {
         DL_LOAD(llama_get_memory);
         DL_LOAD(llama_memory_clear);
         DL_LOAD(llama_memory_seq_rm);
@@ -1396,12 +1505,12 @@ int main(int argc, char **argv) {
         DL_LOAD(llama_state_seq_get_size);
         DL_LOAD(llama_state_seq_get_data);
         DL_LOAD(llama_state_seq_set_data);
-        struct llama_context_params cp = p_llama_context_default_params();
+        struct llama_context_params cp = dl_context_params();
         cp.n_ctx = 256;
         cp.n_seq_max = 4;
         cp.kv_unified = true;
         cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_context *ctx = dl_new_context(model, cp);
         llama_memory_t mem = ctx ? p_llama_get_memory(ctx) : NULL;
         llama_token save[64], verify[64];
         int n_save = p_llama_tokenize(vocab, PROMPTS[4], (int)strlen(PROMPTS[4]), save, 64, true, true);
@@ -1412,7 +1521,7 @@ int main(int argc, char **argv) {
             if (round == 1) {
                 b.n_tokens = 0;
                 append_seq(&b, save, n_save, 0, false);
-                int rc = p_llama_decode(ctx, b);
+                int rc = dl_decode(ctx, b);
                 size_t size = p_llama_state_seq_get_size(ctx, 0);
                 unsigned char *state = malloc(size);
                 size_t got = p_llama_state_seq_get_data(ctx, state, size, 0);
@@ -1428,7 +1537,7 @@ int main(int argc, char **argv) {
             }
             b.n_tokens = 0;
             append_seq(&b, verify, n_verify, 1, false);
-            int rc = p_llama_decode(ctx, b);
+            int rc = dl_decode(ctx, b);
             printf("failed restore round %d other sequence rc %d:", round, rc);
             if (rc == 0) {
                 print_row(p_llama_get_logits_ith(ctx, b.n_tokens - 1), n_vocab);
@@ -1443,32 +1552,31 @@ int main(int argc, char **argv) {
     /* llama.cpp 0.3.36 sizes Qwen4-exp's and DeepSeek 4's embeddings as hc_count times n_embd
      * (its n_embd_out) and reads that many values per row from an n_embd-wide output: it aborts. */
     bool embd_out_wide = arch_is(model, "qwen4exp") || arch_is(model, "deepseek4");
-    if (embd_out_wide) printf("embeddings: not compared (llama.cpp reads past its output here)\n");
+    bool embeddings = section_if("embeddings", !embd_out_wide, "llama.cpp 0.3.36 reads past its output here");
     DL_LOAD(llama_get_embeddings);
     DL_LOAD(llama_get_embeddings_seq);
     /* Embeddings are n_embd_out wide (LFM2-ColBERT's are projected to fewer). */
     DL_LOAD(llama_model_n_embd_out);
     int n_embd = p_llama_model_n_embd_out(model);
     DL_LOAD(llama_model_n_cls_out);
-    for (int pooling = LLAMA_POOLING_TYPE_NONE; !embd_out_wide && pooling <= LLAMA_POOLING_TYPE_RANK; pooling++) {
-        struct llama_context_params cp = p_llama_context_default_params();
+    for (int pooling = LLAMA_POOLING_TYPE_NONE; embeddings && pooling <= LLAMA_POOLING_TYPE_RANK; pooling++) {
+        struct llama_context_params cp = dl_context_params();
         cp.n_ctx = 1024;
         cp.n_seq_max = 2;
         cp.kv_unified = true;
         cp.embeddings = true;
         cp.pooling_type = pooling;
-        struct llama_context *ctx = p_llama_init_from_model(model, cp);
+        struct llama_context *ctx = dl_new_context(model, cp);
         struct llama_batch b = p_llama_batch_init(512, 0, 1);
         b.n_tokens = 0;
         for (int s = 0; s < 2; s++) {
             int n = p_llama_tokenize(vocab, PROMPTS[s], (int)strlen(PROMPTS[s]), ids, 4096, true, true);
             append_seq(&b, ids, n, s, true);
         }
-        int rc = p_llama_decode(ctx, b);
+        int rc = dl_decode(ctx, b);
         if (encoder && rc == 0) {
             /* llama_encode, what llama_decode does on an encoder. */
-            DL_LOAD(llama_encode);
-            rc = p_llama_encode(ctx, b);
+                    rc = dl_encode(ctx, b);
         }
         printf("embeddings pooling %d rc %d:", pooling, rc);
         if (rc == 0 && pooling == LLAMA_POOLING_TYPE_NONE) {
@@ -1486,43 +1594,46 @@ int main(int argc, char **argv) {
 
     /* Not with Kimi-Linear or MiniMax-01: llama.cpp 0.3.36 aborts in llama_init_from_model when
      * backend samplers are given (a ggml_add shape assert while their graph is reserved). */
-    if (!encoder && !arch_is(model, "kimi-linear") && !arch_is(model, "minimax-01")) {
+    if (section_if("backend_sampling", !encoder && !arch_is(model, "kimi-linear") && !arch_is(model, "minimax-01"),
+                   encoder ? "an encoder" : "llama.cpp 0.3.36 aborts making a context with backend samplers here")) {
         int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
         backend_sampling(model, ids, n, n_vocab);
     }
 
-    for (int p = 0; p < (arch_only ? 1 : 3); p++) {
-        int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
-        for (int c = 0; c < N_CHAINS; c++) {
-            /* Qwen3-TTS's codec head gives -inf to every token the grammar allows: llama.cpp's
-             * grammar sampler then throws out of llama_sampler_sample and the process ends. */
-            if (c == N_CHAINS - 1 && arch_is(model, "qwen3tts")) {
-                printf("sample p%d chain %d: not compared (llama.cpp aborts)\n", p, c);
-                continue;
-            }
-            for (uint32_t seed = 1; seed <= (c && !arch_only ? 3u : 1u); seed++) {
-                struct llama_context_params cp = p_llama_context_default_params();
-                cp.n_ctx = 1024;
-                struct llama_context *ctx = p_llama_init_from_model(model, cp);
-                struct llama_sampler *s = make_chain(c, seed * 7919u, vocab, n_vocab);
-                llama_token toks[4096];
-                memcpy(toks, ids, sizeof(llama_token) * (size_t)n);
-                struct llama_batch b = p_llama_batch_get_one(toks, n);
-                printf("sample p%d chain %d seed %u:", p, c, seed);
-                for (int i = 0; i < 16; i++) {
-                    if (p_llama_decode(ctx, b) != 0) {
-                        printf(" decode-failed");
-                        break;
-                    }
-                    llama_token t = p_llama_sampler_sample(s, ctx, -1);
-                    printf(" %d", t);
-                    if (p_llama_vocab_is_eog(vocab, t)) break;
-                    toks[0] = t;
-                    b = p_llama_batch_get_one(toks, 1);
+    if (section("sampling")) {
+        for (int p = 0; p < (arch_only ? 1 : 3); p++) {
+            int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
+            for (int c = 0; c < N_CHAINS; c++) {
+                /* Qwen3-TTS's codec head gives -inf to every token the grammar allows: llama.cpp's
+                 * grammar sampler then throws out of llama_sampler_sample and the process ends. */
+                if (c == N_CHAINS - 1 && arch_is(model, "qwen3tts")) {
+                    printf("sample p%d chain %d: not compared (llama.cpp aborts)\n", p, c);
+                    continue;
                 }
-                printf("\n");
-                p_llama_sampler_free(s);
-                p_llama_free(ctx);
+                for (uint32_t seed = 1; seed <= (c && !arch_only ? 3u : 1u); seed++) {
+                    struct llama_context_params cp = dl_context_params();
+                    cp.n_ctx = 1024;
+                    struct llama_context *ctx = dl_new_context(model, cp);
+                    struct llama_sampler *s = make_chain(c, seed * 7919u, vocab, n_vocab);
+                    llama_token toks[4096];
+                    memcpy(toks, ids, sizeof(llama_token) * (size_t)n);
+                    struct llama_batch b = p_llama_batch_get_one(toks, n);
+                    printf("sample p%d chain %d seed %u:", p, c, seed);
+                    for (int i = 0; i < 16; i++) {
+                        if (dl_decode(ctx, b) != 0) {
+                            printf(" decode-failed");
+                            break;
+                        }
+                        llama_token t = p_llama_sampler_sample(s, ctx, -1);
+                        printf(" %d", t);
+                        if (p_llama_vocab_is_eog(vocab, t)) break;
+                        toks[0] = t;
+                        b = p_llama_batch_get_one(toks, 1);
+                    }
+                    printf("\n");
+                    p_llama_sampler_free(s);
+                    p_llama_free(ctx);
+                }
             }
         }
     }

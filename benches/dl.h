@@ -54,6 +54,51 @@ static inline struct llama_model *dl_load_model(const char *path, struct llama_m
     return model;
 }
 
+/* llama.h's default context parameters, with ENGINE_BENCH_THREADS threads when that is set.
+ * benches/compare.sh runs the two libraries side by side at one thread each: ggml's threads wait for
+ * each other spinning, so more threads than cores (two libraries at llama.h's default of four, on
+ * two cores) make a small model's decode several times slower in both libraries. */
+static inline struct llama_context_params dl_context_params(void) {
+    DL_LOAD(llama_context_default_params);
+    struct llama_context_params cp = p_llama_context_default_params();
+    const char *n = getenv("ENGINE_BENCH_THREADS");
+    if (n && atoi(n) > 0) {
+        cp.n_threads = cp.n_threads_batch = atoi(n);
+    }
+    return cp;
+}
+
+/* Every decode, encode and context a bench needs that should succeed goes through these: a
+ * failure prints an "error:" line (naming dl_error_context, the part of the bench running), which
+ * fails the row in benches/compare.sh even where both libraries fail alike. Calls whose refusal is
+ * what is being checked use the *_may_refuse forms, and print their result. */
+static const char *dl_error_context = "";
+static inline int dl_decode_may_refuse(struct llama_context *ctx, struct llama_batch b) {
+    DL_LOAD(llama_decode);
+    return p_llama_decode(ctx, b);
+}
+static inline int dl_decode(struct llama_context *ctx, struct llama_batch b) {
+    int rc = dl_decode_may_refuse(ctx, b);
+    if (rc != 0) printf("error: %s: llama_decode returned %d\n", dl_error_context, rc);
+    return rc;
+}
+static inline int dl_encode(struct llama_context *ctx, struct llama_batch b) {
+    DL_LOAD(llama_encode);
+    int rc = p_llama_encode(ctx, b);
+    if (rc != 0) printf("error: %s: llama_encode returned %d\n", dl_error_context, rc);
+    return rc;
+}
+static inline struct llama_context *dl_new_context_may_refuse(struct llama_model *model,
+                                                              struct llama_context_params cp) {
+    DL_LOAD(llama_init_from_model);
+    return p_llama_init_from_model(model, cp);
+}
+static inline struct llama_context *dl_new_context(struct llama_model *model, struct llama_context_params cp) {
+    struct llama_context *ctx = dl_new_context_may_refuse(model, cp);
+    if (!ctx) printf("error: %s: no context\n", dl_error_context);
+    return ctx;
+}
+
 /* A log callback that shows only errors, so a benchmark's output stays readable. */
 static inline void dl_log_errors(enum ggml_log_level level, const char *text, void *user) {
     (void)user;

@@ -64,16 +64,13 @@ int main(int argc, char **argv) {
     dl_open(argv[1]);
     dl_init(dl_log_errors);
     DL_LOAD(llama_model_default_params);
-    DL_LOAD(llama_context_default_params);
     DL_LOAD(llama_model_init_from_user);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_vocab_n_tokens);
     DL_LOAD(llama_model_desc);
     DL_LOAD(llama_model_n_params);
     DL_LOAD(llama_model_size);
     DL_LOAD(llama_batch_get_one);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_free);
     DL_LOAD(llama_model_free);
@@ -113,7 +110,7 @@ int main(int argc, char **argv) {
     p_gguf_free(file);
     p_ggml_free(tensors);
     if (!model) {
-        printf("no model (%d calls)\n", calls);
+        printf("error: no model (%d calls)\n", calls);
         return 0;
     }
     char desc[128];
@@ -125,12 +122,11 @@ int main(int argc, char **argv) {
         p_llama_model_save_to_file(model, argv[4]);
     }
 
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 256;
     cp.n_threads = cp.n_threads_batch = 1;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     if (!ctx) {
-        printf("no context\n");
         p_llama_model_free(model);
         return 0;
     }
@@ -139,7 +135,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 12; i++) {
         prompt[i] = (3 + 7 * i) % n_vocab;
     }
-    int rc = p_llama_decode(ctx, p_llama_batch_get_one(prompt, 12));
+    int rc = dl_decode(ctx, p_llama_batch_get_one(prompt, 12));
     printf("decode rc %d\n", rc);
     const float *logits = rc == 0 ? p_llama_get_logits_ith(ctx, -1) : NULL;
     for (int32_t i = 0; logits && i < n_vocab; i++) {

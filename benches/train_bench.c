@@ -38,8 +38,6 @@ int main(int argc, char **argv) {
     dl_open(argv[1]);
     dl_init(dl_log_errors);
     DL_LOAD(llama_model_default_params);
-    DL_LOAD(llama_context_default_params);
-    DL_LOAD(llama_init_from_model);
     DL_LOAD(llama_model_get_vocab);
     DL_LOAD(llama_vocab_n_tokens);
     DL_LOAD(llama_n_ctx);
@@ -50,7 +48,6 @@ int main(int argc, char **argv) {
     DL_LOAD(llama_get_memory);
     DL_LOAD(llama_memory_clear);
     DL_LOAD(llama_batch_get_one);
-    DL_LOAD(llama_decode);
     DL_LOAD(llama_get_logits_ith);
     DL_LOAD(llama_model_save_to_file);
     DL_LOAD(llama_free);
@@ -72,13 +69,13 @@ int main(int argc, char **argv) {
     /* llama.cpp saves a tensor repacked for the CPU in the repacked layout: off, as in save_bench. */
     mp.use_extra_bufts = false;
     struct llama_model *model = dl_load_model(argv[2], mp);
-    struct llama_context_params cp = p_llama_context_default_params();
+    struct llama_context_params cp = dl_context_params();
     cp.n_ctx = 256;
     cp.n_batch = 256;
     cp.n_ubatch = (uint32_t)atoi(argv[3]);
     cp.n_threads = cp.n_threads_batch = 1;
     cp.type_k = cp.type_v = GGML_TYPE_F32;
-    struct llama_context *ctx = p_llama_init_from_model(model, cp);
+    struct llama_context *ctx = dl_new_context(model, cp);
     if (!ctx) {
         fprintf(stderr, "cannot make a context\n");
         return 1;
@@ -133,7 +130,7 @@ int main(int argc, char **argv) {
         p_llama_memory_clear(p_llama_get_memory(ctx), true);
         int32_t prompt[16];
         memcpy(prompt, tokens, sizeof prompt);
-        int rc = p_llama_decode(ctx, p_llama_batch_get_one(prompt, 16));
+        int rc = dl_decode(ctx, p_llama_batch_get_one(prompt, 16));
         const float *logits = p_llama_get_logits_ith(ctx, -1);
         uint64_t h = 1469598103934665603ull;
         for (int32_t i = 0; logits && i < n_vocab; i++) {

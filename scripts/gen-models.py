@@ -6,18 +6,23 @@ activations stay finite.
 
     python3 scripts/gen-models.py VOCAB_MODEL.gguf OUT_DIR [MODEL ...]     (default: every one)
 
+Prints each file written and the model its vocabulary comes from, separated by a tab.
+
 Needs the `gguf` and `numpy` packages from PyPI (scripts/setup.sh installs them). Writes
 OUT_DIR/<model>-<type>.gguf for each model (an architecture, or a variant of one), in F32 and F16,
 and some in quantized types (QUANTIZED)."""
 import functools
+import multiprocessing
+import os
 import pathlib
 import sys
 
 import numpy as np
 import gguf
 
-# Shapes shared by the tiny models: small, but with grouped-query attention and two layers.
-N_EMBD, N_HEAD, N_HEAD_KV, HEAD, N_FF, N_LAYER, N_CTX = 64, 4, 2, 16, 128, 2, 2048
+# Shapes shared by the tiny models: small, but with grouped-query attention, heads 32 wide (so that
+# quantized caches, in blocks of 32, take them) and two layers.
+N_EMBD, N_HEAD, N_HEAD_KV, HEAD, N_FF, N_LAYER, N_CTX = 64, 2, 1, 32, 128, 2, 2048
 
 
 class Dims:
@@ -2852,7 +2857,6 @@ def generate(vocab_path, out_dir, name, type_name):
         vocab_path = pathlib.Path(__file__).resolve().parent.parent / vocab[0]
     if not oracle:
         out_dir = out_dir / "no-oracle"
-        out_dir.mkdir(exist_ok=True)
     path = out_dir / f"{name}-{type_name}.gguf"
     w = gguf.GGUFWriter(str(path), arch)
     # llama.cpp's vocabulary loader changes special tokens of models named like Phi-3 (and needs
@@ -2865,7 +2869,13 @@ def generate(vocab_path, out_dir, name, type_name):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return path
+    return path, vocab_path
+
+
+def generate_all(vocab_path, out_dir, name):
+    """Every file of model `name`, in its types."""
+    floats = [] if name in ONLY_QUANTIZED else ["f16"] if name in ONLY_F16 | set(QUANTIZER_INPUTS) else ["f32", "f16"]
+    return [generate(vocab_path, out_dir, name, t) for t in [*floats, *QUANTIZED.get(name, [])]]
 
 
 if __name__ == "__main__":
@@ -2873,7 +2883,11 @@ if __name__ == "__main__":
         raise SystemExit(__doc__)
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    for name in sys.argv[3:] or MODELS:
-        floats = [] if name in ONLY_QUANTIZED else ["f16"] if name in ONLY_F16 | set(QUANTIZER_INPUTS) else ["f32", "f16"]
-        for t in [*floats, *QUANTIZED.get(name, [])]:
-            print(generate(sys.argv[1], out, name, t))
+    (out / "no-oracle").mkdir(exist_ok=True)
+    # One process per core: each model is written from its own seed, so the files do not depend on
+    # which process writes them.
+    with multiprocessing.Pool(os.cpu_count()) as pool:
+        jobs = [(sys.argv[1], out, name) for name in sys.argv[3:] or MODELS]
+        for written in pool.starmap(generate_all, jobs):
+            for path, vocab_path in written:
+                print(f"{path}\t{vocab_path}")
