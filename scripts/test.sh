@@ -1,23 +1,77 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: set-up, lints, Rust tests, Miri, the C tests via
-# CMake/ctest, then the live comparison with llama.cpp.
+# CMake/ctest, then the live comparison with llama.cpp. Ends with the time each stage took.
+#   scripts/test.sh           everything (what CI runs)
+#   scripts/test.sh --quick   lints, Rust tests and C tests: no Miri, no llama.cpp, no slow C tests
+# Miri (one thread) and the slow C tests (a second build of the library) run in the background at
+# the lowest priority, on what the other stages leave of the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
-scripts/fetch-models.sh
+quick=false
+case "${1:-}" in
+    --quick) quick=true ;;
+    "") ;;
+    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
 
-cargo fmt --check
-python3 scripts/api_coverage.py --check
-cargo clippy --release --all-targets -- -D warnings
-cargo test --release
+stages=()
+started=$SECONDS
+report() {
+    local line
+    echo
+    echo "stage                               seconds"
+    for line in "${stages[@]}"; do
+        printf '%-36s %7s\n' "${line%|*}" "${line##*|}"
+    done
+    printf '%-36s %7s\n' "total (wall clock)" "$((SECONDS - started))"
+}
+trap report EXIT
+# stage NAME COMMAND...: run COMMAND and record how long it took.
+stage() {
+    local name="$1" t0=$SECONDS
+    shift
+    "$@"
+    stages+=("$name|$((SECONDS - t0))")
+}
+# background NAME COMMAND...: start COMMAND at the lowest priority, its output kept for finish.
+declare -A bg_pid bg_start
+background() {
+    local name="$1"
+    shift
+    mkdir -p build
+    bg_start[$name]=$SECONDS
+    nice -n 19 "$@" >"build/$name.log" 2>&1 &
+    bg_pid[$name]=$!
+}
+# finish NAME: wait for a background stage, show its output's end, fail if it failed.
+finish() {
+    local name="$1" rc=0 t0=$SECONDS
+    wait "${bg_pid[$name]}" || rc=$?
+    tail -n 25 "build/$name.log"
+    stages+=("$name (background, $((SECONDS - t0)) s waited)|$((SECONDS - ${bg_start[$name]}))")
+    [ "$rc" -eq 0 ] || { echo "$name failed (rc $rc): build/$name.log" >&2; exit "$rc"; }
+}
+
+stage "set-up" scripts/setup.sh
+stage "test models" scripts/fetch-models.sh
 # Miri over the pure-Rust parts (installs the nightly toolchain's Miri when missing).
-scripts/miri.sh
+$quick || background miri scripts/miri.sh
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$(nproc)"
-ctest --test-dir build --output-on-failure
+stage "cargo fmt" cargo fmt --check
+stage "api coverage" python3 scripts/api_coverage.py --check
+stage "clippy" cargo clippy --release --all-targets -- -D warnings
+stage "cargo test" cargo test --release
+
+stage "cmake configure" cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+stage "cmake build" cmake --build build -j"$(nproc)"
+stage "ctest" ctest --test-dir build --output-on-failure --no-tests=error -LE slow
+$quick && exit 0
+background ctest-slow ctest --test-dir build --output-on-failure --no-tests=error -L slow
 
 # Bit-identity with llama.cpp itself: its libllama.so built for this CPU from the sdist our ggml
 # comes from (once, then cached), both libraries run on the same inputs, any differing bit fails.
-benches/compare.sh
+stage "llama.cpp oracle" benches/llama-cpp.sh >/dev/null
+stage "compare.sh" benches/compare.sh
+finish ctest-slow
+finish miri
