@@ -108,9 +108,9 @@ timed "build, generate models"
 # The test models: every section, samplers on three prompts and three seeds. The generated models:
 # every section, samplers once, on the model's first file; its other weight types only the
 # sections whose matrix products they change. Tokenization is compared once per vocabulary: a
-# generated model with a test model's vocabulary leaves it to that model's row. The sections whose
-# results depend on the thread count run at two threads only, in the rows after these.
-threaded=long_prompt,sliding
+# generated model with a test model's vocabulary leaves it to that model's row. The long prompt,
+# whose attention splits over the threads, runs at two threads only, in the rows after these.
+threaded=long_prompt
 weights_sections="sections=logits,plain_weights,multiseq"
 firsts=()
 echo "(models: $threaded compared at two threads, after the others; tokenization once per vocabulary," \
@@ -132,9 +132,10 @@ done
 rows_finish
 timed "models"
 
-# Attention split over the threads (single-token attention over 512 cells and more): the sections
-# whose results change with the thread count, at two threads; every section again for DeepSeek-V4,
-# whose results change with it almost everywhere.
+# Attention split over the threads (single-token attention over 512 cells and more, sliding layers
+# among them): the long prompt, at two threads; every section again for DeepSeek-V4, whose results
+# change with the thread count almost everywhere. (The other sections whose results depend on the
+# thread count, the sliding cache's, compare at one.)
 ENGINE_BENCH_THREADS=2
 for path in "${bench_models[@]/#/$models/}"; do
     rows_submit compare_row "$(basename "$path") at 2 threads" "" - "$path" "sections=$threaded"

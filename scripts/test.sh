@@ -3,8 +3,8 @@
 # CMake/ctest, then the live comparison with llama.cpp. Ends with the time each stage took.
 #   scripts/test.sh           everything (what CI runs)
 #   scripts/test.sh --quick   lints, Rust tests and C tests: no Miri, no llama.cpp, no slow C tests
-# Miri (one thread) and the slow C tests (a second build of the library) run in the background at
-# the lowest priority, on what the other stages leave of the cores.
+# Miri (one thread), llama.cpp's build and the slow C tests (a second build of the library) run in
+# the background at the lowest priority, on what the other stages leave of the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,8 +55,13 @@ finish() {
 
 stage "set-up" scripts/setup.sh
 stage "test models" scripts/fetch-models.sh
-# Miri over the pure-Rust parts (installs the nightly toolchain's Miri when missing).
-$quick || background miri scripts/miri.sh
+if ! $quick; then
+    # Miri over the pure-Rust parts (installs the nightly toolchain's Miri when missing), and
+    # llama.cpp 0.3.36 itself, built for this CPU from the sdist our ggml comes from (once, then
+    # cached), the oracle the live comparison runs against.
+    background miri scripts/miri.sh
+    background llama.cpp-oracle benches/llama-cpp.sh
+fi
 
 stage "cargo fmt" cargo fmt --check
 stage "api coverage" python3 scripts/api_coverage.py --check
@@ -69,9 +74,9 @@ stage "ctest" ctest --test-dir build --output-on-failure --no-tests=error -LE sl
 $quick && exit 0
 background ctest-slow ctest --test-dir build --output-on-failure --no-tests=error -L slow
 
-# Bit-identity with llama.cpp itself: its libllama.so built for this CPU from the sdist our ggml
-# comes from (once, then cached), both libraries run on the same inputs, any differing bit fails.
-stage "llama.cpp oracle" benches/llama-cpp.sh >/dev/null
+# Bit-identity with llama.cpp itself: both libraries run on the same inputs, any differing bit
+# fails.
+finish llama.cpp-oracle
 stage "compare.sh" benches/compare.sh
 finish ctest-slow
 finish miri
