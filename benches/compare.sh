@@ -285,6 +285,25 @@ done
 rows_finish
 timed "models made by the caller"
 
+# llama-ext.h (benches/llama_ext_bench.c): the token embeddings, file types' default tensor types,
+# the quantizer's type rules on a model made of another's facts, and the graphs of
+# llama_graph_reserve, for the test models and generated ones of every kind of memory.
+build_bench llama_ext
+for path in "${bench_models[@]/#/$models/}" "$generated"/{qwen3moe-q8_0,deepseek2-f16,mamba2-f32,granitehybrid-f16,bert-f16,gpt-oss-f16}.gguf; do
+    list="$out/$(basename "$path").tensors"
+    python3 - "$path" >"$list" <<'PY'
+import sys
+import gguf
+for t in gguf.GGUFReader(sys.argv[1]).tensors:
+    ne = [int(n) for n in t.shape] + [1] * (4 - len(t.shape))
+    print(t.name, int(t.tensor_type), *ne)
+PY
+    rows_submit compare_row "$(basename "$path") through llama-ext.h" \
+        "token embeddings, default types, type rules for every file type, reserved graphs' ops" - "$path" "$list"
+done
+rows_finish
+timed "llama-ext.h"
+
 # Generated models llama.cpp cannot run: the engine runs the same program to its end.
 bin="$(dirname "$bin")/compare_bench"
 for path in "$generated"/no-oracle/*.gguf; do

@@ -10,7 +10,7 @@
 
 #include "llama.h"
 
-static uint64_t hash_bits(const float *v, int n) {
+static inline uint64_t hash_bits(const float *v, int n) {
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < n; i++) {
         uint32_t u;
@@ -22,7 +22,7 @@ static uint64_t hash_bits(const float *v, int n) {
 
 /* Append `n` tokens as sequence `seq` at positions 0.., with an output at every token or only the
  * last. */
-static void append_seq(struct llama_batch *b, const llama_token *ids, int n, llama_seq_id seq, bool all_outputs) {
+static inline void append_seq(struct llama_batch *b, const llama_token *ids, int n, llama_seq_id seq, bool all_outputs) {
     for (int i = 0; i < n; i++) {
         int j = b->n_tokens++;
         b->token[j] = ids[i];
@@ -33,7 +33,7 @@ static void append_seq(struct llama_batch *b, const llama_token *ids, int n, lla
     }
 }
 
-static void print_row(const float *row, int n_vocab) {
+static inline void print_row(const float *row, int n_vocab) {
     int top[3] = {-1, -1, -1};
     for (int i = 0; i < n_vocab; i++) {
         for (int k = 0; k < 3; k++) {
@@ -50,7 +50,7 @@ static void print_row(const float *row, int n_vocab) {
 
 /* The greedy token of logits row `row`, moved on by `shift` (so that sequences copied from one
  * another go different ways). */
-static llama_token greedy(const float *row, int n_vocab, int shift) {
+static inline llama_token greedy(const float *row, int n_vocab, int shift) {
     int best = 0;
     for (int i = 1; i < n_vocab; i++) {
         if (row[i] > row[best]) best = i;

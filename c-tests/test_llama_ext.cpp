@@ -1,11 +1,14 @@
 // llama.cpp's staging API (its src/llama-ext.h), which llama.cpp's `common` library and
 // llama-cpp-python's llama_cpp_ext.py call by their C++ (mangled) names: declared here as that
-// header declares them, linked against libengine.so, and answering as llama.cpp does on the CPU.
+// header declares them, linked against libengine.so, and answering as llama.cpp does on the CPU
+// (benches/compare.sh compares them with llama.cpp's live: benches/llama_ext_bench.c).
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <map>
+#include <vector>
 
 #include "llama.h"
 
@@ -31,6 +34,21 @@ llama_context *llama_get_ctx_other(struct llama_context *ctx);
 int32_t llama_model_dflash_selector_top_k(const struct llama_model *model);
 const int32_t *llama_model_target_layer_ids(const struct llama_model *model);
 uint32_t llama_model_target_layer_ids_n(const struct llama_model *model);
+struct ggml_cgraph *llama_graph_reserve(struct llama_context *ctx, uint32_t n_tokens, uint32_t n_seqs,
+                                        uint32_t n_outputs);
+ggml_type llama_ftype_get_default_type(llama_ftype ftype);
+struct quantize_state_impl;
+quantize_state_impl *llama_quant_init(const llama_model *model, const llama_model_quantize_params *params);
+void llama_quant_free(quantize_state_impl *qs);
+struct llama_quant_model_desc {
+    const char *architecture;
+    uint32_t n_embd, n_ff, n_layer, n_head, n_head_kv, n_expert, n_embd_head_k, n_embd_head_v;
+};
+llama_model *llama_quant_model_from_metadata(const llama_quant_model_desc *desc);
+bool llama_quant_tensor_allows_quantization(const quantize_state_impl *qs, const ggml_tensor *tensor);
+void llama_quant_compute_types(quantize_state_impl *qs, llama_ftype ftype, ggml_tensor **tensors,
+                               ggml_type *result_types, size_t n_tensors);
+uint32_t llama_model_get_tok_embd(const struct llama_model *model, float *out);
 // llama.cpp's internal unicode.h, which its tokenizer tests call.
 std::string unicode_cpt_to_utf8(uint32_t cpt);
 
@@ -98,6 +116,57 @@ int main() {
     }
     llama_memory_breakdown none = llama_get_memory_breakdown(nullptr);
     CHECK(none.empty(), "NULL context: an empty map");
+
+    // The token embeddings, dequantized from Q4_1: 576 values for each of 49152 tokens.
+    uint32_t n_embd_values = llama_model_get_tok_embd(model, nullptr);
+    CHECK(n_embd_values == 576u * 49152u, "the token embeddings' size");
+    std::vector<float> embd(n_embd_values);
+    CHECK(llama_model_get_tok_embd(model, embd.data()) == n_embd_values, "the token embeddings written");
+    CHECK(std::isfinite(embd[0]) && std::isfinite(embd.back()) && embd[0] != embd[1], "dequantized values");
+    CHECK(llama_model_get_tok_embd(nullptr, nullptr) == 0, "no model: 0");
+
+    // Graphs of a ubatch's shape, kept until the next call; a shape the context cannot run: NULL.
+    ggml_cgraph *prompt = llama_graph_reserve(ctx, 64, 1, 64);
+    CHECK(prompt != nullptr && ggml_graph_n_nodes(prompt) > 30 * 10, "a prompt's graph");
+    ggml_cgraph *token = llama_graph_reserve(ctx, 1, 1, 1);
+    CHECK(token != nullptr && ggml_graph_n_nodes(token) > 30 * 10, "a token's graph");
+    CHECK(llama_graph_reserve(ctx, 0, 1, 0) == nullptr, "no tokens: no graph");
+    CHECK(llama_graph_reserve(ctx, 4, 1, 5) == nullptr, "more outputs than tokens: no graph");
+    CHECK(llama_graph_reserve(ctx, 1, 2, 1) == nullptr, "more sequences than the context's: no graph");
+
+    // The quantizer's type rules, on a model of facts only.
+    CHECK(llama_ftype_get_default_type(LLAMA_FTYPE_MOSTLY_Q4_K_M) == GGML_TYPE_Q4_K, "Q4_K_M's default type");
+    CHECK(llama_ftype_get_default_type((llama_ftype)4) == GGML_TYPE_COUNT, "a removed file type");
+    llama_quant_model_desc desc = {"llama", 4096, 14336, 32, 32, 8, 0, 128, 128};
+    llama_model *mock = llama_quant_model_from_metadata(&desc);
+    CHECK(mock != nullptr && llama_model_n_layer(mock) == 32 && llama_model_n_head_kv(mock) == 8, "a model of facts");
+    llama_quant_model_desc unknown = {"no-such-architecture", 64, 64, 1, 1, 1, 0, 64, 64};
+    CHECK(llama_quant_model_from_metadata(&unknown) == nullptr, "an unknown architecture: no model");
+    llama_model_quantize_params qp = llama_model_quantize_default_params();
+    quantize_state_impl *qs = llama_quant_init(mock, &qp);
+    CHECK(qs != nullptr, "a quantization state");
+    CHECK(llama_quant_init(mock, nullptr) == nullptr, "no parameters: no state");
+    ggml_tensor tensors[3] = {};
+    const char *names[3] = {"blk.0.attn_v.weight", "blk.0.attn_norm.weight", "blk.1.attn_v.weight"};
+    for (int i = 0; i < 3; i++) {
+        std::snprintf(tensors[i].name, sizeof tensors[i].name, "%s", names[i]);
+        tensors[i].type = GGML_TYPE_F16;
+        tensors[i].ne[0] = 4096;
+        tensors[i].ne[1] = i == 1 ? 1 : 1024;
+        tensors[i].ne[2] = tensors[i].ne[3] = 1;
+    }
+    CHECK(llama_quant_tensor_allows_quantization(qs, &tensors[0]), "a matrix is quantized");
+    CHECK(!llama_quant_tensor_allows_quantization(qs, &tensors[1]), "a norm is not");
+    ggml_tensor *quantizable[2] = {&tensors[0], &tensors[2]};
+    ggml_type types[2] = {};
+    llama_quant_compute_types(qs, LLAMA_FTYPE_MOSTLY_Q4_K_M, quantizable, types, 2);
+    // Q4_K_M gives some value projections more bits: of two, the last (llama.cpp's choice too).
+    CHECK(types[0] == GGML_TYPE_Q4_K && types[1] == GGML_TYPE_Q6_K, "Q4_K_M's value projections");
+    llama_quant_compute_types(qs, LLAMA_FTYPE_MOSTLY_Q8_0, quantizable, types, 2);
+    CHECK(types[0] == GGML_TYPE_Q8_0 && types[1] == GGML_TYPE_Q8_0, "Q8_0 everywhere");
+    llama_quant_free(qs);
+    llama_quant_free(nullptr);
+    llama_model_free(mock);
 
     llama_free(ctx);
     llama_model_free(model);

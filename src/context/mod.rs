@@ -177,6 +177,8 @@ pub struct Context<'m> {
     cvec_layers: Vec<Option<TensorRef>>,
     pub perf: PerfData,
     pub counters: Counters,
+    /// The last graph `reserve_graph` made, kept for its caller.
+    reserved: Option<crate::graph::Built>,
 }
 
 /// Architectures whose llama.cpp graphs add no control vector (llama.h's is accepted and has no
@@ -440,6 +442,7 @@ impl<'m> Context<'m> {
             reuse_graphs,
             perf: PerfData::new(model),
             counters: Counters::default(),
+            reserved: None,
             training: None,
         };
         ctx.set_abort(abort);
@@ -461,59 +464,84 @@ impl<'m> Context<'m> {
     fn reserve(&mut self) -> Result<()> {
         let n_ubatch = self.params.n_ubatch as usize;
         for n_tokens in [n_ubatch, 1] {
-            let shape = Shape {
-                n_tokens,
-                n_streams: 1,
-                first_stream: 0,
-                n_outputs: n_tokens,
-                // Without a cache, tokens attend to the ubatch.
-                n_kv: if self.uses_kv() {
-                    self.kv.stream_size()
-                } else {
-                    n_tokens
-                },
-                kv_copies: 1,
-                n_kv_swa: if self.uses_kv() && self.kv.has_sliding() {
-                    self.kv.stream_size_of(true)
-                } else {
-                    0
-                },
-                n_pos: if self.params.graph.msa {
-                    self.kv.stream_size().next_multiple_of(256)
-                } else {
-                    0
-                },
-                n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
-                // The whole recurrent memory, as llama.cpp reserves it.
-                recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
-                    n_seqs: 1,
-                    window: crate::recurrent::Window {
-                        head: 0,
-                        n: rs.size(),
-                        zero: 0,
-                    },
-                }),
-                kpool: (self.kv.kpool() > 0).then(|| {
-                    crate::kv::kpool::worst_case(self.kv.kpool(), self.kv.stream_size(), self.params.n_seq_max as usize)
-                }),
-                comp: self.kv.compressed().map(|c| {
-                    crate::kv::compressed::Kind::ALL
-                        .map(|k| crate::kv::compressed::worst_case(n_tokens, 1, k, c.geometry(k)))
-                }),
-                embd_input: false,
-            };
-            let built = Builder::build(
-                self.model,
-                self.decoder()?,
-                self.memories(),
-                shape,
-                (self.params.graph, Adapters::default()),
-                0,
-            )?;
+            let built = self.build_worst_case(n_tokens, 1, n_tokens)?;
             self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
         }
         self.counters.compute_buffer_bytes = self.sched.buffer_bytes();
         Ok(())
+    }
+
+    /// The graph of a ubatch of `n_tokens` tokens of `n_seqs` sequences with `n_outputs` outputs
+    /// over the whole memory (every cell in use, as llama.cpp's worst case), reserved in the
+    /// scheduler and kept until the next call (llama-ext.h's `llama_graph_reserve`).
+    pub fn reserve_graph(&mut self, n_tokens: usize, n_seqs: usize, n_outputs: usize) -> Result<&crate::ggml::Graph> {
+        if n_tokens == 0 || n_tokens > self.params.n_ubatch as usize || n_outputs > n_tokens {
+            return Err(Error::invalid(format!(
+                "a graph of {n_tokens} tokens and {n_outputs} outputs (n_ubatch is {})",
+                self.params.n_ubatch
+            )));
+        }
+        if n_seqs == 0 || n_seqs > self.params.n_seq_max as usize {
+            return Err(Error::invalid(format!(
+                "a graph of {n_seqs} sequences (n_seq_max is {})",
+                self.params.n_seq_max
+            )));
+        }
+        let built = self.build_worst_case(n_tokens, n_seqs, n_outputs)?;
+        self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
+        Ok(&self.reserved.insert(built).graph)
+    }
+
+    fn build_worst_case(&self, n_tokens: usize, n_seqs: usize, n_outputs: usize) -> Result<crate::graph::Built> {
+        let shape = Shape {
+            n_tokens,
+            n_streams: 1,
+            first_stream: 0,
+            n_outputs,
+            // Without a cache, tokens attend to the ubatch.
+            n_kv: if self.uses_kv() {
+                self.kv.stream_size()
+            } else {
+                n_tokens
+            },
+            kv_copies: 1,
+            n_kv_swa: if self.uses_kv() && self.kv.has_sliding() {
+                self.kv.stream_size_of(true)
+            } else {
+                0
+            },
+            n_pos: if self.params.graph.msa {
+                self.kv.stream_size().next_multiple_of(256)
+            } else {
+                0
+            },
+            n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
+            // The whole recurrent memory, as llama.cpp reserves it.
+            recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
+                n_seqs,
+                window: crate::recurrent::Window {
+                    head: 0,
+                    n: rs.size(),
+                    zero: 0,
+                },
+            }),
+            kpool: (self.kv.kpool() > 0).then(|| {
+                crate::kv::kpool::worst_case(self.kv.kpool(), self.kv.stream_size(), self.params.n_seq_max as usize)
+            }),
+            comp: self.kv.compressed().map(|c| {
+                crate::kv::compressed::Kind::ALL
+                    .map(|k| crate::kv::compressed::worst_case(n_tokens, 1, k, c.geometry(k)))
+            }),
+            embd_input: false,
+        };
+        Builder::build(
+            self.model,
+            self.decoder()?,
+            self.memories(),
+            shape,
+            (self.params.graph, Adapters::default()),
+            0,
+        )
     }
 
     /// Apply the LoRA adapters `adapters` at their scales from the next decode on: those with a

@@ -9,9 +9,11 @@ use super::types::{llama_adapter_lora, llama_batch_ext, llama_context, llama_mem
 use crate::context::{BatchExt, Context, Params, Resolved};
 use crate::error::{Error, Result};
 use crate::model::lora::LoraAdapter;
+use crate::model::quantize::TypeSelection;
 use crate::model::Model;
 use crate::vocab::Vocab;
 use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
+use std::ffi::c_void;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Weak};
 
@@ -34,6 +36,22 @@ static VOCABS: Mutex<Handles<Weak<Model>>> = Mutex::new(Handles::new("vocab"));
 static CONTEXTS: Mutex<Handles<CtxEntry>> = Mutex::new(Handles::new("ctx"));
 /// Memory handles, mapped to the key of their context.
 static MEMORIES: Mutex<Handles<usize>> = Mutex::new(Handles::new("mem"));
+/// llama-ext.h's quantization states (`quantize_state_impl *`).
+static TYPE_SELECTIONS: Mutex<Handles<TypeSelection>> = Mutex::new(Handles::new("quantize_state_impl"));
+
+pub(crate) fn type_selection_into_raw(t: TypeSelection) -> *mut c_void {
+    TYPE_SELECTIONS.lock().insert(t) as *mut c_void
+}
+
+/// `f` on the quantization state behind `p` (the book stays locked meanwhile: the calls are short
+/// and call nothing back).
+pub(crate) fn with_type_selection<R>(p: *const c_void, f: impl FnOnce(&mut TypeSelection) -> R) -> Result<R> {
+    Ok(f(TYPE_SELECTIONS.lock().get_mut(key(p))?))
+}
+
+pub(crate) fn type_selection_free(p: *mut c_void) -> Result<()> {
+    TYPE_SELECTIONS.lock().remove(key(p)).map(drop)
+}
 
 fn key<T>(p: *const T) -> usize {
     p as usize

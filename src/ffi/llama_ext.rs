@@ -9,10 +9,12 @@
 //! devices, no next-token-prediction heads, no extracted layer inputs.
 
 use super::entry::entry;
-use super::handle::{ctx, ctx_mut, model};
+use super::handle::{ctx, ctx_mut, model, type_selection_free, type_selection_into_raw, with_type_selection};
+use super::params::quantize_params;
 use super::sampler::c_slice;
-use super::types::{llama_context, llama_model, llama_sampler, llama_token};
-use crate::error::Error;
+use super::types::{llama_context, llama_model, llama_model_quantize_params, llama_sampler, llama_token};
+use crate::error::{Error, Result};
+use crate::model::quantize::{TensorShape, TypeSelection};
 use std::ffi::c_void;
 
 /// One row of the memory breakdown as `cxx_abi.cpp` reads it.
@@ -199,6 +201,215 @@ pub unsafe extern "C" fn llama_model_target_layer_ids_n(m: *const llama_model) -
     entry!(0, {
         model(m)?;
         Ok(0)
+    })
+}
+
+/// `uint32_t llama_model_get_tok_embd(const llama_model *, float * out)`: the token embedding
+/// matrix as F32 values (n_embd per token, dequantized), written to `out` unless it is NULL; the
+/// number of values, or 0 without a vocabulary or the matrix.
+///
+/// # Safety
+/// `out` must be NULL or have room for the number of values a NULL `out` answers.
+#[export_name = "_Z24llama_model_get_tok_embdPK11llama_modelPf"]
+pub unsafe extern "C" fn llama_model_get_tok_embd(m: *const llama_model, out: *mut f32) -> u32 {
+    entry!(0, {
+        let m = model(m)?;
+        let Some(n) = m.token_embd_len() else { return Ok(0) };
+        let count = u32::try_from(n).map_err(|_| Error::invalid("the token embeddings hold more than 2^32 values"))?;
+        if !out.is_null() {
+            // SAFETY: a non-NULL `out` has room for `n` floats (the caller's contract).
+            m.token_embd_f32(unsafe { std::slice::from_raw_parts_mut(out, n) })?;
+        }
+        Ok(count)
+    })
+}
+
+/// `ggml_cgraph * llama_graph_reserve(llama_context *, uint32_t n_tokens, uint32_t n_seqs,
+/// uint32_t n_outputs)`: the context's graph for a ubatch of that shape over its whole memory,
+/// reserved in its scheduler; valid until the next call (or the context's end). NULL with a log
+/// line for a shape the context cannot run.
+#[export_name = "_Z19llama_graph_reserveP13llama_contextjjj"]
+pub extern "C" fn llama_graph_reserve(
+    c: *mut llama_context,
+    n_tokens: u32,
+    n_seqs: u32,
+    n_outputs: u32,
+) -> *mut ggml_sys::ggml_cgraph {
+    entry!(std::ptr::null_mut(), {
+        let mut c = ctx_mut(c)?;
+        let graph = c.reserve_graph(n_tokens as usize, n_seqs as usize, n_outputs as usize)?;
+        Ok(graph.raw())
+    })
+}
+
+/// `ggml_type llama_ftype_get_default_type(llama_ftype)`: the type most tensors of a file of that
+/// type get; GGML_TYPE_COUNT for a file type the quantizer cannot write.
+#[export_name = "_Z28llama_ftype_get_default_type11llama_ftype"]
+pub extern "C" fn llama_ftype_get_default_type(ftype: i32) -> u32 {
+    entry!(ggml_sys::ggml_type_GGML_TYPE_COUNT, {
+        Ok(crate::model::quantize::default_type(ftype).unwrap_or(ggml_sys::ggml_type_GGML_TYPE_COUNT))
+    })
+}
+
+/// `quantize_state_impl * llama_quant_init(const llama_model *, const llama_model_quantize_params *)`:
+/// the quantizer's type rules for `m` with `params` (its `ftype` is replaced by each
+/// `llama_quant_compute_types` call's); NULL with a log line if either is unusable.
+///
+/// # Safety
+/// `params` must be NULL or point to a filled struct.
+#[export_name = "_Z16llama_quant_initPK11llama_modelPK27llama_model_quantize_params"]
+pub unsafe extern "C" fn llama_quant_init(
+    m: *const llama_model,
+    params: *const llama_model_quantize_params,
+) -> *mut c_void {
+    entry!(std::ptr::null_mut(), {
+        let m = model(m)?;
+        let hp = m
+            .hparams
+            .as_ref()
+            .ok_or_else(|| Error::invalid("a vocabulary-only model has no tensors to quantize"))?;
+        if params.is_null() {
+            return Err(Error::invalid("params is NULL"));
+        }
+        // SAFETY: a non-NULL `params` points to a filled struct (the caller's contract).
+        let p = unsafe { quantize_params(&*params) }?;
+        let arch = m
+            .meta_value(b"general.architecture\0")
+            .map_or(hp.arch_name.to_string(), |v| {
+                String::from_utf8_lossy(v.strip_suffix(b"\0").unwrap_or(v)).into_owned()
+            });
+        Ok(type_selection_into_raw(TypeSelection::new(&arch, hp, &p)))
+    })
+}
+
+/// llama-ext.h's `llama_quant_model_desc`.
+#[repr(C)]
+pub struct llama_quant_model_desc {
+    architecture: *const std::ffi::c_char,
+    n_embd: u32,
+    n_ff: u32,
+    n_layer: u32,
+    n_head: u32,
+    n_head_kv: u32,
+    n_expert: u32,
+    n_embd_head_k: u32,
+    n_embd_head_v: u32,
+}
+
+/// `llama_model * llama_quant_model_from_metadata(const llama_quant_model_desc *)`: a model of
+/// those facts only, for the type rules (freed with `llama_model_free`); NULL with a log line for
+/// an architecture the engine does not know or facts out of range.
+///
+/// # Safety
+/// `desc` must be NULL or point to a filled struct whose `architecture` is NULL or a C string.
+#[export_name = "_Z31llama_quant_model_from_metadataPK22llama_quant_model_desc"]
+pub unsafe extern "C" fn llama_quant_model_from_metadata(desc: *const llama_quant_model_desc) -> *mut llama_model {
+    entry!(std::ptr::null_mut(), {
+        if desc.is_null() {
+            return Err(Error::invalid("desc is NULL"));
+        }
+        // SAFETY: a filled struct (the caller's contract).
+        let d = unsafe { &*desc };
+        // SAFETY: forwarded contract.
+        let arch = unsafe { super::strings::c_str(d.architecture, "desc->architecture") }?;
+        let arch = std::str::from_utf8(arch).map_err(|_| Error::invalid("desc->architecture is not UTF-8"))?;
+        let facts = crate::model::quantize::ModelFacts {
+            arch,
+            n_embd: d.n_embd,
+            n_ff: d.n_ff,
+            n_layer: d.n_layer,
+            n_head: d.n_head,
+            n_head_kv: d.n_head_kv,
+            n_expert: d.n_expert,
+            n_embd_head_k: d.n_embd_head_k,
+            n_embd_head_v: d.n_embd_head_v,
+        };
+        let m = crate::model::quantize::model_of_facts(&facts, crate::arch::spec)?;
+        Ok(super::handle::model_into_raw(m))
+    })
+}
+
+/// `void llama_quant_free(quantize_state_impl *)`
+#[export_name = "_Z16llama_quant_freeP19quantize_state_impl"]
+pub extern "C" fn llama_quant_free(qs: *mut c_void) {
+    entry!((), {
+        if !qs.is_null() {
+            type_selection_free(qs)?;
+        }
+        Ok(())
+    })
+}
+
+/// A client's tensor as the type rules see it: name, type, shape and dimensions.
+///
+/// # Safety
+/// `t` must be a live ggml tensor.
+unsafe fn tensor_shape<'t>(t: *const ggml_sys::ggml_tensor) -> Result<TensorShape<'t>> {
+    if t.is_null() {
+        return Err(Error::invalid("a tensor is NULL"));
+    }
+    // SAFETY: a live tensor (the caller's contract); its name is a NUL-terminated array in it.
+    unsafe {
+        let name = std::ffi::CStr::from_ptr((*t).name.as_ptr())
+            .to_str()
+            .map_err(|_| Error::invalid("a tensor name is not UTF-8"))?;
+        Ok(TensorShape {
+            name,
+            ggml_type: (*t).type_,
+            ne: (*t).ne.map(|n| n.max(0) as u64),
+            n_dims: ggml_sys::ggml_n_dims(t) as usize,
+        })
+    }
+}
+
+/// `bool llama_quant_tensor_allows_quantization(const quantize_state_impl *, const ggml_tensor *)`:
+/// whether the quantizer converts the tensor (by its name and dimensions) or copies it.
+///
+/// # Safety
+/// `tensor` must be NULL or a live ggml tensor.
+#[export_name = "_Z38llama_quant_tensor_allows_quantizationPK19quantize_state_implPK11ggml_tensor"]
+pub unsafe extern "C" fn llama_quant_tensor_allows_quantization(
+    qs: *const c_void,
+    tensor: *const ggml_sys::ggml_tensor,
+) -> bool {
+    entry!(false, {
+        // SAFETY: forwarded contract.
+        let t = unsafe { tensor_shape(tensor) }?;
+        with_type_selection(qs, |s| s.allows_quantization(t.name, t.n_dims))
+    })
+}
+
+/// `void llama_quant_compute_types(quantize_state_impl *, llama_ftype, ggml_tensor **, ggml_type *,
+/// size_t)`: the type each tensor gets in a file of type `ftype` (GGML_TYPE_COUNT for a file type
+/// the quantizer cannot write), the tensors taken in order as a file's.
+///
+/// # Safety
+/// `tensors` and `result_types` must hold `n_tensors` entries, the former live ggml tensors.
+#[export_name = "_Z25llama_quant_compute_typesP19quantize_state_impl11llama_ftypePP11ggml_tensorP9ggml_typem"]
+pub unsafe extern "C" fn llama_quant_compute_types(
+    qs: *mut c_void,
+    ftype: i32,
+    tensors: *mut *mut ggml_sys::ggml_tensor,
+    result_types: *mut u32,
+    n_tensors: usize,
+) {
+    entry!((), {
+        // SAFETY: forwarded contract (NULL only with no entries).
+        let tensors = unsafe { c_slice(tensors.cast_const(), n_tensors, "tensors") }?;
+        let shapes = tensors
+            .iter()
+            // SAFETY: forwarded contract.
+            .map(|&t| unsafe { tensor_shape(t.cast_const()) })
+            .collect::<Result<Vec<_>>>()?;
+        let types = with_type_selection(qs, |s| s.choose_all(ftype, &shapes))?;
+        if n_tensors > 0 && result_types.is_null() {
+            return Err(Error::invalid("result_types is NULL"));
+        }
+        for (i, t) in types.into_iter().enumerate() {
+            // SAFETY: `result_types` holds `n_tensors` entries (the caller's contract).
+            unsafe { *result_types.add(i) = t.unwrap_or(ggml_sys::ggml_type_GGML_TYPE_COUNT) };
+        }
+        Ok(())
     })
 }
 

@@ -446,6 +446,19 @@ impl HParams {
     }
 
     pub fn load(arch: &dyn ArchSpec, meta: &Meta, n_vocab: u32) -> Result<HParams> {
+        let mut hp = HParams::load_general(arch, meta, n_vocab)?;
+        arch.load_hparams(meta, &mut hp)?;
+        // Each architecture reads the epsilon of the norms it uses.
+        let eps = if hp.norm_eps != 0.0 { hp.norm_eps } else { hp.rms_eps };
+        // 0 is llama.cpp's own value where it never reads the key (Qwen2-VL).
+        if !(0.0..1.0).contains(&eps) {
+            return Err(Error::model(format!("layer-norm epsilon {eps} is out of range")));
+        }
+        Ok(hp)
+    }
+
+    /// The keys every architecture reads (its own are left at their defaults).
+    pub fn load_general(arch: &dyn ArchSpec, meta: &Meta, n_vocab: u32) -> Result<HParams> {
         let key = |s: &str| format!("{}.{s}", arch.name());
         let n_layer = meta.u32(&key("block_count"))?;
         if n_layer == 0 || n_layer > MAX_LAYERS {
@@ -518,7 +531,7 @@ impl HParams {
             .str_array_opt(&key("classifier.output_labels"))?
             .map(|a| a.iter().map(|l| [l.as_slice(), b"\0"].concat()).collect())
             .unwrap_or_default();
-        let mut hp = HParams {
+        let hp = HParams {
             arch_name: arch.name(),
             rope_type: arch.rope_type(),
             rope_sections: [0; 4],
@@ -628,13 +641,6 @@ impl HParams {
             n_hash_layers: 0,
             ple: None,
         };
-        arch.load_hparams(meta, &mut hp)?;
-        // Each architecture reads the epsilon of the norms it uses.
-        let eps = if hp.norm_eps != 0.0 { hp.norm_eps } else { hp.rms_eps };
-        // 0 is llama.cpp's own value where it never reads the key (Qwen2-VL).
-        if !(0.0..1.0).contains(&eps) {
-            return Err(Error::model(format!("layer-norm epsilon {eps} is out of range")));
-        }
         Ok(hp)
     }
 }

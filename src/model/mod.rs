@@ -66,6 +66,9 @@ pub type MetaPair = (Vec<u8>, Vec<u8>);
 /// The architecture of a `general.architecture` name, or why there is none.
 pub type ArchLookup = fn(&str) -> Result<&'static dyn ArchSpec>;
 
+/// The token embedding matrix's name in GGUF files.
+const TOKEN_EMBD: &str = "token_embd.weight";
+
 pub struct Model {
     // Field order is drop order: weights reference the storage's bytes.
     weights: Option<Weights>,
@@ -268,8 +271,7 @@ impl Model {
         // (the lookups keep the original).
         let has_output = tensors.iter().any(|(_, t)| t.name == "output.weight");
         let output_elsewhere = params.extra_bufts || device_of("output.weight")?.is_some();
-        let tied = (output_elsewhere && arch.has_output_head() && !has_output)
-            .then_some(("token_embd.weight", "output.weight"));
+        let tied = (output_elsewhere && arch.has_output_head() && !has_output).then_some((TOKEN_EMBD, "output.weight"));
         let weights = Weights::place(&per_file, &repackable, tied, &device_of, &mut place_progress)?;
         if !progress(1.0) {
             return Err(Error::Cancelled(
@@ -306,6 +308,30 @@ impl Model {
             n_bytes,
             saving: Some(saving),
             files,
+            trained_ctx: Default::default(),
+        })
+    }
+
+    /// A model of hyper-parameters and the vocabulary of `g` only: nothing to run or save
+    /// (`quantize::model_of_facts`).
+    fn of_hparams(arch: &'static dyn ArchSpec, hp: HParams, g: &GgufFile) -> Result<Model> {
+        let t_start_us = crate::ggml::time_us();
+        let placement = placement::Placement::new(&placement::PlacementParams::default(), hp.n_layer as usize)?;
+        Ok(Model {
+            weights: None,
+            vocab: Vocab::from_gguf(g)?,
+            arch: Some(arch),
+            desc: format!("{} {} all F32", arch.name(), hp.size_label).into_bytes(),
+            hparams: Some(hp),
+            placement,
+            meta: metadata::meta_strings(g),
+            ftype: 0,
+            t_start_us,
+            t_load_us: 0,
+            n_params: 0,
+            n_bytes: 0,
+            saving: None,
+            files: Vec::new(),
             trained_ctx: Default::default(),
         })
     }
@@ -348,6 +374,34 @@ impl Model {
 
     pub fn weights(&self) -> Option<&Weights> {
         self.weights.as_ref()
+    }
+
+    /// How many values the token embedding matrix holds (n_embd per token), if the model has a
+    /// vocabulary and the matrix.
+    pub fn token_embd_len(&self) -> Option<usize> {
+        if self.vocab.n_tokens() == 0 {
+            return None;
+        }
+        let t = self.weights()?.get(TOKEN_EMBD)?;
+        Some(t.ne().iter().map(|&n| n as usize).product())
+    }
+
+    /// The token embedding matrix as F32 values into `out` (`token_embd_len` of them),
+    /// dequantized as llama.cpp dequantizes it.
+    pub fn token_embd_f32(&self, out: &mut [f32]) -> Result<()> {
+        let t = self
+            .weights()
+            .and_then(|w| w.get(TOKEN_EMBD))
+            .ok_or_else(|| Error::invalid("the model has no token embeddings"))?;
+        let mut bytes = vec![0u8; t.nbytes()];
+        crate::ggml::tensor_read(t, 0, &mut bytes).map_err(Error::Ggml)?;
+        if t.ggml_type() == crate::ggml::TYPE_F32 {
+            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                *o = f32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            return Ok(());
+        }
+        crate::ggml::quant::to_f32(t.ggml_type(), &bytes, out).map_err(Error::Ggml)
     }
 
     /// Metadata (key, value), each NUL-terminated.

@@ -65,7 +65,120 @@ struct Job<'f> {
     imatrix_name: String,
 }
 
-/// Quantize the model in `inputs` (one file, or all its splits in order) into `output`.
+/// The type rules for a model of architecture `arch` (the file's name for it) and `hp` quantized
+/// to `ftype` with `p`.
+fn rules(arch: &str, hp: &HParams, ftype: i32, p: &QuantizeParams) -> Rules {
+    Rules {
+        arch: arch.to_string(),
+        ftype,
+        n_expert: hp.n_expert,
+        n_gqa: match (hp.n_head.first(), hp.n_head_kv.first()) {
+            (Some(&h), Some(&kv)) if kv > 0 => h / kv,
+            _ => 0,
+        },
+        n_layer: hp.n_layer,
+        is_70b: hp.size_label == "70B",
+        has_imatrix: p.imatrix.is_some(),
+        only_copy: p.only_copy,
+        pure: p.pure,
+        quantize_output_tensor: p.quantize_output_tensor,
+        output_tensor_type: p.output_tensor_type,
+        token_embedding_type: p.token_embedding_type,
+        overrides: p.tensor_types.clone(),
+    }
+}
+
+/// The quantizer's choice of tensor types for one model and one set of parameters, without a file
+/// (llama-ext.h's `quantize_state_impl`, which llama.cpp's test-quant-type-selection drives).
+pub struct TypeSelection {
+    rules: Rules,
+}
+
+/// A tensor whose type is to be chosen: its name, type, shape and number of dimensions.
+pub struct TensorShape<'n> {
+    pub name: &'n str,
+    pub ggml_type: u32,
+    pub ne: [u64; 4],
+    pub n_dims: usize,
+}
+
+impl TypeSelection {
+    pub fn new(arch: &str, hp: &HParams, p: &QuantizeParams) -> TypeSelection {
+        TypeSelection {
+            rules: rules(arch, hp, p.ftype, p),
+        }
+    }
+
+    /// Whether the quantizer converts a tensor at all (else it copies it).
+    pub fn allows_quantization(&self, name: &str, n_dims: usize) -> bool {
+        Chooser::new(&self.rules, std::iter::empty()).allows_quantization(name, n_dims)
+    }
+
+    /// The type of each of `tensors`, in file order, for a file of type `ftype`, as llama.cpp's
+    /// `llama_quant_compute_types` chooses it: without an importance matrix, the counters the
+    /// mixtures use taken from the names; `None` for a file type the quantizer cannot write.
+    pub fn choose_all(&mut self, ftype: i32, tensors: &[TensorShape]) -> Vec<Option<u32>> {
+        self.rules.ftype = ftype;
+        self.rules.has_imatrix = false;
+        let mut chooser = Chooser::new(&self.rules, tensors.iter().map(|t| t.name));
+        let mut warn = |w: String| crate::log_warn!("{w}");
+        tensors
+            .iter()
+            .map(|t| chooser.choose(t.name, t.ggml_type, t.ne, t.n_dims, &mut warn).ok())
+            .collect()
+    }
+}
+
+/// What llama-ext.h's `llama_quant_model_from_metadata` is given of a model
+/// (`llama_quant_model_desc`).
+pub struct ModelFacts<'a> {
+    pub arch: &'a str,
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_layer: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub n_expert: u32,
+    pub n_embd_head_k: u32,
+    pub n_embd_head_v: u32,
+}
+
+/// A model of those facts only, as llama.cpp makes one for its type-selection test: no vocabulary,
+/// no weights, the architecture's own keys at their defaults; llama.cpp calls a Llama of 80
+/// layers with grouped heads a 70B one.
+pub fn model_of_facts(f: &ModelFacts, arch: ArchLookup) -> Result<super::Model> {
+    let spec = arch(f.arch)?;
+    let mut w = MetaWriter::default();
+    let key = |k: &str| format!("{}.{k}", f.arch);
+    w.set("general.architecture", Value::Str(f.arch.as_bytes().to_vec()));
+    for (k, v) in [
+        ("block_count", f.n_layer),
+        ("context_length", 1),
+        ("embedding_length", f.n_embd),
+        ("feed_forward_length", f.n_ff),
+        ("attention.head_count", f.n_head),
+        ("attention.head_count_kv", f.n_head_kv),
+        ("attention.key_length", f.n_embd_head_k),
+        ("attention.value_length", f.n_embd_head_v),
+        ("expert_count", f.n_expert),
+        ("expert_used_count", u32::from(f.n_expert > 0)),
+    ] {
+        w.set(&key(k), Value::U32(v));
+    }
+    w.set("tokenizer.ggml.model", Value::Str(b"test".to_vec()));
+    w.set(
+        "tokenizer.ggml.tokens",
+        Value::Array(crate::gguf::Array::Str(Vec::new())),
+    );
+    let g = GgufFile::parse_metadata(&w.encode()?)?;
+    let mut hp = HParams::load_general(spec, &Meta(&g), 0)?;
+    if f.arch == "llama" && f.n_layer == 80 && f.n_head != f.n_head_kv {
+        hp.size_label = "70B";
+    }
+    super::Model::of_hparams(spec, hp, &g)
+}
+
+/// Quantize the model in `inputs`/// Quantize the model in `inputs` (one file, or all its splits in order) into `output`.
 pub fn quantize(inputs: &[String], output: &str, p: &QuantizeParams, arch: ArchLookup) -> Result<()> {
     crate::ggml::init();
     default_type(p.ftype).ok_or_else(|| Error::invalid(format!("invalid output file type {}", p.ftype)))?;
@@ -86,24 +199,7 @@ pub fn quantize(inputs: &[String], output: &str, p: &QuantizeParams, arch: ArchL
     let file_ftype = super::ftype::of(&m, tensors.iter().map(|(_, t)| (t.name.clone(), t.ggml_type)))?;
     let ftype = if p.only_copy { file_ftype } else { p.ftype };
 
-    let rules = Rules {
-        arch: arch_name.clone(),
-        ftype,
-        n_expert: hp.n_expert,
-        n_gqa: match (hp.n_head.first(), hp.n_head_kv.first()) {
-            (Some(&h), Some(&kv)) if kv > 0 => h / kv,
-            _ => 0,
-        },
-        n_layer: hp.n_layer,
-        is_70b: hp.size_label == "70B",
-        has_imatrix: p.imatrix.is_some(),
-        only_copy: p.only_copy,
-        pure: p.pure,
-        quantize_output_tensor: p.quantize_output_tensor,
-        output_tensor_type: p.output_tensor_type,
-        token_embedding_type: p.token_embedding_type,
-        overrides: p.tensor_types.clone(),
-    };
+    let rules = rules(&arch_name, &hp, ftype, p);
     if let Some(im) = &p.imatrix {
         crate::log_info!(
             "llama_model_quantize_impl: have importance matrix data with {} entries",

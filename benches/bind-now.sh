@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# No unresolved symbol anywhere: every program and library llama.cpp 0.3.36 builds that links
+# libllama (directly, or through libmtmd or its other libraries) is bound with libengine.so in
+# libllama.so.0's place, every symbol at once, as LD_BIND_NOW or ctypes' dlopen(RTLD_NOW) binds them
+# (`ldd -r` relocates without running anything). Builds all of llama.cpp's targets once into its
+# cache outside the repository (scripts/llama-cpp.sh), which takes a while: not part of the test
+# suite. Exits 1 if a symbol is left unresolved, or a binary does not get libengine.so.
+# Usage: benches/bind-now.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. benches/common.sh
+
+bin="$(scripts/llama-cpp.sh all)" || exit 1
+cargo build --release --lib || exit 1
+swap="$PWD/target/bind-now"
+rm -rf "$swap"
+swap_in "$swap" "$bin"
+
+status=0 checked=0
+for f in "$bin"/*; do
+    [ -f "$f" ] && [ ! -L "$f" ] && head -c 4 "$f" | grep -q ELF || continue
+    # Only what reaches libllama: the ggml libraries and programs that do not are llama.cpp's own.
+    deps="$(LD_LIBRARY_PATH="$swap" ldd "$f" 2>/dev/null)"
+    grep -q 'libllama\.so' <<<"$deps" || continue
+    checked=$((checked + 1))
+    if ! grep -q "libllama.so.0 => $swap/libllama.so.0" <<<"$deps"; then
+        status=1
+        echo "$(basename "$f"): does not load libengine.so as libllama.so.0"
+        continue
+    fi
+    missing="$(LD_LIBRARY_PATH="$swap" ldd -r "$f" 2>&1 | grep 'undefined symbol' | sort -u)"
+    if [ -n "$missing" ]; then
+        status=1
+        echo "$(basename "$f"): $(wc -l <<<"$missing") unresolved:"
+        sed 's/^/    /' <<<"$missing" | head -n 10
+    fi
+done
+echo "bind-now: $checked programs and libraries of llama.cpp 0.3.36 bound on libengine.so, $([ $status = 0 ] && echo "no symbol unresolved" || echo "FAILED")"
+exit "$status"
