@@ -16,7 +16,12 @@ swap="$PWD/target/bind-now"
 rm -rf "$swap"
 swap_in "$swap" "$bin"
 
-status=0 checked=0
+# llama.cpp's unit tests of its own internals: they call llama.cpp's private C++ classes and
+# functions (the grammar's parser and stacks, the batch allocator, the model saver, the
+# vocabulary's class, the architecture table, the pre-tokenizer's regex splitter, the tensor map),
+# whose layouts their inlined code reads. Only those symbols may be left unresolved in them.
+internal='llama_grammar|llama_batch_allocr::|llama_batch_compat::|llama_batch_ext::|llama_model_saver|llama_vocab::|llm_arch_|llama_internal_get_tensor_map|unicode_regex_split|unicode_cpt_from_utf8|llama_batch_ext_select_n_embd_inp'
+status=0 checked=0 internal_only=()
 for f in "$bin"/*; do
     [ -f "$f" ] && [ ! -L "$f" ] && head -c 4 "$f" | grep -q ELF || continue
     # Only what reaches libllama: the ggml libraries and programs that do not are llama.cpp's own.
@@ -28,12 +33,19 @@ for f in "$bin"/*; do
         echo "$(basename "$f"): does not load libengine.so as libllama.so.0"
         continue
     fi
-    missing="$(LD_LIBRARY_PATH="$swap" ldd -r "$f" 2>&1 | grep 'undefined symbol' | sort -u)"
-    if [ -n "$missing" ]; then
+    missing="$(LD_LIBRARY_PATH="$swap" ldd -r "$f" 2>&1 | grep 'undefined symbol' | sed 's/^\s*undefined symbol: \([^[:space:]]*\).*/\1/' \
+        | sort -u | c++filt)"
+    if [ -n "$missing" ] && [[ "$(basename "$f")" == test-* ]] && ! grep -qvE "$internal" <<<"$missing"; then
+        internal_only+=("$(basename "$f")")
+    elif [ -n "$missing" ]; then
         status=1
         echo "$(basename "$f"): $(wc -l <<<"$missing") unresolved:"
         sed 's/^/    /' <<<"$missing" | head -n 10
     fi
 done
-echo "bind-now: $checked programs and libraries of llama.cpp 0.3.36 bound on libengine.so, $([ $status = 0 ] && echo "no symbol unresolved" || echo "FAILED")"
+echo "bind-now: $checked programs and libraries of llama.cpp 0.3.36 bound on libengine.so," \
+    "$([ $status = 0 ] && echo "every symbol resolved" || echo "FAILED")"
+if [ ${#internal_only[@]} -gt 0 ]; then
+    echo "  but for llama.cpp's internals in its unit tests ${internal_only[*]}"
+fi
 exit "$status"

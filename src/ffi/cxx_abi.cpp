@@ -69,6 +69,23 @@ extern "C" int engine_string_construct(void *slot, const char *bytes, size_t n) 
     return 0;
 }
 
+extern "C" void engine_string_view(const void *str, const char **bytes, size_t *n) noexcept {
+    const auto *s = static_cast<const std::string *>(str);
+    *bytes = s->data();
+    *n = s->size();
+}
+
+extern "C" int engine_u32_vector_construct(void *slot, const uint32_t *values, size_t n) noexcept {
+    // As above: the slot holds a valid (empty) vector before anything can fail.
+    auto *v = new (slot) std::vector<uint32_t>();
+    try {
+        v->assign(values, values + n);
+    } catch (...) {
+        return -1;
+    }
+    return 0;
+}
+
 // A named namespace, not an anonymous one: the compiler must not assume it sees every class deriving
 // from these (it would call the pure virtuals of a client's writer directly).
 namespace engine_abi {

@@ -35,6 +35,11 @@ extern "C" {
     fn engine_string_construct(slot: *mut c_void, bytes: *const u8, n: usize) -> i32;
     /// Up to `cap` of the data pointers and lengths of the `std::vector<std::vector<int32_t>>` at
     /// `vectors`; returns how many vectors it holds.
+    /// The bytes and length of the `std::string` at `str`.
+    fn engine_string_view(str: *const c_void, bytes: *mut *const u8, n: *mut usize);
+    /// Constructs a `std::vector<uint32_t>` in `slot` holding the `n` values at `values`; 0, or -1
+    /// when memory ran out (the vector is valid, empty, either way).
+    fn engine_u32_vector_construct(slot: *mut c_void, values: *const u32, n: usize) -> i32;
     fn engine_token_vectors(vectors: *const c_void, data: *mut *const i32, lens: *mut usize, cap: usize) -> usize;
 }
 
@@ -424,6 +429,35 @@ fn utf8_of(cpt: u32) -> Option<Vec<u8>> {
         0x800..=0xffff => vec![0xe0 | (cpt >> 12) as u8, cont(6), cont(0)],
         0x1_0000..=0x10_ffff => vec![0xf0 | (cpt >> 18) as u8, cont(12), cont(6), cont(0)],
         _ => return None,
+    })
+}
+
+/// `std::vector<uint32_t> unicode_cpts_from_utf8(const std::string &)`: llama.cpp's internal
+/// `unicode.h` again (test-tokenizer-1-bpe links against it): the code points of the bytes, U+FFFD
+/// for each byte of a malformed sequence, as llama.cpp decodes them.
+///
+/// # Safety
+/// `slot` must be the caller's uninitialised return slot for the vector, `utf8` a live string.
+#[export_name = "_Z22unicode_cpts_from_utf8RKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"]
+pub unsafe extern "C" fn unicode_cpts_from_utf8(slot: *mut c_void, utf8: *const c_void) -> *mut c_void {
+    entry!(slot, {
+        let (mut bytes, mut n) = (std::ptr::null(), 0usize);
+        // SAFETY: `utf8` is a live std::string (the caller's contract); its bytes stay valid during
+        // the call.
+        let text = unsafe {
+            engine_string_view(utf8, &mut bytes, &mut n);
+            if n == 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(bytes, n)
+            }
+        };
+        let cpts = crate::vocab::code_points(text);
+        // SAFETY: the slot is the caller's return slot; `cpts` is a live array of its length.
+        if unsafe { engine_u32_vector_construct(slot, cpts.as_ptr(), cpts.len()) } != 0 {
+            return Err(Error::Internal("out of memory building the vector".into()));
+        }
+        Ok(slot)
     })
 }
 

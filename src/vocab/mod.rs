@@ -149,6 +149,14 @@ pub struct Detokenized {
     pub raw_len: usize,
 }
 
+/// The code points of `bytes` as llama.cpp's `unicode_cpts_from_utf8` decodes them (U+FFFD for
+/// each byte of a malformed sequence).
+pub fn code_points(bytes: &[u8]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(bytes.len());
+    unicode::decode(bytes, |cpt, _| out.push(cpt));
+    out
+}
+
 impl Vocab {
     pub fn from_gguf(g: &crate::gguf::GgufFile) -> Result<Vocab> {
         load::load(&|key| g.get(key))
