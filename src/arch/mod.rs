@@ -699,6 +699,37 @@ mod tests {
     }
 
     #[test]
+    fn deepstack_layers_widen_the_input_rows_of_qwen3_vl() {
+        let load = |n_deepstack: Option<u32>| {
+            let mut f = File::new();
+            let a = |k: &str| format!("qwen3vl.{k}");
+            f.kvs = vec![
+                Kv::new("general.architecture", Value::Str(b"qwen3vl".to_vec())),
+                Kv::new(&a("block_count"), Value::U32(4)),
+                Kv::new(&a("context_length"), Value::U32(64)),
+                Kv::new(&a("embedding_length"), Value::U32(16)),
+                Kv::new(&a("feed_forward_length"), Value::U32(32)),
+                Kv::new(&a("attention.head_count"), Value::U32(2)),
+                Kv::new(&a("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+                Kv::new(
+                    &a("rope.dimension_sections"),
+                    Value::Array(Array::I32(vec![2, 1, 1, 0])),
+                ),
+            ];
+            f.kvs
+                .extend(n_deepstack.map(|n| Kv::new(&a("n_deepstack_layers"), Value::U32(n))));
+            let file = GgufFile::parse(&f.bytes())?;
+            HParams::load(&qwen3::QWEN3VL, &Meta(&file), 4)
+        };
+        assert_eq!(load(None).unwrap().n_embd_inp(), 16);
+        let hp = load(Some(3)).unwrap();
+        assert_eq!((hp.n_deepstack, hp.n_embd, hp.n_embd_inp()), (3, 16, 64));
+        // The last layer keeps only the output rows, which the features are not cut to.
+        let err = load(Some(4)).unwrap_err().to_string();
+        assert!(err.contains("n_deepstack_layers"), "{err}");
+    }
+
+    #[test]
     fn dense_first_periods_keep_the_first_layer_of_each_global() {
         let mut file = File::new();
         file.kvs = vec![Kv::new("x.attention.sliding_window_pattern", Value::U32(2))];

@@ -148,12 +148,18 @@ fn codec_padded(b: &mut Builder, logits: TensorRef) -> Result<TensorRef> {
     b.g.concat(neg_inf, logits, 0).map_err(ggml_err)
 }
 
-/// What Qwen3-VL's language models read beyond Qwen3's: the rotary sections (required); their
-/// vision "deepstack" layers are refused.
+/// What Qwen3-VL's language models read beyond Qwen3's: the rotary sections (required) and the
+/// number of "deepstack" layers, to whose outputs image features are added (all but the last:
+/// the last layer keeps only the output rows, which the features are not cut to).
 pub(super) fn load_vl(meta: &Meta, hp: &mut HParams) -> Result<()> {
     super::load_rope_sections(meta, hp)?;
-    if meta.u32_opt(&hp.key("n_deepstack_layers"))?.unwrap_or(0) > 0 {
-        return Err(Error::NotImplemented("Qwen3-VL deepstack layers (n_deepstack_layers)"));
+    let key = hp.key("n_deepstack_layers");
+    hp.n_deepstack = meta.u32_opt(&key)?.unwrap_or(0);
+    if hp.n_deepstack >= hp.n_layer {
+        return Err(Error::model(format!(
+            "'{key}' is {}: deepstack layers must be fewer than the {} layers",
+            hp.n_deepstack, hp.n_layer
+        )));
     }
     Ok(())
 }

@@ -661,11 +661,8 @@ impl<'m> Context<'m> {
     /// an encoder reads one).
     pub fn input_layout(&self, encode: bool) -> (usize, usize) {
         let n_pos = self.model.hparams.as_ref().map_or(1, |hp| hp.n_pos_per_embd() as usize);
-        (self.n_embd(), if encode { 1 } else { n_pos })
-    }
-
-    fn n_embd(&self) -> usize {
-        self.model.hparams.as_ref().map_or(0, |hp| hp.n_embd as usize)
+        let n_embd = self.model.hparams.as_ref().map_or(0, |hp| hp.n_embd_inp() as usize);
+        (n_embd, if encode { 1 } else { n_pos })
     }
 
     /// The width of the embeddings the context gives.

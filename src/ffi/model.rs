@@ -273,7 +273,7 @@ pub unsafe extern "C" fn llama_model_n_embd(model: *const llama_model) -> i32 {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_embd_inp(model: *const llama_model) -> i32 {
-    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_embd)) })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_embd_inp())) })
 }
 
 #[no_mangle]

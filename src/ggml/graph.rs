@@ -684,6 +684,28 @@ impl Graph {
         )
     }
 
+    /// `a` (F32) with `p[i]` zeros appended along each dimension `i`.
+    pub fn pad(&mut self, a: TensorRef, p: [i64; 4]) -> OpResult {
+        self.room()?;
+        if a.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 || p.iter().any(|&n| n < 0) {
+            return Err(format!("pad {:?} by {p:?}", a.ne()));
+        }
+        // SAFETY: F32 (the only type ggml's CPU kernel pads), paddings not negative.
+        Self::wrap(
+            unsafe {
+                ggml_sys::ggml_pad(
+                    self.ctx.as_ptr(),
+                    a.as_ptr(),
+                    p[0] as i32,
+                    p[1] as i32,
+                    p[2] as i32,
+                    p[3] as i32,
+                )
+            },
+            "pad",
+        )
+    }
+
     /// `a` repeated to shape `ne` (each dimension a multiple of `a`'s).
     pub fn repeat(&mut self, a: TensorRef, ne: [i64; 4]) -> OpResult {
         self.room()?;

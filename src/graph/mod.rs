@@ -384,6 +384,9 @@ pub struct Builder<'a> {
     adapters: Adapters<'a>,
     /// The scales input's slot of each (adapter, weight) used so far.
     lora_slots: HashMap<(usize, String), usize>,
+    /// Input rows `n_embd_inp` wide, whose features after the first `n_embd` values the first
+    /// layers add to their outputs (deepstack; `HParams::n_deepstack`).
+    deepstack: Option<TensorRef>,
 }
 
 pub(crate) fn ggml_err(e: String) -> Error {
@@ -419,7 +422,7 @@ impl<'a> Builder<'a> {
             true => Some(
                 g.input(
                     ggml_sys::ggml_type_GGML_TYPE_F32,
-                    &[i64::from(hp.n_embd), nt],
+                    &[i64::from(hp.n_embd_inp()), nt],
                     "inp_embd",
                 )
                 .map_err(ggml_err)?,
@@ -469,6 +472,7 @@ impl<'a> Builder<'a> {
             rs_copy: None,
             adapters,
             lora_slots: HashMap::new(),
+            deepstack: None,
         };
         let logits = decoder.build(&mut b)?;
         // An encoder's graph computes its hidden states even when nobody asks for embeddings.
@@ -606,6 +610,19 @@ impl<'a> Builder<'a> {
                 self.add_lora_rows(table, x)?
             }
         };
+        if self.hp.n_deepstack > 0 {
+            // Token rows are padded with zeros to the input's width, as llama.cpp pads them, so
+            // that the deepstack layers add the same (zeros) to text as to the caller's rows.
+            let (n_embd, n_inp) = (i64::from(self.hp.n_embd), i64::from(self.hp.n_embd_inp()));
+            if self.inputs.embd.is_none() {
+                x = self.g.pad(x, [n_inp - n_embd, 0, 0, 0]).map_err(ggml_err)?;
+            }
+            self.deepstack = Some(x);
+            x = self
+                .g
+                .view(x, &[n_embd, x.ne()[1]], &[x.nb()[1]], 0)
+                .map_err(ggml_err)?;
+        }
         if self.hp.embedding_scale != 0.0 {
             x = self.scale(x, self.hp.embedding_scale)?;
         }
@@ -643,7 +660,28 @@ impl<'a> Builder<'a> {
     /// (llama.cpp's `build_cvec`), named `l_out`.
     pub fn layer_out(&mut self, x: TensorRef, il: usize) -> Result<TensorRef> {
         let x = self.add_cvec(x, il)?;
-        Ok(self.name(x, "l_out", Some(il)))
+        let x = self.name(x, "l_out", Some(il));
+        self.add_deepstack(x, il)
+    }
+
+    /// `x` plus layer `il`'s deepstack features (the input rows' values `n_embd·(il+1)` on), in
+    /// the first `n_deepstack` layers.
+    fn add_deepstack(&mut self, x: TensorRef, il: usize) -> Result<TensorRef> {
+        let Some(rows) = self.deepstack.filter(|_| il < self.hp.n_deepstack as usize) else {
+            return Ok(x);
+        };
+        let n_embd = self.hp.n_embd as usize;
+        let features = self
+            .g
+            .view(
+                rows,
+                &[n_embd as i64, rows.ne()[1]],
+                &[rows.nb()[1]],
+                (il + 1) * n_embd * 4,
+            )
+            .map_err(ggml_err)?;
+        let x = self.g.add(x, features).map_err(ggml_err)?;
+        Ok(self.name(x, "deepstack_out", Some(il)))
     }
 
     /// `x` plus the control vector's direction for layer `il`, if any.

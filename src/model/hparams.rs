@@ -123,6 +123,9 @@ pub struct HParams {
     /// `{arch}.embedding_length_out`: the width of the embeddings a context gives where it is
     /// not the model's (after LFM2-ColBERT's dense projection; 0: `n_embd`).
     pub n_embd_out: u32,
+    /// Vision features added to the outputs of the first this-many layers (Qwen3-VL's "deepstack"):
+    /// input embedding rows carry them after the first `n_embd` values.
+    pub n_deepstack: u32,
     /// Ranking ends with a softmax over the classifier's labels (Qwen3's rerankers).
     pub rank_softmax: bool,
     pub rope_freq_base: f32,
@@ -366,6 +369,12 @@ impl HParams {
         }
     }
 
+    /// The width of input embedding rows (`llama_model_n_embd_inp`): the model's embeddings and,
+    /// after them, one row of features per deepstack layer.
+    pub fn n_embd_inp(&self) -> u32 {
+        self.n_embd * (1 + self.n_deepstack)
+    }
+
     /// Scores a ranking head gives per sequence: one per classifier label, 1 without labels.
     pub fn n_cls_out(&self) -> u32 {
         (self.cls_labels.len() as u32).max(1)
@@ -565,6 +574,7 @@ impl HParams {
                 .map_or(-1, |v| v as i32),
             n_token_types: meta.u32_opt("tokenizer.ggml.token_type_count")?.unwrap_or(0),
             n_embd_out,
+            n_deepstack: 0,
             rank_softmax: false,
             rope_freq_base,
             rope_freq_base_swa: 10000.0,
