@@ -304,6 +304,31 @@ done
 rows_finish
 timed "llama-ext.h"
 
+# Pictures and sounds through llama.cpp's libmtmd (benches/mtmd_bench.c, linked against llama.cpp's
+# build of it; benches/swap-run.sh makes each library libllama.so.0 in turn): every generated
+# projector pair (scripts/gen-mmproj.py) in a chat of two turns, a picture (llama.cpp's test JPEG,
+# a generated PNG) or a sound (its test MP3) in each, the embeddings decoded at a ubatch of 512 and
+# of 16 (an image then spans several ubatches).
+llama_dir="$(dirname "$(readlink -f "$libllama")")"
+mtmd_src="$llama_dir/../../src/tools/mtmd"
+cc -O2 -Wall -Wextra -Werror -I include -I "${GGML_SRC:-.ggml/ggml}/include" -I "$mtmd_src" -o target/mtmd_bench \
+    benches/mtmd_bench.c -L"$llama_dir" -lmtmd -lllama -lggml-base -Wl,-rpath,"$llama_dir"
+bin="$PWD/benches/swap-run.sh"
+python3 scripts/gen-mmproj.py "$generated/mmproj" >"$out/pairs.tsv"
+while IFS=$'\t' read -r pair text mmproj kind; do
+    media=("$mtmd_src/test-1.jpeg" "$generated/mmproj/picture.png")
+    [ "$kind" != audio ] || media=("$mtmd_src/test-2.mp3")
+    for m in "${media[@]}"; do
+        for n_batch in 512 16; do
+            rows_submit compare_row "$pair with $(basename "$m") through libmtmd (n_batch $n_batch)" \
+                "chunks, logits of every step, greedy text and the sequence's state, over two turns" \
+                - target/mtmd_bench "$text" "$mmproj" "$m" "$n_batch"
+        done
+    done
+done <"$out/pairs.tsv"
+rows_finish
+timed "multimodal"
+
 # Generated models llama.cpp cannot run: the engine runs the same program to its end.
 bin="$(dirname "$bin")/compare_bench"
 for path in "$generated"/no-oracle/*.gguf; do
