@@ -2,15 +2,16 @@
 # No unresolved symbol anywhere: every program and library llama.cpp 0.3.36 builds that links
 # libllama (directly, or through libmtmd or its other libraries) is bound with libengine.so in
 # libllama.so.0's place, every symbol at once, as LD_BIND_NOW or ctypes' dlopen(RTLD_NOW) binds them
-# (`ldd -r` relocates without running anything). Builds all of llama.cpp's targets once into its
-# cache outside the repository (scripts/llama-cpp.sh), which takes a while: not part of the test
-# suite. Exits 1 if a symbol is left unresolved, or a binary does not get libengine.so.
-# Usage: benches/bind-now.sh
+# (`ldd -r` relocates without running anything). Builds llama.cpp's TARGETs (default: all of them,
+# which takes a while) into its cache outside the repository (scripts/llama-cpp.sh) and checks every
+# binary there, built now or before. benches/compare.sh runs it on what the suite builds (libmtmd).
+# Exits 1 if a symbol is left unresolved, or a binary does not get libengine.so.
+# Usage: benches/bind-now.sh [TARGET...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . benches/common.sh
 
-bin="$(scripts/llama-cpp.sh all)" || exit 1
+bin="$(scripts/llama-cpp.sh "${@:-all}")" || exit 1
 cargo build --release --lib || exit 1
 swap="$PWD/target/bind-now"
 rm -rf "$swap"

@@ -309,6 +309,9 @@ timed "llama-ext.h"
 # projector pair (scripts/gen-mmproj.py) in a chat of two turns, a picture (llama.cpp's test JPEG,
 # a generated PNG) or a sound (its test MP3) in each, the embeddings decoded at a ubatch of 512 and
 # of 16 (an image then spans several ubatches).
+# Every program and library of llama.cpp's build that links libllama (libmtmd, at least) binds
+# every symbol on the engine, as ctypes and LD_BIND_NOW bind them.
+benches/bind-now.sh llama mtmd || status=1
 llama_dir="$(dirname "$(readlink -f "$libllama")")"
 mtmd_src="$llama_dir/../../src/tools/mtmd"
 cc -O2 -Wall -Wextra -Werror -I include -I "${GGML_SRC:-.ggml/ggml}/include" -I "$mtmd_src" -o target/mtmd_bench \
