@@ -29,6 +29,20 @@ python3 scripts/gen-mmproj.py "$out/models" "$@" >"$out/pairs.tsv" || exit 1
 jpeg="$(dirname "$bin")/../src/tools/mtmd/test-1.jpeg"
 sound="$(dirname "$bin")/../src/tools/mtmd/test-2.mp3"
 png="$out/models/picture.png"
+# The chat request both the server and llama-cpp-python get: the picture or sound, then the question.
+cat >"$out/python/chat_request.py" <<'EOF'
+import base64
+
+
+def messages(kind, path):
+    data = base64.b64encode(open(path, "rb").read()).decode()
+    if kind == "audio":
+        part = {"type": "input_audio", "input_audio": {"data": data, "format": path.rsplit(".", 1)[1]}}
+    else:
+        mime = "image/png" if path.endswith(".png") else "image/jpeg"
+        part = {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+    return [{"role": "user", "content": [part, {"type": "text", "text": "Describe it."}]}]
+EOF
 
 status=0
 # same NAME FILE_A FILE_B: one line, identical or the two outputs.
@@ -55,17 +69,11 @@ server() {
     LD_LIBRARY_PATH="$1" "$bin/llama-server" -m "$3" --mmproj "$4" --port "$port" -t 2 -c 4096 -np 1 \
         --no-warmup >"$2.log" 2>&1 &
     local pid=$!
-    python3 - "$port" "$5" "$6" >"$2" <<'EOF'
-import base64, json, sys, time, urllib.request
+    PYTHONPATH="$out/python" python3 - "$port" "$5" "$6" >"$2" <<'EOF'
+import json, sys, time, urllib.request
+from chat_request import messages
 port, kind, path = sys.argv[1:]
-data = base64.b64encode(open(path, "rb").read()).decode()
-if kind == "audio":
-    part = {"type": "input_audio", "input_audio": {"data": data, "format": path.rsplit(".", 1)[1]}}
-else:
-    mime = "image/png" if path.endswith(".png") else "image/jpeg"
-    part = {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-body = {"messages": [{"role": "user", "content": [part, {"type": "text", "text": "Describe it."}]}],
-        "temperature": 0, "max_tokens": 24, "seed": 1}
+body = {"messages": messages(kind, path), "temperature": 0, "max_tokens": 24, "seed": 1}
 for _ in range(600):
     try:
         urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
@@ -86,20 +94,14 @@ EOF
 handler() {
     LLAMA_CPP_LIB_PATH="$1" MTMD_CPP_LIB="$bin" LD_LIBRARY_PATH="$1" PYTHONPATH="$out/python" \
         python3 - "$3" "$4" "$5" "$6" >"$2" 2>"$2.log" <<'EOF' || echo "exit status $?" >>"$2"
-import base64, sys
+import sys
 from llama_cpp import Llama
 from llama_cpp.llama_chat_format import MTMDChatHandler
+from chat_request import messages
 model, mmproj, kind, path = sys.argv[1:]
 llm = Llama(model_path=model, chat_handler=MTMDChatHandler(clip_model_path=mmproj, verbose=False, use_gpu=False),
             n_ctx=4096, n_threads=2, verbose=False, seed=1)
-data = base64.b64encode(open(path, "rb").read()).decode()
-if kind == "audio":
-    part = {"type": "input_audio", "input_audio": {"data": data, "format": path.rsplit(".", 1)[1]}}
-else:
-    mime = "image/png" if path.endswith(".png") else "image/jpeg"
-    part = {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-answer = llm.create_chat_completion(messages=[{"role": "user", "content": [part, {"type": "text", "text": "Describe it."}]}],
-                                    temperature=0, max_tokens=24, seed=1)
+answer = llm.create_chat_completion(messages=messages(kind, path), temperature=0, max_tokens=24, seed=1)
 print(answer["choices"][0]["message"]["content"])
 EOF
 }

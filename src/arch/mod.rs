@@ -626,24 +626,30 @@ mod tests {
     use crate::gguf::tests::writer::{File, Kv};
     use crate::gguf::GgufFile;
 
-    /// HParams of a four-layer granite_swa file with `extra` keys added.
-    fn granite_swa(extra: Vec<Kv>) -> Result<HParams> {
+    /// HParams of a four-layer file of `arch` (16 wide, two heads) with `extra` keys added.
+    fn tiny(arch: &dyn ArchSpec, extra: Vec<Kv>) -> Result<HParams> {
+        let name = arch.name();
         let mut f = File::new();
-        let a = |k: &str| format!("granite_swa.{k}");
+        let a = |k: &str| format!("{name}.{k}");
         f.kvs = vec![
-            Kv::new("general.architecture", Value::Str(b"granite_swa".to_vec())),
+            Kv::new("general.architecture", Value::Str(name.as_bytes().to_vec())),
             Kv::new(&a("block_count"), Value::U32(4)),
             Kv::new(&a("context_length"), Value::U32(64)),
             Kv::new(&a("embedding_length"), Value::U32(16)),
             Kv::new(&a("feed_forward_length"), Value::U32(32)),
             Kv::new(&a("attention.head_count"), Value::U32(2)),
             Kv::new(&a("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
-            Kv::new(&a("logit_scale"), Value::F32(1.0)),
-            Kv::new(&a("attention.sliding_window"), Value::U32(8)),
         ];
         f.kvs.extend(extra);
         let file = GgufFile::parse(&f.bytes())?;
-        HParams::load(&granite_swa::GraniteSwa, &Meta(&file), 4)
+        HParams::load(arch, &Meta(&file), 4)
+    }
+
+    /// HParams of a four-layer granite_swa file with `extra` keys added.
+    fn granite_swa(mut extra: Vec<Kv>) -> Result<HParams> {
+        extra.insert(0, Kv::new("granite_swa.logit_scale", Value::F32(1.0)));
+        extra.insert(1, Kv::new("granite_swa.attention.sliding_window", Value::U32(8)));
+        tiny(&granite_swa::GraniteSwa, extra)
     }
 
     #[test]
@@ -701,25 +707,12 @@ mod tests {
     #[test]
     fn deepstack_layers_widen_the_input_rows_of_qwen3_vl() {
         let load = |n_deepstack: Option<u32>| {
-            let mut f = File::new();
-            let a = |k: &str| format!("qwen3vl.{k}");
-            f.kvs = vec![
-                Kv::new("general.architecture", Value::Str(b"qwen3vl".to_vec())),
-                Kv::new(&a("block_count"), Value::U32(4)),
-                Kv::new(&a("context_length"), Value::U32(64)),
-                Kv::new(&a("embedding_length"), Value::U32(16)),
-                Kv::new(&a("feed_forward_length"), Value::U32(32)),
-                Kv::new(&a("attention.head_count"), Value::U32(2)),
-                Kv::new(&a("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
-                Kv::new(
-                    &a("rope.dimension_sections"),
-                    Value::Array(Array::I32(vec![2, 1, 1, 0])),
-                ),
-            ];
-            f.kvs
-                .extend(n_deepstack.map(|n| Kv::new(&a("n_deepstack_layers"), Value::U32(n))));
-            let file = GgufFile::parse(&f.bytes())?;
-            HParams::load(&qwen3::QWEN3VL, &Meta(&file), 4)
+            let sections = Kv::new(
+                "qwen3vl.rope.dimension_sections",
+                Value::Array(Array::I32(vec![2, 1, 1, 0])),
+            );
+            let n = n_deepstack.map(|n| Kv::new("qwen3vl.n_deepstack_layers", Value::U32(n)));
+            tiny(&qwen3::QWEN3VL, [sections].into_iter().chain(n).collect())
         };
         assert_eq!(load(None).unwrap().n_embd_inp(), 16);
         let hp = load(Some(3)).unwrap();
