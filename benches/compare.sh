@@ -333,7 +333,7 @@ rows_finish
 timed "multimodal"
 
 # Generated models llama.cpp cannot run: the engine runs the same program to its end.
-bin="$(dirname "$bin")/compare_bench"
+bin=target/compare_bench
 for path in "$generated"/no-oracle/*.gguf; do
     rows_submit engine_row "$(basename "$path")" "$path" arch
 done
