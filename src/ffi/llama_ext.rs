@@ -33,13 +33,13 @@ extern "C" {
     /// Constructs a `std::string` in `slot` holding the `n` bytes at `bytes`; 0, or -1 when memory
     /// ran out (the string is valid, empty, either way).
     fn engine_string_construct(slot: *mut c_void, bytes: *const u8, n: usize) -> i32;
-    /// Up to `cap` of the data pointers and lengths of the `std::vector<std::vector<int32_t>>` at
-    /// `vectors`; returns how many vectors it holds.
     /// The bytes and length of the `std::string` at `str`.
     fn engine_string_view(str: *const c_void, bytes: *mut *const u8, n: *mut usize);
     /// Constructs a `std::vector<uint32_t>` in `slot` holding the `n` values at `values`; 0, or -1
     /// when memory ran out (the vector is valid, empty, either way).
     fn engine_u32_vector_construct(slot: *mut c_void, values: *const u32, n: usize) -> i32;
+    /// Up to `cap` of the data pointers and lengths of the `std::vector<std::vector<int32_t>>` at
+    /// `vectors`; returns how many vectors it holds.
     fn engine_token_vectors(vectors: *const c_void, data: *mut *const i32, lens: *mut usize, cap: usize) -> usize;
 }
 

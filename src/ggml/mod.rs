@@ -58,8 +58,6 @@ pub const DEFAULT_THREADS: i32 = ggml_sys::GGML_DEFAULT_N_THREADS as i32;
 pub const MAX_THREADS: i32 = ggml_sys::GGML_MAX_N_THREADS as i32;
 /// ggml's 32-bit integer type (tables of ids).
 pub const TYPE_I32: RawType = ggml_sys::ggml_type_GGML_TYPE_I32;
-/// ggml's 32-bit float type.
-pub const TYPE_F32: RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
 
 /// `x` as ggml's F16 bits (rounded as ggml rounds).
 pub fn f16_bits(x: f32) -> u16 {

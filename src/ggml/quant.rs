@@ -43,7 +43,7 @@ pub fn validate_rows(t: RawType, data: &[u8]) -> bool {
     unsafe { ggml_sys::ggml_validate_row_data(t, data.as_ptr().cast::<c_void>(), data.len()) }
 }
 
-/// `dst` = the values of `src`, elements of type `t` (F16, BF16 or a quantized type with a
+/// `dst` = the values of `src`, elements of type `t` (F32, F16, BF16 or a quantized type with a
 /// dequantization), as llama.cpp's quantizer converts them.
 pub fn to_f32(t: RawType, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
     let n = dst.len();
@@ -56,6 +56,11 @@ pub fn to_f32(t: RawType, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
     }
     let count = i64::try_from(n).map_err(|_| "tensor too large".to_string())?;
     match t {
+        ggml_sys::ggml_type_GGML_TYPE_F32 => {
+            for (d, b) in dst.iter_mut().zip(src.chunks_exact(4)) {
+                *d = f32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
         // SAFETY (both): `src` holds exactly `n` values of the type, `dst` has room for `n` floats.
         ggml_sys::ggml_type_GGML_TYPE_F16 => unsafe {
             ggml_sys::ggml_fp16_to_fp32_row(src.as_ptr().cast(), dst.as_mut_ptr(), count)
@@ -166,4 +171,26 @@ fn has_quantizer(t: RawType) -> bool {
         ggml_type_GGML_TYPE_IQ4_XS,
     ]
     .contains(&t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f32_and_f16_convert_to_their_values() {
+        let values = [0.5f32, -2.0, 3.25, 0.0];
+        let f32_bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let mut out = [9.0f32; 4];
+        to_f32(ggml_sys::ggml_type_GGML_TYPE_F32, &f32_bytes, &mut out).unwrap();
+        assert_eq!(out, values);
+        let f16_bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| crate::ggml::f16_bits(v).to_ne_bytes())
+            .collect();
+        to_f32(ggml_sys::ggml_type_GGML_TYPE_F16, &f16_bytes, &mut out).unwrap();
+        assert_eq!(out, values);
+        // A length that is not whole values of the type is refused.
+        assert!(to_f32(ggml_sys::ggml_type_GGML_TYPE_F32, &f32_bytes[..15], &mut out).is_err());
+    }
 }

@@ -677,7 +677,7 @@ impl<'a> Builder<'a> {
                 rows,
                 &[n_embd as i64, rows.ne()[1]],
                 &[rows.nb()[1]],
-                (il + 1) * n_embd * 4,
+                (il + 1) * n_embd * std::mem::size_of::<f32>(),
             )
             .map_err(ggml_err)?;
         let x = self.g.add(x, features).map_err(ggml_err)?;

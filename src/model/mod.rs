@@ -395,12 +395,6 @@ impl Model {
             .ok_or_else(|| Error::invalid("the model has no token embeddings"))?;
         let mut bytes = vec![0u8; t.nbytes()];
         crate::ggml::tensor_read(t, 0, &mut bytes).map_err(Error::Ggml)?;
-        if t.ggml_type() == crate::ggml::TYPE_F32 {
-            for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-                *o = f32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-            }
-            return Ok(());
-        }
         crate::ggml::quant::to_f32(t.ggml_type(), &bytes, out).map_err(Error::Ggml)
     }
 

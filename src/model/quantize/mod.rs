@@ -178,7 +178,7 @@ pub fn model_of_facts(f: &ModelFacts, arch: ArchLookup) -> Result<super::Model> 
     super::Model::of_hparams(spec, hp, &g)
 }
 
-/// Quantize the model in `inputs`/// Quantize the model in `inputs` (one file, or all its splits in order) into `output`.
+/// Quantize the model in `inputs` (one file, or all its splits in order) into `output`.
 pub fn quantize(inputs: &[String], output: &str, p: &QuantizeParams, arch: ArchLookup) -> Result<()> {
     crate::ggml::init();
     default_type(p.ftype).ok_or_else(|| Error::invalid(format!("invalid output file type {}", p.ftype)))?;
@@ -507,18 +507,9 @@ fn convert(job: &Job, imatrix: Option<&[f32]>, nthread: usize, max_buf: usize, s
     for first in (0..rows_total).step_by(slab_rows) {
         let rows = slab_rows.min(rows_total - first);
         let src = &job.data[first * src_row..(first + rows) * src_row];
-        let values: &[f32] = if t.ggml_type == types::ty::F32 {
-            floats.clear();
-            floats.extend(
-                src.chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-            );
-            &floats
-        } else {
-            floats.resize(rows * n_per_row, 0.0);
-            quant::to_f32(t.ggml_type, src, &mut floats).map_err(Error::invalid)?;
-            &floats
-        };
+        floats.resize(rows * n_per_row, 0.0);
+        quant::to_f32(t.ggml_type, src, &mut floats).map_err(Error::invalid)?;
+        let values: &[f32] = &floats;
         out.resize(rows * dst_row, 0);
         // Pieces of at most a chunk, never across experts (each has its own importance weights).
         let mut pieces = Vec::new();
