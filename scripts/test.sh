@@ -17,31 +17,48 @@ esac
 
 stages=()
 started=$SECONDS
+mkdir -p build/cpu
 report() {
-    local line
+    local line name wall cpu total_cpu=0
     echo
-    echo "stage                               seconds"
+    printf '%-44s %7s %7s\n' stage seconds "cpu s"
     for line in "${stages[@]}"; do
-        printf '%-36s %7s\n' "${line%|*}" "${line##*|}"
+        IFS='|' read -r name wall cpu <<<"$line"
+        printf '%-44s %7s %7s\n' "$name" "$wall" "$cpu"
+        total_cpu=$((total_cpu + cpu))
     done
-    printf '%-36s %7s\n' "total (wall clock)" "$((SECONDS - started))"
+    printf '%-44s %7s %7s\n' "total (wall clock; cpu of all stages)" "$((SECONDS - started))" "$total_cpu"
 }
 trap report EXIT
+# timed NAME COMMAND...: run COMMAND in a subshell that leaves the CPU seconds it and its children
+# used in build/cpu/NAME (the cores, not the clock, are what a 2-core run runs out of).
+timed() {
+    local name="$1"
+    shift
+    (
+        "$@"
+        # `times` unpiped: a pipeline would run it in a fork, whose children's times are zero.
+        times >"build/cpu/$name.times"
+        awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/);
+            printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] + 0.5 }' \
+            "build/cpu/$name.times" >"build/cpu/$name"
+    )
+}
+cpu_of() { cat "build/cpu/$1" 2>/dev/null || echo 0; }
 # stage NAME COMMAND...: run COMMAND and record how long it took.
 stage() {
     local name="$1" t0=$SECONDS
     shift
-    "$@"
-    stages+=("$name|$((SECONDS - t0))")
+    timed "$name" "$@"
+    stages+=("$name|$((SECONDS - t0))|$(cpu_of "$name")")
 }
 # background NAME COMMAND...: start COMMAND at the lowest priority, its output kept for finish.
 declare -A bg_pid bg_start
 background() {
     local name="$1"
     shift
-    mkdir -p build
     bg_start[$name]=$SECONDS
-    nice -n 19 "$@" >"build/$name.log" 2>&1 &
+    timed "$name" nice -n 19 "$@" >"build/$name.log" 2>&1 &
     bg_pid[$name]=$!
 }
 # finish NAME: wait for a background stage, show its output's end, fail if it failed.
@@ -49,7 +66,7 @@ finish() {
     local name="$1" rc=0 t0=$SECONDS
     wait "${bg_pid[$name]}" || rc=$?
     tail -n 25 "build/$name.log"
-    stages+=("$name (background, $((SECONDS - t0)) s waited)|$((SECONDS - ${bg_start[$name]}))")
+    stages+=("$name (background, $((SECONDS - t0)) s waited)|$((SECONDS - ${bg_start[$name]}))|$(cpu_of "$name")")
     [ "$rc" -eq 0 ] || { echo "$name failed (rc $rc): build/$name.log" >&2; exit "$rc"; }
 }
 
