@@ -60,12 +60,45 @@ fn main() {
 fn build_shared_ggml(src: &std::path::Path) {
     use std::process::Command;
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    let build = out.join("ggml-build");
-    let lib = out.join("ggml-lib");
+    // OUT_DIR is <target>/<profile>/build/engine-<hash>/out; libengine.so is in <target>/<profile>.
+    let profile_dir = out.ancestors().nth(3).expect("OUT_DIR under the target directory");
     let feature = |name: &str| std::env::var_os(format!("CARGO_FEATURE_{name}")).is_some();
     let on_off = |b: bool| if b { "ON" } else { "OFF" };
     let cmake = std::env::var("ENGINE_CMAKE").unwrap_or_else(|_| "cmake".to_string());
     let portable = feature("PORTABLE");
+    let options = [
+        "-DCMAKE_BUILD_TYPE=Release".to_string(),
+        "-DBUILD_SHARED_LIBS=ON".to_string(),
+        "-DGGML_BUILD_TESTS=OFF".to_string(),
+        "-DGGML_BUILD_EXAMPLES=OFF".to_string(),
+        "-DGGML_CCACHE=OFF".to_string(),
+        // llamafile's tiled matrix kernels: llama.cpp's build has them, and its numbers with them.
+        "-DGGML_LLAMAFILE=ON".to_string(),
+        "-DGGML_RPC=ON".to_string(),
+        format!("-DGGML_NATIVE={}", on_off(feature("NATIVE") && !portable)),
+        // The portable build: every CPU variant as a module, the best one loaded at run time.
+        format!("-DGGML_BACKEND_DL={}", on_off(portable)),
+        format!("-DGGML_CPU_ALL_VARIANTS={}", on_off(portable)),
+        format!("-DCMAKE_C_FLAGS={NO_AMX}"),
+        format!("-DCMAKE_CXX_FLAGS={NO_AMX}"),
+        format!("-DGGML_CUDA={}", on_off(feature("CUDA"))),
+        format!("-DGGML_BLAS={}", on_off(feature("BLAS"))),
+        // The libraries find each other beside themselves wherever they are copied.
+        "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON".to_string(),
+        "-DCMAKE_INSTALL_RPATH=$ORIGIN".to_string(),
+    ];
+    // One ggml build per source and options, shared by the build scripts that want the same one:
+    // clippy's run of this script is another run than the build's (cargo keys it by the compiler
+    // wrapper), and would otherwise build ggml a second time.
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&cmake, src, &options).hash(&mut h);
+        h.finish()
+    };
+    let shared = profile_dir.join(format!("ggml-{key:016x}"));
+    let build = shared.join("build");
+    let lib = shared.join("lib");
     let run = |cmd: &mut Command, what: &str| {
         let status = cmd
             .status()
@@ -83,26 +116,8 @@ fn build_shared_ggml(src: &std::path::Path) {
             .arg(src)
             .arg("-B")
             .arg(&build)
-            .arg("-DCMAKE_BUILD_TYPE=Release")
-            .arg("-DBUILD_SHARED_LIBS=ON")
-            .arg("-DGGML_BUILD_TESTS=OFF")
-            .arg("-DGGML_BUILD_EXAMPLES=OFF")
-            .arg("-DGGML_CCACHE=OFF")
-            // llamafile's tiled matrix kernels: llama.cpp's build has them, and its numbers with them.
-            .arg("-DGGML_LLAMAFILE=ON")
-            .arg("-DGGML_RPC=ON")
-            .arg(format!("-DGGML_NATIVE={}", on_off(feature("NATIVE") && !portable)))
-            // The portable build: every CPU variant as a module, the best one loaded at run time.
-            .arg(format!("-DGGML_BACKEND_DL={}", on_off(portable)))
-            .arg(format!("-DGGML_CPU_ALL_VARIANTS={}", on_off(portable)))
-            .arg(format!("-DCMAKE_C_FLAGS={NO_AMX}"))
-            .arg(format!("-DCMAKE_CXX_FLAGS={NO_AMX}"))
-            .arg(format!("-DGGML_CUDA={}", on_off(feature("CUDA"))))
-            .arg(format!("-DGGML_BLAS={}", on_off(feature("BLAS"))))
+            .args(&options)
             .arg(format!("-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={}", lib.display()))
-            // The libraries find each other beside themselves wherever they are copied.
-            .arg("-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON")
-            .arg("-DCMAKE_INSTALL_RPATH=$ORIGIN")
             .stdout(std::process::Stdio::null()),
         "configuring ggml",
     );
@@ -128,14 +143,14 @@ fn build_shared_ggml(src: &std::path::Path) {
         run(build_cmd.stdout(std::process::Stdio::null()), "building ggml");
     }
     println!("cargo:rustc-link-search=native={}", lib.display());
-    // What libllama.so links: the CPU backend is reached through ggml's registry.
+    // What libllama.so links: the CPU backend is reached through ggml's registry. By file name:
+    // `-lggml` would take the first directory that has libggml.so or libggml.a, and cargo orders
+    // the directories by name, so qts_ggml_sys's empty archives (vendor/README.md) may come first.
     for name in ["ggml", "ggml-base"] {
-        println!("cargo:rustc-link-lib=dylib={name}");
+        println!("cargo:rustc-link-lib=dylib:+verbatim=lib{name}.so");
     }
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
 
-    // OUT_DIR is <target>/<profile>/build/engine-<hash>/out; libengine.so is in <target>/<profile>.
-    let profile_dir = out.ancestors().nth(3).expect("OUT_DIR under the target directory");
     // A build of the other kind (native or portable) may have left its libraries here.
     for entry in std::fs::read_dir(profile_dir).expect("the profile directory") {
         let path = entry.expect("directory entry").path();
