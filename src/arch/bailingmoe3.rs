@@ -13,6 +13,7 @@ use crate::ggml::{TensorRef, ROPE_MROPE};
 use crate::graph::{ggml_err, Builder, Decoder, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct BailingMoe3;
@@ -24,6 +25,41 @@ impl ArchSpec for BailingMoe3 {
 
     fn rope_type(&self) -> i32 {
         crate::ggml::ROPE_NORMAL
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "expert_shared_feed_forward_length",
+            "swiglu_clamp_exp",
+            "swiglu_clamp_shexp",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "attention.q_lora_rank",
+            "attention.kv_lora_rank",
+            "attention.key_length_mla",
+            "attention.value_length_mla",
+            "rope.dimension_sections",
+            "ssm.conv_kernel",
+            "kda.head_dim",
+            "kda.safe_gate",
+            "kda.gate_lower_bound",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[("kda.safe_gate", Rule::Bool(true))]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("ssm_norm.weight", "ssm_o_norm"),
+            ("layer_output_norm.weight", "nextn.shared_head_norm"),
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

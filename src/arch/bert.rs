@@ -21,6 +21,10 @@ impl ArchSpec for Bert {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.layer_norm_epsilon"]
+    }
+
     fn memory(&self) -> Memory {
         Memory::None
     }

@@ -15,10 +15,13 @@ use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Cohere {
     name: &'static str,
+    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
+    reads: &'static [&'static str],
     /// Sliding layers (which alone rotate) and FFN scales: Cohere 2.
     sliding: bool,
     /// Experts after leading dense layers: Cohere 2 MoE.
@@ -28,6 +31,7 @@ pub struct Cohere {
 
 pub const COMMAND_R: Cohere = Cohere {
     name: "command-r",
+    reads: &["logit_scale", "attention.layer_norm_epsilon"],
     sliding: false,
     experts: false,
     sizes: &[(40, "35B")],
@@ -35,6 +39,12 @@ pub const COMMAND_R: Cohere = Cohere {
 
 pub const COHERE2: Cohere = Cohere {
     name: "cohere2",
+    reads: &[
+        "logit_scale",
+        "attention.layer_norm_epsilon",
+        "attention.sliding_window",
+        "rope.freq_base_swa",
+    ],
     sliding: true,
     experts: false,
     sizes: &[(32, "8B")],
@@ -42,6 +52,20 @@ pub const COHERE2: Cohere = Cohere {
 
 pub const COHERE2MOE: Cohere = Cohere {
     name: "cohere2moe",
+    reads: &[
+        "leading_dense_block_count",
+        "expert_feed_forward_length",
+        "expert_shared_feed_forward_length",
+        "expert_shared_count",
+        "expert_weights_scale",
+        "expert_weights_norm",
+        "expert_gating_func",
+        "logit_scale",
+        "attention.layer_norm_epsilon",
+        "attention.layer_norm_rms_epsilon",
+        "attention.sliding_window",
+        "rope.freq_base_swa",
+    ],
     sliding: true,
     experts: true,
     sizes: &[(49, "30B.A3B")],
@@ -60,6 +84,17 @@ impl ArchSpec for Cohere {
 
     fn rope_type(&self) -> i32 {
         0
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        self.reads
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        match self.experts {
+            true => &[super::HELD_GATING],
+            false => &[],
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -17,9 +17,11 @@
 use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX, ROPE_NORMAL};
+use crate::gguf::Value;
 use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
+use crate::model::saver::{self, Rule};
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct DeepSeek2 {
@@ -69,6 +71,14 @@ const GLM52_MIN_CONTEXT: u32 = 1 << 20;
 /// llama.cpp's vocabulary size of GLM 4.7 Lite, whose files route by sigmoid without saying so.
 const GLM47_LITE_VOCAB: u32 = 154880;
 
+/// DeepSeek-V2's loader reads the temperature length into another field, leaving this one 0.
+const HELD_TEMPERATURE_LENGTH: (&str, Rule) = ("attention.temperature_length", Rule::Held(|_| Value::U32(0)));
+/// Its YaRN log multiplier as loading resolved it.
+const HELD_YARN_LOG_MUL: (&str, Rule) = (
+    "rope.scaling.yarn_log_multiplier",
+    Rule::Held(|f| Value::F32(f.hp.rope_yarn_log_mul)),
+);
+
 impl ArchSpec for DeepSeek2 {
     fn name(&self) -> &'static str {
         self.name
@@ -76,6 +86,77 @@ impl ArchSpec for DeepSeek2 {
 
     fn rope_type(&self) -> i32 {
         0
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        match self.variant {
+            Variant::DeepSeek2 | Variant::Mistral4 => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "expert_weights_norm",
+                "expert_gating_func",
+                "attention.layer_norm_rms_epsilon",
+                "attention.q_lora_rank",
+                "attention.kv_lora_rank",
+                "attention.temperature_length",
+                "attention.temperature_scale",
+                "attention.key_length_mla",
+                "attention.value_length_mla",
+                "rope.scaling.yarn_log_multiplier",
+            ],
+            Variant::DeepSeek32 => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "expert_weights_norm",
+                "expert_gating_func",
+                "attention.layer_norm_rms_epsilon",
+                "attention.q_lora_rank",
+                "attention.kv_lora_rank",
+                "attention.key_length_mla",
+                "attention.value_length_mla",
+                "attention.indexer.head_count",
+                "attention.indexer.key_length",
+                "attention.indexer.top_k",
+                "rope.dimension_sections",
+                "rope.scaling.yarn_log_multiplier",
+            ],
+            Variant::GlmDsa => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "expert_weights_norm",
+                "expert_gating_func",
+                "attention.layer_norm_rms_epsilon",
+                "attention.q_lora_rank",
+                "attention.kv_lora_rank",
+                "attention.key_length_mla",
+                "attention.value_length_mla",
+                "attention.indexer.head_count",
+                "attention.indexer.key_length",
+                "attention.indexer.top_k",
+                "attention.indexer.types",
+                "rope.dimension_sections",
+            ],
+        }
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        match self.variant {
+            Variant::DeepSeek2 | Variant::Mistral4 => &[HELD_TEMPERATURE_LENGTH, HELD_YARN_LOG_MUL, super::HELD_GATING],
+            Variant::DeepSeek32 => &[HELD_TEMPERATURE_LENGTH, HELD_YARN_LOG_MUL, super::HELD_NORM_EPS],
+            Variant::GlmDsa => &[
+                (
+                    "attention.indexer.types",
+                    Rule::Held(|f| saver::flags(&f.hp.indexer.layers[..f.n_layer])),
+                ),
+                super::HELD_GATING,
+            ],
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

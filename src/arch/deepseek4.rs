@@ -12,10 +12,12 @@
 use super::{deepseek2, glm5_next, hy_v4};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::gguf::{Array, Value};
 use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
 use crate::kv::compressed::Kind;
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::{self, Rule};
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Deepseek4;
@@ -27,6 +29,53 @@ impl ArchSpec for Deepseek4 {
 
     fn rope_type(&self) -> i32 {
         0
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "swiglu_clamp_exp",
+            "swiglu_clamp_shexp",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "attention.q_lora_rank",
+            "attention.sliding_window",
+            "attention.indexer.head_count",
+            "attention.indexer.key_length",
+            "attention.indexer.top_k",
+            "attention.output_group_count",
+            "attention.output_lora_rank",
+            "attention.compress_rope_freq_base",
+            "attention.compress_ratios",
+            "hyper_connection.count",
+            "hyper_connection.sinkhorn_iterations",
+            "hyper_connection.epsilon",
+            "hash_layer_count",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[
+            // The shared experts' clamp defaults to the routed experts'.
+            (
+                "swiglu_clamp_shexp",
+                Rule::Held(|f| {
+                    let mut clamp = f.hp.swiglu_clamp_shexp.clone();
+                    clamp.resize(f.n_layer_all, 0.0);
+                    Value::Array(Array::F32(clamp))
+                }),
+            ),
+            super::HELD_EMBD_OUT,
+            // llama.cpp reads the ratios as one whole array.
+            ("attention.compress_ratios", Rule::Held(saver::whole_compress_ratios)),
+        ]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("attn_kv_a_norm.weight", "attn_kv_norm")]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

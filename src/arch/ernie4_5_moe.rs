@@ -23,6 +23,17 @@ impl ArchSpec for Ernie45Moe {
         0
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "expert_shared_feed_forward_length",
+            "interleave_moe_layer_step",
+            "attention.layer_norm_rms_epsilon",
+            "rope.dimension_sections",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;

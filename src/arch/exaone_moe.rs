@@ -26,6 +26,21 @@ impl ArchSpec for ExaoneMoe {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "expert_shared_feed_forward_length",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "rope.freq_base_swa",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;

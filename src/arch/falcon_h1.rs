@@ -21,6 +21,17 @@ impl ArchSpec for FalconH1 {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "attention.layer_norm_rms_epsilon",
+            "ssm.inner_size",
+            "ssm.conv_kernel",
+            "ssm.state_size",
+            "ssm.time_step_rank",
+            "ssm.group_count",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         mamba::load_mamba2(meta, hp)?;
         hp.recurrent_layers = vec![true; hp.n_layer as usize];

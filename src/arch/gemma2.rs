@@ -4,9 +4,11 @@
 use super::gemma3;
 use crate::error::Result;
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Gemma2;
@@ -24,6 +26,23 @@ impl ArchSpec for Gemma2 {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "attn_logit_softcapping",
+            "final_logit_softcapping",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "rope.freq_base_swa",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[
+            ("attention.scale", Rule::Held(|f| Value::F32(f.hp.attn_scale))),
+            ("attention.sliding_window", Rule::U32(DEFAULT_WINDOW)),
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

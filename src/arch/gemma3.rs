@@ -4,9 +4,11 @@
 use super::common_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Gemma3;
@@ -18,6 +20,27 @@ impl ArchSpec for Gemma3 {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "final_logit_softcapping",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "rope.freq_base_swa",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[
+            ("final_logit_softcapping", Rule::F32(0.0)),
+            // llama.cpp computes the attention scale whatever the file says; it tells the 27B by
+            // its layers without next-token-prediction ones.
+            (
+                "attention.scale",
+                Rule::Held(|f| Value::F32(query_scale(f.hp, f.n_layer == 62))),
+            ),
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

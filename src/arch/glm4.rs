@@ -21,6 +21,10 @@ impl ArchSpec for Glm4 {
         ROPE_NORMAL
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.layer_norm_rms_epsilon", "rope.dimension_sections"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::refuse_mtp(meta, hp)?;

@@ -15,6 +15,7 @@ use crate::graph::kpool::Picks;
 use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Glm5Next;
@@ -29,6 +30,49 @@ impl ArchSpec for Glm5Next {
 
     fn rope_type(&self) -> i32 {
         -1
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "swiglu_clamp_exp",
+            "swiglu_clamp_shexp",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "expert_gating_func",
+            "attention.layer_norm_epsilon",
+            "attention.layer_norm_rms_epsilon",
+            "attention.q_lora_rank",
+            "attention.kv_lora_rank",
+            "attention.key_length_mla",
+            "attention.value_length_mla",
+            "attention.indexer.head_count",
+            "attention.indexer.key_length",
+            "attention.indexer.top_k",
+            "attention.indexer.kpool",
+            "attention.indexer.kpool_select_tail",
+            "attention.indexer.types",
+            "hyper_connection.count",
+            "hyper_connection.sinkhorn_iterations",
+            "hyper_connection.epsilon",
+            "ssm.conv_kernel",
+            "kda.head_dim",
+            "kda.gate_lower_bound",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[super::HELD_LATENT_VALUE_LENGTH, super::HELD_GATING]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("ssm_norm.weight", "ssm_o_norm"),
+            ("indexer_compressor_gate.weight", "indexer_kpool_gate"),
+            ("indexer_compressor_ape.weight", "indexer_kpool_ape"),
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -16,6 +16,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 /// How token positions reach attention.
@@ -68,6 +69,10 @@ enum Residual {
 pub struct Gpt2Like {
     name: &'static str,
     rope_type: i32,
+    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
+    reads: &'static [&'static str],
+    /// The values llama.cpp's loader sets itself (`ArchSpec::saved_rules`).
+    saved: &'static [(&'static str, Rule)],
     positions: Positions,
     /// A layer norm over the token embeddings (BLOOM).
     token_norm: bool,
@@ -102,6 +107,8 @@ pub struct Gpt2Like {
 pub const GPT2: Gpt2Like = Gpt2Like {
     name: "gpt2",
     rope_type: -1,
+    reads: &["attention.layer_norm_epsilon"],
+    saved: &[],
     positions: Positions::Learned { optional: false },
     token_norm: false,
     biases: Biases::Required,
@@ -147,6 +154,7 @@ pub const STARCODER2: Gpt2Like = Gpt2Like {
 pub const BLOOM: Gpt2Like = Gpt2Like {
     created: super::created::bloom,
     name: "bloom",
+    saved: &[super::HELD_ALIBI],
     positions: Positions::Alibi { fixed: Some(8.0) },
     token_norm: true,
     sizes: &[(24, "1B")],
@@ -156,6 +164,11 @@ pub const BLOOM: Gpt2Like = Gpt2Like {
 pub const MPT: Gpt2Like = Gpt2Like {
     created: super::created::mpt,
     name: "mpt",
+    reads: &[
+        "attention.max_alibi_bias",
+        "attention.clamp_kqv",
+        "attention.layer_norm_epsilon",
+    ],
     positions: Positions::Learned { optional: true },
     biases: Biases::Optional,
     mpt: true,
@@ -166,6 +179,7 @@ pub const MPT: Gpt2Like = Gpt2Like {
 pub const JAIS: Gpt2Like = Gpt2Like {
     created: super::created::jais,
     name: "jais",
+    reads: &["attention.max_alibi_bias", "attention.layer_norm_epsilon"],
     positions: Positions::Alibi { fixed: None },
     act: Act::SwiGlu,
     scale_by_head_dim: true,
@@ -256,6 +270,7 @@ pub const GPTNEOX: Gpt2Like = Gpt2Like {
     created: super::created::gptneox,
     name: "gptneox",
     rope_type: 2,
+    reads: &["use_parallel_residual", "attention.layer_norm_epsilon"],
     positions: Positions::Rotary,
     residual: Residual::ParallelIfFile,
     sizes: &[],
@@ -287,6 +302,14 @@ impl ArchSpec for Gpt2Like {
 
     fn rope_type(&self) -> i32 {
         self.rope_type
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        self.reads
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        self.saved
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -7,9 +7,11 @@
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Granite(&'static str);
@@ -19,6 +21,9 @@ pub const GRANITE_MOE: Granite = Granite("granitemoe");
 /// MiniCPM: Granite's graph, with defaults for the scales older files leave out.
 pub const MINICPM: Granite = Granite("minicpm");
 
+/// Rotary positions unless the file says otherwise (Granite's and Granite Hybrid's default).
+pub(super) const ROTATES_BY_DEFAULT: (&str, Rule) = ("rope.scaling.finetuned", Rule::Bool(true));
+
 impl ArchSpec for Granite {
     fn name(&self) -> &'static str {
         self.0
@@ -26,6 +31,49 @@ impl ArchSpec for Granite {
 
     fn rope_type(&self) -> i32 {
         0
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        match self.0 {
+            "granite" => &[
+                "expert_shared_feed_forward_length",
+                "deepstack_mapping",
+                "logit_scale",
+                "residual_scale",
+                "embedding_scale",
+                "attention.layer_norm_rms_epsilon",
+                "attention.scale",
+            ],
+            "granitemoe" => &[
+                "expert_shared_feed_forward_length",
+                "logit_scale",
+                "residual_scale",
+                "embedding_scale",
+                "attention.layer_norm_rms_epsilon",
+                "attention.scale",
+            ],
+            // MiniCPM.
+            _ => &[
+                "logit_scale",
+                "residual_scale",
+                "embedding_scale",
+                "attention.layer_norm_rms_epsilon",
+            ],
+        }
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        match self.0 {
+            "granite" => &[ROTATES_BY_DEFAULT],
+            "granitemoe" => &[],
+            // MiniCPM's loader holds its defaults where the file has none.
+            _ => &[
+                ("rope.scaling.finetuned", Rule::Held(|_| Value::Bool(true))),
+                ("logit_scale", Rule::Held(|f| Value::F32(f.hp.logit_scale))),
+                ("embedding_scale", Rule::Held(|f| Value::F32(f.hp.embedding_scale))),
+                ("residual_scale", Rule::Held(|f| Value::F32(f.hp.residual_scale))),
+            ],
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -8,6 +8,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct GraniteHybrid;
@@ -19,6 +20,26 @@ impl ArchSpec for GraniteHybrid {
 
     fn rope_type(&self) -> i32 {
         0
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_shared_feed_forward_length",
+            "logit_scale",
+            "residual_scale",
+            "embedding_scale",
+            "attention.layer_norm_rms_epsilon",
+            "attention.scale",
+            "ssm.inner_size",
+            "ssm.conv_kernel",
+            "ssm.state_size",
+            "ssm.time_step_rank",
+            "ssm.group_count",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[super::granite::ROTATES_BY_DEFAULT]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

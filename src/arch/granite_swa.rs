@@ -23,6 +23,21 @@ impl ArchSpec for GraniteSwa {
         0
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_shared_feed_forward_length",
+            "deepstack_mapping",
+            "logit_scale",
+            "residual_scale",
+            "embedding_scale",
+            "attention.layer_norm_rms_epsilon",
+            "attention.rope_pattern",
+            "attention.sliding_window",
+            "attention.sliding_window_pattern",
+            "attention.scale",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;

@@ -6,9 +6,11 @@
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Grok;
@@ -23,6 +25,12 @@ const MOE: Moe = Moe {
     pick_by_sigmoid: false,
 };
 
+// llama.cpp's defaults for files without the keys.
+const LOGIT_SCALE: f32 = 0.577_350_269_189_625_7_f64 as f32;
+const EMBEDDING_SCALE: f32 = 78.383_671_769_061_69_f64 as f32;
+const OUTPUT_SCALE: f32 = 0.088_388_347_648_318_45_f64 as f32;
+const YARN_BETA_FAST: f32 = 8.0;
+
 impl ArchSpec for Grok {
     fn name(&self) -> &'static str {
         "grok"
@@ -32,19 +40,57 @@ impl ArchSpec for Grok {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "logit_scale",
+            "attn_logit_softcapping",
+            "router_logit_softcapping",
+            "final_logit_softcapping",
+            "embedding_scale",
+            "attention.layer_norm_rms_epsilon",
+            "attention.output_scale",
+            "attention.temperature_length",
+            "rope.scaling.yarn_ext_factor",
+            "rope.scaling.yarn_attn_factor",
+            "rope.scaling.yarn_beta_fast",
+            "rope.scaling.yarn_beta_slow",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        // llama.cpp's saver writes its default YaRN beta whatever the file says.
+        &[
+            ("logit_scale", Rule::F32(LOGIT_SCALE)),
+            ("embedding_scale", Rule::F32(EMBEDDING_SCALE)),
+            ("attention.output_scale", Rule::F32(OUTPUT_SCALE)),
+            ("attn_logit_softcapping", Rule::F32(30.0)),
+            ("router_logit_softcapping", Rule::F32(30.0)),
+            ("final_logit_softcapping", Rule::F32(0.0)),
+            (
+                "rope.scaling.yarn_beta_fast",
+                Rule::Held(|_| Value::F32(YARN_BETA_FAST)),
+            ),
+        ]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("layer_output_norm.weight", "ffn_post_norm")]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         let f = |hp: &HParams, key: &str, default: f32| -> Result<f32> {
             Ok(meta.f32_opt(&hp.key(key))?.unwrap_or(default))
         };
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        hp.logit_scale = f(hp, "logit_scale", 0.577_350_269_189_625_7_f64 as f32)?;
-        hp.embedding_scale = f(hp, "embedding_scale", 78.383_671_769_061_69_f64 as f32)?;
-        hp.kq_tanh_scale = f(hp, "attention.output_scale", 0.088_388_347_648_318_45_f64 as f32)?;
+        hp.logit_scale = f(hp, "logit_scale", LOGIT_SCALE)?;
+        hp.embedding_scale = f(hp, "embedding_scale", EMBEDDING_SCALE)?;
+        hp.kq_tanh_scale = f(hp, "attention.output_scale", OUTPUT_SCALE)?;
         hp.kq_tanh_cap = f(hp, "attn_logit_softcapping", 30.0)?;
         hp.final_logit_softcap = f(hp, "final_logit_softcapping", 0.0)?;
         hp.yarn_ext_factor = f(hp, "rope.scaling.yarn_ext_factor", hp.yarn_ext_factor)?;
         hp.yarn_attn_factor = f(hp, "rope.scaling.yarn_attn_factor", hp.yarn_attn_factor)?;
-        hp.yarn_beta_fast = 8.0;
+        hp.yarn_beta_fast = YARN_BETA_FAST;
         super::load_yarn_betas(meta, hp)?;
         super::check_equal_head_sizes(hp)?;
         if hp.n_embd_head_k * hp.n_head[0] != hp.n_embd {

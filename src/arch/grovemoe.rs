@@ -33,6 +33,16 @@ impl ArchSpec for GroveMoe {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "expert_chunk_feed_forward_length",
+            "expert_group_scale",
+            "experts_per_group",
+            "attention.layer_norm_rms_epsilon",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;

@@ -29,6 +29,17 @@ impl ArchSpec for HrmText {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "embedding_scale",
+            "hrm.layers_per_stack",
+            "hrm.h_cycles",
+            "hrm.l_cycles",
+            "hrm.prefix_lm",
+            "attention.layer_norm_rms_epsilon",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.embedding_scale = meta.f32_opt(&hp.key("embedding_scale"))?.unwrap_or(0.0);

@@ -21,6 +21,14 @@ impl ArchSpec for HunyuanMoe {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "expert_shared_feed_forward_length",
+            "attention.layer_norm_rms_epsilon",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;

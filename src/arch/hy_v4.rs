@@ -13,6 +13,7 @@ use crate::ggml::{TensorRef, ROPE_NORMAL};
 use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct HyV4;
@@ -24,6 +25,34 @@ impl ArchSpec for HyV4 {
 
     fn rope_type(&self) -> i32 {
         ROPE_NORMAL
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "swiglu_clamp_exp",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "attention.q_lora_rank",
+            "attention.kv_lora_rank",
+            "attention.key_length_mla",
+            "attention.value_length_mla",
+            "attention.indexer.head_count",
+            "attention.indexer.key_length",
+            "attention.indexer.top_k",
+            "attention.indexer.types",
+            "hyper_connection.count",
+            "hyper_connection.epsilon",
+            "hyper_connection.magnitude",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[super::HELD_NORM_EPS]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

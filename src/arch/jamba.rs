@@ -21,6 +21,16 @@ impl ArchSpec for Jamba {
         -1
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "attention.layer_norm_rms_epsilon",
+            "ssm.inner_size",
+            "ssm.conv_kernel",
+            "ssm.state_size",
+            "ssm.time_step_rank",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         mamba::load_ssm(meta, hp, false)?;
         if hp.ssm_d_inner != 2 * hp.n_embd {

@@ -14,6 +14,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct KimiK3;
@@ -25,6 +26,37 @@ impl ArchSpec for KimiK3 {
 
     fn rope_type(&self) -> i32 {
         -1
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "expert_latent_length",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "attention.q_lora_rank",
+            "attention.kv_lora_rank",
+            "attention.key_length_mla",
+            "attention.value_length_mla",
+            "ssm.conv_kernel",
+            "kda.head_dim",
+            "kda.gate_lower_bound",
+            "attn_res.block_size",
+            "activation.situ_beta",
+            "activation.situ_linear_beta",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[super::HELD_LATENT_VALUE_LENGTH]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("ssm_norm.weight", "ssm_o_norm")]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -26,6 +26,26 @@ impl ArchSpec for KimiLinear {
         -1
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "attention.kv_lora_rank",
+            "attention.key_length_mla",
+            "attention.value_length_mla",
+            "ssm.conv_kernel",
+            "kda.head_dim",
+        ]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("ssm_norm.weight", "ssm_o_norm")]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.rope = false;

@@ -7,9 +7,11 @@
 use super::attention_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Lfm2;
@@ -23,6 +25,22 @@ impl ArchSpec for Lfm2 {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "shortconv.l_cache",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        // Every layer is dense.
+        &[(
+            "leading_dense_block_count",
+            Rule::Held(|f| Value::U32(f.hp.n_layer_dense_lead)),
+        )]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -66,6 +84,16 @@ impl ArchSpec for Lfm2Moe {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "shortconv.l_cache",
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -21,6 +21,10 @@ impl ArchSpec for Llama {
         0
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.layer_norm_rms_epsilon"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         if hp.n_rot != hp.n_embd_head_k {

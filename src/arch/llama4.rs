@@ -9,9 +9,11 @@
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{ggml_err, is_sliding, rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Llama4;
@@ -35,6 +37,27 @@ impl ArchSpec for Llama4 {
 
     fn rope_type(&self) -> i32 {
         0
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "interleave_moe_layer_step",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "rope.freq_base_swa",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[
+            super::HELD_SWA_BASE,
+            super::HELD_WINDOW,
+            (
+                "attention.temperature_scale",
+                Rule::Held(|f| Value::F32(f.hp.attn_temp.scale)),
+            ),
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -19,14 +19,20 @@
 use super::llama;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct LlamaLike {
     name: &'static str,
     rope_type: i32,
+    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
+    reads: &'static [&'static str],
+    /// The values llama.cpp's loader sets itself (`ArchSpec::saved_rules`).
+    saved: &'static [(&'static str, Rule)],
     variant: llama::Variant,
     /// Mixtral-style experts (as wide as the FFN) where the file has them.
     experts: bool,
@@ -42,6 +48,19 @@ pub struct LlamaLike {
     /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`).
     created: fn(&HParams) -> Vec<String>,
 }
+
+/// What most of the family reads: its norms' epsilon.
+const READS_RMS_EPS: &[&str] = &["attention.layer_norm_rms_epsilon"];
+
+/// What ERNIE 4.5 and PaddleOCR read.
+const READS_ERNIE4_5: &[&str] = &[
+    "leading_dense_block_count",
+    "expert_feed_forward_length",
+    "expert_shared_feed_forward_length",
+    "interleave_moe_layer_step",
+    "attention.layer_norm_rms_epsilon",
+    "rope.dimension_sections",
+];
 
 const NO_FFN_SCALES: llama::Variant = llama::Variant {
     qk_norm: false,
@@ -69,6 +88,8 @@ pub const XVERSE: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "xverse",
     rope_type: 0,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: NO_FFN_SCALES,
     experts: false,
     alibi: 0.0,
@@ -81,6 +102,8 @@ pub const EXAONE: LlamaLike = LlamaLike {
     created: super::created::exaone,
     name: "exaone",
     rope_type: 2,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: NO_FFN_SCALES,
     experts: false,
     alibi: 0.0,
@@ -93,6 +116,8 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
     created: super::created::ernie4_5,
     name: "ernie4_5",
     rope_type: 0,
+    reads: READS_ERNIE4_5,
+    saved: &[],
     variant: llama::Variant {
         no_wo_bias: true,
         ..NO_FFN_SCALES
@@ -110,6 +135,8 @@ pub const DECI: LlamaLike = LlamaLike {
     created: super::created::deci,
     name: "deci",
     rope_type: 0,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: NO_FFN_SCALES,
     experts: false,
     alibi: 0.0,
@@ -122,6 +149,8 @@ pub const ARCEE: LlamaLike = LlamaLike {
     created: super::created::arcee,
     name: "arcee",
     rope_type: 0,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         relu_sqr: true,
         ..NO_FFN_SCALES
@@ -137,6 +166,8 @@ pub const OLMOE: LlamaLike = LlamaLike {
     created: super::created::olmoe,
     name: "olmoe",
     rope_type: 2,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         qk_norm_whole: true,
         no_wo_bias: true,
@@ -162,6 +193,8 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
     created: super::created::seed_oss,
     name: "seed_oss",
     rope_type: 2,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         ffn_norm: Some("post_attention_norm.weight"),
         ..NO_FFN_SCALES
@@ -177,6 +210,14 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
     created: super::created::llama,
     name: "mistral3",
     rope_type: 0,
+    reads: &[
+        "attention.layer_norm_rms_epsilon",
+        "attention.temperature_scale",
+        "rope.scaling.yarn_log_multiplier",
+        "rope.scaling.yarn_beta_fast",
+        "rope.scaling.yarn_beta_slow",
+    ],
+    saved: &[],
     variant: llama::Variant {
         ffn_scales: true,
         ..NO_FFN_SCALES
@@ -192,6 +233,8 @@ pub const REFACT: LlamaLike = LlamaLike {
     created: super::created::llama,
     name: "refact",
     rope_type: -1,
+    reads: READS_RMS_EPS,
+    saved: &[super::HELD_ALIBI],
     variant: llama::Variant {
         no_wo_bias: true,
         no_ffn_bias: true,
@@ -209,6 +252,8 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
     created: super::created::nanbeige,
     name: "nanbeige",
     rope_type: 0,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         ffn_scales: true,
         ..NO_FFN_SCALES
@@ -224,6 +269,8 @@ pub const MAINCODER: LlamaLike = LlamaLike {
     created: super::created::qk_normed,
     name: "maincoder",
     rope_type: 0,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         qk_norm_after_rope: true,
         ..NO_FFN_SCALES
@@ -239,6 +286,8 @@ pub const DREAM: LlamaLike = LlamaLike {
     created: super::created::qwen2,
     name: "dream",
     rope_type: 2,
+    reads: READS_RMS_EPS,
+    saved: &[super::HELD_CAUSAL],
     variant: llama::Variant {
         no_cache: true,
         no_output_bias: true,
@@ -255,6 +304,8 @@ pub const LLADA: LlamaLike = LlamaLike {
     created: super::created::llada,
     name: "llada",
     rope_type: 0,
+    reads: READS_RMS_EPS,
+    saved: &[super::HELD_CAUSAL],
     variant: llama::Variant {
         no_cache: true,
         no_wo_bias: true,
@@ -273,6 +324,8 @@ pub const OPENELM: LlamaLike = LlamaLike {
     created: super::created::openelm,
     name: "openelm",
     rope_type: 2,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         qk_norm: true,
         no_qkv_scale: true,
@@ -291,6 +344,9 @@ const HUNYUAN: LlamaLike = LlamaLike {
     created: super::created::qk_normed,
     name: "hunyuan-dense",
     rope_type: 2,
+    reads: &["attention.layer_norm_rms_epsilon", "rope.dimension_sections"],
+    // Raised by its XDRoPE alpha.
+    saved: &[("rope.freq_base", Rule::Held(|f| Value::F32(f.hp.rope_freq_base)))],
     variant: llama::Variant {
         qk_norm_after_rope: true,
         ..NO_FFN_SCALES
@@ -316,6 +372,8 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
     created: super::created::ernie4_5,
     name: "paddleocr",
     rope_type: crate::ggml::ROPE_MROPE,
+    reads: READS_ERNIE4_5,
+    saved: &[],
     variant: NO_FFN_SCALES,
     experts: false,
     alibi: 0.0,
@@ -330,6 +388,8 @@ pub const PANGU_EMBED: LlamaLike = LlamaLike {
     created: super::created::pangu_embed,
     name: "pangu-embedded",
     rope_type: 2,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         no_rope_factors: true,
         ..NO_FFN_SCALES
@@ -345,6 +405,8 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "internlm2",
     rope_type: 0,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: NO_FFN_SCALES,
     experts: false,
     alibi: 0.0,
@@ -357,6 +419,8 @@ pub const QWEN: LlamaLike = LlamaLike {
     created: super::created::qwen,
     name: "qwen",
     rope_type: 2,
+    reads: READS_RMS_EPS,
+    saved: &[],
     variant: llama::Variant {
         no_wo_bias: true,
         ..NO_FFN_SCALES
@@ -379,6 +443,14 @@ impl ArchSpec for LlamaLike {
 
     fn rope_type(&self) -> i32 {
         self.rope_type
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        self.reads
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        self.saved
     }
 
     fn memory(&self) -> Memory {

@@ -132,6 +132,17 @@ impl ArchSpec for Mamba {
         -1
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "attention.layer_norm_rms_epsilon",
+            "ssm.inner_size",
+            "ssm.conv_kernel",
+            "ssm.state_size",
+            "ssm.time_step_rank",
+            "ssm.dt_b_c_rms",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         load_ssm(meta, hp, false)?;
         hp.recurrent_layers = vec![true; hp.n_layer as usize];
@@ -163,6 +174,17 @@ impl ArchSpec for Mamba2 {
 
     fn rope_type(&self) -> i32 {
         -1
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "attention.layer_norm_rms_epsilon",
+            "ssm.inner_size",
+            "ssm.conv_kernel",
+            "ssm.state_size",
+            "ssm.time_step_rank",
+            "ssm.group_count",
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -21,6 +21,17 @@ impl ArchSpec for Maple {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "swiglu_clamp_exp",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "attention.sliding_window_pattern",
+            "rope.freq_base_swa",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;

@@ -8,6 +8,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Mellum;
@@ -22,6 +23,19 @@ impl ArchSpec for Mellum {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "rope.freq_base_swa",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[super::HELD_SWA_BASE_IF_WINDOW]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

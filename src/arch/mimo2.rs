@@ -25,6 +25,17 @@ impl ArchSpec for Mimo2 {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "attention.sliding_window_pattern",
+            "attention.value_scale",
+            "rope.freq_base_swa",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         if hp.n_rot > hp.n_embd_head_k {

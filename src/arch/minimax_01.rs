@@ -22,6 +22,18 @@ impl ArchSpec for Minimax01 {
         crate::ggml::ROPE_NEOX
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "residual_scale",
+            "attention.layer_norm_rms_epsilon",
+            "attention.recurrent_layers",
+        ]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("attn_gate.weight", "wg")]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.residual_scale = meta.f32(&hp.key("residual_scale"))?;

@@ -24,6 +24,27 @@ impl ArchSpec for MinimaxM3 {
         ROPE_NEOX
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "leading_dense_block_count",
+            "expert_feed_forward_length",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "expert_gating_func",
+            "attention.layer_norm_rms_epsilon",
+            "attention.indexer.head_count",
+            "attention.indexer.key_length",
+            "attention.indexer.top_k",
+            "attention.indexer.block_size",
+            "attention.indexer.local_blocks",
+        ]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("indexer.k_norm.weight", "index_k_norm")]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         let key = |k: &str| format!("minimax-m3.{k}");
         hp.rms_eps = meta.f32(&key("attention.layer_norm_rms_epsilon"))?;

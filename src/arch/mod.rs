@@ -77,6 +77,7 @@ use crate::gguf::{Array, Value};
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::{HParams, RopeScaling, MAX_LAYERS};
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 /// An architecture the engine runs.
@@ -227,6 +228,49 @@ pub fn find(name: &str) -> Result<&'static dyn Architecture> {
 pub fn spec(name: &str) -> Result<&'static dyn ArchSpec> {
     Ok(find(name)?)
 }
+
+// Values llama.cpp's loader sets itself for several architectures, as loading here derived them
+// (`ArchSpec::saved_rules`).
+
+/// The ALiBi bias the architecture fixes.
+pub(crate) const HELD_ALIBI: (&str, Rule) = (
+    "attention.max_alibi_bias",
+    Rule::Held(|f| Value::F32(f.hp.max_alibi_bias)),
+);
+/// The sliding layers' rotary base (the global one where the file gives none).
+pub(crate) const HELD_SWA_BASE: (&str, Rule) = (
+    "rope.freq_base_swa",
+    Rule::Held(|f| Value::F32(f.hp.rope_freq_base_swa)),
+);
+/// The same, read (or defaulted to the global base) only where the model has a sliding window.
+pub(crate) const HELD_SWA_BASE_IF_WINDOW: (&str, Rule) = (
+    "rope.freq_base_swa",
+    Rule::Held(|f| {
+        Value::F32(match f.hp.n_swa {
+            0 => 10000.0,
+            _ => f.hp.rope_freq_base_swa,
+        })
+    }),
+);
+/// The sliding window.
+pub(crate) const HELD_WINDOW: (&str, Rule) = ("attention.sliding_window", Rule::Held(|f| Value::U32(f.hp.n_swa)));
+/// The latent cache's width, as the value head size.
+pub(crate) const HELD_LATENT_VALUE_LENGTH: (&str, Rule) =
+    ("attention.value_length", Rule::Held(|f| Value::U32(f.hp.n_lora_kv)));
+/// The hyper-connected output's width.
+pub(crate) const HELD_EMBD_OUT: (&str, Rule) = ("embedding_length_out", Rule::Held(|f| Value::U32(f.hp.n_embd_out)));
+/// The layer norms' epsilon.
+pub(crate) const HELD_NORM_EPS: (&str, Rule) = (
+    "attention.layer_norm_epsilon",
+    Rule::Held(|f| Value::F32(f.hp.norm_eps)),
+);
+/// Whether attention is causal (the diffusion models attend both ways).
+pub(crate) const HELD_CAUSAL: (&str, Rule) = ("attention.causal", Rule::Held(|f| Value::Bool(f.hp.causal)));
+/// The experts' gating function, the architecture's default where the file names none.
+pub(crate) const HELD_GATING: (&str, Rule) = (
+    "expert_gating_func",
+    Rule::Held(|f| Value::U32(f.hp.expert_gating_func)),
+);
 
 /// llama.cpp's requirement of the Llama-like decoders: one head size for keys, values and
 /// rotation.

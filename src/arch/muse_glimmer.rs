@@ -29,6 +29,16 @@ impl ArchSpec for MuseGlimmer {
         0
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "logit_scale",
+            "final_logit_softcapping",
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "rope.freq_base_swa",
+        ]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;

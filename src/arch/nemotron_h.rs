@@ -8,9 +8,11 @@
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::gguf::Value;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 /// `nemotron_h` or `nemotron_h_moe` (one graph; the experts come with the file).
@@ -26,6 +28,31 @@ impl ArchSpec for NemotronH {
 
     fn rope_type(&self) -> i32 {
         -1
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "expert_shared_feed_forward_length",
+            "expert_shared_count",
+            "expert_weights_scale",
+            "expert_weights_norm",
+            "attention.layer_norm_epsilon",
+            "attention.layer_norm_rms_epsilon",
+            "ssm.inner_size",
+            "ssm.conv_kernel",
+            "ssm.state_size",
+            "ssm.time_step_rank",
+            "ssm.group_count",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        // The RMS norms' epsilon defaults to the layer norms'.
+        &[(
+            "attention.layer_norm_rms_epsilon",
+            Rule::Held(|f| Value::F32(f.hp.rms_eps)),
+        )]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

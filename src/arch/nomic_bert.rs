@@ -20,6 +20,10 @@ impl ArchSpec for NomicBert {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.layer_norm_epsilon"]
+    }
+
     fn memory(&self) -> Memory {
         Memory::None
     }

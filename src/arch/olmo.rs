@@ -20,6 +20,10 @@ impl ArchSpec for Olmo {
         0
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.clamp_kqv", "attention.layer_norm_epsilon"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
         hp.clamp_kqv = meta.f32_opt(&hp.key("attention.clamp_kqv"))?.unwrap_or(0.0);

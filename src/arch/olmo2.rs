@@ -7,6 +7,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Olmo2;
@@ -21,6 +22,18 @@ impl ArchSpec for Olmo2 {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "attention.layer_norm_rms_epsilon",
+            "attention.sliding_window",
+            "rope.freq_base_swa",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[super::HELD_SWA_BASE_IF_WINDOW]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

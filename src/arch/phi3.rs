@@ -13,16 +13,20 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Phi3 {
     name: &'static str,
+    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
+    reads: &'static [&'static str],
     experts: bool,
 }
 
 pub const PHI3: Phi3 = Phi3 {
     name: "phi3",
+    reads: &["attention.layer_norm_rms_epsilon", "attention.sliding_window"],
     experts: false,
 };
 
 pub const PHIMOE: Phi3 = Phi3 {
     name: "phimoe",
+    reads: &["attention.layer_norm_rms_epsilon"],
     experts: true,
 };
 
@@ -44,6 +48,10 @@ impl ArchSpec for Phi3 {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        self.reads
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -20,6 +20,10 @@ impl ArchSpec for Plamo {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.layer_norm_rms_epsilon"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;

@@ -20,6 +20,10 @@ impl ArchSpec for Qwen2 {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.layer_norm_rms_epsilon"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         // Size labels as llama.cpp derives them from the layer count, for llama_model_desc.
@@ -70,6 +74,10 @@ impl ArchSpec for Qwen2Vl {
         crate::ggml::ROPE_MROPE
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["rope.dimension_sections"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         // llama.cpp never reads this architecture's norm epsilon: its norms add 0.
         hp.rms_eps = 0.0;
@@ -107,6 +115,14 @@ impl ArchSpec for Qwen2Moe {
 
     fn rope_type(&self) -> i32 {
         2
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "expert_shared_feed_forward_length",
+            "attention.layer_norm_rms_epsilon",
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

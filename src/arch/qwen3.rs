@@ -20,6 +20,10 @@ impl ArchSpec for Qwen3 {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["attention.layer_norm_rms_epsilon"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         // Qwen3's rerankers score with a softmax over their labels.
@@ -84,6 +88,14 @@ impl ArchSpec for Qwen3Vl {
 
     fn rope_type(&self) -> i32 {
         IMROPE
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "n_deepstack_layers",
+            "attention.layer_norm_rms_epsilon",
+            "rope.dimension_sections",
+        ]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

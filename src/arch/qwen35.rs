@@ -20,6 +20,8 @@ use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 pub struct Qwen35 {
     name: &'static str,
     rope_type: i32,
+    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
+    reads: &'static [&'static str],
     style: DeltaNet,
     experts: bool,
     rollback: bool,
@@ -30,6 +32,16 @@ pub struct Qwen35 {
 pub const QWEN35: Qwen35 = Qwen35 {
     name: "qwen35",
     rope_type: 40,
+    reads: &[
+        "attention.layer_norm_rms_epsilon",
+        "attention.recurrent_layers",
+        "rope.dimension_sections",
+        "ssm.inner_size",
+        "ssm.conv_kernel",
+        "ssm.state_size",
+        "ssm.time_step_rank",
+        "ssm.group_count",
+    ],
     style: DeltaNet::Qwen35,
     experts: false,
     rollback: true,
@@ -46,6 +58,18 @@ pub const QWEN35: Qwen35 = Qwen35 {
 pub const QWEN35_MOE: Qwen35 = Qwen35 {
     name: "qwen35moe",
     rope_type: 40,
+    reads: &[
+        "expert_feed_forward_length",
+        "expert_shared_feed_forward_length",
+        "attention.layer_norm_rms_epsilon",
+        "attention.recurrent_layers",
+        "rope.dimension_sections",
+        "ssm.inner_size",
+        "ssm.conv_kernel",
+        "ssm.state_size",
+        "ssm.time_step_rank",
+        "ssm.group_count",
+    ],
     style: DeltaNet::Qwen35,
     experts: true,
     rollback: true,
@@ -61,6 +85,17 @@ pub const QWEN35_MOE: Qwen35 = Qwen35 {
 pub const QWEN3_NEXT: Qwen35 = Qwen35 {
     name: "qwen3next",
     rope_type: 2,
+    reads: &[
+        "expert_feed_forward_length",
+        "expert_shared_feed_forward_length",
+        "attention.layer_norm_rms_epsilon",
+        "attention.recurrent_layers",
+        "ssm.inner_size",
+        "ssm.conv_kernel",
+        "ssm.state_size",
+        "ssm.time_step_rank",
+        "ssm.group_count",
+    ],
     style: DeltaNet::Qwen3Next,
     experts: true,
     rollback: false,
@@ -74,6 +109,14 @@ impl ArchSpec for Qwen35 {
 
     fn rope_type(&self) -> i32 {
         self.rope_type
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        self.reads
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("ssm_dt.bias", "ssm_dt")]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

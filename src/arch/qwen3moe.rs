@@ -9,6 +9,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Qwen3Moe {
@@ -53,6 +54,25 @@ impl ArchSpec for Qwen3Moe {
             qwen3::IMROPE
         } else {
             2
+        }
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        match self.vl {
+            true => &[
+                "expert_feed_forward_length",
+                "n_deepstack_layers",
+                "attention.layer_norm_rms_epsilon",
+                "rope.dimension_sections",
+            ],
+            false => &["expert_feed_forward_length", "attention.layer_norm_rms_epsilon"],
+        }
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        match self.diffusion {
+            Some(_) => &[super::HELD_CAUSAL],
+            None => &[],
         }
     }
 

@@ -15,6 +15,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder, DeltaNet};
 use crate::model::hparams::{HParams, Indexer, Ple};
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Qwen4Exp;
@@ -30,6 +31,35 @@ impl ArchSpec for Qwen4Exp {
     fn rope_type(&self) -> i32 {
         // Interleaved M-RoPE.
         40
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        &[
+            "expert_feed_forward_length",
+            "expert_shared_feed_forward_length",
+            "attention.layer_norm_rms_epsilon",
+            "attention.indexer.head_count",
+            "attention.indexer.key_length",
+            "attention.indexer.top_k",
+            "attention.recurrent_layers",
+            "attention.compress_ratios",
+            "hyper_connection.count",
+            "hyper_connection.low_rank",
+            "rope.dimension_sections",
+            "ssm.inner_size",
+            "ssm.conv_kernel",
+            "ssm.state_size",
+            "ssm.time_step_rank",
+            "ssm.group_count",
+        ]
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[super::HELD_EMBD_OUT]
+    }
+
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[("ssm_dt.bias", "ssm_dt"), ("indexer.k_norm.weight", "index_k_norm")]
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

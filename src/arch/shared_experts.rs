@@ -17,6 +17,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
+use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct SharedExperts {
@@ -74,6 +75,62 @@ impl ArchSpec for SharedExperts {
             2
         } else {
             0
+        }
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        match self.kind {
+            Kind::Dots => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "expert_weights_norm",
+                "expert_gating_func",
+                "attention.layer_norm_rms_epsilon",
+            ],
+            Kind::Bailing => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "expert_weights_norm",
+                "attention.layer_norm_rms_epsilon",
+            ],
+            Kind::DeepSeek => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "attention.layer_norm_rms_epsilon",
+            ],
+            Kind::Bailing2 => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "expert_weights_norm",
+                "expert_gating_func",
+                "attention.layer_norm_rms_epsilon",
+            ],
+            Kind::Glm4Moe => &[
+                "leading_dense_block_count",
+                "expert_feed_forward_length",
+                "expert_shared_count",
+                "expert_weights_scale",
+                "expert_weights_norm",
+                "expert_gating_func",
+                "attention.layer_norm_rms_epsilon",
+                "rope.dimension_sections",
+            ],
+        }
+    }
+
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        match self.kind {
+            Kind::Glm4Moe => &[super::HELD_GATING],
+            Kind::Dots | Kind::Bailing | Kind::DeepSeek | Kind::Bailing2 => &[],
         }
     }
 

@@ -21,6 +21,10 @@ impl ArchSpec for Talkie {
         2
     }
 
+    fn read_keys(&self) -> &'static [&'static str] {
+        &["logit_scale", "attention.layer_norm_rms_epsilon"]
+    }
+
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         hp.logit_scale = meta.f32(&hp.key("logit_scale"))?;

@@ -7,7 +7,6 @@ pub mod lora;
 pub mod metadata;
 pub mod placement;
 pub mod quantize;
-mod saved_keys;
 pub mod saver;
 pub mod spec;
 mod storage;
@@ -237,7 +236,7 @@ impl Model {
         let blocks = (0..hp.n_layer as usize)
             .map(|il| arch.weights_of_layer(&hp, il))
             .collect();
-        let saving = saver::Saving::read(&hp, &m, n_vocab, blocks, saved_tensors)?;
+        let saving = saver::Saving::read(arch, &hp, &m, n_vocab, blocks, saved_tensors)?;
         if params.check_tensors {
             for (fi, t) in &tensors {
                 let g = &ggufs[*fi];
@@ -343,7 +342,7 @@ impl Model {
         };
         let files: Vec<&[u8]> = self.files.iter().map(Storage::bytes).collect();
         let n_ctx_train = self.n_ctx_train().unwrap_or(hp.n_ctx_train);
-        saving.write(path, (hp.arch_name, n_ctx_train), &self.vocab, &files)
+        saving.write(path, n_ctx_train, &self.vocab, &files)
     }
 
     /// The training context: the file's, or what training set it to (None: vocab-only).

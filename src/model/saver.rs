@@ -2,11 +2,11 @@
 //! llama.cpp does not copy the file's metadata: it writes its hyper-parameters as it holds them
 //! after loading (every one, defaults included, in its own order), then its vocabulary, then the
 //! tensors in the order of its model's members. That is reproduced here from what llama.cpp's
-//! loader reads for each architecture (`saved_keys`), the values it sets itself (`arch_rule`, from
-//! what loading derived here) and its members' order.
+//! loader reads for each architecture (`ArchSpec::read_keys`), the values it sets itself
+//! (`ArchSpec::saved_rules`, from what loading derived here) and its members' order.
 
 use super::hparams::{HParams, Ple};
-use super::saved_keys::READ_KEYS;
+use super::spec::ArchSpec;
 use crate::error::{Error, Result};
 use crate::gguf::{Array, GgufFile, MetaWriter, Sink, TensorEntry, TensorInfo, Value};
 use crate::model::metadata::Meta;
@@ -17,7 +17,7 @@ const MAX_LAYERS: usize = 512;
 
 /// How llama.cpp arrives at the value it writes for a key.
 #[derive(Clone, Copy)]
-enum Rule {
+pub enum Rule {
     U32(u32),
     I32(i32),
     F32(f32),
@@ -62,77 +62,6 @@ enum Rule {
     /// Of the per-layer embeddings' group, which llama.cpp writes whole where the model has
     /// them and not at all otherwise.
     PleGroup(fn(&Ple) -> Value),
-    /// Gemma 3's attention scale, which llama.cpp computes whatever the file says: one over the
-    /// square root of the key head size (of the width per head for the 62-layer 27B).
-    Gemma3Scale,
-}
-
-/// Where llama.cpp's loading of an architecture sets a value other than the generic rule's.
-fn arch_rule(arch: &str, suffix: &str) -> Option<Rule> {
-    match (arch, suffix) {
-        ("bloom" | "refact" | "baichuan", "attention.max_alibi_bias") => {
-            Some(Held(|f| Value::F32(f.hp.max_alibi_bias)))
-        }
-        ("gemma2", "attention.scale") => Some(Held(|f| Value::F32(f.hp.attn_scale))),
-        ("gpt-oss" | "llama4", "rope.freq_base_swa") => Some(Held(|f| Value::F32(f.hp.rope_freq_base_swa))),
-        // Read (or defaulted to the global base) only where the model has a sliding window.
-        ("olmo2" | "laguna" | "mellum" | "plamo3" | "smallthinker" | "afmoe", "rope.freq_base_swa") => {
-            Some(Held(|f| {
-                Value::F32(match f.hp.n_swa {
-                    0 => 10000.0,
-                    _ => f.hp.rope_freq_base_swa,
-                })
-            }))
-        }
-        ("gemma2", "attention.sliding_window") => Some(U32(4096)),
-        ("bailingmoe3", "kda.safe_gate") => Some(Bool(true)),
-        // The latent cache's width.
-        ("glm5-next" | "kimi-k3", "attention.value_length") => Some(Held(|f| Value::U32(f.hp.n_lora_kv))),
-        ("glm-dsa", "attention.indexer.types") => Some(Held(|f| flags(&f.hp.indexer.layers[..f.n_layer]))),
-        ("nemotron_h" | "nemotron_h_moe", "attention.layer_norm_rms_epsilon") => {
-            Some(Held(|f| Value::F32(f.hp.rms_eps)))
-        }
-        ("granite" | "granitehybrid", "rope.scaling.finetuned") => Some(Bool(true)),
-        ("minicpm", "rope.scaling.finetuned") => Some(Held(|_| Value::Bool(true))),
-        ("minicpm", "logit_scale") => Some(Held(|f| Value::F32(f.hp.logit_scale))),
-        ("minicpm", "embedding_scale") => Some(Held(|f| Value::F32(f.hp.embedding_scale))),
-        ("minicpm", "residual_scale") => Some(Held(|f| Value::F32(f.hp.residual_scale))),
-        // Grok's defaults for files without the keys.
-        ("grok", "logit_scale") => Some(F32(0.577_350_26)),
-        ("grok", "embedding_scale") => Some(F32(78.383_675)),
-        ("grok", "attention.output_scale") => Some(F32(0.088_388_346)),
-        ("grok", "attn_logit_softcapping" | "router_logit_softcapping") => Some(F32(30.0)),
-        ("grok", "final_logit_softcapping") => Some(F32(0.0)),
-        ("grok", "rope.scaling.yarn_beta_fast") => Some(Held(|_| Value::F32(8.0))),
-        ("laguna", "expert_shared_count") => Some(U32(1)),
-        ("deepseek4", "swiglu_clamp_shexp") => Some(Held(|f| {
-            let mut clamp = f.hp.swiglu_clamp_shexp.clone();
-            clamp.resize(f.n_layer_all, 0.0);
-            Value::Array(Array::F32(clamp))
-        })),
-        ("deepseek4" | "qwen4exp", "embedding_length_out") => Some(Held(|f| Value::U32(f.hp.n_embd_out))),
-        ("hunyuan-dense" | "hunyuan_vl", "rope.freq_base") => Some(Held(|f| Value::F32(f.hp.rope_freq_base))),
-        ("lfm2", "leading_dense_block_count") => Some(Held(|f| Value::U32(f.hp.n_layer_dense_lead))),
-        ("llama4" | "smallthinker", "attention.sliding_window") => Some(Held(|f| Value::U32(f.hp.n_swa))),
-        ("llama4", "attention.temperature_scale") => Some(Held(|f| Value::F32(f.hp.attn_temp.scale))),
-        // DeepSeek-V2's loader reads the temperature length into another field.
-        ("deepseek2" | "deepseek32" | "mistral4", "attention.temperature_length") => Some(Held(|_| Value::U32(0))),
-        ("deepseek2" | "deepseek32" | "mistral4", "rope.scaling.yarn_log_multiplier") => {
-            Some(Held(|f| Value::F32(f.hp.rope_yarn_log_mul)))
-        }
-        ("deepseek32" | "dots3note" | "hy_v4", "attention.layer_norm_epsilon") => {
-            Some(Held(|f| Value::F32(f.hp.norm_eps)))
-        }
-        ("dream" | "llada" | "llada-moe" | "rnd1", "attention.causal") => Some(Held(|f| Value::Bool(f.hp.causal))),
-        (
-            "afmoe" | "cohere2moe" | "glm4moe" | "hy_v3" | "laguna" | "deepseek2" | "glm-dsa" | "glm5-next"
-            | "mistral4",
-            "expert_gating_func",
-        ) => Some(Held(|f| Value::U32(f.hp.expert_gating_func))),
-        ("gemma3", "final_logit_softcapping") => Some(F32(0.0)),
-        ("gemma3", "attention.scale") => Some(Gemma3Scale),
-        _ => None,
-    }
 }
 
 use Rule::*;
@@ -374,10 +303,6 @@ const MODEL_TENSORS: &[&str] = &[
     "output_hc_up.weight",
 ];
 
-/// Architectures llama.cpp loads without an output head: its saver writes the token embeddings
-/// only beside one, so their files have none.
-const NO_OUTPUT_HEAD: &[&str] = &["bert", "nomic-bert"];
-
 /// Tensors outside the layers that llama.cpp loads into members its saver does not write.
 const NOT_SAVED: &[&str] = &[
     "dense_2.weight",
@@ -389,14 +314,14 @@ const NOT_SAVED: &[&str] = &[
     "altup_unembd_proj.weight",
 ];
 
-/// Every architecture not placed elsewhere (see `LAYER_TENSORS`).
-const ANY: &[&str] = &[];
+/// The member of a name for every architecture that names no other (`ArchSpec::layer_members`).
+const ANY: Option<&str> = None;
 
 /// A layer's tensors (after `blk.N.`; `rope_*` are whole names), in the order of llama.cpp's
 /// `llama_layer` members, whose pointers its saver walks. A name that architectures give to
-/// different members is listed at each: with the architectures that put it there, and `ANY` at
-/// the member every other architecture uses.
-const LAYER_TENSORS: &[(&str, &[&str])] = &[
+/// different members is listed at each: with the member where some architectures put it
+/// (`ArchSpec::layer_members`), and `ANY` at the member every other architecture uses.
+const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("attn_norm.weight", ANY),
     ("attn_norm.bias", ANY),
     ("attn_norm_2.weight", ANY),
@@ -425,7 +350,7 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("attn_v.weight", ANY),
     ("attn_output.weight", ANY),
     ("attn_qkv.weight", ANY),
-    ("attn_gate.weight", &["minimax-01"]),
+    ("attn_gate.weight", Some("wg")),
     ("attn_q_a.weight", ANY),
     ("attn_q.bias", ANY),
     ("attn_q_b.weight", ANY),
@@ -444,7 +369,7 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("ffn_norm", ANY),
     ("ffn_norm.weight", ANY),
     ("ffn_norm.bias", ANY),
-    ("layer_output_norm.weight", &["grok"]),
+    ("layer_output_norm.weight", Some("ffn_post_norm")),
     ("post_ffw_norm", ANY),
     ("post_ffw_norm.weight", ANY),
     ("post_ffw_norm_1.weight", ANY),
@@ -492,7 +417,7 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("ffn_conv_proj.weight", ANY),
     ("ssm_in.weight", ANY),
     ("ssm_x.weight", ANY),
-    ("ssm_dt.bias", &["qwen35", "qwen35moe", "qwen3next", "qwen4exp"]),
+    ("ssm_dt.bias", Some("ssm_dt")),
     ("ssm_dt.weight", ANY),
     ("ssm_out.weight", ANY),
     ("ssm_conv1d.weight", ANY),
@@ -592,7 +517,7 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("laurel_r.weight", ANY),
     ("laurel_post_norm.weight", ANY),
     ("attn_sinks.weight", ANY),
-    ("attn_kv_a_norm.weight", &["deepseek4"]),
+    ("attn_kv_a_norm.weight", Some("attn_kv_norm")),
     ("hc_attn_fn.weight", ANY),
     ("hc_attn_base.weight", ANY),
     ("hc_attn_scale.weight", ANY),
@@ -620,10 +545,7 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("ssm_beta.weight", ANY),
     ("ssm_g_a.weight", ANY),
     ("ssm_g_b.weight", ANY),
-    (
-        "ssm_norm.weight",
-        &["bailingmoe3", "glm5-next", "kimi-k3", "kimi-linear"],
-    ),
+    ("ssm_norm.weight", Some("ssm_o_norm")),
     ("ssm_g.weight", ANY),
     ("attn_res_score.weight", ANY),
     ("ffn_res_score.weight", ANY),
@@ -635,12 +557,12 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("indexer.proj.weight", ANY),
     ("indexer.attn_k.weight", ANY),
     ("indexer.attn_q_b.weight", ANY),
-    ("indexer_compressor_gate.weight", &["glm5-next"]),
-    ("indexer_compressor_ape.weight", &["glm5-next"]),
+    ("indexer_compressor_gate.weight", Some("indexer_kpool_gate")),
+    ("indexer_compressor_ape.weight", Some("indexer_kpool_ape")),
     ("indexer.q_proj.weight", ANY),
     ("indexer.k_proj.weight", ANY),
     ("indexer.q_norm.weight", ANY),
-    ("indexer.k_norm.weight", &["minimax-m3", "qwen4exp"]),
+    ("indexer.k_norm.weight", Some("index_k_norm")),
     ("hc_attn_norm.weight", ANY),
     ("hc_attn_down.weight", ANY),
     ("hc_attn_up.weight", ANY),
@@ -668,7 +590,7 @@ const LAYER_TENSORS: &[(&str, &[&str])] = &[
     ("nextn.shared_head_head.weight", ANY),
     ("nextn.shared_head_head.scale", ANY),
     ("nextn.shared_head_head.input_scale", ANY),
-    ("layer_output_norm.weight", &["bailingmoe3"]),
+    ("layer_output_norm.weight", Some("nextn.shared_head_norm")),
     ("nextn.shared_head_norm.weight", ANY),
 ];
 
@@ -679,6 +601,7 @@ type Pairs = (Vec<(String, Value)>, Vec<(String, Value)>);
 /// What saving needs from the loaded files, read while loading: the metadata llama.cpp would
 /// write (or why this model cannot be saved) and where each tensor's bytes are.
 pub struct Saving {
+    arch: &'static dyn ArchSpec,
     pairs: std::result::Result<Pairs, String>,
     /// `general.name` ("n/a" when the file has none, as llama.cpp).
     name: Vec<u8>,
@@ -693,25 +616,26 @@ impl Saving {
     /// loading derived (`hp`, for the values llama.cpp's loader sets itself); `blocks`: per layer,
     /// the block whose weights it runs.
     pub fn read(
+        arch: &'static dyn ArchSpec,
         hp: &HParams,
         meta: &Meta,
         n_vocab: u32,
         blocks: Vec<usize>,
         tensors: Vec<SavedTensor>,
     ) -> Result<Saving> {
-        let arch = hp.arch_name;
         // A name that is not a string does not stop loading here (llama.cpp refuses such a file).
         let name = match meta.str_opt("general.name") {
             Ok(Some(s)) => s.split(|&b| b == 0).next().unwrap_or_default().to_vec(),
             _ => b"n/a".to_vec(),
         };
-        let pairs = Facts::read(hp, meta, n_vocab)
+        let pairs = Facts::read(arch, hp, meta, n_vocab)
             .and_then(|f| Ok((f.pairs(HEAD)?, f.pairs(TAIL)?)))
             .map_err(|e| e.to_string());
         Ok(Saving {
+            arch,
             pairs,
             name,
-            n_layer_all: meta.u32(&format!("{arch}.block_count"))? as usize,
+            n_layer_all: meta.u32(&format!("{}.block_count", arch.name()))? as usize,
             blocks,
             tensors,
         })
@@ -720,8 +644,9 @@ impl Saving {
     /// Writes the model as llama.cpp's saver would, aside and then renamed into place; `files`:
     /// the bytes of the loaded files (the weights as they are now, trained or not);
     /// `n_ctx_train`: the training context as the model holds it now (training sets it).
-    pub fn write(&self, path: &str, (arch, n_ctx_train): (&str, u32), vocab: &Vocab, files: &[&[u8]]) -> Result<()> {
+    pub fn write(&self, path: &str, n_ctx_train: u32, vocab: &Vocab, files: &[&[u8]]) -> Result<()> {
         let (head, tail) = self.pairs.as_ref().map_err(|why| Error::invalid(why.clone()))?;
+        let arch = self.arch.name();
         let mut w = MetaWriter::default();
         w.set("general.architecture", Value::Str(arch.as_bytes().to_vec()));
         w.set("general.name", Value::Str(self.name.clone()));
@@ -733,7 +658,7 @@ impl Saving {
         for (key, value) in head.chain(vocab_pairs(vocab)?).chain(tail.iter().cloned()) {
             w.set(&key, value);
         }
-        let order = tensor_order(&self.tensors, arch, self.n_layer_all, &self.blocks)?;
+        let order = tensor_order(&self.tensors, self.arch, self.n_layer_all, &self.blocks)?;
         for t in &order {
             w.add_tensor(t.entry.clone())?;
         }
@@ -750,31 +675,29 @@ impl Saving {
     }
 }
 
-/// The file's values llama.cpp's generic loading derives others from.
-struct Facts<'a, 'm> {
-    arch: &'a str,
-    hp: &'a HParams,
-    /// The keys outside `COMMON` llama.cpp reads for this architecture.
-    reads: &'static [&'static str],
+/// The file's values llama.cpp's generic loading derives others from, and what loading here
+/// derived (`hp`: the values llama.cpp's loader sets itself, `Rule::Held`).
+pub struct Facts<'a, 'm> {
+    arch: &'a dyn ArchSpec,
+    pub hp: &'a HParams,
     meta: &'a Meta<'m>,
     n_vocab: u32,
-    n_layer_all: usize,
+    pub n_layer_all: usize,
     /// Layers without the next-token-prediction ones (llama.cpp's `n_layer()`).
-    n_layer: usize,
-    n_head: u32,
-    key_length: u32,
+    pub n_layer: usize,
+    pub n_head: u32,
+    pub key_length: u32,
     value_length: u32,
     n_rot: u32,
-    n_embd: u32,
+    pub n_embd: u32,
     /// Sliding-window layers, when any.
     sliding: Option<Vec<u32>>,
 }
 
 impl<'a, 'm> Facts<'a, 'm> {
-    fn read(hp: &'a HParams, meta: &'a Meta<'m>, n_vocab: u32) -> Result<Facts<'a, 'm>> {
-        let arch = hp.arch_name;
+    fn read(arch: &'a dyn ArchSpec, hp: &'a HParams, meta: &'a Meta<'m>, n_vocab: u32) -> Result<Facts<'a, 'm>> {
         let sliding = hp.has_sliding_layers().then_some(hp.swa_layers.as_slice());
-        let key = |s: &str| format!("{arch}.{s}");
+        let key = |s: &str| format!("{}.{s}", arch.name());
         let n_layer_all = meta.u32(&key("block_count"))? as usize;
         let nextn = meta.u32_opt(&key("nextn_predict_layers"))?.unwrap_or(0) as usize;
         let n_embd = meta.u32(&key("embedding_length"))?;
@@ -792,15 +715,9 @@ impl<'a, 'm> Facts<'a, 'm> {
             0 => 0,
             _ => meta.u32_opt(&key("rope.dimension_count"))?.unwrap_or(key_length),
         };
-        let reads = READ_KEYS
-            .iter()
-            .find(|(archs, _)| archs.contains(&arch))
-            .map(|&(_, keys)| keys)
-            .ok_or_else(|| Error::invalid(format!("the keys llama.cpp reads for '{arch}' are not known here")))?;
         Ok(Facts {
             arch,
             hp,
-            reads,
             meta,
             n_vocab,
             n_layer_all,
@@ -826,12 +743,13 @@ impl<'a, 'm> Facts<'a, 'm> {
     fn pairs(&self, table: &[(&str, Rule)]) -> Result<Vec<(String, Value)>> {
         let mut out = Vec::with_capacity(table.len());
         for &(suffix, rule) in table {
-            let rule = arch_rule(self.arch, suffix).unwrap_or(rule);
+            let own = self.arch.saved_rules().iter().find(|&&(key, _)| key == suffix);
+            let rule = own.map_or(rule, |&(_, rule)| rule);
             let key = match suffix.starts_with("xielu.") {
                 true => suffix.to_string(),
-                false => format!("{}.{suffix}", self.arch),
+                false => format!("{}.{suffix}", self.arch.name()),
             };
-            let read = COMMON.contains(&suffix) || self.reads.contains(&suffix);
+            let read = COMMON.contains(&suffix) || self.arch.read_keys().contains(&suffix);
             if let Some(v) = self.value(&key, rule, read)? {
                 out.push((key, v));
             }
@@ -889,11 +807,11 @@ impl<'a, 'm> Facts<'a, 'm> {
                 "attention.value_length" => self.value_length,
                 _ => self.n_rot,
             })?,
-            OrigCtx => u32_or(m.u32(&format!("{}.context_length", self.arch))?)?,
+            OrigCtx => u32_or(m.u32(&format!("{}.context_length", self.arch.name()))?)?,
             ScalingType => Value::Str(m.str_opt(key)?.unwrap_or(b"linear").to_vec()),
             ScalingFactor => {
                 // llama.cpp keeps the inverse (1 when absent or 0) and inverts it again to write.
-                let old = format!("{}.rope.scale_linear", self.arch);
+                let old = format!("{}.rope.scale_linear", self.arch.name());
                 let factor = match m.f32_opt(key)? {
                     Some(f) => f,
                     None => m.f32_opt(&old)?.unwrap_or(0.0),
@@ -911,13 +829,6 @@ impl<'a, 'm> Facts<'a, 'm> {
                 Some(p) => of(p),
                 None => return Ok(None),
             },
-            Gemma3Scale => {
-                let width = match self.n_layer {
-                    62 => self.n_embd / self.n_head.max(1),
-                    _ => self.key_length,
-                };
-                Value::F32(1.0 / (width as f32).sqrt())
-            }
         }))
     }
 }
@@ -926,20 +837,28 @@ fn out_of_range(key: &str) -> Error {
     Error::model(format!("key '{key}' is out of range"))
 }
 
-/// llama.cpp writes a per-layer value once when every layer has the same.
-/// DeepSeek-V4's and the hyper-connected models' ratios are written whole, one per layer
-/// (next-token-prediction layers too); others' as any per-layer value.
+/// llama.cpp writes a per-layer value once when every layer has the same. The hyper-connected
+/// models' ratios are written whole (`whole_compress_ratios`); others' as any per-layer value.
 fn compress_ratios(f: &Facts) -> Value {
-    let mut ratios = f.hp.compress_ratios.clone();
-    ratios.resize(f.n_layer_all, 0);
-    match f.arch == "deepseek4" || f.hp.hc_count > 0 {
-        true => Value::Array(Array::U32(ratios)),
-        false => collapse(&ratios[..f.n_layer]),
+    match f.hp.hc_count > 0 {
+        true => whole_compress_ratios(f),
+        false => collapse(&layer_compress_ratios(f)[..f.n_layer]),
     }
 }
 
+/// The compression ratios written whole, one per layer (next-token-prediction layers too).
+pub fn whole_compress_ratios(f: &Facts) -> Value {
+    Value::Array(Array::U32(layer_compress_ratios(f)))
+}
+
+fn layer_compress_ratios(f: &Facts) -> Vec<u32> {
+    let mut ratios = f.hp.compress_ratios.clone();
+    ratios.resize(f.n_layer_all, 0);
+    ratios
+}
+
 /// Per-layer flags as llama.cpp writes them (one value when all agree).
-fn flags(v: &[bool]) -> Value {
+pub fn flags(v: &[bool]) -> Value {
     collapse(&v.iter().map(|&b| u32::from(b)).collect::<Vec<_>>())
 }
 
@@ -1081,28 +1000,24 @@ impl SavedTensor {
     }
 }
 
-/// The tensors in llama.cpp's order: the model's members, then each layer's (a tensor shared by
-/// all layers is written where the first layer meets it). A tensor whose place is not known
-/// here refuses the save.
 /// The layer tensors' names in `arch`'s order (see `LAYER_TENSORS`).
-fn layer_order(arch: &str) -> impl Iterator<Item = &'static str> + '_ {
-    let placed_for_arch: std::collections::HashSet<&str> = LAYER_TENSORS
-        .iter()
-        .filter(|(_, archs)| archs.contains(&arch))
-        .map(|&(name, _)| name)
-        .collect();
-    LAYER_TENSORS.iter().filter_map(move |&(name, archs)| {
-        let here = match archs.is_empty() {
-            true => !placed_for_arch.contains(name),
-            false => archs.contains(&arch),
+fn layer_order(arch: &dyn ArchSpec) -> impl Iterator<Item = &'static str> + '_ {
+    let own = arch.layer_members();
+    LAYER_TENSORS.iter().filter_map(move |&(name, member)| {
+        let here = match member {
+            None => !own.iter().any(|&(n, _)| n == name),
+            Some(member) => own.contains(&(name, member)),
         };
         here.then_some(name)
     })
 }
 
+/// The tensors in llama.cpp's order: the model's members, then each layer's (a tensor shared by
+/// all layers is written where the first layer meets it). A tensor whose place is not known
+/// here refuses the save.
 fn tensor_order<'t>(
     tensors: &'t [SavedTensor],
-    arch: &str,
+    arch: &dyn ArchSpec,
     n_layer: usize,
     blocks: &[usize],
 ) -> Result<Vec<&'t SavedTensor>> {
@@ -1122,7 +1037,7 @@ fn tensor_order<'t>(
         push("token_embd.weight", &mut out);
     }
     for &name in MODEL_TENSORS {
-        if name == "output.weight" && !separate_output && !NO_OUTPUT_HEAD.contains(&arch) {
+        if name == "output.weight" && !separate_output && arch.has_output_head() {
             push("token_embd.weight", &mut out);
         }
         push(name, &mut out);
@@ -1140,8 +1055,8 @@ fn tensor_order<'t>(
             }
         }
     }
-    let dropped =
-        |name: &str| NOT_SAVED.contains(&name) || (name == "token_embd.weight" && NO_OUTPUT_HEAD.contains(&arch));
+    // Without an output head llama.cpp's saver never meets the token embeddings.
+    let dropped = |name: &str| NOT_SAVED.contains(&name) || (name == "token_embd.weight" && !arch.has_output_head());
     if let Some(t) = tensors
         .iter()
         .find(|t| !placed.contains(t.entry.name.as_str()) && !dropped(&t.entry.name))
@@ -1190,8 +1105,12 @@ mod tests {
         names_of(tensors, "llama")
     }
 
-    fn names_of(tensors: &[SavedTensor], arch: &str) -> Result<Vec<String>> {
-        Ok(tensor_order(tensors, arch, 2, &[])?
+    fn arch(name: &str) -> &'static dyn ArchSpec {
+        crate::arch::spec(name).unwrap()
+    }
+
+    fn names_of(tensors: &[SavedTensor], arch_name: &str) -> Result<Vec<String>> {
+        Ok(tensor_order(tensors, arch(arch_name), 2, &[])?
             .iter()
             .map(|t| t.entry.name.clone())
             .collect())
@@ -1223,8 +1142,8 @@ mod tests {
                 "blk.0.attn_gate.weight"
             ]
         );
-        for (arch, names) in [("minimax-01", 1), ("qwen3next", 1), ("llama", 1)] {
-            assert_eq!(layer_order(arch).filter(|&n| n == "attn_gate.weight").count(), names);
+        for name in ["minimax-01", "qwen3next", "llama"] {
+            assert_eq!(layer_order(arch(name)).filter(|&n| n == "attn_gate.weight").count(), 1);
         }
     }
 
@@ -1256,7 +1175,7 @@ mod tests {
         .map(tensor);
         // Layers 0 to 3 run blocks 0, 0, 0, 1 (HRM-Text's cycles): block 1's weights first come
         // with layer 3.
-        let order = tensor_order(&tensors, "hrm_text", 4, &[0, 0, 0, 1]).unwrap();
+        let order = tensor_order(&tensors, arch("hrm_text"), 4, &[0, 0, 0, 1]).unwrap();
         assert_eq!(
             order.iter().map(|t| t.entry.name.as_str()).collect::<Vec<_>>(),
             [
@@ -1282,13 +1201,45 @@ mod tests {
     }
 
     #[test]
-    fn every_architecture_has_its_read_keys_listed() {
-        for arch in crate::arch::ARCHITECTURES.iter().map(|a| a.name()) {
-            assert_eq!(
-                READ_KEYS.iter().filter(|(archs, _)| archs.contains(&arch)).count(),
-                1,
-                "{arch}"
-            );
+    fn every_architecture_names_keys_and_members_the_saver_writes() {
+        let written = |key: &str| HEAD.iter().chain(TAIL).any(|&(k, _)| k == key);
+        let mut members_used = std::collections::HashSet::new();
+        for a in crate::arch::ARCHITECTURES.iter() {
+            let name = a.name();
+            let reads = a.read_keys();
+            for (i, key) in reads.iter().enumerate() {
+                // A common key is read for every architecture: listing it would say nothing.
+                assert!(written(key) && !COMMON.contains(key), "{name} reads '{key}'");
+                assert!(!reads[..i].contains(key), "{name} reads '{key}' twice");
+            }
+            let rules = a.saved_rules();
+            for (i, &(key, rule)) in rules.iter().enumerate() {
+                assert!(written(key), "{name} has a rule for '{key}'");
+                assert!(
+                    rules[..i].iter().all(|&(k, _)| k != key),
+                    "{name} has two rules for '{key}'"
+                );
+                // Another default than the generic rule's applies only to a value read from the file.
+                if matches!(rule, U32(_) | I32(_) | F32(_) | Bool(_)) {
+                    assert!(
+                        COMMON.contains(&key) || reads.contains(&key),
+                        "{name} does not read '{key}'"
+                    );
+                }
+            }
+            for &(tensor, member) in a.layer_members() {
+                assert!(
+                    LAYER_TENSORS.contains(&(tensor, Some(member))),
+                    "{name}: {tensor} in {member}"
+                );
+                members_used.insert((tensor, member));
+            }
+        }
+        // Each member the table names is some architecture's.
+        for &(tensor, member) in LAYER_TENSORS {
+            if let Some(member) = member {
+                assert!(members_used.contains(&(tensor, member)), "{tensor} in {member}");
+            }
         }
     }
 

@@ -1,9 +1,11 @@
-//! What loading a model needs from its architecture: the keys it reads and the tensors it expects.
+//! What loading (and saving) a model needs from its architecture: the keys it reads and the tensors
+//! it expects.
 //! `arch/` implements this for each architecture (with the graph each builds); the loader only
 //! sees this trait, so the model layer knows no architecture.
 
 use super::hparams::HParams;
 use super::metadata::Meta;
+use super::saver::Rule;
 use crate::error::Result;
 
 pub trait ArchSpec: Sync {
@@ -12,6 +14,26 @@ pub trait ArchSpec: Sync {
 
     /// How positions are rotated (llama.h `enum llama_rope_type`: 0 normal, 2 NeoX).
     fn rope_type(&self) -> i32;
+
+    /// The hyper-parameter keys (without the `{arch}.` prefix) llama.cpp's loader reads for this
+    /// architecture beyond those it reads for all (`saver::COMMON`): its saver writes the value it
+    /// holds, so a key it does not read is saved with llama.cpp's default whatever the file says.
+    /// Read from llama.cpp 0.3.36's `load_arch_hparams` (the keys its saver writes only).
+    fn read_keys(&self) -> &'static [&'static str];
+
+    /// The keys (without the prefix) whose value llama.cpp's loader arrives at otherwise for this
+    /// architecture than for others (another default, or a value it sets itself), with how: its
+    /// saver writes that value.
+    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
+        &[]
+    }
+
+    /// Layer tensors (named after `blk.N.`) llama.cpp loads into another member of its
+    /// `llama_layer` than other architectures do, and that member: its saver writes them in that
+    /// member's place (MiniMax-01's `attn_gate.weight` is its `wg`, others' `wqkv_gate`).
+    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
 
     /// Read the keys only this architecture has, and fill in what it derives.
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()>;
