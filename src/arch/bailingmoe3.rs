@@ -106,7 +106,29 @@ fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     ]);
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "attn_output",
+    "attn_gate",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_g_a",
+    "nextn.eh_proj",
+    "attn_k",
+    "attn_v",
+];
+
 impl Decoder for BailingMoe3 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_k_mla as f32).sqrt();

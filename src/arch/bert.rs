@@ -122,6 +122,10 @@ pub(super) fn tensors(hp: &HParams, nomic: bool) -> Vec<TensorSpec> {
 }
 
 impl Decoder for Bert {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         encoder(b, false)
     }

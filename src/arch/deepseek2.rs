@@ -347,7 +347,38 @@ pub(super) fn check_heads(hp: &HParams) -> Result<()> {
     Ok(())
 }
 
+/// The weights llama.cpp's graphs multiply without adapters (`Decoder::without_adapters`): the
+/// latent attention's projections and the output head, and with sparse attention the indexer's.
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_kv_b",
+    "attn_k_b",
+];
+pub(super) const SPARSE_WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "indexer.attn_k",
+    "indexer.attn_q_b",
+    "indexer.proj",
+];
+
 impl Decoder for DeepSeek2 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        if self.variant.sparse() {
+            SPARSE_WITHOUT_ADAPTERS
+        } else {
+            WITHOUT_ADAPTERS
+        }
+        .contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (hk, _) = head_sizes(hp);

@@ -201,7 +201,14 @@ impl ArchSpec for Deepseek4 {
     }
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &["output", "attn_output_a"];
+
 impl Decoder for Deepseek4 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));

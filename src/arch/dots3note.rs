@@ -107,6 +107,10 @@ impl ArchSpec for Dots3Note {
 }
 
 impl Decoder for Dots3Note {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        super::deepseek2::SPARSE_WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

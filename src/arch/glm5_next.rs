@@ -155,7 +155,34 @@ fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     ]);
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "attn_v_b",
+    "attn_output",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_f_b",
+    "ssm_g_a",
+    "ssm_g_b",
+    "indexer.attn_k",
+    "indexer.attn_q_b",
+    "indexer.proj",
+    "indexer_compressor_gate",
+];
+
 impl Decoder for Glm5Next {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));

@@ -105,7 +105,28 @@ impl ArchSpec for HyV4 {
     }
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "attn_gate",
+    "indexer.attn_k",
+    "indexer.attn_q_b",
+    "indexer.proj",
+];
+
 impl Decoder for HyV4 {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

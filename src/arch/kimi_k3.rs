@@ -197,7 +197,39 @@ impl Checkpoints {
     }
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_kv_b",
+    "attn_k_b",
+    "attn_output",
+    "attn_gate",
+    "attn_k",
+    "attn_v",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_f_b",
+    "ssm_g",
+    "ffn_gate",
+    "ffn_up",
+    "ffn_down",
+    "ffn_gate_inp",
+    "ffn_gate_shexp",
+    "ffn_up_shexp",
+    "ffn_down_shexp",
+    "ffn_routed_up",
+    "ffn_routed_down",
+];
+
 impl Decoder for KimiK3 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

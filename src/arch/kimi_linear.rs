@@ -244,7 +244,29 @@ fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     ]);
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`), and
+/// the output projection of the linear-attention layers.
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_qkv",
+    "attn_kv_a_mqa",
+    "attn_kv_b",
+    "attn_k_b",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_f_b",
+    "ssm_g_a",
+    "ssm_g_b",
+];
+
 impl Decoder for KimiLinear {
+    fn without_adapters(&self, hp: &HParams, stem: &str, layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem) || (stem == "attn_output" && layer.is_some_and(|il| hp.is_recurrent(il)))
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

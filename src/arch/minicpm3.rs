@@ -81,7 +81,14 @@ impl ArchSpec for MiniCpm3 {
     }
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &["attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b"];
+
 impl Decoder for MiniCpm3 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k);

@@ -119,7 +119,14 @@ fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     specs
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &["ffn_latent_down", "ffn_latent_up"];
+
 impl Decoder for NemotronH {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         decoder(b)
     }

@@ -44,6 +44,10 @@ impl ArchSpec for NomicBert {
 }
 
 impl Decoder for NomicBert {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         bert::encoder(b, true)
     }

@@ -90,6 +90,10 @@ impl ArchSpec for Plamo2 {
 }
 
 impl Decoder for Plamo2 {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_v as f32).sqrt();

@@ -274,6 +274,10 @@ fn load_ple(meta: &Meta, hp: &HParams) -> Result<Option<Ple>> {
 }
 
 impl Decoder for Qwen4Exp {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
