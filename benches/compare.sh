@@ -98,11 +98,29 @@ export ENGINE_BENCH_THREADS=1
 build_bench compare
 generated="$PWD/target/gen-models"
 rm -rf "$generated"
-python3 scripts/gen-models.py "$models/${bench_models[0]}" "$generated" >"$out/generated.tsv"
+# The generated models depend only on scripts/gen-models.py, the vocabularies they copy and the
+# gguf and numpy packages: kept under ~/.cache/engine/gen-models by the hash of those (only the
+# latest), a warm run copies them instead of writing them again (a minute of CPU).
+gen_key="$({
+    sha256sum scripts/gen-models.py "$models/${bench_models[0]}" .ggml/vocab/*.gguf | cut -d' ' -f1
+    python3 -c 'import importlib.metadata as m; print(m.version("gguf"), m.version("numpy"))'
+} | sha256sum | cut -c1-32)"
+gen_cache="${ENGINE_GEN_CACHE_DIR:-$HOME/.cache/engine/gen-models}"
+if [ ! -f "$gen_cache/$gen_key/generated.tsv" ]; then
+    rm -rf "$gen_cache"
+    mkdir -p "$gen_cache/$gen_key.part"
+    # Each line: a model's file name and its vocabulary's path (relative to the repository when
+    # inside it, as a clone's path changes).
+    python3 scripts/gen-models.py "$models/${bench_models[0]}" "$gen_cache/$gen_key.part" \
+        | sed "s|^$gen_cache/$gen_key.part/||; s|\t$PWD/|\t|" >"$gen_cache/$gen_key.part/generated.tsv"
+    mv "$gen_cache/$gen_key.part" "$gen_cache/$gen_key"
+fi
+cp -r --reflink=auto "$gen_cache/$gen_key" "$generated"
 declare -A vocab_of
-while IFS=$'\t' read -r path vocab; do
-    vocab_of[$path]="$vocab"
-done <"$out/generated.tsv"
+while IFS=$'\t' read -r name vocab; do
+    [[ "$vocab" == /* ]] || vocab="$PWD/$vocab"
+    vocab_of[$generated/$name]="$vocab"
+done <"$generated/generated.tsv"
 timed "build, generate models"
 
 # The test models: every section, samplers on three prompts and three seeds. The generated models:
