@@ -101,9 +101,10 @@ rm -rf "$generated"
 # The generated models depend only on scripts/gen-models.py, the vocabularies they copy and the
 # gguf and numpy packages: kept under ~/.cache/engine/gen-models by the hash of those (only the
 # latest), a warm run copies them instead of writing them again (a minute of CPU).
+py_packages="$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"), m.version("numpy"))')"
 gen_key="$({
     sha256sum scripts/gen-models.py "$models/${bench_models[0]}" .ggml/vocab/*.gguf | cut -d' ' -f1
-    python3 -c 'import importlib.metadata as m; print(m.version("gguf"), m.version("numpy"))'
+    echo "$py_packages"
 } | sha256sum | cut -c1-32)"
 gen_cache="${ENGINE_GEN_CACHE_DIR:-$HOME/.cache/engine/gen-models}"
 if [ ! -f "$gen_cache/$gen_key/generated.tsv" ]; then
@@ -185,12 +186,29 @@ timed "vocabularies"
 build_bench adapter
 adapters="$generated/adapters"
 mkdir -p "$adapters"
-# lora ARGS...: an adapter written in the background, as many at once as there are cores.
+# lora SOURCE OUT ARGS...: the adapter scripts/gen-adapters.py writes to OUT, copied from
+# ~/.cache/engine/adapters when it was written before from the same inputs (a minute of CPU for
+# them all), else written in the background (as many at once as there are cores) and kept there.
+adapter_cache="${ENGINE_ADAPTER_CACHE_DIR:-$HOME/.cache/engine/adapters}"
+mkdir -p "$adapter_cache"
 lora() {
+    local cached
+    cached="$adapter_cache/$({
+        sha256sum scripts/gen-adapters.py | cut -d' ' -f1
+        echo "$py_packages"
+        args_key "$@"
+    } | sha256sum | cut -c1-40).gguf"
+    if [ -f "$cached" ]; then
+        cp "$cached" "$2"
+        return
+    fi
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do
         wait -n || { status=1; echo "writing a LoRA adapter failed"; }
     done
-    python3 scripts/gen-adapters.py lora "$@" >/dev/null &
+    {
+        python3 scripts/gen-adapters.py lora "$@" >/dev/null
+        cp "$2" "$cached.$BASHPID" && mv "$cached.$BASHPID" "$cached"
+    } &
 }
 smollm2="$models/${bench_models[0]}"
 gemma3="$models/${bench_models[1]}"
