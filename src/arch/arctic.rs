@@ -2,6 +2,7 @@
 //! after attention, and experts (as wide as `feed_forward_length`) reading the layer's input
 //! under their own norm (`ffn_norm_exps`), softmax-routed with the picked weights normalised.
 
+use super::created::{layered, ATTN, FFN, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -47,7 +48,7 @@ impl ArchSpec for Arctic {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::arctic(hp)
+        arctic(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -70,6 +71,13 @@ impl ArchSpec for Arctic {
         }
         specs
     }
+}
+
+/// Arctic's: a dense FFN beside the experts, which have their own norm.
+fn arctic(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} {FFN} ffn_gate_inp.weight ffn_norm_exps.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight")
+    })
 }
 
 impl Decoder for Arctic {

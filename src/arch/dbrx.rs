@@ -2,6 +2,7 @@
 //! `attention.clamp_kqv`, NeoX rotation, and softmax-routed experts (the picked weights
 //! normalised, the weights' scales left out) after a norm named `attn_output_norm`.
 
+use super::created::{self, layered, HEAD};
 use super::gpt2;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -40,7 +41,7 @@ impl ArchSpec for Dbrx {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::dbrx(hp)
+        dbrx(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -63,6 +64,16 @@ impl ArchSpec for Dbrx {
         }
         specs
     }
+}
+
+/// DBRX's: the fused projection, a norm after the attention output, experts only.
+fn dbrx(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!(
+            "attn_norm.weight attn_qkv.weight attn_output.weight attn_output_norm.weight {}",
+            created::EXPERTS
+        )
+    })
 }
 
 impl Decoder for Dbrx {

@@ -4,6 +4,7 @@
 //! llama.cpp's graph takes a layer's experts only every `interleave_moe_layer_step` layers and
 //! fails on the others, so files whose expert layers are not all on that step are refused.
 
+use super::created::{dense_lead, layered, ATTN, HEAD, SHARED_GDU};
 use super::{layer_of, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -49,7 +50,7 @@ impl ArchSpec for Ernie45Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::ernie4_5_moe(hp)
+        ernie4_5_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -77,6 +78,19 @@ impl ArchSpec for Ernie45Moe {
         }
         specs
     }
+}
+
+/// ERNIE 4.5 MoE's: ERNIE 4.5's attention, dense leading layers, then experts with the router's
+/// selection bias (and shared ones where the model has them).
+fn ernie4_5_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {shared}");
+        format!(
+            "{ATTN} attn_output.bias ffn_norm.weight {}",
+            dense_lead(hp, il, &experts)
+        )
+    })
 }
 
 impl Decoder for Ernie45Moe {

@@ -4,6 +4,7 @@
 //! scaled as the file says) beside a shared expert; its own output head. Multi-token-prediction
 //! layers are refused.
 
+use super::created::{self, layered, BIASED_EXPERTS, HEAD};
 use super::{dense_lead, llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -56,7 +57,7 @@ impl ArchSpec for ExaoneMoe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::exaone_moe(hp)
+        exaone_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -71,6 +72,16 @@ impl ArchSpec for ExaoneMoe {
         }
         specs
     }
+}
+
+/// EXAONE MoE's: the projections, `rope_freqs`, then the norms; dense leading layers.
+fn exaone_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "QKV attn_output.weight ROPE_FREQS attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {}",
+            created::dense_lead(hp, il, BIASED_EXPERTS)
+        )
+    })
 }
 
 impl Decoder for ExaoneMoe {

@@ -80,7 +80,7 @@ impl ArchSpec for Granite {
 
     /// Granite's, Granite MoE's and MiniCPM's loaders are Llama's.
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llama(hp)
+        llama::llama(hp)
     }
 }
 

@@ -3,6 +3,7 @@
 //! after the FFN; GELU experts, averaged with an optional dense GELU FFN; multiplied and
 //! optionally soft-capped logits. llama.cpp's defaults stand in for keys older files lack.
 
+use super::created::{layered, ATTN, EXPERTS, FFN, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -62,7 +63,7 @@ impl ArchSpec for Grok {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::grok(hp)
+        grok(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -89,6 +90,13 @@ impl ArchSpec for Grok {
         }
         specs
     }
+}
+
+/// Grok's: a dense FFN and experts, norms after the attention output and the layer.
+fn grok(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output_norm.weight {FFN} {EXPERTS} layer_output_norm.weight")
+    })
 }
 
 impl Decoder for Grok {

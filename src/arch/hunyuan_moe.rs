@@ -2,6 +2,7 @@
 //! expert (as wide as `expert_shared_feed_forward_length`, else the FFN) plus softmax-routed
 //! experts as wide as the FFN, without the weights' scales.
 
+use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS, SHARED_GUD};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -35,7 +36,7 @@ impl ArchSpec for HunyuanMoe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::hunyuan_moe(hp)
+        hunyuan_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -48,6 +49,13 @@ impl ArchSpec for HunyuanMoe {
         }
         specs
     }
+}
+
+/// Hunyuan MoE's: Qwen 3's attention, routed and shared experts.
+fn hunyuan_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} {KQ_NORMS} ffn_norm.weight {EXPERTS} {SHARED_GUD}")
+    })
 }
 
 impl Decoder for HunyuanMoe {

@@ -5,6 +5,7 @@
 //! output rows picked after the final norm, as llama.cpp's graph does. Multi-token-prediction
 //! layers are refused.
 
+use super::created::{layered, GATED, HEAD, SHARED_GUD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -40,7 +41,7 @@ impl ArchSpec for HyV3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::hy_v3(hp)
+        hy_v3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -75,6 +76,18 @@ impl ArchSpec for HyV3 {
         }
         specs
     }
+}
+
+/// HY-V3's: Qwen 3's attention; every FFN tensor is optional, so without a file each layer gets
+/// both a dense FFN and experts (the router's selection bias named without `.bias`, gate and up
+/// fused) with shared ones, and runs the experts.
+fn hy_v3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!(
+            "attn_norm.weight QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {GATED} \
+             ffn_gate_inp.weight exp_probs_b ffn_down_exps.weight ffn_gate_up_exps.weight {SHARED_GUD}"
+        )
+    })
 }
 
 impl Decoder for HyV3 {

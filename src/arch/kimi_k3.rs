@@ -8,6 +8,7 @@
 //!
 //! As in llama.cpp's graph, no projection is multiplied by its weight's scale.
 
+use super::created::{layered, GATED, HEAD, SHARED_GDU};
 use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -60,7 +61,7 @@ impl ArchSpec for KimiK3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::kimi_k3(hp)
+        kimi_k3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -103,6 +104,42 @@ impl ArchSpec for KimiK3 {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// Kimi-K3's: the residual checkpoints' scores where the model banks them (one after the head,
+/// two per layer); delta attention (a full-width output gate) or latent attention with an output
+/// gate; dense leading layers, then experts with the router's selection bias, the latent
+/// projections and norm around them where they run in a latent space, and shared experts.
+fn kimi_k3(hp: &HParams) -> Vec<String> {
+    let banks = hp.attn_res_block_size > 0;
+    let head = match banks {
+        true => "token_embd.weight output_norm.weight output.weight output_res_score.weight",
+        false => HEAD,
+    };
+    layered(hp, head, |il| {
+        let scores = if banks {
+            "attn_res_score.weight ffn_res_score.weight"
+        } else {
+            ""
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => kimi_linear::kda("ssm_f_a.weight ssm_f_b.weight", "ssm_g.weight"),
+            false => kimi_linear::mla(hp, "attn_gate.weight"),
+        };
+        let latent = match hp.n_expert_latent > 0 {
+            true => "ffn_routed_down.weight ffn_routed_up.weight ffn_routed_norm.weight",
+            false => "",
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight \
+                 {latent} {shared}"
+            ),
+        };
+        format!("attn_norm.weight ffn_norm.weight {scores} {mixer} {ffn}")
+    })
 }
 
 /// The latent attention's tensors: queries through a normed low rank (where the layer has its

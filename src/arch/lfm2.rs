@@ -5,6 +5,7 @@
 //! layers (sigmoid routing with a per-expert selection bias, weights normalised).
 
 use super::attention_tensors;
+use super::created::{layered, GATED};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
@@ -43,7 +44,7 @@ impl ArchSpec for Lfm2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::lfm2(hp)
+        lfm2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -57,6 +58,27 @@ impl ArchSpec for Lfm2 {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// LFM2's (and LFM2-MoE's): the output norm (`token_embd_norm`); each layer's FFN (dense leading
+/// layers, then experts with the router's selection bias) before its mixer, a short convolution
+/// or attention with query and key norms; LFM2-ColBERT's projection of the embeddings last.
+fn lfm2(hp: &HParams) -> Vec<String> {
+    let mut names = layered(hp, "token_embd.weight token_embd_norm.weight output.weight", |il| {
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED,
+            false => {
+                "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight exp_probs_b.bias"
+            }
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => "shortconv.conv.weight shortconv.in_proj.weight shortconv.out_proj.weight",
+            false => "attn_q_norm.weight attn_k_norm.weight QKV attn_output.weight",
+        };
+        format!("ffn_norm.weight {ffn} attn_norm.weight {mixer}")
+    });
+    names.extend(["dense_2.weight", "dense_2.bias"].map(String::from));
+    names
 }
 
 impl ArchSpec for Lfm2Moe {
@@ -90,7 +112,7 @@ impl ArchSpec for Lfm2Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::lfm2(hp)
+        lfm2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -3,6 +3,7 @@
 //! SmolLM3 (`smollm3.rs`, with layers that do not rotate) and Granite (`granite.rs`, with scales).
 
 use super::common_tensors;
+use super::created::{layered, ATTN, EXPERTS, GATED_BIASED, HEAD};
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
@@ -58,8 +59,23 @@ impl ArchSpec for Llama {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llama(hp)
+        llama(hp)
     }
+}
+
+/// Llama's loader (and Granite's, Granite MoE's, MiniCPM's, Mistral 3's, Refact's): the attention output's bias, the rotary
+/// factors, the dense FFN with its biases, or experts (with shared ones where the model has them).
+pub(super) fn llama(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        let ffn = if hp.n_expert == 0 {
+            GATED_BIASED.to_string()
+        } else if hp.n_ff_shexp > 0 {
+            format!("{EXPERTS} ffn_gate_shexp.weight ffn_up_shexp.weight ffn_down_shexp.weight")
+        } else {
+            EXPERTS.to_string()
+        };
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE {ffn}")
+    })
 }
 
 impl Decoder for Llama {

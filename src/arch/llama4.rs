@@ -6,6 +6,7 @@
 //! multiplied into each expert's input, beside a shared expert. A file whose sliding window is 0
 //! has no chunks and rotates every layer but the last (llama.cpp's `n_no_rope_layer_step`).
 
+use super::created::{layered, ATTN, EXPERTS, GATED, HEAD, SHARED_GDU};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -67,7 +68,7 @@ impl ArchSpec for Llama4 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llama4(hp)
+        llama4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -89,6 +90,18 @@ impl ArchSpec for Llama4 {
         }
         specs
     }
+}
+
+/// Llama 4's: `rope_freqs`, experts (with a shared one) every `interleave_moe_layer_step` layers.
+fn llama4(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let ffn = if is_moe_layer(hp, il) {
+            format!("{EXPERTS} {SHARED_GDU}")
+        } else {
+            GATED.into()
+        };
+        format!("{ATTN} ffn_norm.weight ROPE_FREQS {ffn}")
+    })
 }
 
 pub(super) fn is_moe_layer(hp: &HParams, il: usize) -> bool {

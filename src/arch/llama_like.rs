@@ -16,6 +16,7 @@
 //! The diffusion models Dream (Qwen2's layout) and LLaDA (Llama's, its attention output and FFN
 //! biases and rotary factors left out) attend both ways within a batch and keep no memory, as encoders do.
 
+use super::created::{layered, ATTN, EXPERTS, FFN, GATED, GATED_BIASED, HEAD, TIED_HEAD};
 use super::llama;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -78,7 +79,7 @@ pub const XVERSE: LlamaLike = LlamaLike {
 };
 
 pub const EXAONE: LlamaLike = LlamaLike {
-    created: super::created::exaone,
+    created: exaone,
     name: "exaone",
     rope_type: 2,
     variant: NO_FFN_SCALES,
@@ -90,7 +91,7 @@ pub const EXAONE: LlamaLike = LlamaLike {
 };
 
 pub const ERNIE4_5: LlamaLike = LlamaLike {
-    created: super::created::ernie4_5,
+    created: ernie4_5,
     name: "ernie4_5",
     rope_type: 0,
     variant: llama::Variant {
@@ -107,7 +108,7 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
 /// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
 /// "linear attention" and FFN-free layers (no query heads, no KV heads, no FFN) are refused.
 pub const DECI: LlamaLike = LlamaLike {
-    created: super::created::deci,
+    created: deci,
     name: "deci",
     rope_type: 0,
     variant: NO_FFN_SCALES,
@@ -119,7 +120,7 @@ pub const DECI: LlamaLike = LlamaLike {
 };
 
 pub const ARCEE: LlamaLike = LlamaLike {
-    created: super::created::arcee,
+    created: arcee,
     name: "arcee",
     rope_type: 0,
     variant: llama::Variant {
@@ -134,7 +135,7 @@ pub const ARCEE: LlamaLike = LlamaLike {
 };
 
 pub const OLMOE: LlamaLike = LlamaLike {
-    created: super::created::olmoe,
+    created: olmoe,
     name: "olmoe",
     rope_type: 2,
     variant: llama::Variant {
@@ -159,7 +160,7 @@ pub const OLMOE: LlamaLike = LlamaLike {
 };
 
 pub const SEED_OSS: LlamaLike = LlamaLike {
-    created: super::created::seed_oss,
+    created: seed_oss,
     name: "seed_oss",
     rope_type: 2,
     variant: llama::Variant {
@@ -174,7 +175,7 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
 };
 
 pub const MISTRAL3: LlamaLike = LlamaLike {
-    created: super::created::llama,
+    created: llama::llama,
     name: "mistral3",
     rope_type: 0,
     variant: llama::Variant {
@@ -189,7 +190,7 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
 };
 
 pub const REFACT: LlamaLike = LlamaLike {
-    created: super::created::llama,
+    created: llama::llama,
     name: "refact",
     rope_type: -1,
     variant: llama::Variant {
@@ -206,7 +207,7 @@ pub const REFACT: LlamaLike = LlamaLike {
 };
 
 pub const NANBEIGE: LlamaLike = LlamaLike {
-    created: super::created::nanbeige,
+    created: nanbeige,
     name: "nanbeige",
     rope_type: 0,
     variant: llama::Variant {
@@ -221,7 +222,7 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
 };
 
 pub const MAINCODER: LlamaLike = LlamaLike {
-    created: super::created::qk_normed,
+    created: qk_normed,
     name: "maincoder",
     rope_type: 0,
     variant: llama::Variant {
@@ -236,7 +237,7 @@ pub const MAINCODER: LlamaLike = LlamaLike {
 };
 
 pub const DREAM: LlamaLike = LlamaLike {
-    created: super::created::qwen2,
+    created: super::qwen2::qwen2,
     name: "dream",
     rope_type: 2,
     variant: llama::Variant {
@@ -252,7 +253,7 @@ pub const DREAM: LlamaLike = LlamaLike {
 };
 
 pub const LLADA: LlamaLike = LlamaLike {
-    created: super::created::llada,
+    created: llada,
     name: "llada",
     rope_type: 0,
     variant: llama::Variant {
@@ -270,7 +271,7 @@ pub const LLADA: LlamaLike = LlamaLike {
 };
 
 pub const OPENELM: LlamaLike = LlamaLike {
-    created: super::created::openelm,
+    created: openelm,
     name: "openelm",
     rope_type: 2,
     variant: llama::Variant {
@@ -288,7 +289,7 @@ pub const OPENELM: LlamaLike = LlamaLike {
 /// Hunyuan's dense models and Hunyuan-VL's language model: per-head query and key norms after
 /// rotation.
 const HUNYUAN: LlamaLike = LlamaLike {
-    created: super::created::qk_normed,
+    created: qk_normed,
     name: "hunyuan-dense",
     rope_type: 2,
     variant: llama::Variant {
@@ -313,7 +314,7 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
 /// PaddleOCR's language model: ERNIE 4.5's layout (dense, whatever its expert count says) with
 /// M-RoPE and its attention output bias.
 pub const PADDLEOCR: LlamaLike = LlamaLike {
-    created: super::created::ernie4_5,
+    created: ernie4_5,
     name: "paddleocr",
     rope_type: crate::ggml::ROPE_MROPE,
     variant: NO_FFN_SCALES,
@@ -327,7 +328,7 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
 /// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
 /// factors are loaded but left out.
 pub const PANGU_EMBED: LlamaLike = LlamaLike {
-    created: super::created::pangu_embed,
+    created: pangu_embed,
     name: "pangu-embedded",
     rope_type: 2,
     variant: llama::Variant {
@@ -354,7 +355,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
 };
 
 pub const QWEN: LlamaLike = LlamaLike {
-    created: super::created::qwen,
+    created: qwen,
     name: "qwen",
     rope_type: 2,
     variant: llama::Variant {
@@ -497,6 +498,93 @@ impl ArchSpec for LlamaLike {
         }
         specs
     }
+}
+
+/// LLaDA's: Llama's dense layers, the rotary factors always `rope_freqs`.
+fn llada(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE_FREQS {GATED_BIASED}")
+    })
+}
+
+/// Qwen 3's list ([`super::qwen3::qwen3`]) with the usual head (Maincoder's, Hunyuan's dense ones).
+fn qk_normed(hp: &HParams) -> Vec<String> {
+    super::qwen3::qwen3(hp, HEAD)
+}
+
+/// EXAONE's: `rope_freqs` after the FFN norm.
+fn exaone(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight ROPE_FREQS {GATED}"))
+}
+
+/// Arcee's: `rope_freqs`, and an FFN without a gate.
+fn arcee(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight ROPE_FREQS ffn_down.weight ffn_up.weight")
+    })
+}
+
+/// ERNIE 4.5's (dense): the attention output's bias.
+fn ernie4_5(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} attn_output.bias {FFN}"))
+}
+
+/// Nanbeige's: `rope_freqs` before the FFN norm.
+fn nanbeige(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ROPE_FREQS {FFN}"))
+}
+
+/// OLMoE's: whole-projection query and key norms, then routed experts.
+fn olmoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS}")
+    })
+}
+
+/// Seed-OSS's: the projections first, then both norms; the FFN gate, up, down.
+fn seed_oss(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "QKV attn_output.weight attn_norm.weight post_attention_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight".into()
+    })
+}
+
+/// Deci's: per layer, attention with projections, a linear replacement (norm and output only)
+/// or none, and an FFN or none.
+fn deci(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let attn = match (hp.n_head[il], hp.n_head_kv[il]) {
+            (h, 0) if h > 0 => "attn_norm.weight attn_output.weight",
+            (_, 0) => "",
+            _ => ATTN,
+        };
+        let (norm, ffn) = if hp.n_ff[il] > 0 {
+            ("ffn_norm.weight", GATED)
+        } else {
+            ("", "")
+        };
+        format!("{attn} attn_output.bias {norm} ROPE {ffn} ffn_gate.bias ffn_down.bias ffn_up.bias")
+    })
+}
+
+/// Qwen's (the first): the fused projection with its bias.
+fn qwen(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight attn_qkv.weight attn_qkv.bias attn_output.weight ffn_norm.weight {GATED}")
+    })
+}
+
+/// OpenELM's: the fused projection, then query and key norms; the head tied.
+fn openelm(hp: &HParams) -> Vec<String> {
+    layered(hp, TIED_HEAD, |_| {
+        format!("attn_norm.weight attn_qkv.weight attn_q_norm.weight attn_k_norm.weight attn_output.weight {FFN}")
+    })
+}
+
+/// PanGu Embedded's: Llama's dense layers without the FFN's biases.
+fn pangu_embed(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE {GATED}")
+    })
 }
 
 impl Decoder for LlamaLike {

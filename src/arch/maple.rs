@@ -37,7 +37,7 @@ impl ArchSpec for Maple {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llada_moe(hp)
+        super::qwen3moe::llada_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -41,7 +41,7 @@ impl ArchSpec for Mellum {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen3moe(hp)
+        super::qwen3moe::qwen3moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {

@@ -6,6 +6,7 @@
 //! routed by sigmoid with an optional selection bias, their weights normalised. Multi-token
 //! prediction layers are refused.
 
+use super::created::{layered, GATED, HEAD};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -46,7 +47,7 @@ impl ArchSpec for Mimo2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::mimo2(hp)
+        mimo2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -87,6 +88,20 @@ impl ArchSpec for Mimo2 {
         }
         specs
     }
+}
+
+/// MiMo-V2's: attention sinks; the dense FFN where the layer has a width for it, and experts in
+/// every layer of a model with experts (all optional, all made without a file).
+fn mimo2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let dense = if hp.n_ff[il] > 0 { GATED } else { "" };
+        let experts = if hp.n_expert > 0 {
+            "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight exp_probs_b.bias"
+        } else {
+            ""
+        };
+        format!("QKV attn_output.weight attn_norm.weight attn_sinks.weight ffn_norm.weight {dense} {experts}")
+    })
 }
 
 impl Decoder for Mimo2 {

@@ -3,6 +3,7 @@
 //! followed by softmax-routed experts. Both residuals are the scaled *normed* input
 //! (`residual_scale`), not the layer's input, as llama.cpp's graph adds them.
 
+use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -78,7 +79,7 @@ impl ArchSpec for Minimax01 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::minimax_01(hp)
+        minimax_01(hp)
     }
 
     /// The lightning layers' output gate is llama.cpp's member `wg`, not `wqkv_gate`.
@@ -89,6 +90,18 @@ impl ArchSpec for Minimax01 {
     fn memory(&self) -> Memory {
         Memory::Hybrid
     }
+}
+
+/// MiniMax-01's: lightning attention layers (a norm of the mixed heads, the fused projection, an
+/// output gate) or softmax attention layers, then experts.
+fn minimax_01(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => "attn_norm_2.weight attn_qkv.weight attn_gate.weight",
+            false => "QKV",
+        };
+        format!("attn_norm.weight {mixer} attn_output.weight ffn_norm.weight {EXPERTS}")
+    })
 }
 
 impl Decoder for Minimax01 {

@@ -2,6 +2,7 @@
 //! head, and experts in every layer (as wide as the FFN) routed by the file's gating function
 //! with a selection bias, the picked weights normalised; its own output head.
 
+use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -38,7 +39,7 @@ impl ArchSpec for MinimaxM2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::minimax_m2(hp)
+        minimax_m2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -62,6 +63,14 @@ impl ArchSpec for MinimaxM2 {
         }
         specs
     }
+}
+
+/// MiniMax-M2's: the projections first, whole-projection query and key norms, experts with the
+/// router's selection bias last.
+fn minimax_m2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("QKV attn_output.weight attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS} exp_probs_b.bias")
+    })
 }
 
 impl Decoder for MinimaxM2 {

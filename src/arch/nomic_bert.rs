@@ -39,7 +39,7 @@ impl ArchSpec for NomicBert {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::bert(hp, true)
+        bert::bert(hp, true)
     }
 }
 

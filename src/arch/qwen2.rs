@@ -1,6 +1,7 @@
 //! Qwen2: the Llama decoder with attention biases, an output bias and NeoX rotation; Qwen2-VL's
 //! language model (M-RoPE) and Qwen2-MoE.
 
+use super::created::{layered, plain, ATTN, EXPERTS, HEAD};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -47,8 +48,13 @@ impl ArchSpec for Qwen2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen2(hp)
+        qwen2(hp)
     }
+}
+
+/// Qwen 2's (and Qwen2-VL's, Dream's): the plain decoder with an output bias.
+pub(super) fn qwen2(hp: &HParams) -> Vec<String> {
+    plain(hp, &format!("{HEAD} output.bias"))
 }
 
 impl Decoder for Qwen2 {
@@ -77,7 +83,7 @@ impl ArchSpec for Qwen2Vl {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen2(hp)
+        qwen2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -129,7 +135,7 @@ impl ArchSpec for Qwen2Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen2moe(hp)
+        qwen2moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -142,6 +148,13 @@ impl ArchSpec for Qwen2Moe {
         }
         specs
     }
+}
+
+/// Qwen2-MoE's: routed experts and a gated shared expert.
+fn qwen2moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight {EXPERTS} ffn_gate_inp_shexp.weight ffn_gate_shexp.weight ffn_down_shexp.weight ffn_up_shexp.weight")
+    })
 }
 
 impl Decoder for Qwen2Moe {

@@ -7,6 +7,7 @@
 //! (`qwen3next`): Qwen3.5-MoE's forerunner, with NeoX rotation, unscaled delta-net projections
 //! and β and α from one projection (`graph::DeltaNet`).
 
+use super::created::{layered, GATED, HEAD, SHARED_GUD};
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -93,7 +94,7 @@ impl ArchSpec for Qwen35 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen35(hp, self.style == DeltaNet::Qwen3Next)
+        qwen35(hp, self.style == DeltaNet::Qwen3Next)
     }
 
     fn memory(&self) -> Memory {
@@ -103,6 +104,34 @@ impl ArchSpec for Qwen35 {
     fn rollback(&self) -> bool {
         self.rollback
     }
+}
+
+/// Qwen3.5's (and Qwen3.5 MoE's, Qwen3-Next's): both norms, then a gated delta-net mixer (fused
+/// projection, gate, convolution, step bias, decay, beta and alpha projections, norm, output;
+/// Qwen3-Next's with its older interleaved projection first and beta and alpha fused) or
+/// attention with query and key norms; the gated FFN, or experts with gate and up fused (made
+/// fused without a file) and a gated shared expert.
+fn qwen35(hp: &HParams, next: bool) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match (hp.is_recurrent(il), next) {
+            (true, false) => {
+                "attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a ssm_beta.weight \
+                     ssm_alpha.weight ssm_norm.weight ssm_out.weight"
+            }
+            (true, true) => {
+                "ssm_in.weight attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a \
+                     ssm_ba.weight ssm_norm.weight ssm_out.weight"
+            }
+            (false, _) => "QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight",
+        };
+        let ffn = match hp.n_expert {
+            0 => GATED.to_string(),
+            _ => format!(
+                "ffn_gate_inp.weight ffn_down_exps.weight ffn_gate_up_exps.weight ffn_gate_inp_shexp.weight {SHARED_GUD}"
+            ),
+        };
+        format!("attn_norm.weight post_attention_norm.weight {mixer} {ffn}")
+    })
 }
 
 /// The experts' keys (required: these architectures have no dense FFN).

@@ -4,6 +4,7 @@
 //! those first layers unrotated (in the graph only: a K-shift rotates every layer).
 
 use super::common_tensors;
+use super::created::{layered, ATTN, EXPERTS, HEAD};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Gating, Moe};
@@ -54,7 +55,7 @@ impl ArchSpec for SmallThinker {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::smallthinker(hp)
+        smallthinker(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -62,6 +63,11 @@ impl ArchSpec for SmallThinker {
         common_tensors(hp, true, &mut specs);
         specs
     }
+}
+
+/// SmallThinker's: routed experts only.
+fn smallthinker(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight {EXPERTS}"))
 }
 
 impl Decoder for SmallThinker {
