@@ -10,7 +10,7 @@ use super::head_tensors;
 use super::muse_glimmer::GATED_ATTN;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -138,11 +138,7 @@ pub(super) fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Tens
     let moe = Moe {
         gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
         normalize: hp.expert_weights_norm,
-        act: ExpertAct::Silu,
-        scaled: false,
-        warmup_all: true,
-        weights_first: false,
-        pick_by_sigmoid: false,
+        ..Moe::BASE
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if hp.n_ff_shexp == 0 {

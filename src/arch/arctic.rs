@@ -6,7 +6,7 @@ use super::created::{layered, ATTN, FFN, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -14,13 +14,8 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 pub struct Arctic;
 
 const MOE: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 impl ArchSpec for Arctic {

@@ -13,7 +13,7 @@ use super::created::{dense_lead, layered, ATTN, GATED, HEAD, SHARED_GDU, TIED_HE
 use super::gpt2;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -272,11 +272,8 @@ fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let moe = Moe {
         gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
         normalize: hp.expert_weights_norm,
-        act: ExpertAct::Silu,
         scaled: true,
-        warmup_all: true,
-        weights_first: false,
-        pick_by_sigmoid: false,
+        ..Moe::BASE
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_none() {

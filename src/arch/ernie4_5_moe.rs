@@ -8,7 +8,7 @@ use super::created::{dense_lead, layered, ATTN, HEAD, SHARED_GDU};
 use super::{layer_of, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -98,15 +98,10 @@ impl Decoder for Ernie45Moe {
         let variant = llama::Variant {
             no_wo_bias: true,
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -8,7 +8,7 @@ use super::created::{self, layered, BIASED_EXPERTS, HEAD};
 use super::{dense_lead, llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -94,13 +94,9 @@ impl Decoder for ExaoneMoe {
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
                 normalize: hp.expert_weights_norm,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -18,12 +18,8 @@ const DEFAULT_SWA_PERIOD: u32 = 2;
 
 const MOE: Moe = Moe {
     gating: Gating::SoftmaxWeight,
-    normalize: false,
     act: ExpertAct::SwigluOai,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 impl ArchSpec for GptOss {

@@ -7,7 +7,7 @@
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -94,14 +94,9 @@ impl Decoder for Granite {
 pub(super) fn variant() -> llama::Variant {
     llama::Variant {
         moe: Some(Moe {
-            gating: Gating::Softmax,
             normalize: true,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         }),
-        ..llama::Variant::default()
+        ..llama::Variant::BASE
     }
 }

@@ -108,6 +108,6 @@ fn granite_hybrid(hp: &HParams) -> Vec<String> {
 
 impl Decoder for GraniteHybrid {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        llama::decoder(b, llama::Variant::default())
+        llama::decoder(b, llama::Variant::BASE)
     }
 }

@@ -8,7 +8,7 @@
 use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -16,13 +16,9 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 pub struct GroveMoe;
 
 const MOE: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
     pick_by_sigmoid: true,
+    ..Moe::BASE
 };
 
 impl ArchSpec for GroveMoe {

@@ -6,7 +6,7 @@ use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS, SHARED_GUD};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -63,15 +63,10 @@ impl Decoder for HunyuanMoe {
         let variant = llama::Variant {
             qk_norm_after_rope: true,
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -9,7 +9,7 @@ use super::created::{layered, GATED, HEAD, SHARED_GUD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -112,11 +112,8 @@ impl Decoder for HyV3 {
                 let moe = Moe {
                     gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
                     normalize: hp.expert_weights_norm,
-                    act: ExpertAct::Silu,
                     scaled: true,
-                    warmup_all: true,
-                    weights_first: false,
-                    pick_by_sigmoid: false,
+                    ..Moe::BASE
                 };
                 let routed = b.moe_ffn(il, cur, moe)?;
                 let shared = b.gated_ffn_named(il, cur, scaled, "_shexp")?;

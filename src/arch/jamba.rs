@@ -6,7 +6,7 @@ use super::created::{layered, EXPERTS, GATED, HEAD};
 use super::{attention_tensors, head_tensors, llama, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -90,16 +90,8 @@ impl Decoder for Jamba {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             mamba1: true,
-            moe: Some(Moe {
-                gating: Gating::Softmax,
-                normalize: false,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
-            }),
-            ..Default::default()
+            moe: Some(Moe { ..Moe::BASE }),
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -8,7 +8,7 @@ use super::attention_tensors;
 use super::created::{layered, GATED};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -241,11 +241,7 @@ fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
             let moe = Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             };
             b.moe_ffn(il, normed, moe)?
         };

@@ -10,7 +10,7 @@ use super::created::{layered, ATTN, EXPERTS, GATED, HEAD, SHARED_GDU};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, is_sliding, rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -122,12 +122,8 @@ impl Decoder for Llama4 {
         let kq_norm = hp.n_expert != EXPERTS_WITHOUT_KQ_NORM;
         let moe = Moe {
             gating: Gating::Sigmoid,
-            normalize: false,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
             weights_first: true,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {

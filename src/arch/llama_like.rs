@@ -20,7 +20,7 @@ use super::created::{layered, ATTN, EXPERTS, FFN, GATED, GATED_BIASED, HEAD, TIE
 use super::llama;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -44,33 +44,11 @@ pub struct LlamaLike {
     created: fn(&HParams) -> Vec<String>,
 }
 
-const NO_FFN_SCALES: llama::Variant = llama::Variant {
-    qk_norm: false,
-    qk_norm_after_rope: false,
-    no_rope_every: 0,
-    ffn_scales: false,
-    mamba1: false,
-    moe: None,
-    relu_sqr: false,
-    no_wo_bias: false,
-    qk_norm_whole: false,
-    ffn_norm: None,
-    no_ffn_bias: false,
-    no_cache: false,
-    no_output_bias: false,
-    no_rope_factors: false,
-    no_qkv_scale: false,
-    no_rope: false,
-    swa_rope: llama::SwaRope::Own,
-    rope_sliding_only: false,
-    experts_unused: false,
-};
-
 pub const XVERSE: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "xverse",
     rope_type: 0,
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -82,7 +60,7 @@ pub const EXAONE: LlamaLike = LlamaLike {
     created: exaone,
     name: "exaone",
     rope_type: 2,
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -96,7 +74,7 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
     rope_type: 0,
     variant: llama::Variant {
         no_wo_bias: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -111,7 +89,7 @@ pub const DECI: LlamaLike = LlamaLike {
     created: deci,
     name: "deci",
     rope_type: 0,
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -125,7 +103,7 @@ pub const ARCEE: LlamaLike = LlamaLike {
     rope_type: 0,
     variant: llama::Variant {
         relu_sqr: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -141,16 +119,8 @@ pub const OLMOE: LlamaLike = LlamaLike {
     variant: llama::Variant {
         qk_norm_whole: true,
         no_wo_bias: true,
-        moe: Some(Moe {
-            gating: Gating::Softmax,
-            normalize: false,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
-        }),
-        ..NO_FFN_SCALES
+        moe: Some(Moe { ..Moe::BASE }),
+        ..llama::Variant::BASE
     },
     experts: true,
     alibi: 0.0,
@@ -165,7 +135,7 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
     rope_type: 2,
     variant: llama::Variant {
         ffn_norm: Some("post_attention_norm.weight"),
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -180,7 +150,7 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
     rope_type: 0,
     variant: llama::Variant {
         ffn_scales: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: true,
     alibi: 0.0,
@@ -197,7 +167,7 @@ pub const REFACT: LlamaLike = LlamaLike {
         no_wo_bias: true,
         no_ffn_bias: true,
         experts_unused: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: true,
     alibi: 8.0,
@@ -212,7 +182,7 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
     rope_type: 0,
     variant: llama::Variant {
         ffn_scales: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -227,7 +197,7 @@ pub const MAINCODER: LlamaLike = LlamaLike {
     rope_type: 0,
     variant: llama::Variant {
         qk_norm_after_rope: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -243,7 +213,7 @@ pub const DREAM: LlamaLike = LlamaLike {
     variant: llama::Variant {
         no_cache: true,
         no_output_bias: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -261,7 +231,7 @@ pub const LLADA: LlamaLike = LlamaLike {
         no_wo_bias: true,
         no_ffn_bias: true,
         no_rope_factors: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -277,7 +247,7 @@ pub const OPENELM: LlamaLike = LlamaLike {
     variant: llama::Variant {
         qk_norm: true,
         no_qkv_scale: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -294,7 +264,7 @@ const HUNYUAN: LlamaLike = LlamaLike {
     rope_type: 2,
     variant: llama::Variant {
         qk_norm_after_rope: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -317,7 +287,7 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
     created: ernie4_5,
     name: "paddleocr",
     rope_type: crate::ggml::ROPE_MROPE,
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -333,7 +303,7 @@ pub const PANGU_EMBED: LlamaLike = LlamaLike {
     rope_type: 2,
     variant: llama::Variant {
         no_rope_factors: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -346,7 +316,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "internlm2",
     rope_type: 0,
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -360,7 +330,7 @@ pub const QWEN: LlamaLike = LlamaLike {
     rope_type: 2,
     variant: llama::Variant {
         no_wo_bias: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,

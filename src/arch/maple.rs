@@ -5,7 +5,7 @@
 use super::{llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -53,15 +53,10 @@ impl Decoder for Maple {
             qk_norm: true,
             rope_sliding_only: true,
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

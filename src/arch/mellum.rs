@@ -56,7 +56,7 @@ impl Decoder for Mellum {
         let variant = llama::Variant {
             qk_norm: true,
             swa_rope: llama::SwaRope::Plain,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

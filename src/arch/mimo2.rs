@@ -10,7 +10,7 @@ use super::created::{layered, GATED, HEAD};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -129,11 +129,7 @@ impl Decoder for Mimo2 {
                 let moe = Moe {
                     gating: Gating::Sigmoid,
                     normalize: true,
-                    act: ExpertAct::Silu,
-                    scaled: false,
-                    warmup_all: true,
-                    weights_first: false,
-                    pick_by_sigmoid: false,
+                    ..Moe::BASE
                 };
                 b.moe_ffn(il, cur, moe)?
             } else {

@@ -7,7 +7,7 @@ use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -109,13 +109,8 @@ impl Decoder for Minimax01 {
         let hp = b.hp;
         let (hd, scale) = (i64::from(hp.n_embd_head_k), hp.residual_scale);
         let moe = Moe {
-            gating: Gating::Softmax,
             normalize: true,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {

@@ -6,7 +6,7 @@ use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -81,13 +81,9 @@ impl Decoder for MinimaxM2 {
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

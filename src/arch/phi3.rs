@@ -7,7 +7,7 @@ use super::common_tensors;
 use super::created::{layered, ATTN, BIASED_HEAD, EXPERTS, HEAD};
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, rope_factors, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, rope_factors, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -29,13 +29,8 @@ pub const PHIMOE: Phi3 = Phi3 {
 
 /// PhiMoE's experts: softmax over all, the picked weights summing to one.
 const PHIMOE_EXPERTS: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 impl ArchSpec for Phi3 {

@@ -5,7 +5,7 @@ use super::created::{layered, plain, ATTN, EXPERTS, HEAD};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -59,7 +59,7 @@ pub(super) fn qwen2(hp: &HParams) -> Vec<String> {
 
 impl Decoder for Qwen2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        llama::decoder(b, llama::Variant::default())
+        llama::decoder(b, llama::Variant::BASE)
     }
 }
 
@@ -96,7 +96,7 @@ impl Decoder for Qwen2Vl {
         let variant = llama::Variant {
             no_output_bias: true,
             no_rope_factors: true,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }
@@ -160,16 +160,8 @@ fn qwen2moe(hp: &HParams) -> Vec<String> {
 impl Decoder for Qwen2Moe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
-            moe: Some(Moe {
-                gating: Gating::Softmax,
-                normalize: false,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
-            }),
-            ..llama::Variant::default()
+            moe: Some(Moe { ..Moe::BASE }),
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -128,7 +128,7 @@ impl Decoder for Qwen3Vl {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             qk_norm: true,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         match llama::decoder(b, variant)? {
             Some(logits) => codec_padded(b, logits).map(Some),
@@ -189,7 +189,7 @@ pub(super) fn build(b: &mut Builder) -> Result<Option<TensorRef>> {
     let variant = llama::Variant {
         qk_norm: true,
         ffn_scales: true,
-        ..Default::default()
+        ..llama::Variant::BASE
     };
     llama::decoder(b, variant)
 }

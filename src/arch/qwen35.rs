@@ -11,7 +11,7 @@ use super::created::{layered, GATED, HEAD, SHARED_GUD};
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, DeltaNet, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, DeltaNet, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -263,13 +263,9 @@ impl Decoder for Qwen35 {
 /// its gate.
 pub(super) fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
     let moe = Moe {
-        gating: Gating::Softmax,
         normalize: true,
-        act: ExpertAct::Silu,
         scaled: true,
-        warmup_all: true,
-        weights_first: false,
-        pick_by_sigmoid: false,
+        ..Moe::BASE
     };
     let routed = b.moe_ffn(il, x, moe)?;
     let ffn = Ffn {

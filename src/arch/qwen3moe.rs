@@ -7,7 +7,7 @@ use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS};
 use super::{llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -129,15 +129,10 @@ impl Decoder for Qwen3Moe {
             qk_norm: true,
             no_cache: self.diffusion.is_some(),
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: self.diffusion.unwrap_or(true),
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

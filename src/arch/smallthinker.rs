@@ -78,10 +78,7 @@ impl Decoder for SmallThinker {
             gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
             normalize: true,
             act: ExpertAct::Relu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         // Without a window every layer rotates; with one, all but the first of each PERIOD (and
         // all of them in a model of exactly PERIOD layers, as llama.cpp's test reads).

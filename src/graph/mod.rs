@@ -288,17 +288,26 @@ pub struct Moe {
 }
 
 impl Moe {
+    /// What an architecture's experts do unless it says otherwise: SiLU experts picked and
+    /// weighted by softmax, weights unnormalised and unscaled, every expert routed in a warm-up.
+    pub const BASE: Moe = Moe {
+        gating: Gating::Softmax,
+        normalize: false,
+        act: ExpertAct::Silu,
+        scaled: false,
+        warmup_all: true,
+        weights_first: false,
+        pick_by_sigmoid: false,
+    };
+
     /// SiLU experts routed by the model's gating (`default` where it names none known), each
     /// picked weight normalised where `normalize`, every expert routed in a warm-up.
     pub fn silu(gating: u32, default: Gating, normalize: bool, scaled: bool) -> Moe {
         Moe {
             gating: Gating::from_llama(gating).unwrap_or(default),
             normalize,
-            act: ExpertAct::Silu,
             scaled,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         }
     }
 }
