@@ -98,11 +98,42 @@ export ENGINE_BENCH_THREADS=1
 build_bench compare
 generated="$PWD/target/gen-models"
 rm -rf "$generated"
-python3 scripts/gen-models.py "$models/${bench_models[0]}" "$generated" >"$out/generated.tsv"
+py_packages="$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"), m.version("numpy"))')"
+# inputs_key INPUTS...: a hash of the generators' INPUTS (files by content) and Python packages.
+inputs_key() {
+    { echo "$py_packages"; args_key "$@"; } | sha256sum | cut -c1-32
+}
+# generate NAME DIR COMMAND... -- INPUTS...: COMMAND DIR writes files into DIR and prints lines
+# naming them, a function of its INPUTS (files and words, with the gguf and numpy versions). Kept
+# under ~/.cache/engine/generated/NAME (the latest inputs' only) and copied to DIR, with what it
+# printed in DIR/printed.tsv: a warm run does not write them again.
+generate() {
+    local name="$1" dir="$2" cache key
+    shift 2
+    local -a cmd=()
+    while [ "$1" != -- ]; do
+        cmd+=("$1")
+        shift
+    done
+    shift
+    key="$(inputs_key "$@")"
+    cache="${ENGINE_GEN_CACHE_DIR:-$HOME/.cache/engine/generated}/$name"
+    if [ ! -f "$cache/$key/printed.tsv" ]; then
+        rm -rf "$cache"
+        mkdir -p "$cache/$key.part"
+        "${cmd[@]}" "$cache/$key.part" | sed "s|$cache/$key.part|@DIR@|g; s|$PWD|@REPO@|g" \
+            >"$cache/$key.part/printed.tsv"
+        mv "$cache/$key.part" "$cache/$key"
+    fi
+    cp -r --reflink=auto "$cache/$key" "$dir"
+    sed -i "s|@DIR@|$dir|g; s|@REPO@|$PWD|g" "$dir/printed.tsv"
+}
+generate models "$generated" python3 scripts/gen-models.py "$models/${bench_models[0]}" \
+    -- scripts/gen-models.py "$models/${bench_models[0]}" .ggml/vocab/*.gguf
 declare -A vocab_of
 while IFS=$'\t' read -r path vocab; do
     vocab_of[$path]="$vocab"
-done <"$out/generated.tsv"
+done <"$generated/printed.tsv"
 timed "build, generate models"
 
 # The test models: every section, samplers on three prompts and three seeds. The generated models:
@@ -167,12 +198,25 @@ timed "vocabularies"
 build_bench adapter
 adapters="$generated/adapters"
 mkdir -p "$adapters"
-# lora ARGS...: an adapter written in the background, as many at once as there are cores.
+# lora SOURCE OUT ARGS...: the adapter scripts/gen-adapters.py writes to OUT, copied from
+# ~/.cache/engine/generated/adapters when written before from the same inputs (a minute of CPU
+# for them all), else written in the background (as many at once as there are cores) and kept.
+adapter_cache="${ENGINE_GEN_CACHE_DIR:-$HOME/.cache/engine/generated}/adapters"
+mkdir -p "$adapter_cache"
 lora() {
+    local cached
+    cached="$adapter_cache/$(inputs_key scripts/gen-adapters.py "$@").gguf"
+    if [ -f "$cached" ]; then
+        cp "$cached" "$2"
+        return
+    fi
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do
         wait -n || { status=1; echo "writing a LoRA adapter failed"; }
     done
-    python3 scripts/gen-adapters.py lora "$@" >/dev/null &
+    {
+        python3 scripts/gen-adapters.py lora "$@" >/dev/null
+        cp "$2" "$cached.$BASHPID" && mv "$cached.$BASHPID" "$cached"
+    } &
 }
 smollm2="$models/${bench_models[0]}"
 gemma3="$models/${bench_models[1]}"
@@ -317,7 +361,8 @@ mtmd_src="$llama_dir/../../src/tools/mtmd"
 cc -O2 -Wall -Wextra -Werror -I include -I "${GGML_SRC:-.ggml/ggml}/include" -I "$mtmd_src" -o target/mtmd_bench \
     benches/mtmd_bench.c -L"$llama_dir" -lmtmd -lllama -lggml-base -Wl,-rpath,"$llama_dir"
 bin="$PWD/benches/swap-run.sh"
-python3 scripts/gen-mmproj.py "$generated/mmproj" >"$out/pairs.tsv"
+generate mmproj "$generated/mmproj" python3 scripts/gen-mmproj.py \
+    -- scripts/gen-mmproj.py scripts/gen-models.py "${bench_models[@]/#/$models/}"
 while IFS=$'\t' read -r pair text mmproj kind; do
     media=("$mtmd_src/test-1.jpeg" "$generated/mmproj/picture.png")
     [ "$kind" != audio ] || media=("$mtmd_src/test-2.mp3")
@@ -328,7 +373,7 @@ while IFS=$'\t' read -r pair text mmproj kind; do
                 - target/mtmd_bench "$text" "$mmproj" "$m" "$n_batch"
         done
     done
-done <"$out/pairs.tsv"
+done <"$generated/mmproj/printed.tsv"
 rows_finish
 timed "multimodal"
 

@@ -29,20 +29,26 @@ oracle_init() {
     mkdir -p "$oracle_cache" "$out/rows"
 }
 
+# args_key ARGS...: one line per argument, a file by its content, a path under the repository
+# relative to it, anything else as written.
+args_key() {
+    local a
+    for a in "$@"; do
+        if [ -f "$a" ]; then
+            echo "file $(sha256sum "$a" | cut -d' ' -f1)"
+        else
+            echo "arg ${a#"$PWD"/}"
+        fi
+    done
+}
+
 # run_key ARGS...: the cache key of the bench program on ARGS.
 run_key() {
     {
         echo "$oracle_id"
         sha256sum "$bin" | cut -d' ' -f1
         echo "threads ${ENGINE_BENCH_THREADS:-default}"
-        local a
-        for a in "$@"; do
-            if [ -f "$a" ]; then
-                echo "file $(sha256sum "$a" | cut -d' ' -f1)"
-            else
-                echo "arg ${a#"$PWD"/}"
-            fi
-        done
+        args_key "$@"
     } | sha256sum | cut -c1-40
 }
 

@@ -36,7 +36,9 @@ static void prepare(struct hostile *h) {
     cp.n_ctx = N_CTX;
     cp.n_batch = N_BATCH;
     cp.n_ubatch = N_BATCH;
-    cp.n_threads = cp.n_threads_batch = 2;
+    /* One thread: each child's decode then never waits on a thread the rest of a busy machine
+     * keeps off its core (ggml's threads spin while they wait). */
+    cp.n_threads = cp.n_threads_batch = 1;
     h->ctx = h->model ? llama_init_from_model(h->model, cp) : NULL;
     h->vocab = h->model ? llama_model_get_vocab(h->model) : NULL;
     h->smpl = llama_sampler_chain_init(llama_sampler_chain_default_params());

@@ -5,10 +5,12 @@
 //! then experts routed by sigmoid (unless the file says otherwise) with a selection bias, beside
 //! optional shared experts.
 
+use super::created::{dense_lead, layered, HEAD, SHARED_GDU};
 use super::head_tensors;
+use super::muse_glimmer::GATED_ATTN;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -70,7 +72,7 @@ impl ArchSpec for Afmoe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::afmoe(hp)
+        afmoe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -94,6 +96,16 @@ impl ArchSpec for Afmoe {
         }
         specs
     }
+}
+
+/// AFMoE's: Muse Glimmer's attention, dense leading layers, then experts with the router's
+/// selection bias and shared ones where the model has them.
+fn afmoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {shared}");
+        format!("{GATED_ATTN} {}", dense_lead(hp, il, &experts))
+    })
 }
 
 impl Decoder for Afmoe {
@@ -145,11 +157,7 @@ pub(super) fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<Tens
     let moe = Moe {
         gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
         normalize: hp.expert_weights_norm,
-        act: ExpertAct::Silu,
-        scaled: false,
-        warmup_all: true,
-        weights_first: false,
-        pick_by_sigmoid: false,
+        ..Moe::BASE
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if hp.n_ff_shexp == 0 {

@@ -2,10 +2,11 @@
 //! after attention, and experts (as wide as `feed_forward_length`) reading the layer's input
 //! under their own norm (`ffn_norm_exps`), softmax-routed with the picked weights normalised.
 
+use super::created::{layered, ATTN, FFN, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -13,13 +14,8 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 pub struct Arctic;
 
 const MOE: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 impl ArchSpec for Arctic {
@@ -51,7 +47,7 @@ impl ArchSpec for Arctic {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::arctic(hp)
+        arctic(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -74,6 +70,13 @@ impl ArchSpec for Arctic {
         }
         specs
     }
+}
+
+/// Arctic's: a dense FFN beside the experts, which have their own norm.
+fn arctic(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} {FFN} ffn_gate_inp.weight ffn_norm_exps.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight")
+    })
 }
 
 impl Decoder for Arctic {

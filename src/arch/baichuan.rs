@@ -63,7 +63,7 @@ impl Decoder for Baichuan {
             no_wo_bias: true,
             no_ffn_bias: true,
             no_rope: b.hp.n_layer != LAYERS_7B,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -7,6 +7,7 @@
 //!
 //! As in llama.cpp's graph, no projection is multiplied by its weight's scale.
 
+use super::created::{layered, HEAD, SHARED_GUD};
 use super::{deepseek2, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_MROPE};
@@ -101,7 +102,7 @@ impl ArchSpec for BailingMoe3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::bailingmoe3(hp)
+        bailingmoe3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -115,6 +116,33 @@ impl ArchSpec for BailingMoe3 {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// Ling 3's (`bailingmoe3`): delta attention layers (one projection for the decay and one for the
+/// gate) or latent attention (each compression's norm after it, an output gate per head); dense
+/// leading layers, then experts with the router's selection bias and shared ones (gate, up, down).
+fn bailingmoe3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let q = match hp.n_lora_q > 0 {
+            true => "attn_q_a.weight attn_q_a_norm.weight attn_q_b.weight",
+            false => "attn_q.weight",
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => kimi_linear::kda("ssm_f_a.weight", "ssm_g_a.weight"),
+            false => format!(
+                "{q} attn_kv_a_mqa.weight attn_kv_a_norm.weight attn_k_b.weight attn_v_b.weight attn_gate.weight \
+                 attn_output.weight"
+            ),
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GUD } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => "ffn_gate.weight ffn_up.weight ffn_down.weight".to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_up_exps.weight ffn_down_exps.weight {shared}"
+            ),
+        };
+        format!("attn_norm.weight {mixer} ffn_norm.weight {ffn}")
+    })
 }
 
 /// Queries through a normed low rank (with a query rank) or one projection, the latent and the
@@ -142,7 +170,29 @@ fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     ]);
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "attn_output",
+    "attn_gate",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_g_a",
+    "nextn.eh_proj",
+    "attn_k",
+    "attn_v",
+];
+
 impl Decoder for BailingMoe3 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_k_mla as f32).sqrt();

@@ -3,6 +3,7 @@
 //! FFN; embeddings pooled as the model asks (mean, first token, or a ranking head's scores). Its
 //! tensors and graph also serve Nomic BERT (`nomic_bert.rs`: rotary positions, a SwiGLU FFN).
 
+use super::created::layered;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
@@ -53,8 +54,29 @@ impl ArchSpec for Bert {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::bert(hp, false)
+        bert(hp, false)
     }
+}
+
+/// BERT's (and Nomic BERT's, which has no positions or classifier but a gated FFN): embeddings,
+/// token types, positions, the classifier (llama.cpp's one output at least), the embedding norm;
+/// layers normed after attention and after the FFN, every bias.
+pub(super) fn bert(hp: &HParams, nomic: bool) -> Vec<String> {
+    let head = match nomic {
+        false => {
+            "token_embd.weight token_types.weight position_embd.weight cls.weight cls.bias \
+                  cls.output.weight cls.output.bias token_embd_norm.weight token_embd_norm.bias"
+        }
+        true => "token_embd.weight token_types.weight token_embd_norm.weight token_embd_norm.bias",
+    };
+    let gate = if nomic { "ffn_gate.weight" } else { "" };
+    layered(hp, head, |_| {
+        format!(
+            "QKV attn_output.weight attn_output.bias attn_output_norm.weight attn_output_norm.bias \
+             ffn_up.weight ffn_up.bias ffn_down.weight ffn_down.bias {gate} layer_output_norm.weight \
+             layer_output_norm.bias"
+        )
+    })
 }
 
 /// What BERT and Nomic BERT both read: the layer norms' epsilon; both need equal head sizes and
@@ -126,6 +148,10 @@ pub(super) fn tensors(hp: &HParams, nomic: bool) -> Vec<TensorSpec> {
 }
 
 impl Decoder for Bert {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         encoder(b, false)
     }

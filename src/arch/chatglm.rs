@@ -1,6 +1,7 @@
 //! ChatGLM: pre-norm attention whose rotation may cover part of
 //! each head, and an FFN whose gate and up projections are one matrix (`ffn_up`, twice as wide).
 
+use super::created::{layered, ATTN, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -38,7 +39,7 @@ impl ArchSpec for ChatGlm {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::chatglm(hp)
+        chatglm(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -56,6 +57,13 @@ impl ArchSpec for ChatGlm {
         }
         specs
     }
+}
+
+/// ChatGLM's: a fused gate and up projection.
+fn chatglm(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight ffn_up.weight ffn_down.weight")
+    })
 }
 
 impl Decoder for ChatGlm {

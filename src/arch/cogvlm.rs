@@ -5,6 +5,7 @@
 //! ones. llama.cpp's graph never picks the requested rows: it computes the head over every token
 //! and hands back the first `n_outputs` rows, which is done here too.
 
+use super::created::{layered, GATED, HEAD};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -43,7 +44,7 @@ impl ArchSpec for CogVlm {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::cogvlm(hp)
+        cogvlm(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -79,6 +80,13 @@ impl ArchSpec for CogVlm {
         }
         specs
     }
+}
+
+/// CogVLM's: the fused projection, and a second attention and FFN for image tokens.
+fn cogvlm(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight attn_qkv.weight attn_output.weight vis_attn_qkv.weight vis_attn_output.weight ROPE_FREQS ffn_norm.weight {GATED} vis_gate.weight vis_down.weight vis_up.weight")
+    })
 }
 
 impl Decoder for CogVlm {

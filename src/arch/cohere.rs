@@ -9,10 +9,11 @@
 //! its output rows picked after the final norm rather than in the last layer, as llama.cpp's
 //! graph does; multi-token-prediction layers refused.
 
+use super::created::{dense_lead, layered, ATTN, GATED, HEAD, SHARED_GDU, TIED_HEAD};
 use super::gpt2;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -129,9 +130,9 @@ impl ArchSpec for Cohere {
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         match (self.sliding, self.experts) {
-            (false, _) => super::created::command_r(hp),
-            (true, false) => super::created::cohere2(hp),
-            (true, true) => super::created::cohere2moe(hp),
+            (false, _) => command_r(hp),
+            (true, false) => cohere2(hp),
+            (true, true) => cohere2moe(hp),
         }
     }
 
@@ -169,6 +170,33 @@ impl ArchSpec for Cohere {
         }
         specs
     }
+}
+
+/// Command R's: no FFN norm; from 64 layers on, query and key norms first.
+fn command_r(hp: &HParams) -> Vec<String> {
+    let norms = if hp.n_layer >= 64 {
+        "attn_q_norm.weight attn_k_norm.weight "
+    } else {
+        ""
+    };
+    layered(hp, TIED_HEAD, |_| {
+        format!("attn_norm.weight {norms}QKV attn_output.weight {GATED}")
+    })
+}
+
+/// Cohere 2's: Command R's without the norms.
+fn cohere2(hp: &HParams) -> Vec<String> {
+    layered(hp, TIED_HEAD, |_| format!("{ATTN} {GATED}"))
+}
+
+/// Cohere 2 MoE's: dense leading layers, then experts with fused gate and up projections (made
+/// fused without a file) and shared ones where the model has them; no FFN norm.
+fn cohere2moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts = format!("ffn_gate_inp.weight ffn_down_exps.weight ffn_gate_up_exps.weight {shared}");
+        format!("{ATTN} {}", dense_lead(hp, il, &experts))
+    })
 }
 
 /// Cohere 2 MoE's norms, leading dense layers and experts, as llama.cpp reads them.
@@ -279,11 +307,8 @@ fn experts(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let moe = Moe {
         gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
         normalize: hp.expert_weights_norm,
-        act: ExpertAct::Silu,
         scaled: true,
-        warmup_all: true,
-        weights_first: false,
-        pick_by_sigmoid: false,
+        ..Moe::BASE
     };
     let routed = b.moe_ffn(il, cur, moe)?;
     if b.layer_weight_opt(il, "ffn_up_shexp.weight").is_none() {

@@ -2,10 +2,11 @@
 //! `attention.clamp_kqv`, NeoX rotation, and softmax-routed experts (the picked weights
 //! normalised, the weights' scales left out) after a norm named `attn_output_norm`.
 
+use super::created::{self, layered, HEAD};
 use super::gpt2;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -13,13 +14,8 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 pub struct Dbrx;
 
 const EXPERTS: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 impl ArchSpec for Dbrx {
@@ -44,7 +40,7 @@ impl ArchSpec for Dbrx {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::dbrx(hp)
+        dbrx(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -67,6 +63,16 @@ impl ArchSpec for Dbrx {
         }
         specs
     }
+}
+
+/// DBRX's: the fused projection, a norm after the attention output, experts only.
+fn dbrx(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!(
+            "attn_norm.weight attn_qkv.weight attn_output.weight attn_output_norm.weight {}",
+            created::EXPERTS
+        )
+    })
 }
 
 impl Decoder for Dbrx {

@@ -14,6 +14,7 @@
 //! The attention scale carries YaRN's magnitude correction twice over, as llama.cpp's graph
 //! pre-scales it.
 
+use super::created::{dense_lead, layered, sparse_ffn, HEAD, SHARED_GDU};
 use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX, ROPE_NORMAL};
@@ -237,14 +238,58 @@ impl ArchSpec for DeepSeek2 {
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         match self.variant.sparse() {
-            true => super::created::dsa(hp),
-            false => super::created::deepseek2(hp),
+            true => dsa(hp),
+            false => deepseek2(hp),
         }
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         latent_tensors(hp, self.variant.sparse())
     }
+}
+
+/// DeepSeek-V2's (and V3's, Mistral 4's): latent attention (queries compressed where the model
+/// has a rank for them; keys and values decompressed per head when absorbed), dense leading
+/// layers, then experts with the router's selection bias, fused gate and up projections (made
+/// fused without a file) and shared ones where the model has them.
+fn deepseek2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let (q_norm, q) = if hp.n_lora_q > 0 {
+            ("attn_q_a_norm.weight", "attn_q_a.weight attn_q_b.weight")
+        } else {
+            ("", "attn_q.weight")
+        };
+        let kv = if hp.kv_latent() {
+            "attn_k_b.weight attn_v_b.weight"
+        } else {
+            "attn_kv_b.weight"
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts =
+            format!("ffn_gate_inp.weight exp_probs_b.bias ffn_down_exps.weight ffn_gate_up_exps.weight {shared}");
+        format!(
+            "attn_norm.weight {q_norm} attn_kv_a_norm.weight {q} attn_kv_a_mqa.weight {kv} attn_output.weight ffn_norm.weight {}",
+            dense_lead(hp, il, &experts)
+        )
+    })
+}
+
+/// The lightning indexer of DeepSeek's sparse attention: its key norm (with a bias), the heads'
+/// weights, keys and queries.
+pub(super) const INDEXER: &str =
+    "indexer.k_norm.weight indexer.k_norm.bias indexer.proj.weight indexer.attn_k.weight indexer.attn_q_b.weight";
+
+/// DeepSeek-V3.2's and GLM 5's (`glm-dsa`): latent attention with compressed queries and keys and
+/// values decompressed per head, the indexer in every layer (made without a file where it is
+/// optional); dense leading layers, then experts with the router's selection bias and shared ones.
+fn dsa(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "attn_norm.weight attn_q_a_norm.weight attn_kv_a_norm.weight attn_q_a.weight attn_q_b.weight \
+             attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight attn_output.weight ffn_norm.weight {INDEXER} {}",
+            sparse_ffn(hp, il)
+        )
+    })
 }
 
 /// The tensors of a DeepSeek-style model: latent attention (absorbed or not), an indexer in the
@@ -428,7 +473,38 @@ pub(super) fn check_heads(hp: &HParams) -> Result<()> {
     Ok(())
 }
 
+/// The weights llama.cpp's graphs multiply without adapters (`Decoder::without_adapters`): the
+/// latent attention's projections and the output head, and with sparse attention the indexer's.
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_kv_b",
+    "attn_k_b",
+];
+pub(super) const SPARSE_WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "indexer.attn_k",
+    "indexer.attn_q_b",
+    "indexer.proj",
+];
+
 impl Decoder for DeepSeek2 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        if self.variant.sparse() {
+            SPARSE_WITHOUT_ADAPTERS
+        } else {
+            WITHOUT_ADAPTERS
+        }
+        .contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (hk, _) = head_sizes(hp);

@@ -9,6 +9,7 @@
 //! expert; the first `hash_layer_count` route each token by a fixed table instead.
 //! Multi-token-prediction layers are refused, as for the other architectures.
 
+use super::created::{layered, SHARED_GDU};
 use super::{deepseek2, glm5_next, hy_v4};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -166,7 +167,7 @@ impl ArchSpec for Deepseek4 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::deepseek4(hp)
+        deepseek4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -250,7 +251,52 @@ impl ArchSpec for Deepseek4 {
     }
 }
 
+/// DeepSeek-V4's: HY-V4's head; attention with sinks, compressed queries, one key-value
+/// projection and a grouped low-rank output, the hyper-connections' mixing weights, then the
+/// compressor where the layer compresses its keys (with the indexer's where it compresses by 4);
+/// the router with its token-to-expert table (hash layers) or selection bias, the vision
+/// variant's bias, experts and shared ones.
+fn deepseek4(hp: &HParams) -> Vec<String> {
+    let head = "token_embd.weight output_norm.weight output.weight output_hc_fn.weight output_hc_base.weight \
+                output_hc_scale.weight";
+    layered(hp, head, |il| {
+        let ratio = hp.compress_ratios.get(il).copied().unwrap_or(0);
+        let compressor = match ratio {
+            0 => "",
+            _ => {
+                "attn_compressor_kv.weight attn_compressor_gate.weight attn_compressor_ape.weight \
+                  attn_compressor_norm.weight"
+            }
+        };
+        let indexer = match ratio {
+            4 => {
+                "indexer.proj.weight indexer.attn_q_b.weight indexer_compressor_kv.weight \
+                  indexer_compressor_gate.weight indexer_compressor_ape.weight indexer_compressor_norm.weight"
+            }
+            _ => "",
+        };
+        let routing = match (il as u32) < hp.n_hash_layers {
+            true => "ffn_gate_tid2eid.weight",
+            false => "exp_probs_b.bias",
+        };
+        format!(
+            "attn_norm.weight attn_sinks.weight attn_q_a.weight attn_q_a_norm.weight attn_q_b.weight attn_kv.weight \
+             attn_kv_a_norm.weight attn_output_a.weight attn_output_b.weight hc_attn_fn.weight hc_attn_base.weight \
+             hc_attn_scale.weight hc_ffn_fn.weight hc_ffn_base.weight hc_ffn_scale.weight {compressor} {indexer} \
+             ffn_gate_inp.weight {routing} exp_probs_b_vl.bias ffn_norm.weight ffn_gate_exps.weight \
+             ffn_down_exps.weight ffn_up_exps.weight {SHARED_GDU}"
+        )
+    })
+}
+
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &["output", "attn_output_a"];
+
 impl Decoder for Deepseek4 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));

@@ -7,6 +7,7 @@
 //! llama.cpp lets the sliding layers' latent differ in width from the full layers'; the engine's
 //! cache keeps one key width, so such files are refused (none is known yet).
 
+use super::created::{layered, sparse_ffn, HEAD};
 use super::deepseek2::{self, absorbed_attention, ffn_block, queries_from_latent, query_latent};
 use super::minicpm3;
 use crate::error::{Error, Result};
@@ -115,7 +116,7 @@ impl ArchSpec for Dots3Note {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::dots3note(hp)
+        dots3note(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -137,7 +138,29 @@ impl ArchSpec for Dots3Note {
     }
 }
 
+/// dots.llm3's (`dots3note`): DeepSeek-V3.2's attention with a norm of the rotated key part and
+/// an output gate per head, the indexer in the layers that have one.
+fn dots3note(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let indexer = if hp.indexer.layers.get(il) == Some(&true) {
+            deepseek2::INDEXER
+        } else {
+            ""
+        };
+        format!(
+            "attn_norm.weight attn_q_a_norm.weight attn_kv_a_norm.weight attn_k_norm.weight attn_q_a.weight \
+             attn_q_b.weight attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight attn_output.weight \
+             attn_gate.weight ffn_norm.weight {indexer} {}",
+            sparse_ffn(hp, il)
+        )
+    })
+}
+
 impl Decoder for Dots3Note {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        super::deepseek2::SPARSE_WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

@@ -4,10 +4,11 @@
 //! llama.cpp's graph takes a layer's experts only every `interleave_moe_layer_step` layers and
 //! fails on the others, so files whose expert layers are not all on that step are refused.
 
+use super::created::{dense_lead, layered, ATTN, HEAD, SHARED_GDU};
 use super::{layer_of, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -60,7 +61,7 @@ impl ArchSpec for Ernie45Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::ernie4_5_moe(hp)
+        ernie4_5_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -90,20 +91,28 @@ impl ArchSpec for Ernie45Moe {
     }
 }
 
+/// ERNIE 4.5 MoE's: ERNIE 4.5's attention, dense leading layers, then experts with the router's
+/// selection bias (and shared ones where the model has them).
+fn ernie4_5_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {shared}");
+        format!(
+            "{ATTN} attn_output.bias ffn_norm.weight {}",
+            dense_lead(hp, il, &experts)
+        )
+    })
+}
+
 impl Decoder for Ernie45Moe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             no_wo_bias: true,
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -4,6 +4,7 @@
 //! only those, with the context's frequencies, as llama.cpp's graph does. Multi-token-prediction
 //! layers are refused.
 
+use super::created::{layered, GATED, HEAD};
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, Ffn};
@@ -56,7 +57,7 @@ impl ArchSpec for Exaone4 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::exaone4(hp)
+        exaone4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -80,6 +81,13 @@ impl ArchSpec for Exaone4 {
         }
         specs
     }
+}
+
+/// EXAONE 4's: `rope_freqs` after the attention output, norms after the attention and the FFN.
+fn exaone4(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("QKV attn_output.weight ROPE_FREQS post_attention_norm.weight attn_q_norm.weight attn_k_norm.weight {GATED} post_ffw_norm.weight")
+    })
 }
 
 impl Decoder for Exaone4 {

@@ -4,10 +4,11 @@
 //! scaled as the file says) beside a shared expert; its own output head. Multi-token-prediction
 //! layers are refused.
 
+use super::created::{self, layered, BIASED_EXPERTS, HEAD};
 use super::{dense_lead, llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -71,7 +72,7 @@ impl ArchSpec for ExaoneMoe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::exaone_moe(hp)
+        exaone_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -88,6 +89,16 @@ impl ArchSpec for ExaoneMoe {
     }
 }
 
+/// EXAONE MoE's: the projections, `rope_freqs`, then the norms; dense leading layers.
+fn exaone_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "QKV attn_output.weight ROPE_FREQS attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {}",
+            created::dense_lead(hp, il, BIASED_EXPERTS)
+        )
+    })
+}
+
 impl Decoder for ExaoneMoe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
@@ -98,13 +109,9 @@ impl Decoder for ExaoneMoe {
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
                 normalize: hp.expert_weights_norm,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -2,6 +2,8 @@
 //! input and adds both to the residual, then a gated FFN; the context keeps both a KV cache and
 //! recurrent state for every layer.
 
+use super::created::{layered, GATED_BIASED};
+use super::mamba::MAMBA2;
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -53,7 +55,7 @@ impl ArchSpec for FalconH1 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::falcon_h1(hp)
+        falcon_h1(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -85,6 +87,13 @@ impl ArchSpec for FalconH1 {
     fn memory(&self) -> Memory {
         Memory::Hybrid
     }
+}
+
+/// Falcon-H1's: a Mamba-2 mixer and attention side by side in every layer, then Granite's FFN.
+fn falcon_h1(hp: &HParams) -> Vec<String> {
+    layered(hp, "token_embd.weight output.weight output_norm.weight", |_| {
+        format!("{MAMBA2} QKV attn_output.weight attn_output.bias attn_norm.weight ffn_norm ROPE_FREQS {GATED_BIASED}")
+    })
 }
 
 impl Decoder for FalconH1 {

@@ -2,6 +2,7 @@
 //! soft caps (`gemma3::decoder`): scaled embeddings, queries scaled by 1/√head, a GELU-gated FFN,
 //! the output tied to the embeddings.
 
+use super::created::{layered, ATTN, TIED_HEAD};
 use super::gemma3;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -37,7 +38,7 @@ impl ArchSpec for Gemma {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::gemma(hp)
+        gemma(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -49,6 +50,13 @@ impl ArchSpec for Gemma {
         });
         specs
     }
+}
+
+/// Gemma's: the FFN gate, up, down.
+fn gemma(hp: &HParams) -> Vec<String> {
+    layered(hp, TIED_HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight")
+    })
 }
 
 impl Decoder for Gemma {

@@ -1,6 +1,7 @@
 //! Gemma 2: Gemma 3's decoder without query and key norms, with soft-capped attention scores and
 //! logits, every other layer sliding, the output tied to the embeddings.
 
+use super::created::{layered, ATTN, TIED_HEAD};
 use super::gemma3;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -70,7 +71,7 @@ impl ArchSpec for Gemma2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::gemma2(hp)
+        gemma2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -79,6 +80,13 @@ impl ArchSpec for Gemma2 {
         specs.retain(|s| s.name != "output.weight");
         specs
     }
+}
+
+/// Gemma 2's: Gemma's with norms after the attention and the FFN.
+fn gemma2(hp: &HParams) -> Vec<String> {
+    layered(hp, TIED_HEAD, |_| {
+        format!("{ATTN} post_attention_norm.weight ffn_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight post_ffw_norm.weight")
+    })
 }
 
 impl Decoder for Gemma2 {

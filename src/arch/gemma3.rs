@@ -2,6 +2,7 @@
 //! Its decoder also serves Gemma 2 (`gemma2.rs`: no Q/K norms, soft caps).
 
 use super::common_tensors;
+use super::created::{layered, ATTN, HEAD, KQ_NORMS};
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
@@ -48,12 +49,19 @@ impl ArchSpec for Gemma3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::gemma3(hp)
+        gemma3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         tensors(hp, true)
     }
+}
+
+/// Gemma 3's: Gemma 2's with key and query norms, and its own output head.
+fn gemma3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} post_attention_norm.weight {KQ_NORMS} ffn_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight post_ffw_norm.weight")
+    })
 }
 
 impl Decoder for Gemma3 {

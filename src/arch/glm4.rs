@@ -3,6 +3,7 @@
 //! and M-RoPE when the file's rotary sections ask for it (llama.cpp's `use_mrope`: the first two
 //! sections nonzero), normal rotation otherwise. Multi-token-prediction layers are refused.
 
+use super::created::{layered, ATTN, HEAD};
 use crate::error::Result;
 use crate::ggml::{TensorRef, ROPE_MROPE, ROPE_NORMAL};
 use crate::graph::{Builder, Decoder};
@@ -44,7 +45,7 @@ impl ArchSpec for Glm4 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::glm4(hp)
+        glm4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -66,6 +67,13 @@ impl ArchSpec for Glm4 {
         }
         specs
     }
+}
+
+/// GLM-4's: ChatGLM's with norms after the attention and the FFN.
+fn glm4(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} post_attention_norm.weight ffn_norm.weight ffn_down.weight ffn_up.weight post_ffw_norm.weight")
+    })
 }
 
 impl Decoder for Glm4 {

@@ -8,6 +8,7 @@
 //! and per token the indexer's key, pool gate and pooled key. Multi-token-prediction layers are
 //! loaded by llama.cpp but never run in its trunk graph; they are refused here.
 
+use super::created::{layered, GATED, HEAD, SHARED_GDU};
 use super::{deepseek2, hy_v4, kimi_linear};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -150,7 +151,7 @@ impl ArchSpec for Glm5Next {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::glm5_next(hp)
+        glm5_next(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -168,6 +169,35 @@ impl ArchSpec for Glm5Next {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// GLM5-Next's: the hyper-connections' mixing weights around the attention and the FFN; delta
+/// attention or latent attention (queries always compressed) with its lightning indexer (made in
+/// every attention layer without a file); dense leading layers, then experts with the router's
+/// selection bias and shared ones.
+fn glm5_next(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => kimi_linear::kda("ssm_f_a.weight ssm_f_b.weight", "ssm_g_a.weight ssm_g_b.weight"),
+            false => "attn_q_a_norm.weight attn_kv_a_norm.weight attn_q_a.weight attn_q_b.weight \
+                      attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight attn_output.weight indexer.k_norm.weight \
+                      indexer.k_norm.bias indexer.proj.weight indexer.attn_k.weight indexer.attn_q_b.weight \
+                      indexer_compressor_gate.weight indexer_compressor_ape.weight"
+                .to_string(),
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight \
+                 {shared}"
+            ),
+        };
+        format!(
+            "attn_norm.weight ffn_norm.weight hc_attn_fn.weight hc_attn_base.weight hc_attn_scale.weight \
+             hc_ffn_fn.weight hc_ffn_base.weight hc_ffn_scale.weight {mixer} {ffn}"
+        )
+    })
 }
 
 /// The unrotated latent attention's tensors and, where the layer has its own, the k-pool
@@ -199,7 +229,34 @@ fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     ]);
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "attn_v_b",
+    "attn_output",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_f_b",
+    "ssm_g_a",
+    "ssm_g_b",
+    "indexer.attn_k",
+    "indexer.attn_q_b",
+    "indexer.proj",
+    "indexer_compressor_gate",
+];
+
 impl Decoder for Glm5Next {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));

@@ -11,6 +11,7 @@
 //! llama.cpp's FFNs here leave the weights' scales out; its K-shift rotates the keys of any
 //! architecture whose rope type is not "none", StarCoder's included, so a shift does so here too.
 
+use super::created::{layered, BIASED_HEAD, GATED};
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder, Ffn};
@@ -121,7 +122,7 @@ pub const GPT2: Gpt2Like = Gpt2Like {
     output_bias: false,
     attn_norm_2: false,
     embeddings_from_output: false,
-    created: super::created::gpt2,
+    created: gpt2,
     sizes: &[(12, "0.1B"), (24, "0.4B"), (36, "0.8B"), (48, "1.5B")],
 };
 
@@ -133,7 +134,7 @@ pub const STARCODER: Gpt2Like = Gpt2Like {
 };
 
 pub const CODESHELL: Gpt2Like = Gpt2Like {
-    created: super::created::codeshell,
+    created: codeshell,
     name: "codeshell",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -143,7 +144,7 @@ pub const CODESHELL: Gpt2Like = Gpt2Like {
 };
 
 pub const STARCODER2: Gpt2Like = Gpt2Like {
-    created: super::created::starcoder2,
+    created: starcoder2,
     name: "starcoder2",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -152,7 +153,7 @@ pub const STARCODER2: Gpt2Like = Gpt2Like {
 };
 
 pub const BLOOM: Gpt2Like = Gpt2Like {
-    created: super::created::bloom,
+    created: bloom,
     name: "bloom",
     saved: &[super::HELD_ALIBI],
     positions: Positions::Alibi { fixed: Some(8.0) },
@@ -162,7 +163,7 @@ pub const BLOOM: Gpt2Like = Gpt2Like {
 };
 
 pub const MPT: Gpt2Like = Gpt2Like {
-    created: super::created::mpt,
+    created: mpt,
     name: "mpt",
     reads: &[
         "attention.max_alibi_bias",
@@ -177,7 +178,7 @@ pub const MPT: Gpt2Like = Gpt2Like {
 };
 
 pub const JAIS: Gpt2Like = Gpt2Like {
-    created: super::created::jais,
+    created: jais,
     name: "jais",
     reads: &["attention.max_alibi_bias", "attention.layer_norm_epsilon"],
     positions: Positions::Alibi { fixed: None },
@@ -188,7 +189,7 @@ pub const JAIS: Gpt2Like = Gpt2Like {
 };
 
 pub const ORION: Gpt2Like = Gpt2Like {
-    created: super::created::orion,
+    created: orion,
     name: "orion",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -200,7 +201,7 @@ pub const ORION: Gpt2Like = Gpt2Like {
 
 /// Pocket TTS's text backbone: rotated, no projection biases, its head the token embeddings.
 pub const POCKETTTS: Gpt2Like = Gpt2Like {
-    created: super::created::pockettts,
+    created: pockettts,
     name: "pockettts",
     rope_type: 0,
     positions: Positions::Rotary,
@@ -210,7 +211,7 @@ pub const POCKETTTS: Gpt2Like = Gpt2Like {
 };
 
 pub const STABLELM: Gpt2Like = Gpt2Like {
-    created: super::created::stablelm,
+    created: stablelm,
     name: "stablelm",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -222,7 +223,7 @@ pub const STABLELM: Gpt2Like = Gpt2Like {
 };
 
 pub const PHI2: Gpt2Like = Gpt2Like {
-    created: super::created::phi2,
+    created: phi2,
     name: "phi2",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -234,7 +235,7 @@ pub const PHI2: Gpt2Like = Gpt2Like {
 };
 
 pub const NEMOTRON: Gpt2Like = Gpt2Like {
-    created: super::created::starcoder2,
+    created: starcoder2,
     name: "nemotron",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -245,7 +246,7 @@ pub const NEMOTRON: Gpt2Like = Gpt2Like {
 };
 
 pub const JAIS2: Gpt2Like = Gpt2Like {
-    created: super::created::jais2,
+    created: jais2,
     name: "jais2",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -255,7 +256,7 @@ pub const JAIS2: Gpt2Like = Gpt2Like {
 };
 
 pub const FALCON: Gpt2Like = Gpt2Like {
-    created: super::created::falcon,
+    created: falcon,
     name: "falcon",
     rope_type: 2,
     positions: Positions::Rotary,
@@ -267,7 +268,7 @@ pub const FALCON: Gpt2Like = Gpt2Like {
 };
 
 pub const GPTNEOX: Gpt2Like = Gpt2Like {
-    created: super::created::gptneox,
+    created: gptneox,
     name: "gptneox",
     rope_type: 2,
     reads: &["use_parallel_residual", "attention.layer_norm_epsilon"],
@@ -423,6 +424,117 @@ impl ArchSpec for Gpt2Like {
         }
         specs
     }
+}
+
+/// GPT-2's layer (StarCoder's, Bloom's, GPT-NeoX's): layer norms with biases, the fused attention
+/// projection, an ungated FFN, every bias.
+const GPT2_LAYER: &str = "attn_norm.weight attn_norm.bias attn_qkv.weight attn_qkv.bias attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_down.bias ffn_up.weight ffn_up.bias";
+
+/// GPT-2's and StarCoder's: learned positions.
+fn gpt2(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight position_embd.weight output_norm.weight output_norm.bias output.weight",
+        |_| GPT2_LAYER.into(),
+    )
+}
+
+/// Bloom's: a norm of the token embeddings.
+fn bloom(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight token_embd_norm.weight token_embd_norm.bias output_norm.weight output_norm.bias output.weight",
+        |_| GPT2_LAYER.into(),
+    )
+}
+
+/// GPT-NeoX's.
+fn gptneox(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| GPT2_LAYER.into())
+}
+
+/// MPT's: GPT-2's with optional biases (all made without a file), a key norm and the FFN's
+/// activation scales.
+fn mpt(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight position_embd.weight output_norm.weight output_norm.bias output.weight",
+        |_| format!("{GPT2_LAYER} attn_k_norm.weight attn_k_norm.bias ffn.act.scales"),
+    )
+}
+
+/// CodeShell's: split projections.
+fn codeshell(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_down.bias ffn_up.weight ffn_up.bias".into()
+    })
+}
+
+/// StarCoder 2's (and Nemotron's): CodeShell's, the FFN's biases last.
+fn starcoder2(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_up.weight ffn_down.bias ffn_up.bias".into()
+    })
+}
+
+/// JAIS's: GPT-2's attention, a gated FFN with biases.
+fn jais(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias attn_qkv.weight attn_qkv.bias attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_down.weight ffn_down.bias ffn_gate.weight ffn_gate.bias ffn_up.weight ffn_up.bias".into()
+    })
+}
+
+/// JAIS 2's: split projections, the FFN up before down.
+fn jais2(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias ffn_up.weight ffn_up.bias ffn_down.weight ffn_down.bias".into()
+    })
+}
+
+/// Orion's: biased norms, a gated FFN without biases.
+fn orion(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        format!("attn_norm.weight attn_norm.bias QKV attn_output.weight ffn_norm.weight ffn_norm.bias {GATED}")
+    })
+}
+
+/// StableLM's: the output norm's bias first; optional per-head query and key norms.
+fn stablelm(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight output_norm.bias output_norm.weight output.weight",
+        |_| {
+            format!("attn_norm.weight attn_norm.bias QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight ffn_norm.bias {GATED}")
+        },
+    )
+}
+
+/// Phi-2's: an output bias, no FFN norm (attention and FFN in parallel).
+fn phi2(hp: &HParams) -> Vec<String> {
+    layered(hp, &format!("{BIASED_HEAD} output.bias"), |_| {
+        "attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_down.weight ffn_down.bias ffn_up.weight ffn_up.bias".into()
+    })
+}
+
+/// Falcon's: a second attention norm, the fused projection without biases.
+fn falcon(hp: &HParams) -> Vec<String> {
+    layered(hp, BIASED_HEAD, |_| {
+        "attn_norm.weight attn_norm.bias attn_norm_2.weight attn_norm_2.bias attn_qkv.weight attn_output.weight ffn_down.weight ffn_up.weight".into()
+    })
+}
+
+/// PocketTTS's: the head tied, its norm with a bias; normed attention and an ungated FFN, biases
+/// on the norms only.
+fn pockettts(hp: &HParams) -> Vec<String> {
+    layered(
+        hp,
+        "token_embd.weight output_norm.weight output_norm.bias token_embd.weight",
+        |_| {
+            "attn_norm.weight attn_norm.bias QKV attn_output.weight ffn_norm.weight ffn_norm.bias ffn_down.weight \
+         ffn_up.weight"
+                .to_string()
+        },
+    )
 }
 
 /// Layer norm of `x` by `{name}.weight` and, when present, `{name}.bias`, named `label`.

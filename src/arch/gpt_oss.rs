@@ -3,6 +3,7 @@
 //! the requested rows selected after the last layer.
 
 use super::common_tensors;
+use super::created::{layered, EXPERTS, HEAD};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Gating, Moe};
@@ -18,12 +19,8 @@ const DEFAULT_SWA_PERIOD: u32 = 2;
 
 const MOE: Moe = Moe {
     gating: Gating::SoftmaxWeight,
-    normalize: false,
     act: ExpertAct::SwigluOai,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 impl ArchSpec for GptOss {
@@ -70,7 +67,7 @@ impl ArchSpec for GptOss {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::gpt_oss(hp)
+        gpt_oss(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -91,6 +88,13 @@ impl ArchSpec for GptOss {
         }
         specs
     }
+}
+
+/// gpt-oss's: a norm after the attention, attention sinks, experts with biases (the biases last).
+fn gpt_oss(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight post_attention_norm.weight QKV attn_output.weight attn_sinks.weight {EXPERTS} attn_output.bias ffn_gate_inp.bias ffn_gate_exps.bias ffn_down_exps.bias ffn_up_exps.bias")
+    })
 }
 
 impl Decoder for GptOss {

@@ -8,7 +8,7 @@ use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -128,7 +128,7 @@ impl ArchSpec for Granite {
 
     /// Granite's, Granite MoE's and MiniCPM's loaders are Llama's.
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llama(hp)
+        llama::llama(hp)
     }
 }
 
@@ -142,14 +142,9 @@ impl Decoder for Granite {
 pub(super) fn variant() -> llama::Variant {
     llama::Variant {
         moe: Some(Moe {
-            gating: Gating::Softmax,
             normalize: true,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         }),
-        ..llama::Variant::default()
+        ..llama::Variant::BASE
     }
 }

@@ -2,6 +2,8 @@
 //! heads are Mamba-2 layers; the context keeps a KV cache for the attention layers and recurrent
 //! state for the others.
 
+use super::created::{layered, EXPERTS, GATED_BIASED, HEAD, SHARED_GUD};
+use super::mamba::MAMBA2;
 use super::{attention_tensors, ffn_tensors, head_tensors, llama, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -75,7 +77,7 @@ impl ArchSpec for GraniteHybrid {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::granite_hybrid(hp)
+        granite_hybrid(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -105,8 +107,28 @@ impl ArchSpec for GraniteHybrid {
     }
 }
 
+/// Granite 4's hybrid: Mamba-2 layers or attention layers with an output bias, then Granite's FFN
+/// (with `rope_freqs`): experts (and a shared one) or a dense FFN with biases.
+fn granite_hybrid(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = if hp.is_recurrent(il) {
+            MAMBA2
+        } else {
+            "QKV attn_output.weight attn_output.bias"
+        };
+        let ffn = if hp.n_expert == 0 {
+            GATED_BIASED.to_string()
+        } else if hp.n_ff_shexp > 0 {
+            format!("{EXPERTS} {SHARED_GUD}")
+        } else {
+            EXPERTS.to_string()
+        };
+        format!("attn_norm.weight {mixer} ffn_norm.weight ROPE_FREQS {ffn}")
+    })
+}
+
 impl Decoder for GraniteHybrid {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        llama::decoder(b, llama::Variant::default())
+        llama::decoder(b, llama::Variant::BASE)
     }
 }

@@ -3,6 +3,7 @@
 //! layers `attention.sliding_window_pattern` marks, rotation on those `attention.rope_pattern`
 //! marks (all when absent), and experts with a shared expert whose gate is fused into `ffn_up_shexp`.
 
+use super::created::{layered, ATTN, GATED_BIASED, HEAD};
 use super::{granite, layer_flags, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -76,7 +77,7 @@ impl ArchSpec for GraniteSwa {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::granite_swa(hp)
+        granite_swa(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -98,6 +99,26 @@ impl ArchSpec for GraniteSwa {
         }
         specs
     }
+}
+
+/// Granite with sliding-window layers: Llama's attention with per-head sinks, the rotary factors,
+/// then the FFN with its biases, or experts (gate and up fused: made fused without a file) with a
+/// shared expert whose gate and up are one projection.
+fn granite_swa(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        let ffn = match hp.n_expert {
+            0 => GATED_BIASED.to_string(),
+            _ => {
+                let shared = if hp.n_ff_shexp > 0 {
+                    "ffn_up_shexp.weight ffn_down_shexp.weight"
+                } else {
+                    ""
+                };
+                format!("ffn_gate_inp.weight ffn_down_exps.weight ffn_gate_up_exps.weight {shared}")
+            }
+        };
+        format!("{ATTN} attn_output.bias attn_sinks.weight ffn_norm.weight ROPE {ffn}")
+    })
 }
 
 impl Decoder for GraniteSwa {

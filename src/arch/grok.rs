@@ -3,11 +3,12 @@
 //! after the FFN; GELU experts, averaged with an optional dense GELU FFN; multiplied and
 //! optionally soft-capped logits. llama.cpp's defaults stand in for keys older files lack.
 
+use super::created::{layered, ATTN, EXPERTS, FFN, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
-use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -16,13 +17,9 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 pub struct Grok;
 
 const MOE: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
     act: ExpertAct::Gelu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 // llama.cpp's defaults for files without the keys.
@@ -108,7 +105,7 @@ impl ArchSpec for Grok {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::grok(hp)
+        grok(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -135,6 +132,13 @@ impl ArchSpec for Grok {
         }
         specs
     }
+}
+
+/// Grok's: a dense FFN and experts, norms after the attention output and the layer.
+fn grok(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output_norm.weight {FFN} {EXPERTS} layer_output_norm.weight")
+    })
 }
 
 impl Decoder for Grok {

@@ -5,9 +5,10 @@
 //! group's index (as llama.cpp's graph reads it), and is added back scaled by
 //! `expert_group_scale`.
 
+use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -15,13 +16,9 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 pub struct GroveMoe;
 
 const MOE: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
     pick_by_sigmoid: true,
+    ..Moe::BASE
 };
 
 impl ArchSpec for GroveMoe {
@@ -68,7 +65,7 @@ impl ArchSpec for GroveMoe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::grovemoe(hp)
+        grovemoe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -84,6 +81,13 @@ impl ArchSpec for GroveMoe {
         }
         specs
     }
+}
+
+/// GroveMoE's: Qwen 3's attention, routed experts and chunked ones.
+fn grovemoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} {KQ_NORMS} ffn_norm.weight {EXPERTS} ffn_gate_chexps.weight ffn_down_chexps.weight ffn_up_chexps.weight")
+    })
 }
 
 impl Decoder for GroveMoe {

@@ -11,6 +11,7 @@
 //! as llama.cpp reads them, so passes of one layer may scale apart; the FFN's and the gate's are
 //! left out, as llama.cpp's graph leaves them.
 
+use super::created::{push_layer, GATED};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder, Ffn};
@@ -60,7 +61,7 @@ impl ArchSpec for HrmText {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::hrm_text(hp)
+        hrm_text(hp)
     }
 
     fn weights_of_layer(&self, hp: &HParams, il: usize) -> usize {
@@ -116,6 +117,24 @@ impl ArchSpec for HrmText {
         }
         specs
     }
+}
+
+/// HRM-Text's: no output norm, the low stack's initial state; the blocks of the low stack, then
+/// the high stack's (the cycles run them again: no tensors of their own but their scales, which
+/// the model layer adds per layer).
+fn hrm_text(hp: &HParams) -> Vec<String> {
+    let mut names: Vec<String> = ["token_embd.weight", "output.weight", "hrm.z_l_init"]
+        .map(String::from)
+        .into();
+    for bid in 0..2 * hp.hrm[0] as usize {
+        push_layer(
+            hp,
+            &mut names,
+            bid,
+            &format!("QKV attn_gate.weight attn_output.weight {GATED}"),
+        );
+    }
+    names
 }
 
 impl Decoder for HrmText {

@@ -2,10 +2,11 @@
 //! expert (as wide as `expert_shared_feed_forward_length`, else the FFN) plus softmax-routed
 //! experts as wide as the FFN, without the weights' scales.
 
+use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS, SHARED_GUD};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -43,7 +44,7 @@ impl ArchSpec for HunyuanMoe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::hunyuan_moe(hp)
+        hunyuan_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -58,20 +59,22 @@ impl ArchSpec for HunyuanMoe {
     }
 }
 
+/// Hunyuan MoE's: Qwen 3's attention, routed and shared experts.
+fn hunyuan_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} {KQ_NORMS} ffn_norm.weight {EXPERTS} {SHARED_GUD}")
+    })
+}
+
 impl Decoder for HunyuanMoe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             qk_norm_after_rope: true,
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -5,10 +5,11 @@
 //! output rows picked after the final norm, as llama.cpp's graph does. Multi-token-prediction
 //! layers are refused.
 
+use super::created::{layered, GATED, HEAD, SHARED_GUD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -56,7 +57,7 @@ impl ArchSpec for HyV3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::hy_v3(hp)
+        hy_v3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -93,6 +94,18 @@ impl ArchSpec for HyV3 {
     }
 }
 
+/// HY-V3's: Qwen 3's attention; every FFN tensor is optional, so without a file each layer gets
+/// both a dense FFN and experts (the router's selection bias named without `.bias`, gate and up
+/// fused) with shared ones, and runs the experts.
+fn hy_v3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!(
+            "attn_norm.weight QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {GATED} \
+             ffn_gate_inp.weight exp_probs_b ffn_down_exps.weight ffn_gate_up_exps.weight {SHARED_GUD}"
+        )
+    })
+}
+
 impl Decoder for HyV3 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
@@ -115,11 +128,8 @@ impl Decoder for HyV3 {
                 let moe = Moe {
                     gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
                     normalize: hp.expert_weights_norm,
-                    act: ExpertAct::Silu,
                     scaled: true,
-                    warmup_all: true,
-                    weights_first: false,
-                    pick_by_sigmoid: false,
+                    ..Moe::BASE
                 };
                 let routed = b.moe_ffn(il, cur, moe)?;
                 let shared = b.gated_ffn_named(il, cur, scaled, "_shexp")?;

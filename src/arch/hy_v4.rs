@@ -6,6 +6,7 @@
 //! are summed with sigmoid weights computed from all of them (RMS-normed together), after it each
 //! copy adds the block's output times its own sigmoid gate; a last such sum feeds the head.
 
+use super::created::{layered, GATED, SHARED_GDU};
 use super::deepseek2::{self, absorbed_attention, latent_queries, queries_from_latent, query_latent};
 use super::minicpm3;
 use crate::error::{Error, Result};
@@ -109,7 +110,7 @@ impl ArchSpec for HyV4 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::hy_v4(hp)
+        hy_v4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -134,7 +135,60 @@ impl ArchSpec for HyV4 {
     }
 }
 
+/// HY-V4's: the hyper-connections' head after the output; latent attention with sinks and an
+/// output gate, the indexer where the layer has one, then the hyper-connections' mixing weights;
+/// dense leading layers, then experts (gate, up, down) with the router's selection bias and
+/// shared ones.
+fn hy_v4(hp: &HParams) -> Vec<String> {
+    let head = "token_embd.weight output_norm.weight output.weight output_hc_fn.weight output_hc_base.weight \
+                output_hc_scale.weight";
+    layered(hp, head, |il| {
+        let indexed = hp.indexer.top_k > 0 && hp.indexer.layers.get(il) == Some(&true);
+        let indexer = match indexed {
+            true => {
+                "indexer.attn_q_b.weight indexer.attn_k.weight indexer.k_norm.weight indexer.k_norm.bias \
+                     indexer.proj.weight"
+            }
+            false => "",
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_up_exps.weight ffn_down_exps.weight {shared}"
+            ),
+        };
+        format!(
+            "attn_norm.weight attn_sinks.weight attn_q_a.weight attn_q_a_norm.weight attn_q_b.weight \
+             attn_kv_a_mqa.weight attn_kv_a_norm.weight attn_k_b.weight attn_v_b.weight attn_output.weight \
+             attn_gate.weight {indexer} hc_attn_fn.weight hc_attn_base.weight hc_attn_scale.weight hc_ffn_fn.weight \
+             hc_ffn_base.weight hc_ffn_scale.weight ffn_norm.weight {ffn}"
+        )
+    })
+}
+
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_k_b",
+    "attn_gate",
+    "indexer.attn_k",
+    "indexer.attn_q_b",
+    "indexer.proj",
+];
+
 impl Decoder for HyV4 {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

@@ -2,10 +2,11 @@
 //! and C) and the rest attention without rotary positions; each layer's FFN dense or a mixture of
 //! experts (softmax gating, weights not renormalised).
 
+use super::created::{layered, EXPERTS, GATED, HEAD};
 use super::{attention_tensors, head_tensors, llama, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -44,7 +45,7 @@ impl ArchSpec for Jamba {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::jamba(hp)
+        jamba(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -81,20 +82,26 @@ impl ArchSpec for Jamba {
     }
 }
 
+/// Jamba's: Mamba layers with norms of dt, B and C, or attention layers; experts in every layer
+/// when the model has experts (without a file, every router is made).
+fn jamba(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = if hp.is_recurrent(il) {
+            "ssm_in.weight ssm_conv1d.weight ssm_conv1d.bias ssm_x.weight ssm_dt_norm.weight ssm_dt.weight ssm_dt.bias ssm_b_norm.weight ssm_c_norm.weight ssm_a ssm_d ssm_out.weight"
+        } else {
+            "QKV attn_output.weight"
+        };
+        let ffn = if hp.n_expert > 0 { EXPERTS } else { GATED };
+        format!("attn_norm.weight {mixer} ffn_norm.weight {ffn}")
+    })
+}
+
 impl Decoder for Jamba {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             mamba1: true,
-            moe: Some(Moe {
-                gating: Gating::Softmax,
-                normalize: false,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
-            }),
-            ..Default::default()
+            moe: Some(Moe { ..Moe::BASE }),
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -8,6 +8,7 @@
 //!
 //! As in llama.cpp's graph, no projection is multiplied by its weight's scale.
 
+use super::created::{layered, GATED, HEAD, SHARED_GDU};
 use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -92,7 +93,7 @@ impl ArchSpec for KimiK3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::kimi_k3(hp)
+        kimi_k3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -135,6 +136,42 @@ impl ArchSpec for KimiK3 {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// Kimi-K3's: the residual checkpoints' scores where the model banks them (one after the head,
+/// two per layer); delta attention (a full-width output gate) or latent attention with an output
+/// gate; dense leading layers, then experts with the router's selection bias, the latent
+/// projections and norm around them where they run in a latent space, and shared experts.
+fn kimi_k3(hp: &HParams) -> Vec<String> {
+    let banks = hp.attn_res_block_size > 0;
+    let head = match banks {
+        true => "token_embd.weight output_norm.weight output.weight output_res_score.weight",
+        false => HEAD,
+    };
+    layered(hp, head, |il| {
+        let scores = if banks {
+            "attn_res_score.weight ffn_res_score.weight"
+        } else {
+            ""
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => kimi_linear::kda("ssm_f_a.weight ssm_f_b.weight", "ssm_g.weight"),
+            false => kimi_linear::mla(hp, "attn_gate.weight"),
+        };
+        let latent = match hp.n_expert_latent > 0 {
+            true => "ffn_routed_down.weight ffn_routed_up.weight ffn_routed_norm.weight",
+            false => "",
+        };
+        let shared = if hp.n_ff_shexp > 0 { SHARED_GDU } else { "" };
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight \
+                 {latent} {shared}"
+            ),
+        };
+        format!("attn_norm.weight ffn_norm.weight {scores} {mixer} {ffn}")
+    })
 }
 
 /// The latent attention's tensors: queries through a normed low rank (where the layer has its
@@ -229,7 +266,39 @@ impl Checkpoints {
     }
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_q_a",
+    "attn_q_b",
+    "attn_kv_a_mqa",
+    "attn_kv_b",
+    "attn_k_b",
+    "attn_output",
+    "attn_gate",
+    "attn_k",
+    "attn_v",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_f_b",
+    "ssm_g",
+    "ffn_gate",
+    "ffn_up",
+    "ffn_down",
+    "ffn_gate_inp",
+    "ffn_gate_shexp",
+    "ffn_up_shexp",
+    "ffn_down_shexp",
+    "ffn_routed_up",
+    "ffn_routed_down",
+];
+
 impl Decoder for KimiK3 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

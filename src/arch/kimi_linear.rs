@@ -7,6 +7,7 @@
 //! As in llama.cpp's graph, only the latent attention's output projection is multiplied by its
 //! weight's scale; every other projection is used as it is.
 
+use super::created::{layered, EXPERTS, GATED, HEAD, SHARED_GDU};
 use super::{deepseek2, head_tensors, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -60,7 +61,7 @@ impl ArchSpec for KimiLinear {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::kimi_linear(hp)
+        kimi_linear(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -70,6 +71,47 @@ impl ArchSpec for KimiLinear {
     fn memory(&self) -> Memory {
         Memory::Hybrid
     }
+}
+
+/// A Kimi delta attention mixer: the convolutions of queries, keys and values, the projections,
+/// the decay's projection(s) `f`, beta, the decay rates and bias, the output gate's `g`, the norm
+/// and the output.
+pub(super) fn kda(f: &str, g: &str) -> String {
+    format!(
+        "ssm_conv1d_q.weight ssm_conv1d_k.weight ssm_conv1d_v.weight QKV {f} ssm_beta.weight ssm_a ssm_dt.bias {g} \
+         ssm_norm.weight attn_output.weight"
+    )
+}
+
+/// Latent attention as Kimi's loaders make it: queries compressed where the model has a rank for
+/// them, keys and values decompressed per head (without a file the fused decompression is
+/// skipped), then `gate` (an output gate, or nothing) and the output projection.
+pub(super) fn mla(hp: &HParams, gate: &str) -> String {
+    let (q_norm, q) = match hp.n_lora_q > 0 {
+        true => ("attn_q_a_norm.weight", "attn_q_a.weight attn_q_b.weight"),
+        false => ("", "attn_q.weight"),
+    };
+    format!(
+        "{q_norm} attn_kv_a_norm.weight {q} attn_kv_a_mqa.weight attn_k_b.weight attn_v_b.weight {gate} \
+         attn_output.weight"
+    )
+}
+
+/// Kimi-Linear's: delta attention or latent attention layers; dense leading layers, then experts,
+/// shared ones (always made without a file) and the router's selection bias.
+fn kimi_linear(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => kda("ssm_f_a.weight ssm_f_b.weight", "ssm_g_a.weight ssm_g_b.weight"),
+            false => mla(hp, ""),
+        };
+        let experts = format!("{EXPERTS} {SHARED_GDU} exp_probs_b.bias");
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED,
+            false => &experts,
+        };
+        format!("attn_norm.weight {mixer} ffn_norm.weight {ffn}")
+    })
 }
 
 /// The tensors of a KDA hybrid in DeepSeek's layout (Kimi-Linear's, BailingMoE 3's): per layer a
@@ -264,7 +306,29 @@ fn latent_tensors(hp: &HParams, il: usize, specs: &mut Vec<TensorSpec>) {
     ]);
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`), and
+/// the output projection of the linear-attention layers.
+const WITHOUT_ADAPTERS: &[&str] = &[
+    "output",
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_qkv",
+    "attn_kv_a_mqa",
+    "attn_kv_b",
+    "attn_k_b",
+    "ssm_beta",
+    "ssm_f_a",
+    "ssm_f_b",
+    "ssm_g_a",
+    "ssm_g_b",
+];
+
 impl Decoder for KimiLinear {
+    fn without_adapters(&self, hp: &HParams, stem: &str, layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem) || (stem == "attn_output" && layer.is_some_and(|il| hp.is_recurrent(il)))
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k_mla);

@@ -5,6 +5,7 @@
 //! output projection; leading dense layers, then experts routed by sigmoid (unless the file says
 //! otherwise) with a selection bias beside an always-on shared expert.
 
+use super::created::{layered, ATTN, HEAD};
 use super::{afmoe, head_tensors};
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -78,7 +79,7 @@ impl ArchSpec for Laguna {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::laguna(hp)
+        laguna(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -97,6 +98,22 @@ impl ArchSpec for Laguna {
         }
         specs
     }
+}
+
+/// Laguna's: attention with query and key norms and a gate (per head without a file); dense
+/// layers first (gate, up, down), then experts with the router's selection bias and a shared
+/// expert.
+fn laguna(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let ffn = match il >= hp.n_layer_dense_lead as usize {
+            true => {
+                "ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_up_exps.weight ffn_down_exps.weight \
+                     ffn_gate_shexp.weight ffn_up_shexp.weight ffn_down_shexp.weight"
+            }
+            false => "ffn_gate.weight ffn_up.weight ffn_down.weight",
+        };
+        format!("{ATTN} attn_q_norm.weight attn_k_norm.weight attn_gate.weight ffn_norm.weight {ffn}")
+    })
 }
 
 impl Decoder for Laguna {

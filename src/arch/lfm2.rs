@@ -5,10 +5,11 @@
 //! layers (sigmoid routing with a per-expert selection bias, weights normalised).
 
 use super::attention_tensors;
+use super::created::{layered, GATED};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
-use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -61,7 +62,7 @@ impl ArchSpec for Lfm2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::lfm2(hp)
+        lfm2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -75,6 +76,27 @@ impl ArchSpec for Lfm2 {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// LFM2's (and LFM2-MoE's): the output norm (`token_embd_norm`); each layer's FFN (dense leading
+/// layers, then experts with the router's selection bias) before its mixer, a short convolution
+/// or attention with query and key norms; LFM2-ColBERT's projection of the embeddings last.
+fn lfm2(hp: &HParams) -> Vec<String> {
+    let mut names = layered(hp, "token_embd.weight token_embd_norm.weight output.weight", |il| {
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED,
+            false => {
+                "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight exp_probs_b.bias"
+            }
+        };
+        let mixer = match hp.is_recurrent(il) {
+            true => "shortconv.conv.weight shortconv.in_proj.weight shortconv.out_proj.weight",
+            false => "attn_q_norm.weight attn_k_norm.weight QKV attn_output.weight",
+        };
+        format!("ffn_norm.weight {ffn} attn_norm.weight {mixer}")
+    });
+    names.extend(["dense_2.weight", "dense_2.bias"].map(String::from));
+    names
 }
 
 impl ArchSpec for Lfm2Moe {
@@ -118,7 +140,7 @@ impl ArchSpec for Lfm2Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::lfm2(hp)
+        lfm2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -247,11 +269,7 @@ fn decoder(b: &mut Builder) -> Result<Option<TensorRef>> {
             let moe = Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             };
             b.moe_ffn(il, normed, moe)?
         };

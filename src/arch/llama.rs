@@ -3,9 +3,10 @@
 //! SmolLM3 (`smollm3.rs`, with layers that do not rotate) and Granite (`granite.rs`, with scales).
 
 use super::common_tensors;
+use super::created::{layered, ATTN, EXPERTS, GATED_BIASED, HEAD};
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{is_sliding, rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{is_sliding, rope_factors, Builder, Decoder, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -62,15 +63,30 @@ impl ArchSpec for Llama {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llama(hp)
+        llama(hp)
     }
+}
+
+/// Llama's loader (and Granite's, Granite MoE's, MiniCPM's, Mistral 3's, Refact's): the attention output's bias, the rotary
+/// factors, the dense FFN with its biases, or experts (with shared ones where the model has them).
+pub(super) fn llama(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        let ffn = if hp.n_expert == 0 {
+            GATED_BIASED.to_string()
+        } else if hp.n_ff_shexp > 0 {
+            format!("{EXPERTS} ffn_gate_shexp.weight ffn_up_shexp.weight ffn_down_shexp.weight")
+        } else {
+            EXPERTS.to_string()
+        };
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE {ffn}")
+    })
 }
 
 impl Decoder for Llama {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = Variant {
             ffn_scales: true,
-            ..Default::default()
+            ..Variant::BASE
         };
         decoder(b, variant)
     }
@@ -103,7 +119,7 @@ pub(super) fn tensors_with(hp: &HParams, experts: bool) -> Vec<TensorSpec> {
 }
 
 /// What the architectures built on the Llama decoder change in it.
-#[derive(Default, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(super) struct Variant {
     /// Normalise each query and key head (`attn_q_norm`, `attn_k_norm`, each where the layer has
     /// it) before rotation, or (`qk_norm_after_rope`, Maincoder's) after it.
@@ -149,11 +165,36 @@ pub(super) struct Variant {
     pub experts_unused: bool,
 }
 
+impl Variant {
+    /// Llama's decoder as it is, which an architecture changes only where it differs (the
+    /// dense FFN leaves its weights' scales out: Llama's own graph passes them).
+    pub(super) const BASE: Variant = Variant {
+        qk_norm: false,
+        qk_norm_after_rope: false,
+        no_rope_every: 0,
+        ffn_scales: false,
+        mamba1: false,
+        moe: None,
+        relu_sqr: false,
+        no_wo_bias: false,
+        qk_norm_whole: false,
+        ffn_norm: None,
+        no_ffn_bias: false,
+        no_cache: false,
+        no_output_bias: false,
+        no_rope_factors: false,
+        no_qkv_scale: false,
+        no_rope: false,
+        swa_rope: SwaRope::Own,
+        rope_sliding_only: false,
+        experts_unused: false,
+    };
+}
+
 /// How a Llama-like graph rotates its sliding-window layers.
-#[derive(Default, Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub(super) enum SwaRope {
     /// With their own base and scale (`rope_freq_base_swa`), as llama.cpp's `get_rope_freq_base`.
-    #[default]
     Own,
     /// With the context's base, unscaled and without YaRN (Mellum's graph).
     Plain,
@@ -163,13 +204,9 @@ pub(super) enum SwaRope {
 
 /// The experts of the Llama-like models: softmax over all, the picked weights summing to one.
 const MOE: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
     scaled: true,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 /// The Llama decoder: pre-norm attention with rotary positions and a SwiGLU FFN, per layer.

@@ -6,11 +6,12 @@
 //! multiplied into each expert's input, beside a shared expert. A file whose sliding window is 0
 //! has no chunks and rotates every layer but the last (llama.cpp's `n_no_rope_layer_step`).
 
+use super::created::{layered, ATTN, EXPERTS, GATED, HEAD, SHARED_GDU};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
-use crate::graph::{ggml_err, is_sliding, rope_factors, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, is_sliding, rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -90,7 +91,7 @@ impl ArchSpec for Llama4 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llama4(hp)
+        llama4(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -114,6 +115,18 @@ impl ArchSpec for Llama4 {
     }
 }
 
+/// Llama 4's: `rope_freqs`, experts (with a shared one) every `interleave_moe_layer_step` layers.
+fn llama4(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let ffn = if is_moe_layer(hp, il) {
+            format!("{EXPERTS} {SHARED_GDU}")
+        } else {
+            GATED.into()
+        };
+        format!("{ATTN} ffn_norm.weight ROPE_FREQS {ffn}")
+    })
+}
+
 pub(super) fn is_moe_layer(hp: &HParams, il: usize) -> bool {
     hp.n_moe_layer_step > 0 && (il + 1).is_multiple_of(hp.n_moe_layer_step as usize)
 }
@@ -132,12 +145,8 @@ impl Decoder for Llama4 {
         let kq_norm = hp.n_expert != EXPERTS_WITHOUT_KQ_NORM;
         let moe = Moe {
             gating: Gating::Sigmoid,
-            normalize: false,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
             weights_first: true,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {

@@ -16,11 +16,12 @@
 //! The diffusion models Dream (Qwen2's layout) and LLaDA (Llama's, its attention output and FFN
 //! biases and rotary factors left out) attend both ways within a batch and keep no memory, as encoders do.
 
+use super::created::{layered, ATTN, EXPERTS, FFN, GATED, GATED_BIASED, HEAD, TIED_HEAD};
 use super::llama;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -62,35 +63,13 @@ const READS_ERNIE4_5: &[&str] = &[
     "rope.dimension_sections",
 ];
 
-const NO_FFN_SCALES: llama::Variant = llama::Variant {
-    qk_norm: false,
-    qk_norm_after_rope: false,
-    no_rope_every: 0,
-    ffn_scales: false,
-    mamba1: false,
-    moe: None,
-    relu_sqr: false,
-    no_wo_bias: false,
-    qk_norm_whole: false,
-    ffn_norm: None,
-    no_ffn_bias: false,
-    no_cache: false,
-    no_output_bias: false,
-    no_rope_factors: false,
-    no_qkv_scale: false,
-    no_rope: false,
-    swa_rope: llama::SwaRope::Own,
-    rope_sliding_only: false,
-    experts_unused: false,
-};
-
 pub const XVERSE: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "xverse",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -99,12 +78,12 @@ pub const XVERSE: LlamaLike = LlamaLike {
 };
 
 pub const EXAONE: LlamaLike = LlamaLike {
-    created: super::created::exaone,
+    created: exaone,
     name: "exaone",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -113,14 +92,14 @@ pub const EXAONE: LlamaLike = LlamaLike {
 };
 
 pub const ERNIE4_5: LlamaLike = LlamaLike {
-    created: super::created::ernie4_5,
+    created: ernie4_5,
     name: "ernie4_5",
     rope_type: 0,
     reads: READS_ERNIE4_5,
     saved: &[],
     variant: llama::Variant {
         no_wo_bias: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -132,12 +111,12 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
 /// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
 /// "linear attention" and FFN-free layers (no query heads, no KV heads, no FFN) are refused.
 pub const DECI: LlamaLike = LlamaLike {
-    created: super::created::deci,
+    created: deci,
     name: "deci",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -146,14 +125,14 @@ pub const DECI: LlamaLike = LlamaLike {
 };
 
 pub const ARCEE: LlamaLike = LlamaLike {
-    created: super::created::arcee,
+    created: arcee,
     name: "arcee",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
     variant: llama::Variant {
         relu_sqr: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -163,7 +142,7 @@ pub const ARCEE: LlamaLike = LlamaLike {
 };
 
 pub const OLMOE: LlamaLike = LlamaLike {
-    created: super::created::olmoe,
+    created: olmoe,
     name: "olmoe",
     rope_type: 2,
     reads: READS_RMS_EPS,
@@ -171,16 +150,8 @@ pub const OLMOE: LlamaLike = LlamaLike {
     variant: llama::Variant {
         qk_norm_whole: true,
         no_wo_bias: true,
-        moe: Some(Moe {
-            gating: Gating::Softmax,
-            normalize: false,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
-        }),
-        ..NO_FFN_SCALES
+        moe: Some(Moe { ..Moe::BASE }),
+        ..llama::Variant::BASE
     },
     experts: true,
     alibi: 0.0,
@@ -190,14 +161,14 @@ pub const OLMOE: LlamaLike = LlamaLike {
 };
 
 pub const SEED_OSS: LlamaLike = LlamaLike {
-    created: super::created::seed_oss,
+    created: seed_oss,
     name: "seed_oss",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
     variant: llama::Variant {
         ffn_norm: Some("post_attention_norm.weight"),
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -207,7 +178,7 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
 };
 
 pub const MISTRAL3: LlamaLike = LlamaLike {
-    created: super::created::llama,
+    created: llama::llama,
     name: "mistral3",
     rope_type: 0,
     reads: &[
@@ -220,7 +191,7 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
     saved: &[],
     variant: llama::Variant {
         ffn_scales: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: true,
     alibi: 0.0,
@@ -230,7 +201,7 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
 };
 
 pub const REFACT: LlamaLike = LlamaLike {
-    created: super::created::llama,
+    created: llama::llama,
     name: "refact",
     rope_type: -1,
     reads: READS_RMS_EPS,
@@ -239,7 +210,7 @@ pub const REFACT: LlamaLike = LlamaLike {
         no_wo_bias: true,
         no_ffn_bias: true,
         experts_unused: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: true,
     alibi: 8.0,
@@ -249,14 +220,14 @@ pub const REFACT: LlamaLike = LlamaLike {
 };
 
 pub const NANBEIGE: LlamaLike = LlamaLike {
-    created: super::created::nanbeige,
+    created: nanbeige,
     name: "nanbeige",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
     variant: llama::Variant {
         ffn_scales: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -266,14 +237,14 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
 };
 
 pub const MAINCODER: LlamaLike = LlamaLike {
-    created: super::created::qk_normed,
+    created: qk_normed,
     name: "maincoder",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
     variant: llama::Variant {
         qk_norm_after_rope: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -283,7 +254,7 @@ pub const MAINCODER: LlamaLike = LlamaLike {
 };
 
 pub const DREAM: LlamaLike = LlamaLike {
-    created: super::created::qwen2,
+    created: super::qwen2::qwen2,
     name: "dream",
     rope_type: 2,
     reads: READS_RMS_EPS,
@@ -291,7 +262,7 @@ pub const DREAM: LlamaLike = LlamaLike {
     variant: llama::Variant {
         no_cache: true,
         no_output_bias: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -301,7 +272,7 @@ pub const DREAM: LlamaLike = LlamaLike {
 };
 
 pub const LLADA: LlamaLike = LlamaLike {
-    created: super::created::llada,
+    created: llada,
     name: "llada",
     rope_type: 0,
     reads: READS_RMS_EPS,
@@ -311,7 +282,7 @@ pub const LLADA: LlamaLike = LlamaLike {
         no_wo_bias: true,
         no_ffn_bias: true,
         no_rope_factors: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -321,7 +292,7 @@ pub const LLADA: LlamaLike = LlamaLike {
 };
 
 pub const OPENELM: LlamaLike = LlamaLike {
-    created: super::created::openelm,
+    created: openelm,
     name: "openelm",
     rope_type: 2,
     reads: READS_RMS_EPS,
@@ -329,7 +300,7 @@ pub const OPENELM: LlamaLike = LlamaLike {
     variant: llama::Variant {
         qk_norm: true,
         no_qkv_scale: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -341,7 +312,7 @@ pub const OPENELM: LlamaLike = LlamaLike {
 /// Hunyuan's dense models and Hunyuan-VL's language model: per-head query and key norms after
 /// rotation.
 const HUNYUAN: LlamaLike = LlamaLike {
-    created: super::created::qk_normed,
+    created: qk_normed,
     name: "hunyuan-dense",
     rope_type: 2,
     reads: &["attention.layer_norm_rms_epsilon", "rope.dimension_sections"],
@@ -349,7 +320,7 @@ const HUNYUAN: LlamaLike = LlamaLike {
     saved: &[("rope.freq_base", Rule::Held(|f| Value::F32(f.hp.rope_freq_base)))],
     variant: llama::Variant {
         qk_norm_after_rope: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -369,12 +340,12 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
 /// PaddleOCR's language model: ERNIE 4.5's layout (dense, whatever its expert count says) with
 /// M-RoPE and its attention output bias.
 pub const PADDLEOCR: LlamaLike = LlamaLike {
-    created: super::created::ernie4_5,
+    created: ernie4_5,
     name: "paddleocr",
     rope_type: crate::ggml::ROPE_MROPE,
     reads: READS_ERNIE4_5,
     saved: &[],
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -385,14 +356,14 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
 /// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
 /// factors are loaded but left out.
 pub const PANGU_EMBED: LlamaLike = LlamaLike {
-    created: super::created::pangu_embed,
+    created: pangu_embed,
     name: "pangu-embedded",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
     variant: llama::Variant {
         no_rope_factors: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -407,7 +378,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
-    variant: NO_FFN_SCALES,
+    variant: llama::Variant::BASE,
     experts: false,
     alibi: 0.0,
     half_ffn: false,
@@ -416,14 +387,14 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
 };
 
 pub const QWEN: LlamaLike = LlamaLike {
-    created: super::created::qwen,
+    created: qwen,
     name: "qwen",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
     variant: llama::Variant {
         no_wo_bias: true,
-        ..NO_FFN_SCALES
+        ..llama::Variant::BASE
     },
     experts: false,
     alibi: 0.0,
@@ -569,6 +540,93 @@ impl ArchSpec for LlamaLike {
         }
         specs
     }
+}
+
+/// LLaDA's: Llama's dense layers, the rotary factors always `rope_freqs`.
+fn llada(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE_FREQS {GATED_BIASED}")
+    })
+}
+
+/// Qwen 3's list ([`super::qwen3::qwen3`]) with the usual head (Maincoder's, Hunyuan's dense ones).
+fn qk_normed(hp: &HParams) -> Vec<String> {
+    super::qwen3::qwen3(hp, HEAD)
+}
+
+/// EXAONE's: `rope_freqs` after the FFN norm.
+fn exaone(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight ROPE_FREQS {GATED}"))
+}
+
+/// Arcee's: `rope_freqs`, and an FFN without a gate.
+fn arcee(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight ROPE_FREQS ffn_down.weight ffn_up.weight")
+    })
+}
+
+/// ERNIE 4.5's (dense): the attention output's bias.
+fn ernie4_5(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} attn_output.bias {FFN}"))
+}
+
+/// Nanbeige's: `rope_freqs` before the FFN norm.
+fn nanbeige(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ROPE_FREQS {FFN}"))
+}
+
+/// OLMoE's: whole-projection query and key norms, then routed experts.
+fn olmoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS}")
+    })
+}
+
+/// Seed-OSS's: the projections first, then both norms; the FFN gate, up, down.
+fn seed_oss(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "QKV attn_output.weight attn_norm.weight post_attention_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight".into()
+    })
+}
+
+/// Deci's: per layer, attention with projections, a linear replacement (norm and output only)
+/// or none, and an FFN or none.
+fn deci(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let attn = match (hp.n_head[il], hp.n_head_kv[il]) {
+            (h, 0) if h > 0 => "attn_norm.weight attn_output.weight",
+            (_, 0) => "",
+            _ => ATTN,
+        };
+        let (norm, ffn) = if hp.n_ff[il] > 0 {
+            ("ffn_norm.weight", GATED)
+        } else {
+            ("", "")
+        };
+        format!("{attn} attn_output.bias {norm} ROPE {ffn} ffn_gate.bias ffn_down.bias ffn_up.bias")
+    })
+}
+
+/// Qwen's (the first): the fused projection with its bias.
+fn qwen(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight attn_qkv.weight attn_qkv.bias attn_output.weight ffn_norm.weight {GATED}")
+    })
+}
+
+/// OpenELM's: the fused projection, then query and key norms; the head tied.
+fn openelm(hp: &HParams) -> Vec<String> {
+    layered(hp, TIED_HEAD, |_| {
+        format!("attn_norm.weight attn_qkv.weight attn_q_norm.weight attn_k_norm.weight attn_output.weight {FFN}")
+    })
+}
+
+/// PanGu Embedded's: Llama's dense layers without the FFN's biases.
+fn pangu_embed(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_output.bias ffn_norm.weight ROPE {GATED}")
+    })
 }
 
 impl Decoder for LlamaLike {

@@ -1,6 +1,7 @@
 //! Mamba and Mamba-2: no attention, every layer a selective state-space block (`graph/ssm.rs`)
 //! between an RMS norm and the residual; the context keeps one recurrent state per sequence.
 
+use super::created::{layered, HEAD};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
@@ -155,7 +156,7 @@ impl ArchSpec for Mamba {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::mamba(hp)
+        mamba(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -165,6 +166,15 @@ impl ArchSpec for Mamba {
     fn memory(&self) -> Memory {
         Memory::Recurrent
     }
+}
+
+/// Mamba's layer.
+const MAMBA: &str =
+    "ssm_in.weight ssm_conv1d.weight ssm_conv1d.bias ssm_x.weight ssm_dt.weight ssm_dt.bias ssm_a ssm_d ssm_out.weight";
+
+/// Mamba's.
+fn mamba(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("attn_norm.weight {MAMBA}"))
 }
 
 impl ArchSpec for Mamba2 {
@@ -195,7 +205,7 @@ impl ArchSpec for Mamba2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::mamba2(hp)
+        mamba2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -205,6 +215,15 @@ impl ArchSpec for Mamba2 {
     fn memory(&self) -> Memory {
         Memory::Recurrent
     }
+}
+
+/// Mamba-2's layer.
+pub(super) const MAMBA2: &str =
+    "ssm_in.weight ssm_conv1d.weight ssm_conv1d.bias ssm_dt.bias ssm_a ssm_d ssm_norm.weight ssm_out.weight";
+
+/// Mamba-2's.
+fn mamba2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("attn_norm.weight {MAMBA2}"))
 }
 
 /// Embeddings, then per layer norm → state-space block → residual, then the output head.

@@ -5,7 +5,7 @@
 use super::{llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -48,7 +48,7 @@ impl ArchSpec for Maple {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::llada_moe(hp)
+        super::qwen3moe::llada_moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -64,15 +64,10 @@ impl Decoder for Maple {
             qk_norm: true,
             rope_sliding_only: true,
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -55,7 +55,7 @@ impl ArchSpec for Mellum {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen3moe(hp)
+        super::qwen3moe::qwen3moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -70,7 +70,7 @@ impl Decoder for Mellum {
         let variant = llama::Variant {
             qk_norm: true,
             swa_rope: llama::SwaRope::Plain,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -6,10 +6,11 @@
 //! routed by sigmoid with an optional selection bias, their weights normalised. Multi-token
 //! prediction layers are refused.
 
+use super::created::{layered, GATED, HEAD};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -57,7 +58,7 @@ impl ArchSpec for Mimo2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::mimo2(hp)
+        mimo2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -100,6 +101,20 @@ impl ArchSpec for Mimo2 {
     }
 }
 
+/// MiMo-V2's: attention sinks; the dense FFN where the layer has a width for it, and experts in
+/// every layer of a model with experts (all optional, all made without a file).
+fn mimo2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let dense = if hp.n_ff[il] > 0 { GATED } else { "" };
+        let experts = if hp.n_expert > 0 {
+            "ffn_gate_inp.weight ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight exp_probs_b.bias"
+        } else {
+            ""
+        };
+        format!("QKV attn_output.weight attn_norm.weight attn_sinks.weight ffn_norm.weight {dense} {experts}")
+    })
+}
+
 impl Decoder for Mimo2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
@@ -125,11 +140,7 @@ impl Decoder for Mimo2 {
                 let moe = Moe {
                     gating: Gating::Sigmoid,
                     normalize: true,
-                    act: ExpertAct::Silu,
-                    scaled: false,
-                    warmup_all: true,
-                    weights_first: false,
-                    pick_by_sigmoid: false,
+                    ..Moe::BASE
                 };
                 b.moe_ffn(il, cur, moe)?
             } else {

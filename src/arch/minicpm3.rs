@@ -5,6 +5,7 @@
 //! LongRoPE's optional factors). Embeddings scaled by 12, each block's attention and FFN outputs
 //! by 1.4/√n_layer, and the hidden state by 256/n_embd before the head, as llama.cpp fixes them.
 
+use super::created::{layered, FFN, HEAD};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -56,7 +57,7 @@ impl ArchSpec for MiniCpm3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::minicpm3(hp)
+        minicpm3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -89,7 +90,21 @@ impl ArchSpec for MiniCpm3 {
     }
 }
 
+/// MiniCPM3's: compressed queries, keys and values, LongRoPE's factors always.
+fn minicpm3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("attn_norm.weight attn_q_a_norm.weight attn_kv_a_norm.weight attn_q_a.weight attn_q_b.weight attn_kv_a_mqa.weight attn_kv_b.weight attn_output.weight {FFN} ROPE_LONG_SHORT")
+    })
+}
+
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &["attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b"];
+
 impl Decoder for MiniCpm3 {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let hk = i64::from(hp.n_embd_head_k);

@@ -3,10 +3,11 @@
 //! followed by softmax-routed experts. Both residuals are the scaled *normed* input
 //! (`residual_scale`), not the layer's input, as llama.cpp's graph adds them.
 
+use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -90,7 +91,7 @@ impl ArchSpec for Minimax01 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::minimax_01(hp)
+        minimax_01(hp)
     }
 
     /// The lightning layers' output gate is llama.cpp's member `wg`, not `wqkv_gate`.
@@ -103,18 +104,25 @@ impl ArchSpec for Minimax01 {
     }
 }
 
+/// MiniMax-01's: lightning attention layers (a norm of the mixed heads, the fused projection, an
+/// output gate) or softmax attention layers, then experts.
+fn minimax_01(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => "attn_norm_2.weight attn_qkv.weight attn_gate.weight",
+            false => "QKV",
+        };
+        format!("attn_norm.weight {mixer} attn_output.weight ffn_norm.weight {EXPERTS}")
+    })
+}
+
 impl Decoder for Minimax01 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (hd, scale) = (i64::from(hp.n_embd_head_k), hp.residual_scale);
         let moe = Moe {
-            gating: Gating::Softmax,
             normalize: true,
-            act: ExpertAct::Silu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {

@@ -2,10 +2,11 @@
 //! head, and experts in every layer (as wide as the FFN) routed by the file's gating function
 //! with a selection bias, the picked weights normalised; its own output head.
 
+use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -46,7 +47,7 @@ impl ArchSpec for MinimaxM2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::minimax_m2(hp)
+        minimax_m2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -72,6 +73,14 @@ impl ArchSpec for MinimaxM2 {
     }
 }
 
+/// MiniMax-M2's: the projections first, whole-projection query and key norms, experts with the
+/// router's selection bias last.
+fn minimax_m2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("QKV attn_output.weight attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS} exp_probs_b.bias")
+    })
+}
+
 impl Decoder for MinimaxM2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
@@ -80,13 +89,9 @@ impl Decoder for MinimaxM2 {
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Sigmoid),
                 normalize: true,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

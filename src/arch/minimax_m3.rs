@@ -5,6 +5,7 @@
 //! without flash attention or with several sequences in one unified cache, still keeping their
 //! (then unused) indexer cache.
 
+use super::created::{layered, sparse_ffn, GATED, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX};
@@ -87,7 +88,7 @@ impl ArchSpec for MinimaxM3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::minimax_m3(hp)
+        minimax_m3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -118,6 +119,21 @@ impl ArchSpec for MinimaxM3 {
         }
         specs
     }
+}
+
+/// MiniMax-M3's: the projections first, query and key norms; dense leading layers, then experts
+/// with the router's selection bias, shared ones and the block-sparse attention's indexer.
+fn minimax_m3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let ffn = match il < hp.n_layer_dense_lead as usize {
+            true => GATED.to_string(),
+            false => format!(
+                "{} indexer.q_proj.weight indexer.k_proj.weight indexer.q_norm.weight indexer.k_norm.weight",
+                sparse_ffn(hp, il)
+            ),
+        };
+        format!("QKV attn_output.weight attn_norm.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {ffn}")
+    })
 }
 
 impl Decoder for MinimaxM3 {

@@ -86,7 +86,7 @@ pub trait Architecture: ArchSpec + Decoder {}
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
 /// Every architecture the engine runs.
-pub(crate) static ARCHITECTURES: [&dyn Architecture; 124] = [
+pub(crate) static ARCHITECTURES: &[&dyn Architecture] = &[
     &llama::Llama,
     &qwen2::Qwen2,
     &qwen2::Qwen2Moe,

@@ -5,6 +5,7 @@
 //! attention and after the dense FFN with llama.cpp's fixed epsilon of 1e-8; the logits scaled by
 //! `logit_scale`, then soft-capped when the file says.
 
+use super::created::{layered, GATED, HEAD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -51,7 +52,7 @@ impl ArchSpec for MuseGlimmer {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::muse_glimmer(hp)
+        muse_glimmer(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -76,6 +77,14 @@ impl ArchSpec for MuseGlimmer {
         }
         specs
     }
+}
+
+/// The attention of Muse Glimmer and AFMoE: norms before and after, query and key norms, a gate.
+pub(super) const GATED_ATTN: &str = "attn_norm.weight post_attention_norm.weight QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight attn_gate.weight ffn_norm.weight post_ffw_norm.weight";
+
+/// Muse Glimmer's.
+fn muse_glimmer(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{GATED_ATTN} {GATED}"))
 }
 
 impl Decoder for MuseGlimmer {

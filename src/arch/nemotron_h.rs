@@ -5,6 +5,8 @@
 //! FFN layers of a file with experts are squared-ReLU experts (sigmoid routing with a selection
 //! bias, optionally in a narrower latent width) beside a squared-ReLU shared expert.
 
+use super::created::{layered, HEAD};
+use super::mamba::MAMBA2;
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -64,7 +66,7 @@ impl ArchSpec for NemotronH {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::nemotron_h(hp)
+        nemotron_h(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -78,6 +80,26 @@ impl ArchSpec for NemotronH {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// Nemotron-H's (and Nemotron-H MoE's): each layer one of a Mamba-2 mixer, attention (where the
+/// layer has no FFN width), or an ungated FFN with biases; in a model with experts, squared-ReLU
+/// experts with the router's selection bias, the latent projections around them (made without a
+/// file, of the model's width when it has no latent one) and a shared expert.
+fn nemotron_h(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let block = if hp.is_recurrent(il) {
+            MAMBA2
+        } else if hp.n_ff[il] == 0 {
+            "QKV attn_output.weight attn_output.bias"
+        } else if hp.n_expert > 0 {
+            "ffn_gate_inp.weight exp_probs_b.bias ffn_latent_down.weight ffn_latent_up.weight ffn_down_exps.weight \
+             ffn_up_exps.weight ffn_down_shexp.weight ffn_up_shexp.weight"
+        } else {
+            "ffn_down.weight ffn_up.weight ffn_down.bias ffn_up.bias"
+        };
+        format!("attn_norm.weight {block}")
+    })
 }
 
 fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -146,7 +168,14 @@ fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     specs
 }
 
+/// The weights llama.cpp's graph multiplies without adapters (`Decoder::without_adapters`).
+const WITHOUT_ADAPTERS: &[&str] = &["ffn_latent_down", "ffn_latent_up"];
+
 impl Decoder for NemotronH {
+    fn without_adapters(&self, _hp: &HParams, stem: &str, _layer: Option<usize>) -> bool {
+        WITHOUT_ADAPTERS.contains(&stem)
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         decoder(b)
     }

@@ -43,11 +43,15 @@ impl ArchSpec for NomicBert {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::bert(hp, true)
+        bert::bert(hp, true)
     }
 }
 
 impl Decoder for NomicBert {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         bert::encoder(b, true)
     }

@@ -1,6 +1,7 @@
 //! OLMo (the first generation): the Llama layout with layer norms that have no weights, an
 //! unbiased attention output, no FFN scales, and queries, keys and values optionally clamped.
 
+use super::created::{layered, GATED};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -38,7 +39,7 @@ impl ArchSpec for Olmo {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::olmo(hp)
+        olmo(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -46,6 +47,13 @@ impl ArchSpec for Olmo {
         specs.retain(|s| !s.name.ends_with("_norm.weight"));
         specs
     }
+}
+
+/// OLMo's (the first): no norm weights at all.
+fn olmo(hp: &HParams) -> Vec<String> {
+    layered(hp, "token_embd.weight output.weight", |_| {
+        format!("QKV attn_output.weight {GATED}")
+    })
 }
 
 impl Decoder for Olmo {

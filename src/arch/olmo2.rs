@@ -2,6 +2,7 @@
 //! whole query and key projections; post-attention and post-FFN norms; a separate output head.
 
 use super::common_tensors;
+use super::created::{layered, HEAD};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, Ffn};
@@ -60,7 +61,7 @@ impl ArchSpec for Olmo2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::olmo2(hp)
+        olmo2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -80,6 +81,13 @@ impl ArchSpec for Olmo2 {
         }
         specs
     }
+}
+
+/// OLMo 2's: norms after the attention and the FFN.
+fn olmo2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight post_attention_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight post_ffw_norm.weight".into()
+    })
 }
 
 impl Decoder for Olmo2 {

@@ -4,9 +4,10 @@
 //! softmax-routed experts.
 
 use super::common_tensors;
+use super::created::{layered, ATTN, BIASED_HEAD, EXPERTS, HEAD};
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, rope_factors, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{ggml_err, rope_factors, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -32,13 +33,8 @@ pub const PHIMOE: Phi3 = Phi3 {
 
 /// PhiMoE's experts: softmax over all, the picked weights summing to one.
 const PHIMOE_EXPERTS: Moe = Moe {
-    gating: Gating::Softmax,
     normalize: true,
-    act: ExpertAct::Silu,
-    scaled: false,
-    warmup_all: true,
-    weights_first: false,
-    pick_by_sigmoid: false,
+    ..Moe::BASE
 };
 
 impl ArchSpec for Phi3 {
@@ -77,8 +73,8 @@ impl ArchSpec for Phi3 {
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         match self.experts {
-            false => super::created::phi3(hp),
-            true => super::created::phimoe(hp),
+            false => phi3(hp),
+            true => phimoe(hp),
         }
     }
 
@@ -106,6 +102,20 @@ impl ArchSpec for Phi3 {
         }
         specs
     }
+}
+
+/// Phi-3's: a fused gate and up projection, LongRoPE's factors always.
+fn phi3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight ffn_down.weight ffn_up.weight ROPE_LONG_SHORT")
+    })
+}
+
+/// PhiMoE's: biased norms and output, experts, LongRoPE's factors always.
+fn phimoe(hp: &HParams) -> Vec<String> {
+    layered(hp, &format!("{BIASED_HEAD} output.bias"), |_| {
+        format!("attn_norm.weight attn_norm.bias QKV attn_output.weight attn_output.bias ffn_norm.weight ffn_norm.bias {EXPERTS} ROPE_LONG_SHORT")
+    })
 }
 
 /// RMS norm of `x` by `{name}.weight`, plus `{name}.bias` where the model has it (PhiMoE).

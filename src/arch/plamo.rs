@@ -2,6 +2,7 @@
 //! output and both added to the stream; NeoX rotation over whole heads; no biases on the attention
 //! output or the FFN.
 
+use super::created::{layered, ATTN, GATED, HEAD};
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
@@ -32,7 +33,7 @@ impl ArchSpec for Plamo {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::plamo(hp)
+        plamo(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -53,6 +54,11 @@ impl ArchSpec for Plamo {
         }
         specs
     }
+}
+
+/// PLaMo's: one norm per layer (attention and FFN in parallel).
+fn plamo(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} {GATED}"))
 }
 
 impl Decoder for Plamo {

@@ -3,6 +3,7 @@
 //! scores scaled by the value head size). Every layer has norms before and after its mixer and
 //! its FFN, an ungated-looking SwiGLU FFN whose one projection holds gate and up.
 
+use super::created::{layered, HEAD};
 use super::{head_tensors, mamba, plamo3};
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -48,7 +49,7 @@ impl ArchSpec for Plamo2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::plamo2(hp)
+        plamo2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -100,7 +101,26 @@ impl ArchSpec for Plamo2 {
     }
 }
 
+/// PLaMo 2's: Mamba layers (with norms of dt, B and C, named without `.weight`) or attention
+/// layers with per-head norms; norms after the mixer and the fused FFN.
+fn plamo2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = if hp.is_recurrent(il) {
+            "ssm_in.weight ssm_conv1d.weight ssm_x.weight ssm_dt.weight ssm_dt.bias ssm_a ssm_d ssm_out.weight ssm_dt_norm ssm_b_norm ssm_c_norm"
+        } else {
+            "attn_qkv.weight attn_q_norm.weight attn_k_norm.weight attn_output.weight"
+        };
+        format!(
+            "attn_norm.weight {mixer} post_attention_norm ffn_norm.weight ffn_down.weight ffn_up.weight post_ffw_norm"
+        )
+    })
+}
+
 impl Decoder for Plamo2 {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_v as f32).sqrt();

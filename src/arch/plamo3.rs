@@ -3,6 +3,7 @@
 //! head counts, and with a window in the file, sliding layers (seven of each eight by default).
 //! Its post-norms are named without `.weight`, as llama.cpp names them for this architecture.
 
+use super::created::{layered, HEAD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -49,7 +50,7 @@ impl ArchSpec for Plamo3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::plamo3(hp)
+        plamo3(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -72,6 +73,13 @@ impl ArchSpec for Plamo3 {
         }
         specs
     }
+}
+
+/// PLaMo 3's: PLaMo 2's attention layers, the FFN's post-norm before it.
+fn plamo3(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "attn_norm.weight attn_qkv.weight attn_q_norm.weight attn_k_norm.weight attn_output.weight post_attention_norm ffn_norm.weight post_ffw_norm ffn_up.weight ffn_down.weight".into()
+    })
 }
 
 impl Decoder for Plamo3 {

@@ -1,10 +1,11 @@
 //! Qwen2: the Llama decoder with attention biases, an output bias and NeoX rotation; Qwen2-VL's
 //! language model (M-RoPE) and Qwen2-MoE.
 
+use super::created::{layered, plain, ATTN, EXPERTS, HEAD};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -51,13 +52,18 @@ impl ArchSpec for Qwen2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen2(hp)
+        qwen2(hp)
     }
+}
+
+/// Qwen 2's (and Qwen2-VL's, Dream's): the plain decoder with an output bias.
+pub(super) fn qwen2(hp: &HParams) -> Vec<String> {
+    plain(hp, &format!("{HEAD} output.bias"))
 }
 
 impl Decoder for Qwen2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        llama::decoder(b, llama::Variant::default())
+        llama::decoder(b, llama::Variant::BASE)
     }
 }
 
@@ -85,7 +91,7 @@ impl ArchSpec for Qwen2Vl {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen2(hp)
+        qwen2(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -98,7 +104,7 @@ impl Decoder for Qwen2Vl {
         let variant = llama::Variant {
             no_output_bias: true,
             no_rope_factors: true,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }
@@ -145,7 +151,7 @@ impl ArchSpec for Qwen2Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen2moe(hp)
+        qwen2moe(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -160,19 +166,18 @@ impl ArchSpec for Qwen2Moe {
     }
 }
 
+/// Qwen2-MoE's: routed experts and a gated shared expert.
+fn qwen2moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} ffn_norm.weight {EXPERTS} ffn_gate_inp_shexp.weight ffn_gate_shexp.weight ffn_down_shexp.weight ffn_up_shexp.weight")
+    })
+}
+
 impl Decoder for Qwen2Moe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
-            moe: Some(Moe {
-                gating: Gating::Softmax,
-                normalize: false,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
-            }),
-            ..llama::Variant::default()
+            moe: Some(Moe { ..Moe::BASE }),
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -1,6 +1,7 @@
 //! Qwen3: the Llama decoder without biases, with per-head query and key norms and NeoX rotation.
 //! Qwen3-VL's language model: the same with interleaved M-RoPE and no FFN scales.
 
+use super::created::{layered, ATTN, FFN, HEAD, KQ_NORMS};
 use super::{common_tensors, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
@@ -54,8 +55,14 @@ impl ArchSpec for Qwen3 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen3(hp, &format!("{} cls.output.weight", super::created::HEAD))
+        qwen3(hp, &format!("{HEAD} cls.output.weight"))
     }
+}
+
+/// Qwen 3's (and Maincoder's, Hunyuan's dense ones): key and query norms after the attention
+/// output, with `head`.
+pub(super) fn qwen3(hp: &HParams, head: &str) -> Vec<String> {
+    layered(hp, head, |_| format!("{ATTN} {KQ_NORMS} {FFN}"))
 }
 
 /// The language model of Qwen3-VL; Qwen3-TTS's talker is the same model under its own name
@@ -115,7 +122,7 @@ impl ArchSpec for Qwen3Vl {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen3(hp, &format!("{} cls.output.weight", super::created::HEAD))
+        qwen3(hp, &format!("{HEAD} cls.output.weight"))
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -133,7 +140,7 @@ impl Decoder for Qwen3Vl {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             qk_norm: true,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         match llama::decoder(b, variant)? {
             Some(logits) => codec_padded(b, logits).map(Some),
@@ -194,7 +201,7 @@ pub(super) fn build(b: &mut Builder) -> Result<Option<TensorRef>> {
     let variant = llama::Variant {
         qk_norm: true,
         ffn_scales: true,
-        ..Default::default()
+        ..llama::Variant::BASE
     };
     llama::decoder(b, variant)
 }

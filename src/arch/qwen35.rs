@@ -7,10 +7,11 @@
 //! (`qwen3next`): Qwen3.5-MoE's forerunner, with NeoX rotation, unscaled delta-net projections
 //! and β and α from one projection (`graph::DeltaNet`).
 
+use super::created::{layered, GATED, HEAD, SHARED_GUD};
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, DeltaNet, ExpertAct, Ffn, Gating, Moe};
+use crate::graph::{ggml_err, Builder, Decoder, DeltaNet, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -136,7 +137,7 @@ impl ArchSpec for Qwen35 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen35(hp, self.style == DeltaNet::Qwen3Next)
+        qwen35(hp, self.style == DeltaNet::Qwen3Next)
     }
 
     fn memory(&self) -> Memory {
@@ -146,6 +147,34 @@ impl ArchSpec for Qwen35 {
     fn rollback(&self) -> bool {
         self.rollback
     }
+}
+
+/// Qwen3.5's (and Qwen3.5 MoE's, Qwen3-Next's): both norms, then a gated delta-net mixer (fused
+/// projection, gate, convolution, step bias, decay, beta and alpha projections, norm, output;
+/// Qwen3-Next's with its older interleaved projection first and beta and alpha fused) or
+/// attention with query and key norms; the gated FFN, or experts with gate and up fused (made
+/// fused without a file) and a gated shared expert.
+fn qwen35(hp: &HParams, next: bool) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let mixer = match (hp.is_recurrent(il), next) {
+            (true, false) => {
+                "attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a ssm_beta.weight \
+                     ssm_alpha.weight ssm_norm.weight ssm_out.weight"
+            }
+            (true, true) => {
+                "ssm_in.weight attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a \
+                     ssm_ba.weight ssm_norm.weight ssm_out.weight"
+            }
+            (false, _) => "QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight",
+        };
+        let ffn = match hp.n_expert {
+            0 => GATED.to_string(),
+            _ => format!(
+                "ffn_gate_inp.weight ffn_down_exps.weight ffn_gate_up_exps.weight ffn_gate_inp_shexp.weight {SHARED_GUD}"
+            ),
+        };
+        format!("attn_norm.weight post_attention_norm.weight {mixer} {ffn}")
+    })
 }
 
 /// The experts' keys (required: these architectures have no dense FFN).
@@ -277,13 +306,9 @@ impl Decoder for Qwen35 {
 /// its gate.
 pub(super) fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<TensorRef> {
     let moe = Moe {
-        gating: Gating::Softmax,
         normalize: true,
-        act: ExpertAct::Silu,
         scaled: true,
-        warmup_all: true,
-        weights_first: false,
-        pick_by_sigmoid: false,
+        ..Moe::BASE
     };
     let routed = b.moe_ffn(il, x, moe)?;
     let ffn = Ffn {

@@ -3,10 +3,11 @@
 //! weights not normalised) and RND1, attend both ways without a cache and leave the experts'
 //! scales out; so does Qwen3-VL-MoE's language model, with interleaved M-RoPE.
 
+use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS};
 use super::{llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -109,8 +110,8 @@ impl ArchSpec for Qwen3Moe {
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         match self.name {
-            "llada-moe" => super::created::llada_moe(hp),
-            _ => super::created::qwen3moe(hp),
+            "llada-moe" => llada_moe(hp),
+            _ => qwen3moe(hp),
         }
     }
 
@@ -127,6 +128,18 @@ impl ArchSpec for Qwen3Moe {
     }
 }
 
+/// Qwen3-MoE's (and Mellum's): Qwen 3's attention, then routed experts.
+pub(super) fn qwen3moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} {KQ_NORMS} ffn_norm.weight {EXPERTS}"))
+}
+
+/// LLaDA-MoE's (and Maple's): query, then key norms, routed experts.
+pub(super) fn llada_moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        format!("{ATTN} attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {EXPERTS}")
+    })
+}
+
 impl Decoder for Qwen3Moe {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         if self.diffusion.is_none() && !self.vl {
@@ -136,15 +149,10 @@ impl Decoder for Qwen3Moe {
             qk_norm: true,
             no_cache: self.diffusion.is_some(),
             moe: Some(Moe {
-                gating: Gating::Softmax,
                 normalize: self.diffusion.unwrap_or(true),
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

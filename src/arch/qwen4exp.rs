@@ -8,6 +8,7 @@
 //! embeddings (PLE, `graph/ple.rs`) to the copies first. The [n_embd, hc] norm weights may
 //! be stored flat.
 
+use super::created::{layered, SHARED_GUD};
 use super::qwen35::{delta_net_tensors, expert_tensors, experts_ffn, gated_attention_of, load_experts};
 use super::{head_tensors, mamba};
 use crate::error::{Error, Result};
@@ -134,7 +135,7 @@ impl ArchSpec for Qwen4Exp {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::qwen4exp(hp)
+        qwen4exp(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -215,6 +216,44 @@ impl ArchSpec for Qwen4Exp {
     fn rollback(&self) -> bool {
         true
     }
+}
+
+/// Qwen4-exp's: the hyper-connections' head before the output, the per-layer embeddings' table
+/// where the model has them; per layer the hyper-connections' weights around the attention and
+/// the FFN, attention (a doubled query, query and key norms, the block-sparse indexer) or a gated
+/// delta net, the per-layer embeddings' weights in their layer, then Qwen3.5 MoE's experts.
+fn qwen4exp(hp: &HParams) -> Vec<String> {
+    let head = match hp.ple {
+        Some(_) => {
+            "token_embd.weight output_hc_norm.weight output_hc_down.weight output_hc_up.weight output.weight \
+                    per_layer_token_embd.weight"
+        }
+        None => "token_embd.weight output_hc_norm.weight output_hc_down.weight output_hc_up.weight output.weight",
+    };
+    layered(hp, head, |il| {
+        let mixer = match hp.is_recurrent(il) {
+            true => {
+                "attn_qkv.weight attn_gate.weight ssm_conv1d.weight ssm_dt.bias ssm_a ssm_beta.weight \
+                 ssm_alpha.weight ssm_norm.weight ssm_out.weight"
+            }
+            false => {
+                "QKV attn_output.weight attn_q_norm.weight attn_k_norm.weight indexer.q_proj.weight \
+                 indexer.k_proj.weight indexer.q_norm.weight indexer.k_norm.weight"
+            }
+        };
+        let ple = match hp.ple.as_ref().is_some_and(|p| p.layer == il) {
+            true => {
+                "ple_key.weight ple_value.weight ple_norm_key.weight ple_norm_query.weight ple_norm_conv.weight \
+                 ple_conv1d.weight"
+            }
+            false => "",
+        };
+        format!(
+            "hc_attn_norm.weight hc_attn_down.weight hc_attn_up.weight hc_attn_inject.weight hc_ffn_norm.weight \
+             hc_ffn_down.weight hc_ffn_up.weight hc_ffn_inject.weight {mixer} {ple} ffn_gate_inp.weight \
+             ffn_down_exps.weight ffn_gate_up_exps.weight ffn_gate_inp_shexp.weight {SHARED_GUD}"
+        )
+    })
 }
 
 fn nonzero(meta: &Meta, key: &str) -> Result<u32> {
@@ -304,6 +343,10 @@ fn load_ple(meta: &Meta, hp: &HParams) -> Result<Option<Ple>> {
 }
 
 impl Decoder for Qwen4Exp {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));

@@ -11,10 +11,11 @@
 //! says otherwise) with a required selection bias beside shared experts; an optional tied head;
 //! multi-token-prediction layers refused.
 
+use super::created::{self, layered, ATTN, BIASED_EXPERTS, EXPERTS, HEAD, KQ_NORMS, SHARED_GDU};
 use super::{common_tensors, dense_lead, llama, qwen3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -203,11 +204,11 @@ impl ArchSpec for SharedExperts {
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         match self.kind {
-            Kind::DeepSeek => super::created::deepseek(hp),
-            Kind::Dots => super::created::dots1(hp),
-            Kind::Bailing => super::created::bailingmoe(hp),
-            Kind::Glm4Moe => super::created::glm4moe(hp),
-            Kind::Bailing2 => super::created::bailingmoe2(hp),
+            Kind::DeepSeek => deepseek(hp),
+            Kind::Dots => dots1(hp),
+            Kind::Bailing => bailingmoe(hp),
+            Kind::Glm4Moe => glm4moe(hp),
+            Kind::Bailing2 => bailingmoe2(hp),
         }
     }
 
@@ -262,6 +263,54 @@ impl ArchSpec for SharedExperts {
     }
 }
 
+/// DeepSeek's (the first): dense leading layers, then routed and shared experts.
+fn deepseek(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "{ATTN} ffn_norm.weight {}",
+            created::dense_lead(hp, il, &format!("{EXPERTS} {SHARED_GDU}"))
+        )
+    })
+}
+
+/// dots.llm1's: DeepSeek's with key and query norms and the router's selection bias.
+fn dots1(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {SHARED_GDU}");
+        format!(
+            "{ATTN} {KQ_NORMS} ffn_norm.weight {}",
+            created::dense_lead(hp, il, &experts)
+        )
+    })
+}
+
+/// Ling's (`bailingmoe`): every layer routed and shared experts.
+fn bailingmoe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight {EXPERTS} {SHARED_GDU}"))
+}
+
+/// GLM-4.5's: query and key norms, a norm after the attention, dense leading layers, then
+/// experts with the router's selection bias and shared ones.
+fn glm4moe(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        let experts = format!("ffn_gate_inp.weight exp_probs_b.bias ffn_gate_exps.weight ffn_down_exps.weight ffn_up_exps.weight {SHARED_GDU}");
+        format!(
+            "{ATTN} attn_q_norm.weight attn_k_norm.weight post_attention_norm.weight {}",
+            created::dense_lead(hp, il, &experts)
+        )
+    })
+}
+
+/// Ling 2's (`bailingmoe2`): the fused projection, query and key norms, dense leading layers.
+fn bailingmoe2(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |il| {
+        format!(
+            "attn_norm.weight attn_qkv.weight attn_output.weight attn_q_norm.weight attn_k_norm.weight ffn_norm.weight {}",
+            created::dense_lead(hp, il, BIASED_EXPERTS)
+        )
+    })
+}
+
 impl Decoder for SharedExperts {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
@@ -275,13 +324,9 @@ impl Decoder for SharedExperts {
             moe: Some(Moe {
                 gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
                 normalize: hp.expert_weights_norm,
-                act: ExpertAct::Silu,
-                scaled: false,
-                warmup_all: true,
-                weights_first: false,
-                pick_by_sigmoid: false,
+                ..Moe::BASE
             }),
-            ..llama::Variant::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

@@ -4,6 +4,7 @@
 //! those first layers unrotated (in the graph only: a K-shift rotates every layer).
 
 use super::common_tensors;
+use super::created::{layered, ATTN, EXPERTS, HEAD};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Gating, Moe};
@@ -69,7 +70,7 @@ impl ArchSpec for SmallThinker {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::smallthinker(hp)
+        smallthinker(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -77,6 +78,11 @@ impl ArchSpec for SmallThinker {
         common_tensors(hp, true, &mut specs);
         specs
     }
+}
+
+/// SmallThinker's: routed experts only.
+fn smallthinker(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| format!("{ATTN} ffn_norm.weight {EXPERTS}"))
 }
 
 impl Decoder for SmallThinker {
@@ -87,10 +93,7 @@ impl Decoder for SmallThinker {
             gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
             normalize: true,
             act: ExpertAct::Relu,
-            scaled: false,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         // Without a window every layer rotates; with one, all but the first of each PERIOD (and
         // all of them in a model of exactly PERIOD layers, as llama.cpp's test reads).

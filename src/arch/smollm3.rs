@@ -48,7 +48,7 @@ impl Decoder for SmolLm3 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let variant = llama::Variant {
             no_rope_every: NO_ROPE_EVERY,
-            ..Default::default()
+            ..llama::Variant::BASE
         };
         llama::decoder(b, variant)
     }

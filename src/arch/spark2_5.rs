@@ -2,6 +2,7 @@
 //! pattern array marks, a sigmoid gate per attention head (`attn_gate`, read from the attention's
 //! input) before the output projection, and a GELU-gated FFN without biases or scales.
 
+use super::created::{layered, HEAD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
@@ -39,7 +40,7 @@ impl ArchSpec for Spark2_5 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::spark2_5(hp)
+        spark2_5(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -59,6 +60,13 @@ impl ArchSpec for Spark2_5 {
         }
         specs
     }
+}
+
+/// Spark 2.5's: an attention gate per head, the FFN gate, up, down.
+fn spark2_5(hp: &HParams) -> Vec<String> {
+    layered(hp, HEAD, |_| {
+        "attn_norm.weight QKV attn_gate.weight attn_output.weight ffn_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight".into()
+    })
 }
 
 impl Decoder for Spark2_5 {

@@ -3,6 +3,7 @@
 //! embeddings back times its `layer_output_scale`, and logits multiplied by `logit_scale`.
 
 use super::attention_tensors;
+use super::created::layered;
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{ggml_err, Builder, Decoder};
@@ -34,7 +35,7 @@ impl ArchSpec for Talkie {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        super::created::talkie(hp)
+        talkie(hp)
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
@@ -55,6 +56,13 @@ impl ArchSpec for Talkie {
         }
         specs
     }
+}
+
+/// Talkie's: no norm weights but a per-head query scale and a scale on each layer's output.
+fn talkie(hp: &HParams) -> Vec<String> {
+    layered(hp, "token_embd.weight output.weight", |_| {
+        "QKV attn_output.weight attn_q_norm.weight ffn_gate.weight ffn_up.weight ffn_down.weight layer_output_scale.weight".into()
+    })
 }
 
 impl Decoder for Talkie {

@@ -181,22 +181,6 @@ pub struct Context<'m> {
     reserved: Option<crate::graph::Built>,
 }
 
-/// Architectures whose llama.cpp graphs add no control vector (llama.h's is accepted and has no
-/// effect there).
-const NO_CVEC: &[&str] = &[
-    "bert",
-    "nomic-bert",
-    "nomic-bert-moe",
-    "jina-bert-v2",
-    "jina-bert-v3",
-    "modern-bert",
-    "neo-bert",
-    "eurobert",
-    "plamo2",
-    "hy_v4",
-    "qwen4exp",
-];
-
 fn pad(x: u32, n: u32) -> u32 {
     x.div_ceil(n).saturating_mul(n)
 }
@@ -571,8 +555,7 @@ impl<'m> Context<'m> {
         if self.cvec.set(self.model, data, n_embd, range)? {
             self.graph = None;
             self.sampling_graph = None;
-            let name = self.model.arch.map_or("", |a| a.name());
-            self.cvec_layers = if NO_CVEC.contains(&name) {
+            self.cvec_layers = if self.arch.is_some_and(|a| !a.takes_control_vector()) {
                 Vec::new()
             } else {
                 self.cvec.active_layers(self.model)

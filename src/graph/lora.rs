@@ -29,157 +29,14 @@ impl LoraScales {
     }
 }
 
-/// Weights llama.cpp's graphs multiply without their adapters, per architecture, by stem
-/// (`attn_q_a` for `blk.N.attn_q_a.weight`, `output` for `output.weight`): its latent-attention,
-/// indexer and linear-attention projections call `ggml_mul_mat` rather than `build_lora_mm`.
-const PLAIN: &[(&[&str], &[&str])] = &[
-    (
-        &["deepseek2", "mistral4", "deepseek2ocr"],
-        &[
-            "output",
-            "attn_q",
-            "attn_q_a",
-            "attn_q_b",
-            "attn_kv_a_mqa",
-            "attn_kv_b",
-            "attn_k_b",
-        ],
-    ),
-    (
-        &["deepseek32", "dots3note", "glm-dsa"],
-        &[
-            "output",
-            "attn_q_a",
-            "attn_q_b",
-            "attn_kv_a_mqa",
-            "attn_k_b",
-            "indexer.attn_k",
-            "indexer.attn_q_b",
-            "indexer.proj",
-        ],
-    ),
-    (
-        &["hy_v4"],
-        &[
-            "output",
-            "attn_q_a",
-            "attn_q_b",
-            "attn_kv_a_mqa",
-            "attn_k_b",
-            "attn_gate",
-            "indexer.attn_k",
-            "indexer.attn_q_b",
-            "indexer.proj",
-        ],
-    ),
-    (
-        &["bailingmoe3"],
-        &[
-            "output",
-            "attn_q",
-            "attn_q_a",
-            "attn_q_b",
-            "attn_kv_a_mqa",
-            "attn_k_b",
-            "attn_output",
-            "attn_gate",
-            "ssm_beta",
-            "ssm_f_a",
-            "ssm_g_a",
-            "nextn.eh_proj",
-            "attn_k",
-            "attn_v",
-        ],
-    ),
-    (
-        &["kimi-k3"],
-        &[
-            "output",
-            "attn_q",
-            "attn_q_a",
-            "attn_q_b",
-            "attn_kv_a_mqa",
-            "attn_kv_b",
-            "attn_k_b",
-            "attn_output",
-            "attn_gate",
-            "attn_k",
-            "attn_v",
-            "ssm_beta",
-            "ssm_f_a",
-            "ssm_f_b",
-            "ssm_g",
-            "ffn_gate",
-            "ffn_up",
-            "ffn_down",
-            "ffn_gate_inp",
-            "ffn_gate_shexp",
-            "ffn_up_shexp",
-            "ffn_down_shexp",
-            "ffn_routed_up",
-            "ffn_routed_down",
-        ],
-    ),
-    (
-        &["kimi-linear"],
-        &[
-            "output",
-            "attn_q",
-            "attn_k",
-            "attn_v",
-            "attn_qkv",
-            "attn_kv_a_mqa",
-            "attn_kv_b",
-            "attn_k_b",
-            "ssm_beta",
-            "ssm_f_a",
-            "ssm_f_b",
-            "ssm_g_a",
-            "ssm_g_b",
-        ],
-    ),
-    (
-        &["glm5-next"],
-        &[
-            "output",
-            "attn_q",
-            "attn_k",
-            "attn_v",
-            "attn_q_a",
-            "attn_q_b",
-            "attn_kv_a_mqa",
-            "attn_k_b",
-            "attn_v_b",
-            "attn_output",
-            "ssm_beta",
-            "ssm_f_a",
-            "ssm_f_b",
-            "ssm_g_a",
-            "ssm_g_b",
-            "indexer.attn_k",
-            "indexer.attn_q_b",
-            "indexer.proj",
-            "indexer_compressor_gate",
-        ],
-    ),
-    (&["deepseek4"], &["output", "attn_output_a"]),
-    (&["minicpm3"], &["attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b"]),
-    (&["nemotron_h", "nemotron_h_moe"], &["ffn_latent_down", "ffn_latent_up"]),
-];
-
-/// Whether llama.cpp multiplies the weight `name` of architecture `arch` without adapters;
-/// `recurrent` says whether a layer is one of linear attention (Kimi-Linear's output projection
-/// takes its adapters in its attention layers only).
-fn plain(arch: &str, name: &str, recurrent: impl Fn(usize) -> bool) -> bool {
+/// The stem of a weight's name and its layer (`attn_q_a` and 12 for `blk.12.attn_q_a.weight`,
+/// `output` and none for `output.weight`), as `Decoder::without_adapters` takes them.
+fn stem_and_layer(name: &str) -> (&str, Option<usize>) {
     let stem = name.strip_suffix(".weight").unwrap_or(name);
-    let (layer, stem) = match stem.strip_prefix("blk.").and_then(|rest| rest.split_once('.')) {
-        Some((il, s)) => (il.parse::<usize>().ok(), s),
-        None => (None, stem),
-    };
-    let listed = PLAIN
-        .iter()
-        .any(|(archs, stems)| archs.contains(&arch) && stems.contains(&stem));
-    listed || (arch == "kimi-linear" && stem == "attn_output" && layer.is_some_and(recurrent))
+    match stem.strip_prefix("blk.").and_then(|rest| rest.split_once('.')) {
+        Some((il, s)) => (s, il.parse::<usize>().ok()),
+        None => (stem, None),
+    }
 }
 
 /// Graph nodes the adapters can add (a product of two matrices, a view, a multiply and an add
@@ -208,11 +65,10 @@ impl Builder<'_> {
         // The token embeddings' pairs are laid out for row lookups (`add_lora_rows`); where the
         // embeddings also serve as the output head they are not applied to its product (whose
         // shapes they do not fit: llama.cpp's graph fails there).
-        let arch = self.model.arch.map_or("", |a| a.name());
-        let hp = self.hp;
+        let (stem, layer) = stem_and_layer(&name);
         if self.adapters.loras.is_empty()
             || name.ends_with("token_embd.weight")
-            || plain(arch, &name, |il| hp.is_recurrent(il))
+            || self.decoder.without_adapters(self.hp, stem, layer)
         {
             return Ok(y);
         }
@@ -294,19 +150,15 @@ impl Builder<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::plain;
+    use super::stem_and_layer;
 
     #[test]
-    fn plain_weights_are_found_by_stem_and_architecture() {
-        let none = |_: usize| false;
-        assert!(plain("deepseek2", "blk.12.attn_kv_b.weight", none));
-        assert!(plain("deepseek2", "output.weight", none));
-        assert!(!plain("deepseek2", "blk.0.ffn_up.weight", none));
-        assert!(!plain("llama", "blk.0.attn_q.weight", none));
-        assert!(plain("glm5-next", "blk.3.indexer.attn_k.weight", none));
-        assert!(!plain("glm5-next", "blk.3.indexer.attn_k_norm.weight", none));
-        let even = |il: usize| il.is_multiple_of(2);
-        assert!(plain("kimi-linear", "blk.2.attn_output.weight", even));
-        assert!(!plain("kimi-linear", "blk.3.attn_output.weight", even));
+    fn weights_are_named_by_stem_and_layer() {
+        assert_eq!(stem_and_layer("blk.12.attn_kv_b.weight"), ("attn_kv_b", Some(12)));
+        assert_eq!(
+            stem_and_layer("blk.3.indexer.attn_k.weight"),
+            ("indexer.attn_k", Some(3))
+        );
+        assert_eq!(stem_and_layer("output.weight"), ("output", None));
     }
 }

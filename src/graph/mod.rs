@@ -288,17 +288,26 @@ pub struct Moe {
 }
 
 impl Moe {
+    /// What an architecture's experts do unless it says otherwise: SiLU experts picked and
+    /// weighted by softmax, weights unnormalised and unscaled, every expert routed in a warm-up.
+    pub const BASE: Moe = Moe {
+        gating: Gating::Softmax,
+        normalize: false,
+        act: ExpertAct::Silu,
+        scaled: false,
+        warmup_all: true,
+        weights_first: false,
+        pick_by_sigmoid: false,
+    };
+
     /// SiLU experts routed by the model's gating (`default` where it names none known), each
     /// picked weight normalised where `normalize`, every expert routed in a warm-up.
     pub fn silu(gating: u32, default: Gating, normalize: bool, scaled: bool) -> Moe {
         Moe {
             gating: Gating::from_llama(gating).unwrap_or(default),
             normalize,
-            act: ExpertAct::Silu,
             scaled,
-            warmup_all: true,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         }
     }
 }
@@ -340,6 +349,19 @@ pub struct Adapters<'a> {
 /// encoder, whose output is its hidden states, `Builder::set_hidden`).
 pub trait Decoder: Sync {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>>;
+
+    /// Whether llama.cpp's graph multiplies weight `stem` (`attn_q_a` for `blk.N.attn_q_a.weight`,
+    /// `output` for `output.weight`) of `layer` without its LoRA adapters: its latent-attention,
+    /// indexer and linear-attention projections call `ggml_mul_mat` rather than `build_lora_mm`.
+    fn without_adapters(&self, _hp: &HParams, _stem: &str, _layer: Option<usize>) -> bool {
+        false
+    }
+
+    /// Whether its graph adds the control vector (llama.h's is accepted, and has no effect, where
+    /// llama.cpp's graph adds none).
+    fn takes_control_vector(&self) -> bool {
+        true
+    }
 }
 
 /// Where a projection's weight scale goes: attention projections are scaled before their bias;
@@ -370,6 +392,8 @@ enum Values {
 pub struct Builder<'a> {
     pub g: Graph,
     pub model: &'a Model,
+    /// The architecture's body, asked for its facts while its graph is built.
+    decoder: &'a dyn Decoder,
     pub hp: &'a HParams,
     pub kv: &'a KvCache,
     pub rs: Option<&'a Recurrent>,
@@ -399,7 +423,7 @@ impl<'a> Builder<'a> {
     /// and control vector `adapters`, with room for `extra_nodes` more (what backend samplers append).
     pub fn build(
         model: &'a Model,
-        decoder: &dyn Decoder,
+        decoder: &'a dyn Decoder,
         (kv, rs): (&'a KvCache, Option<&'a Recurrent>),
         shape: Shape,
         (params, adapters): (GraphParams, Adapters<'a>),
@@ -437,6 +461,7 @@ impl<'a> Builder<'a> {
         let mut b = Builder {
             g,
             model,
+            decoder,
             hp,
             kv,
             rs,
