@@ -1,7 +1,11 @@
-//! Architectures, one file each: the hyper-parameter keys it reads, the tensors it expects with
-//! their shapes (`model::spec::ArchSpec`) and the graph it builds from the shared primitives of
-//! `graph/` (`graph::Decoder`). The registry below lists them; adding an architecture is one file
-//! and one line there. Nothing below this layer knows any architecture.
+//! Architectures, one file each (or one per family, each member's differences in it): the
+//! hyper-parameter keys it reads and what its loader sets itself for the saver, the tensors it
+//! expects with their shapes and those llama.cpp creates without a file (`model::spec::ArchSpec`),
+//! and the graph it builds from the shared primitives of `graph/`, with its LoRA and
+//! control-vector behaviour (`graph::Decoder`). The registry below lists them. Adding one also
+//! takes its test model's generator in `scripts/gen-models.py` and, for now, a line in the README's
+//! list; nothing below this layer names an architecture but the quantizer's type rules
+//! (`model/quantize`, as llama.cpp's own).
 
 pub(crate) mod afmoe;
 pub(crate) mod arctic;
