@@ -701,6 +701,30 @@ mod tests {
     }
 
     #[test]
+    fn weights_without_adapters_and_control_vectors_are_each_architecture_s_own() {
+        let mut hp = tiny(&llama::Llama, vec![]).unwrap();
+        let plain =
+            |a: &dyn Decoder, hp: &HParams, stem: &str, layer: Option<usize>| a.without_adapters(hp, stem, layer);
+        assert!(plain(&deepseek2::DEEPSEEK2, &hp, "attn_kv_b", Some(12)));
+        assert!(plain(&deepseek2::DEEPSEEK2, &hp, "output", None));
+        assert!(!plain(&deepseek2::DEEPSEEK2, &hp, "ffn_up", Some(0)));
+        // The sparse variants multiply their indexer plainly, and adapt the decompressing `attn_kv_b`.
+        assert!(plain(&deepseek2::DEEPSEEK32, &hp, "indexer.attn_k", Some(0)));
+        assert!(!plain(&deepseek2::DEEPSEEK32, &hp, "attn_kv_b", Some(0)));
+        assert!(!plain(&llama::Llama, &hp, "attn_q", Some(0)));
+        assert!(plain(&glm5_next::Glm5Next, &hp, "indexer.attn_k", Some(3)));
+        assert!(!plain(&glm5_next::Glm5Next, &hp, "indexer.attn_k_norm", Some(3)));
+        // Kimi-Linear's output projection is plain in its linear-attention layers only.
+        hp.recurrent_layers = vec![false, false, true, false];
+        assert!(plain(&kimi_linear::KimiLinear, &hp, "attn_output", Some(2)));
+        assert!(!plain(&kimi_linear::KimiLinear, &hp, "attn_output", Some(3)));
+
+        assert!(llama::Llama.takes_control_vector());
+        assert!(!bert::Bert.takes_control_vector());
+        assert!(!qwen4exp::Qwen4Exp.takes_control_vector());
+    }
+
+    #[test]
     fn per_layer_flags_pad_as_llama_cpp_does() {
         let pattern = Kv::new(
             "granite_swa.attention.sliding_window_pattern",

@@ -65,10 +65,9 @@ impl Builder<'_> {
         // The token embeddings' pairs are laid out for row lookups (`add_lora_rows`); where the
         // embeddings also serve as the output head they are not applied to its product (whose
         // shapes they do not fit: llama.cpp's graph fails there).
-        let (stem, layer) = stem_and_layer(&name);
         if self.adapters.loras.is_empty()
             || name.ends_with("token_embd.weight")
-            || self.decoder.without_adapters(self.hp, stem, layer)
+            || self.multiplied_plainly(&name)
         {
             return Ok(y);
         }
@@ -91,6 +90,12 @@ impl Builder<'_> {
             y = self.g.add(y, d).map_err(ggml_err)?;
         }
         Ok(y)
+    }
+
+    /// Whether the architecture's graph multiplies weight `name` without its adapters.
+    fn multiplied_plainly(&self, name: &str) -> bool {
+        let (stem, layer) = stem_and_layer(name);
+        self.decoder.without_adapters(self.hp, stem, layer)
     }
 
     /// Add to `x`, the rows of the table `table` for the input tokens, each active adapter's
