@@ -65,10 +65,7 @@ impl Builder<'_> {
         // The token embeddings' pairs are laid out for row lookups (`add_lora_rows`); where the
         // embeddings also serve as the output head they are not applied to its product (whose
         // shapes they do not fit: llama.cpp's graph fails there).
-        if self.adapters.loras.is_empty()
-            || name.ends_with("token_embd.weight")
-            || self.multiplied_plainly(&name)
-        {
+        if self.adapters.loras.is_empty() || name.ends_with("token_embd.weight") || self.multiplied_plainly(&name) {
             return Ok(y);
         }
         for ai in 0..self.adapters.loras.len() {
