@@ -1610,30 +1610,31 @@ int main(int argc, char **argv) {
                     printf("sample p%d chain %d: not compared (llama.cpp aborts)\n", p, c);
                     continue;
                 }
-                for (uint32_t seed = 1; seed <= (c && !arch_only ? 3u : 1u); seed++) {
-                    struct llama_context_params cp = dl_context_params();
-                    cp.n_ctx = 1024;
-                    struct llama_context *ctx = dl_new_context(model, cp);
-                    struct llama_sampler *s = make_chain(c, seed * 7919u, vocab, n_vocab);
-                    llama_token toks[4096];
-                    memcpy(toks, ids, sizeof(llama_token) * (size_t)n);
-                    struct llama_batch b = p_llama_batch_get_one(toks, n);
-                    printf("sample p%d chain %d seed %u:", p, c, seed);
-                    for (int i = 0; i < 16; i++) {
-                        if (dl_decode(ctx, b) != 0) {
-                            printf(" decode-failed");
-                            break;
-                        }
-                        llama_token t = p_llama_sampler_sample(s, ctx, -1);
-                        printf(" %d", t);
-                        if (p_llama_vocab_is_eog(vocab, t)) break;
-                        toks[0] = t;
-                        b = p_llama_batch_get_one(toks, 1);
+                /* One seed per prompt (the test models' three prompts draw seeds 1, 2 and 3): each
+                 * seed's stream and each prompt's logits go through every chain. */
+                uint32_t seed = (uint32_t)p + 1;
+                struct llama_context_params cp = dl_context_params();
+                cp.n_ctx = 1024;
+                struct llama_context *ctx = dl_new_context(model, cp);
+                struct llama_sampler *s = make_chain(c, seed * 7919u, vocab, n_vocab);
+                llama_token toks[4096];
+                memcpy(toks, ids, sizeof(llama_token) * (size_t)n);
+                struct llama_batch b = p_llama_batch_get_one(toks, n);
+                printf("sample p%d chain %d seed %u:", p, c, seed);
+                for (int i = 0; i < 16; i++) {
+                    if (dl_decode(ctx, b) != 0) {
+                        printf(" decode-failed");
+                        break;
                     }
-                    printf("\n");
-                    p_llama_sampler_free(s);
-                    p_llama_free(ctx);
+                    llama_token t = p_llama_sampler_sample(s, ctx, -1);
+                    printf(" %d", t);
+                    if (p_llama_vocab_is_eog(vocab, t)) break;
+                    toks[0] = t;
+                    b = p_llama_batch_get_one(toks, 1);
                 }
+                printf("\n");
+                p_llama_sampler_free(s);
+                p_llama_free(ctx);
             }
         }
     }
