@@ -27,8 +27,10 @@ scripts/fetch-models.sh >/dev/null
 status=0
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
+. scripts/generated.sh
 . benches/oracle.sh
 oracle_init
+file_sums_remember "${bench_models[@]/#/$models/}"
 
 times=()
 section_start=$SECONDS
@@ -98,36 +100,6 @@ export ENGINE_BENCH_THREADS=1
 build_bench compare
 generated="$PWD/target/gen-models"
 rm -rf "$generated"
-py_packages="$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"), m.version("numpy"))')"
-# inputs_key INPUTS...: a hash of the generators' INPUTS (files by content) and Python packages.
-inputs_key() {
-    { echo "$py_packages"; args_key "$@"; } | sha256sum | cut -c1-32
-}
-# generate NAME DIR COMMAND... -- INPUTS...: COMMAND DIR writes files into DIR and prints lines
-# naming them, a function of its INPUTS (files and words, with the gguf and numpy versions). Kept
-# under ~/.cache/engine/generated/NAME (the latest inputs' only) and copied to DIR, with what it
-# printed in DIR/printed.tsv: a warm run does not write them again.
-generate() {
-    local name="$1" dir="$2" cache key
-    shift 2
-    local -a cmd=()
-    while [ "$1" != -- ]; do
-        cmd+=("$1")
-        shift
-    done
-    shift
-    key="$(inputs_key "$@")"
-    cache="${ENGINE_GEN_CACHE_DIR:-$HOME/.cache/engine/generated}/$name"
-    if [ ! -f "$cache/$key/printed.tsv" ]; then
-        rm -rf "$cache"
-        mkdir -p "$cache/$key.part"
-        "${cmd[@]}" "$cache/$key.part" | sed "s|$cache/$key.part|@DIR@|g; s|$PWD|@REPO@|g" \
-            >"$cache/$key.part/printed.tsv"
-        mv "$cache/$key.part" "$cache/$key"
-    fi
-    cp -r --reflink=auto "$cache/$key" "$dir"
-    sed -i "s|@DIR@|$dir|g; s|@REPO@|$PWD|g" "$dir/printed.tsv"
-}
 generate models "$generated" python3 scripts/gen-models.py "$models/${bench_models[0]}" \
     -- scripts/gen-models.py "$models/${bench_models[0]}" .ggml/vocab/*.gguf
 declare -A vocab_of
@@ -136,11 +108,12 @@ while IFS=$'\t' read -r path vocab; do
 done <"$generated/printed.tsv"
 timed "build, generate models"
 
-# The test models: every section, samplers on three prompts and three seeds. The generated models:
-# every section, samplers once, on the model's first file; its other weight types only the
-# sections whose matrix products they change. Tokenization is compared once per vocabulary: a
-# generated model with a test model's vocabulary leaves it to that model's row. The long prompt,
-# whose attention splits over the threads, runs at two threads only, in the rows after these.
+# The test models: every section, samplers on three prompts, each prompt with its own seed. The
+# generated models: every section, samplers once, on the model's first file; its other weight types
+# only the sections whose matrix products they change. Tokenization is compared once per
+# vocabulary: a generated model with a test model's vocabulary leaves it to that model's row. The
+# long prompt, whose attention splits over the threads, runs at two threads only, in the rows after
+# these.
 threaded=long_prompt
 weights_sections="sections=logits,plain_weights,multiseq"
 firsts=()
@@ -386,6 +359,8 @@ rows_finish
 timed "engine only"
 
 oracle_report
+echo
+costliest_rows 8
 echo
 echo "compare.sh part                     seconds"
 for line in "${times[@]}"; do

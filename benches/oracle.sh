@@ -9,7 +9,8 @@
 # equal the cache, so a stale or corrupted cache cannot pass unnoticed for long.
 # ENGINE_ORACLE_CACHE=off computes every row live.
 #
-# Expects: $libllama (the oracle), $bin (the bench program), $out (a scratch directory).
+# Expects: $libllama (the oracle), $bin (the bench program), $out (a scratch directory), and
+# scripts/generated.sh sourced (args_key).
 
 oracle_cache="${ENGINE_ORACLE_CACHE_DIR:-$HOME/.cache/engine/oracle}"
 oracle_live_every="${ENGINE_ORACLE_LIVE_EVERY:-20}"
@@ -29,24 +30,11 @@ oracle_init() {
     mkdir -p "$oracle_cache" "$out/rows"
 }
 
-# args_key ARGS...: one line per argument, a file by its content, a path under the repository
-# relative to it, anything else as written.
-args_key() {
-    local a
-    for a in "$@"; do
-        if [ -f "$a" ]; then
-            echo "file $(sha256sum "$a" | cut -d' ' -f1)"
-        else
-            echo "arg ${a#"$PWD"/}"
-        fi
-    done
-}
-
 # run_key ARGS...: the cache key of the bench program on ARGS.
 run_key() {
     {
         echo "$oracle_id"
-        sha256sum "$bin" | cut -d' ' -f1
+        file_sum "$bin"
         echo "threads ${ENGINE_BENCH_THREADS:-default}"
         args_key "$@"
     } | sha256sum | cut -c1-40
@@ -64,7 +52,10 @@ run_side() {
         args+=("$a")
     done
     rm -f "$dest.gguf"
-    "$bin" "$lib" "${args[@]}" >"$dest" 2>"$dest.log" || echo "exit status $?" >>"$dest"
+    (
+        "$bin" "$lib" "${args[@]}" >"$dest" 2>"$dest.log" || echo "exit status $?" >>"$dest"
+        times >"$dest.times"
+    )
     if [ "$writes" != - ]; then
         if [ -f "$dest.gguf" ]; then
             echo "wrote $(sha256sum "$dest.gguf" | cut -d' ' -f1)" >>"$dest"
@@ -117,6 +108,8 @@ rows_printed=0
 # Rows at more than one thread each run alone.
 rows_submit() {
     rows_started=$((rows_started + 1))
+    # The bench program, hashed once (a program is built once a run).
+    [ -n "${file_sums[$bin]:-}" ] || file_sums_remember "$bin"
     local slots
     slots=$(nproc)
     [ "${ENGINE_BENCH_THREADS:-1}" = 1 ] || slots=1
@@ -139,6 +132,18 @@ rows_finish() {
         [ ! -e "$out/rows/$i.failed" ] || status=1
     done
     rows_printed=$rows_started
+}
+# costliest_rows N: the N rows whose engine side took the most CPU time (the suite's budget, row
+# by row), from the `times` each side leaves beside its output.
+costliest_rows() {
+    local cpu file row
+    echo "the engine's side of the $1 costliest rows, CPU seconds:"
+    awk 'FNR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/);
+            printf "%.1f %s\n", u[1] * 60 + u[2] + s[1] * 60 + s[2], FILENAME }' "$out"/rows/*.engine.times \
+        | sort -nr | head -n "$1" | while read -r cpu file; do
+        row="$(basename "$file" .engine.times)"
+        printf '%7s  %s\n' "$cpu" "$(head -n 1 "$out/rows/$row.report" | sed 's/: .*//')"
+    done
 }
 # oracle_report: how many rows took llama.cpp's side from the cache.
 oracle_report() {
