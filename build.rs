@@ -58,7 +58,6 @@ fn main() {
 /// under those sonames, and the client's devices and buffer types are ours (vendor/README.md).
 /// The libraries are copied beside libengine.so, which finds them through its `$ORIGIN` run path.
 fn build_shared_ggml(src: &std::path::Path) {
-    use std::process::Command;
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     // OUT_DIR is <target>/<profile>/build/engine-<hash>/out; libengine.so is in <target>/<profile>.
     let profile_dir = out.ancestors().nth(3).expect("OUT_DIR under the target directory");
@@ -66,6 +65,7 @@ fn build_shared_ggml(src: &std::path::Path) {
     let on_off = |b: bool| if b { "ON" } else { "OFF" };
     let cmake = std::env::var("ENGINE_CMAKE").unwrap_or_else(|_| "cmake".to_string());
     let portable = feature("PORTABLE");
+    let native = feature("NATIVE") && !portable;
     let options = [
         "-DCMAKE_BUILD_TYPE=Release".to_string(),
         "-DBUILD_SHARED_LIBS=ON".to_string(),
@@ -75,7 +75,7 @@ fn build_shared_ggml(src: &std::path::Path) {
         // llamafile's tiled matrix kernels: llama.cpp's build has them, and its numbers with them.
         "-DGGML_LLAMAFILE=ON".to_string(),
         "-DGGML_RPC=ON".to_string(),
-        format!("-DGGML_NATIVE={}", on_off(feature("NATIVE") && !portable)),
+        format!("-DGGML_NATIVE={}", on_off(native)),
         // The portable build: every CPU variant as a module, the best one loaded at run time.
         format!("-DGGML_BACKEND_DL={}", on_off(portable)),
         format!("-DGGML_CPU_ALL_VARIANTS={}", on_off(portable)),
@@ -97,52 +97,19 @@ fn build_shared_ggml(src: &std::path::Path) {
         h.finish()
     };
     let shared = profile_dir.join(format!("ggml-{key:016x}"));
-    let build = shared.join("build");
-    let lib = shared.join("lib");
-    let run = |cmd: &mut Command, what: &str| {
-        let status = cmd
-            .status()
-            .unwrap_or_else(|e| panic!("{what}: cannot run {cmake}: {e}"));
-        assert!(status.success(), "{what} failed ({status})");
-    };
-    let mut configure = Command::new(&cmake);
-    if portable {
-        // Makefiles, for their `TARGET/fast` (portable_build_steps).
-        configure.args(["-G", "Unix Makefiles"]);
-    }
-    run(
-        configure
-            .arg("-S")
-            .arg(src)
-            .arg("-B")
-            .arg(&build)
-            .args(&options)
-            .arg(format!("-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={}", lib.display()))
-            .stdout(std::process::Stdio::null()),
-        "configuring ggml",
-    );
-    let jobs = std::env::var("NUM_JOBS").unwrap_or_else(|_| "1".to_string());
-    // ggml, as a top-level project, writes the backends it builds as modules (GGML_BACKEND_DL) to
-    // bin/ of its build directory.
-    let modules = build.join("bin");
-    let steps = if portable {
-        // Only the variants asked for this time end up beside libengine.so.
-        for entry in std::fs::read_dir(&modules).into_iter().flatten().flatten() {
-            let _ = std::fs::remove_file(entry.path());
+    // What lands beside libengine.so: from a previous build's cache entry, or built now.
+    let cache = ggml_cache_entry(&cmake, src, &options, native);
+    let files = match &cache {
+        Some(entry) if entry.join("complete").exists() => entry.join("files"),
+        _ => {
+            let built = build_ggml(&cmake, src, &options, portable, &shared);
+            match &cache {
+                Some(entry) => store_in_cache(&built, entry),
+                None => built,
+            }
         }
-        portable_build_steps(&cmake, &build)
-    } else {
-        vec![vec![]]
     };
-    for targets in steps {
-        let mut build_cmd = Command::new(&cmake);
-        build_cmd.arg("--build").arg(&build).arg("--parallel").arg(&jobs);
-        if !targets.is_empty() {
-            build_cmd.arg("--target").args(targets);
-        }
-        run(build_cmd.stdout(std::process::Stdio::null()), "building ggml");
-    }
-    println!("cargo:rustc-link-search=native={}", lib.display());
+    println!("cargo:rustc-link-search=native={}", files.display());
     // What libllama.so links: the CPU backend is reached through ggml's registry. By file name:
     // `-lggml` would take the first directory that has libggml.so or libggml.a, and cargo orders
     // the directories by name, so qts_ggml_sys's empty archives (vendor/README.md) may come first.
@@ -161,14 +128,81 @@ fn build_shared_ggml(src: &std::path::Path) {
             let _ = std::fs::remove_file(&path);
         }
     }
-    let built = std::fs::read_dir(&lib).expect("ggml's library directory");
-    for entry in built.chain(std::fs::read_dir(&modules).into_iter().flatten()) {
+    copy_libraries(&files, profile_dir);
+}
+
+/// Builds ggml with `options` in `shared`, and returns a directory holding its libraries (and the
+/// backend modules a portable build makes) only.
+fn build_ggml(
+    cmake: &str,
+    src: &std::path::Path,
+    options: &[String],
+    portable: bool,
+    shared: &std::path::Path,
+) -> PathBuf {
+    use std::process::Command;
+    let build = shared.join("build");
+    let lib = shared.join("lib");
+    let run = |cmd: &mut Command, what: &str| {
+        let status = cmd
+            .status()
+            .unwrap_or_else(|e| panic!("{what}: cannot run {cmake}: {e}"));
+        assert!(status.success(), "{what} failed ({status})");
+    };
+    let mut configure = Command::new(cmake);
+    if portable {
+        // Makefiles, for their `TARGET/fast` (portable_build_steps).
+        configure.args(["-G", "Unix Makefiles"]);
+    }
+    run(
+        configure
+            .arg("-S")
+            .arg(src)
+            .arg("-B")
+            .arg(&build)
+            .args(options)
+            .arg(format!("-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={}", lib.display()))
+            .stdout(std::process::Stdio::null()),
+        "configuring ggml",
+    );
+    let jobs = std::env::var("NUM_JOBS").unwrap_or_else(|_| "1".to_string());
+    // ggml, as a top-level project, writes the backends it builds as modules (GGML_BACKEND_DL) to
+    // bin/ of its build directory.
+    let modules = build.join("bin");
+    let steps = if portable {
+        // Only the variants asked for this time end up beside libengine.so.
+        for entry in std::fs::read_dir(&modules).into_iter().flatten().flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+        portable_build_steps(cmake, &build)
+    } else {
+        vec![vec![]]
+    };
+    for targets in steps {
+        let mut build_cmd = Command::new(cmake);
+        build_cmd.arg("--build").arg(&build).arg("--parallel").arg(&jobs);
+        if !targets.is_empty() {
+            build_cmd.arg("--target").args(targets);
+        }
+        run(build_cmd.stdout(std::process::Stdio::null()), "building ggml");
+    }
+    let files = shared.join("files");
+    let _ = std::fs::remove_dir_all(&files);
+    std::fs::create_dir_all(&files).expect("ggml's file directory");
+    copy_libraries(&lib, &files);
+    copy_libraries(&modules, &files);
+    files
+}
+
+/// Copies the libggml shared objects in `from` (symbolic links as links) into `to`.
+fn copy_libraries(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).into_iter().flatten() {
         let path = entry.expect("directory entry").path();
         let name = path.file_name().expect("file name").to_string_lossy().into_owned();
         if !name.starts_with("libggml") || !name.contains(".so") {
             continue;
         }
-        let dest = profile_dir.join(&name);
+        let dest = to.join(&name);
         let _ = std::fs::remove_file(&dest);
         if path.is_symlink() {
             let target = std::fs::read_link(&path).expect("symlink");
@@ -177,6 +211,91 @@ fn build_shared_ggml(src: &std::path::Path) {
             std::fs::copy(&path, &dest).expect("copy ggml library");
         }
     }
+}
+
+/// With `ENGINE_GGML_CACHE` set (scripts/test.sh sets it), ggml's libraries are kept in a directory
+/// of it named by everything their build reads: ggml's source (by content), the options, cmake and
+/// the compilers (by their versions and the variables that pick and flag them), and, for a build
+/// for this CPU (`-march=native`), the CPU (scripts/cpu-key.sh). A fresh clone then links the ggml
+/// an earlier one built, as the test suite's llama.cpp oracle is kept, instead of compiling it again.
+fn ggml_cache_entry(cmake: &str, src: &std::path::Path, options: &[String], native: bool) -> Option<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    use std::process::Command;
+    println!("cargo:rerun-if-env-changed=ENGINE_GGML_CACHE");
+    let root = PathBuf::from(std::env::var_os("ENGINE_GGML_CACHE")?);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    options.hash(&mut h);
+    hash_tree(src, &mut h);
+    let output = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default()
+    };
+    output(cmake, &["--version"]).hash(&mut h);
+    for (var, default) in [("CC", "cc"), ("CXX", "c++")] {
+        let compiler = std::env::var(var).unwrap_or_else(|_| default.to_string());
+        output(&compiler, &["--version"]).hash(&mut h);
+        compiler.hash(&mut h);
+    }
+    for var in ["CFLAGS", "CXXFLAGS", "LDFLAGS", "ENGINE_CPU_VARIANTS"] {
+        println!("cargo:rerun-if-env-changed={var}");
+        std::env::var(var).ok().hash(&mut h);
+    }
+    if native {
+        let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+        let cpu = output("bash", &[&manifest.join("scripts/cpu-key.sh").to_string_lossy()]);
+        assert!(!cpu.is_empty(), "scripts/cpu-key.sh printed no key");
+        cpu.hash(&mut h);
+    }
+    Some(root.join(format!("ggml-{:016x}", h.finish())))
+}
+
+/// Hashes the names and contents of the files under `dir`, in name order.
+fn hash_tree(dir: &std::path::Path, h: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("ggml's source directory")
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        path.file_name().hash(h);
+        if path.is_dir() {
+            hash_tree(&path, h);
+        } else {
+            std::fs::read(&path).expect("a ggml source file").hash(h);
+        }
+    }
+}
+
+/// Copies the libraries in `files` into the cache `entry`, marked complete last (entries are
+/// written under a temporary name and renamed, so a concurrent or killed build leaves none half
+/// written), and returns the entry's copy.
+fn store_in_cache(files: &std::path::Path, entry: &std::path::Path) -> PathBuf {
+    let parent = entry.parent().expect("the cache directory");
+    std::fs::create_dir_all(parent).expect("ENGINE_GGML_CACHE");
+    let tmp = parent.join(format!(
+        ".{}.{}",
+        entry.file_name().expect("entry name").to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("files")).expect("a cache entry");
+    copy_libraries(files, &tmp.join("files"));
+    std::fs::write(tmp.join("complete"), b"").expect("a cache entry");
+    if std::fs::rename(&tmp, entry).is_err() {
+        if entry.join("complete").exists() {
+            // Another build stored the same entry first.
+            let _ = std::fs::remove_dir_all(&tmp);
+        } else {
+            // Not written by this function: replaced.
+            let _ = std::fs::remove_dir_all(entry);
+            std::fs::rename(&tmp, entry).expect("a cache entry");
+        }
+    }
+    entry.join("files")
 }
 
 /// Compiler flags for every ggml target: no AMX instructions. ggml 0.25.3's AMX kernels fault on

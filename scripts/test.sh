@@ -15,6 +15,10 @@ case "${1:-}" in
     *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
 
+# ggml's libraries, kept by everything their build reads (build.rs), as llama.cpp's oracle is: a
+# fresh clone links those an earlier run built for this CPU rather than compiling ggml again.
+export ENGINE_GGML_CACHE="${ENGINE_GGML_CACHE:-$HOME/.cache/engine/ggml}"
+
 stages=()
 started=$SECONDS
 mkdir -p build/cpu
