@@ -27,6 +27,12 @@ impl ArchSpec for Afmoe {
         "afmoe"
     }
 
+    fn about(&self) -> &'static str {
+        "Arcee Trinity: scaled embeddings, head norms, a sigmoid attention gate, norms around attention \
+            and FFN, sliding layers, every fourth layer unrotated, experts with a selection bias beside \
+            shared experts."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

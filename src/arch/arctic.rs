@@ -23,6 +23,10 @@ impl ArchSpec for Arctic {
         "arctic"
     }
 
+    fn about(&self) -> &'static str {
+        "A dense FFN beside experts on the layer input."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

@@ -21,6 +21,10 @@ impl ArchSpec for Baichuan {
         "baichuan"
     }
 
+    fn about(&self) -> &'static str {
+        "Its 7B rotates, its 13B uses ALiBi."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

@@ -24,6 +24,13 @@ impl ArchSpec for BailingMoe3 {
         "bailingmoe3"
     }
 
+    fn about(&self) -> &'static str {
+        "Ling 3: Kimi delta attention layers with full-rank decay and output-gate projections and a safe \
+            gate, beside rotated absorbed latent attention gated per head, M-RoPE where the file gives \
+            sections; SwiGLU limits on experts and the other FFNs in llama.cpp's split form; rollback \
+            snapshots kept; multi-token-prediction layers refused."
+    }
+
     fn rope_type(&self) -> i32 {
         crate::ggml::ROPE_NORMAL
     }

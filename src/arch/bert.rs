@@ -18,6 +18,11 @@ impl ArchSpec for Bert {
         "bert"
     }
 
+    fn about(&self) -> &'static str {
+        "An encoder (BGE-style embedding models and rerankers): no cache, `llama_encode`, which \
+            `llama_decode` calls for it as llama.cpp does; one ubatch per batch."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -17,6 +17,10 @@ impl ArchSpec for ChatGlm {
         "chatglm"
     }
 
+    fn about(&self) -> &'static str {
+        "Partial rotation, fused gate and up."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

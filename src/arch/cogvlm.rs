@@ -21,6 +21,11 @@ impl ArchSpec for CogVlm {
         "cogvlm"
     }
 
+    fn about(&self) -> &'static str {
+        "CogVLM's language model: a fused projection, NeoX at ggml's default rotation, vision weights \
+            loaded for text; llama.cpp's first `n_outputs` rows handed back."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -21,6 +21,8 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Cohere {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
     reads: &'static [&'static str],
     /// Sliding layers (which alone rotate) and FFN scales: Cohere 2.
@@ -32,6 +34,7 @@ pub struct Cohere {
 
 pub const COMMAND_R: Cohere = Cohere {
     name: "command-r",
+    about: "Attention and FFN from one norm without bias, tied head, logit scale.",
     reads: &["logit_scale", "attention.layer_norm_epsilon"],
     sliding: false,
     experts: false,
@@ -40,6 +43,7 @@ pub const COMMAND_R: Cohere = Cohere {
 
 pub const COHERE2: Cohere = Cohere {
     name: "cohere2",
+    about: "Command-R's layers; only the sliding layers rotate.",
     reads: &[
         "logit_scale",
         "attention.layer_norm_epsilon",
@@ -53,6 +57,8 @@ pub const COHERE2: Cohere = Cohere {
 
 pub const COHERE2MOE: Cohere = Cohere {
     name: "cohere2moe",
+    about: "Cohere 2's layers with RMS norms, rotating leading dense layers, sigmoid-routed experts averaged \
+        with shared experts; multi-token-prediction layers refused.",
     reads: &[
         "leading_dense_block_count",
         "expert_feed_forward_length",
@@ -81,6 +87,10 @@ const HEAD_NORM_LAYERS: u32 = 64;
 impl ArchSpec for Cohere {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

@@ -23,6 +23,10 @@ impl ArchSpec for Dbrx {
         "dbrx"
     }
 
+    fn about(&self) -> &'static str {
+        "Clamped fused projection, layer norms, experts."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -27,6 +27,8 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct DeepSeek2 {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     variant: Variant,
 }
 
@@ -50,18 +52,32 @@ impl Variant {
 
 pub const DEEPSEEK2: DeepSeek2 = DeepSeek2 {
     name: "deepseek2",
+    about: "DeepSeek V2/V3 and R1: latent attention absorbed as llama.cpp absorbs it in the MLA files (a \
+        keys-only cache holding one latent per token plus the rotated part, queries taken into latent space, \
+        values read from the cached latent and widened per head) or decompressed per head in older files; \
+        the lite models' direct query projection; YaRN's magnitude pre-applied to the attention scale; \
+        leading dense layers, then experts routed as the file says beside shared experts; attention \
+        temperature tuning where the file asks; multi-token-prediction layers refused.",
     variant: Variant::DeepSeek2,
 };
 pub const MISTRAL4: DeepSeek2 = DeepSeek2 {
     name: "mistral4",
+    about: "Mistral 4: DeepSeek V2/V3's layers and latent attention (`deepseek2`); attention temperature tuning \
+        as Mistral Large's files ask.",
     variant: Variant::Mistral4,
 };
 pub const DEEPSEEK32: DeepSeek2 = DeepSeek2 {
     name: "deepseek32",
+    about: "DeepSeek V3.2: DeepSeek 3's layers with sparse attention (a lightning indexer scores every cached \
+        cell from small query heads against one Hadamard-rotated key per token, kept in its own cache \
+        section, and attention sees only the best `top_k` cells); every FFN product scaled by its weight's \
+        scale.",
     variant: Variant::DeepSeek32,
 };
 pub const GLM_DSA: DeepSeek2 = DeepSeek2 {
     name: "glm-dsa",
+    about: "GLM 5: DeepSeek V3.2's layers, its indexer rotating plainly, \"shared\" indexer layers reusing the \
+        last full layer's picks.",
     variant: Variant::GlmDsa,
 };
 
@@ -83,6 +99,10 @@ const HELD_YARN_LOG_MUL: (&str, Rule) = (
 impl ArchSpec for DeepSeek2 {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

@@ -28,6 +28,16 @@ impl ArchSpec for Deepseek4 {
         "deepseek4"
     }
 
+    fn about(&self) -> &'static str {
+        "DeepSeek-V4: one key per token, also its value, its last dimensions rotated, attended through a \
+            sliding window with sinks; most layers also compress their keys by 4 (a lightning indexer over \
+            keys it compresses alike picking the rows each token sees) or by 128, in compressed caches \
+            beside the window; heads rotated back after attention and projected out through grouped low-rank \
+            matrices; GLM5-Next's hyper-connections and HY-V4's head gates; experts scored by sqrt(softplus) \
+            beside a shared one, the first layers routing each token by a fixed table; rollback snapshots \
+            kept; keys cannot be shifted, as in llama.cpp."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

@@ -25,6 +25,12 @@ impl ArchSpec for Dots3Note {
         "dots3note"
     }
 
+    fn about(&self) -> &'static str {
+        "dots.llm3: sparse latent attention on the full layers, latent attention through a sliding window \
+            on the others, a normed shared key part, a sigmoid gate per head; sliding layers with a latent \
+            of another width refused."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

@@ -20,6 +20,10 @@ impl ArchSpec for Ernie45Moe {
         "ernie4_5-moe"
     }
 
+    fn about(&self) -> &'static str {
+        "ERNIE 4.5 with experts: leading dense layers, experts with a selection bias and a shared expert."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

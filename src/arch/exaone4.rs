@@ -24,6 +24,10 @@ impl ArchSpec for Exaone4 {
         "exaone4"
     }
 
+    fn about(&self) -> &'static str {
+        "Post-norms, head norms; the 32B's sliding layers alone rotate."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -23,6 +23,11 @@ impl ArchSpec for ExaoneMoe {
         "exaone-moe"
     }
 
+    fn about(&self) -> &'static str {
+        "Head norms, only sliding layers rotating, leading dense layers, experts beside a shared expert; \
+            multi-token-prediction layers refused."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

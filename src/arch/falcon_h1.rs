@@ -19,6 +19,10 @@ impl ArchSpec for FalconH1 {
         "falcon-h1"
     }
 
+    fn about(&self) -> &'static str {
+        "A hybrid: attention and Mamba-2 side by side in every layer."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

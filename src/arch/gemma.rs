@@ -18,6 +18,10 @@ impl ArchSpec for Gemma {
         "gemma"
     }
 
+    fn about(&self) -> &'static str {
+        "Gemma 1."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

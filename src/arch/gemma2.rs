@@ -25,6 +25,10 @@ impl ArchSpec for Gemma2 {
         "gemma2"
     }
 
+    fn about(&self) -> &'static str {
+        "Gemma 2: soft-capped attention and logits, every other layer sliding."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -19,6 +19,11 @@ impl ArchSpec for Gemma3 {
         "gemma3"
     }
 
+    fn about(&self) -> &'static str {
+        "Gemma 3: sliding-window attention on most layers, query and key norms, post-attention and \
+            post-FFN norms."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

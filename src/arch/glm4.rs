@@ -18,6 +18,10 @@ impl ArchSpec for Glm4 {
         "glm4"
     }
 
+    fn about(&self) -> &'static str {
+        "Norms before and after attention and FFN, fused gate and up, M-RoPE when its sections ask."
+    }
+
     fn rope_type(&self) -> i32 {
         ROPE_NORMAL
     }

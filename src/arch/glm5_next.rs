@@ -29,6 +29,16 @@ impl ArchSpec for Glm5Next {
         "glm5-next"
     }
 
+    fn about(&self) -> &'static str {
+        "GLM-5.3-Flash: Kimi delta attention layers (q, k and v convolved apart, a decay bounded below \
+            where the file says) beside unrotated absorbed latent attention that sees only what a k-pool \
+            indexer picks (pools of consecutive positions, each pooled once into a key cached with the \
+            pool's last token, scored per token, the best pools and the token's incomplete one attended to, \
+            gathered for small ubatches); four residual copies mixed around each block by \
+            Sinkhorn-normalised hyper-connections; leading dense layers, then sigmoid-routed experts beside \
+            shared ones; rollback snapshots kept."
+    }
+
     fn rope_type(&self) -> i32 {
         -1
     }

@@ -69,6 +69,8 @@ enum Residual {
 
 pub struct Gpt2Like {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     rope_type: i32,
     /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
     reads: &'static [&'static str],
@@ -107,6 +109,7 @@ pub struct Gpt2Like {
 
 pub const GPT2: Gpt2Like = Gpt2Like {
     name: "gpt2",
+    about: "GPT-2: layer norms with biases, learned position tables.",
     rope_type: -1,
     reads: &["attention.layer_norm_epsilon"],
     saved: &[],
@@ -128,6 +131,7 @@ pub const GPT2: Gpt2Like = Gpt2Like {
 
 pub const STARCODER: Gpt2Like = Gpt2Like {
     name: "starcoder",
+    about: "StarCoder: the GPT-2 family (layer norms with biases), learned position tables.",
     rope_type: 0,
     sizes: &[(24, "1B"), (36, "3B"), (42, "7B"), (40, "15B")],
     ..GPT2
@@ -136,6 +140,7 @@ pub const STARCODER: Gpt2Like = Gpt2Like {
 pub const CODESHELL: Gpt2Like = Gpt2Like {
     created: codeshell,
     name: "codeshell",
+    about: "CodeShell: the GPT-2 family (layer norms with biases).",
     rope_type: 2,
     positions: Positions::Rotary,
     embeddings_from_output: true,
@@ -146,6 +151,7 @@ pub const CODESHELL: Gpt2Like = Gpt2Like {
 pub const STARCODER2: Gpt2Like = Gpt2Like {
     created: starcoder2,
     name: "starcoder2",
+    about: "StarCoder 2: the GPT-2 family (layer norms with biases).",
     rope_type: 2,
     positions: Positions::Rotary,
     sizes: &[(30, "3B"), (32, "7B"), (40, "15B"), (52, "20B"), (88, "34B")],
@@ -155,6 +161,7 @@ pub const STARCODER2: Gpt2Like = Gpt2Like {
 pub const BLOOM: Gpt2Like = Gpt2Like {
     created: bloom,
     name: "bloom",
+    about: "The GPT-2 family (layer norms with biases); ALiBi, normed token embeddings.",
     saved: &[super::HELD_ALIBI],
     positions: Positions::Alibi { fixed: Some(8.0) },
     token_norm: true,
@@ -165,6 +172,8 @@ pub const BLOOM: Gpt2Like = Gpt2Like {
 pub const MPT: Gpt2Like = Gpt2Like {
     created: mpt,
     name: "mpt",
+    about: "The GPT-2 family (layer norms with biases); ALiBi, optional learned positions, clamped projections, \
+        GELU output scales.",
     reads: &[
         "attention.max_alibi_bias",
         "attention.clamp_kqv",
@@ -180,6 +189,7 @@ pub const MPT: Gpt2Like = Gpt2Like {
 pub const JAIS: Gpt2Like = Gpt2Like {
     created: jais,
     name: "jais",
+    about: "The GPT-2 family (layer norms with biases); ALiBi, SwiGLU.",
     reads: &["attention.max_alibi_bias", "attention.layer_norm_epsilon"],
     positions: Positions::Alibi { fixed: None },
     act: Act::SwiGlu,
@@ -191,6 +201,7 @@ pub const JAIS: Gpt2Like = Gpt2Like {
 pub const ORION: Gpt2Like = Gpt2Like {
     created: orion,
     name: "orion",
+    about: "The GPT-2 family (layer norms with biases); SwiGLU, no layer biases.",
     rope_type: 2,
     positions: Positions::Rotary,
     act: Act::SwiGlu,
@@ -203,6 +214,8 @@ pub const ORION: Gpt2Like = Gpt2Like {
 pub const POCKETTTS: Gpt2Like = Gpt2Like {
     created: pockettts,
     name: "pockettts",
+    about: "Pocket TTS's text backbone: layer norms, rotation, an ungated GELU FFN, the head tied to the \
+        embeddings.",
     rope_type: 0,
     positions: Positions::Rotary,
     biases: Biases::NoProjections,
@@ -213,6 +226,7 @@ pub const POCKETTTS: Gpt2Like = Gpt2Like {
 pub const STABLELM: Gpt2Like = Gpt2Like {
     created: stablelm,
     name: "stablelm",
+    about: "The GPT-2 family (layer norms with biases); partial rotation, optional per-head query and key norms.",
     rope_type: 2,
     positions: Positions::Rotary,
     act: Act::SwiGlu,
@@ -225,6 +239,7 @@ pub const STABLELM: Gpt2Like = Gpt2Like {
 pub const PHI2: Gpt2Like = Gpt2Like {
     created: phi2,
     name: "phi2",
+    about: "The GPT-2 family (layer norms with biases); attention and FFN from one norm, partial rotation.",
     rope_type: 2,
     positions: Positions::Rotary,
     prescale_q: true,
@@ -237,6 +252,7 @@ pub const PHI2: Gpt2Like = Gpt2Like {
 pub const NEMOTRON: Gpt2Like = Gpt2Like {
     created: starcoder2,
     name: "nemotron",
+    about: "Nemotron: the GPT-2 family (layer norms with biases); squared-ReLU FFN.",
     rope_type: 2,
     positions: Positions::Rotary,
     biases: Biases::OptionalProjections,
@@ -248,6 +264,7 @@ pub const NEMOTRON: Gpt2Like = Gpt2Like {
 pub const JAIS2: Gpt2Like = Gpt2Like {
     created: jais2,
     name: "jais2",
+    about: "JAIS 2: the GPT-2 family (layer norms with biases); squared-ReLU FFN.",
     rope_type: 2,
     positions: Positions::Rotary,
     act: Act::ReluSqr,
@@ -258,6 +275,8 @@ pub const JAIS2: Gpt2Like = Gpt2Like {
 pub const FALCON: Gpt2Like = Gpt2Like {
     created: falcon,
     name: "falcon",
+    about: "The GPT-2 family (layer norms with biases); attention and FFN from one norm, partial rotation, \
+        Falcon 40B's second norm.",
     rope_type: 2,
     positions: Positions::Rotary,
     biases: Biases::NoProjections,
@@ -270,6 +289,7 @@ pub const FALCON: Gpt2Like = Gpt2Like {
 pub const GPTNEOX: Gpt2Like = Gpt2Like {
     created: gptneox,
     name: "gptneox",
+    about: "The GPT-2 family (layer norms with biases); parallel residual as the file says.",
     rope_type: 2,
     reads: &["use_parallel_residual", "attention.layer_norm_epsilon"],
     positions: Positions::Rotary,
@@ -299,6 +319,10 @@ impl ArchSpec for Gpt2Like {
 
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

@@ -28,6 +28,10 @@ impl ArchSpec for GptOss {
         "gpt-oss"
     }
 
+    fn about(&self) -> &'static str {
+        "Attention sinks, biased experts, sliding layers, YaRN."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -14,12 +14,16 @@ use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, TensorSpec};
 
-pub struct Granite(&'static str);
+/// Its name and its line in docs/architectures.md (`ArchSpec::about`).
+pub struct Granite(&'static str, &'static str);
 
-pub const GRANITE: Granite = Granite("granite");
-pub const GRANITE_MOE: Granite = Granite("granitemoe");
+pub const GRANITE: Granite = Granite(
+    "granite",
+    "Granite: embedding, residual, attention and logit scales; with experts too.",
+);
+pub const GRANITE_MOE: Granite = Granite("granitemoe", "Granite MoE, with or without a shared expert.");
 /// MiniCPM: Granite's graph, with defaults for the scales older files leave out.
-pub const MINICPM: Granite = Granite("minicpm");
+pub const MINICPM: Granite = Granite("minicpm", "MiniCPM: Granite's graph, with default scales.");
 
 /// Rotary positions unless the file says otherwise (Granite's and Granite Hybrid's default).
 pub(super) const ROTATES_BY_DEFAULT: (&str, Rule) = ("rope.scaling.finetuned", Rule::Bool(true));
@@ -27,6 +31,10 @@ pub(super) const ROTATES_BY_DEFAULT: (&str, Rule) = ("rope.scaling.finetuned", R
 impl ArchSpec for Granite {
     fn name(&self) -> &'static str {
         self.0
+    }
+
+    fn about(&self) -> &'static str {
+        self.1
     }
 
     fn rope_type(&self) -> i32 {

@@ -20,6 +20,10 @@ impl ArchSpec for GraniteHybrid {
         "granitehybrid"
     }
 
+    fn about(&self) -> &'static str {
+        "Granite 4.0, a hybrid: Mamba-2 layers among attention layers."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

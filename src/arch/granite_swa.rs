@@ -20,6 +20,10 @@ impl ArchSpec for GraniteSwa {
         "granite_swa"
     }
 
+    fn about(&self) -> &'static str {
+        "Sliding layers from an array, attention sinks, a per-layer rope pattern, a fused shared expert."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

@@ -33,6 +33,11 @@ impl ArchSpec for Grok {
         "grok"
     }
 
+    fn about(&self) -> &'static str {
+        "Capped attention scores, so no flash attention, as in llama.cpp; GELU experts with a dense FFN, \
+            soft-capped logits."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -26,6 +26,11 @@ impl ArchSpec for GroveMoe {
         "grovemoe"
     }
 
+    fn about(&self) -> &'static str {
+        "GroveMoE: Qwen3-MoE's layers, experts picked by sigmoid and weighted by softmax, then chunk \
+            experts per group of experts over their output."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

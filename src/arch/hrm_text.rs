@@ -26,6 +26,11 @@ impl ArchSpec for HrmText {
         "hrm_text"
     }
 
+    fn about(&self) -> &'static str {
+        "HRM-Text: a low and a high stack run in cycles, a cache slot per pass over shared weights, gated \
+            attention."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -18,6 +18,10 @@ impl ArchSpec for HunyuanMoe {
         "hunyuan-moe"
     }
 
+    fn about(&self) -> &'static str {
+        "Experts beside a shared expert."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -22,6 +22,11 @@ impl ArchSpec for HyV3 {
         "hy_v3"
     }
 
+    fn about(&self) -> &'static str {
+        "Hunyuan 3: head norms, dense or sigmoid-routed expert layers as the file has them beside a \
+            shared expert, weight scales, output rows picked after the final norm."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -24,6 +24,11 @@ impl ArchSpec for HyV4 {
         "hy_v4"
     }
 
+    fn about(&self) -> &'static str {
+        "HY-V4: latent attention with sinks and an elementwise gate, sparse where the file has an \
+            indexer, a residual stream of hyper-connected copies, clamped SwiGLU experts."
+    }
+
     fn rope_type(&self) -> i32 {
         ROPE_NORMAL
     }

@@ -18,6 +18,10 @@ impl ArchSpec for Jamba {
         "jamba"
     }
 
+    fn about(&self) -> &'static str {
+        "A hybrid: Mamba layers, attention without rotation, experts."
+    }
+
     fn rope_type(&self) -> i32 {
         -1
     }

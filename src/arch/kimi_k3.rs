@@ -25,6 +25,13 @@ impl ArchSpec for KimiK3 {
         "kimi-k3"
     }
 
+    fn about(&self) -> &'static str {
+        "Kimi-K3: Kimi-Linear's layers with a decay bounded below, a full-rank KDA output gate, a sigmoid \
+            output gate on the latent attention, SiTU in every FFN, routed experts in a latent space, and \
+            cross-layer residual attention mixing banked checkpoints of the residual stream by learned \
+            scores; rollback snapshots kept."
+    }
+
     fn rope_type(&self) -> i32 {
         -1
     }

@@ -23,6 +23,13 @@ impl ArchSpec for KimiLinear {
         "kimi-linear"
     }
 
+    fn about(&self) -> &'static str {
+        "Kimi-Linear: Kimi delta attention layers (q, k and v convolved apart, a decay per key dimension, \
+            the gated delta rule, an output norm gated by a sigmoid) beside unrotated absorbed latent \
+            attention; leading dense layers, then routed and shared experts; a latent cache needs the same K \
+            and V cache types, as in llama.cpp."
+    }
+
     fn rope_type(&self) -> i32 {
         -1
     }

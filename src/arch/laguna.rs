@@ -25,6 +25,11 @@ impl ArchSpec for Laguna {
         "laguna"
     }
 
+    fn about(&self) -> &'static str {
+        "Per-layer heads, a softplus attention gate per head or per element, sliding layers rotating \
+            plainly with their own base; rotated dimensions of their own refused."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -24,6 +24,11 @@ impl ArchSpec for Lfm2 {
         "lfm2"
     }
 
+    fn about(&self) -> &'static str {
+        "Short convolutions beside attention; LFM2-ColBERT's projection of the embeddings to \
+            `embedding_length_out`, which `llama_model_n_embd_out` reports."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }
@@ -102,6 +107,10 @@ fn lfm2(hp: &HParams) -> Vec<String> {
 impl ArchSpec for Lfm2Moe {
     fn name(&self) -> &'static str {
         "lfm2moe"
+    }
+
+    fn about(&self) -> &'static str {
+        "LFM2's layers with experts routed by sigmoid scores and a selection bias."
     }
 
     fn rope_type(&self) -> i32 {

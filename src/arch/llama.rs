@@ -18,6 +18,10 @@ impl ArchSpec for Llama {
         "llama"
     }
 
+    fn about(&self) -> &'static str {
+        "Llama 2/3, Mistral, SmolLM, ..., and Mixtral-style mixtures of experts."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

@@ -36,6 +36,12 @@ impl ArchSpec for Llama4 {
         "llama4"
     }
 
+    fn about(&self) -> &'static str {
+        "Chunked attention on three layers of four, the fourth unrotated and temperature-tuned, \
+            weightless query and key norms, experts every interleave step picked by raw logits with their \
+            weights multiplied into their inputs, beside a shared expert."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

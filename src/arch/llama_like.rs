@@ -29,6 +29,8 @@ use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct LlamaLike {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     rope_type: i32,
     /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
     reads: &'static [&'static str],
@@ -66,6 +68,7 @@ const READS_ERNIE4_5: &[&str] = &[
 pub const XVERSE: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "xverse",
+    about: "XVERSE: the Llama decoder (normal rotation) without FFN scales.",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -80,6 +83,7 @@ pub const XVERSE: LlamaLike = LlamaLike {
 pub const EXAONE: LlamaLike = LlamaLike {
     created: exaone,
     name: "exaone",
+    about: "EXAONE: the Llama decoder with NeoX rotation and rotary frequency factors, without FFN scales.",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -94,6 +98,7 @@ pub const EXAONE: LlamaLike = LlamaLike {
 pub const ERNIE4_5: LlamaLike = LlamaLike {
     created: ernie4_5,
     name: "ernie4_5",
+    about: "ERNIE 4.5, dense: the Llama decoder without FFN scales.",
     rope_type: 0,
     reads: READS_ERNIE4_5,
     saved: &[],
@@ -113,6 +118,8 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
 pub const DECI: LlamaLike = LlamaLike {
     created: deci,
     name: "deci",
+    about: "The Llama decoder with per-layer heads and FFN widths; its attention-free, linear-attention and \
+        FFN-free layers are refused.",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -127,6 +134,7 @@ pub const DECI: LlamaLike = LlamaLike {
 pub const ARCEE: LlamaLike = LlamaLike {
     created: arcee,
     name: "arcee",
+    about: "The Llama decoder with an ungated squared-ReLU FFN.",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -144,6 +152,7 @@ pub const ARCEE: LlamaLike = LlamaLike {
 pub const OLMOE: LlamaLike = LlamaLike {
     created: olmoe,
     name: "olmoe",
+    about: "The Llama decoder with whole-projection query and key norms and experts.",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -163,6 +172,7 @@ pub const OLMOE: LlamaLike = LlamaLike {
 pub const SEED_OSS: LlamaLike = LlamaLike {
     created: seed_oss,
     name: "seed_oss",
+    about: "Seed-OSS: the Llama decoder, its FFN norm named `post_attention_norm`.",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -180,6 +190,7 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
 pub const MISTRAL3: LlamaLike = LlamaLike {
     created: llama::llama,
     name: "mistral3",
+    about: "The Llama decoder, dense or with experts; attention temperature tuning where the file asks.",
     rope_type: 0,
     reads: &[
         "attention.layer_norm_rms_epsilon",
@@ -203,6 +214,8 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
 pub const REFACT: LlamaLike = LlamaLike {
     created: llama::llama,
     name: "refact",
+    about: "The Llama decoder with ALiBi instead of rotation; experts in a file are loaded and left out, as \
+        llama.cpp does.",
     rope_type: -1,
     reads: READS_RMS_EPS,
     saved: &[super::HELD_ALIBI],
@@ -222,6 +235,7 @@ pub const REFACT: LlamaLike = LlamaLike {
 pub const NANBEIGE: LlamaLike = LlamaLike {
     created: nanbeige,
     name: "nanbeige",
+    about: "Nanbeige: the Llama decoder (its layers in loops refused).",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -239,6 +253,7 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
 pub const MAINCODER: LlamaLike = LlamaLike {
     created: qk_normed,
     name: "maincoder",
+    about: "The Llama decoder with head norms after rotation.",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -256,6 +271,8 @@ pub const MAINCODER: LlamaLike = LlamaLike {
 pub const DREAM: LlamaLike = LlamaLike {
     created: super::qwen2::qwen2,
     name: "dream",
+    about: "Dream, a diffusion model on Qwen2's layout: attention both ways within a batch, no memory, as \
+        encoders.",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[super::HELD_CAUSAL],
@@ -274,6 +291,8 @@ pub const DREAM: LlamaLike = LlamaLike {
 pub const LLADA: LlamaLike = LlamaLike {
     created: llada,
     name: "llada",
+    about: "LLaDA, a diffusion model on Llama's layout: attention both ways within a batch, no memory, as \
+        encoders.",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[super::HELD_CAUSAL],
@@ -294,6 +313,7 @@ pub const LLADA: LlamaLike = LlamaLike {
 pub const OPENELM: LlamaLike = LlamaLike {
     created: openelm,
     name: "openelm",
+    about: "Per-layer head counts and widths.",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -314,6 +334,7 @@ pub const OPENELM: LlamaLike = LlamaLike {
 const HUNYUAN: LlamaLike = LlamaLike {
     created: qk_normed,
     name: "hunyuan-dense",
+    about: "The Llama decoder with head norms after rotation and an XDRoPE base.",
     rope_type: 2,
     reads: &["attention.layer_norm_rms_epsilon", "rope.dimension_sections"],
     // Raised by its XDRoPE alpha.
@@ -333,6 +354,7 @@ pub const HUNYUAN_DENSE: LlamaLike = HUNYUAN;
 
 pub const HUNYUAN_VL: LlamaLike = LlamaLike {
     name: "hunyuan_vl",
+    about: "Hunyuan-VL's language model: hunyuan-dense's layers, with M-RoPE.",
     hunyuan_rope: Some(true),
     ..HUNYUAN
 };
@@ -342,6 +364,7 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
 pub const PADDLEOCR: LlamaLike = LlamaLike {
     created: ernie4_5,
     name: "paddleocr",
+    about: "PaddleOCR's language model: ERNIE 4.5's layout with M-RoPE.",
     rope_type: crate::ggml::ROPE_MROPE,
     reads: READS_ERNIE4_5,
     saved: &[],
@@ -358,6 +381,7 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
 pub const PANGU_EMBED: LlamaLike = LlamaLike {
     created: pangu_embed,
     name: "pangu-embedded",
+    about: "The Llama decoder (openPangu-Embedded).",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -375,6 +399,7 @@ pub const PANGU_EMBED: LlamaLike = LlamaLike {
 pub const INTERNLM2: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "internlm2",
+    about: "InternLM 2: the Llama decoder without FFN scales.",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -389,6 +414,7 @@ pub const INTERNLM2: LlamaLike = LlamaLike {
 pub const QWEN: LlamaLike = LlamaLike {
     created: qwen,
     name: "qwen",
+    about: "Qwen 1: the Llama decoder rotating as NeoX, its FFN half as wide as its file says.",
     rope_type: 2,
     reads: READS_RMS_EPS,
     saved: &[],
@@ -410,6 +436,10 @@ impl ArchSpec for LlamaLike {
 
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

@@ -129,6 +129,10 @@ impl ArchSpec for Mamba {
         "mamba"
     }
 
+    fn about(&self) -> &'static str {
+        "The state-space model Mamba: recurrent memory."
+    }
+
     fn rope_type(&self) -> i32 {
         -1
     }
@@ -180,6 +184,10 @@ fn mamba(hp: &HParams) -> Vec<String> {
 impl ArchSpec for Mamba2 {
     fn name(&self) -> &'static str {
         "mamba2"
+    }
+
+    fn about(&self) -> &'static str {
+        "The state-space model Mamba-2: recurrent memory."
     }
 
     fn rope_type(&self) -> i32 {

@@ -17,6 +17,10 @@ impl ArchSpec for Maple {
         "maple"
     }
 
+    fn about(&self) -> &'static str {
+        "Mellum's layers, only the sliding ones rotating, per-layer clamped SwiGLU experts."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

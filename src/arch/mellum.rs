@@ -21,6 +21,10 @@ impl ArchSpec for Mellum {
         "mellum"
     }
 
+    fn about(&self) -> &'static str {
+        "Qwen3-MoE's layers with plainly rotating sliding layers."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

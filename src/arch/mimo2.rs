@@ -22,6 +22,11 @@ impl ArchSpec for Mimo2 {
         "mimo2"
     }
 
+    fn about(&self) -> &'static str {
+        "MiMo-V2: per-layer heads, value heads narrower than keys, partial rotation, sliding layers from \
+            an array, sinks, a scaled attention output, dense or sigmoid-routed expert layers."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -27,6 +27,11 @@ impl ArchSpec for MiniCpm3 {
         "minicpm3"
     }
 
+    fn about(&self) -> &'static str {
+        "Latent attention kept decompressed: low-rank queries, keys and values from one latent, keys \
+            rotating their trailing dimensions; llama.cpp's fixed scales."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

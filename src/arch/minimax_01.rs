@@ -19,6 +19,12 @@ impl ArchSpec for Minimax01 {
         "minimax-01"
     }
 
+    fn about(&self) -> &'static str {
+        "MiniMax-Text-01: lightning attention (linear attention with per-head decays, a [head, head] \
+            state per head) around softmax attention layers, residuals of the scaled normed input, \
+            softmax-routed experts."
+    }
+
     fn rope_type(&self) -> i32 {
         crate::ggml::ROPE_NEOX
     }

@@ -18,6 +18,10 @@ impl ArchSpec for MinimaxM2 {
         "minimax-m2"
     }
 
+    fn about(&self) -> &'static str {
+        "Whole-projection head norms, partial rotation, experts with a selection bias."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -21,6 +21,14 @@ impl ArchSpec for MinimaxM3 {
         "minimax-m3"
     }
 
+    fn about(&self) -> &'static str {
+        "MiniMax-M3: per-head norms, then block-sparse attention past the leading dense layers (an \
+            indexer head per KV head picks the blocks of positions its queries attend to, gathered for one \
+            token per stream, masked for longer ubatches; dense, as in llama.cpp, without flash attention or \
+            with several sequences in one unified cache) beside routed and shared experts, gpt-oss's SwiGLU \
+            in every FFN."
+    }
+
     fn rope_type(&self) -> i32 {
         ROPE_NEOX
     }

@@ -2,10 +2,10 @@
 //! hyper-parameter keys it reads and what its loader sets itself for the saver, the tensors it
 //! expects with their shapes and those llama.cpp creates without a file (`model::spec::ArchSpec`),
 //! and the graph it builds from the shared primitives of `graph/`, with its LoRA and
-//! control-vector behaviour (`graph::Decoder`). The registry below lists them. Adding one also
-//! takes its test model's generator in `scripts/gen-models.py` and, for now, a line in the README's
-//! list; nothing below this layer names an architecture but the quantizer's type rules
-//! (`model/quantize`, as llama.cpp's own).
+//! control-vector behaviour (`graph::Decoder`), and its note in docs/architectures.md
+//! (`ArchSpec::about`). The registry below lists them. Adding one also takes its test model's
+//! generator in `scripts/gen-models.py` (docs/adding-an-architecture.md); nothing below this layer
+//! names an architecture but the quantizer's type rules (`model/quantize`, as llama.cpp's own).
 
 pub(crate) mod afmoe;
 pub(crate) mod arctic;
@@ -698,6 +698,63 @@ mod tests {
         extra.insert(0, Kv::new("granite_swa.logit_scale", Value::F32(1.0)));
         extra.insert(1, Kv::new("granite_swa.attention.sliding_window", Value::U32(8)));
         tiny(&granite_swa::GraniteSwa, extra)
+    }
+
+    /// docs/architectures.md as the registry gives it: the intro, then each name with its note,
+    /// sorted by name (the registry's order follows when each was added, not what a reader seeks).
+    fn architecture_list() -> String {
+        let mut archs: Vec<(&str, &str)> = ARCHITECTURES.iter().map(|a| (a.name(), a.about())).collect();
+        archs.sort();
+        let mut doc = format!(
+            "# Architectures\n\n\
+             The {} architectures the engine runs, by their `general.architecture` name, sorted by name, each \
+             with a note on what it is or how it differs from its kin. A file of any other architecture is \
+             refused at load with the list of these. `scripts/gen-models.py` writes a tiny random-weight \
+             model of each that no test model covers, compared bit for bit with llama.cpp in \
+             `benches/compare.sh`.\n\n\
+             This page is generated from the registry (`ARCHITECTURES` in `src/arch/mod.rs`, each \
+             architecture's `ArchSpec::about`): edit the notes there and run \
+             `ENGINE_WRITE_DOCS=1 cargo test --release architecture_list`. Adding an architecture: \
+             [adding-an-architecture.md](adding-an-architecture.md).\n\n",
+            archs.len()
+        );
+        for (name, about) in archs {
+            doc += &format!("- `{name}` — {about}\n");
+        }
+        doc
+    }
+
+    #[test]
+    fn architecture_list_in_the_docs_is_the_registry_s() {
+        let mut names = std::collections::HashSet::new();
+        let mut notes = std::collections::HashSet::new();
+        for a in ARCHITECTURES {
+            let (name, about) = (a.name(), a.about());
+            assert!(names.insert(name), "'{name}' is registered twice");
+            // A family's member that copies another's fields must still say what it is.
+            assert!(notes.insert(about), "{name}: another architecture has the same note");
+            assert!(!about.is_empty() && !about.contains('\n'), "{name}: one line of note");
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/architectures.md");
+        let doc = architecture_list();
+        if std::env::var_os("ENGINE_WRITE_DOCS").is_some() {
+            std::fs::write(path, &doc).unwrap();
+        }
+        let written = std::fs::read_to_string(path).unwrap_or_default();
+        if let Some((line, (was, is))) = written.lines().zip(doc.lines()).enumerate().find(|(_, (w, d))| w != d) {
+            panic!(
+                "docs/architectures.md is stale at line {}:\n  it says: {was}\n  registry: {is}\n\
+                 regenerate it: ENGINE_WRITE_DOCS=1 cargo test --release architecture_list",
+                line + 1
+            );
+        }
+        assert!(
+            written == doc,
+            "docs/architectures.md has {} lines, the registry's list {}; regenerate it: \
+             ENGINE_WRITE_DOCS=1 cargo test --release architecture_list",
+            written.lines().count(),
+            doc.lines().count()
+        );
     }
 
     #[test]

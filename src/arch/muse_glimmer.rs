@@ -26,6 +26,11 @@ impl ArchSpec for MuseGlimmer {
         "muse-glimmer"
     }
 
+    fn about(&self) -> &'static str {
+        "AFMoE's gated attention over dense layers: normed embeddings, only the sliding layers rotate, \
+            post norms, scaled and capped logits."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

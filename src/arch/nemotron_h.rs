@@ -17,15 +17,26 @@ use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
-/// `nemotron_h` or `nemotron_h_moe` (one graph; the experts come with the file).
-pub struct NemotronH(&'static str);
+/// `nemotron_h` or `nemotron_h_moe` (one graph; the experts come with the file): its name and its
+/// line in docs/architectures.md (`ArchSpec::about`).
+pub struct NemotronH(&'static str, &'static str);
 
-pub const NEMOTRON_H: NemotronH = NemotronH("nemotron_h");
-pub const NEMOTRON_H_MOE: NemotronH = NemotronH("nemotron_h_moe");
+pub const NEMOTRON_H: NemotronH = NemotronH(
+    "nemotron_h",
+    "A hybrid: Mamba-2, attention and squared-ReLU FFN layers.",
+);
+pub const NEMOTRON_H_MOE: NemotronH = NemotronH(
+    "nemotron_h_moe",
+    "Nemotron-H's layers with squared-ReLU experts, optionally in a latent width, beside a shared expert.",
+);
 
 impl ArchSpec for NemotronH {
     fn name(&self) -> &'static str {
         self.0
+    }
+
+    fn about(&self) -> &'static str {
+        self.1
     }
 
     fn rope_type(&self) -> i32 {

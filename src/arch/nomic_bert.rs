@@ -16,6 +16,11 @@ impl ArchSpec for NomicBert {
         "nomic-bert"
     }
 
+    fn about(&self) -> &'static str {
+        "An encoder with rotary positions and SwiGLU: no cache, `llama_encode`, which `llama_decode` \
+            calls for it as llama.cpp does; one ubatch per batch."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -17,6 +17,10 @@ impl ArchSpec for Olmo {
         "olmo"
     }
 
+    fn about(&self) -> &'static str {
+        "OLMo 1: weightless layer norms, clamped projections."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

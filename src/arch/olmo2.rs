@@ -21,6 +21,10 @@ impl ArchSpec for Olmo2 {
         "olmo2"
     }
 
+    fn about(&self) -> &'static str {
+        "OLMo 2, and OLMo 3's sliding layers: post-norms, whole-projection query and key norms."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -14,6 +14,8 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Phi3 {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
     reads: &'static [&'static str],
     experts: bool,
@@ -21,12 +23,14 @@ pub struct Phi3 {
 
 pub const PHI3: Phi3 = Phi3 {
     name: "phi3",
+    about: "Phi-3 and Phi-4: fused projections, LongRoPE.",
     reads: &["attention.layer_norm_rms_epsilon", "attention.sliding_window"],
     experts: false,
 };
 
 pub const PHIMOE: Phi3 = Phi3 {
     name: "phimoe",
+    about: "Phi-3's layers with biased norms and experts.",
     reads: &["attention.layer_norm_rms_epsilon"],
     experts: true,
 };
@@ -40,6 +44,10 @@ const PHIMOE_EXPERTS: Moe = Moe {
 impl ArchSpec for Phi3 {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

@@ -17,6 +17,10 @@ impl ArchSpec for Plamo {
         "plamo"
     }
 
+    fn about(&self) -> &'static str {
+        "Attention and FFN from one norm."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -19,6 +19,13 @@ impl ArchSpec for Plamo2 {
         "plamo2"
     }
 
+    fn about(&self) -> &'static str {
+        "PLaMo 2: PLaMo-2 Mamba layers (z and x interleaved per head, normed B, C and Δt) beside \
+            attention with per-head norm weights, norms around every mixer and FFN; llama.cpp 0.3.36 stores \
+            a multi-sequence ubatch's states at the wrong cells and the engine does not, so results agree \
+            where one sequence is decoded at a time."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -23,6 +23,10 @@ impl ArchSpec for Plamo3 {
         "plamo3"
     }
 
+    fn about(&self) -> &'static str {
+        "Fused projection with head norms, post-norms, sliding layers."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -17,6 +17,10 @@ impl ArchSpec for Qwen2 {
         "qwen2"
     }
 
+    fn about(&self) -> &'static str {
+        "Qwen2: the Llama graph with attention biases."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }
@@ -76,6 +80,10 @@ impl ArchSpec for Qwen2Vl {
         "qwen2vl"
     }
 
+    fn about(&self) -> &'static str {
+        "Qwen2-VL's language model: M-RoPE."
+    }
+
     fn rope_type(&self) -> i32 {
         crate::ggml::ROPE_MROPE
     }
@@ -117,6 +125,10 @@ pub struct Qwen2Moe;
 impl ArchSpec for Qwen2Moe {
     fn name(&self) -> &'static str {
         "qwen2moe"
+    }
+
+    fn about(&self) -> &'static str {
+        "Qwen2 with experts and a gated shared expert."
     }
 
     fn rope_type(&self) -> i32 {

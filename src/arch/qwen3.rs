@@ -17,6 +17,10 @@ impl ArchSpec for Qwen3 {
         "qwen3"
     }
 
+    fn about(&self) -> &'static str {
+        "Qwen3: per-head query and key norms."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }
@@ -69,6 +73,8 @@ pub(super) fn qwen3(hp: &HParams, head: &str) -> Vec<String> {
 /// (whose rerankers, llama.cpp says, score without a softmax).
 pub struct Qwen3Vl {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     rank_softmax: bool,
     /// Qwen3-TTS's talker ends in a codec head of `CODEC_LOGITS` logits, not the vocabulary's.
     codec_head: bool,
@@ -76,11 +82,15 @@ pub struct Qwen3Vl {
 
 pub const QWEN3VL: Qwen3Vl = Qwen3Vl {
     name: "qwen3vl",
+    about: "Qwen3-VL's language model: interleaved M-RoPE; deepstack layers add image features to the first \
+        layers' outputs.",
     rank_softmax: true,
     codec_head: false,
 };
 pub const QWEN3TTS: Qwen3Vl = Qwen3Vl {
     name: "qwen3tts",
+    about: "Qwen3-TTS's talker: Qwen3-VL's model under its own name, with its codec head (logits padded with \
+        -inf to the vocabulary, as llama.cpp pads them).",
     rank_softmax: false,
     codec_head: true,
 };
@@ -91,6 +101,10 @@ pub(super) const IMROPE: i32 = 40;
 impl ArchSpec for Qwen3Vl {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

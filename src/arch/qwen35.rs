@@ -20,6 +20,8 @@ use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 /// whether llama.cpp keeps rollback snapshots for it, and llama.cpp's size labels.
 pub struct Qwen35 {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     rope_type: i32,
     /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
     reads: &'static [&'static str],
@@ -32,6 +34,7 @@ pub struct Qwen35 {
 /// Qwen3.5 (interleaved M-RoPE).
 pub const QWEN35: Qwen35 = Qwen35 {
     name: "qwen35",
+    about: "Qwen3.5: gated delta net layers beside gated full attention with interleaved M-RoPE.",
     rope_type: 40,
     reads: &[
         "attention.layer_norm_rms_epsilon",
@@ -58,6 +61,8 @@ pub const QWEN35: Qwen35 = Qwen35 {
 
 pub const QWEN35_MOE: Qwen35 = Qwen35 {
     name: "qwen35moe",
+    about: "Qwen3.5's layers with softmax-routed experts, fused or separate gate and up stacks, beside a gated \
+        shared expert.",
     rope_type: 40,
     reads: &[
         "expert_feed_forward_length",
@@ -85,6 +90,7 @@ pub const QWEN35_MOE: Qwen35 = Qwen35 {
 /// Qwen3-Next (NeoX rotation; llama.cpp keeps no rollback snapshots for it).
 pub const QWEN3_NEXT: Qwen35 = Qwen35 {
     name: "qwen3next",
+    about: "Qwen3.5's forerunner: NeoX rotation, unscaled projections, β and α from one projection.",
     rope_type: 2,
     reads: &[
         "expert_feed_forward_length",
@@ -106,6 +112,10 @@ pub const QWEN3_NEXT: Qwen35 = Qwen35 {
 impl ArchSpec for Qwen35 {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

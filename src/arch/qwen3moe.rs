@@ -15,6 +15,8 @@ use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct Qwen3Moe {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     /// A diffusion model's experts: whether their picked weights are normalised.
     diffusion: Option<bool>,
     /// Qwen3-VL's: interleaved M-RoPE, unscaled experts.
@@ -23,24 +25,29 @@ pub struct Qwen3Moe {
 
 pub const QWEN3MOE: Qwen3Moe = Qwen3Moe {
     name: "qwen3moe",
+    about: "Qwen3 with experts.",
     diffusion: None,
     vl: false,
 };
 
 pub const QWEN3VLMOE: Qwen3Moe = Qwen3Moe {
     name: "qwen3vlmoe",
+    about: "Qwen3-VL's language model with experts: interleaved M-RoPE; deepstack layers add image features to \
+        the first layers' outputs.",
     diffusion: None,
     vl: true,
 };
 
 pub const LLADA_MOE: Qwen3Moe = Qwen3Moe {
     name: "llada-moe",
+    about: "LLaDA-MoE, a diffusion model on Qwen3-MoE's layers.",
     diffusion: Some(false),
     vl: false,
 };
 
 pub const RND1: Qwen3Moe = Qwen3Moe {
     name: "rnd1",
+    about: "RND1, a diffusion model on Qwen3-MoE's layers.",
     diffusion: Some(true),
     vl: false,
 };
@@ -48,6 +55,10 @@ pub const RND1: Qwen3Moe = Qwen3Moe {
 impl ArchSpec for Qwen3Moe {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

@@ -29,6 +29,15 @@ impl ArchSpec for Qwen4Exp {
         "qwen4exp"
     }
 
+    fn about(&self) -> &'static str {
+        "Qwen4-exp: Qwen3.5-MoE's layers, the delta net's norm gated by a sigmoid, in residual streams \
+            mixed by low-rank hyper-connections; sparse attention over indexer keys pooled by blocks of \
+            positions, the best blocks and the token's own incomplete block attended; n-gram hash embeddings \
+            hashed from the cells' tokens into one linear layer, through a dilated convolution whose history \
+            is part of the recurrent state; rollback snapshots kept; its embeddings have `n_embd` values, \
+            where llama.cpp 0.3.36 reads `hc_count` times as many and aborts."
+    }
+
     fn rope_type(&self) -> i32 {
         // Interleaved M-RoPE.
         40

@@ -23,6 +23,8 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct SharedExperts {
     name: &'static str,
+    /// Its line in docs/architectures.md (`ArchSpec::about`).
+    about: &'static str,
     kind: Kind,
 }
 
@@ -40,22 +42,28 @@ enum Kind {
 
 pub const DOTS1: SharedExperts = SharedExperts {
     name: "dots1",
+    about: "Head norms, leading dense layers, experts gated as the file says beside shared experts.",
     kind: Kind::Dots,
 };
 pub const BAILINGMOE: SharedExperts = SharedExperts {
     name: "bailingmoe",
+    about: "dots1's FFNs in every layer, no head norms.",
     kind: Kind::Bailing,
 };
 pub const BAILINGMOE2: SharedExperts = SharedExperts {
     name: "bailingmoe2",
+    about: "Ling 2.0: dots1's layers with a fused projection; multi-token-prediction layers refused.",
     kind: Kind::Bailing2,
 };
 pub const GLM4MOE: SharedExperts = SharedExperts {
     name: "glm4moe",
+    about: "GLM-4.5: optional head norms, M-RoPE when its sections ask, sigmoid-routed experts with a selection \
+        bias beside shared experts; multi-token-prediction layers refused.",
     kind: Kind::Glm4Moe,
 };
 pub const DEEPSEEK: SharedExperts = SharedExperts {
     name: "deepseek",
+    about: "DeepSeek's first MoE: leading dense layers, scaled unnormalised expert weights, shared experts.",
     kind: Kind::DeepSeek,
 };
 
@@ -69,6 +77,10 @@ impl SharedExperts {
 impl ArchSpec for SharedExperts {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
     }
 
     fn rope_type(&self) -> i32 {

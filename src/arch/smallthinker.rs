@@ -25,6 +25,10 @@ impl ArchSpec for SmallThinker {
         "smallthinker"
     }
 
+    fn about(&self) -> &'static str {
+        "ReLU-gated experts routed from the layer input, llama.cpp's fixed window."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

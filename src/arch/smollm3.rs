@@ -20,6 +20,10 @@ impl ArchSpec for SmolLm3 {
         "smollm3"
     }
 
+    fn about(&self) -> &'static str {
+        "SmolLM3: the Llama decoder with every fourth layer without rotary positions."
+    }
+
     fn rope_type(&self) -> i32 {
         0
     }

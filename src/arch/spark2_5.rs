@@ -18,6 +18,10 @@ impl ArchSpec for Spark2_5 {
         "spark2_5"
     }
 
+    fn about(&self) -> &'static str {
+        "Per-layer heads, sigmoid gates per attention head, GELU FFN."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

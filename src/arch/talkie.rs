@@ -18,6 +18,10 @@ impl ArchSpec for Talkie {
         "talkie"
     }
 
+    fn about(&self) -> &'static str {
+        "Weightless norms, per-head query gains, embeddings added back per layer."
+    }
+
     fn rope_type(&self) -> i32 {
         2
     }

@@ -12,6 +12,10 @@ pub trait ArchSpec: Sync {
     /// `general.architecture` of its files.
     fn name(&self) -> &'static str;
 
+    /// A short note on what it is or how it differs from its kin (Markdown, one line): its line
+    /// in docs/architectures.md, which a test in `arch` renders from the registry.
+    fn about(&self) -> &'static str;
+
     /// How positions are rotated (llama.h `enum llama_rope_type`: 0 normal, 2 NeoX).
     fn rope_type(&self) -> i32;
 
