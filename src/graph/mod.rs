@@ -413,8 +413,13 @@ pub struct Builder<'a> {
     deepstack: Option<TensorRef>,
 }
 
-pub(crate) fn ggml_err(e: String) -> Error {
-    Error::Ggml(format!("graph: {e}"))
+/// A ggml error met while building a graph says so: ggml's messages name the op that failed, and
+/// the same op also fails in other places (sampler graphs, cache copies).
+fn in_graph(e: Error) -> Error {
+    match e {
+        Error::Ggml(msg) => Error::Ggml(format!("graph: {msg}")),
+        e => e,
+    }
 }
 
 impl<'a> Builder<'a> {
@@ -422,6 +427,18 @@ impl<'a> Builder<'a> {
     /// context's attention cache `kv` and recurrent states `rs`, applying the LoRA adapters
     /// and control vector `adapters`, with room for `extra_nodes` more (what backend samplers append).
     pub fn build(
+        model: &'a Model,
+        decoder: &'a dyn Decoder,
+        memories: (&'a KvCache, Option<&'a Recurrent>),
+        shape: Shape,
+        settings: (GraphParams, Adapters<'a>),
+        extra_nodes: usize,
+    ) -> Result<Built> {
+        Self::assemble(model, decoder, memories, shape, settings, extra_nodes).map_err(in_graph)
+    }
+
+    /// `build`, its ggml errors not yet marked as the graph's.
+    fn assemble(
         model: &'a Model,
         decoder: &'a dyn Decoder,
         (kv, rs): (&'a KvCache, Option<&'a Recurrent>),
@@ -434,27 +451,23 @@ impl<'a> Builder<'a> {
             .as_ref()
             .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
         let mut g =
-            Graph::new(max_nodes(model) + extra_nodes + lora::extra_nodes(adapters.loras) + adapters.cvec.len())
-                .map_err(ggml_err)?;
+            Graph::new(max_nodes(model) + extra_nodes + lora::extra_nodes(adapters.loras) + adapters.cvec.len())?;
         let nt = shape.n_tokens as i64;
         let i32t = ggml_sys::ggml_type_GGML_TYPE_I32;
         let tokens = match shape.embd_input {
-            false => Some(g.input(i32t, &[nt], "inp_tokens").map_err(ggml_err)?),
+            false => Some(g.input(i32t, &[nt], "inp_tokens")?),
             true => None,
         };
         let embd = match shape.embd_input {
-            true => Some(
-                g.input(
-                    ggml_sys::ggml_type_GGML_TYPE_F32,
-                    &[i64::from(hp.n_embd_inp()), nt],
-                    "inp_embd",
-                )
-                .map_err(ggml_err)?,
-            ),
+            true => Some(g.input(
+                ggml_sys::ggml_type_GGML_TYPE_F32,
+                &[i64::from(hp.n_embd_inp()), nt],
+                "inp_embd",
+            )?),
             false => None,
         };
         let out_ids = if shape.n_outputs < shape.n_tokens {
-            Some(g.input(i32t, &[shape.n_outputs as i64], "out_ids").map_err(ggml_err)?)
+            Some(g.input(i32t, &[shape.n_outputs as i64], "out_ids")?)
         } else {
             None
         };
@@ -525,22 +538,16 @@ impl<'a> Builder<'a> {
         let out = match pooling {
             Pooling::None => h,
             Pooling::Mean => {
-                let w = self
-                    .g
-                    .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[nt, ns], "inp_mean")
-                    .map_err(ggml_err)?;
+                let w = self.g.input(ggml_sys::ggml_type_GGML_TYPE_F32, &[nt, ns], "inp_mean")?;
                 self.inputs.mean = Some(w);
-                let ht = self.g.permute(h, [1, 0, 2, 3]).map_err(ggml_err)?;
-                let ht = self.g.cont(ht).map_err(ggml_err)?;
-                self.g.mul_mat(ht, w).map_err(ggml_err)?
+                let ht = self.g.permute(h, [1, 0, 2, 3])?;
+                let ht = self.g.cont(ht)?;
+                self.g.mul_mat(ht, w)?
             }
             Pooling::Cls | Pooling::Last | Pooling::Rank => {
-                let rows = self
-                    .g
-                    .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[ns], "inp_cls")
-                    .map_err(ggml_err)?;
+                let rows = self.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[ns], "inp_cls")?;
                 self.inputs.cls = Some(rows);
-                let picked = self.g.get_rows(h, rows).map_err(ggml_err)?;
+                let picked = self.g.get_rows(h, rows)?;
                 if pooling == Pooling::Rank {
                     self.classifier_head(picked)?
                 } else {
@@ -565,10 +572,10 @@ impl<'a> Builder<'a> {
     /// optional bias), applied to the pooled embeddings `x` where the model has it.
     fn dense_out(&mut self, mut x: TensorRef) -> Result<TensorRef> {
         if let Some(w) = self.weight_opt("dense_2.weight") {
-            x = self.g.mul_mat(w, x).map_err(ggml_err)?;
+            x = self.g.mul_mat(w, x)?;
         }
         if let Some(bias) = self.weight_opt("dense_2.bias") {
-            x = self.g.add(x, bias).map_err(ggml_err)?;
+            x = self.g.add(x, bias)?;
         }
         Ok(x)
     }
@@ -587,7 +594,7 @@ impl<'a> Builder<'a> {
             x = self.linear(w, b, x)?;
         }
         if self.hp.rank_softmax {
-            x = self.g.soft_max_rows(x).map_err(ggml_err)?;
+            x = self.g.soft_max_rows(x)?;
         }
         Ok(x)
     }
@@ -631,7 +638,7 @@ impl<'a> Builder<'a> {
             Some(rows) => rows,
             None => {
                 let table = self.weight(name)?;
-                let x = self.g.get_rows(table, self.token_ids()?).map_err(ggml_err)?;
+                let x = self.g.get_rows(table, self.token_ids()?)?;
                 self.add_lora_rows(table, x)?
             }
         };
@@ -640,13 +647,10 @@ impl<'a> Builder<'a> {
             // that the deepstack layers add the same (zeros) to text as to the caller's rows.
             let (n_embd, n_inp) = (i64::from(self.hp.n_embd), i64::from(self.hp.n_embd_inp()));
             if self.inputs.embd.is_none() {
-                x = self.g.pad(x, [n_inp - n_embd, 0, 0, 0]).map_err(ggml_err)?;
+                x = self.g.pad(x, [n_inp - n_embd, 0, 0, 0])?;
             }
             self.deepstack = Some(x);
-            x = self
-                .g
-                .view(x, &[n_embd, x.ne()[1]], &[x.nb()[1]], 0)
-                .map_err(ggml_err)?;
+            x = self.g.view(x, &[n_embd, x.ne()[1]], &[x.nb()[1]], 0)?;
         }
         if self.hp.embedding_scale != 0.0 {
             x = self.scale(x, self.hp.embedding_scale)?;
@@ -696,31 +700,28 @@ impl<'a> Builder<'a> {
             return Ok(x);
         };
         let n_embd = self.hp.n_embd as usize;
-        let features = self
-            .g
-            .view(
-                rows,
-                &[n_embd as i64, rows.ne()[1]],
-                &[rows.nb()[1]],
-                (il + 1) * n_embd * std::mem::size_of::<f32>(),
-            )
-            .map_err(ggml_err)?;
-        let x = self.g.add(x, features).map_err(ggml_err)?;
+        let features = self.g.view(
+            rows,
+            &[n_embd as i64, rows.ne()[1]],
+            &[rows.nb()[1]],
+            (il + 1) * n_embd * std::mem::size_of::<f32>(),
+        )?;
+        let x = self.g.add(x, features)?;
         Ok(self.name(x, "deepstack_out", Some(il)))
     }
 
     /// `x` plus the control vector's direction for layer `il`, if any.
     pub fn add_cvec(&mut self, x: TensorRef, il: usize) -> Result<TensorRef> {
         match self.adapters.cvec.get(il).copied().flatten() {
-            Some(dir) => self.g.add(x, dir).map_err(ggml_err),
+            Some(dir) => self.g.add(x, dir).map_err(Error::from),
             None => Ok(x),
         }
     }
 
     /// RMS norm of `x` scaled by the weight `w`.
     pub fn rms_norm(&mut self, x: TensorRef, w: TensorRef) -> Result<TensorRef> {
-        let n = self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err)?;
-        self.g.mul(n, w).map_err(ggml_err)
+        let n = self.g.rms_norm(x, self.hp.rms_eps)?;
+        self.g.mul(n, w).map_err(Error::from)
     }
 
     /// `blk.{il}.{name}.weight` times `x`, plus `blk.{il}.{name}.bias` when present.
@@ -763,7 +764,7 @@ impl<'a> Builder<'a> {
         order: Order,
         label: Option<(&str, usize)>,
     ) -> Result<TensorRef> {
-        let mut y = self.g.mul_mat(w, x).map_err(ggml_err)?;
+        let mut y = self.g.mul_mat(w, x)?;
         let step = |bd: &mut Builder, t: TensorRef, suffix: &str| match label {
             Some((l, il)) => bd.name(t, &format!("{l}{suffix}"), Some(il)),
             None => t,
@@ -779,18 +780,18 @@ impl<'a> Builder<'a> {
         }
         y = step(self, y, "");
         if let (Some(b), true) = (b, bias_first) {
-            y = self.g.add(y, b).map_err(ggml_err)?;
+            y = self.g.add(y, b)?;
             y = step(self, y, "_b");
         }
         if let Some(s) = self.weight_scale(w).filter(|_| scaled) {
-            y = self.g.mul(y, s).map_err(ggml_err)?;
+            y = self.g.mul(y, s)?;
             y = step(self, y, "_s");
         }
         if !bias_first {
             y = self.add_lora(w, x, y, None)?;
         }
         if let (Some(b), false) = (b, bias_first) {
-            y = self.g.add(y, b).map_err(ggml_err)?;
+            y = self.g.add(y, b)?;
         }
         Ok(y)
     }
@@ -799,8 +800,7 @@ impl<'a> Builder<'a> {
     pub fn heads(&mut self, x: TensorRef, head_dim: u32, n_head: u32) -> Result<TensorRef> {
         let h = self
             .g
-            .reshape(x, &[i64::from(head_dim), i64::from(n_head), self.shape.n_tokens as i64])
-            .map_err(ggml_err)?;
+            .reshape(x, &[i64::from(head_dim), i64::from(n_head), self.shape.n_tokens as i64])?;
         // The reshaped projection keeps its name ("Qcur-3"), as llama.cpp names it.
         let name = x.name();
         if !name.is_empty() {
@@ -816,10 +816,7 @@ impl<'a> Builder<'a> {
             return Ok(pos);
         }
         let n = self.shape.n_tokens as i64 * i64::from(self.hp.n_pos_per_embd());
-        let pos = self
-            .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "inp_pos")
-            .map_err(ggml_err)?;
+        let pos = self.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "inp_pos")?;
         Ok(*self.inputs.pos.insert(pos))
     }
 
@@ -843,10 +840,7 @@ impl<'a> Builder<'a> {
         }
         let name = if values { "attn_inp_v_idxs" } else { "attn_inp_k_idxs" };
         let nt = (self.shape.n_tokens * self.shape.kv_copies.max(1)) as i64;
-        let r = self
-            .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], name)
-            .map_err(ggml_err)?;
+        let r = self.g.input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], name)?;
         Ok(*slot.insert(r))
     }
 
@@ -868,10 +862,7 @@ impl<'a> Builder<'a> {
         };
         let n_kv = if sliding { self.shape.n_kv_swa } else { self.shape.n_kv };
         let ne = [n_kv as i64, self.shape.n_tokens as i64];
-        let m = self
-            .g
-            .input(mask_type(self.params.flash_attn), &ne, name)
-            .map_err(ggml_err)?;
+        let m = self.g.input(mask_type(self.params.flash_attn), &ne, name)?;
         Ok(*slot.insert(m))
     }
 
@@ -883,9 +874,9 @@ impl<'a> Builder<'a> {
 
     /// Layer norm of `x` (mean and variance over each row), scaled by `w` and shifted by `b`.
     pub fn layer_norm(&mut self, x: TensorRef, w: TensorRef, b: TensorRef) -> Result<TensorRef> {
-        let n = self.g.norm(x, self.hp.norm_eps).map_err(ggml_err)?;
-        let n = self.g.mul(n, w).map_err(ggml_err)?;
-        self.g.add(n, b).map_err(ggml_err)
+        let n = self.g.norm(x, self.hp.norm_eps)?;
+        let n = self.g.mul(n, w)?;
+        self.g.add(n, b).map_err(Error::from)
     }
 
     /// Rotate `x` ([head_dim, n_head, n_tokens]) of layer `il` by the input positions.
@@ -948,7 +939,7 @@ impl<'a> Builder<'a> {
                 p.beta_fast,
                 p.beta_slow,
             )
-            .map_err(ggml_err)
+            .map_err(Error::from)
     }
 
     /// Store this ubatch's K and V ([head_dim, n_head_kv, n_tokens]) in layer `il`'s cache rows,
@@ -1039,15 +1030,12 @@ impl<'a> Builder<'a> {
         // Rotated before a quantized cache stores them, as llama.cpp does.
         let k_rot = if cached { self.rotation(Rotated::Keys)? } else { None };
         let (q, k) = match k_rot {
-            Some(rot) => (
-                self.g.hadamard(rot, q).map_err(ggml_err)?,
-                self.g.hadamard(rot, k).map_err(ggml_err)?,
-            ),
+            Some(rot) => (self.g.hadamard(rot, q)?, self.g.hadamard(rot, k)?),
             None => (q, k),
         };
         let v_rot = if cached { self.rotation(Rotated::Values)? } else { None };
         let v = match (values, v_rot) {
-            (Values::Cached(v), Some(rot)) => Values::Cached(self.g.hadamard(rot, v).map_err(ggml_err)?),
+            (Values::Cached(v), Some(rot)) => Values::Cached(self.g.hadamard(rot, v)?),
             (values, _) => values,
         };
         // Queries, values, then keys, in llama.cpp's graph order (queries, keys, then values in
@@ -1078,7 +1066,7 @@ impl<'a> Builder<'a> {
         if !direct {
             let kv_rows = self.rows_input(false, own_cells)?;
             let k2 = self.merge_heads(k)?;
-            let k_store = self.g.set_rows(kc, k2, kv_rows).map_err(ggml_err)?;
+            let k_store = self.g.set_rows(kc, k2, kv_rows)?;
             self.g.expand(k_store);
         }
 
@@ -1099,15 +1087,11 @@ impl<'a> Builder<'a> {
         let qnb = q.nb();
         let q = self
             .g
-            .view(q, &[hk, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)
-            .map_err(ggml_err)?;
+            .view(q, &[hk, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)?;
         let k_strides = [row(kc, hk), row(kc, hk * n_head_kv), k_stream];
         let kview = match direct {
             true => k,
-            false => self
-                .g
-                .view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
-                .map_err(ggml_err)?,
+            false => self.g.view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)?,
         };
         let (vview, hv, v_mla) = match v {
             Values::Cached(v) if direct => (v, i64::from(hp.n_embd_head_v), None),
@@ -1119,25 +1103,21 @@ impl<'a> Builder<'a> {
                 let hv = i64::from(hp.n_embd_head_v);
                 let v2 = self.merge_heads(v)?;
                 let v_rows = self.rows_input(true, own_cells)?;
-                let v_store = self.g.set_rows(vc, v2, v_rows).map_err(ggml_err)?;
+                let v_store = self.g.set_rows(vc, v2, v_rows)?;
                 self.g.expand(v_store);
                 let v_stream = row(vc, hv * n_head_kv * stream_rows);
-                let vview = self
-                    .g
-                    .view(
-                        vc,
-                        &[hv, n_head_kv, n_kv, ns],
-                        &[row(vc, hv), row(vc, hv * n_head_kv), v_stream],
-                        v_stream * s0,
-                    )
-                    .map_err(ggml_err)?;
+                let vview = self.g.view(
+                    vc,
+                    &[hv, n_head_kv, n_kv, ns],
+                    &[row(vc, hv), row(vc, hv * n_head_kv), v_stream],
+                    v_stream * s0,
+                )?;
                 (vview, hv, None)
             }
             Values::Latent { width, v_mla } => {
                 let vview = self
                     .g
-                    .view(kc, &[width, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)
-                    .map_err(ggml_err)?;
+                    .view(kc, &[width, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)?;
                 (vview, width, Some(v_mla))
             }
         };
@@ -1147,13 +1127,13 @@ impl<'a> Builder<'a> {
         let mask = if mask.ne() == [n_kv, tps, 1, ns] {
             mask
         } else {
-            self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?
+            self.g.reshape(mask, &[n_kv, tps, 1, ns])?
         };
 
         // [head_dim, tokens, heads, streams].
-        let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let kp = self.g.permute(kview, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let vp = self.g.permute(vview, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let q = self.g.permute(q, [0, 2, 1, 3])?;
+        let kp = self.g.permute(kview, [0, 2, 1, 3])?;
+        let vp = self.g.permute(vview, [0, 2, 1, 3])?;
         let scores = Scores {
             scale: kq_scale,
             max_bias: hp.max_alibi_bias,
@@ -1166,40 +1146,37 @@ impl<'a> Builder<'a> {
                 ));
             }
             // Result [head_dim_v, n_head, tokens, streams].
-            let o = self.g.flash_attn(q, kp, vp, mask, scores, sinks).map_err(ggml_err)?;
+            let o = self.g.flash_attn(q, kp, vp, mask, scores, sinks)?;
             match v_mla {
                 // Widened as one matrix product per head, tokens in dimension 1 (as llama.cpp).
                 Some(w) => {
-                    let o = self.g.permute(o, [0, 2, 1, 3]).map_err(ggml_err)?;
-                    let o = self.g.mul_mat(w, o).map_err(ggml_err)?;
-                    let o = self.g.permute(o, [0, 2, 1, 3]).map_err(ggml_err)?;
-                    self.g.cont(o).map_err(ggml_err)?
+                    let o = self.g.permute(o, [0, 2, 1, 3])?;
+                    let o = self.g.mul_mat(w, o)?;
+                    let o = self.g.permute(o, [0, 2, 1, 3])?;
+                    self.g.cont(o)?
                 }
                 None => o,
             }
         } else {
-            let mut kq = self.g.mul_mat(kp, q).map_err(ggml_err)?; // [n_kv, tokens, n_head, streams]
+            let mut kq = self.g.mul_mat(kp, q)?; // [n_kv, tokens, n_head, streams]
             if hp.kq_tanh_cap != 0.0 {
                 kq = self.soft_cap(kq, hp.kq_tanh_scale, hp.kq_tanh_cap)?;
             }
             if hp.attn_softcap != 0.0 {
                 kq = self.soft_cap(kq, 1.0, hp.attn_softcap)?;
             }
-            let kq = self
-                .g
-                .soft_max(kq, mask, kq_scale, hp.max_alibi_bias, sinks)
-                .map_err(ggml_err)?;
+            let kq = self.g.soft_max(kq, mask, kq_scale, hp.max_alibi_bias, sinks)?;
             // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head].
-            let vt = self.g.permute(vp, [1, 0, 2, 3]).map_err(ggml_err)?;
-            let vt = self.g.cont(vt).map_err(ggml_err)?;
-            let mut kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?;
+            let vt = self.g.permute(vp, [1, 0, 2, 3])?;
+            let vt = self.g.cont(vt)?;
+            let mut kqv = self.g.mul_mat(vt, kq)?;
             if let Some(w) = v_mla {
-                kqv = self.g.mul_mat(w, kqv).map_err(ggml_err)?;
+                kqv = self.g.mul_mat(w, kqv)?;
             }
-            let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?; // [head_dim, n_head, tokens, streams]
-            self.g.cont(o).map_err(ggml_err)?
+            let o = self.g.permute(kqv, [0, 2, 1, 3])?; // [head_dim, n_head, tokens, streams]
+            self.g.cont(o)?
         };
-        let o = self.g.reshape(o, &[h_out * n_head, nt]).map_err(ggml_err)?;
+        let o = self.g.reshape(o, &[h_out * n_head, nt])?;
         self.unrotate(o, v_rot)
     }
 
@@ -1211,12 +1188,12 @@ impl<'a> Builder<'a> {
         let n_head = i64::from(self.hp.n_head[il]);
         let (head, n_tokens) = (att.ne()[0] / n_head.max(1), att.ne()[1]);
         let gated = if gate.ne()[0] == n_head {
-            let heads = self.g.reshape(att, &[head, n_head, n_tokens]).map_err(ggml_err)?;
-            let gate = self.g.reshape(gate, &[1, n_head, n_tokens]).map_err(ggml_err)?;
-            let gated = self.g.mul(heads, gate).map_err(ggml_err)?;
-            self.g.reshape(gated, &[head * n_head, n_tokens]).map_err(ggml_err)?
+            let heads = self.g.reshape(att, &[head, n_head, n_tokens])?;
+            let gate = self.g.reshape(gate, &[1, n_head, n_tokens])?;
+            let gated = self.g.mul(heads, gate)?;
+            self.g.reshape(gated, &[head * n_head, n_tokens])?
         } else {
-            self.g.mul(att, gate).map_err(ggml_err)?
+            self.g.mul(att, gate)?
         };
         Ok(self.name(gated, "attn_gated", Some(il)))
     }
@@ -1236,10 +1213,7 @@ impl<'a> Builder<'a> {
         if let Some(t) = *slot {
             return Ok(Some(t));
         }
-        let t = self
-            .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], name)
-            .map_err(ggml_err)?;
+        let t = self.g.input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], name)?;
         Ok(Some(*slot.insert(t)))
     }
 
@@ -1247,7 +1221,7 @@ impl<'a> Builder<'a> {
     /// inverse).
     fn unrotate(&mut self, o: TensorRef, v_rot: Option<TensorRef>) -> Result<TensorRef> {
         match v_rot {
-            Some(rot) => self.g.hadamard(rot, o).map_err(ggml_err),
+            Some(rot) => self.g.hadamard(rot, o).map_err(Error::from),
             None => Ok(o),
         }
     }
@@ -1310,9 +1284,9 @@ impl<'a> Builder<'a> {
     pub fn attention_no_cache(&mut self, q: TensorRef, k: TensorRef, v: TensorRef, kq_scale: f32) -> Result<TensorRef> {
         let (hv, n_head, nt) = (v.ne()[0], q.ne()[1], q.ne()[2]);
         let mask = self.mask(false)?;
-        let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let k = self.g.permute(k, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let v = self.g.permute(v, [0, 2, 1, 3]).map_err(ggml_err)?;
+        let q = self.g.permute(q, [0, 2, 1, 3])?;
+        let k = self.g.permute(k, [0, 2, 1, 3])?;
+        let v = self.g.permute(v, [0, 2, 1, 3])?;
         let f16 = ggml_sys::ggml_type_GGML_TYPE_F16;
         // An encoder's mask holds no distances: no ALiBi here.
         let scores = Scores {
@@ -1322,19 +1296,19 @@ impl<'a> Builder<'a> {
         };
         if self.params.flash_attn {
             // Flash attention reads F16 keys and values.
-            let k = self.g.cast(k, f16).map_err(ggml_err)?;
-            let v = self.g.cast(v, f16).map_err(ggml_err)?;
-            let o = self.g.flash_attn(q, k, v, mask, scores, None).map_err(ggml_err)?;
-            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+            let k = self.g.cast(k, f16)?;
+            let v = self.g.cast(v, f16)?;
+            let o = self.g.flash_attn(q, k, v, mask, scores, None)?;
+            self.g.reshape(o, &[hv * n_head, nt]).map_err(Error::from)
         } else {
-            let kq = self.g.mul_mat(k, q).map_err(ggml_err)?; // [n_tokens, n_tokens, n_head]
-            let kq = self.g.soft_max(kq, mask, kq_scale, 0.0, None).map_err(ggml_err)?;
-            let vt = self.g.permute(v, [1, 0, 2, 3]).map_err(ggml_err)?;
-            let vt = self.g.cont(vt).map_err(ggml_err)?;
-            let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?; // [head_v, n_tokens, n_head]
-            let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?;
-            let o = self.g.cont(o).map_err(ggml_err)?;
-            self.g.reshape(o, &[hv * n_head, nt]).map_err(ggml_err)
+            let kq = self.g.mul_mat(k, q)?; // [n_tokens, n_tokens, n_head]
+            let kq = self.g.soft_max(kq, mask, kq_scale, 0.0, None)?;
+            let vt = self.g.permute(v, [1, 0, 2, 3])?;
+            let vt = self.g.cont(vt)?;
+            let kqv = self.g.mul_mat(vt, kq)?; // [head_v, n_tokens, n_head]
+            let o = self.g.permute(kqv, [0, 2, 1, 3])?;
+            let o = self.g.cont(o)?;
+            self.g.reshape(o, &[hv * n_head, nt]).map_err(Error::from)
         }
     }
 
@@ -1348,7 +1322,7 @@ impl<'a> Builder<'a> {
         }
         self.g
             .view(x, &[head * n_head, n_tokens], &[nb[2]], 0)
-            .map_err(ggml_err)
+            .map_err(Error::from)
     }
 
     /// Layer `il`'s queries, keys and values of `x`, from its separate projections or its fused
@@ -1382,7 +1356,7 @@ impl<'a> Builder<'a> {
                     t = bd.name(t, &label, Some(il));
                 }
                 if clamp {
-                    bd.g.clamp(t, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)
+                    bd.g.clamp(t, -hp.clamp_kqv, hp.clamp_kqv).map_err(Error::from)
                 } else {
                     Ok(t)
                 }
@@ -1407,7 +1381,7 @@ impl<'a> Builder<'a> {
         };
         let mut qkv = self.name(qkv, "wqkv", Some(il));
         if clamp {
-            qkv = self.g.clamp(qkv, -hp.clamp_kqv, hp.clamp_kqv).map_err(ggml_err)?;
+            qkv = self.g.clamp(qkv, -hp.clamp_kqv, hp.clamp_kqv)?;
         }
         self.split_qkv(il, qkv, per_head)
     }
@@ -1433,9 +1407,8 @@ impl<'a> Builder<'a> {
                 self.g.view(qkv, &[head, n, nt], &[row(head), nb1], row(start))
             } else {
                 self.g.view(qkv, &[head * n, nt], &[nb1], row(start))
-            }
-            .map_err(ggml_err)?;
-            out.push(if per_head { t } else { self.g.cont(t).map_err(ggml_err)? });
+            }?;
+            out.push(if per_head { t } else { self.g.cont(t)? });
         }
         Ok((out[0], out[1], out[2]))
     }
@@ -1452,9 +1425,9 @@ impl<'a> Builder<'a> {
     /// RMS norm of `x` by layer `il`'s weight `blk.{il}.{weight}`, named `{label}-{il}`.
     pub fn layer_rms_norm(&mut self, il: usize, x: TensorRef, weight: &str, label: &str) -> Result<TensorRef> {
         let w = self.layer_weight(il, weight)?;
-        let n = self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err)?;
+        let n = self.g.rms_norm(x, self.hp.rms_eps)?;
         let n = self.name(n, "norm", Some(il));
-        let y = self.g.mul(n, w).map_err(ggml_err)?;
+        let y = self.g.mul(n, w)?;
         Ok(self.name(y, label, Some(il)))
     }
 
@@ -1466,8 +1439,7 @@ impl<'a> Builder<'a> {
         let nt = self.shape.n_tokens as i64;
         let t = self
             .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[1, 1, nt], "inp_attn_scale")
-            .map_err(ggml_err)?;
+            .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[1, 1, nt], "inp_attn_scale")?;
         Ok(*self.inputs.attn_temp.insert(t))
     }
 
@@ -1478,7 +1450,7 @@ impl<'a> Builder<'a> {
             return Ok(q);
         }
         let t = self.attn_temperature()?;
-        self.g.mul(q, t).map_err(ggml_err)
+        self.g.mul(q, t).map_err(Error::from)
     }
 
     /// The first `n_outputs` rows of `logits` (and of the hidden states), computed for every
@@ -1488,8 +1460,8 @@ impl<'a> Builder<'a> {
         self.inputs.out_ids = None;
         let n = self.shape.n_outputs as i64;
         let first = |g: &mut Graph, t: TensorRef| -> Result<TensorRef> {
-            let v = g.view(t, &[t.ne()[0], n], &[t.nb()[1]], 0).map_err(ggml_err)?;
-            g.cont(v).map_err(ggml_err)
+            let v = g.view(t, &[t.ne()[0], n], &[t.nb()[1]], 0)?;
+            g.cont(v).map_err(Error::from)
         };
         if let Some(h) = self.hidden {
             self.hidden = Some(first(&mut self.g, h)?);
@@ -1500,7 +1472,7 @@ impl<'a> Builder<'a> {
     /// Keep only the rows of the requested outputs (applied once, in the last layer).
     pub fn select_outputs(&mut self, x: TensorRef) -> Result<TensorRef> {
         match self.inputs.out_ids {
-            Some(ids) => self.g.get_rows(x, ids).map_err(ggml_err),
+            Some(ids) => self.g.get_rows(x, ids).map_err(Error::from),
             None => Ok(x),
         }
     }
@@ -1510,19 +1482,19 @@ impl<'a> Builder<'a> {
     pub fn situ(&mut self, gate: TensorRef, up: TensorRef) -> Result<TensorRef> {
         let (beta, linear_beta) = (self.hp.situ_beta, self.hp.situ_linear_beta);
         let squashed = |bd: &mut Builder, x: TensorRef, b: f32| -> Result<TensorRef> {
-            let t = bd.g.scale(x, 1.0 / b).map_err(ggml_err)?;
-            let t = bd.g.tanh(t).map_err(ggml_err)?;
-            bd.g.scale(t, b).map_err(ggml_err)
+            let t = bd.g.scale(x, 1.0 / b)?;
+            let t = bd.g.tanh(t)?;
+            bd.g.scale(t, b).map_err(Error::from)
         };
         let a = squashed(self, gate, beta)?;
-        let s = self.g.sigmoid(gate).map_err(ggml_err)?;
-        let a = self.g.mul(a, s).map_err(ggml_err)?;
+        let s = self.g.sigmoid(gate)?;
+        let a = self.g.mul(a, s)?;
         let up = if linear_beta > 0.0 {
             squashed(self, up, linear_beta)?
         } else {
             up
         };
-        self.g.mul(a, up).map_err(ggml_err)
+        self.g.mul(a, up).map_err(Error::from)
     }
 
     /// down(situ(gate x, up x)) over `ffn_{gate,up,down}{suffix}`, unscaled and unbiased.
@@ -1558,13 +1530,10 @@ impl<'a> Builder<'a> {
         let gate = self.ffn_projection(il, gate, x, ffn, Some("ffn_gate"))?;
         let limit = self.hp.swiglu_clamp_shexp.get(il).copied().filter(|&l| l > 1e-6);
         let (h, act) = match (ffn.gelu, limit) {
-            (true, _) => (self.g.geglu(gate, up).map_err(ggml_err)?, "ffn_geglu"),
-            _ if ffn.oai => (
-                self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT).map_err(ggml_err)?,
-                "ffn_swiglu_oai",
-            ),
+            (true, _) => (self.g.geglu(gate, up)?, "ffn_geglu"),
+            _ if ffn.oai => (self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT)?, "ffn_swiglu_oai"),
             (false, Some(limit)) => (self.swiglu_clamped(gate, up, limit)?, "ffn_swiglu_limited"),
-            (false, None) => (self.g.swiglu(gate, up).map_err(ggml_err)?, "ffn_swiglu"),
+            (false, None) => (self.g.swiglu(gate, up)?, "ffn_swiglu"),
         };
         let h = self.name(h, act, l);
         self.ffn_projection(il, down, h, ffn, None)
@@ -1573,12 +1542,12 @@ impl<'a> Builder<'a> {
     /// SwiGLU with a limit, in the form the model uses (`HParams::swiglu_clamp_fused`).
     fn swiglu_clamped(&mut self, gate: TensorRef, up: TensorRef, limit: f32) -> Result<TensorRef> {
         if self.hp.swiglu_clamp_fused {
-            return self.g.swiglu_clamp(gate, up, limit).map_err(ggml_err);
+            return self.g.swiglu_clamp(gate, up, limit).map_err(Error::from);
         }
-        let up = self.g.clamp(up, -limit, limit).map_err(ggml_err)?;
-        let act = self.g.silu(gate).map_err(ggml_err)?;
-        let act = self.g.clamp(act, f32::NEG_INFINITY, limit).map_err(ggml_err)?;
-        self.g.mul(act, up).map_err(ggml_err)
+        let up = self.g.clamp(up, -limit, limit)?;
+        let act = self.g.silu(gate)?;
+        let act = self.g.clamp(act, f32::NEG_INFINITY, limit)?;
+        self.g.mul(act, up).map_err(Error::from)
     }
 
     /// `blk.{il}.{name}.weight` times `x`, then its bias and its scale as `ffn` says (each step
@@ -1669,14 +1638,14 @@ impl<'a> Builder<'a> {
         let selection = if moe.weights_first {
             logits
         } else if moe.pick_by_sigmoid {
-            self.g.sigmoid(logits).map_err(ggml_err)?
+            self.g.sigmoid(logits)?
         } else if let Some(b) = bias {
             let biased = self.add(probs, b)?;
             self.name(biased, "ffn_moe_probs_biased", l)
         } else {
             probs
         };
-        let picked = self.g.argsort_top_k(selection, n_pick).map_err(ggml_err)?;
+        let picked = self.g.argsort_top_k(selection, n_pick)?;
         let picked = self.name(picked, "ffn_moe_topk", l);
         let weights = self.moe_weights(il, probs, picked, moe)?;
         Ok((picked, weights))
@@ -1685,12 +1654,12 @@ impl<'a> Builder<'a> {
     /// The router's `logits` turned into expert probabilities as `moe.gating` says.
     pub fn moe_probs(&mut self, il: usize, logits: TensorRef, moe: Moe) -> Result<TensorRef> {
         let probs = match moe.gating {
-            Gating::Softmax => self.g.soft_max_rows(logits).map_err(ggml_err)?,
-            Gating::Sigmoid => self.g.sigmoid(logits).map_err(ggml_err)?,
+            Gating::Softmax => self.g.soft_max_rows(logits)?,
+            Gating::Sigmoid => self.g.sigmoid(logits)?,
             Gating::SoftmaxWeight => logits,
             Gating::SqrtSoftplus => {
-                let s = self.g.softplus(logits).map_err(ggml_err)?;
-                self.g.sqrt(s).map_err(ggml_err)?
+                let s = self.g.softplus(logits)?;
+                self.g.sqrt(s)?
             }
         };
         Ok(self.name(probs, "ffn_moe_probs", Some(il)))
@@ -1703,22 +1672,22 @@ impl<'a> Builder<'a> {
         let hp = self.hp;
         let [n_expert, n_tokens, ..] = probs.ne();
         let n_pick = picked.ne()[0];
-        let probs = self.g.reshape(probs, &[1, n_expert, n_tokens]).map_err(ggml_err)?;
-        let mut weights = self.g.get_rows(probs, picked).map_err(ggml_err)?;
+        let probs = self.g.reshape(probs, &[1, n_expert, n_tokens])?;
+        let mut weights = self.g.get_rows(probs, picked)?;
         weights = self.name(weights, "ffn_moe_weights", l);
         if moe.gating == Gating::SoftmaxWeight {
-            let w = self.g.reshape(weights, &[n_pick, n_tokens]).map_err(ggml_err)?;
-            let w = self.g.soft_max_rows(w).map_err(ggml_err)?;
-            weights = self.g.reshape(w, &[1, n_pick, n_tokens]).map_err(ggml_err)?;
+            let w = self.g.reshape(weights, &[n_pick, n_tokens])?;
+            let w = self.g.soft_max_rows(w)?;
+            weights = self.g.reshape(w, &[1, n_pick, n_tokens])?;
             weights = self.name(weights, "ffn_moe_weights_softmax", l);
         }
         if moe.normalize {
-            let w = self.g.reshape(weights, &[n_pick, n_tokens]).map_err(ggml_err)?;
-            let sum = self.g.sum_rows(w).map_err(ggml_err)?;
+            let w = self.g.reshape(weights, &[n_pick, n_tokens])?;
+            let sum = self.g.sum_rows(w)?;
             // The smallest normal F16, so a sum of zeros does not divide by zero.
-            let sum = self.g.clamp(sum, 6.103_515_6e-5, f32::INFINITY).map_err(ggml_err)?;
-            let w = self.g.div(w, sum).map_err(ggml_err)?;
-            weights = self.g.reshape(w, &[1, n_pick, n_tokens]).map_err(ggml_err)?;
+            let sum = self.g.clamp(sum, 6.103_515_6e-5, f32::INFINITY)?;
+            let w = self.g.div(w, sum)?;
+            weights = self.g.reshape(w, &[1, n_pick, n_tokens])?;
             weights = self.name(weights, "ffn_moe_weights_norm", l);
         }
         if hp.expert_weights_scale != 0.0 && hp.expert_weights_scale != 1.0 {
@@ -1745,10 +1714,10 @@ impl<'a> Builder<'a> {
         let n_used = i64::from(hp.n_expert_used);
         let n_pick = picked.ne()[0];
         let [n_embd, n_tokens, ..] = x.ne();
-        let mut x = self.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
+        let mut x = self.g.reshape(x, &[n_embd, 1, n_tokens])?;
         if moe.weights_first {
-            let repeated = self.g.repeat(x, [n_embd, n_pick, n_tokens, 1]).map_err(ggml_err)?;
-            x = self.g.mul(repeated, weights).map_err(ggml_err)?;
+            let repeated = self.g.repeat(x, [n_embd, n_pick, n_tokens, 1])?;
+            x = self.g.mul(repeated, weights)?;
             x = self.name(x, "ffn_moe_weighted", l);
         }
         let (up, gate) = if self
@@ -1761,8 +1730,8 @@ impl<'a> Builder<'a> {
             let [n2, n_p, n_t, _] = gate_up.ne();
             let nb = gate_up.nb();
             let half = |bd: &mut Builder, at: usize| bd.g.view(gate_up, &[n2 / 2, n_p, n_t], &[nb[1], nb[2]], at);
-            let gate = half(self, 0).map_err(ggml_err)?;
-            let up = half(self, (n2 / 2) as usize * nb[0]).map_err(ggml_err)?;
+            let gate = half(self, 0)?;
+            let up = half(self, (n2 / 2) as usize * nb[0])?;
             (up, Some(gate))
         } else {
             let up = self.experts_linear(il, &format!("ffn_up{suffix}"), x, picked, moe.scaled)?;
@@ -1799,14 +1768,13 @@ impl<'a> Builder<'a> {
                     "squared-ReLU experts have no gate (llama.cpp has no gated form)",
                 ))
             }
-        }
-        .map_err(ggml_err)?;
+        }?;
         let experts = self.experts_linear(il, &format!("ffn_down{suffix}"), h, picked, moe.scaled)?;
         let experts = self.name(experts, "ffn_moe_down", l);
         let experts = if moe.weights_first {
             experts
         } else {
-            self.g.mul(experts, weights).map_err(ggml_err)?
+            self.g.mul(experts, weights)?
         };
         self.g.expand(experts);
 
@@ -1815,10 +1783,7 @@ impl<'a> Builder<'a> {
         let [_, nb1, nb2, _] = experts.nb();
         let mut views = Vec::with_capacity(n_used as usize);
         for i in 0..n_used as usize {
-            let v = self
-                .g
-                .view(experts, &[n_embd, n_tokens], &[nb2], i * nb1)
-                .map_err(ggml_err)?;
+            let v = self.g.view(experts, &[n_embd, n_tokens], &[nb2], i * nb1)?;
             self.g.expand(v);
             views.push(v);
         }
@@ -1828,7 +1793,7 @@ impl<'a> Builder<'a> {
             self.g.expand(out);
         }
         if n_used == 1 {
-            out = self.g.cont(out).map_err(ggml_err)?;
+            out = self.g.cont(out)?;
         }
         Ok(self.name(out, "ffn_moe_out", l))
     }
@@ -1845,18 +1810,18 @@ impl<'a> Builder<'a> {
         scaled: bool,
     ) -> Result<TensorRef> {
         let w = self.layer_weight(il, &format!("{name}.weight"))?;
-        let mut y = self.g.mul_mat_id(w, x, picked).map_err(ggml_err)?;
+        let mut y = self.g.mul_mat_id(w, x, picked)?;
         if let Some(s) = self.weight_scale(w).filter(|_| scaled) {
             let n_expert = s.ne()[0];
             let n_tokens = x.ne()[2];
-            let s = self.g.reshape(s, &[1, n_expert, 1]).map_err(ggml_err)?;
-            let s = self.g.repeat(s, [1, n_expert, n_tokens, 1]).map_err(ggml_err)?;
-            let s = self.g.get_rows(s, picked).map_err(ggml_err)?;
-            y = self.g.mul(y, s).map_err(ggml_err)?;
+            let s = self.g.reshape(s, &[1, n_expert, 1])?;
+            let s = self.g.repeat(s, [1, n_expert, n_tokens, 1])?;
+            let s = self.g.get_rows(s, picked)?;
+            y = self.g.mul(y, s)?;
         }
         y = self.add_lora(w, x, y, Some(picked))?;
         if let Some(b) = self.layer_weight_opt(il, &format!("{name}.bias")) {
-            y = self.g.add_id(y, b, picked).map_err(ggml_err)?;
+            y = self.g.add_id(y, b, picked)?;
         }
         Ok(y)
     }
@@ -1870,8 +1835,8 @@ impl<'a> Builder<'a> {
     /// the weights' scales and biases as `ffn` says.
     pub fn relu_sqr_ffn_named(&mut self, il: usize, x: TensorRef, suffix: &str, ffn: Ffn) -> Result<TensorRef> {
         let up = self.ffn_projection(il, &format!("ffn_up{suffix}"), x, ffn, Some("ffn_up"))?;
-        let h = self.g.relu(up).map_err(ggml_err)?;
-        let h = self.g.sqr(h).map_err(ggml_err)?;
+        let h = self.g.relu(up)?;
+        let h = self.g.sqr(h)?;
         self.ffn_projection(il, &format!("ffn_down{suffix}"), h, ffn, None)
     }
 
@@ -1883,9 +1848,9 @@ impl<'a> Builder<'a> {
             ..Ffn::default()
         };
         let up = self.ffn_projection(il, "ffn_up", x, ffn, Some("ffn_up"))?;
-        let mut h = self.g.gelu(up).map_err(ggml_err)?;
+        let mut h = self.g.gelu(up)?;
         if let Some(scales) = self.layer_weight_opt(il, "ffn.act.scales") {
-            h = self.g.div(h, scales).map_err(ggml_err)?;
+            h = self.g.div(h, scales)?;
         }
         self.ffn_projection(il, "ffn_down", h, ffn, None)
     }
@@ -1901,7 +1866,7 @@ impl<'a> Builder<'a> {
         let up_w = self.layer_weight(il, &format!("ffn_up{suffix}.weight"))?;
         let down_w = self.layer_weight(il, &format!("ffn_down{suffix}.weight"))?;
         let up = self.weight_mm(up_w, x)?;
-        let h = self.g.swiglu_fused(up).map_err(ggml_err)?;
+        let h = self.g.swiglu_fused(up)?;
         self.weight_mm(down_w, h)
     }
 
@@ -1924,9 +1889,9 @@ impl<'a> Builder<'a> {
 
     fn output_head_with(&mut self, norm: &str, x: TensorRef, select: bool) -> Result<TensorRef> {
         let norm_w = self.weight(norm)?;
-        let x = self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err)?;
+        let x = self.g.rms_norm(x, self.hp.rms_eps)?;
         let x = self.name(x, "norm", None);
-        let x = self.g.mul(x, norm_w).map_err(ggml_err)?;
+        let x = self.g.mul(x, norm_w)?;
         let x = if select { self.select_outputs(x)? } else { x };
         self.output_head_unnormed(x)
     }
@@ -1957,15 +1922,15 @@ impl<'a> Builder<'a> {
     }
 
     pub fn add(&mut self, a: TensorRef, b: TensorRef) -> Result<TensorRef> {
-        self.g.add(a, b).map_err(ggml_err)
+        self.g.add(a, b).map_err(Error::from)
     }
 
     pub fn scale(&mut self, a: TensorRef, s: f32) -> Result<TensorRef> {
-        self.g.scale(a, s).map_err(ggml_err)
+        self.g.scale(a, s).map_err(Error::from)
     }
 
     pub fn tanh(&mut self, a: TensorRef) -> Result<TensorRef> {
-        self.g.tanh(a).map_err(ggml_err)
+        self.g.tanh(a).map_err(Error::from)
     }
 
     /// cap * tanh(x * scale / cap): soft capping as llama.cpp builds it (scale 1 for the
