@@ -6,7 +6,8 @@
 //! past the block attend to beside the window — all of them (HCA, ratio 128), or those a
 //! lightning indexer over the compressed indexer keys picks (CSA, ratio 4).
 
-use super::{mask_type, Builder, Rotated};
+use super::inputs::Rotated;
+use super::{mask_type, Builder};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Scores, TensorRef};
 use crate::kv::compressed::{Kind, Parts, PlanShape};

@@ -4,7 +4,8 @@
 //! Hadamard matrix, the key kept in the indexer's cache; each cell's score is the per-head ReLU
 //! of query times key, weighted per head, summed. The best `top_k` cells stay unmasked.
 
-use super::{Builder, Rotated};
+use super::inputs::Rotated;
+use super::Builder;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 

@@ -7,7 +7,8 @@
 //! llama.cpp's op order, so that results stay bit-identical; the position maps are inputs set
 //! from the cache's cells (`pos_mask`, `pos_slots`, `cell_blocks`, `local_bias`).
 
-use super::{Builder, Rotated};
+use super::inputs::Rotated;
+use super::Builder;
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Graph, Scores, TensorRef};
 use crate::kv::{KvCache, TokenPlace};

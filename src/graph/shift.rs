@@ -1,7 +1,8 @@
 //! The K-shift graph: re-rotate every layer's cached keys (and a lightning indexer's keys) by each
 //! cell's position change, after `llama_memory_seq_add/div` moved positions.
 
-use super::{in_graph, is_sliding, max_nodes, rope_factors, rope_freqs, GraphParams};
+use super::rope::rope_freqs;
+use super::{in_graph, is_sliding, max_nodes, rope_factors, GraphParams};
 use crate::error::{Error, Result};
 use crate::ggml::{is_quantized, row_size, Graph, TensorRef, ROPE_NEOX};
 use crate::kv::KvCache;
