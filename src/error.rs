@@ -51,6 +51,13 @@ pub enum Error {
     Internal(String),
 }
 
+/// A failed ggml call is an `Error::Ggml`; a caller that knows more adds its context first.
+impl From<crate::ggml::GgmlError> for Error {
+    fn from(e: crate::ggml::GgmlError) -> Self {
+        Error::Ggml(e.to_string())
+    }
+}
+
 impl Error {
     pub fn gguf(at: u64, msg: impl Into<String>) -> Self {
         Error::Gguf { at, msg: msg.into() }

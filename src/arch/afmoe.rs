@@ -10,7 +10,7 @@ use super::head_tensors;
 use super::muse_glimmer::GATED_ATTN;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn, Gating, Moe};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -133,7 +133,7 @@ impl Decoder for Afmoe {
                 (q, k)
             };
             let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
-            let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+            let gate = b.g.sigmoid(gate)?;
             let gated = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, gated)?;

@@ -11,7 +11,7 @@ use super::created::{layered, HEAD, SHARED_GUD};
 use super::{deepseek2, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_MROPE};
-use crate::graph::{ggml_err, Builder, Decoder, Gating, Moe};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -229,11 +229,11 @@ fn gated_latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: 
     let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
     let att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale, None)?;
     let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
-    let gate = b.g.reshape(gate, &[1, n_head, nt]).map_err(ggml_err)?;
-    let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
-    let att = b.g.reshape(att, &[hv, n_head, nt]).map_err(ggml_err)?;
-    let att = b.g.mul(att, gate).map_err(ggml_err)?;
-    let att = b.g.reshape(att, &[hv * n_head, nt]).map_err(ggml_err)?;
+    let gate = b.g.reshape(gate, &[1, n_head, nt])?;
+    let gate = b.g.sigmoid(gate)?;
+    let att = b.g.reshape(att, &[hv, n_head, nt])?;
+    let att = b.g.mul(att, gate)?;
+    let att = b.g.reshape(att, &[hv * n_head, nt])?;
     let out = b.layer_matmul(il, "attn_output.weight", att)?;
     Ok(b.name(out, "mla_out", Some(il)))
 }

@@ -171,14 +171,12 @@ pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>>
     let mut x = b.embed_tokens()?;
     // Every token is of type 0: the first row of the token-type table.
     if let Some(types) = b.weight_opt("token_types.weight") {
-        let row0 =
-            b.g.view(types, &[i64::from(hp.n_embd)], &[], 0)
-                .map_err(crate::graph::ggml_err)?;
+        let row0 = b.g.view(types, &[i64::from(hp.n_embd)], &[], 0)?;
         x = b.add(x, row0)?;
     }
     if !nomic {
         let pos_table = b.weight("position_embd.weight")?;
-        let pos_embd = b.g.get_rows(pos_table, pos).map_err(crate::graph::ggml_err)?;
+        let pos_embd = b.g.get_rows(pos_table, pos)?;
         x = b.add(pos_embd, x)?;
     }
     let x0 = b.name(x, "inp_embd", None);

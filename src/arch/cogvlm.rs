@@ -9,7 +9,7 @@ use super::created::{layered, GATED, HEAD};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -116,9 +116,7 @@ impl Decoder for CogVlm {
             let mut parts = [qkv; 3];
             for (i, p) in parts.iter_mut().enumerate() {
                 let offset = i * hp.n_embd as usize * el;
-                *p =
-                    b.g.view(qkv, &[head, n_head, nt], &[head as usize * el, nb1], offset)
-                        .map_err(ggml_err)?;
+                *p = b.g.view(qkv, &[head, n_head, nt], &[head as usize * el, nb1], offset)?;
             }
             let [q, k, v] = parts;
             // ggml_rope's defaults, whatever the context says.

@@ -19,7 +19,7 @@ use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX, ROPE_NORMAL};
 use crate::gguf::Value;
-use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::saver::{self, Rule};
@@ -581,7 +581,7 @@ pub(super) fn latent_queries(b: &mut Builder, il: usize, cur: TensorRef, head_k:
             let q = b.layer_matmul(il, "attn_q.weight", cur)?;
             let nt = q.ne()[1];
             b.g.reshape(q, &[head_k, i64::from(b.hp.n_head[il]), nt])
-                .map_err(ggml_err)
+                .map_err(Error::from)
         }
     }
 }
@@ -600,7 +600,7 @@ pub(super) fn queries_from_latent(b: &mut Builder, il: usize, qr: TensorRef, hea
     let q = b.layer_matmul(il, "attn_q_b.weight", qr)?;
     let nt = q.ne()[1];
     b.g.reshape(q, &[head_k, i64::from(b.hp.n_head[il]), nt])
-        .map_err(ggml_err)
+        .map_err(Error::from)
 }
 
 /// The rest of a DeepSeek-style layer after its attention `att`: the residual `x` added, normed,
@@ -649,21 +649,15 @@ pub(super) fn absorbed_attention(
     let nope = hk - rot;
     let qnb = q.nb();
     let row = |n: i64| crate::ggml::row_size(q.ggml_type(), n);
-    let q_nope =
-        b.g.view(q, &[nope, n_head, nt], &[qnb[1], qnb[2]], 0)
-            .map_err(ggml_err)?;
-    let q_pe =
-        b.g.view(q, &[rot, n_head, nt], &[qnb[1], qnb[2]], row(nope))
-            .map_err(ggml_err)?;
+    let q_nope = b.g.view(q, &[nope, n_head, nt], &[qnb[1], qnb[2]], 0)?;
+    let q_pe = b.g.view(q, &[rot, n_head, nt], &[qnb[1], qnb[2]], row(nope))?;
     let q_pe = if hp.rope { b.rope(q_pe, il, None)? } else { q_pe };
-    let q_nope = b.g.permute(q_nope, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let q_nope = b.g.permute(q_nope, [0, 2, 1, 3])?;
     let q_absorbed = b.layer_matmul(il, "attn_k_b.weight", q_nope)?;
-    let q_absorbed = b.g.permute(q_absorbed, [0, 2, 1, 3]).map_err(ggml_err)?;
-    let q = b.g.concat(q_absorbed, q_pe, 0).map_err(ggml_err)?;
-    let latent =
-        b.g.reshape(latent, &[i64::from(hp.n_lora_kv), 1, nt])
-            .map_err(ggml_err)?;
-    let k = b.g.concat(latent, k_pe, 0).map_err(ggml_err)?;
+    let q_absorbed = b.g.permute(q_absorbed, [0, 2, 1, 3])?;
+    let q = b.g.concat(q_absorbed, q_pe, 0)?;
+    let latent = b.g.reshape(latent, &[i64::from(hp.n_lora_kv), 1, nt])?;
+    let k = b.g.concat(latent, k_pe, 0)?;
     let q = b.temperature_tuned(q)?;
     let (q, k) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l));
     let wv_b = b.layer_weight(il, "attn_v_b.weight")?;

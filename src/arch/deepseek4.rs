@@ -14,7 +14,7 @@ use super::{deepseek2, glm5_next, hy_v4};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::gguf::{Array, Value};
-use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::kv::compressed::Kind;
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
@@ -321,8 +321,8 @@ impl Decoder for Deepseek4 {
         };
         let x = b.embed_tokens()?;
         let nt = x.ne()[1];
-        let x = b.g.reshape(x, &[e, 1, nt]).map_err(ggml_err)?;
-        let x = b.g.repeat(x, [e, hc, nt, 1]).map_err(ggml_err)?;
+        let x = b.g.reshape(x, &[e, 1, nt])?;
+        let x = b.g.repeat(x, [e, hc, nt, 1])?;
         let mut x = b.name(x, "hc_init", None);
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
@@ -354,10 +354,10 @@ impl Decoder for Deepseek4 {
             x = b.add_cvec(x, il)?;
             x = b.name(x, "l_last", l);
         }
-        let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
+        let flat = b.g.reshape(x, &[e * hc, nt])?;
         let flat = b.select_outputs(flat)?;
         let n_out = flat.ne()[1];
-        let x = b.g.reshape(flat, &[e, hc, n_out]).map_err(ggml_err)?;
+        let x = b.g.reshape(flat, &[e, hc, n_out])?;
         let cur = hy_v4::hc_head(b, x)?;
         let cur = b.name(cur, "hc_head", None);
         let logits = b.output_head(cur)?;
@@ -383,7 +383,7 @@ fn hashed_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Resul
     let logits = b.router_logits(il, cur)?;
     let probs = b.moe_probs(il, logits, moe)?;
     let table = b.layer_weight(il, "ffn_gate_tid2eid.weight")?;
-    let picked = b.g.get_rows(table, b.token_ids()?).map_err(ggml_err)?;
+    let picked = b.g.get_rows(table, b.token_ids()?)?;
     let picked = b.name(picked, "ffn_moe_topk", Some(il));
     let weights = b.moe_weights(il, probs, picked, moe)?;
     b.moe_experts(il, cur, picked, weights, moe, "_exps")
@@ -401,12 +401,12 @@ fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let qr = deepseek2::query_latent(b, il, cur)?.ok_or_else(|| Error::model("deepseek4 needs attn_q_a_norm"))?;
     let qr = b.name(qr, "qr_norm", l);
     let q = deepseek2::queries_from_latent(b, il, qr, head)?;
-    let q = b.g.rms_norm(q, hp.rms_eps).map_err(ggml_err)?;
+    let q = b.g.rms_norm(q, hp.rms_eps)?;
     let q = b.dsv4_layer_rope(il, q, false)?;
     let q = b.name(q, "q", l);
     let kv = b.layer_matmul(il, "attn_kv.weight", cur)?;
     let kv = b.layer_rms_norm(il, kv, "attn_kv_a_norm.weight", "kv_norm")?;
-    let kv = b.g.reshape(kv, &[head, 1, nt]).map_err(ggml_err)?;
+    let kv = b.g.reshape(kv, &[head, 1, nt])?;
     let kv = b.dsv4_layer_rope(il, kv, false)?;
     let kv = b.name(kv, "kv", l);
     match hp.compress_ratios.get(il).copied().unwrap_or(0) {
@@ -419,26 +419,24 @@ fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     }
     let kq_scale = 1.0 / (head as f32).sqrt();
     let out = b.dsv4_attention(il, (q, kv), (cur, qr), kq_scale)?;
-    let out = b.g.reshape(out, &[head, n_head, nt]).map_err(ggml_err)?;
+    let out = b.g.reshape(out, &[head, n_head, nt])?;
     let out = b.dsv4_layer_rope(il, out, true)?;
     let out = b.name(out, "attn_derope", l);
     let groups = i64::from(hp.o_groups);
-    let out =
-        b.g.reshape(out, &[head * n_head / groups, groups, nt])
-            .map_err(ggml_err)?;
-    let out = b.g.permute(out, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let out = b.g.reshape(out, &[head * n_head / groups, groups, nt])?;
+    let out = b.g.permute(out, [0, 2, 1, 3])?;
     let wo_a = b.layer_weight(il, "attn_output_a.weight")?;
     let rank = i64::from(hp.o_lora_rank);
     let wo_a = if wo_a.ne()[2] == groups {
         wo_a
     } else {
-        b.g.reshape(wo_a, &[wo_a.ne()[0], rank, groups]).map_err(ggml_err)?
+        b.g.reshape(wo_a, &[wo_a.ne()[0], rank, groups])?
     };
-    let oa = b.g.mul_mat(wo_a, out).map_err(ggml_err)?;
+    let oa = b.g.mul_mat(wo_a, out)?;
     let oa = b.name(oa, "attn_wo_a", l);
-    let oa = b.g.permute(oa, [0, 2, 1, 3]).map_err(ggml_err)?;
-    let oa = b.g.cont(oa).map_err(ggml_err)?;
-    let oa = b.g.reshape(oa, &[rank * groups, nt]).map_err(ggml_err)?;
+    let oa = b.g.permute(oa, [0, 2, 1, 3])?;
+    let oa = b.g.cont(oa)?;
+    let oa = b.g.reshape(oa, &[rank * groups, nt])?;
     let out = b.layer_matmul(il, "attn_output_b.weight", oa)?;
     Ok(b.name(out, "attn_out", l))
 }

@@ -12,7 +12,7 @@ use super::deepseek2::{self, absorbed_attention, ffn_block, queries_from_latent,
 use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX};
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Gating, Moe};
+use crate::graph::{is_sliding, Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -186,7 +186,7 @@ impl Decoder for Dots3Note {
             let mask = picks.map(|p| b.sparse_mask(p)).transpose()?;
             let att = absorbed_attention(b, il, q, latent, k_pe, kq_scale, mask)?;
             let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
-            let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+            let gate = b.g.sigmoid(gate)?;
             let att = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;

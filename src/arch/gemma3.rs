@@ -6,7 +6,7 @@ use super::created::{layered, ATTN, HEAD, KQ_NORMS};
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -184,9 +184,9 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
         let ffn = match b.layer_weight_opt(il, "post_ffw_norm.weight") {
             // llama.cpp names this norm's first step without the layer ("norm").
             Some(w) => {
-                let n = b.g.rms_norm(ffn, hp.rms_eps).map_err(ggml_err)?;
+                let n = b.g.rms_norm(ffn, hp.rms_eps)?;
                 let n = b.name(n, "norm", None);
-                let n = b.g.mul(n, w).map_err(ggml_err)?;
+                let n = b.g.mul(n, w)?;
                 b.name(n, "ffn_post_norm", l)
             }
             None => ffn,

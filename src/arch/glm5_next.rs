@@ -13,7 +13,7 @@ use super::{deepseek2, hy_v4, kimi_linear};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::kpool::Picks;
-use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -273,8 +273,8 @@ impl Decoder for Glm5Next {
         let moe = Moe::silu(hp.expert_gating_func, Gating::Sigmoid, hp.expert_weights_norm, false);
         let x = b.embed_tokens_as("inp_embd")?;
         let nt = x.ne()[1];
-        let x = b.g.reshape(x, &[e, 1, nt]).map_err(ggml_err)?;
-        let x = b.g.repeat(x, [e, hc, nt, 1]).map_err(ggml_err)?;
+        let x = b.g.reshape(x, &[e, 1, nt])?;
+        let x = b.g.repeat(x, [e, hc, nt, 1])?;
         let mut x = b.name(x, "hc_init", None);
         let mut picks = None;
         for il in 0..hp.n_layer as usize {
@@ -308,19 +308,17 @@ impl Decoder for Glm5Next {
             x = b.layer_out(x, il)?;
         }
         // The requested rows, then the copies' mean.
-        let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
+        let flat = b.g.reshape(x, &[e * hc, nt])?;
         let flat = b.select_outputs(flat)?;
         let n_out = flat.ne()[1];
-        let x = b.g.reshape(flat, &[e, hc, n_out]).map_err(ggml_err)?;
+        let x = b.g.reshape(flat, &[e, hc, n_out])?;
         let xnb = x.nb();
-        let mut sum = b.g.view(x, &[e, n_out], &[xnb[2]], 0).map_err(ggml_err)?;
+        let mut sum = b.g.view(x, &[e, n_out], &[xnb[2]], 0)?;
         for h in 1..hc {
-            let xh =
-                b.g.view(x, &[e, n_out], &[xnb[2]], h as usize * xnb[1])
-                    .map_err(ggml_err)?;
-            sum = b.g.add(sum, xh).map_err(ggml_err)?;
+            let xh = b.g.view(x, &[e, n_out], &[xnb[2]], h as usize * xnb[1])?;
+            sum = b.g.add(sum, xh)?;
         }
-        let mean = b.g.scale(sum, 1.0 / hc as f32).map_err(ggml_err)?;
+        let mean = b.g.scale(sum, 1.0 / hc as f32)?;
         let mean = b.name(mean, "hc_head", None);
         let logits = b.output_head(mean)?;
         Ok(Some(b.name(logits, "result_output", None)))
@@ -381,28 +379,26 @@ pub(super) fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Re
     let row = |t: TensorRef, i: i64| crate::ggml::row_size(t.ggml_type(), i);
     let part_of = |b: &mut Builder, i: i64| -> Result<TensorRef> {
         b.g.view(mixes, &[hc, nt], &[mixes.nb()[1]], row(mixes, i * hc))
-            .map_err(ggml_err)
+            .map_err(Error::from)
     };
     let one = |b: &mut Builder, t: TensorRef, i: i64, n: i64| -> Result<TensorRef> {
-        b.g.view(t, &[n], &[], row(t, i)).map_err(ggml_err)
+        b.g.view(t, &[n], &[], row(t, i)).map_err(Error::from)
     };
     let (scale_pre, scale_post) = (one(b, scale, 0, 1)?, one(b, scale, 1, 1)?);
     let (base_pre, base_post) = (one(b, base, 0, hc)?, one(b, base, hc, hc)?);
     let pre = part_of(b, 0)?;
-    let pre = b.g.mul(pre, scale_pre).map_err(ggml_err)?;
+    let pre = b.g.mul(pre, scale_pre)?;
     let pre = hy_v4::hc_gate(b, pre, base_pre)?;
     let pre = b.name(pre, "hc_pre", l);
     let post = part_of(b, 1)?;
-    let post = b.g.mul(post, scale_post).map_err(ggml_err)?;
-    let post = b.g.add(post, base_post).map_err(ggml_err)?;
-    let post = b.g.sigmoid(post).map_err(ggml_err)?;
-    let post = b.g.scale(post, 2.0).map_err(ggml_err)?;
+    let post = b.g.mul(post, scale_post)?;
+    let post = b.g.add(post, base_post)?;
+    let post = b.g.sigmoid(post)?;
+    let post = b.g.scale(post, 2.0)?;
     let post = b.name(post, "hc_post", l);
-    let comb =
-        b.g.hc_mixing(mixes, scale, base, b.hp.hc_eps, b.hp.hc_sinkhorn_iters)
-            .map_err(ggml_err)?;
+    let comb = b.g.hc_mixing(mixes, scale, base, b.hp.hc_eps, b.hp.hc_sinkhorn_iters)?;
     let comb = b.name(comb, "hc_comb", l);
-    let cur = b.g.weighted_rows(x, pre).map_err(ggml_err)?;
+    let cur = b.g.weighted_rows(x, pre)?;
     Ok((cur, Mix { post, comb }))
 }
 
@@ -410,7 +406,7 @@ pub(super) fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Re
 /// times each copy's post weight.
 pub(super) fn hc_post(b: &mut Builder, out: TensorRef, residual: TensorRef, mix: Mix) -> Result<TensorRef> {
     b.g.add_weighted_rows(out, residual, mix.post, Some(mix.comb))
-        .map_err(ggml_err)
+        .map_err(Error::from)
 }
 
 /// Layer `il`'s latent attention over what its indexer (or the last layer's, kept in `picks`)
@@ -425,13 +421,11 @@ fn sparse_attention(b: &mut Builder, il: usize, cur: TensorRef, picks: &mut Opti
     let q = deepseek2::queries_from_latent(b, il, qr, hk)?;
     let kv = b.layer_matmul(il, "attn_kv_a_mqa.weight", cur)?;
     let kv = b.layer_rms_norm(il, kv, "attn_kv_a_norm.weight", "kv_cmpr")?;
-    let kv =
-        b.g.reshape(kv, &[i64::from(hp.n_lora_kv), 1, kv.ne()[1]])
-            .map_err(ggml_err)?;
+    let kv = b.g.reshape(kv, &[i64::from(hp.n_lora_kv), 1, kv.ne()[1]])?;
     let kv = b.name(kv, "kv_cmpr", l);
-    let q = b.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let q = b.g.permute(q, [0, 2, 1, 3])?;
     let q = b.layer_matmul(il, "attn_k_b.weight", q)?;
-    let q = b.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
+    let q = b.g.permute(q, [0, 2, 1, 3])?;
     let q = b.name(q, "q_absorbed", l);
     if hp.indexer.keeps(il) {
         *picks = Some(b.kpool_picks(il, cur, qr)?);

@@ -14,7 +14,7 @@
 use super::created::{layered, BIASED_HEAD, GATED};
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -565,8 +565,8 @@ fn pockettts(hp: &HParams) -> Vec<String> {
 pub(super) fn norm(b: &mut Builder, name: &str, x: TensorRef, label: &str, il: Option<usize>) -> Result<TensorRef> {
     let w = b.weight(&format!("{name}.weight"))?;
     let bias = b.weight_opt(&format!("{name}.bias"));
-    let n = b.g.norm(x, b.hp.norm_eps).map_err(ggml_err)?;
-    let mut y = b.g.mul(n, w).map_err(ggml_err)?;
+    let n = b.g.norm(x, b.hp.norm_eps)?;
+    let mut y = b.g.mul(n, w)?;
     if let Some(bias) = bias {
         y = b.add(y, bias)?;
     }
@@ -594,10 +594,8 @@ impl Gpt2Like {
         let nt = b.shape.n_tokens as i64;
         let mut out = [q, k];
         for (t, (which, n_head)) in out.iter_mut().zip([("q", hp.n_head[il]), ("k", hp.n_head_kv[il])]) {
-            let flat = b.g.cont(*t).map_err(ggml_err)?;
-            let flat =
-                b.g.reshape(flat, &[i64::from(hp.n_embd_head_k * n_head), nt])
-                    .map_err(ggml_err)?;
+            let flat = b.g.cont(*t)?;
+            let flat = b.g.reshape(flat, &[i64::from(hp.n_embd_head_k * n_head), nt])?;
             let normed = norm(
                 b,
                 &format!("blk.{il}.attn_{which}_norm"),
@@ -632,7 +630,7 @@ impl Decoder for Gpt2Like {
         };
         if let Some(table) = b.weight_opt("position_embd.weight") {
             let pos = b.positions()?;
-            let p = b.g.get_rows(table, pos).map_err(ggml_err)?;
+            let p = b.g.get_rows(table, pos)?;
             x = b.add(x, p)?;
         }
         if self.token_norm {

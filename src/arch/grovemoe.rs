@@ -8,7 +8,7 @@
 use super::created::{layered, ATTN, EXPERTS, HEAD, KQ_NORMS};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -126,12 +126,12 @@ fn grove_ffn(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     // pick divided down to its group, whose weight is read at the group's index.
     let n_chunk = i64::from(hp.n_expert / hp.n_group_experts);
     let n_pick = b.moe_pick_count(MOE).min(n_chunk);
-    let selection = b.g.sigmoid(logits).map_err(ggml_err)?;
-    let mut picked = b.g.argsort_top_k(selection, n_pick).map_err(ggml_err)?;
+    let selection = b.g.sigmoid(logits)?;
+    let mut picked = b.g.argsort_top_k(selection, n_pick)?;
     if hp.n_group_experts > 1 {
-        let f = b.g.cast(picked, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?;
+        let f = b.g.cast(picked, ggml_sys::ggml_type_GGML_TYPE_F32)?;
         let f = b.scale(f, 1.0 / hp.n_group_experts as f32)?;
-        picked = b.g.cast(f, ggml_sys::ggml_type_GGML_TYPE_I32).map_err(ggml_err)?;
+        picked = b.g.cast(f, ggml_sys::ggml_type_GGML_TYPE_I32)?;
     }
     let probs = b.moe_probs(il, logits, MOE)?;
     let weights = b.moe_weights(il, probs, picked, MOE)?;

@@ -14,7 +14,7 @@
 use super::created::{push_layer, GATED};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -175,7 +175,7 @@ fn stack(b: &mut Builder, mut x: TensorRef, slot_base: usize, block_base: usize)
     for il in 0..hp.hrm[0] as usize {
         let (slot, bid) = (slot_base + il, block_base + il);
         let l = Some(slot);
-        let cur = b.g.rms_norm(x, hp.rms_eps).map_err(ggml_err)?;
+        let cur = b.g.rms_norm(x, hp.rms_eps)?;
         let cur = b.name(cur, "attn_norm", l);
         let gate = b.layer_matmul(bid, "attn_gate.weight", cur)?;
         let [q, k, v] = ["attn_q", "attn_k", "attn_v"].map(|name| projection(b, bid, slot, name, cur));
@@ -186,18 +186,18 @@ fn stack(b: &mut Builder, mut x: TensorRef, slot_base: usize, block_base: usize)
         let q = b.rope(q, slot, None)?;
         let k = b.rope(k, slot, None)?;
         let att = b.attention(slot, q, k, v, kq_scale, false)?;
-        let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+        let gate = b.g.sigmoid(gate)?;
         let gated = b.gate_heads(slot, att, gate)?;
         let att = projection(b, bid, slot, "attn_output", gated)?;
         let h = b.add(att, x)?;
         let h = b.name(h, "attn_add", l);
-        let cur = b.g.rms_norm(h, hp.rms_eps).map_err(ggml_err)?;
+        let cur = b.g.rms_norm(h, hp.rms_eps)?;
         let cur = b.name(cur, "ffn_norm", l);
         let ffn = b.gated_ffn(bid, cur, Ffn::default())?;
         x = b.add(ffn, h)?;
         x = b.layer_out(x, slot)?;
     }
-    let out = b.g.rms_norm(x, hp.rms_eps).map_err(ggml_err)?;
+    let out = b.g.rms_norm(x, hp.rms_eps)?;
     Ok(b.name(out, "stack_norm", Some(slot_base)))
 }
 
@@ -205,9 +205,9 @@ fn stack(b: &mut Builder, mut x: TensorRef, slot_base: usize, block_base: usize)
 /// the LoRA adapters' parts, plus the block's bias where it has one.
 fn projection(b: &mut Builder, bid: usize, slot: usize, name: &str, x: TensorRef) -> Result<TensorRef> {
     let w = b.layer_weight(bid, &format!("{name}.weight"))?;
-    let mut y = b.g.mul_mat(w, x).map_err(ggml_err)?;
+    let mut y = b.g.mul_mat(w, x)?;
     if let Some(s) = b.layer_weight_opt(slot, &format!("{name}.scale")) {
-        y = b.g.mul(y, s).map_err(ggml_err)?;
+        y = b.g.mul(y, s)?;
     }
     // The adapters' parts join after the scale, as in llama.cpp's `build_lora_mm`.
     y = b.add_lora(w, x, y, None)?;

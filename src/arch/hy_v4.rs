@@ -11,7 +11,7 @@ use super::deepseek2::{self, absorbed_attention, latent_queries, queries_from_la
 use super::minicpm3;
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NORMAL};
-use crate::graph::{ggml_err, Builder, Decoder, Ffn, Gating, Moe};
+use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -203,8 +203,8 @@ impl Decoder for HyV4 {
         let sparse = hp.indexer.head_size > 0;
         let x = b.embed_tokens()?;
         let nt = x.ne()[1];
-        let x = b.g.reshape(x, &[e, 1, nt]).map_err(ggml_err)?;
-        let mut x = b.g.repeat(x, [e, hc, nt, 1]).map_err(ggml_err)?;
+        let x = b.g.reshape(x, &[e, 1, nt])?;
+        let mut x = b.g.repeat(x, [e, hc, nt, 1])?;
         let mut last_picks = None;
         for il in 0..hp.n_layer as usize {
             let (cur, post) = hc_pre(b, il, x, "attn")?;
@@ -222,8 +222,8 @@ impl Decoder for HyV4 {
             let (latent, k_pe) = minicpm3::latent_kv(b, il, cur, None)?;
             let att = absorbed_attention(b, il, q, latent, k_pe, kq_scale, mask)?;
             let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
-            let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
-            let att = b.g.mul(att, gate).map_err(ggml_err)?;
+            let gate = b.g.sigmoid(gate)?;
+            let att = b.g.mul(att, gate)?;
             // Unscaled, whatever scales the file has (llama.cpp's graph passes none here).
             let att = b.layer_matmul(il, "attn_output.weight", att)?;
             x = hc_post(b, att, x, post)?;
@@ -240,10 +240,10 @@ impl Decoder for HyV4 {
             x = hc_post(b, ffn, x, post)?;
         }
         // The requested rows, then the copies' last weighted sum.
-        let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
+        let flat = b.g.reshape(x, &[e * hc, nt])?;
         let flat = b.select_outputs(flat)?;
         let n_out = flat.ne()[1];
-        let x = b.g.reshape(flat, &[e, hc, n_out]).map_err(ggml_err)?;
+        let x = b.g.reshape(flat, &[e, hc, n_out])?;
         let cur = hc_head(b, x)?;
         let logits = b.output_head(cur)?;
         Ok(Some(b.name(logits, "result_output", None)))
@@ -269,7 +269,7 @@ pub(super) fn hc_head(b: &mut Builder, x: TensorRef) -> Result<TensorRef> {
         b.weight("output_hc_base.weight")?,
     );
     let mixes = hc_mixes(b, x, fn_w)?;
-    let pre = b.g.mul(mixes, scale).map_err(ggml_err)?;
+    let pre = b.g.mul(mixes, scale)?;
     let pre = hc_gate(b, pre, base)?;
     hc_sum(b, x, pre)
 }
@@ -295,16 +295,16 @@ pub(super) fn hc_layer_mixes(
 /// weight), times `fn_w`.
 fn hc_mixes(b: &mut Builder, x: TensorRef, fn_w: TensorRef) -> Result<TensorRef> {
     let [e, hc, nt, _] = x.ne();
-    let flat = b.g.reshape(x, &[e * hc, nt]).map_err(ggml_err)?;
-    let normed = b.g.rms_norm(flat, b.hp.rms_eps).map_err(ggml_err)?;
-    b.g.mul_mat(fn_w, normed).map_err(ggml_err)
+    let flat = b.g.reshape(x, &[e * hc, nt])?;
+    let normed = b.g.rms_norm(flat, b.hp.rms_eps)?;
+    b.g.mul_mat(fn_w, normed).map_err(Error::from)
 }
 
 /// `sigmoid(x + base) + eps`, the hyper-connections' gate.
 pub(super) fn hc_gate(b: &mut Builder, x: TensorRef, base: TensorRef) -> Result<TensorRef> {
-    let g = b.g.add(x, base).map_err(ggml_err)?;
-    let g = b.g.sigmoid(g).map_err(ggml_err)?;
-    b.g.scale_bias(g, 1.0, b.hp.hc_eps).map_err(ggml_err)
+    let g = b.g.add(x, base)?;
+    let g = b.g.sigmoid(g)?;
+    b.g.scale_bias(g, 1.0, b.hp.hc_eps).map_err(Error::from)
 }
 
 /// Per token, the copies `x` ([n_embd, hc, n_tokens]) summed weighted by `w` ([hc, n_tokens]),
@@ -314,15 +314,11 @@ fn hc_sum(b: &mut Builder, x: TensorRef, w: TensorRef) -> Result<TensorRef> {
     let (xnb, wnb) = (x.nb(), w.nb());
     let mut sum: Option<TensorRef> = None;
     for h in 0..hc {
-        let xh =
-            b.g.view(x, &[e, nt], &[xnb[2]], h as usize * xnb[1])
-                .map_err(ggml_err)?;
-        let wh =
-            b.g.view(w, &[1, nt], &[wnb[1]], h as usize * wnb[0])
-                .map_err(ggml_err)?;
-        let term = b.g.mul(xh, wh).map_err(ggml_err)?;
+        let xh = b.g.view(x, &[e, nt], &[xnb[2]], h as usize * xnb[1])?;
+        let wh = b.g.view(w, &[1, nt], &[wnb[1]], h as usize * wnb[0])?;
+        let term = b.g.mul(xh, wh)?;
         sum = Some(match sum {
-            Some(s) => b.g.add(s, term).map_err(ggml_err)?,
+            Some(s) => b.g.add(s, term)?,
             None => term,
         });
     }
@@ -337,22 +333,23 @@ fn hc_pre(b: &mut Builder, il: usize, x: TensorRef, part: &str) -> Result<(Tenso
     let nt = mixes.ne()[1];
     let row = |t: TensorRef, i: i64| crate::ggml::row_size(t.ggml_type(), i);
     let half = |b: &mut Builder, t: TensorRef, i: i64| -> Result<TensorRef> {
-        b.g.view(t, &[hc, nt], &[t.nb()[1]], row(t, i * hc)).map_err(ggml_err)
+        b.g.view(t, &[hc, nt], &[t.nb()[1]], row(t, i * hc))
+            .map_err(Error::from)
     };
     let one = |b: &mut Builder, t: TensorRef, i: i64, n: i64| -> Result<TensorRef> {
-        b.g.view(t, &[n], &[], row(t, i)).map_err(ggml_err)
+        b.g.view(t, &[n], &[], row(t, i)).map_err(Error::from)
     };
     let (scale_pre, scale_post) = (one(b, scale, 0, 1)?, one(b, scale, 1, 1)?);
     let (base_pre, base_post) = (one(b, base, 0, hc)?, one(b, base, hc, hc)?);
     let pre = half(b, mixes, 0)?;
-    let pre = b.g.mul(pre, scale_pre).map_err(ggml_err)?;
+    let pre = b.g.mul(pre, scale_pre)?;
     let pre = hc_gate(b, pre, base_pre)?;
     let post = half(b, mixes, 1)?;
-    let post = b.g.mul(post, scale_post).map_err(ggml_err)?;
-    let post = b.g.add(post, base_post).map_err(ggml_err)?;
-    let post = b.g.sigmoid(post).map_err(ggml_err)?;
-    let post = b.g.scale(post, b.hp.hc_magnitude).map_err(ggml_err)?;
-    let post = b.g.scale_bias(post, 1.0, b.hp.hc_eps).map_err(ggml_err)?;
+    let post = b.g.mul(post, scale_post)?;
+    let post = b.g.add(post, base_post)?;
+    let post = b.g.sigmoid(post)?;
+    let post = b.g.scale(post, b.hp.hc_magnitude)?;
+    let post = b.g.scale_bias(post, 1.0, b.hp.hc_eps)?;
     Ok((hc_sum(b, x, pre)?, post))
 }
 
@@ -363,17 +360,13 @@ fn hc_post(b: &mut Builder, out: TensorRef, residual: TensorRef, post: TensorRef
     let (rnb, pnb) = (residual.nb(), post.nb());
     let mut copies: Option<TensorRef> = None;
     for h in 0..hc {
-        let rh =
-            b.g.view(residual, &[e, nt], &[rnb[2]], h as usize * rnb[1])
-                .map_err(ggml_err)?;
-        let ph =
-            b.g.view(post, &[1, nt], &[pnb[1]], h as usize * pnb[0])
-                .map_err(ggml_err)?;
-        let scaled = b.g.mul(out, ph).map_err(ggml_err)?;
-        let copy = b.g.add(rh, scaled).map_err(ggml_err)?;
-        let copy = b.g.reshape(copy, &[e, 1, nt]).map_err(ggml_err)?;
+        let rh = b.g.view(residual, &[e, nt], &[rnb[2]], h as usize * rnb[1])?;
+        let ph = b.g.view(post, &[1, nt], &[pnb[1]], h as usize * pnb[0])?;
+        let scaled = b.g.mul(out, ph)?;
+        let copy = b.g.add(rh, scaled)?;
+        let copy = b.g.reshape(copy, &[e, 1, nt])?;
         copies = Some(match copies {
-            Some(c) => b.g.concat(c, copy, 1).map_err(ggml_err)?,
+            Some(c) => b.g.concat(c, copy, 1)?,
             None => copy,
         });
     }

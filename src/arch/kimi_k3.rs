@@ -12,7 +12,7 @@ use super::created::{layered, GATED, HEAD, SHARED_GDU};
 use super::{deepseek2, head_tensors, kimi_linear, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -234,9 +234,9 @@ impl Checkpoints {
     /// Bank `x` ([n_embd, n_tokens]) as the next checkpoint.
     fn push(&mut self, b: &mut Builder, x: TensorRef) -> Result<()> {
         let [n_embd, n_tokens, ..] = x.ne();
-        let ckpt = b.g.reshape(x, &[n_embd, 1, n_tokens]).map_err(ggml_err)?;
+        let ckpt = b.g.reshape(x, &[n_embd, 1, n_tokens])?;
         self.0 = Some(match self.0 {
-            Some(stack) => b.g.concat(stack, ckpt, 1).map_err(ggml_err)?,
+            Some(stack) => b.g.concat(stack, ckpt, 1)?,
             None => ckpt,
         });
         Ok(())
@@ -251,24 +251,22 @@ impl Checkpoints {
         let eps = b.hp.rms_eps;
         let [_, n_ckpt, n_tokens, _] = stack.ne();
         let score = |bd: &mut Builder, x: TensorRef| -> Result<TensorRef> {
-            let n = bd.g.rms_norm(x, eps).map_err(ggml_err)?;
-            let n = bd.g.mul(n, score_w).map_err(ggml_err)?;
-            bd.g.sum_rows(n).map_err(ggml_err)
+            let n = bd.g.rms_norm(x, eps)?;
+            let n = bd.g.mul(n, score_w)?;
+            bd.g.sum_rows(n).map_err(Error::from)
         };
         let sc_stack = score(b, stack)?;
-        let sc_stack = b.g.reshape(sc_stack, &[n_ckpt, n_tokens]).map_err(ggml_err)?;
+        let sc_stack = b.g.reshape(sc_stack, &[n_ckpt, n_tokens])?;
         let sc_cur = score(b, cur)?;
-        let scores = b.g.concat(sc_stack, sc_cur, 0).map_err(ggml_err)?;
-        let probs = b.g.soft_max_rows(scores).map_err(ggml_err)?;
+        let scores = b.g.concat(sc_stack, sc_cur, 0)?;
+        let probs = b.g.soft_max_rows(scores)?;
         let nb = probs.nb();
-        let p_stack = b.g.view(probs, &[n_ckpt, n_tokens], &[nb[1]], 0).map_err(ggml_err)?;
-        let p_stack = b.g.cont(p_stack).map_err(ggml_err)?;
-        let p_cur =
-            b.g.view(probs, &[1, n_tokens], &[nb[1]], n_ckpt as usize * nb[0])
-                .map_err(ggml_err)?;
-        let p_cur = b.g.cont(p_cur).map_err(ggml_err)?;
-        let out = b.g.weighted_rows(stack, p_stack).map_err(ggml_err)?;
-        let cur = b.g.mul(cur, p_cur).map_err(ggml_err)?;
+        let p_stack = b.g.view(probs, &[n_ckpt, n_tokens], &[nb[1]], 0)?;
+        let p_stack = b.g.cont(p_stack)?;
+        let p_cur = b.g.view(probs, &[1, n_tokens], &[nb[1]], n_ckpt as usize * nb[0])?;
+        let p_cur = b.g.cont(p_cur)?;
+        let out = b.g.weighted_rows(stack, p_stack)?;
+        let cur = b.g.mul(cur, p_cur)?;
         b.add(out, cur)
     }
 }
@@ -365,8 +363,8 @@ fn latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: f32) -
     let mut att = deepseek2::absorbed_attention(b, il, q, latent, k_pe, kq_scale, None)?;
     if b.layer_weight_opt(il, "attn_gate.weight").is_some() {
         let g = b.layer_matmul(il, "attn_gate.weight", cur)?;
-        let g = b.g.sigmoid(g).map_err(ggml_err)?;
-        att = b.g.mul(att, g).map_err(ggml_err)?;
+        let g = b.g.sigmoid(g)?;
+        att = b.g.mul(att, g)?;
     }
     b.layer_matmul(il, "attn_output.weight", att)
 }
@@ -375,7 +373,7 @@ fn latent_attention(b: &mut Builder, il: usize, cur: TensorRef, kq_scale: f32) -
 /// input), normed and projected back, plus the shared experts over the full-width input.
 fn latent_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Result<TensorRef> {
     let routed_in = match b.layer_weight_opt(il, "ffn_routed_down.weight") {
-        Some(w) => b.g.mul_mat(w, cur).map_err(ggml_err)?,
+        Some(w) => b.g.mul_mat(w, cur)?,
         None => cur,
     };
     let logits = b.router_logits(il, cur)?;
@@ -384,7 +382,7 @@ fn latent_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Resul
         routed = b.layer_rms_norm(il, routed, "ffn_routed_norm.weight", "ffn_routed_norm")?;
     }
     if let Some(w) = b.layer_weight_opt(il, "ffn_routed_up.weight") {
-        routed = b.g.mul_mat(w, routed).map_err(ggml_err)?;
+        routed = b.g.mul_mat(w, routed)?;
     }
     let shared = b.situ_ffn(il, cur, "_shexp")?;
     let shared = b.name(shared, "ffn_shexp", Some(il));

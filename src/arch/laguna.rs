@@ -9,7 +9,7 @@ use super::created::{layered, ATTN, HEAD};
 use super::{afmoe, head_tensors};
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -144,7 +144,7 @@ impl Decoder for Laguna {
                 (b.rope(q, il, None)?, b.rope(k, il, None)?)
             };
             let att = b.attention(il, q, k, v, kq_scale, sliding)?;
-            let gate = b.g.softplus(gate).map_err(ggml_err)?;
+            let gate = b.g.softplus(gate)?;
             let gated = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, gated)?;

@@ -243,7 +243,7 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         // Layers with a router are mixtures of experts (whichever tensors the architecture loads).
         let routed = b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some();
         let mut ffn = if routed && variant.experts_unused {
-            let ffn = b.g.silu(cur).map_err(crate::graph::ggml_err)?;
+            let ffn = b.g.silu(cur)?;
             b.name(ffn, "ffn_out", l)
         } else if routed {
             let experts = b.moe_ffn(il, cur, variant.moe.unwrap_or(MOE))?;
@@ -259,9 +259,9 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
                 };
                 if let Some(w) = b.layer_weight_opt(il, "ffn_gate_inp_shexp.weight") {
                     let g = b.linear(w, None, cur)?;
-                    let silu = b.g.silu(g).map_err(crate::graph::ggml_err)?;
-                    let gate = b.g.div(silu, g).map_err(crate::graph::ggml_err)?;
-                    shared = b.g.mul(shared, gate).map_err(crate::graph::ggml_err)?;
+                    let silu = b.g.silu(g)?;
+                    let gate = b.g.div(silu, g)?;
+                    shared = b.g.mul(shared, gate)?;
                 }
                 let shared = b.name(shared, "ffn_shexp", l);
                 b.add(experts, shared)?

@@ -11,7 +11,7 @@ use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::gguf::Value;
-use crate::graph::{ggml_err, is_sliding, rope_factors, Builder, Decoder, Ffn, Gating, Moe};
+use crate::graph::{is_sliding, rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -164,12 +164,12 @@ impl Decoder for Llama4 {
                 q = b.rope(q, il, factors)?;
                 k = b.rope(k, il, factors)?;
                 if kq_norm {
-                    q = b.g.rms_norm(q, hp.rms_eps).map_err(ggml_err)?;
-                    k = b.g.rms_norm(k, hp.rms_eps).map_err(ggml_err)?;
+                    q = b.g.rms_norm(q, hp.rms_eps)?;
+                    k = b.g.rms_norm(k, hp.rms_eps)?;
                 }
             } else {
                 let temp = b.attn_temperature()?;
-                q = b.g.mul(q, temp).map_err(ggml_err)?;
+                q = b.g.mul(q, temp)?;
             }
             let att = b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?;
             let wo = b.layer_weight(il, "attn_output.weight")?;

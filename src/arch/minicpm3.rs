@@ -9,7 +9,7 @@ use super::created::{layered, FFN, HEAD};
 use super::head_tensors;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, rope_factors, Builder, Decoder, Ffn};
+use crate::graph::{rope_factors, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -125,7 +125,7 @@ impl Decoder for MiniCpm3 {
             let q = b.layer_matmul(il, "attn_q_a.weight", cur)?;
             let q = b.layer_rms_norm(il, q, "attn_q_a_norm.weight", "q")?;
             let q = b.layer_matmul(il, "attn_q_b.weight", q)?;
-            let q = b.g.reshape(q, &[hk, n_head, q.ne()[1]]).map_err(ggml_err)?;
+            let q = b.g.reshape(q, &[hk, n_head, q.ne()[1]])?;
             let (latent, k_pe) = latent_kv(b, il, cur, factors)?;
             let att = decompressed_attention(b, il, q, latent, k_pe, kq_scale, factors)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
@@ -178,8 +178,8 @@ pub(super) fn latent_kv_normed(
     let nt = kv_pe.ne()[1];
     let nb1 = kv_pe.nb()[1];
     let offset = crate::ggml::row_size(kv_pe.ggml_type(), kv_rank);
-    let latent = b.g.view(kv_pe, &[kv_rank, nt], &[nb1], 0).map_err(ggml_err)?;
-    let k_pe = b.g.view(kv_pe, &[rot, 1, nt], &[nb1, nb1], offset).map_err(ggml_err)?;
+    let latent = b.g.view(kv_pe, &[kv_rank, nt], &[nb1], 0)?;
+    let k_pe = b.g.view(kv_pe, &[rot, 1, nt], &[nb1, nb1], offset)?;
     let k_pe = match k_norm {
         true => b.layer_rms_norm(il, k_pe, "attn_k_norm.weight", "k_pe")?,
         false => k_pe,
@@ -213,17 +213,13 @@ pub(super) fn decompressed_attention(
     let kv = b.layer_matmul(il, "attn_kv_b.weight", latent)?;
     let krow = |n: i64| crate::ggml::row_size(kv.ggml_type(), n);
     let (head_row, token_row) = (krow(nope + hv), krow((nope + hv) * n_head));
-    let k_nope =
-        b.g.view(kv, &[nope, n_head, nt], &[head_row, token_row], 0)
-            .map_err(ggml_err)?;
-    let v =
-        b.g.view(kv, &[hv, n_head, nt], &[head_row, token_row], krow(nope))
-            .map_err(ggml_err)?;
-    let v = b.g.cont(v).map_err(ggml_err)?;
+    let k_nope = b.g.view(kv, &[nope, n_head, nt], &[head_row, token_row], 0)?;
+    let v = b.g.view(kv, &[hv, n_head, nt], &[head_row, token_row], krow(nope))?;
+    let v = b.g.cont(v)?;
     let q = b.rope(q, il, factors)?;
-    let q = b.g.rope_offset(q, nope as i32, rot as i32).map_err(ggml_err)?;
-    let k_pe = b.g.repeat(k_pe, [rot, n_head, nt, 1]).map_err(ggml_err)?;
-    let k = b.g.concat(k_nope, k_pe, 0).map_err(ggml_err)?;
+    let q = b.g.rope_offset(q, nope as i32, rot as i32)?;
+    let k_pe = b.g.repeat(k_pe, [rot, n_head, nt, 1])?;
+    let k = b.g.concat(k_nope, k_pe, 0)?;
     let q = b.temperature_tuned(q)?;
     b.attention(il, q, k, v, kq_scale, false)
 }

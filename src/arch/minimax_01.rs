@@ -7,7 +7,7 @@ use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, Moe};
+use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -140,9 +140,9 @@ impl Decoder for Minimax01 {
                 let nt = cur.ne()[1];
                 let (q, k, v) = b.qkv(il, cur, false)?;
                 let (nh, nkv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
-                let q = b.g.reshape(q, &[hd, nh, nt]).map_err(ggml_err)?;
-                let k = b.g.reshape(k, &[hd, nkv, nt]).map_err(ggml_err)?;
-                let v = b.g.reshape(v, &[hd, nkv, nt]).map_err(ggml_err)?;
+                let q = b.g.reshape(q, &[hd, nh, nt])?;
+                let k = b.g.reshape(k, &[hd, nkv, nt])?;
+                let v = b.g.reshape(v, &[hd, nkv, nt])?;
                 let q = b.rope(q, il, None)?;
                 let k = b.rope(k, il, None)?;
                 let att = b.attention(il, q, k, v, 1.0 / (hd as f32).sqrt(), false)?;
@@ -150,12 +150,12 @@ impl Decoder for Minimax01 {
                 b.linear(wo, None, att)?
             };
             let (att, normed) = b.last_layer_rows(il, att, cur)?;
-            let residual = b.g.scale(normed, scale).map_err(ggml_err)?;
+            let residual = b.g.scale(normed, scale)?;
             let h = b.add(att, residual)?;
             let h = b.name(h, "ffn_inp", l);
             let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
             let ffn = b.moe_ffn(il, cur, moe)?;
-            let residual = b.g.scale(cur, scale).map_err(ggml_err)?;
+            let residual = b.g.scale(cur, scale)?;
             x = b.add(ffn, residual)?;
             x = b.layer_out(x, il)?;
         }

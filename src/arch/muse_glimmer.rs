@@ -9,7 +9,7 @@ use super::created::{layered, GATED, HEAD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -97,7 +97,7 @@ impl Decoder for MuseGlimmer {
         let hp = b.hp;
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let x = b.embed_tokens()?;
-        let x = b.g.rms_norm(x, hp.rms_eps).map_err(ggml_err)?;
+        let x = b.g.rms_norm(x, hp.rms_eps)?;
         let mut x = b.name(x, "embd_norm", None);
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
@@ -113,7 +113,7 @@ impl Decoder for MuseGlimmer {
                 (q, k)
             };
             let att = b.attention(il, q, k, v, kq_scale, sliding)?;
-            let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+            let gate = b.g.sigmoid(gate)?;
             let gated = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, gated)?;
@@ -139,7 +139,7 @@ impl Decoder for MuseGlimmer {
 /// RMS norm with llama.cpp's fixed epsilon, times layer `il`'s weight `name`.
 fn post_norm(b: &mut Builder, il: usize, x: TensorRef, name: &str, label: &str) -> Result<TensorRef> {
     let w = b.layer_weight(il, name)?;
-    let n = b.g.rms_norm(x, POST_NORM_EPS).map_err(ggml_err)?;
-    let y = b.g.mul(n, w).map_err(ggml_err)?;
+    let n = b.g.rms_norm(x, POST_NORM_EPS)?;
+    let y = b.g.mul(n, w)?;
     Ok(b.name(y, label, Some(il)))
 }

@@ -5,7 +5,7 @@ use super::created::{layered, GATED};
 use super::llama;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, Ffn};
+use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -67,19 +67,19 @@ impl Decoder for Olmo {
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
-            let cur = b.g.norm(x, eps).map_err(ggml_err)?;
+            let cur = b.g.norm(x, eps)?;
             let att = b.rotary_attention(il, cur, hp.kq_scale(), false)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;
             let att = b.linear(wo, None, att)?;
             let (att, residual) = b.last_layer_rows(il, att, x)?;
             let h = b.add(att, residual)?;
-            let cur = b.g.norm(h, eps).map_err(ggml_err)?;
+            let cur = b.g.norm(h, eps)?;
             let ffn = b.gated_ffn(il, cur, Ffn::default())?;
             let ffn = b.name(ffn, "ffn_out", l);
             x = b.add(ffn, h)?;
             x = b.layer_out(x, il)?;
         }
-        let x = b.g.norm(x, eps).map_err(ggml_err)?;
+        let x = b.g.norm(x, eps)?;
         b.output_head_unnormed(x).map(Some)
     }
 }

@@ -5,9 +5,9 @@
 
 use super::common_tensors;
 use super::created::{layered, ATTN, BIASED_HEAD, EXPERTS, HEAD};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, rope_factors, Builder, Decoder, Moe};
+use crate::graph::{rope_factors, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -131,7 +131,7 @@ fn biased_rms_norm(b: &mut Builder, name: &str, x: TensorRef) -> Result<TensorRe
     let w = b.weight(&format!("{name}.weight"))?;
     let y = b.rms_norm(x, w)?;
     match b.weight_opt(&format!("{name}.bias")) {
-        Some(bias) => b.g.add(y, bias).map_err(ggml_err),
+        Some(bias) => b.g.add(y, bias).map_err(Error::from),
         None => Ok(y),
     }
 }

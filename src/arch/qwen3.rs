@@ -5,7 +5,7 @@ use super::created::{layered, ATTN, FFN, HEAD, KQ_NORMS};
 use super::{common_tensors, llama};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder};
+use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -175,10 +175,10 @@ fn codec_padded(b: &mut Builder, logits: TensorRef) -> Result<TensorRef> {
         return Ok(logits);
     }
     let norm = b.weight("output_norm.weight")?;
-    let one = b.g.view(norm, &[1], &[], 0).map_err(ggml_err)?;
-    let neg_inf = b.g.scale_bias(one, 0.0, f32::NEG_INFINITY).map_err(ggml_err)?;
-    let neg_inf = b.g.repeat(neg_inf, [pad, n_rows, 1, 1]).map_err(ggml_err)?;
-    b.g.concat(neg_inf, logits, 0).map_err(ggml_err)
+    let one = b.g.view(norm, &[1], &[], 0)?;
+    let neg_inf = b.g.scale_bias(one, 0.0, f32::NEG_INFINITY)?;
+    let neg_inf = b.g.repeat(neg_inf, [pad, n_rows, 1, 1])?;
+    b.g.concat(neg_inf, logits, 0).map_err(Error::from)
 }
 
 /// What Qwen3-VL's language models read beyond Qwen3's: the rotary sections (required) and the

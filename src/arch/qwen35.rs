@@ -11,7 +11,7 @@ use super::created::{layered, GATED, HEAD, SHARED_GUD};
 use super::{attention_tensors, head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, DeltaNet, Ffn, Moe};
+use crate::graph::{Builder, Decoder, DeltaNet, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -328,8 +328,8 @@ pub(super) fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<Te
     let shared = b.gated_ffn_named(il, x, ffn, "_shexp")?;
     let gate_w = b.layer_weight(il, "ffn_gate_inp_shexp.weight")?;
     let gate = b.linear(gate_w, None, x)?;
-    let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
-    let shared = b.g.mul(shared, gate).map_err(ggml_err)?;
+    let gate = b.g.sigmoid(gate)?;
+    let shared = b.g.mul(shared, gate)?;
     b.add(routed, shared)
 }
 
@@ -389,21 +389,19 @@ pub(super) fn gated_attention_of(
         i64::from(hp.n_head_kv[il]),
     );
     let nt = q_full.ne()[1];
-    let q_full = b.g.reshape(q_full, &[2 * hd, nh, nt]).map_err(ggml_err)?;
+    let q_full = b.g.reshape(q_full, &[2 * hd, nh, nt])?;
     let es = crate::ggml::row_size(q_full.ggml_type(), 1);
     let stride = [2 * hd as usize * es, 2 * (hd * nh) as usize * es];
-    let q = b.g.view(q_full, &[hd, nh, nt], &stride, 0).map_err(ggml_err)?;
+    let q = b.g.view(q_full, &[hd, nh, nt], &stride, 0)?;
     let q_norm = b.layer_weight(il, "attn_q_norm.weight")?;
     let q = b.rms_norm(q, q_norm)?;
-    let k = b.g.reshape(k, &[hd, nkv, nt]).map_err(ggml_err)?;
+    let k = b.g.reshape(k, &[hd, nkv, nt])?;
     let k_norm = b.layer_weight(il, "attn_k_norm.weight")?;
     let k = b.rms_norm(k, k_norm)?;
-    let gate =
-        b.g.view(q_full, &[hd, nh, nt], &stride, hd as usize * es)
-            .map_err(ggml_err)?;
-    let gate = b.g.cont(gate).map_err(ggml_err)?;
-    let gate = b.g.reshape(gate, &[hd * nh, nt]).map_err(ggml_err)?;
-    let v = b.g.reshape(v, &[hd, nkv, nt]).map_err(ggml_err)?;
+    let gate = b.g.view(q_full, &[hd, nh, nt], &stride, hd as usize * es)?;
+    let gate = b.g.cont(gate)?;
+    let gate = b.g.reshape(gate, &[hd * nh, nt])?;
+    let v = b.g.reshape(v, &[hd, nkv, nt])?;
     let q = b.rope(q, il, None)?;
     let k = b.rope(k, il, None)?;
     let att = match picks {
@@ -413,8 +411,8 @@ pub(super) fn gated_attention_of(
         }
         None => b.attention(il, q, k, v, hp.kq_scale(), false)?,
     };
-    let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
-    let att = b.g.mul(att, gate).map_err(ggml_err)?;
+    let gate = b.g.sigmoid(gate)?;
+    let att = b.g.mul(att, gate)?;
     let out = b.layer_linear(il, "attn_output", att)?;
     Ok(b.name(out, "attn_output", Some(il)))
 }

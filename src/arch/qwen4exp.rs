@@ -13,7 +13,7 @@ use super::qwen35::{delta_net_tensors, expert_tensors, experts_ffn, gated_attent
 use super::{head_tensors, mamba};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder, DeltaNet};
+use crate::graph::{Builder, Decoder, DeltaNet};
 use crate::model::hparams::{HParams, Indexer, Ple};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -363,8 +363,8 @@ impl Decoder for Qwen4Exp {
         let nt = x.ne()[1];
         let ple = b.ple_embeddings()?;
         // The streams start as copies of the embedding.
-        let x = b.g.reshape(x, &[e, 1, nt]).map_err(ggml_err)?;
-        let mut res = b.g.repeat(x, [e, hc, nt, 1]).map_err(ggml_err)?;
+        let x = b.g.reshape(x, &[e, 1, nt])?;
+        let mut res = b.g.repeat(x, [e, hc, nt, 1])?;
         let last = hp.n_layer as usize - 1;
         for il in 0..=last {
             if let (Some(emb), true) = (ple, hp.ple.as_ref().is_some_and(|p| p.layer == il)) {
@@ -391,9 +391,9 @@ impl Decoder for Qwen4Exp {
                 // Everything after is per token: keep the outputs' rows alone.
                 cur = b.select_outputs(cur)?;
                 inject = b.select_outputs(inject)?;
-                let flat = b.g.reshape(res, &[e * hc, nt]).map_err(ggml_err)?;
+                let flat = b.g.reshape(res, &[e * hc, nt])?;
                 let flat = b.select_outputs(flat)?;
-                res = b.g.reshape(flat, &[e, hc, flat.ne()[1]]).map_err(ggml_err)?;
+                res = b.g.reshape(flat, &[e, hc, flat.ne()[1]])?;
             }
             res = hc_combine(b, res, cur, inject)?;
             let (cur, inject) = hc_mix(b, res, &format!("blk.{il}.hc_ffn"), Some(il))?;
@@ -418,35 +418,35 @@ fn hc_mix(b: &mut Builder, res: TensorRef, prefix: &str, il: Option<usize>) -> R
     let w = |b: &mut Builder, s: &str| b.weight(&format!("{prefix}_{s}.weight"));
     // A file may keep the [n_embd, hc] norm weights flat, as llama.cpp accepts them.
     let norm = w(b, "norm")?;
-    let norm = b.g.reshape(norm, &[e, hc]).map_err(ggml_err)?;
+    let norm = b.g.reshape(norm, &[e, hc])?;
     let xn = b.rms_norm(res, norm)?;
-    let xn = b.g.reshape(xn, &[e * hc, nt]).map_err(ggml_err)?;
+    let xn = b.g.reshape(xn, &[e * hc, nt])?;
     let xn = b.name(xn, "hc_norm", il);
     let down = w(b, "down")?;
     let lo = b.weight_mm(down, xn)?;
     let lo = b.scale(lo, 1.0 / hc as f32)?;
-    let lo = b.g.silu(lo).map_err(ggml_err)?;
+    let lo = b.g.silu(lo)?;
     let up = w(b, "up")?;
     let gate = b.weight_mm(up, lo)?;
     let gate = b.name(gate, "hc_gate", il);
     let Some(il) = il else {
         // The head's mix, as llama.cpp builds it there: gate, then the streams' mean.
-        let sig = b.g.sigmoid(gate).map_err(ggml_err)?;
-        let gated = b.g.mul(xn, sig).map_err(ggml_err)?;
-        let gated = b.g.reshape(gated, &[e, hc, nt]).map_err(ggml_err)?;
+        let sig = b.g.sigmoid(gate)?;
+        let gated = b.g.mul(xn, sig)?;
+        let gated = b.g.reshape(gated, &[e, hc, nt])?;
         let row = gated.nb()[1];
         let stream = |b: &mut Builder, c: i64| b.g.view(gated, &[e, nt], &[row * hc as usize], c as usize * row);
-        let first = stream(b, 0).map_err(ggml_err)?;
-        let mut mixed = b.g.cont(first).map_err(ggml_err)?;
+        let first = stream(b, 0)?;
+        let mut mixed = b.g.cont(first)?;
         for c in 1..hc {
-            let s = stream(b, c).map_err(ggml_err)?;
+            let s = stream(b, c)?;
             mixed = b.add(mixed, s)?;
         }
         return Ok((b.scale(mixed, 1.0 / hc as f32)?, None));
     };
-    let x3 = b.g.reshape(xn, &[e, hc, nt]).map_err(ggml_err)?;
-    let g3 = b.g.reshape(gate, &[e, hc, nt]).map_err(ggml_err)?;
-    let mixed = b.g.gated_row_mean(x3, g3, 1.0 / hc as f32).map_err(ggml_err)?;
+    let x3 = b.g.reshape(xn, &[e, hc, nt])?;
+    let g3 = b.g.reshape(gate, &[e, hc, nt])?;
+    let mixed = b.g.gated_row_mean(x3, g3, 1.0 / hc as f32)?;
     let mixed = b.name(mixed, "hc_mixed", Some(il));
     let inject = w(b, "inject")?;
     let inject = b.weight_mm(inject, xn)?;
@@ -458,7 +458,7 @@ fn hc_mix(b: &mut Builder, res: TensorRef, prefix: &str, il: Option<usize>) -> R
 fn hc_combine(b: &mut Builder, res: TensorRef, out: TensorRef, inject: TensorRef) -> Result<TensorRef> {
     let hc = b.hp.hc_count as f32;
     let w = b.scale(inject, 1.0 / hc)?;
-    let w = b.g.sigmoid(w).map_err(ggml_err)?;
+    let w = b.g.sigmoid(w)?;
     let w = b.scale(w, 2.0)?;
-    b.g.add_weighted_rows(out, res, w, None).map_err(ggml_err)
+    b.g.add_weighted_rows(out, res, w, None).map_err(Error::from)
 }

@@ -6,7 +6,7 @@ use super::created::{layered, HEAD};
 use super::head_tensors;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, is_sliding, Builder, Decoder, Ffn};
+use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -89,7 +89,7 @@ impl Decoder for Spark2_5 {
             let att = b.name(att, "attn_out", l);
             // One sigmoid gate per head, over each head's whole output.
             let gate = b.layer_matmul(il, "attn_gate.weight", cur)?;
-            let gate = b.g.sigmoid(gate).map_err(ggml_err)?;
+            let gate = b.g.sigmoid(gate)?;
             let gate = b.name(gate, "attn_gate", l);
             let gated = b.gate_heads(il, att, gate)?;
             let wo = b.layer_weight(il, "attn_output.weight")?;

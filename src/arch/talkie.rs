@@ -6,7 +6,7 @@ use super::attention_tensors;
 use super::created::layered;
 use crate::error::Result;
 use crate::ggml::TensorRef;
-use crate::graph::{ggml_err, Builder, Decoder};
+use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, TensorSpec};
@@ -75,13 +75,13 @@ impl Decoder for Talkie {
         let eps = hp.rms_eps;
         let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
         let x = b.embed_tokens()?;
-        let x = b.g.rms_norm(x, eps).map_err(ggml_err)?;
+        let x = b.g.rms_norm(x, eps)?;
         let mut x = b.name(x, "inp_norm", None);
         let embd_skip = x;
         let n_layer = hp.n_layer as usize;
         for il in 0..n_layer {
             let l = Some(il);
-            let cur = b.g.rms_norm(x, eps).map_err(ggml_err)?;
+            let cur = b.g.rms_norm(x, eps)?;
             let cur = b.name(cur, "attn_norm", l);
             let (q, k, v) = b.qkv(il, cur, true)?;
             let q = b.rope(q, il, None)?;
@@ -89,7 +89,7 @@ impl Decoder for Talkie {
             let q_gain = b.layer_weight(il, "attn_q_norm.weight")?;
             let q = b.rms_norm(q, q_gain)?;
             let q = b.name(q, "Qcur_norm", l);
-            let k = b.g.rms_norm(k, eps).map_err(ggml_err)?;
+            let k = b.g.rms_norm(k, eps)?;
             let k = b.name(k, "Kcur_norm", l);
             let v = b.name(v, "Vcur", l);
             let att = b.attention(il, q, k, v, kq_scale, false)?;
@@ -105,23 +105,23 @@ impl Decoder for Talkie {
             };
             let h = b.add(att, residual)?;
             let h = b.name(h, "ffn_inp", l);
-            let cur = b.g.rms_norm(h, eps).map_err(ggml_err)?;
+            let cur = b.g.rms_norm(h, eps)?;
             let cur = b.name(cur, "ffn_norm", l);
             // llama.cpp's graph multiplies only the down projection by its weight's scale.
             let up = b.layer_matmul(il, "ffn_up.weight", cur)?;
             let gate = b.layer_matmul(il, "ffn_gate.weight", cur)?;
-            let act = b.g.swiglu(gate, up).map_err(ggml_err)?;
+            let act = b.g.swiglu(gate, up)?;
             let down_w = b.layer_weight(il, "ffn_down.weight")?;
             let ffn = b.linear(down_w, None, act)?;
             let ffn = b.name(ffn, "ffn_out", l);
             let out = b.add(ffn, h)?;
             let out_scale = b.layer_weight(il, "layer_output_scale.weight")?;
-            let skip = b.g.mul(skip, out_scale).map_err(ggml_err)?;
+            let skip = b.g.mul(skip, out_scale)?;
             let skip = b.name(skip, "embd_skip", l);
             x = b.add(out, skip)?;
             x = b.layer_out(x, il)?;
         }
-        let x = b.g.rms_norm(x, eps).map_err(ggml_err)?;
+        let x = b.g.rms_norm(x, eps)?;
         let logits = b.output_projection(x, None)?;
         let logits = b.scale(logits, hp.logit_scale)?;
         Ok(Some(b.name(logits, "result_output", None)))

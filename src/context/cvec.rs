@@ -45,7 +45,7 @@ impl ControlVector {
                 continue;
             };
             let bytes: Vec<u8> = row.iter().flat_map(|v| v.to_le_bytes()).collect();
-            tensor_set(*t, &bytes).map_err(Error::Ggml)?;
+            tensor_set(*t, &bytes)?;
         }
         self.range = Some(range);
         Ok(before != self.active_layers(model))
@@ -62,17 +62,15 @@ impl ControlVector {
         let mut tensors = vec![None];
         for il in 1..n_layer {
             let buft = model.placement.layer_buffer_type(il)?;
-            let t = placed
-                .new_tensor(
-                    buft,
-                    ggml_sys::ggml_type_GGML_TYPE_F32,
-                    &[i64::from(hp.n_embd)],
-                    &format!("cvec_l{il}"),
-                )
-                .map_err(Error::Ggml)?;
+            let t = placed.new_tensor(
+                buft,
+                ggml_sys::ggml_type_GGML_TYPE_F32,
+                &[i64::from(hp.n_embd)],
+                &format!("cvec_l{il}"),
+            )?;
             tensors.push(Some(t));
         }
-        self._buffers = Some(placed.allocate().map_err(Error::Ggml)?);
+        self._buffers = Some(placed.allocate()?);
         self.tensors = tensors;
         Ok(())
     }

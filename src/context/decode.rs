@@ -70,7 +70,7 @@ impl Context<'_> {
         self.devices
             .iter()
             .try_for_each(|d| d.check_connection())
-            .map_err(Error::Ggml)
+            .map_err(Error::from)
     }
 
     /// Make room for a batch's outputs (`outputs` per token) and map each token to its output row
@@ -563,7 +563,7 @@ impl Context<'_> {
             .map(|&i| self.output_ids[i] as usize);
         if let Some(logits) = built.logits {
             let mut rows = vec![0f32; shape.n_outputs * n_vocab];
-            tensor_get_f32(logits, &mut rows).map_err(Error::Ggml)?;
+            tensor_get_f32(logits, &mut rows)?;
             for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows.clone()) {
                 self.logits[dst * n_vocab..(dst + 1) * n_vocab].copy_from_slice(src);
             }
@@ -584,7 +584,7 @@ impl Context<'_> {
                 seqs.len()
             };
             let mut rows = vec![0f32; n_rows * n_embd];
-            tensor_get_f32(embd, &mut rows).map_err(Error::Ggml)?;
+            tensor_get_f32(embd, &mut rows)?;
             if pooling == Pooling::None {
                 for (src, dst) in rows.chunks_exact(n_embd).zip(dst_rows) {
                     self.embd[dst * n_embd..(dst + 1) * n_embd].copy_from_slice(src);
@@ -625,7 +625,7 @@ impl Context<'_> {
         self.ensure_sched_nodes(
             crate::graph::max_nodes(self.model) + extra + crate::graph::lora::extra_nodes(&self.loras),
         )?;
-        self.sched.alloc(&built.graph).map_err(Error::Ggml)?;
+        self.sched.alloc(&built.graph)?;
         self.counters.graphs_built += 1;
         let size = self.sched.buffer_bytes();
         if size > self.counters.compute_buffer_bytes {
@@ -649,7 +649,7 @@ impl Context<'_> {
                 self.sched_nodes
             )));
         }
-        self.sched = Scheduler::new(&self.backend, &self.devices, n, self.op_offload).map_err(Error::Ggml)?;
+        self.sched = Scheduler::new(&self.backend, &self.devices, n, self.op_offload)?;
         if let Some(cb) = self.cb_eval {
             self.sched.set_eval_callback(cb);
         }
@@ -659,7 +659,7 @@ impl Context<'_> {
 
     /// The k-pool indexer's inputs for the ubatch at `places`.
     fn set_kpool_inputs(&self, step: &Step, k: &KpoolInputs, places: &[TokenPlace], shape: &Shape) -> Result<()> {
-        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
+        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::from);
         let d = step.inputs(
             places,
             shape.n_kv,
@@ -753,7 +753,7 @@ impl Context<'_> {
         let Some((_, built)) = &self.graph else {
             return Ok(());
         };
-        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
+        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::from);
         for (inp, plan) in built.inputs.comp.iter().zip(plans) {
             let Some(c) = inp else { continue };
             set(c.state_pos, &to_bytes_i32(&plan.state_pos))?;
@@ -801,7 +801,7 @@ impl Context<'_> {
             return Err(Error::Internal("no graph to set inputs of".into()));
         };
         let inp = &built.inputs;
-        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::Ggml);
+        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::from);
         match (feed, inp.tokens, inp.embd) {
             (Feed::Tokens(ids), Some(t), _) => set(t, &to_bytes_i32(ids))?,
             (Feed::Embd { rows, .. }, _, Some(t)) => set(t, &to_bytes_f32(rows))?,

@@ -292,14 +292,13 @@ impl<'m> Context<'m> {
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
         // Each computation sets its thread count; until one has, ggml's default holds (what
         // llama.cpp's training uses when nothing was decoded first).
-        let backend = CpuBackend::new(crate::ggml::DEFAULT_THREADS).map_err(Error::Ggml)?;
+        let backend = CpuBackend::new(crate::ggml::DEFAULT_THREADS)?;
         let devices = model
             .placement
             .used_devices()
             .into_iter()
             .map(DeviceBackend::new)
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(Error::Ggml)?;
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         // Each layer's caches on its device (with offload_kqv), else on the CPU.
         let n_layer = hp.map_or(0, |h| h.n_layer as usize);
         let cache_bufts = (0..n_layer)
@@ -372,7 +371,7 @@ impl<'m> Context<'m> {
             _ => None,
         };
         let sched_nodes = crate::graph::max_nodes(model);
-        let sched = Scheduler::new(&backend, &devices, sched_nodes, p.op_offload).map_err(Error::Ggml)?;
+        let sched = Scheduler::new(&backend, &devices, sched_nodes, p.op_offload)?;
         if let Some(cb) = p.cb_eval {
             sched.set_eval_callback(cb);
         }
@@ -449,7 +448,7 @@ impl<'m> Context<'m> {
         let n_ubatch = self.params.n_ubatch as usize;
         for n_tokens in [n_ubatch, 1] {
             let built = self.build_worst_case(n_tokens, 1, n_tokens)?;
-            self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
+            self.sched.reserve(&built.graph)?;
         }
         self.counters.compute_buffer_bytes = self.sched.buffer_bytes();
         Ok(())
@@ -472,7 +471,7 @@ impl<'m> Context<'m> {
             )));
         }
         let built = self.build_worst_case(n_tokens, n_seqs, n_outputs)?;
-        self.sched.reserve(&built.graph).map_err(Error::Ggml)?;
+        self.sched.reserve(&built.graph)?;
         Ok(&self.reserved.insert(built).graph)
     }
 

@@ -87,7 +87,7 @@ impl Sampling {
         self.samplers.values_mut().for_each(|s| s.0.reset());
         let mut rows = Vec::new();
         if let (Some(logits), false) = (logits, layout.is_empty()) {
-            let padded = g.pad_rows(logits, 1).map_err(Error::Ggml)?;
+            let padded = g.pad_rows(logits, 1)?;
             let [n_vocab, ..] = padded.ne();
             let row_bytes = padded.nb()[1];
             for (seq, seq_rows) in &layout {
@@ -96,7 +96,7 @@ impl Sampling {
                     .get_mut(seq)
                     .ok_or_else(|| Error::Internal(format!("no sampler for sequence {seq}")))?;
                 for (i, &row) in seq_rows.iter().enumerate() {
-                    let view = g.view(padded, &[n_vocab], &[], row * row_bytes).map_err(Error::Ggml)?;
+                    let view = g.view(padded, &[n_vocab], &[], row * row_bytes)?;
                     g.set_name(view, &format!("logits_seq_{seq}_{i}"));
                     let mut d = GraphData {
                         logits: view,
@@ -198,7 +198,7 @@ fn n_elements(t: TensorRef, max: usize) -> Result<usize> {
 
 fn read_f32(t: TensorRef, max: usize) -> Result<Vec<f32>> {
     let mut v = vec![0f32; n_elements(t, max)?];
-    tensor_get_f32(t, &mut v).map_err(Error::Ggml)?;
+    tensor_get_f32(t, &mut v)?;
     Ok(v)
 }
 
@@ -207,7 +207,7 @@ fn read_i32(t: TensorRef, max: usize) -> Result<Vec<i32>> {
         return Err(Error::Ggml("a backend sampler left token ids that are not I32".into()));
     }
     let mut b = vec![0u8; 4 * n_elements(t, max)?];
-    tensor_read(t, 0, &mut b).map_err(Error::Ggml)?;
+    tensor_read(t, 0, &mut b)?;
     Ok(b.chunks_exact(4)
         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect())

@@ -29,11 +29,11 @@ impl Context<'_> {
         let shift = build_shift(self.model, &self.kv, self.params.graph, sliding)?;
         // The scheduler now plans the shift graph; the cached decode graph must be re-allocated.
         self.graph = None;
-        self.sched.alloc(&shift.graph).map_err(Error::Ggml)?;
-        tensor_set(shift.deltas, &bytes).map_err(Error::Ggml)?;
+        self.sched.alloc(&shift.graph)?;
+        tensor_set(shift.deltas, &bytes)?;
         for (rot, bytes) in [(shift.k_rot, 0), (shift.idx_rot, 2)] {
             if let Some(rot) = rot {
-                tensor_set(rot, &self.rotation_bytes[bytes]).map_err(Error::Ggml)?;
+                tensor_set(rot, &self.rotation_bytes[bytes])?;
             }
         }
         self.backend.set_n_threads(self.params.n_threads_batch);

@@ -700,13 +700,13 @@ impl crate::sampling::backend::SeqSampler for GraphChain {
         &mut self,
         g: &mut crate::ggml::Graph,
         d: &mut crate::sampling::backend::GraphData,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), crate::ggml::GgmlError> {
         self.0
             .iter_mut()
             .try_for_each(|s| s.graph_part().map_or(Ok(()), |p| p.build(g, d)))
     }
 
-    fn set_input(&mut self) -> std::result::Result<(), String> {
+    fn set_input(&mut self) -> std::result::Result<(), crate::ggml::GgmlError> {
         self.0
             .iter_mut()
             .try_for_each(|s| s.graph_part().map_or(Ok(()), |p| p.set_input()))

@@ -144,7 +144,7 @@ impl Context<'_> {
             setup.get_opt_pars,
             setup.optimizer,
         )
-        .map_err(Error::invalid)?;
+        .map_err(|e| Error::invalid(e.to_string()))?;
         params.into_iter().for_each(opt::set_param);
         if self.params.graph.flash_attn {
             crate::log_info!("opt_init: flash attention turned off: it has no backward pass");
@@ -372,7 +372,7 @@ impl Context<'_> {
                 "training needs a model whose graph goes from token ids to logits",
             ));
         };
-        self.sched.check_supported(&built.graph).map_err(Error::Ggml)?;
+        self.sched.check_supported(&built.graph)?;
         let n_vocab = logits.ne()[0] as usize;
         let n = places.len();
         let labels = pass
@@ -402,7 +402,7 @@ impl Context<'_> {
         };
         tr.opt
             .step(&built.graph, (tokens, logits), report.train, set, report.result)
-            .map_err(Error::invalid)?;
+            .map_err(|e| Error::invalid(e.to_string()))?;
         let ibatch = report.ibatch_before + ((pass.first + pass.next) / tr.n_ubatch) as i64 + 1;
         pass.next += n;
         tr.opt.report(

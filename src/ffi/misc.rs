@@ -90,7 +90,9 @@ pub extern "C" fn llama_backend_free() {
 
 #[no_mangle]
 pub extern "C" fn llama_numa_init(numa: ggml_numa_strategy) {
-    entry!((), { crate::ggml::numa_init(numa).map_err(Error::invalid) })
+    entry!((), {
+        crate::ggml::numa_init(numa).map_err(|e| Error::invalid(e.to_string()))
+    })
 }
 
 #[no_mangle]

@@ -200,7 +200,7 @@ unsafe fn placement_params(p: &llama_model_params) -> Result<model::placement::P
                         "devices: no NULL terminator within {MAX_DEVICE_LIST} entries"
                     )));
                 }
-                list.push(crate::ggml::Device::from_client((*d).cast()).map_err(Error::invalid)?);
+                list.push(crate::ggml::Device::from_client((*d).cast()).map_err(|e| Error::invalid(e.to_string()))?);
                 d = d.add(1);
             }
         }

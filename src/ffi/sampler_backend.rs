@@ -11,7 +11,7 @@ use super::entry::entry;
 use super::sampler::{as_chain, chain_child, is_our_chain, llama_sampler_name, not_freed, rust_sampler};
 use super::types::*;
 use crate::error::{Error, Result};
-use crate::ggml::{Graph, TensorRef};
+use crate::ggml::{GgmlError, Graph, TensorRef};
 use crate::sampling::backend::{GraphData, SeqSampler};
 use std::ffi::CStr;
 use std::ptr::{self, NonNull};
@@ -90,7 +90,7 @@ pub(super) unsafe extern "C" fn rs_backend_apply(
         // SAFETY: called through our vtable on a live sampler.
         let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
         if let Some(p) = s.graph_part() {
-            p.build(&mut g, &mut d).map_err(Error::Ggml)?;
+            p.build(&mut g, &mut d)?;
         }
         // SAFETY: checked non-NULL by `from_c`; the caller's struct.
         unsafe { *data = to_c(&d) };
@@ -103,7 +103,7 @@ pub(super) unsafe extern "C" fn rs_backend_set_input(smpl: *mut llama_sampler) {
         // SAFETY: called through our vtable on a live sampler.
         let s = unsafe { rust_sampler(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
         match s.graph_part() {
-            Some(p) => p.set_input().map_err(Error::Ggml),
+            Some(p) => p.set_input().map_err(Error::from),
             None => Ok(()),
         }
     })
@@ -153,7 +153,7 @@ unsafe fn chain_build(chain: *mut llama_sampler, g: &mut Graph, d: &mut GraphDat
         // SAFETY: a child of a live chain.
         if let Some(s) = unsafe { rust_sampler(child) } {
             if let Some(p) = s.graph_part() {
-                p.build(g, d).map_err(Error::Ggml)?;
+                p.build(g, d)?;
             }
             continue;
         }
@@ -280,7 +280,7 @@ pub(super) unsafe extern "C" fn chain_backend_apply(
 pub(super) unsafe extern "C" fn chain_backend_set_input(smpl: *mut llama_sampler) {
     entry!(as "backend_set_input", (), {
         // SAFETY: called through our vtable on a live chain.
-        unsafe { for_graph_children(smpl, |p| p.set_input().map_err(Error::Ggml), |i| i.backend_set_input) }
+        unsafe { for_graph_children(smpl, |p| p.set_input().map_err(Error::from), |i| i.backend_set_input) }
     })
 }
 
@@ -310,21 +310,21 @@ struct Attached {
 unsafe impl Send for Attached {}
 
 impl SeqSampler for Attached {
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         // SAFETY: an attached chain, alive (checked before each batch).
-        unsafe { chain_build(self.chain, g, d) }.map_err(|e| e.to_string())
+        unsafe { chain_build(self.chain, g, d) }.map_err(|e| GgmlError::new(e.to_string()))
     }
 
-    fn set_input(&mut self) -> std::result::Result<(), String> {
+    fn set_input(&mut self) -> std::result::Result<(), crate::ggml::GgmlError> {
         // SAFETY: as above.
         unsafe {
             for_graph_children(
                 self.chain,
-                |p| p.set_input().map_err(Error::Ggml),
+                |p| p.set_input().map_err(Error::from),
                 |i| i.backend_set_input,
             )
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| GgmlError::new(e.to_string()))
     }
 
     fn reset(&mut self) {

@@ -1,7 +1,7 @@
 //! The CPU backend and the backends of other devices, the scheduler that runs graphs over them,
 //! buffer types, and backend buffers that own memory.
 
-use super::{Arena, TensorRef};
+use super::{Arena, GgmlError, TensorRef};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -54,18 +54,18 @@ pub struct CpuBackend {
 unsafe impl Send for CpuBackend {}
 
 impl CpuBackend {
-    pub fn new(n_threads: i32) -> Result<CpuBackend, String> {
+    pub fn new(n_threads: i32) -> Result<CpuBackend, GgmlError> {
         let dev = super::Device::cpu()?;
         let (threads, abort) = (
             dev.proc_address(c"ggml_backend_set_n_threads"),
             dev.proc_address(c"ggml_backend_set_abort_callback"),
         );
         if threads.is_null() || abort.is_null() {
-            return Err("ggml's CPU backend lacks its thread or abort setter".to_string());
+            return Err(GgmlError("ggml's CPU backend lacks its thread or abort setter".into()));
         }
         // SAFETY: a live device; NULL parameters ask for its defaults; NULL on failure.
         let raw = NonNull::new(unsafe { ggml_sys::ggml_backend_dev_init(dev.raw(), std::ptr::null()) })
-            .ok_or("cannot initialise ggml's CPU backend")?;
+            .ok_or_else(|| GgmlError("cannot initialise ggml's CPU backend".into()))?;
         // SAFETY: ggml's CPU backend gives these functions under these names, with these types.
         let b = unsafe {
             CpuBackend {
@@ -123,17 +123,17 @@ pub struct DeviceBackend {
 unsafe impl Send for DeviceBackend {}
 
 impl DeviceBackend {
-    pub fn new(dev: super::Device) -> Result<DeviceBackend, String> {
+    pub fn new(dev: super::Device) -> Result<DeviceBackend, GgmlError> {
         dev.check_alive()?;
         // SAFETY: a live device; NULL parameters ask for its defaults; NULL on failure.
         let raw = unsafe { ggml_sys::ggml_backend_dev_init(dev.raw(), std::ptr::null()) };
         NonNull::new(raw)
             .map(|raw| DeviceBackend { raw, dev })
-            .ok_or_else(|| format!("cannot initialise the backend of device {}", dev.name()))
+            .ok_or_else(|| GgmlError(format!("cannot initialise the backend of device {}", dev.name())))
     }
 
     /// An error if the device's RPC server is gone (see [`super::Device::check_connection`]).
-    pub fn check_connection(&self) -> Result<(), String> {
+    pub fn check_connection(&self) -> Result<(), GgmlError> {
         self.dev.check_connection()
     }
 }
@@ -212,7 +212,7 @@ impl OwnedBuffer {
     /// Allocate memory of a buffer type (a device's, or a CPU extra one) for every weight tensor in
     /// `arena`; data then goes in through [`tensor_set`], which converts it to the buffer type's
     /// layout.
-    pub fn for_weights_in(arena: &Arena, buft: BufferType) -> Result<OwnedBuffer, String> {
+    pub fn for_weights_in(arena: &Arena, buft: BufferType) -> Result<OwnedBuffer, GgmlError> {
         let b = Self::for_arena(arena, buft)?;
         // SAFETY: live buffer; the usage tells the scheduler these are weights.
         unsafe {
@@ -225,13 +225,13 @@ impl OwnedBuffer {
     }
 
     /// Allocate memory of `buft` for every tensor in `arena` and point them at it.
-    pub fn for_arena(arena: &Arena, buft: BufferType) -> Result<OwnedBuffer, String> {
+    pub fn for_arena(arena: &Arena, buft: BufferType) -> Result<OwnedBuffer, GgmlError> {
         // SAFETY: the arena's tensors are fresh (no data) and the buffer type is live; ggml returns
         // NULL when allocation fails.
         let raw = unsafe { ggml_sys::ggml_backend_alloc_ctx_tensors_from_buft(arena.as_ptr(), buft.raw()) };
         NonNull::new(raw)
             .map(|raw| OwnedBuffer { raw })
-            .ok_or_else(|| "cannot allocate the buffer (out of memory?)".to_string())
+            .ok_or_else(|| GgmlError("cannot allocate the buffer (out of memory?)".into()))
     }
 
     pub fn size(&self) -> usize {
@@ -264,13 +264,13 @@ impl Drop for OwnedBuffer {
 
 /// Copy `data` into a host tensor. The tensor must be allocated and hold exactly `data.len()` bytes
 /// (checked).
-pub fn tensor_set(t: TensorRef, data: &[u8]) -> Result<(), String> {
+pub fn tensor_set(t: TensorRef, data: &[u8]) -> Result<(), GgmlError> {
     if t.nbytes() != data.len() {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "input of {} bytes for a tensor of {} bytes",
             data.len(),
             t.nbytes()
-        ));
+        )));
     }
     if data.is_empty() {
         return Ok(()); // an empty tensor (no outputs in a ubatch) may have no memory at all
@@ -279,7 +279,7 @@ pub fn tensor_set(t: TensorRef, data: &[u8]) -> Result<(), String> {
     // size matches; ggml asserts on the range, which the check above satisfies.
     unsafe {
         if (*t.as_ptr()).data.is_null() || (*t.as_ptr()).buffer.is_null() {
-            return Err("tensor has no memory".to_string());
+            return Err(GgmlError("tensor has no memory".into()));
         }
         ggml_sys::ggml_backend_tensor_set(t.as_ptr(), data.as_ptr().cast(), 0, data.len());
     }
@@ -287,7 +287,7 @@ pub fn tensor_set(t: TensorRef, data: &[u8]) -> Result<(), String> {
 }
 
 /// Copy `data` into bytes `[offset, offset + data.len())` of an allocated tensor (checked).
-pub fn tensor_write(t: TensorRef, offset: usize, data: &[u8]) -> Result<(), String> {
+pub fn tensor_write(t: TensorRef, offset: usize, data: &[u8]) -> Result<(), GgmlError> {
     check_range(t, offset, data.len())?;
     // SAFETY: the tensor is allocated and the range lies inside it (checked).
     unsafe { ggml_sys::ggml_backend_tensor_set(t.as_ptr(), data.as_ptr().cast(), offset, data.len()) };
@@ -295,40 +295,40 @@ pub fn tensor_write(t: TensorRef, offset: usize, data: &[u8]) -> Result<(), Stri
 }
 
 /// Copy bytes `[offset, offset + out.len())` of an allocated tensor into `out` (checked).
-pub fn tensor_read(t: TensorRef, offset: usize, out: &mut [u8]) -> Result<(), String> {
+pub fn tensor_read(t: TensorRef, offset: usize, out: &mut [u8]) -> Result<(), GgmlError> {
     check_range(t, offset, out.len())?;
     // SAFETY: as above.
     unsafe { ggml_sys::ggml_backend_tensor_get(t.as_ptr(), out.as_mut_ptr().cast(), offset, out.len()) };
     Ok(())
 }
 
-fn check_range(t: TensorRef, offset: usize, len: usize) -> Result<(), String> {
+fn check_range(t: TensorRef, offset: usize, len: usize) -> Result<(), GgmlError> {
     if len == 0 && offset <= t.nbytes() {
         return Ok(()); // nothing to copy; an empty tensor may have no memory at all
     }
     // SAFETY: reading plain fields of a live tensor.
     let allocated = unsafe { !(*t.as_ptr()).data.is_null() && !(*t.as_ptr()).buffer.is_null() };
     if !allocated {
-        return Err("tensor has no memory".to_string());
+        return Err(GgmlError("tensor has no memory".into()));
     }
     if offset.checked_add(len).is_none_or(|end| end > t.nbytes()) {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "bytes [{offset}, +{len}) outside a tensor of {} bytes",
             t.nbytes()
-        ));
+        )));
     }
     Ok(())
 }
 
 /// Copy the first `out.len()` values of an F32 tensor.
-pub fn tensor_get_f32(t: TensorRef, out: &mut [f32]) -> Result<(), String> {
+pub fn tensor_get_f32(t: TensorRef, out: &mut [f32]) -> Result<(), GgmlError> {
     let bytes = std::mem::size_of_val(out);
     if t.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 || bytes > t.nbytes() {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "read of {} f32 values from a tensor of {} bytes",
             out.len(),
             t.nbytes()
-        ));
+        )));
     }
     if out.is_empty() {
         return Ok(());
@@ -337,7 +337,7 @@ pub fn tensor_get_f32(t: TensorRef, out: &mut [f32]) -> Result<(), String> {
     // pattern is a valid f32.
     unsafe {
         if (*t.as_ptr()).data.is_null() || (*t.as_ptr()).buffer.is_null() {
-            return Err("tensor has no memory".to_string());
+            return Err(GgmlError("tensor has no memory".into()));
         }
         ggml_sys::ggml_backend_tensor_get(t.as_ptr(), out.as_mut_ptr().cast(), 0, bytes);
     }
@@ -375,9 +375,9 @@ impl Scheduler {
         devices: &[DeviceBackend],
         max_nodes: usize,
         op_offload: bool,
-    ) -> Result<Scheduler, String> {
+    ) -> Result<Scheduler, GgmlError> {
         let mut backends: Vec<_> = devices.iter().map(|d| d.raw.as_ptr()).chain([cpu.raw()]).collect();
-        let n = i32::try_from(backends.len()).map_err(|_| "too many backends")?;
+        let n = i32::try_from(backends.len()).map_err(|_| GgmlError("too many backends".into()))?;
         // SAFETY: valid backends, the CPU last as ggml requires; NULL buffer types mean each
         // backend's default; no parallel copies; ggml keeps its own copy of the array.
         let raw = unsafe {
@@ -396,19 +396,19 @@ impl Scheduler {
                 backends,
                 max_nodes,
             })
-            .ok_or_else(|| "ggml_backend_sched_new failed".to_string())
+            .ok_or_else(|| GgmlError("ggml_backend_sched_new failed".into()))
     }
 
     /// Every node of `graph` must be one some backend can run with its operands where they are
     /// (a weight in a repacked buffer feeds nothing but matrix products); ggml would abort otherwise.
     /// Nor may it have more nodes and leaves than the scheduler has room for (ggml asserts).
-    pub fn check_supported(&self, graph: &super::Graph) -> Result<(), String> {
+    pub fn check_supported(&self, graph: &super::Graph) -> Result<(), GgmlError> {
         let size = graph.n_nodes().max(0) as usize + graph.n_leafs();
         if size > self.max_nodes {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "the graph has {size} nodes and leaves, more than the {} its scheduler was made for",
                 self.max_nodes
-            ));
+            )));
         }
         for i in 0..graph.n_nodes() {
             // SAFETY: i is below the node count; the backends are alive (see the field).
@@ -429,20 +429,20 @@ impl Scheduler {
                         std::ffi::CStr::from_ptr(ggml_sys::ggml_op_desc(node)).to_string_lossy(),
                     )
                 };
-                return Err(format!("the backend cannot run graph node '{name}' ({op})"));
+                return Err(GgmlError(format!("the backend cannot run graph node '{name}' ({op})")));
             }
         }
         Ok(())
     }
 
     /// Size the compute buffers for `graph` (call with the worst case first).
-    pub fn reserve(&self, graph: &super::Graph) -> Result<(), String> {
+    pub fn reserve(&self, graph: &super::Graph) -> Result<(), GgmlError> {
         self.check_supported(graph)?;
         // SAFETY: the graph belongs to a live graph arena.
         if unsafe { ggml_sys::ggml_backend_sched_reserve(self.raw.as_ptr(), graph.raw()) } {
             Ok(())
         } else {
-            Err("cannot reserve compute buffers (out of memory?)".to_string())
+            Err(GgmlError("cannot reserve compute buffers (out of memory?)".into()))
         }
     }
 
@@ -451,7 +451,7 @@ impl Scheduler {
     }
 
     /// Plan and place `graph`'s tensors in the compute buffers (after a reset).
-    pub fn alloc(&self, graph: &super::Graph) -> Result<(), String> {
+    pub fn alloc(&self, graph: &super::Graph) -> Result<(), GgmlError> {
         self.check_supported(graph)?;
         // SAFETY: as above; reset first so the scheduler forgets the previous graph.
         let ok = unsafe {
@@ -461,7 +461,7 @@ impl Scheduler {
         if ok {
             Ok(())
         } else {
-            Err("cannot allocate the compute graph".to_string())
+            Err(GgmlError("cannot allocate the compute graph".into()))
         }
     }
 

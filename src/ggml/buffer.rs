@@ -1,6 +1,6 @@
 //! Host memory presented to ggml as a CPU backend buffer, without copying.
 
-use super::TensorRef;
+use super::{GgmlError, TensorRef};
 use std::ptr::NonNull;
 
 /// ggml requires the base of a CPU buffer made from a pointer to be aligned to this.
@@ -21,23 +21,23 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     /// Wrap `mem` (which must stay alive and unmoved while the buffer exists) for weights.
-    pub fn over(mem: &[u8]) -> Result<HostBuffer, String> {
+    pub fn over(mem: &[u8]) -> Result<HostBuffer, GgmlError> {
         HostBuffer::over_ptr(mem.as_ptr(), mem.len())
     }
 
     /// The same over memory that ggml (a caller's code through it) may write: tensors placed in
     /// it are filled by `ggml_backend_tensor_set`.
-    pub fn over_mut(mem: &mut [u8]) -> Result<HostBuffer, String> {
+    pub fn over_mut(mem: &mut [u8]) -> Result<HostBuffer, GgmlError> {
         HostBuffer::over_ptr(mem.as_mut_ptr(), mem.len())
     }
 
-    fn over_ptr(ptr: *const u8, len: usize) -> Result<HostBuffer, String> {
+    fn over_ptr(ptr: *const u8, len: usize) -> Result<HostBuffer, GgmlError> {
         super::init();
         let base = ptr as usize;
         if !base.is_multiple_of(CPU_BUFFER_ALIGNMENT) {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "buffer address {base:#x} is not {CPU_BUFFER_ALIGNMENT}-byte aligned"
-            ));
+            )));
         }
         // SAFETY: the pointer is aligned as ggml asserts; ggml never frees it (from_ptr buffers do
         // not own their memory) and only writes where a tensor placed in it is written to: for
@@ -53,7 +53,7 @@ impl HostBuffer {
             }
             b
         };
-        let buf = NonNull::new(buf).ok_or("ggml_backend_cpu_buffer_from_ptr failed")?;
+        let buf = NonNull::new(buf).ok_or_else(|| GgmlError("ggml_backend_cpu_buffer_from_ptr failed".into()))?;
         Ok(HostBuffer { buf, base, size: len })
     }
 
@@ -67,24 +67,26 @@ impl HostBuffer {
     }
 
     /// Point `t` at `offset` bytes into the buffer. Checks the bounds ggml asserts on.
-    pub fn place(&self, t: TensorRef, offset: usize) -> Result<(), String> {
+    pub fn place(&self, t: TensorRef, offset: usize) -> Result<(), GgmlError> {
         if offset.checked_add(t.nbytes()).is_none_or(|end| end > self.size) {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "tensor data [{offset}, +{}) outside the buffer of {} bytes",
                 t.nbytes(),
                 self.size
-            ));
+            )));
         }
         // SAFETY: the tensor is fresh (no buffer, no data, not a view: arena tensors), and the range
         // [base + offset, base + offset + nbytes) lies inside the buffer (checked above).
         let status = unsafe {
             if !(*t.as_ptr()).buffer.is_null() || !(*t.as_ptr()).data.is_null() {
-                return Err("tensor already has data".to_string());
+                return Err(GgmlError("tensor already has data".into()));
             }
             ggml_sys::ggml_backend_tensor_alloc(self.buf.as_ptr(), t.as_ptr(), (self.base + offset) as *mut _)
         };
         if status != ggml_sys::ggml_status_GGML_STATUS_SUCCESS {
-            return Err(format!("ggml_backend_tensor_alloc failed with status {status}"));
+            return Err(GgmlError(format!(
+                "ggml_backend_tensor_alloc failed with status {status}"
+            )));
         }
         Ok(())
     }

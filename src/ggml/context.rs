@@ -1,6 +1,6 @@
 //! A ggml context used as an arena of tensor descriptions (no_alloc: data lives in backend buffers).
 
-use super::RawType;
+use super::{GgmlError, RawType};
 use std::ffi::CString;
 use std::ptr::NonNull;
 
@@ -89,14 +89,14 @@ unsafe impl Sync for Arena {}
 
 impl Arena {
     /// An arena with room for `n_tensors` tensor descriptions.
-    pub fn new(n_tensors: usize) -> Result<Arena, String> {
+    pub fn new(n_tensors: usize) -> Result<Arena, GgmlError> {
         super::init();
         // SAFETY: a pure size query.
         let overhead = unsafe { ggml_sys::ggml_tensor_overhead() };
         let mem_size = n_tensors
             .checked_add(1)
             .and_then(|n| n.checked_mul(overhead))
-            .ok_or_else(|| format!("too many tensors: {n_tensors}"))?;
+            .ok_or_else(|| GgmlError(format!("too many tensors: {n_tensors}")))?;
         // SAFETY: no_alloc context with a ggml-allocated pool of `mem_size` bytes.
         let ctx = unsafe {
             ggml_sys::ggml_init(ggml_sys::ggml_init_params {
@@ -105,7 +105,7 @@ impl Arena {
                 no_alloc: true,
             })
         };
-        let ctx = NonNull::new(ctx).ok_or("ggml_init failed (out of memory?)")?;
+        let ctx = NonNull::new(ctx).ok_or_else(|| GgmlError("ggml_init failed (out of memory?)".into()))?;
         Ok(Arena {
             ctx,
             capacity: n_tensors,
@@ -115,30 +115,30 @@ impl Arena {
 
     /// A new tensor of type `t` and shape `ne` (1 to 4 dimensions), named `name`.
     /// Checks what ggml would otherwise abort on: capacity, type, dimensions, block size, name length.
-    pub fn new_tensor(&mut self, t: RawType, ne: &[i64], name: &str) -> Result<TensorRef, String> {
+    pub fn new_tensor(&mut self, t: RawType, ne: &[i64], name: &str) -> Result<TensorRef, GgmlError> {
         if self.used >= self.capacity {
-            return Err(format!("tensor arena full ({} tensors)", self.capacity));
+            return Err(GgmlError(format!("tensor arena full ({} tensors)", self.capacity)));
         }
         if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {
-            return Err(format!("unknown ggml type {t}"));
+            return Err(GgmlError(format!("unknown ggml type {t}")));
         }
         // SAFETY: `t` is below GGML_TYPE_COUNT.
         let (blck, tsize) = unsafe { (ggml_sys::ggml_blck_size(t), ggml_sys::ggml_type_size(t)) };
         if blck <= 0 || tsize == 0 {
-            return Err(format!("ggml type {t} is not supported by this ggml"));
+            return Err(GgmlError(format!("ggml type {t} is not supported by this ggml")));
         }
         if ne.is_empty() || ne.len() > 4 || ne.iter().any(|&n| n < 0) {
-            return Err(format!("bad tensor shape {ne:?}"));
+            return Err(GgmlError(format!("bad tensor shape {ne:?}")));
         }
         if ne[0] % blck != 0 {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "row length {} is not a multiple of the block size {blck}",
                 ne[0]
-            ));
+            )));
         }
-        let cname = CString::new(name).map_err(|_| format!("tensor name {name:?} contains NUL"))?;
+        let cname = CString::new(name).map_err(|_| GgmlError(format!("tensor name {name:?} contains NUL")))?;
         if cname.as_bytes().len() >= ggml_sys::GGML_MAX_NAME as usize {
-            return Err(format!("tensor name {name:?} is too long"));
+            return Err(GgmlError(format!("tensor name {name:?} is too long")));
         }
         // SAFETY: all preconditions ggml asserts were checked above and the pool has room for one
         // more tensor description (sized in `new`).
@@ -152,7 +152,7 @@ impl Arena {
         self.used += 1;
         NonNull::new(p)
             .map(TensorRef)
-            .ok_or_else(|| "ggml_new_tensor failed".to_string())
+            .ok_or_else(|| GgmlError("ggml_new_tensor failed".into()))
     }
 
     pub fn as_ptr(&self) -> *mut ggml_sys::ggml_context {

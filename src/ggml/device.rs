@@ -2,6 +2,7 @@
 //! client (one ggml per process, vendor/README.md), so it reaches the CPU backend's extras the way
 //! llama.cpp does, through the registry and `get_proc_address`, and links no backend library.
 
+use super::GgmlError;
 use std::ffi::{c_void, CStr};
 use std::ptr::NonNull;
 
@@ -17,14 +18,14 @@ unsafe impl Sync for Device {}
 
 impl Device {
     /// The CPU device (ggml always registers one).
-    pub fn cpu() -> Result<Device, String> {
+    pub fn cpu() -> Result<Device, GgmlError> {
         super::init();
         // SAFETY: a registry query; NULL when no CPU backend is registered.
         NonNull::new(unsafe {
             ggml_sys::ggml_backend_dev_by_type(ggml_sys::ggml_backend_dev_type_GGML_BACKEND_DEVICE_TYPE_CPU)
         })
         .map(Device)
-        .ok_or_else(|| "ggml has no CPU device (is libggml-cpu.so.0 present?)".to_string())
+        .ok_or_else(|| GgmlError("ggml has no CPU device (is libggml-cpu.so.0 present?)".into()))
     }
 
     pub(crate) fn raw(self) -> ggml_sys::ggml_backend_dev_t {
@@ -74,29 +75,29 @@ impl Device {
     /// A device pointer from a client (`llama_model_params.devices`): accepted only if it is one of
     /// this process's ggml devices and its registry speaks our backend API version, so a device of
     /// another ggml copy or version is refused instead of being called into.
-    pub fn from_client(ptr: *mut c_void) -> Result<Device, String> {
+    pub fn from_client(ptr: *mut c_void) -> Result<Device, GgmlError> {
         let found = Device::all().into_iter().find(|d| d.raw().cast::<c_void>() == ptr);
         let dev = found.ok_or_else(|| {
-            format!(
+            GgmlError(format!(
                 "device {ptr:p} is not a device of the ggml this library uses ({}): a device of another \
                  ggml copy or version, or no device at all",
                 ggml_version()
-            )
+            ))
         })?;
         // SAFETY: a registered device; its registry's first field is the API version (ggml's
         // `struct ggml_backend_reg`).
         let version = unsafe {
             let reg = ggml_sys::ggml_backend_dev_backend_reg(dev.raw());
             if reg.is_null() {
-                return Err(format!("device {} has no backend registry", dev.name()));
+                return Err(GgmlError(format!("device {} has no backend registry", dev.name())));
             }
             *reg.cast::<i32>()
         };
         if version != BACKEND_API_VERSION {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "device {} speaks ggml backend API version {version}, this library version {BACKEND_API_VERSION}",
                 dev.name()
-            ));
+            )));
         }
         Ok(dev)
     }
@@ -154,10 +155,10 @@ impl Device {
     }
 
     /// The device's default buffer type.
-    pub fn buffer_type(self) -> Result<super::BufferType, String> {
+    pub fn buffer_type(self) -> Result<super::BufferType, GgmlError> {
         // SAFETY: a live device; NULL when it has none.
         let raw = unsafe { ggml_sys::ggml_backend_dev_buffer_type(self.raw()) };
-        super::BufferType::from_raw(raw).ok_or_else(|| format!("device {} has no buffer type", self.name()))
+        super::BufferType::from_raw(raw).ok_or_else(|| GgmlError(format!("device {} has no buffer type", self.name())))
     }
 }
 
@@ -165,7 +166,7 @@ impl super::BufferType {
     /// A buffer type from a client (`tensor_buft_overrides`): accepted only if it is the memory of
     /// one of this process's ggml devices (a device's own or host buffer type) or one of the CPU's
     /// extra buffer types, so one of another ggml copy is refused instead of being called into.
-    pub fn from_client(ptr: *mut c_void) -> Result<super::BufferType, String> {
+    pub fn from_client(ptr: *mut c_void) -> Result<super::BufferType, GgmlError> {
         let mut known: Vec<ggml_sys::ggml_backend_buffer_type_t> = Vec::new();
         for d in Device::all() {
             // SAFETY: a registered device; both calls answer a buffer type or NULL.
@@ -180,9 +181,7 @@ impl super::BufferType {
             .filter(|b| !b.is_null())
             .find(|&b| b.cast::<c_void>() == ptr)
             .and_then(super::BufferType::from_raw)
-            .ok_or_else(|| {
-                format!("buffer type {ptr:p} is not one of the ggml this library uses: of another ggml copy or version, or none")
-            })
+            .ok_or_else(|| GgmlError(format!("buffer type {ptr:p} is not one of the ggml this library uses: of another ggml copy or version, or none")))
     }
 
     /// The device whose memory this is (None for a buffer type of no device).
@@ -203,13 +202,13 @@ pub const BUILT_GGML_VERSION: &str = env!("ENGINE_GGML_VERSION");
 
 /// Whether the process's ggml is the one this library was built for: the same version, so the
 /// same structures. Another version (a llama.cpp install's of another release) is refused.
-pub fn check_ggml_version() -> Result<(), String> {
+pub fn check_ggml_version() -> Result<(), GgmlError> {
     let loaded = ggml_version();
     if loaded != BUILT_GGML_VERSION {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "the process's ggml is version {loaded}, this library was built for ggml {BUILT_GGML_VERSION}; \
              use the ggml libraries built with it (beside libengine.so)"
-        ));
+        )));
     }
     Ok(())
 }
@@ -218,27 +217,28 @@ pub fn check_ggml_version() -> Result<(), String> {
 /// as llama.cpp's `--rpc` does, unless it is registered already; returns its devices.
 /// ggml's RPC client aborts the process when it cannot connect, so the host is first probed here
 /// and an unreachable one is an error.
-pub fn add_rpc_server(endpoint: &str) -> Result<Vec<Device>, String> {
+pub fn add_rpc_server(endpoint: &str) -> Result<Vec<Device>, GgmlError> {
     probe(endpoint)?;
     super::init();
-    let name = std::ffi::CString::new(endpoint).map_err(|_| format!("RPC server '{endpoint}': NUL in the name"))?;
+    let name =
+        std::ffi::CString::new(endpoint).map_err(|_| GgmlError(format!("RPC server '{endpoint}': NUL in the name")))?;
     // SAFETY: the registry is ggml's; the proc address, when present, is ggml's
     // `ggml_backend_rpc_add_server`, which returns the endpoint's registry (one per endpoint) or
     // NULL when the server reports no devices. A registry is registered once.
     unsafe {
         let rpc = ggml_sys::ggml_backend_reg_by_name(c"RPC".as_ptr());
         if rpc.is_null() {
-            return Err("ggml has no RPC backend".to_string());
+            return Err(GgmlError("ggml has no RPC backend".into()));
         }
         let proc = ggml_sys::ggml_backend_reg_get_proc_address(rpc, c"ggml_backend_rpc_add_server".as_ptr());
         if proc.is_null() {
-            return Err("ggml's RPC backend cannot add servers".to_string());
+            return Err(GgmlError("ggml's RPC backend cannot add servers".into()));
         }
         let add: unsafe extern "C" fn(*const std::ffi::c_char) -> ggml_sys::ggml_backend_reg_t =
             std::mem::transmute(proc);
         let reg = add(name.as_ptr());
         if reg.is_null() {
-            return Err(format!("RPC server '{endpoint}' reports no devices"));
+            return Err(GgmlError(format!("RPC server '{endpoint}' reports no devices")));
         }
         let known = (0..ggml_sys::ggml_backend_reg_count()).any(|i| ggml_sys::ggml_backend_reg_get(i) == reg);
         if !known {
@@ -251,17 +251,17 @@ pub fn add_rpc_server(endpoint: &str) -> Result<Vec<Device>, String> {
 }
 
 /// Whether a server listens at `endpoint` (a TCP connection is made and closed at once).
-fn probe(endpoint: &str) -> Result<(), String> {
+fn probe(endpoint: &str) -> Result<(), GgmlError> {
     use std::net::ToSocketAddrs;
     let addrs: Vec<_> = endpoint
         .to_socket_addrs()
-        .map_err(|e| format!("RPC server '{endpoint}': not a host:port ({e})"))?
+        .map_err(|e| GgmlError(format!("RPC server '{endpoint}': not a host:port ({e})")))?
         .collect();
     let reachable = addrs
         .iter()
         .any(|a| std::net::TcpStream::connect_timeout(a, std::time::Duration::from_secs(5)).is_ok());
     if !reachable {
-        return Err(format!("RPC server '{endpoint}' is unreachable"));
+        return Err(GgmlError(format!("RPC server '{endpoint}' is unreachable")));
     }
     Ok(())
 }
@@ -297,17 +297,17 @@ impl Device {
     /// before anything is sent there, since ggml's client aborts the process when a message finds
     /// the connection broken or cannot connect. A server that dies while a graph computes still
     /// takes the process down inside ggml.
-    pub fn check_alive(self) -> Result<(), String> {
+    pub fn check_alive(self) -> Result<(), GgmlError> {
         self.check(true)
     }
 
     /// As [`Device::check_alive`] but only through the connection ggml holds, never a new one:
     /// cheap enough for every decode.
-    pub fn check_connection(self) -> Result<(), String> {
+    pub fn check_connection(self) -> Result<(), GgmlError> {
         self.check(false)
     }
 
-    fn check(self, may_probe: bool) -> Result<(), String> {
+    fn check(self, may_probe: bool) -> Result<(), GgmlError> {
         let Some(endpoint) = self.rpc_endpoint() else {
             return Ok(());
         };
@@ -322,10 +322,10 @@ impl Device {
             if !dead.contains(&(self.raw() as usize)) {
                 dead.push(self.raw() as usize);
             }
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "RPC server {endpoint} ({}) has closed its connection; nothing more can be computed there",
                 self.name()
-            ));
+            )));
         }
         Ok(())
     }

@@ -188,7 +188,8 @@ mod tests {
         lookup.output(r);
         let err = sched
             .reserve(&lookup)
-            .expect_err("a row lookup cannot read repacked data");
+            .expect_err("a row lookup cannot read repacked data")
+            .to_string();
         assert!(err.contains("cannot run graph node"), "{err}");
     }
 }

@@ -2,14 +2,14 @@
 //! scheduler places the data) and the ops the engine uses. ggml aborts on inconsistent shapes, so
 //! each op checks what ggml would assert and returns an error instead.
 
-use super::{RawType, TensorRef};
+use super::{GgmlError, RawType, TensorRef};
 use std::ptr::NonNull;
 
 mod sampling;
 mod sparse;
 mod ssm;
 
-pub type OpResult = Result<TensorRef, String>;
+pub type OpResult = Result<TensorRef, GgmlError>;
 
 /// How fused attention shapes its scores: the scale of q k^T, ALiBi's maximum bias (0: none; the
 /// mask then holds the negated distances the slopes multiply) and the soft cap (0: none).
@@ -40,7 +40,7 @@ pub const ROPE_MROPE: i32 = 8;
 
 impl Graph {
     /// An empty graph with room for `max_nodes` nodes (and as many tensor descriptions).
-    pub fn new(max_nodes: usize) -> Result<Graph, String> {
+    pub fn new(max_nodes: usize) -> Result<Graph, GgmlError> {
         super::init();
         // SAFETY: size queries.
         let mem_size = unsafe {
@@ -54,13 +54,13 @@ impl Graph {
                 no_alloc: true,
             })
         };
-        let ctx = NonNull::new(ctx).ok_or("ggml_init failed for a graph")?;
+        let ctx = NonNull::new(ctx).ok_or_else(|| GgmlError("ggml_init failed for a graph".into()))?;
         // SAFETY: the pool was sized for the graph object above.
         let gf = unsafe { ggml_sys::ggml_new_graph_custom(ctx.as_ptr(), max_nodes, false) };
         let Some(gf) = NonNull::new(gf) else {
             // SAFETY: freeing the context we just made.
             unsafe { ggml_sys::ggml_free(ctx.as_ptr()) };
-            return Err("ggml_new_graph_custom failed".to_string());
+            return Err(GgmlError("ggml_new_graph_custom failed".into()));
         };
         Ok(Graph {
             ctx,
@@ -135,9 +135,9 @@ impl Graph {
     }
 
     /// Count a new tensor description against the pool, which ggml would overflow with an abort.
-    fn room(&mut self) -> Result<(), String> {
+    fn room(&mut self) -> Result<(), GgmlError> {
         if self.n_tensors >= self.max_tensors {
-            return Err(format!("graph exceeds {} tensors", self.max_tensors));
+            return Err(GgmlError(format!("graph exceeds {} tensors", self.max_tensors)));
         }
         self.n_tensors += 1;
         Ok(())
@@ -146,7 +146,7 @@ impl Graph {
     fn wrap(p: *mut ggml_sys::ggml_tensor, what: &str) -> OpResult {
         NonNull::new(p)
             .map(TensorRef)
-            .ok_or_else(|| format!("ggml returned NULL for {what}"))
+            .ok_or_else(|| GgmlError(format!("ggml returned NULL for {what}")))
     }
 
     /// A new input tensor (marked as such, so the scheduler gives it its own memory). A dimension
@@ -154,9 +154,9 @@ impl Graph {
     pub fn input(&mut self, t: RawType, ne: &[i64], name: &str) -> OpResult {
         self.room()?;
         if ne.is_empty() || ne.len() > 4 || ne.iter().any(|&n| n < 0) {
-            return Err(format!("bad input shape {ne:?} for {name}"));
+            return Err(GgmlError(format!("bad input shape {ne:?} for {name}")));
         }
-        let cname = std::ffi::CString::new(name).map_err(|_| "NUL in a tensor name".to_string())?;
+        let cname = std::ffi::CString::new(name).map_err(|_| GgmlError("NUL in a tensor name".into()))?;
         // SAFETY: valid type (from ggml's own constants), 1..=4 non-negative dims, pool has room.
         let p = unsafe {
             let p = ggml_sys::ggml_new_tensor(self.ctx.as_ptr(), t, ne.len() as i32, ne.as_ptr());
@@ -198,7 +198,7 @@ impl Graph {
         self.room()?;
         let (an, rn) = (a.ne(), rows.ne());
         if rows.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32 || an[2] != rn[1] || an[3] != rn[2] || rn[3] != 1 {
-            return Err(format!("get_rows: shapes {an:?} / {rn:?}"));
+            return Err(GgmlError(format!("get_rows: shapes {an:?} / {rn:?}")));
         }
         // SAFETY: shapes checked as ggml asserts them (one I32 index row per source matrix).
         Self::wrap(
@@ -237,7 +237,7 @@ impl Graph {
 
     /// Element types ggml's CPU backend combines in additions, products and quotients (others
     /// abort there): an F32 right side, or both sides F16 or both BF16.
-    fn binary_types(a: TensorRef, b: TensorRef) -> Result<(), String> {
+    fn binary_types(a: TensorRef, b: TensorRef) -> Result<(), GgmlError> {
         use ggml_sys::{
             ggml_type_GGML_TYPE_BF16 as BF16, ggml_type_GGML_TYPE_F16 as F16, ggml_type_GGML_TYPE_F32 as F32,
         };
@@ -246,11 +246,11 @@ impl Graph {
         if ok {
             Ok(())
         } else {
-            Err(format!(
+            Err(GgmlError(format!(
                 "cannot combine a {} tensor with a {} one element-wise",
                 super::type_name(ta),
                 super::type_name(tb)
-            ))
+            )))
         }
     }
 
@@ -258,7 +258,11 @@ impl Graph {
         self.room()?;
         Self::binary_types(a, b)?;
         if !Self::can_repeat(b, a) {
-            return Err(format!("mul: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
+            return Err(GgmlError(format!(
+                "mul: {:?} does not broadcast over {:?}",
+                b.ne(),
+                a.ne()
+            )));
         }
         // SAFETY: broadcast checked.
         Self::wrap(
@@ -271,7 +275,11 @@ impl Graph {
         self.room()?;
         Self::binary_types(a, b)?;
         if !Self::can_repeat(b, a) {
-            return Err(format!("add: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
+            return Err(GgmlError(format!(
+                "add: {:?} does not broadcast over {:?}",
+                b.ne(),
+                a.ne()
+            )));
         }
         // SAFETY: broadcast checked.
         Self::wrap(
@@ -300,7 +308,7 @@ impl Graph {
         self.room()?;
         let (wn, xn) = (w.ne(), x.ne());
         if wn[0] != xn[0] || xn[2] % wn[2] != 0 || xn[3] % wn[3] != 0 {
-            return Err(format!("mul_mat: {wn:?} x {xn:?}"));
+            return Err(GgmlError(format!("mul_mat: {wn:?} x {xn:?}")));
         }
         // SAFETY: ggml_can_mul_mat holds (checked above); the result is F32.
         Self::wrap(
@@ -317,7 +325,7 @@ impl Graph {
         let ne = x.ne();
         let total = Self::n_elements(&ne);
         if rot.ne()[1] != n || n <= 0 || (n & (n - 1)) != 0 || total % n != 0 {
-            return Err(format!("hadamard {:?} of {ne:?}", rot.ne()));
+            return Err(GgmlError(format!("hadamard {:?} of {ne:?}", rot.ne())));
         }
         let x = if Self::is_contiguous(x) { x } else { self.cont(x)? };
         let rows = self.reshape(x, &[n, total / n])?;
@@ -339,7 +347,7 @@ impl Graph {
     pub fn reshape(&mut self, a: TensorRef, ne: &[i64]) -> OpResult {
         self.room()?;
         if !Self::is_contiguous(a) || Self::n_elements(ne) != Self::n_elements(&a.ne()) || ne.is_empty() {
-            return Err(format!("reshape {:?} to {ne:?}", a.ne()));
+            return Err(GgmlError(format!("reshape {:?} to {ne:?}", a.ne())));
         }
         let ctx = self.ctx.as_ptr();
         // SAFETY: contiguous source with the same element count.
@@ -349,7 +357,7 @@ impl Graph {
                 [n0, n1] => ggml_sys::ggml_reshape_2d(ctx, a.as_ptr(), n0, n1),
                 [n0, n1, n2] => ggml_sys::ggml_reshape_3d(ctx, a.as_ptr(), n0, n1, n2),
                 [n0, n1, n2, n3] => ggml_sys::ggml_reshape_4d(ctx, a.as_ptr(), n0, n1, n2, n3),
-                _ => return Err(format!("reshape to {} dims", ne.len())),
+                _ => return Err(GgmlError(format!("reshape to {} dims", ne.len()))),
             }
         };
         Self::wrap(p, "reshape")
@@ -359,7 +367,7 @@ impl Graph {
     pub fn view(&mut self, a: TensorRef, ne: &[i64], nb: &[usize], offset: usize) -> OpResult {
         self.room()?;
         if ne.is_empty() || ne.len() > 4 || nb.len() + 1 != ne.len() || ne.iter().any(|&n| n < 0) {
-            return Err(format!("view {ne:?} / {nb:?}"));
+            return Err(GgmlError(format!("view {ne:?} / {nb:?}")));
         }
         // The end of the last row the view touches must lie inside `a` (an empty view touches
         // nothing, wherever it starts: a ubatch without outputs selects no rows).
@@ -372,10 +380,10 @@ impl Graph {
             }
         }
         if !ne.contains(&0) && end > a.nbytes() {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "view {ne:?} at {offset} leaves a tensor of {} bytes",
                 a.nbytes()
-            ));
+            )));
         }
         let ctx = self.ctx.as_ptr();
         // SAFETY: the view lies inside the source tensor (checked above).
@@ -387,7 +395,7 @@ impl Graph {
                 ([n0, n1, n2, n3], [b1, b2, b3]) => {
                     ggml_sys::ggml_view_4d(ctx, a.as_ptr(), *n0, *n1, *n2, *n3, *b1, *b2, *b3, offset)
                 }
-                _ => return Err("view arity".to_string()),
+                _ => return Err(GgmlError("view arity".into())),
             }
         };
         Self::wrap(p, "view")
@@ -398,7 +406,7 @@ impl Graph {
         let mut seen = [false; 4];
         for &x in &axes {
             if !(0..4).contains(&x) || std::mem::replace(&mut seen[x as usize], true) {
-                return Err(format!("permute axes {axes:?}"));
+                return Err(GgmlError(format!("permute axes {axes:?}")));
             }
         }
         // SAFETY: a permutation of 0..4.
@@ -420,7 +428,7 @@ impl Graph {
     pub fn copy_into(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
         self.room()?;
         if Self::n_elements(&a.ne()) != Self::n_elements(&b.ne()) {
-            return Err(format!("copy {:?} into {:?}", a.ne(), b.ne()));
+            return Err(GgmlError(format!("copy {:?} into {:?}", a.ne(), b.ne())));
         }
         // SAFETY: equal element counts (what ggml asserts).
         Self::wrap(
@@ -464,9 +472,9 @@ impl Graph {
             || n_rot as i64 > an[0]
             || multi != sections.is_some()
         {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "rope (mode {mode}, n_rot {n_rot}, sections {sections:?}): {an:?} at positions {pn:?}"
-            ));
+            )));
         }
         let ff = freq_factors.map_or(std::ptr::null_mut(), |f| f.as_ptr());
         // SAFETY: positions match the token dimension (four per token for a multi-dimensional
@@ -519,7 +527,10 @@ impl Graph {
         let op = unsafe { (*rope.as_ptr()).op };
         let is_rope = op == ggml_sys::ggml_op_GGML_OP_ROPE || op == ggml_sys::ggml_op_GGML_OP_ROPE_BACK;
         if !is_rope || offset < 0 || i64::from(offset + n_rot) > rope.ne()[0] {
-            return Err(format!("rope offset {offset} of {n_rot} dimensions in {:?}", rope.ne()));
+            return Err(GgmlError(format!(
+                "rope offset {offset} of {n_rot} dimensions in {:?}",
+                rope.ne()
+            )));
         }
         // SAFETY: a rope node (not a vision rope: `rope` makes none) and a non-negative offset
         // that keeps the rotated dimensions within the head.
@@ -535,7 +546,7 @@ impl Graph {
         // SAFETY: reading the node's op field of a live tensor of this graph.
         let op = unsafe { (*rope.as_ptr()).op };
         if op != ggml_sys::ggml_op_GGML_OP_ROPE {
-            return Err(format!("rope_inverse of a {op} node"));
+            return Err(GgmlError(format!("rope_inverse of a {op} node")));
         }
         // SAFETY: a live rope node of this graph, not yet computed; ggml's `_back` constructors
         // change this one field of the node `rope_ext` made.
@@ -563,7 +574,7 @@ impl Graph {
             && sn[3] % inn[2] == 0
             && inn[3] == 1;
         if dn[0] != sn[0] || inn[0] != sn[1] || !idx_type_ok || !src_type_ok || !broadcast {
-            return Err(format!("set_rows: {sn:?} into {dn:?} at {inn:?}"));
+            return Err(GgmlError(format!("set_rows: {sn:?} into {dn:?} at {inn:?}")));
         }
         // SAFETY: row width, index count and index type checked.
         Self::wrap(
@@ -596,7 +607,7 @@ impl Graph {
             && Self::is_contiguous(mask)
             && sinks.is_none_or(|s| Self::sinks_fit(s, qn[2]));
         if !ok {
-            return Err(format!("flash_attn: q {qn:?} k {kn:?} v {vn:?} mask {mn:?}"));
+            return Err(GgmlError(format!("flash_attn: q {qn:?} k {kn:?} v {vn:?} mask {mn:?}")));
         }
         // SAFETY: shapes checked as ggml asserts them; precision setter applies to this op only.
         let p = unsafe {
@@ -638,7 +649,7 @@ impl Graph {
             && Self::is_contiguous(a)
             && sinks.is_none_or(|s| Self::sinks_fit(s, an[2]));
         if !ok {
-            return Err(format!("soft_max: {an:?} with mask {mn:?}"));
+            return Err(GgmlError(format!("soft_max: {an:?} with mask {mn:?}")));
         }
         // SAFETY: mask covers the rows, sinks match the heads (checked).
         let p = unsafe {
@@ -663,7 +674,7 @@ impl Graph {
         let (an, bn, idn) = (a.ne(), b.ne(), ids.ne());
         if an[0] != bn[0] || an[1] != idn[0] || an[2] != idn[1] || ids.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_I32
         {
-            return Err(format!("add_id: {an:?} + {bn:?} at {idn:?}"));
+            return Err(GgmlError(format!("add_id: {an:?} + {bn:?} at {idn:?}")));
         }
         // SAFETY: shapes checked as ggml asserts them.
         Self::wrap(
@@ -688,7 +699,7 @@ impl Graph {
     pub fn pad(&mut self, a: TensorRef, p: [i64; 4]) -> OpResult {
         self.room()?;
         if a.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 || p.iter().any(|&n| n < 0) {
-            return Err(format!("pad {:?} by {p:?}", a.ne()));
+            return Err(GgmlError(format!("pad {:?} by {p:?}", a.ne())));
         }
         // SAFETY: F32 (the only type ggml's CPU kernel pads), paddings not negative.
         Self::wrap(
@@ -712,7 +723,7 @@ impl Graph {
         let an = a.ne();
         let empty = an.contains(&0);
         if ne.iter().any(|&n| n < 0) || !(empty || (0..4).all(|i| ne[i] % an[i] == 0)) {
-            return Err(format!("repeat {an:?} to {ne:?}"));
+            return Err(GgmlError(format!("repeat {an:?} to {ne:?}")));
         }
         // SAFETY: the target shape is a multiple of the source's (or the source is empty).
         Self::wrap(
@@ -725,7 +736,7 @@ impl Graph {
     pub fn soft_max_rows(&mut self, a: TensorRef) -> OpResult {
         self.room()?;
         if !Self::is_contiguous(a) {
-            return Err(format!("soft_max of a non-contiguous {:?}", a.ne()));
+            return Err(GgmlError(format!("soft_max of a non-contiguous {:?}", a.ne())));
         }
         // SAFETY: contiguous source (ggml's only requirement without a mask).
         Self::wrap(
@@ -741,7 +752,7 @@ impl Graph {
         self.room()?;
         self.room()?;
         if k < 1 || a.ne()[0] < k {
-            return Err(format!("top {k} of rows of {:?}", a.ne()));
+            return Err(GgmlError(format!("top {k} of rows of {:?}", a.ne())));
         }
         // SAFETY: rows hold at least k values (ggml's assertion).
         Self::wrap(
@@ -774,7 +785,11 @@ impl Graph {
         self.room()?;
         Self::binary_types(a, b)?;
         if !Self::can_repeat(b, a) {
-            return Err(format!("div: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
+            return Err(GgmlError(format!(
+                "div: {:?} does not broadcast over {:?}",
+                b.ne(),
+                a.ne()
+            )));
         }
         // SAFETY: broadcast checked.
         Self::wrap(
@@ -804,7 +819,7 @@ impl Graph {
     pub fn sigmoid(&mut self, a: TensorRef) -> OpResult {
         self.room()?;
         if !Self::rows_contiguous(a) {
-            return Err(format!("sigmoid of {:?}", a.ne()));
+            return Err(GgmlError(format!("sigmoid of {:?}", a.ne())));
         }
         // SAFETY: contiguous rows (the CPU kernel's requirement).
         Self::wrap(
@@ -850,7 +865,7 @@ impl Graph {
         // SAFETY: a live tensor's strides.
         let transposed = unsafe { ggml_sys::ggml_is_transposed(experts.as_ptr()) };
         if !ok || transposed {
-            return Err(format!("mul_mat_id: {en:?} x {xn:?} at {idn:?}"));
+            return Err(GgmlError(format!("mul_mat_id: {en:?} x {xn:?} at {idn:?}")));
         }
         // SAFETY: shapes checked as ggml asserts them.
         Self::wrap(
@@ -866,7 +881,7 @@ impl Graph {
     }
 
     /// Gated activations need equal shapes and types with contiguous rows.
-    fn check_glu(what: &str, gate: TensorRef, up: TensorRef) -> Result<(), String> {
+    fn check_glu(what: &str, gate: TensorRef, up: TensorRef) -> Result<(), GgmlError> {
         let ok = gate.ne() == up.ne()
             && gate.ggml_type() == up.ggml_type()
             && Self::rows_contiguous(gate)
@@ -874,7 +889,7 @@ impl Graph {
         if ok {
             Ok(())
         } else {
-            Err(format!("{what}: {:?} vs {:?}", gate.ne(), up.ne()))
+            Err(GgmlError(format!("{what}: {:?} vs {:?}", gate.ne(), up.ne())))
         }
     }
 
@@ -883,7 +898,7 @@ impl Graph {
     pub fn swiglu_fused(&mut self, a: TensorRef) -> OpResult {
         self.room()?;
         if a.ne()[0] % 2 != 0 || !Self::rows_contiguous(a) {
-            return Err(format!("swiglu of rows {:?}", a.ne()));
+            return Err(GgmlError(format!("swiglu of rows {:?}", a.ne())));
         }
         // SAFETY: rows contiguous and of even length.
         Self::wrap(

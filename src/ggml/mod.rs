@@ -31,6 +31,21 @@ use std::sync::Once;
 
 pub use ggml_sys::ggml_type as RawType;
 
+/// What a ggml wrapper says when it fails (or refuses an input ggml would abort on), in words.
+/// Its own type rather than a bare `String`, so that `?` turns it into `Error::Ggml`
+/// (`crate::error`) while any other string has to say what kind of error it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct GgmlError(String);
+
+impl GgmlError {
+    /// For graph code above this layer that refuses an input itself (the backend samplers), so
+    /// that its refusals travel with ggml's own.
+    pub(crate) fn new(msg: impl Into<String>) -> Self {
+        GgmlError(msg.into())
+    }
+}
+
 /// Whether `t` is a block-quantized type (anything but the float types).
 pub fn is_quantized(t: RawType) -> bool {
     !matches!(
@@ -156,16 +171,16 @@ pub fn time_us() -> i64 {
 }
 
 /// Enable a NUMA strategy (1..=4); 0 disables and does nothing, as in llama.cpp.
-pub fn numa_init(strategy: u32) -> Result<(), String> {
+pub fn numa_init(strategy: u32) -> Result<(), GgmlError> {
     if strategy >= ggml_sys::ggml_numa_strategy_GGML_NUMA_STRATEGY_COUNT {
-        return Err(format!("unknown NUMA strategy {strategy}"));
+        return Err(GgmlError(format!("unknown NUMA strategy {strategy}")));
     }
     if strategy == ggml_sys::ggml_numa_strategy_GGML_NUMA_STRATEGY_DISABLED {
         return Ok(());
     }
     let proc = Device::cpu()?.proc_address(c"ggml_backend_cpu_numa_init");
     if proc.is_null() {
-        return Err("the CPU backend has no NUMA support".to_string());
+        return Err(GgmlError("the CPU backend has no NUMA support".into()));
     }
     // SAFETY: ggml's CPU backend gives `ggml_numa_init` under this name; the strategy is in range,
     // and ggml only logs if NUMA was already initialised.

@@ -4,7 +4,7 @@
 //! here from the pinned header. ggml asserts (aborts) on much of what it is handed, so what it
 //! would assert is checked first, here.
 
-use super::{Graph, Scheduler, TensorRef};
+use super::{GgmlError, Graph, Scheduler, TensorRef};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void, CStr};
 use std::ptr::NonNull;
@@ -99,7 +99,7 @@ extern "C" {
 }
 
 /// What ggml's optimizer step asserts of its parameters.
-pub fn check_optimizer_params(optimizer: i32, p: &OptimizerParams) -> Result<(), String> {
+pub fn check_optimizer_params(optimizer: i32, p: &OptimizerParams) -> Result<(), GgmlError> {
     let unit = |x: f32| (0.0..=1.0).contains(&x);
     let ok = match optimizer {
         OPTIMIZER_ADAMW => {
@@ -107,14 +107,14 @@ pub fn check_optimizer_params(optimizer: i32, p: &OptimizerParams) -> Result<(),
             a.alpha > 0.0 && unit(a.beta1) && unit(a.beta2) && a.eps >= 0.0 && unit(a.wd)
         }
         OPTIMIZER_SGD => p.sgd.alpha > 0.0 && unit(p.sgd.wd),
-        other => return Err(format!("unknown optimizer type {other}")),
+        other => return Err(GgmlError(format!("unknown optimizer type {other}"))),
     };
     match ok {
         true => Ok(()),
-        false => Err(format!(
+        false => Err(GgmlError(format!(
             "the optimizer parameters are out of range ({p:?}): the learning rate must be positive, \
              the momenta and the weight decay within [0, 1], eps not negative"
-        )),
+        ))),
     }
 }
 
@@ -216,15 +216,19 @@ impl Optimizer {
         opt_period: i32,
         (get, ud): (GetOptimizerParams, *mut c_void),
         optimizer: i32,
-    ) -> Result<Optimizer, String> {
+    ) -> Result<Optimizer, GgmlError> {
         if get.is_none() {
-            return Err("get_opt_pars is NULL: the optimizer needs its parameters".into());
+            return Err(GgmlError(
+                "get_opt_pars is NULL: the optimizer needs its parameters".into(),
+            ));
         }
         if optimizer != OPTIMIZER_ADAMW && optimizer != OPTIMIZER_SGD {
-            return Err(format!("unknown optimizer type {optimizer} (0: AdamW, 1: SGD)"));
+            return Err(GgmlError(format!(
+                "unknown optimizer type {optimizer} (0: AdamW, 1: SGD)"
+            )));
         }
         if opt_period < 1 {
-            return Err(format!("optimizer period {opt_period}: must be at least 1"));
+            return Err(GgmlError(format!("optimizer period {opt_period}: must be at least 1")));
         }
         let mut params = Box::<OptimizerParams>::default();
         // SAFETY: a plain constructor of a parameter struct; then ggml_opt_init with a live
@@ -237,7 +241,7 @@ impl Optimizer {
             p.optimizer = optimizer;
             ggml_opt_init(p)
         };
-        let raw = NonNull::new(raw).ok_or("ggml_opt_init failed")?;
+        let raw = NonNull::new(raw).ok_or_else(|| GgmlError("ggml_opt_init failed".into()))?;
         Ok(Optimizer {
             raw,
             optimizer,
@@ -261,14 +265,16 @@ impl Optimizer {
         train: bool,
         set_inputs: impl FnOnce() -> Result<Vec<u8>, String>,
         result: OptResult,
-    ) -> Result<(), String> {
+    ) -> Result<(), GgmlError> {
         if self.broken {
-            return Err("an earlier training step failed midway; make a new context to train again".into());
+            return Err(GgmlError(
+                "an earlier training step failed midway; make a new context to train again".into(),
+            ));
         }
         check_backward(graph, outputs)?;
         if train && (self.opt_i + 1) % self.opt_period == 0 {
             let (get, ud) = self.user;
-            let get = get.ok_or("get_opt_pars is NULL")?;
+            let get = get.ok_or_else(|| GgmlError("get_opt_pars is NULL".into()))?;
             // SAFETY: the caller's callback with the caller's user data, as ggml would call it.
             let p = unsafe { get(ud) };
             check_optimizer_params(self.optimizer, &p)?;
@@ -289,7 +295,7 @@ impl Optimizer {
                 no_alloc: true,
             })
         };
-        let ctx = NonNull::new(ctx).ok_or("ggml_init failed for the optimizer's graphs")?;
+        let ctx = NonNull::new(ctx).ok_or_else(|| GgmlError("ggml_init failed for the optimizer's graphs".into()))?;
         // SAFETY: live optimizer, context and graph; the graph's input and output are its own
         // tensors and what ggml would assert was checked above. From the allocation on, ggml
         // expects an evaluation: a failure in between leaves the optimizer unusable (`broken`).
@@ -303,10 +309,12 @@ impl Optimizer {
             );
             ggml_opt_alloc(self.raw.as_ptr(), train);
             let labels = ggml_opt_labels(self.raw.as_ptr());
-            let filled = set_inputs().and_then(|bytes| match NonNull::new(labels) {
-                Some(l) => super::tensor_set(TensorRef(l), &bytes),
-                None => Err("the optimizer has no labels".into()),
-            });
+            let filled = set_inputs()
+                .map_err(GgmlError)
+                .and_then(|bytes| match NonNull::new(labels) {
+                    Some(l) => super::tensor_set(TensorRef(l), &bytes),
+                    None => Err(GgmlError("the optimizer has no labels".into())),
+                });
             match filled {
                 Ok(()) => {
                     ggml_opt_eval(self.raw.as_ptr(), result.0);
@@ -371,7 +379,7 @@ pub fn set_param(t: TensorRef) {
 /// trainable parameter in it; every op that gradients flow through has a backward pass, and the
 /// CPU the ops that pass needs; no node that needs gradients writes in place; gradients only of
 /// float tensors.
-fn check_backward(graph: &Graph, out: TensorRef) -> Result<(), String> {
+fn check_backward(graph: &Graph, out: TensorRef) -> Result<(), GgmlError> {
     let n = graph.n_nodes();
     // SAFETY: nodes 0..n of a live graph, their sources and fields (plain C structs).
     let nodes: Vec<*mut ggml_sys::ggml_tensor> = (0..n)
@@ -404,10 +412,10 @@ fn check_backward(graph: &Graph, out: TensorRef) -> Result<(), String> {
             // SAFETY: a live source tensor.
             let ty = unsafe { (*t.src[j]).type_ };
             if ty != ggml_sys::ggml_type_GGML_TYPE_F32 && ty != ggml_sys::ggml_type_GGML_TYPE_F16 {
-                return Err(format!(
+                return Err(GgmlError(format!(
                     "gradients would flow through a {} tensor",
                     super::type_name(ty)
-                ));
+                )));
             }
         }
         if !param && from_src.is_none() {
@@ -423,12 +431,17 @@ fn check_backward(graph: &Graph, out: TensorRef) -> Result<(), String> {
                 | ggml_sys::ggml_op_GGML_OP_TRANSPOSE
         );
         if !t.view_src.is_null() && !view_ok {
-            return Err(format!("ggml has no backward pass for the in-place {}", op_name(t.op)));
+            return Err(GgmlError(format!(
+                "ggml has no backward pass for the in-place {}",
+                op_name(t.op)
+            )));
         }
         needs.insert(node);
     }
     if !any_param {
-        return Err("no trainable parameter in the graph (only F32 weights the filter accepts are trained)".into());
+        return Err(GgmlError(
+            "no trainable parameter in the graph (only F32 weights the filter accepts are trained)".into(),
+        ));
     }
     // Gradients reach the nodes the output depends on, from the output back; each node's
     // gradient is made from those of its consumers.
@@ -440,13 +453,14 @@ fn check_backward(graph: &Graph, out: TensorRef) -> Result<(), String> {
         }
         // SAFETY: as above.
         let t = unsafe { &*node };
-        backward_exists(t).map_err(|what| format!("ggml has no backward pass for {what} ({})", t.name_str()))?;
+        backward_exists(t)
+            .map_err(|what| GgmlError(format!("ggml has no backward pass for {what} ({})", t.name_str())))?;
         // The CPU's softmax gradient has no ALiBi bias.
         if t.op == ggml_sys::ggml_op_GGML_OP_SOFT_MAX && op_param_f32(t, 1) != 0.0 {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "ggml's CPU backend has no backward pass for ALiBi attention ({})",
                 t.name_str()
-            ));
+            )));
         }
         for &s in t.src.iter().filter(|s| !s.is_null()) {
             if needs.contains(&s) {
@@ -462,10 +476,10 @@ fn check_backward(graph: &Graph, out: TensorRef) -> Result<(), String> {
         // SAFETY: as above.
         let t = unsafe { &*node };
         if t.op == ggml_sys::ggml_op_GGML_OP_VIEW && needs.contains(&t.src[0]) && strided_grad(node, &consumers) {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "ggml's backward pass cannot accumulate the transposed gradient of {} into its source",
                 t.name_str()
-            ));
+            )));
         }
     }
     Ok(())
@@ -615,7 +629,7 @@ mod tests {
         let y = g.mul_mat(w, x).expect("mul_mat");
         let out = tail(&mut g, y);
         g.output(out);
-        check_backward(&g, out)
+        check_backward(&g, out).map_err(|e| e.to_string())
     }
 
     #[test]

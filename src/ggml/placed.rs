@@ -1,7 +1,7 @@
 //! Tensors of one memory (a KV cache, recurrent states) spread over buffer types: each layer's in
 //! the memory of its layer's device. Each buffer type gets an arena and one buffer.
 
-use super::{Arena, BufferType, BufferTypeId, OwnedBuffer, RawType, TensorRef};
+use super::{Arena, BufferType, BufferTypeId, GgmlError, OwnedBuffer, RawType, TensorRef};
 
 /// Tensors being created, grouped by buffer type; [`Placed::allocate`] gives them memory.
 pub struct Placed {
@@ -19,7 +19,7 @@ impl Placed {
         }
     }
 
-    pub fn new_tensor(&mut self, buft: BufferType, t: RawType, ne: &[i64], name: &str) -> Result<TensorRef, String> {
+    pub fn new_tensor(&mut self, buft: BufferType, t: RawType, ne: &[i64], name: &str) -> Result<TensorRef, GgmlError> {
         let i = match self.groups.iter().position(|(b, _, _)| *b == buft) {
             Some(i) => i,
             None => {
@@ -36,7 +36,7 @@ impl Placed {
     /// patterns, and masked or empty rows must read as numbers). A group of empty tensors only (the
     /// attention cache of a device holding only recurrent layers) gets no buffer: ggml allocates
     /// none for zero bytes, and nothing reads or writes such a tensor's bytes.
-    pub fn allocate(self) -> Result<PlacedBuffers, String> {
+    pub fn allocate(self) -> Result<PlacedBuffers, GgmlError> {
         let mut parts = Vec::with_capacity(self.groups.len());
         let mut empty = Vec::new();
         for (buft, arena, has_bytes) in self.groups {
@@ -44,7 +44,8 @@ impl Placed {
                 empty.push(arena);
                 continue;
             }
-            let buffer = OwnedBuffer::for_arena(&arena, buft).map_err(|e| format!("{}: {e}", buft.name()))?;
+            let buffer =
+                OwnedBuffer::for_arena(&arena, buft).map_err(|e| GgmlError(format!("{}: {e}", buft.name())))?;
             buffer.clear(0);
             parts.push((buffer, arena));
         }

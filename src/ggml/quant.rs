@@ -2,35 +2,38 @@
 //! check of a row's stored values. The quantizer (`model::quantize`) drives these; ggml's own
 //! routines make the bits, so they are the ones llama.cpp's quantizer writes.
 
-use super::RawType;
+use super::{GgmlError, RawType};
 use std::ffi::c_void;
 
 /// Checks shared by the wrappers: `t` is a type ggml knows, and `n` elements fill whole blocks.
-fn geometry(t: RawType, n: usize) -> Result<(usize, usize), String> {
+fn geometry(t: RawType, n: usize) -> Result<(usize, usize), GgmlError> {
     if t >= ggml_sys::ggml_type_GGML_TYPE_COUNT {
-        return Err(format!("unknown ggml type {t}"));
+        return Err(GgmlError(format!("unknown ggml type {t}")));
     }
     // SAFETY: `t` is below GGML_TYPE_COUNT, so the table lookups are in bounds.
     let (blck, size) = unsafe { (ggml_sys::ggml_blck_size(t), ggml_sys::ggml_type_size(t)) };
     let blck = usize::try_from(blck).ok().filter(|&b| b > 0 && size > 0);
     let Some(blck) = blck else {
-        return Err(format!("ggml type {} is no longer supported", super::type_name(t)));
+        return Err(GgmlError(format!(
+            "ggml type {} is no longer supported",
+            super::type_name(t)
+        )));
     };
     if !n.is_multiple_of(blck) {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "{n} elements are not whole blocks of {} ({blck} per block)",
             super::type_name(t)
-        ));
+        )));
     }
     Ok((blck, size))
 }
 
 /// Bytes `n` elements of type `t` take, or why they cannot be stored in it.
-pub fn bytes_of(t: RawType, n: usize) -> Result<usize, String> {
+pub fn bytes_of(t: RawType, n: usize) -> Result<usize, GgmlError> {
     let (blck, size) = geometry(t, n)?;
     (n / blck)
         .checked_mul(size)
-        .ok_or_else(|| "tensor too large".to_string())
+        .ok_or_else(|| GgmlError("tensor too large".into()))
 }
 
 /// Whether ggml accepts `data` as rows of type `t` (no NaN or infinite values, scales included).
@@ -45,16 +48,16 @@ pub fn validate_rows(t: RawType, data: &[u8]) -> bool {
 
 /// `dst` = the values of `src`, elements of type `t` (F32, F16, BF16 or a quantized type with a
 /// dequantization), as llama.cpp's quantizer converts them.
-pub fn to_f32(t: RawType, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
+pub fn to_f32(t: RawType, src: &[u8], dst: &mut [f32]) -> Result<(), GgmlError> {
     let n = dst.len();
     if bytes_of(t, n)? != src.len() {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "{} bytes are not {n} {} values",
             src.len(),
             super::type_name(t)
-        ));
+        )));
     }
-    let count = i64::try_from(n).map_err(|_| "tensor too large".to_string())?;
+    let count = i64::try_from(n).map_err(|_| GgmlError("tensor too large".into()))?;
     match t {
         ggml_sys::ggml_type_GGML_TYPE_F32 => {
             for (d, b) in dst.iter_mut().zip(src.chunks_exact(4)) {
@@ -74,7 +77,7 @@ pub fn to_f32(t: RawType, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
             let to_float = traits
                 .to_float
                 .filter(|_| traits.is_quantized)
-                .ok_or_else(|| format!("cannot dequantize/convert tensor type {}", super::type_name(t)))?;
+                .ok_or_else(|| GgmlError(format!("cannot dequantize/convert tensor type {}", super::type_name(t))))?;
             // SAFETY: `src` holds `n / blck` whole blocks of `t`; `dst` has room for `n` floats.
             unsafe { to_float(src.as_ptr().cast(), dst.as_mut_ptr(), count) }
         }
@@ -96,37 +99,37 @@ pub fn quantize_rows(
     n_per_row: usize,
     imatrix: Option<&[f32]>,
     dst: &mut [u8],
-) -> Result<usize, String> {
+) -> Result<usize, GgmlError> {
     if n_per_row == 0 || !src.len().is_multiple_of(n_per_row) {
-        return Err(format!("{} values are not rows of {n_per_row}", src.len()));
+        return Err(GgmlError(format!("{} values are not rows of {n_per_row}", src.len())));
     }
     let row = bytes_of(t, n_per_row)?;
     let nrows = src.len() / n_per_row;
     if dst.len() != row * nrows {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "{} bytes are not {nrows} rows of {}",
             dst.len(),
             super::type_name(t)
-        ));
+        )));
     }
     if imatrix.is_some_and(|w| w.len() != n_per_row) {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "an importance matrix for rows of {n_per_row} has {} values",
             imatrix.map_or(0, <[f32]>::len)
-        ));
+        )));
     }
     if imatrix.is_none() && requires_imatrix(t) {
-        return Err(format!(
+        return Err(GgmlError(format!(
             "quantizing to {} requires an importance matrix",
             super::type_name(t)
-        ));
+        )));
     }
     if !has_quantizer(t) {
-        return Err(format!("ggml cannot quantize to {}", super::type_name(t)));
+        return Err(GgmlError(format!("ggml cannot quantize to {}", super::type_name(t))));
     }
     let (nrows_i, n_i) = (
-        i64::try_from(nrows).map_err(|_| "tensor too large".to_string())?,
-        i64::try_from(n_per_row).map_err(|_| "tensor too large".to_string())?,
+        i64::try_from(nrows).map_err(|_| GgmlError("tensor too large".into()))?,
+        i64::try_from(n_per_row).map_err(|_| GgmlError("tensor too large".into()))?,
     );
     let weights = imatrix.map_or(std::ptr::null(), <[f32]>::as_ptr);
     // SAFETY: `src` holds `nrows * n_per_row` floats, `dst` exactly `nrows` rows of `t`, the

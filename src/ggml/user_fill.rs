@@ -2,7 +2,7 @@
 //! as GGUF bytes, and tensors in a CPU buffer over memory the engine owns, handed one by one to
 //! the caller's callback to fill.
 
-use super::{Arena, HostBuffer, RawType, TensorRef};
+use super::{Arena, GgmlError, HostBuffer, RawType, TensorRef};
 
 /// Where one tensor handed to the caller lives: its name, type, shape, and byte offset in the
 /// memory given to [`hand_out`].
@@ -29,14 +29,15 @@ pub unsafe fn gguf_meta_bytes(ctx: *const ggml_sys::gguf_context) -> Vec<u8> {
 
 /// Each slot of `slots` as a ggml tensor placed in a CPU buffer over `mem`, handed to `fill` in
 /// order (the tensors live until this returns).
-pub fn hand_out(mem: &mut [u8], slots: &[Slot], fill: &mut dyn FnMut(TensorRef)) -> Result<(), String> {
+pub fn hand_out(mem: &mut [u8], slots: &[Slot], fill: &mut dyn FnMut(TensorRef)) -> Result<(), GgmlError> {
     let mut arena = Arena::new(slots.len())?;
     let buffer = HostBuffer::over_mut(mem)?;
     for s in slots {
-        let ne: Vec<i64> =
-            s.ne.iter()
-                .map(|&n| i64::try_from(n).map_err(|_| format!("tensor '{}': dimension {n} too large", s.name)))
-                .collect::<Result<_, _>>()?;
+        let ne: Vec<i64> = s
+            .ne
+            .iter()
+            .map(|&n| i64::try_from(n).map_err(|_| GgmlError(format!("tensor '{}': dimension {n} too large", s.name))))
+            .collect::<Result<_, _>>()?;
         let t = arena.new_tensor(s.ggml_type, &ne, s.name)?;
         buffer.place(t, s.offset)?;
         fill(t);

@@ -6,7 +6,8 @@
 //! past the block attend to beside the window — all of them (HCA, ratio 128), or those a
 //! lightning indexer over the compressed indexer keys picks (CSA, ratio 4).
 
-use super::{ggml_err, mask_type, Builder, Rotated};
+use super::inputs::Rotated;
+use super::{mask_type, Builder};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Scores, TensorRef};
 use crate::kv::compressed::{Kind, Parts, PlanShape};
@@ -100,7 +101,7 @@ impl Builder<'_> {
         let mut input = |t, n: usize, what: &str| {
             self.g
                 .input(t, &[n as i64], &format!("dsv4_{name}_{what}"))
-                .map_err(ggml_err)
+                .map_err(Error::from)
         };
         let state_pos = input(i32t, s.n_state_pos, "state_pos")?;
         let persist_src = input(i32t, s.n_persist, "state_persist_src_idxs")?;
@@ -129,10 +130,7 @@ impl Builder<'_> {
         };
         let ns = s.n_stream.max(1);
         let ne = [s.n_kv as i64, (s.n_tokens / ns) as i64, 1, ns as i64];
-        let mask = self
-            .g
-            .input(mask_t, &ne, &format!("dsv4_{name}_kq_mask"))
-            .map_err(ggml_err)?;
+        let mask = self.g.input(mask_t, &ne, &format!("dsv4_{name}_kq_mask"))?;
         let c = CompInputs {
             state_pos,
             persist_src,
@@ -153,37 +151,33 @@ impl Builder<'_> {
     fn dsv4_rope(&mut self, x: TensorRef, pos: TensorRef, r: Rope, back: bool) -> Result<TensorRef> {
         let n_rot = self.hp.n_rot as i32;
         let mode = self.hp.rope_type;
-        let y = self
-            .g
-            .rope(
-                x,
-                pos,
-                None,
-                n_rot,
-                mode,
-                None,
-                r.n_ctx_orig,
-                r.base,
-                r.scale,
-                r.ext,
-                r.attn,
-                r.beta_fast,
-                r.beta_slow,
-            )
-            .map_err(ggml_err)?;
+        let y = self.g.rope(
+            x,
+            pos,
+            None,
+            n_rot,
+            mode,
+            None,
+            r.n_ctx_orig,
+            r.base,
+            r.scale,
+            r.ext,
+            r.attn,
+            r.beta_fast,
+            r.beta_slow,
+        )?;
         let y = match back {
             true => self.g.rope_inverse(y),
             false => Ok(y),
-        }
-        .map_err(ggml_err)?;
+        }?;
         let offset = x.ne()[0] as i32 - n_rot;
-        self.g.rope_offset(y, offset, n_rot).map_err(ggml_err)
+        self.g.rope_offset(y, offset, n_rot).map_err(Error::from)
     }
 
     /// The ring tensor `t` ([width, state_size, planes]) as rows [width, state_size * planes].
     fn ring_rows(&mut self, t: TensorRef) -> Result<TensorRef> {
         let [w, ss, planes, _] = t.ne();
-        self.g.view(t, &[w, ss * planes], &[t.nb()[1]], 0).map_err(ggml_err)
+        self.g.view(t, &[w, ss * planes], &[t.nb()[1]], 0).map_err(Error::from)
     }
 
     /// Layer `il`'s compression into `kind`'s cache of the ubatch's tokens (`cur`, the normed
@@ -202,16 +196,16 @@ impl Builder<'_> {
         let state_kv = self.layer_matmul(il, &format!("{prefix}_kv.weight"), cur)?;
         let state_score = self.layer_matmul(il, &format!("{prefix}_gate.weight"), cur)?;
         let ape = self.layer_weight(il, &format!("{prefix}_ape.weight"))?;
-        let ape = self.g.get_rows(ape, inp.state_pos).map_err(ggml_err)?;
-        let state_score = self.g.add(state_score, ape).map_err(ggml_err)?;
+        let ape = self.g.get_rows(ape, inp.state_pos)?;
+        let state_score = self.g.add(state_score, ape)?;
 
         let (kv_all, score_all) = (self.ring_rows(parts.kv)?, self.ring_rows(parts.score)?);
         let (restored_kv, restored_score) = match inp.restore {
             Some((src, dst)) => {
-                let kv = self.g.get_rows(kv_all, src).map_err(ggml_err)?;
-                let kv = self.g.set_rows(kv_all, kv, dst).map_err(ggml_err)?;
-                let score = self.g.get_rows(score_all, src).map_err(ggml_err)?;
-                let score = self.g.set_rows(score_all, score, dst).map_err(ggml_err)?;
+                let kv = self.g.get_rows(kv_all, src)?;
+                let kv = self.g.set_rows(kv_all, kv, dst)?;
+                let score = self.g.get_rows(score_all, src)?;
+                let score = self.g.set_rows(score_all, score, dst)?;
                 (kv, score)
             }
             None => (kv_all, score_all),
@@ -220,12 +214,13 @@ impl Builder<'_> {
         let n_stream = self.kv.compressed().map_or(1, |s| s.geometry(kind).n_stream);
         let live_rows = (kind.state_size() * n_stream) as i64;
         let live = |b: &mut Builder, t: TensorRef| -> Result<TensorRef> {
-            b.g.view(t, &[t.ne()[0], live_rows], &[t.nb()[1]], 0).map_err(ggml_err)
+            b.g.view(t, &[t.ne()[0], live_rows], &[t.nb()[1]], 0)
+                .map_err(Error::from)
         };
         let base_kv = live(self, restored_kv)?;
         let base_score = live(self, restored_score)?;
-        let source_kv = self.g.concat(base_kv, state_kv, 1).map_err(ggml_err)?;
-        let source_score = self.g.concat(base_score, state_score, 1).map_err(ggml_err)?;
+        let source_kv = self.g.concat(base_kv, state_kv, 1)?;
+        let source_score = self.g.concat(base_score, state_score, 1)?;
         let head = parts.cache.ne()[0];
         let norm = self.layer_weight(il, &format!("{prefix}_norm.weight"))?;
         let comp = self.compress_blocks(kind, source_kv, source_score, inp, head, norm)?;
@@ -237,11 +232,11 @@ impl Builder<'_> {
             _ => self.rotation(Rotated::Keys)?,
         };
         let comp = match rot {
-            Some(rot) => self.g.hadamard(rot, comp).map_err(ggml_err)?,
+            Some(rot) => self.g.hadamard(rot, comp)?,
             None => comp,
         };
-        let comp = self.g.reshape(comp, &[head, comp.ne()[2]]).map_err(ggml_err)?;
-        let stored = self.g.set_rows(parts.cache, comp, inp.write).map_err(ggml_err)?;
+        let comp = self.g.reshape(comp, &[head, comp.ne()[2]])?;
+        let stored = self.g.set_rows(parts.cache, comp, inp.write)?;
         self.g.expand(stored);
 
         if let Some((src, dst)) = inp.snapshot {
@@ -249,15 +244,15 @@ impl Builder<'_> {
                 (restored_kv, state_kv, kv_all),
                 (restored_score, state_score, score_all),
             ] {
-                let from = self.g.concat(restored, state, 1).map_err(ggml_err)?;
-                let rows = self.g.get_rows(from, src).map_err(ggml_err)?;
-                let snap = self.g.set_rows(all, rows, dst).map_err(ggml_err)?;
+                let from = self.g.concat(restored, state, 1)?;
+                let rows = self.g.get_rows(from, src)?;
+                let snap = self.g.set_rows(all, rows, dst)?;
                 self.g.expand(snap);
             }
         }
         for (state, all) in [(state_kv, kv_all), (state_score, score_all)] {
-            let rows = self.g.get_rows(state, inp.persist_src).map_err(ggml_err)?;
-            let kept = self.g.set_rows(all, rows, inp.persist_dst).map_err(ggml_err)?;
+            let rows = self.g.get_rows(state, inp.persist_src)?;
+            let kept = self.g.set_rows(all, rows, inp.persist_dst)?;
             self.g.expand(kept);
         }
         Ok(())
@@ -280,47 +275,46 @@ impl Builder<'_> {
         let (values, scores) = if kind.overlap() {
             // A zero key and a -inf score after the rows, for the first block's previous half.
             let zero_row = |b: &mut Builder, t: TensorRef, ninf: bool| -> Result<TensorRef> {
-                let row = b.g.view(t, &[t.ne()[0]], &[], 0).map_err(ggml_err)?;
+                let row = b.g.view(t, &[t.ne()[0]], &[], 0)?;
                 let row = match ninf {
                     true => b.g.scale_bias(row, 0.0, f32::NEG_INFINITY),
                     false => b.g.scale(row, 0.0),
-                }
-                .map_err(ggml_err)?;
-                let row = b.g.reshape(row, &[t.ne()[0], 1]).map_err(ggml_err)?;
-                b.g.concat(t, row, 1).map_err(ggml_err)
+                }?;
+                let row = b.g.reshape(row, &[t.ne()[0], 1])?;
+                b.g.concat(t, row, 1).map_err(Error::from)
             };
             let kv = zero_row(self, source_kv, false)?;
             let score = zero_row(self, source_score, true)?;
             let n_read = ratio * n_blocks;
             let halves = |b: &mut Builder, t: TensorRef| -> Result<TensorRef> {
-                let rows = b.g.get_rows(t, inp.read).map_err(ggml_err)?;
+                let rows = b.g.get_rows(t, inp.read)?;
                 let nb1 = rows.nb()[1];
-                let prev = b.g.view(rows, &[head, n_read], &[nb1], 0).map_err(ggml_err)?;
-                let prev = b.g.cont(prev).map_err(ggml_err)?;
-                let prev = b.g.reshape(prev, &[head, ratio, n_blocks]).map_err(ggml_err)?;
+                let prev = b.g.view(rows, &[head, n_read], &[nb1], 0)?;
+                let prev = b.g.cont(prev)?;
+                let prev = b.g.reshape(prev, &[head, ratio, n_blocks])?;
                 let off = n_read as usize * nb1 + row_size(rows.ggml_type(), head);
-                let cur = b.g.view(rows, &[head, n_read], &[nb1], off).map_err(ggml_err)?;
-                let cur = b.g.cont(cur).map_err(ggml_err)?;
-                let cur = b.g.reshape(cur, &[head, ratio, n_blocks]).map_err(ggml_err)?;
-                b.g.concat(prev, cur, 1).map_err(ggml_err)
+                let cur = b.g.view(rows, &[head, n_read], &[nb1], off)?;
+                let cur = b.g.cont(cur)?;
+                let cur = b.g.reshape(cur, &[head, ratio, n_blocks])?;
+                b.g.concat(prev, cur, 1).map_err(Error::from)
             };
             (halves(self, kv)?, halves(self, score)?)
         } else {
             let blocks = |b: &mut Builder, t: TensorRef| -> Result<TensorRef> {
-                let rows = b.g.get_rows(t, inp.read).map_err(ggml_err)?;
-                b.g.reshape(rows, &[head, ratio, n_blocks]).map_err(ggml_err)
+                let rows = b.g.get_rows(t, inp.read)?;
+                b.g.reshape(rows, &[head, ratio, n_blocks]).map_err(Error::from)
             };
             (blocks(self, source_kv)?, blocks(self, source_score)?)
         };
         let across = |b: &mut Builder, t: TensorRef| -> Result<TensorRef> {
-            let t = b.g.permute(t, [1, 0, 2, 3]).map_err(ggml_err)?;
-            b.g.cont(t).map_err(ggml_err)
+            let t = b.g.permute(t, [1, 0, 2, 3])?;
+            b.g.cont(t).map_err(Error::from)
         };
         let values = across(self, values)?;
         let scores = across(self, scores)?;
-        let weights = self.g.soft_max_rows(scores).map_err(ggml_err)?;
-        let comp = self.g.mul(values, weights).map_err(ggml_err)?;
-        let comp = self.g.sum_rows(comp).map_err(ggml_err)?;
+        let weights = self.g.soft_max_rows(scores)?;
+        let comp = self.g.mul(values, weights)?;
+        let comp = self.g.sum_rows(comp)?;
         let comp = across(self, comp)?;
         let comp = self.rms_norm(comp, norm)?;
         let r = compress_rope(self);
@@ -337,41 +331,34 @@ impl Builder<'_> {
         let inp = self.comp_inputs(Kind::Lid)?;
         let parts = self.comp_parts(Kind::Lid, il)?;
         let q = self.layer_matmul(il, "indexer.attn_q_b.weight", qr)?;
-        let q = self.g.reshape(q, &[head, n_head, nt]).map_err(ggml_err)?;
+        let q = self.g.reshape(q, &[head, n_head, nt])?;
         let pos = self.positions()?;
         let q = self.dsv4_rope(q, pos, compress_rope(self), false)?;
         let q = match self.rotation(Rotated::IndexerKeys)? {
-            Some(rot) => self.g.hadamard(rot, q).map_err(ggml_err)?,
+            Some(rot) => self.g.hadamard(rot, q)?,
             None => q,
         };
         let q = self.name(q, "lid_q_rot", l);
         let w = self.layer_matmul(il, "indexer.proj.weight", cur)?;
-        let w = self
-            .g
-            .scale(w, 1.0 / ((head * n_head) as f32).sqrt())
-            .map_err(ggml_err)?;
+        let w = self.g.scale(w, 1.0 / ((head * n_head) as f32).sqrt())?;
         let keys = self.comp_view(Kind::Lid, parts.cache, inp.mask.ne()[0])?;
         let ns = keys.ne()[3];
         let tps = nt / ns;
         let qnb = q.nb();
         let q = self
             .g
-            .view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[3] / ns as usize], 0)
-            .map_err(ggml_err)?;
+            .view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[3] / ns as usize], 0)?;
         let wnb = w.nb();
-        let w = self
-            .g
-            .view(
-                w,
-                &[n_head, tps, 1, ns],
-                &[wnb[1], wnb[2] / ns as usize, wnb[3] / ns as usize],
-                0,
-            )
-            .map_err(ggml_err)?;
-        let scores = self.g.lightning_indexer(q, keys, w, inp.mask).map_err(ggml_err)?;
+        let w = self.g.view(
+            w,
+            &[n_head, tps, 1, ns],
+            &[wnb[1], wnb[2] / ns as usize, wnb[3] / ns as usize],
+            0,
+        )?;
+        let scores = self.g.lightning_indexer(q, keys, w, inp.mask)?;
         let scores = self.name(scores, "lid_score_masked", l);
-        let picks = self.g.top_k(scores, top_k.min(scores.ne()[0])).map_err(ggml_err)?;
-        let picks = self.g.cont(picks).map_err(ggml_err)?;
+        let picks = self.g.top_k(scores, top_k.min(scores.ne()[0]))?;
+        let picks = self.g.cont(picks)?;
         Ok(self.name(picks, "lid_top_k", l))
     }
 
@@ -390,7 +377,7 @@ impl Builder<'_> {
         let first = self.comp_shape(kind)?.first_stream;
         self.g
             .view(t, &[head, 1, n, ns], &[row, row, stream], stream * first)
-            .map_err(ggml_err)
+            .map_err(Error::from)
     }
 
     /// The compressed-attention mask of a CSA layer: the indexer's `picks` opened in the
@@ -398,28 +385,18 @@ impl Builder<'_> {
     fn picked_mask(&mut self, mask: TensorRef, picks: TensorRef) -> Result<TensorRef> {
         let [n, tps, _, ns] = mask.ne();
         let k = picks.ne()[0];
-        let closed = self.g.fill(mask, f32::NEG_INFINITY).map_err(ggml_err)?;
+        let closed = self.g.fill(mask, f32::NEG_INFINITY)?;
         let mnb = closed.nb();
-        let closed = self
-            .g
-            .view(closed, &[1, n, tps, ns], &[mnb[0], mnb[1], mnb[3]], 0)
-            .map_err(ggml_err)?;
+        let closed = self.g.view(closed, &[1, n, tps, ns], &[mnb[0], mnb[1], mnb[3]], 0)?;
         let pnb = picks.nb();
         let picks = self
             .g
-            .view(picks, &[k, tps, ns, 1], &[pnb[1], pnb[3], pnb[3] * ns as usize], 0)
-            .map_err(ggml_err)?;
-        let zeros = self
-            .g
-            .filled(mask.ggml_type(), &[1, k, tps, ns], 0.0)
-            .map_err(ggml_err)?;
-        let opened = self.g.set_rows(closed, zeros, picks).map_err(ggml_err)?;
+            .view(picks, &[k, tps, ns, 1], &[pnb[1], pnb[3], pnb[3] * ns as usize], 0)?;
+        let zeros = self.g.filled(mask.ggml_type(), &[1, k, tps, ns], 0.0)?;
+        let opened = self.g.set_rows(closed, zeros, picks)?;
         let onb = opened.nb();
-        let opened = self
-            .g
-            .view(opened, &[n, tps, 1, ns], &[onb[2], onb[3], onb[3]], 0)
-            .map_err(ggml_err)?;
-        self.g.add(opened, mask).map_err(ggml_err)
+        let opened = self.g.view(opened, &[n, tps, 1, ns], &[onb[2], onb[3], onb[3]], 0)?;
+        self.g.add(opened, mask).map_err(Error::from)
     }
 
     /// Layer `il`'s attention: queries `q` ([head, n_head, n_tokens]) over its window of raw
@@ -441,10 +418,7 @@ impl Builder<'_> {
         };
         let rot = self.rotation(Rotated::Keys)?;
         let (q, kv) = match rot {
-            Some(rot) => (
-                self.g.hadamard(rot, q).map_err(ggml_err)?,
-                self.g.hadamard(rot, kv).map_err(ggml_err)?,
-            ),
+            Some(rot) => (self.g.hadamard(rot, q)?, self.g.hadamard(rot, kv)?),
             None => (q, kv),
         };
         self.g.expand(q);
@@ -453,14 +427,11 @@ impl Builder<'_> {
         let nt = self.shape.n_tokens as i64;
         let kc = self.kv.k(il);
         let rows = self.rows_input(false, true)?;
-        let k2 = self.g.reshape(kv, &[head, nt]).map_err(ggml_err)?;
+        let k2 = self.g.reshape(kv, &[head, nt])?;
         // Once per stream the tokens are written to (the rows are stream after stream).
         for copy in 0..self.shape.kv_copies.max(1) {
-            let r = self
-                .g
-                .view(rows, &[nt], &[], copy * nt as usize * rows.nb()[0])
-                .map_err(ggml_err)?;
-            let stored = self.g.set_rows(kc, k2, r).map_err(ggml_err)?;
+            let r = self.g.view(rows, &[nt], &[], copy * nt as usize * rows.nb()[0])?;
+            let stored = self.g.set_rows(kc, k2, r)?;
             self.g.expand(stored);
         }
         let ns = self.shape.n_streams.max(1) as i64;
@@ -468,17 +439,14 @@ impl Builder<'_> {
         let n_kv = self.shape.n_kv_swa as i64;
         let row = row_size(kc.ggml_type(), head);
         let stream = row * self.kv.layer_stream_size(il);
-        let mut k = self
-            .g
-            .view(
-                kc,
-                &[head, 1, n_kv, ns],
-                &[row, row, stream],
-                stream * self.shape.first_stream,
-            )
-            .map_err(ggml_err)?;
+        let mut k = self.g.view(
+            kc,
+            &[head, 1, n_kv, ns],
+            &[row, row, stream],
+            stream * self.shape.first_stream,
+        )?;
         let mask = self.mask(true)?;
-        let mut mask = self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?;
+        let mut mask = self.g.reshape(mask, &[n_kv, tps, 1, ns])?;
         let kind = match ratio {
             4 => Some(Kind::Csa),
             128 => Some(Kind::Hca),
@@ -488,17 +456,17 @@ impl Builder<'_> {
             let inp = self.comp_inputs(kind)?;
             let parts = self.comp_parts(kind, il)?;
             let comp = self.comp_view(kind, parts.cache, inp.mask.ne()[0])?;
-            k = self.g.concat(k, comp, 2).map_err(ggml_err)?;
+            k = self.g.concat(k, comp, 2)?;
             let comp_mask = match picks {
                 Some(p) => self.picked_mask(inp.mask, p)?,
                 None => inp.mask,
             };
-            mask = self.g.concat(mask, comp_mask, 0).map_err(ggml_err)?;
+            mask = self.g.concat(mask, comp_mask, 0)?;
         }
         let out = self.dsv4_mha(il, q, k, mask, kq_scale)?;
         // The values were the rotated keys: their output is rotated back.
         let out = match rot {
-            Some(rot) => self.g.hadamard(rot, out).map_err(ggml_err)?,
+            Some(rot) => self.g.hadamard(rot, out)?,
             None => out,
         };
         Ok(self.name(out, "attn_out_heads", l))
@@ -513,10 +481,9 @@ impl Builder<'_> {
         let qnb = q.nb();
         let q = self
             .g
-            .view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)
-            .map_err(ggml_err)?;
-        let q = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let k = self.g.permute(k, [0, 2, 1, 3]).map_err(ggml_err)?;
+            .view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)?;
+        let q = self.g.permute(q, [0, 2, 1, 3])?;
+        let k = self.g.permute(k, [0, 2, 1, 3])?;
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
         let scores = Scores {
             scale: kq_scale,
@@ -525,23 +492,21 @@ impl Builder<'_> {
         };
         if self.params.flash_attn {
             let k = match k.ggml_type() {
-                ggml_sys::ggml_type_GGML_TYPE_F32 => {
-                    self.g.cast(k, ggml_sys::ggml_type_GGML_TYPE_F16).map_err(ggml_err)?
-                }
+                ggml_sys::ggml_type_GGML_TYPE_F32 => self.g.cast(k, ggml_sys::ggml_type_GGML_TYPE_F16)?,
                 _ => k,
             };
-            let o = self.g.flash_attn(q, k, k, mask, scores, sinks).map_err(ggml_err)?;
+            let o = self.g.flash_attn(q, k, k, mask, scores, sinks)?;
             let [a, b, c, d] = o.ne();
-            return self.g.reshape(o, &[a * b, c * d]).map_err(ggml_err);
+            return self.g.reshape(o, &[a * b, c * d]).map_err(Error::from);
         }
-        let kq = self.g.mul_mat(k, q).map_err(ggml_err)?;
-        let kq = self.g.soft_max(kq, mask, kq_scale, 0.0, sinks).map_err(ggml_err)?;
-        let vt = self.g.permute(k, [1, 0, 2, 3]).map_err(ggml_err)?;
-        let vt = self.g.cont(vt).map_err(ggml_err)?;
-        let kqv = self.g.mul_mat(vt, kq).map_err(ggml_err)?;
-        let o = self.g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let o = self.g.cont(o).map_err(ggml_err)?;
-        self.g.reshape(o, &[head * n_head, nt]).map_err(ggml_err)
+        let kq = self.g.mul_mat(k, q)?;
+        let kq = self.g.soft_max(kq, mask, kq_scale, 0.0, sinks)?;
+        let vt = self.g.permute(k, [1, 0, 2, 3])?;
+        let vt = self.g.cont(vt)?;
+        let kqv = self.g.mul_mat(vt, kq)?;
+        let o = self.g.permute(kqv, [0, 2, 1, 3])?;
+        let o = self.g.cont(o)?;
+        self.g.reshape(o, &[head * n_head, nt]).map_err(Error::from)
     }
 
     /// DeepSeek-V4's query and key rotation of layer `il` (the last `n_rot` dimensions of each

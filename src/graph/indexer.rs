@@ -4,7 +4,8 @@
 //! Hadamard matrix, the key kept in the indexer's cache; each cell's score is the per-head ReLU
 //! of query times key, weighted per head, summed. The best `top_k` cells stay unmasked.
 
-use super::{ggml_err, Builder, Rotated};
+use super::inputs::Rotated;
+use super::Builder;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 
@@ -25,7 +26,7 @@ impl Builder<'_> {
         let rot = self.rotation(Rotated::IndexerKeys)?;
 
         let q = self.layer_matmul(il, "indexer.attn_q_b.weight", qr)?;
-        let q = self.g.reshape(q, &[head, n_head, nt]).map_err(ggml_err)?;
+        let q = self.g.reshape(q, &[head, n_head, nt])?;
         let q = self.rope_indexer(q)?;
         let q = self.name(q, "indexer_q", l);
         let k = self.layer_matmul(il, "indexer.attn_k.weight", cur)?;
@@ -34,56 +35,47 @@ impl Builder<'_> {
             self.layer_weight(il, "indexer.k_norm.bias")?,
         );
         let k = self.layer_norm(k, w, b)?;
-        let k = self.g.reshape(k, &[head, 1, nt]).map_err(ggml_err)?;
+        let k = self.g.reshape(k, &[head, 1, nt])?;
         let k = self.rope_indexer(k)?;
         // A plain product, not the fast Walsh-Hadamard transform: llama.cpp multiplies here.
         let (q, k) = match rot {
-            Some(rot) => (
-                self.g.mul_mat(rot, q).map_err(ggml_err)?,
-                self.g.mul_mat(rot, k).map_err(ggml_err)?,
-            ),
+            Some(rot) => (self.g.mul_mat(rot, q)?, self.g.mul_mat(rot, k)?),
             None => (q, k),
         };
         let k = self.name(k, "indexer_k", l);
 
         // Write first: the scores below read the cache, including these rows.
         let rows = self.kv_rows()?;
-        let k2 = self.g.reshape(k, &[head, nt]).map_err(ggml_err)?;
-        let stored = self.g.set_rows(cache, k2, rows).map_err(ggml_err)?;
+        let k2 = self.g.reshape(k, &[head, nt])?;
+        let stored = self.g.set_rows(cache, k2, rows)?;
         self.g.expand(stored);
 
         let weights = self.layer_matmul(il, "indexer.proj.weight", cur)?;
         // Scaled before the scores, not the much larger scores after (as llama.cpp).
-        let weights = self
-            .g
-            .scale(weights, 1.0 / ((head * n_head) as f32).sqrt())
-            .map_err(ggml_err)?;
+        let weights = self.g.scale(weights, 1.0 / ((head * n_head) as f32).sqrt())?;
 
         let ns = self.shape.n_streams.max(1) as i64;
         let (tps, n_kv) = (nt / ns, self.shape.n_kv as i64);
         let row = |n: i64| crate::ggml::row_size(cache.ggml_type(), n);
         let stream = row(head * self.kv.stream_size() as i64);
-        let keys = self
-            .g
-            .view(
-                cache,
-                &[head, 1, n_kv, ns],
-                &[row(head), row(head), stream],
-                stream * self.shape.first_stream,
-            )
-            .map_err(ggml_err)?;
-        let q = self.g.reshape(q, &[head, n_head, tps, ns]).map_err(ggml_err)?;
-        let weights = self.g.reshape(weights, &[n_head, tps, 1, ns]).map_err(ggml_err)?;
+        let keys = self.g.view(
+            cache,
+            &[head, 1, n_kv, ns],
+            &[row(head), row(head), stream],
+            stream * self.shape.first_stream,
+        )?;
+        let q = self.g.reshape(q, &[head, n_head, tps, ns])?;
+        let weights = self.g.reshape(weights, &[n_head, tps, 1, ns])?;
         let mask = self.mask(false)?;
         // The indexer takes its mask in F16 (0 and -inf convert exactly).
         let mask = match mask.ggml_type() {
             ggml_sys::ggml_type_GGML_TYPE_F16 => mask,
-            _ => self.g.cast(mask, ggml_sys::ggml_type_GGML_TYPE_F16).map_err(ggml_err)?,
+            _ => self.g.cast(mask, ggml_sys::ggml_type_GGML_TYPE_F16)?,
         };
-        let mask = self.g.reshape(mask, &[n_kv, tps, 1, ns]).map_err(ggml_err)?;
-        let scores = self.g.lightning_indexer(q, keys, weights, mask).map_err(ggml_err)?;
+        let mask = self.g.reshape(mask, &[n_kv, tps, 1, ns])?;
+        let scores = self.g.lightning_indexer(q, keys, weights, mask)?;
         let scores = self.name(scores, "indexer_score", l);
-        let picks = self.g.top_k(scores, top_k.min(n_kv)).map_err(ggml_err)?;
+        let picks = self.g.top_k(scores, top_k.min(n_kv))?;
         Ok(self.name(picks, "top_k", l))
     }
 
@@ -93,17 +85,14 @@ impl Builder<'_> {
         let mask = self.mask(false)?;
         let (n_kv, nt) = (self.shape.n_kv as i64, self.shape.n_tokens as i64);
         let k = picks.ne()[0];
-        let closed = self.g.fill(mask, f32::NEG_INFINITY).map_err(ggml_err)?;
+        let closed = self.g.fill(mask, f32::NEG_INFINITY)?;
         // One-element rows, so that each picked cell is a row set_rows can open.
-        let closed = self.g.reshape(closed, &[1, n_kv, nt, 1]).map_err(ggml_err)?;
-        let zeros = self
-            .g
-            .filled(ggml_sys::ggml_type_GGML_TYPE_F32, &[1, k, nt], 0.0)
-            .map_err(ggml_err)?;
-        let picks = self.g.reshape(picks, &[k, nt, 1, 1]).map_err(ggml_err)?;
-        let opened = self.g.set_rows(closed, zeros, picks).map_err(ggml_err)?;
-        let opened = self.g.reshape(opened, &[n_kv, nt]).map_err(ggml_err)?;
-        self.g.add(opened, mask).map_err(ggml_err)
+        let closed = self.g.reshape(closed, &[1, n_kv, nt, 1])?;
+        let zeros = self.g.filled(ggml_sys::ggml_type_GGML_TYPE_F32, &[1, k, nt], 0.0)?;
+        let picks = self.g.reshape(picks, &[k, nt, 1, 1])?;
+        let opened = self.g.set_rows(closed, zeros, picks)?;
+        let opened = self.g.reshape(opened, &[n_kv, nt])?;
+        self.g.add(opened, mask).map_err(Error::from)
     }
 
     /// The indexer's rotation of `x` ([head, n_head, n_tokens]) over its first (or last) `n_rot`
@@ -114,26 +103,23 @@ impl Builder<'_> {
         let ix = &self.hp.indexer;
         let (n_rot, trailing) = (self.hp.n_rot as i32, ix.rope_trailing);
         let offset = ix.head_size as i32 - n_rot;
-        let rotated = self
-            .g
-            .rope(
-                x,
-                pos,
-                None,
-                self.hp.n_rot as i32,
-                self.hp.indexer.rope_mode,
-                None,
-                p.n_ctx_orig as i32,
-                p.freq_base,
-                p.freq_scale,
-                p.ext_factor,
-                p.attn_factor,
-                p.beta_fast,
-                p.beta_slow,
-            )
-            .map_err(ggml_err)?;
+        let rotated = self.g.rope(
+            x,
+            pos,
+            None,
+            self.hp.n_rot as i32,
+            self.hp.indexer.rope_mode,
+            None,
+            p.n_ctx_orig as i32,
+            p.freq_base,
+            p.freq_scale,
+            p.ext_factor,
+            p.attn_factor,
+            p.beta_fast,
+            p.beta_slow,
+        )?;
         match trailing {
-            true => self.g.rope_offset(rotated, offset, n_rot).map_err(ggml_err),
+            true => self.g.rope_offset(rotated, offset, n_rot).map_err(Error::from),
             false => Ok(rotated),
         }
     }

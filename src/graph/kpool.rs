@@ -6,7 +6,7 @@
 //! their own incomplete pool. Small ubatches gather the picked latents; larger ones mask all
 //! cells. The pool bookkeeping is `kv::kpool`'s; every op mirrors llama.cpp's graph.
 
-use super::{ggml_err, Builder};
+use super::Builder;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::kv::kpool::KpoolShape;
@@ -72,7 +72,7 @@ impl Builder<'_> {
         let n_sel = kpool * n_top + if ix.kpool_tail { kpool - 1 } else { 0 };
         let gather = nt <= GATHER_MAX_TOKENS && self.shape.n_kv > n_sel;
         let (kp, np, ntk, ns) = (kpool as i64, ks.n_pool as i64, nt as i64, n_sel as i64);
-        let mut input = |t, ne: &[i64], name: &str| self.g.input(t, ne, name).map_err(ggml_err);
+        let mut input = |t, ne: &[i64], name: &str| self.g.input(t, ne, name).map_err(Error::from);
         let k = KpoolInputs {
             pool_cells: input(I32, &[np], "kpool_cells")?,
             pool_idxs: input(I32, &[kp, np], "kpool_idxs")?,
@@ -110,7 +110,7 @@ impl Builder<'_> {
             .filter(|_| ix.keeps(il))
             .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
         let iq = self.layer_matmul(il, "indexer.attn_q_b.weight", qr)?;
-        let iq = self.g.reshape(iq, &[head, n_head, nt]).map_err(ggml_err)?;
+        let iq = self.g.reshape(iq, &[head, n_head, nt])?;
         let iq = self.name(iq, "indexer_q", l);
         let ik = self.layer_matmul(il, "indexer.attn_k.weight", cur)?;
         let (w, b) = (
@@ -123,102 +123,86 @@ impl Builder<'_> {
         let ig = self.name(ig, "indexer_gate", l);
 
         // Each row: key | gate | pooled (zero until its pool is pooled).
-        let zero = self.g.filled(F32, &[head, nt], 0.0).map_err(ggml_err)?;
-        let packed = self.g.concat(ik, ig, 0).map_err(ggml_err)?;
-        let packed = self.g.concat(packed, zero, 0).map_err(ggml_err)?;
+        let zero = self.g.filled(F32, &[head, nt], 0.0)?;
+        let packed = self.g.concat(ik, ig, 0)?;
+        let packed = self.g.concat(packed, zero, 0)?;
         let rows = self.kv_rows()?;
-        let stored = self.g.set_rows(cache, packed, rows).map_err(ggml_err)?;
+        let stored = self.g.set_rows(cache, packed, rows)?;
         self.g.expand(stored);
 
         let cnb = cache.nb();
         let n_cells = cache.ne()[1];
         let row = |n: i64| crate::ggml::row_size(cache.ggml_type(), n);
-        let key_gate = self
-            .g
-            .view(cache, &[2 * head, n_cells], &[cnb[1]], 0)
-            .map_err(ggml_err)?;
-        let pooled_slots = self
-            .g
-            .view(cache, &[head, n_cells], &[cnb[1]], row(2 * head))
-            .map_err(ggml_err)?;
+        let key_gate = self.g.view(cache, &[2 * head, n_cells], &[cnb[1]], 0)?;
+        let pooled_slots = self.g.view(cache, &[head, n_cells], &[cnb[1]], row(2 * head))?;
 
         // Pool the pools due now: softmax over each pool's members of gate plus position bias.
-        let members = self.g.reshape(inp.new_pool_idxs, &[kpool * n_new]).map_err(ggml_err)?;
-        let kg = self.g.get_rows(key_gate, members).map_err(ggml_err)?;
-        let kg = self.g.reshape(kg, &[2 * head, kpool, n_new]).map_err(ggml_err)?;
+        let members = self.g.reshape(inp.new_pool_idxs, &[kpool * n_new])?;
+        let kg = self.g.get_rows(key_gate, members)?;
+        let kg = self.g.reshape(kg, &[2 * head, kpool, n_new])?;
         let knb = kg.nb();
-        let pk = self
-            .g
-            .view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], 0)
-            .map_err(ggml_err)?;
+        let pk = self.g.view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], 0)?;
         let pg = self
             .g
-            .view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], row_f32(head))
-            .map_err(ggml_err)?;
+            .view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], row_f32(head))?;
         let ape = self.layer_weight(il, "indexer_compressor_ape.weight")?;
-        let logits = self.g.add(pg, ape).map_err(ggml_err)?;
-        let logits = self.g.permute(logits, [1, 0, 2, 3]).map_err(ggml_err)?;
-        let logits = self.g.cont(logits).map_err(ggml_err)?;
-        let logits = self.g.reshape(logits, &[kpool, head * n_new]).map_err(ggml_err)?;
-        let probs = self.g.soft_max_rows(logits).map_err(ggml_err)?;
-        let probs = self.g.reshape(probs, &[kpool, head, n_new]).map_err(ggml_err)?;
-        let pk = self.g.permute(pk, [1, 0, 2, 3]).map_err(ggml_err)?;
-        let pk = self.g.cont(pk).map_err(ggml_err)?;
-        let weighted = self.g.mul(probs, pk).map_err(ggml_err)?;
-        let pooled_new = self.g.sum_rows(weighted).map_err(ggml_err)?;
-        let pooled_new = self.g.reshape(pooled_new, &[head, n_new]).map_err(ggml_err)?;
+        let logits = self.g.add(pg, ape)?;
+        let logits = self.g.permute(logits, [1, 0, 2, 3])?;
+        let logits = self.g.cont(logits)?;
+        let logits = self.g.reshape(logits, &[kpool, head * n_new])?;
+        let probs = self.g.soft_max_rows(logits)?;
+        let probs = self.g.reshape(probs, &[kpool, head, n_new])?;
+        let pk = self.g.permute(pk, [1, 0, 2, 3])?;
+        let pk = self.g.cont(pk)?;
+        let weighted = self.g.mul(probs, pk)?;
+        let pooled_new = self.g.sum_rows(weighted)?;
+        let pooled_new = self.g.reshape(pooled_new, &[head, n_new])?;
         let pooled_new = self.name(pooled_new, "indexer_pool_k_new", l);
 
         let pooled = match inp.new_pool_rep {
             Some(rep) => {
                 // Written before the pools are read back.
-                let written = self.g.set_rows(pooled_slots, pooled_new, rep).map_err(ggml_err)?;
+                let written = self.g.set_rows(pooled_slots, pooled_new, rep)?;
                 self.g.expand(written);
-                self.g.get_rows(pooled_slots, inp.pool_cells).map_err(ggml_err)?
+                self.g.get_rows(pooled_slots, inp.pool_cells)?
             }
             None => {
                 if n_new > n_pool {
                     return Err(Error::Internal(format!("{n_new} pools pooled of {n_pool}")));
                 }
-                let pad = self.g.filled(F32, &[head, n_pool - n_new], 0.0).map_err(ggml_err)?;
-                self.g.concat(pooled_new, pad, 1).map_err(ggml_err)?
+                let pad = self.g.filled(F32, &[head, n_pool - n_new], 0.0)?;
+                self.g.concat(pooled_new, pad, 1)?
             }
         };
-        let pooled = self.g.reshape(pooled, &[head, 1, n_pool]).map_err(ggml_err)?;
+        let pooled = self.g.reshape(pooled, &[head, 1, n_pool])?;
         let pooled = self.name(pooled, "indexer_pool_k", l);
 
         let weights = self.layer_matmul(il, "indexer.proj.weight", cur)?;
-        let weights = self
-            .g
-            .scale(weights, 1.0 / ((head * n_head) as f32).sqrt())
-            .map_err(ggml_err)?;
+        let weights = self.g.scale(weights, 1.0 / ((head * n_head) as f32).sqrt())?;
         let weights = self.name(weights, "indexer_weights", l);
-        let score = self
-            .g
-            .lightning_indexer(iq, pooled, weights, inp.pool_mask)
-            .map_err(ggml_err)?;
+        let score = self.g.lightning_indexer(iq, pooled, weights, inp.pool_mask)?;
         let score = self.name(score, "indexer_score", l);
 
         // The best pools, ordered by falling score: the gather mask marks the first visible ones.
         let n_top = inp.n_top as i64;
-        let top = self.g.top_k(score, n_top).map_err(ggml_err)?;
-        let score3 = self.g.reshape(score, &[1, n_pool, nt]).map_err(ggml_err)?;
-        let top_score = self.g.get_rows(score3, top).map_err(ggml_err)?;
-        let top_score = self.g.reshape(top_score, &[n_top, nt]).map_err(ggml_err)?;
-        let order = self.g.argsort_desc(top_score).map_err(ggml_err)?;
-        let top = self.g.cast(top, F32).map_err(ggml_err)?;
-        let top = self.g.reshape(top, &[1, n_top, nt]).map_err(ggml_err)?;
-        let top = self.g.get_rows(top, order).map_err(ggml_err)?;
-        let top = self.g.reshape(top, &[n_top, nt]).map_err(ggml_err)?;
-        let top = self.g.cont(top).map_err(ggml_err)?;
-        let top = self.g.cast(top, I32).map_err(ggml_err)?;
+        let top = self.g.top_k(score, n_top)?;
+        let score3 = self.g.reshape(score, &[1, n_pool, nt])?;
+        let top_score = self.g.get_rows(score3, top)?;
+        let top_score = self.g.reshape(top_score, &[n_top, nt])?;
+        let order = self.g.argsort_desc(top_score)?;
+        let top = self.g.cast(top, F32)?;
+        let top = self.g.reshape(top, &[1, n_top, nt])?;
+        let top = self.g.get_rows(top, order)?;
+        let top = self.g.reshape(top, &[n_top, nt])?;
+        let top = self.g.cont(top)?;
+        let top = self.g.cast(top, I32)?;
         let top = self.name(top, "indexer_top_k", l);
 
-        let top = self.g.reshape(top, &[n_top * nt]).map_err(ggml_err)?;
-        let sel = self.g.get_rows(inp.pool_idxs, top).map_err(ggml_err)?;
-        let mut sel = self.g.reshape(sel, &[kpool * n_top, nt]).map_err(ggml_err)?;
+        let top = self.g.reshape(top, &[n_top * nt])?;
+        let sel = self.g.get_rows(inp.pool_idxs, top)?;
+        let mut sel = self.g.reshape(sel, &[kpool * n_top, nt])?;
         if ix.kpool_tail {
-            sel = self.g.concat(sel, inp.tail_idxs, 0).map_err(ggml_err)?;
+            sel = self.g.concat(sel, inp.tail_idxs, 0)?;
         }
         if inp.gather {
             return Ok(Picks::Cells(self.name(sel, "indexer_sel_idx", l)));
@@ -232,35 +216,35 @@ impl Builder<'_> {
         let (n_kv, nt, n_sel) = (self.shape.n_kv as i64, self.shape.n_tokens as i64, inp.n_sel as i64);
         let kq_mask = self.mask(false)?;
         let g = &mut self.g;
-        let seed = g.view(sel, &[1], &[], 0).map_err(ggml_err)?;
-        let seed = g.cast(seed, F32).map_err(ggml_err)?;
+        let seed = g.view(sel, &[1], &[], 0)?;
+        let seed = g.cast(seed, F32)?;
         let mask_seed = match kq_mask.ggml_type() {
             F32 => seed,
-            t => g.cast(seed, t).map_err(ggml_err)?,
+            t => g.cast(seed, t)?,
         };
-        let mask_seed = g.fill(mask_seed, f32::NEG_INFINITY).map_err(ggml_err)?;
-        let closed = g.repeat(mask_seed, [1, n_kv + n_sel, nt, 1]).map_err(ggml_err)?;
-        let closed = g.reshape(closed, &[1, n_kv + n_sel, nt]).map_err(ggml_err)?;
-        let zero_seed = g.fill(seed, 0.0).map_err(ggml_err)?;
-        let zeros = g.repeat(zero_seed, [1, n_sel, nt, 1]).map_err(ggml_err)?;
-        let zeros = g.reshape(zeros, &[1, n_sel, nt]).map_err(ggml_err)?;
+        let mask_seed = g.fill(mask_seed, f32::NEG_INFINITY)?;
+        let closed = g.repeat(mask_seed, [1, n_kv + n_sel, nt, 1])?;
+        let closed = g.reshape(closed, &[1, n_kv + n_sel, nt])?;
+        let zero_seed = g.fill(seed, 0.0)?;
+        let zeros = g.repeat(zero_seed, [1, n_sel, nt, 1])?;
+        let zeros = g.reshape(zeros, &[1, n_sel, nt])?;
 
         // idx = dump + live * (idx - dump), live = exp(slot mask).
-        let live = g.reshape(inp.gather_mask, &[n_sel, nt]).map_err(ggml_err)?;
-        let live = g.exp(live).map_err(ggml_err)?;
-        let dump = g.arange(n_kv, n_sel).map_err(ggml_err)?;
-        let idx = g.cast(sel, F32).map_err(ggml_err)?;
-        let idx = g.sub(idx, dump).map_err(ggml_err)?;
-        let idx = g.mul(idx, live).map_err(ggml_err)?;
-        let idx = g.add(idx, dump).map_err(ggml_err)?;
-        let idx = g.cast(idx, I32).map_err(ggml_err)?;
-        let idx = g.reshape(idx, &[n_sel, nt, 1]).map_err(ggml_err)?;
+        let live = g.reshape(inp.gather_mask, &[n_sel, nt])?;
+        let live = g.exp(live)?;
+        let dump = g.arange(n_kv, n_sel)?;
+        let idx = g.cast(sel, F32)?;
+        let idx = g.sub(idx, dump)?;
+        let idx = g.mul(idx, live)?;
+        let idx = g.add(idx, dump)?;
+        let idx = g.cast(idx, I32)?;
+        let idx = g.reshape(idx, &[n_sel, nt, 1])?;
 
-        let opened = g.set_rows(closed, zeros, idx).map_err(ggml_err)?;
+        let opened = g.set_rows(closed, zeros, idx)?;
         let onb = opened.nb();
-        let opened = g.view(opened, &[n_kv, nt], &[onb[2]], 0).map_err(ggml_err)?;
-        let kq = g.reshape(kq_mask, &[n_kv, nt]).map_err(ggml_err)?;
-        let sel = g.add(opened, kq).map_err(ggml_err)?;
+        let opened = g.view(opened, &[n_kv, nt], &[onb[2]], 0)?;
+        let kq = g.reshape(kq_mask, &[n_kv, nt])?;
+        let sel = g.add(opened, kq)?;
         Ok(self.name(sel, "indexer_sel", Some(il)))
     }
 
@@ -283,28 +267,28 @@ impl Builder<'_> {
         let kc = self.kv.k(il);
         let rows = self.kv_rows()?;
         let k2 = self.merge_heads(k)?;
-        let stored = self.g.set_rows(kc, k2, rows).map_err(ggml_err)?;
+        let stored = self.g.set_rows(kc, k2, rows)?;
         self.g.expand(stored);
 
         let [width, n_head, nt, _] = q.ne();
         let n_sel = cells.ne()[0];
         let g = &mut self.g;
-        let flat = g.reshape(cells, &[n_sel * nt]).map_err(ggml_err)?;
-        let kg = g.get_rows(kc, flat).map_err(ggml_err)?;
-        let kg = g.reshape(kg, &[width, n_sel, 1, nt]).map_err(ggml_err)?;
+        let flat = g.reshape(cells, &[n_sel * nt])?;
+        let kg = g.get_rows(kc, flat)?;
+        let kg = g.reshape(kg, &[width, n_sel, 1, nt])?;
         let kg = self.name(kg, "kv_gathered", Some(il));
         let g = &mut self.g;
-        let qg = g.permute(q, [0, 2, 3, 1]).map_err(ggml_err)?;
-        let kq = g.mul_mat(kg, qg).map_err(ggml_err)?;
-        let kq = g.soft_max(kq, inp.gather_mask, kq_scale, 0.0, None).map_err(ggml_err)?;
-        let vt = g.transpose(kg).map_err(ggml_err)?;
-        let vt = g.cont(vt).map_err(ggml_err)?;
-        let kqv = g.mul_mat(vt, kq).map_err(ggml_err)?;
-        let kqv = g.mul_mat(v_mla, kqv).map_err(ggml_err)?;
-        let out = g.permute(kqv, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let out = g.cont(out).map_err(ggml_err)?;
+        let qg = g.permute(q, [0, 2, 3, 1])?;
+        let kq = g.mul_mat(kg, qg)?;
+        let kq = g.soft_max(kq, inp.gather_mask, kq_scale, 0.0, None)?;
+        let vt = g.transpose(kg)?;
+        let vt = g.cont(vt)?;
+        let kqv = g.mul_mat(vt, kq)?;
+        let kqv = g.mul_mat(v_mla, kqv)?;
+        let out = g.permute(kqv, [0, 2, 1, 3])?;
+        let out = g.cont(out)?;
         let hv = kqv.ne()[0];
-        g.reshape(out, &[hv * n_head, nt]).map_err(ggml_err)
+        g.reshape(out, &[hv * n_head, nt]).map_err(Error::from)
     }
 }
 

@@ -5,8 +5,8 @@
 //! relative to the first of their sequence in the ubatch: they are graph inputs, computed here on
 //! the host as llama.cpp computes them.
 
-use super::{ggml_err, Builder};
-use crate::error::Result;
+use super::Builder;
+use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 
 /// The decay inputs of a ubatch's graph (each made once, read by every lightning layer).
@@ -87,7 +87,7 @@ impl Builder<'_> {
         let n_seqs = rs.n_seqs as i64;
         let nst = self.shape.n_tokens as i64 / n_seqs;
         let f32_type = ggml_sys::ggml_type_GGML_TYPE_F32;
-        let mut input = |ne: &[i64], name: &str| self.g.input(f32_type, ne, name).map_err(ggml_err);
+        let mut input = |ne: &[i64], name: &str| self.g.input(f32_type, ne, name).map_err(Error::from);
         let l = LightningInputs {
             slopes: input(&[n_head], "slopes")?,
             q_decay: input(&[1, n_head, nst, n_seqs], "q_decay_exp")?,
@@ -112,12 +112,12 @@ impl Builder<'_> {
         let n_seqs = rs.n_seqs as i64;
         let nst = self.shape.n_tokens as i64 / n_seqs;
         let slope_scale = (1.0 - il as f64 / (f64::from(hp.n_layer) - 1.0) + 1e-5) as f32;
-        let slope_rate = self.g.scale(inp.slopes, slope_scale).map_err(ggml_err)?;
+        let slope_rate = self.g.scale(inp.slopes, slope_scale)?;
 
-        let cur = self.g.reshape(cur, &[n_embd, nst, 1, n_seqs]).map_err(ggml_err)?;
+        let cur = self.g.reshape(cur, &[n_embd, nst, 1, n_seqs])?;
         let qkv = self.layer_matmul(il, "attn_qkv.weight", cur)?;
-        let qkv = self.g.silu(qkv).map_err(ggml_err)?;
-        let qkv = self.g.reshape(qkv, &[3 * hd, nh, nst, n_seqs]).map_err(ggml_err)?;
+        let qkv = self.g.silu(qkv)?;
+        let qkv = self.g.reshape(qkv, &[3 * hd, nh, nst, n_seqs])?;
         let nb = qkv.nb();
         let part = |bd: &mut Builder, i: usize| {
             bd.g.view(
@@ -126,62 +126,59 @@ impl Builder<'_> {
                 &[nb[1], nb[2], nb[3]],
                 i * hd as usize * nb[0],
             )
-            .map_err(ggml_err)
+            .map_err(Error::from)
         };
         let (q, k, v) = (part(self, 0)?, part(self, 1)?, part(self, 2)?);
 
         let n_state = i64::from(hp.n_embd_s());
         let state = self.gather_states(ssm_all, n_state, None)?;
-        let kv_old = self.g.reshape(state, &[hd, hd, nh, n_seqs]).map_err(ggml_err)?;
+        let kv_old = self.g.reshape(state, &[hd, hd, nh, n_seqs])?;
 
         let decay = |bd: &mut Builder, t: TensorRef| -> Result<TensorRef> {
-            let t = bd.g.scale(t, slope_scale).map_err(ggml_err)?;
-            bd.g.exp(t).map_err(ggml_err)
+            let t = bd.g.scale(t, slope_scale)?;
+            bd.g.exp(t).map_err(Error::from)
         };
         let q_decay = decay(self, inp.q_decay)?;
         let k_decay = decay(self, inp.k_decay)?;
         let diag_decay = decay(self, inp.diag_decay)?;
 
-        let q_s = self.g.mul(q, q_decay).map_err(ggml_err)?;
-        let q_s = self.g.permute(q_s, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let carried = self.g.mul_mat(kv_old, q_s).map_err(ggml_err)?;
-        let q_t = self.g.permute(q, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let k_t = self.g.permute(k, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let qk = self.g.mul_mat(k_t, q_t).map_err(ggml_err)?;
-        let qk = self.g.mul(qk, diag_decay).map_err(ggml_err)?;
-        let v_t = self.g.permute(v, [1, 2, 0, 3]).map_err(ggml_err)?;
-        let v_t = self.g.cont(v_t).map_err(ggml_err)?;
-        let within = self.g.mul_mat(v_t, qk).map_err(ggml_err)?;
-        let out = self.g.add(carried, within).map_err(ggml_err)?;
+        let q_s = self.g.mul(q, q_decay)?;
+        let q_s = self.g.permute(q_s, [0, 2, 1, 3])?;
+        let carried = self.g.mul_mat(kv_old, q_s)?;
+        let q_t = self.g.permute(q, [0, 2, 1, 3])?;
+        let k_t = self.g.permute(k, [0, 2, 1, 3])?;
+        let qk = self.g.mul_mat(k_t, q_t)?;
+        let qk = self.g.mul(qk, diag_decay)?;
+        let v_t = self.g.permute(v, [1, 2, 0, 3])?;
+        let v_t = self.g.cont(v_t)?;
+        let within = self.g.mul_mat(v_t, qk)?;
+        let out = self.g.add(carried, within)?;
         self.g.expand(out);
 
-        let block = self.g.scale(slope_rate, -(nst as f32)).map_err(ggml_err)?;
-        let block = self.g.exp(block).map_err(ggml_err)?;
-        let block = self.g.reshape(block, &[1, 1, nh]).map_err(ggml_err)?;
-        let kv_old_s = self.g.mul(kv_old, block).map_err(ggml_err)?;
-        let k_after = self.g.mul(k, k_decay).map_err(ggml_err)?;
-        let k_after = self.g.permute(k_after, [1, 2, 0, 3]).map_err(ggml_err)?;
-        let k_after = self.g.cont(k_after).map_err(ggml_err)?;
-        let kv_cur = self.g.mul_mat(k_after, v_t).map_err(ggml_err)?;
-        let kv_new = self.g.add(kv_old_s, kv_cur).map_err(ggml_err)?;
+        let block = self.g.scale(slope_rate, -(nst as f32))?;
+        let block = self.g.exp(block)?;
+        let block = self.g.reshape(block, &[1, 1, nh])?;
+        let kv_old_s = self.g.mul(kv_old, block)?;
+        let k_after = self.g.mul(k, k_decay)?;
+        let k_after = self.g.permute(k_after, [1, 2, 0, 3])?;
+        let k_after = self.g.cont(k_after)?;
+        let kv_cur = self.g.mul_mat(k_after, v_t)?;
+        let kv_new = self.g.add(kv_old_s, kv_cur)?;
         let row = crate::ggml::row_size(ssm_all.ggml_type(), n_state);
-        let dst = self
-            .g
-            .view(ssm_all, &[n_state * n_seqs], &[], rs.window.head * row)
-            .map_err(ggml_err)?;
-        let saved = self.g.copy_into(kv_new, dst).map_err(ggml_err)?;
+        let dst = self.g.view(ssm_all, &[n_state * n_seqs], &[], rs.window.head * row)?;
+        let saved = self.g.copy_into(kv_new, dst)?;
         self.g.expand(saved);
 
-        let out = self.g.permute(out, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let out = self.g.cont(out).map_err(ggml_err)?;
-        let out = self.g.reshape(out, &[hd * nh, nst, 1, n_seqs]).map_err(ggml_err)?;
+        let out = self.g.permute(out, [0, 2, 1, 3])?;
+        let out = self.g.cont(out)?;
+        let out = self.g.reshape(out, &[hd * nh, nst, 1, n_seqs])?;
         let norm_w = self.layer_weight(il, "attn_norm_2.weight")?;
         let normed = self.rms_norm(out, norm_w)?;
         let g = self.layer_matmul(il, "attn_gate.weight", cur)?;
-        let g = self.g.sigmoid(g).map_err(ggml_err)?;
-        let y = self.g.mul(g, normed).map_err(ggml_err)?;
+        let g = self.g.sigmoid(g)?;
+        let y = self.g.mul(g, normed)?;
         let y = self.layer_matmul(il, "attn_output.weight", y)?;
-        let y = self.g.reshape(y, &[n_embd, nst * n_seqs]).map_err(ggml_err)?;
+        let y = self.g.reshape(y, &[n_embd, nst * n_seqs])?;
         Ok(self.name(y, "attn_out", Some(il)))
     }
 }

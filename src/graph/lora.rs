@@ -4,8 +4,8 @@
 //! scale reuses the built graph; `x * s` through a broadcast multiply rounds as ggml's scale op
 //! does (one f32 product per element), so the results are llama.cpp's.
 
-use super::{ggml_err, Builder};
-use crate::error::Result;
+use super::Builder;
+use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::model::lora::{LoraAdapter, LoraWeight};
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub fn extra_nodes(adapters: &[Arc<LoraAdapter>]) -> usize {
 impl Builder<'_> {
     /// `w x` with the active adapters' parts for `w`.
     pub fn weight_mm(&mut self, w: TensorRef, x: TensorRef) -> Result<TensorRef> {
-        let y = self.g.mul_mat(w, x).map_err(ggml_err)?;
+        let y = self.g.mul_mat(w, x)?;
         self.add_lora(w, x, y, None)
     }
 
@@ -74,17 +74,17 @@ impl Builder<'_> {
             };
             let d = match ids {
                 None => {
-                    let ax = self.g.mul_mat(lw.a, x).map_err(ggml_err)?;
-                    self.g.mul_mat(lw.b, ax).map_err(ggml_err)?
+                    let ax = self.g.mul_mat(lw.a, x)?;
+                    self.g.mul_mat(lw.b, ax)?
                 }
                 Some(ids) => {
-                    let ax = self.g.mul_mat_id(lw.a, x, ids).map_err(ggml_err)?;
-                    self.g.mul_mat_id(lw.b, ax, ids).map_err(ggml_err)?
+                    let ax = self.g.mul_mat_id(lw.a, x, ids)?;
+                    self.g.mul_mat_id(lw.b, ax, ids)?
                 }
             };
             let s = self.lora_scale(ai, &name, lw)?;
-            let d = self.g.mul(d, s).map_err(ggml_err)?;
-            y = self.g.add(y, d).map_err(ggml_err)?;
+            let d = self.g.mul(d, s)?;
+            y = self.g.add(y, d)?;
         }
         Ok(y)
     }
@@ -106,11 +106,11 @@ impl Builder<'_> {
             let Some(lw) = self.adapters.loras[ai].weight(&name).copied() else {
                 continue;
             };
-            let rows = self.g.get_rows(lw.a, self.token_ids()?).map_err(ggml_err)?;
-            let d = self.g.mul_mat(lw.b, rows).map_err(ggml_err)?;
+            let rows = self.g.get_rows(lw.a, self.token_ids()?)?;
+            let d = self.g.mul_mat(lw.b, rows)?;
             let s = self.lora_scale(ai, &name, lw)?;
-            let d = self.g.mul(d, s).map_err(ggml_err)?;
-            x = self.g.add(x, d).map_err(ggml_err)?;
+            let d = self.g.mul(d, s)?;
+            x = self.g.add(x, d)?;
         }
         Ok(x)
     }
@@ -132,8 +132,7 @@ impl Builder<'_> {
                 let n: usize = self.adapters.loras.iter().map(|a| a.n_weights()).sum();
                 let input = self
                     .g
-                    .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n as i64], "inp_lora_scales")
-                    .map_err(ggml_err)?;
+                    .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n as i64], "inp_lora_scales")?;
                 self.inputs.lora.insert(LoraScales {
                     input,
                     slots: Vec::new(),
@@ -146,7 +145,7 @@ impl Builder<'_> {
         let input = scales.input;
         self.g
             .view(input, &[1], &[], slot * std::mem::size_of::<f32>())
-            .map_err(ggml_err)
+            .map_err(Error::from)
     }
 }
 

@@ -7,7 +7,8 @@
 //! llama.cpp's op order, so that results stay bit-identical; the position maps are inputs set
 //! from the cache's cells (`pos_mask`, `pos_slots`, `cell_blocks`, `local_bias`).
 
-use super::{ggml_err, Builder, Rotated};
+use super::inputs::Rotated;
+use super::Builder;
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Graph, Scores, TensorRef};
 use crate::kv::{KvCache, TokenPlace};
@@ -122,9 +123,9 @@ impl Builder<'_> {
         let l = Some(il);
 
         let iq = self.layer_matmul(il, "indexer.q_proj.weight", cur)?;
-        let iq = self.g.reshape(iq, &[d_idx, hd, nt]).map_err(ggml_err)?;
+        let iq = self.g.reshape(iq, &[d_idx, hd, nt])?;
         let ik = self.layer_matmul(il, "indexer.k_proj.weight", cur)?;
-        let ik = self.g.reshape(ik, &[d_idx, 1, nt]).map_err(ggml_err)?;
+        let ik = self.g.reshape(ik, &[d_idx, 1, nt])?;
         let iq = self.layer_rms_norm(il, iq, "indexer.q_norm.weight", "iq")?;
         let ik = self.layer_rms_norm(il, ik, "indexer.k_norm.weight", "ik")?;
         let iq = self.rope(iq, il, None)?;
@@ -135,21 +136,18 @@ impl Builder<'_> {
             .filter(|_| ix.keeps(il))
             .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
         let rows = self.kv_rows()?;
-        let ik2 = self.g.reshape(ik, &[d_idx, nt]).map_err(ggml_err)?;
-        let stored = self.g.set_rows(idx_cache, ik2, rows).map_err(ggml_err)?;
+        let ik2 = self.g.reshape(ik, &[d_idx, nt])?;
+        let stored = self.g.set_rows(idx_cache, ik2, rows)?;
         self.g.expand(stored);
 
         // Rotated around a quantized cache, as attention elsewhere.
         let (q, k) = match self.rotation(Rotated::Keys)? {
-            Some(rot) => (
-                self.g.hadamard(rot, q).map_err(ggml_err)?,
-                self.g.hadamard(rot, k).map_err(ggml_err)?,
-            ),
+            Some(rot) => (self.g.hadamard(rot, q)?, self.g.hadamard(rot, k)?),
             None => (q, k),
         };
         let v_rot = self.rotation(Rotated::Values)?;
         let v = match v_rot {
-            Some(rot) => self.g.hadamard(rot, v).map_err(ggml_err)?,
+            Some(rot) => self.g.hadamard(rot, v)?,
             None => v,
         };
         let (kc, vc) = (
@@ -160,7 +158,7 @@ impl Builder<'_> {
         );
         for (cache, x) in [(kc, k), (vc, v)] {
             let x2 = self.merge_heads(x)?;
-            let stored = self.g.set_rows(cache, x2, rows).map_err(ggml_err)?;
+            let stored = self.g.set_rows(cache, x2, rows)?;
             self.g.expand(stored);
         }
 
@@ -190,44 +188,42 @@ impl Builder<'_> {
             let slot_f = inputs
                 .pos_slot_f
                 .ok_or_else(|| Error::Internal("no position slots to gather".into()))?;
-            let ik3 = g
-                .view(
-                    idx_cache,
-                    &[d_idx, n_kv, ns],
-                    &[row_size(idx_cache.ggml_type(), d_idx), idx_stream],
-                    idx_stream * s0,
-                )
-                .map_err(ggml_err)?;
-            let ikp = g.get_rows(ik3, inputs.pos_slot).map_err(ggml_err)?;
-            let ikp = g.reshape(ikp, &[d_idx, n_pos, 1, ns]).map_err(ggml_err)?;
-            let iq4 = g.reshape(iq, &[d_idx, hd, 1, ns]).map_err(ggml_err)?;
-            let sc = g.mul_mat(ikp, iq4).map_err(ggml_err)?;
-            let pm = g.reshape(inputs.pos_mask, &[n_pos, 1, 1, ns]).map_err(ggml_err)?;
-            let sc = g.add(sc, pm).map_err(ggml_err)?;
-            let bs = g.max_pool_rows(sc, blk).map_err(ggml_err)?;
-            let bias = g.reshape(inputs.bias, &[n_blocks, 1, 1, ns]).map_err(ggml_err)?;
-            let bsf = g.add(bs, bias).map_err(ggml_err)?;
-            let picked = g.top_k(bsf, top).map_err(ggml_err)?;
+            let ik3 = g.view(
+                idx_cache,
+                &[d_idx, n_kv, ns],
+                &[row_size(idx_cache.ggml_type(), d_idx), idx_stream],
+                idx_stream * s0,
+            )?;
+            let ikp = g.get_rows(ik3, inputs.pos_slot)?;
+            let ikp = g.reshape(ikp, &[d_idx, n_pos, 1, ns])?;
+            let iq4 = g.reshape(iq, &[d_idx, hd, 1, ns])?;
+            let sc = g.mul_mat(ikp, iq4)?;
+            let pm = g.reshape(inputs.pos_mask, &[n_pos, 1, 1, ns])?;
+            let sc = g.add(sc, pm)?;
+            let bs = g.max_pool_rows(sc, blk)?;
+            let bias = g.reshape(inputs.bias, &[n_blocks, 1, 1, ns])?;
+            let bsf = g.add(bs, bias)?;
+            let picked = g.top_k(bsf, top)?;
             // Positions of the picked blocks, then their cells, then each head's row of them.
-            let a = g.cast(picked, F32).map_err(ggml_err)?;
-            let a = g.scale(a, blk as f32).map_err(ggml_err)?;
-            let a = g.reshape(a, &[1, top, hd, ns]).map_err(ggml_err)?;
-            let a = g.repeat(a, [blk, top, hd, ns]).map_err(ggml_err)?;
-            let ramp = g.arange(0, blk).map_err(ggml_err)?;
-            let ramp = g.reshape(ramp, &[blk, 1, 1]).map_err(ggml_err)?;
-            let tj = g.add(a, ramp).map_err(ggml_err)?;
+            let a = g.cast(picked, F32)?;
+            let a = g.scale(a, blk as f32)?;
+            let a = g.reshape(a, &[1, top, hd, ns])?;
+            let a = g.repeat(a, [blk, top, hd, ns])?;
+            let ramp = g.arange(0, blk)?;
+            let ramp = g.reshape(ramp, &[blk, 1, 1])?;
+            let tj = g.add(a, ramp)?;
             let n_sel = blk * top * hd;
-            let tj = g.reshape(tj, &[n_sel, ns]).map_err(ggml_err)?;
-            let tokj = g.cast(tj, I32).map_err(ggml_err)?;
-            let slots = g.reshape(slot_f, &[1, n_pos, ns]).map_err(ggml_err)?;
-            let cs = g.get_rows(slots, tokj).map_err(ggml_err)?;
-            let cs = g.reshape(cs, &[blk, top, hd, ns]).map_err(ggml_err)?;
-            let cs = g.scale(cs, n_head_kv as f32).map_err(ggml_err)?;
-            let heads = g.arange(0, n_head_kv).map_err(ggml_err)?;
-            let heads = g.reshape(heads, &[1, 1, hd]).map_err(ggml_err)?;
-            let tr = g.add(cs, heads).map_err(ggml_err)?;
-            let tr = g.reshape(tr, &[n_sel, ns]).map_err(ggml_err)?;
-            let tokr = g.cast(tr, I32).map_err(ggml_err)?;
+            let tj = g.reshape(tj, &[n_sel, ns])?;
+            let tokj = g.cast(tj, I32)?;
+            let slots = g.reshape(slot_f, &[1, n_pos, ns])?;
+            let cs = g.get_rows(slots, tokj)?;
+            let cs = g.reshape(cs, &[blk, top, hd, ns])?;
+            let cs = g.scale(cs, n_head_kv as f32)?;
+            let heads = g.arange(0, n_head_kv)?;
+            let heads = g.reshape(heads, &[1, 1, hd])?;
+            let tr = g.add(cs, heads)?;
+            let tr = g.reshape(tr, &[n_sel, ns])?;
+            let tokr = g.cast(tr, I32)?;
             let head_rows = |g: &mut Graph, c: TensorRef, stream: usize| {
                 g.view(
                     c,
@@ -236,13 +232,13 @@ impl Builder<'_> {
                     stream * s0,
                 )
             };
-            let k3 = head_rows(g, kc, k_stream).map_err(ggml_err)?;
-            let v3 = head_rows(g, vc, v_stream).map_err(ggml_err)?;
-            let mp = g.reshape(inputs.pos_mask, &[1, n_pos, ns]).map_err(ggml_err)?;
-            let kg = g.get_rows(k3, tokr).map_err(ggml_err)?;
-            let vg = g.get_rows(v3, tokr).map_err(ggml_err)?;
-            let mg = g.get_rows(mp, tokj).map_err(ggml_err)?;
-            let gathered = |g: &mut Graph, x: TensorRef, c: TensorRef| -> std::result::Result<TensorRef, String> {
+            let k3 = head_rows(g, kc, k_stream)?;
+            let v3 = head_rows(g, vc, v_stream)?;
+            let mp = g.reshape(inputs.pos_mask, &[1, n_pos, ns])?;
+            let kg = g.get_rows(k3, tokr)?;
+            let vg = g.get_rows(v3, tokr)?;
+            let mg = g.get_rows(mp, tokj)?;
+            let gathered = |g: &mut Graph, x: TensorRef, c: TensorRef| -> crate::ggml::OpResult {
                 let x = g.reshape(x, &[d, blk * top, 1, hd * ns])?;
                 let want = if crate::ggml::is_quantized(c.ggml_type()) {
                     F16
@@ -255,10 +251,10 @@ impl Builder<'_> {
                     g.cast(x, want)
                 }
             };
-            let kfa = gathered(g, kg, kc).map_err(ggml_err)?;
-            let vfa = gathered(g, vg, vc).map_err(ggml_err)?;
-            let mfa = g.reshape(mg, &[blk * top, 1, 1, hd * ns]).map_err(ggml_err)?;
-            let mfa = g.cast(mfa, F16).map_err(ggml_err)?;
+            let kfa = gathered(g, kg, kc)?;
+            let vfa = gathered(g, vg, vc)?;
+            let mfa = g.reshape(mg, &[blk * top, 1, 1, hd * ns])?;
+            let mfa = g.cast(mfa, F16)?;
             grouped_attention(g, q, kfa, vfa, mfa, gp, scores)?
         } else {
             let cell_blk = inputs
@@ -266,61 +262,45 @@ impl Builder<'_> {
                 .ok_or_else(|| Error::Internal("no cell blocks to mask by".into()))?;
             let mask = self.mask(false)?;
             let g = &mut self.g;
-            let mask_f = g.cast(mask, F32).map_err(ggml_err)?;
-            let mask_f = g.reshape(mask_f, &[n_kv, tps, 1, ns]).map_err(ggml_err)?;
+            let mask_f = g.cast(mask, F32)?;
+            let mask_f = g.reshape(mask_f, &[n_kv, tps, 1, ns])?;
             let f32_row = |n: i64| row_size(F32, n);
             let mut out: Option<TensorRef> = None;
             for st in 0..ns {
                 let su = st as usize;
-                let iq_s = g
-                    .view(iq, &[d_idx, hd * tps], &[iq.nb()[1]], su * tps as usize * iq.nb()[2])
-                    .map_err(ggml_err)?;
-                let ik_s = g
-                    .view(
-                        idx_cache,
-                        &[d_idx, n_kv],
-                        &[row_size(idx_cache.ggml_type(), d_idx)],
-                        idx_stream * (s0 + su),
-                    )
-                    .map_err(ggml_err)?;
-                let slot_s = g
-                    .view(inputs.pos_slot, &[n_pos], &[], su * row_size(I32, n_pos))
-                    .map_err(ggml_err)?;
-                let pm_s = g
-                    .view(
-                        inputs.pos_mask,
-                        &[n_pos, 1, tps],
-                        &[f32_row(n_pos), f32_row(n_pos)],
-                        su * tps as usize * f32_row(n_pos),
-                    )
-                    .map_err(ggml_err)?;
-                let cb_s = g
-                    .view(cell_blk, &[n_kv], &[], su * row_size(I32, n_kv))
-                    .map_err(ggml_err)?;
-                let mf_s = g
-                    .view(
-                        mask_f,
-                        &[n_kv, tps, 1],
-                        &[f32_row(n_kv), f32_row(n_kv * tps)],
-                        su * f32_row(n_kv * tps),
-                    )
-                    .map_err(ggml_err)?;
-                let bias_s = g
-                    .view(
-                        inputs.bias,
-                        &[n_blocks, 1, tps],
-                        &[f32_row(n_blocks), f32_row(n_blocks)],
-                        su * tps as usize * f32_row(n_blocks),
-                    )
-                    .map_err(ggml_err)?;
-                let q_s = g
-                    .view(
-                        q,
-                        &[d, n_head, tps],
-                        &[q.nb()[1], q.nb()[2]],
-                        su * tps as usize * q.nb()[2],
-                    )
-                    .map_err(ggml_err)?;
+                let iq_s = g.view(iq, &[d_idx, hd * tps], &[iq.nb()[1]], su * tps as usize * iq.nb()[2])?;
+                let ik_s = g.view(
+                    idx_cache,
+                    &[d_idx, n_kv],
+                    &[row_size(idx_cache.ggml_type(), d_idx)],
+                    idx_stream * (s0 + su),
+                )?;
+                let slot_s = g.view(inputs.pos_slot, &[n_pos], &[], su * row_size(I32, n_pos))?;
+                let pm_s = g.view(
+                    inputs.pos_mask,
+                    &[n_pos, 1, tps],
+                    &[f32_row(n_pos), f32_row(n_pos)],
+                    su * tps as usize * f32_row(n_pos),
+                )?;
+                let cb_s = g.view(cell_blk, &[n_kv], &[], su * row_size(I32, n_kv))?;
+                let mf_s = g.view(
+                    mask_f,
+                    &[n_kv, tps, 1],
+                    &[f32_row(n_kv), f32_row(n_kv * tps)],
+                    su * f32_row(n_kv * tps),
+                )?;
+                let bias_s = g.view(
+                    inputs.bias,
+                    &[n_blocks, 1, tps],
+                    &[f32_row(n_blocks), f32_row(n_blocks)],
+                    su * tps as usize * f32_row(n_blocks),
+                )?;
+                let q_s = g.view(
+                    q,
+                    &[d, n_head, tps],
+                    &[q.nb()[1], q.nb()[2]],
+                    su * tps as usize * q.nb()[2],
+                )?;
                 let cache_s = |g: &mut Graph, c: TensorRef, stream: usize| {
                     let row = row_size(c.ggml_type(), d);
                     let s = g.view(
@@ -331,43 +311,43 @@ impl Builder<'_> {
                     )?;
                     g.permute(s, [0, 3, 1, 2])
                 };
-                let kfa = cache_s(g, kc, k_stream).map_err(ggml_err)?;
-                let vfa = cache_s(g, vc, v_stream).map_err(ggml_err)?;
+                let kfa = cache_s(g, kc, k_stream)?;
+                let vfa = cache_s(g, vc, v_stream)?;
 
-                let ikp = g.get_rows(ik_s, slot_s).map_err(ggml_err)?;
-                let sc = g.mul_mat(ikp, iq_s).map_err(ggml_err)?;
-                let sc = g.reshape(sc, &[n_pos, hd, tps]).map_err(ggml_err)?;
-                let sc = g.add(sc, pm_s).map_err(ggml_err)?;
-                let bs = g.max_pool_rows(sc, blk).map_err(ggml_err)?;
-                let bsf = g.add(bs, bias_s).map_err(ggml_err)?;
-                let picked = g.top_k(bsf, top).map_err(ggml_err)?;
+                let ikp = g.get_rows(ik_s, slot_s)?;
+                let sc = g.mul_mat(ikp, iq_s)?;
+                let sc = g.reshape(sc, &[n_pos, hd, tps])?;
+                let sc = g.add(sc, pm_s)?;
+                let bs = g.max_pool_rows(sc, blk)?;
+                let bsf = g.add(bs, bias_s)?;
+                let picked = g.top_k(bsf, top)?;
                 // Every block closed (-inf), then the picked ones opened, per head and token.
-                let closed = g.scale_bias(bias_s, 0.0, -1e30).map_err(ggml_err)?;
-                let closed = g.cast(closed, F16).map_err(ggml_err)?;
-                let closed = g.repeat(closed, [n_blocks, hd, tps, 1]).map_err(ggml_err)?;
-                let zero = g.cast(picked, F32).map_err(ggml_err)?;
-                let zero = g.scale(zero, 0.0).map_err(ggml_err)?;
-                let closed = g.reshape(closed, &[1, n_blocks, hd * tps]).map_err(ggml_err)?;
-                let zero = g.reshape(zero, &[1, top, hd * tps]).map_err(ggml_err)?;
-                let picks = g.reshape(picked, &[top, hd * tps]).map_err(ggml_err)?;
-                let bm = g.set_rows(closed, zero, picks).map_err(ggml_err)?;
-                let bm = g.reshape(bm, &[n_blocks, hd, tps]).map_err(ggml_err)?;
-                let bm = g.permute(bm, [0, 2, 1, 3]).map_err(ggml_err)?;
-                let bm = g.cont(bm).map_err(ggml_err)?;
-                let bm = g.reshape(bm, &[n_blocks, tps * hd]).map_err(ggml_err)?;
-                let bm = g.transpose(bm).map_err(ggml_err)?;
-                let bm = g.cont(bm).map_err(ggml_err)?;
+                let closed = g.scale_bias(bias_s, 0.0, -1e30)?;
+                let closed = g.cast(closed, F16)?;
+                let closed = g.repeat(closed, [n_blocks, hd, tps, 1])?;
+                let zero = g.cast(picked, F32)?;
+                let zero = g.scale(zero, 0.0)?;
+                let closed = g.reshape(closed, &[1, n_blocks, hd * tps])?;
+                let zero = g.reshape(zero, &[1, top, hd * tps])?;
+                let picks = g.reshape(picked, &[top, hd * tps])?;
+                let bm = g.set_rows(closed, zero, picks)?;
+                let bm = g.reshape(bm, &[n_blocks, hd, tps])?;
+                let bm = g.permute(bm, [0, 2, 1, 3])?;
+                let bm = g.cont(bm)?;
+                let bm = g.reshape(bm, &[n_blocks, tps * hd])?;
+                let bm = g.transpose(bm)?;
+                let bm = g.cont(bm)?;
                 // Each cell takes its block's row: [tps * hd, n_kv], then back.
-                let per_cell = g.get_rows(bm, cb_s).map_err(ggml_err)?;
-                let per_cell = g.transpose(per_cell).map_err(ggml_err)?;
-                let per_cell = g.cont(per_cell).map_err(ggml_err)?;
-                let per_cell = g.reshape(per_cell, &[n_kv, tps, hd]).map_err(ggml_err)?;
-                let mask4 = g.add(per_cell, mf_s).map_err(ggml_err)?;
-                let mask4 = g.reshape(mask4, &[n_kv, tps, 1, hd]).map_err(ggml_err)?;
-                let mask4 = g.cast(mask4, F16).map_err(ggml_err)?;
+                let per_cell = g.get_rows(bm, cb_s)?;
+                let per_cell = g.transpose(per_cell)?;
+                let per_cell = g.cont(per_cell)?;
+                let per_cell = g.reshape(per_cell, &[n_kv, tps, hd])?;
+                let mask4 = g.add(per_cell, mf_s)?;
+                let mask4 = g.reshape(mask4, &[n_kv, tps, 1, hd])?;
+                let mask4 = g.cast(mask4, F16)?;
                 let o = grouped_attention(g, q_s, kfa, vfa, mask4, gp, scores)?;
                 out = Some(match out {
-                    Some(prev) => g.concat(prev, o, 1).map_err(ggml_err)?,
+                    Some(prev) => g.concat(prev, o, 1)?,
                     None => o,
                 });
             }
@@ -390,16 +370,16 @@ impl Builder<'_> {
         let n_kv = self.shape.n_kv as i64;
         let g = &mut self.g;
         let m = MsaInputs {
-            bias: g.input(F32, &[n_blocks, nt], "inp_msa_bias").map_err(ggml_err)?,
-            pos_mask: g.input(F32, &[n_pos, nt], "inp_msa_pos_mask").map_err(ggml_err)?,
-            pos_slot: g.input(I32, &[n_pos, ns], "inp_msa_pos_slot").map_err(ggml_err)?,
+            bias: g.input(F32, &[n_blocks, nt], "inp_msa_bias")?,
+            pos_mask: g.input(F32, &[n_pos, nt], "inp_msa_pos_mask")?,
+            pos_slot: g.input(I32, &[n_pos, ns], "inp_msa_pos_slot")?,
             pos_slot_f: match decode {
-                true => Some(g.input(F32, &[n_pos, ns], "inp_msa_pos_slot_f").map_err(ggml_err)?),
+                true => Some(g.input(F32, &[n_pos, ns], "inp_msa_pos_slot_f")?),
                 false => None,
             },
             cell_blk: match decode {
                 true => None,
-                false => Some(g.input(I32, &[n_kv, ns], "inp_msa_cell_blk").map_err(ggml_err)?),
+                false => Some(g.input(I32, &[n_kv, ns], "inp_msa_cell_blk")?),
             },
         };
         Ok(*self.inputs.msa.insert(m))
@@ -424,14 +404,14 @@ fn grouped_attention(
     let q = if q.nb()[1] == row_size(q.ggml_type(), d) && q.nb()[2] == row_size(q.ggml_type(), d * n_head) {
         q
     } else {
-        g.cont(q).map_err(ggml_err)?
+        g.cont(q)?
     };
-    let q = g.reshape(q, &[d, gp, groups, rows]).map_err(ggml_err)?;
-    let q = g.permute(q, [0, 2, 3, 1]).map_err(ggml_err)?;
-    let o = g.flash_attn(q, k, v, mask, scores, None).map_err(ggml_err)?;
-    let o = g.permute(o, [0, 1, 3, 2]).map_err(ggml_err)?;
-    let o = g.cont(o).map_err(ggml_err)?;
-    g.reshape(o, &[d * n_head, nt]).map_err(ggml_err)
+    let q = g.reshape(q, &[d, gp, groups, rows])?;
+    let q = g.permute(q, [0, 2, 3, 1])?;
+    let o = g.flash_attn(q, k, v, mask, scores, None)?;
+    let o = g.permute(o, [0, 1, 3, 2])?;
+    let o = g.cont(o)?;
+    g.reshape(o, &[d * n_head, nt]).map_err(Error::from)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! scales their value into the streams, and a causal convolution dilated by the n-gram size (its
 //! history in the recurrent state) adds the rest.
 
-use super::{ggml_err, Builder};
+use super::Builder;
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, TokenPlace};
@@ -85,15 +85,11 @@ impl Builder<'_> {
         let nt = self.shape.n_tokens as i64;
         let rows = self
             .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")
-            .map_err(ggml_err)?;
+            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")?;
         self.inputs.ple_rows = Some(rows);
         let table = self.weight("per_layer_token_embd.weight")?;
-        let emb = self.g.get_rows(table, rows).map_err(ggml_err)?;
-        let emb = self
-            .g
-            .reshape(emb, &[i64::from(ple.head_dim) * n_heads, nt])
-            .map_err(ggml_err)?;
+        let emb = self.g.get_rows(table, rows)?;
+        let emb = self.g.reshape(emb, &[i64::from(ple.head_dim) * n_heads, nt])?;
         Ok(Some(self.name(emb, "ple_embd", None)))
     }
 
@@ -114,20 +110,20 @@ impl Builder<'_> {
         let query = self.stream_norm(il, hidden, "ple_norm_query.weight")?;
 
         // Per stream, the signed square root of the scaled dot product, through a sigmoid.
-        let s = self.g.mul(key, query).map_err(ggml_err)?;
-        let s = self.g.sum_rows(s).map_err(ggml_err)?;
+        let s = self.g.mul(key, query)?;
+        let s = self.g.sum_rows(s)?;
         let s = self.scale(s, 1.0 / (e as f32).sqrt())?;
-        let mag = self.g.abs(s).map_err(ggml_err)?;
-        let mag = self.g.clamp(mag, 1e-6, f32::INFINITY).map_err(ggml_err)?;
-        let mag = self.g.sqrt(mag).map_err(ggml_err)?;
-        let sign = self.g.sgn(s).map_err(ggml_err)?;
-        let gate = self.g.mul(sign, mag).map_err(ggml_err)?;
-        let gate = self.g.sigmoid(gate).map_err(ggml_err)?;
+        let mag = self.g.abs(s)?;
+        let mag = self.g.clamp(mag, 1e-6, f32::INFINITY)?;
+        let mag = self.g.sqrt(mag)?;
+        let sign = self.g.sgn(s)?;
+        let gate = self.g.mul(sign, mag)?;
+        let gate = self.g.sigmoid(gate)?;
         let gate = self.name(gate, "ple_gate", l);
 
-        let v = self.g.reshape(value, &[e, 1, nt]).map_err(ggml_err)?;
-        let v = self.g.repeat(v, [e, hc, nt, 1]).map_err(ggml_err)?;
-        let gated = self.g.mul(v, gate).map_err(ggml_err)?;
+        let v = self.g.reshape(value, &[e, 1, nt])?;
+        let v = self.g.repeat(v, [e, hc, nt, 1])?;
+        let gated = self.g.mul(v, gate)?;
         let gated = self.name(gated, "ple_gated_value", l);
 
         let normed = self.stream_norm(il, gated, "ple_norm_conv.weight")?;
@@ -141,12 +137,9 @@ impl Builder<'_> {
     /// weight `name`: [n_embd, hc, n_tokens].
     fn stream_norm(&mut self, il: usize, x: TensorRef, name: &str) -> Result<TensorRef> {
         let (e, hc) = (i64::from(self.hp.n_embd), i64::from(self.hp.hc_count));
-        let x = self
-            .g
-            .reshape(x, &[e, hc, self.shape.n_tokens as i64])
-            .map_err(ggml_err)?;
+        let x = self.g.reshape(x, &[e, hc, self.shape.n_tokens as i64])?;
         let w = self.layer_weight(il, name)?;
-        let w = self.g.reshape(w, &[e, hc]).map_err(ggml_err)?;
+        let w = self.g.reshape(w, &[e, hc])?;
         self.rms_norm(x, w)
     }
 
@@ -166,7 +159,7 @@ impl Builder<'_> {
             .rs
             .and_then(|r| r.ple(il))
             .ok_or_else(|| Error::Internal(format!("layer {il} keeps no PLE history")))?;
-        let x = self.g.reshape(x, &[width, nst, n_seqs]).map_err(ggml_err)?;
+        let x = self.g.reshape(x, &[width, nst, n_seqs])?;
         let k = self.rs.map_or(0, |r| r.n_rs_seq()) + 1;
         let padded = self.conv_history(states, x, hist, width, k, true)?;
         let w = self.layer_weight(il, "ple_conv1d.weight")?;
@@ -174,36 +167,30 @@ impl Builder<'_> {
         let mut out: Option<TensorRef> = None;
         for tap in 0..kern {
             let start = hist - (kern - 1 - tap) * dil;
-            let view = self
-                .g
-                .view(
-                    padded,
-                    &[nst, width, n_seqs],
-                    &[pnb[1], pnb[2]],
-                    row_size(padded.ggml_type(), start),
-                )
-                .map_err(ggml_err)?;
-            let shifted = self.g.transpose(view).map_err(ggml_err)?;
-            let shifted = self.g.cont(shifted).map_err(ggml_err)?;
-            let wk = self
-                .g
-                .view(w, &[1, width], &[w.nb()[1]], tap as usize * w.nb()[0])
-                .map_err(ggml_err)?;
-            let wk = self.g.cont(wk).map_err(ggml_err)?;
-            let mut wk = self.g.reshape(wk, &[width]).map_err(ggml_err)?;
+            let view = self.g.view(
+                padded,
+                &[nst, width, n_seqs],
+                &[pnb[1], pnb[2]],
+                row_size(padded.ggml_type(), start),
+            )?;
+            let shifted = self.g.transpose(view)?;
+            let shifted = self.g.cont(shifted)?;
+            let wk = self.g.view(w, &[1, width], &[w.nb()[1]], tap as usize * w.nb()[0])?;
+            let wk = self.g.cont(wk)?;
+            let mut wk = self.g.reshape(wk, &[width])?;
             if wk.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 {
-                wk = self.g.cast(wk, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?;
+                wk = self.g.cast(wk, ggml_sys::ggml_type_GGML_TYPE_F32)?;
             }
-            let term = self.g.mul(shifted, wk).map_err(ggml_err)?;
+            let term = self.g.mul(shifted, wk)?;
             out = Some(match out {
                 Some(o) => self.add(o, term)?,
                 None => term,
             });
         }
         let out = out.ok_or_else(|| Error::model("a PLE convolution of no taps"))?;
-        let out = self.g.silu(out).map_err(ggml_err)?;
-        let out = self.g.cont(out).map_err(ggml_err)?;
-        self.g.reshape(out, &[e, hc, nt]).map_err(ggml_err)
+        let out = self.g.silu(out)?;
+        let out = self.g.cont(out)?;
+        self.g.reshape(out, &[e, hc, nt]).map_err(Error::from)
     }
 }
 

@@ -5,7 +5,7 @@
 //! incomplete block at the token's own position always). The block maps are inputs set from the
 //! cache's cells (`maps`), in llama.cpp's order, so the picks agree to the cell.
 
-use super::{ggml_err, Builder};
+use super::Builder;
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, SeqSet, TokenPlace};
@@ -169,7 +169,7 @@ impl Builder<'_> {
         let r = i64::from(ratio);
         let n_blocks = (n_kv + r - 1) / r;
         let mut input =
-            |ty, ne: &[i64], name: &str| self.g.input(ty, ne, &format!("{name}_r{ratio}")).map_err(ggml_err);
+            |ty, ne: &[i64], name: &str| self.g.input(ty, ne, &format!("{name}_r{ratio}")).map_err(Error::from);
         let inp = QsaInputs {
             ratio,
             cell_blk: input(I32, &[n_kv, ns], "qsa_cell_blk")?,
@@ -203,29 +203,25 @@ impl Builder<'_> {
         // The cache keeps the raw keys: pooling comes before the norm and the rotation.
         let k = self.layer_matmul(il, "indexer.k_proj.weight", cur)?;
         let rows = self.kv_rows()?;
-        let stored = self.g.set_rows(cache, k, rows).map_err(ggml_err)?;
+        let stored = self.g.set_rows(cache, k, rows)?;
         self.g.expand(stored);
 
         let stream = row_size(cache.ggml_type(), d * self.kv.stream_size() as i64);
-        let keys = self
-            .g
-            .view(
-                cache,
-                &[d, n_kv, ns],
-                &[row_size(cache.ggml_type(), d), stream],
-                stream * self.shape.first_stream,
-            )
-            .map_err(ggml_err)?;
-        let members = self.g.get_rows(keys, inp.blk_cells).map_err(ggml_err)?;
-        let members = self.g.reshape(members, &[d, r, n_blocks, ns]).map_err(ggml_err)?;
+        let keys = self.g.view(
+            cache,
+            &[d, n_kv, ns],
+            &[row_size(cache.ggml_type(), d), stream],
+            stream * self.shape.first_stream,
+        )?;
+        let members = self.g.get_rows(keys, inp.blk_cells)?;
+        let members = self.g.reshape(members, &[d, r, n_blocks, ns])?;
         let nb = members.nb();
         let mut pooled: Option<TensorRef> = None;
         for i in 0..r {
             let slice = self
                 .g
-                .view(members, &[d, n_blocks, ns], &[nb[2], nb[3]], i as usize * nb[1])
-                .map_err(ggml_err)?;
-            let slice = self.g.cont(slice).map_err(ggml_err)?;
+                .view(members, &[d, n_blocks, ns], &[nb[2], nb[3]], i as usize * nb[1])?;
+            let slice = self.g.cont(slice)?;
             pooled = Some(match pooled {
                 Some(p) => self.add(p, slice)?,
                 None => slice,
@@ -233,34 +229,33 @@ impl Builder<'_> {
         }
         let pooled = pooled.ok_or_else(|| Error::model("sparse attention blocks of 0 positions"))?;
         let pooled = self.scale(pooled, 1.0 / r as f32)?;
-        let pooled = self.g.reshape(pooled, &[d, n_blocks * ns, 1]).map_err(ggml_err)?;
+        let pooled = self.g.reshape(pooled, &[d, n_blocks * ns, 1])?;
         let pooled = self.layer_rms_norm(il, pooled, "indexer.k_norm.weight", "indexer_k_normed")?;
-        let pooled = self.g.reshape(pooled, &[d, 1, n_blocks * ns]).map_err(ggml_err)?;
+        let pooled = self.g.reshape(pooled, &[d, 1, n_blocks * ns])?;
         let pooled = self.rope_at(pooled, il, inp.blk_pos)?;
-        let pooled = self.g.reshape(pooled, &[d, n_blocks, ns]).map_err(ggml_err)?;
+        let pooled = self.g.reshape(pooled, &[d, n_blocks, ns])?;
         let pooled = self.name(pooled, "indexer_k", l);
 
         let q = self.layer_matmul(il, "indexer.q_proj.weight", cur)?;
-        let q = self.g.reshape(q, &[d, n_ih, nt]).map_err(ggml_err)?;
+        let q = self.g.reshape(q, &[d, n_ih, nt])?;
         let q = self.layer_rms_norm(il, q, "indexer.q_norm.weight", "indexer_q_normed")?;
         let q = self.rope(q, il, None)?;
         let q = self.name(q, "indexer_q", l);
 
         // Per head ReLU of the dot products, then the heads summed.
-        let q = self.g.reshape(q, &[d, n_ih * tps, ns]).map_err(ggml_err)?;
-        let score = self.g.mul_mat(pooled, q).map_err(ggml_err)?;
-        let score = self.g.reshape(score, &[n_blocks, n_ih, tps, ns]).map_err(ggml_err)?;
-        let score = self.g.relu(score).map_err(ggml_err)?;
+        let q = self.g.reshape(q, &[d, n_ih * tps, ns])?;
+        let score = self.g.mul_mat(pooled, q)?;
+        let score = self.g.reshape(score, &[n_blocks, n_ih, tps, ns])?;
+        let score = self.g.relu(score)?;
         let nb = score.nb();
         let mut summed: Option<TensorRef> = None;
         for h in 0..n_ih {
             let slice = self
                 .g
-                .view(score, &[n_blocks, tps, ns], &[nb[2], nb[3]], h as usize * nb[1])
-                .map_err(ggml_err)?;
+                .view(score, &[n_blocks, tps, ns], &[nb[2], nb[3]], h as usize * nb[1])?;
             summed = Some(match summed {
                 Some(s) => self.add(s, slice)?,
-                None => self.g.cont(slice).map_err(ggml_err)?,
+                None => self.g.cont(slice)?,
             });
         }
         let score = summed.ok_or_else(|| Error::model("an indexer of no heads"))?;
@@ -268,25 +263,25 @@ impl Builder<'_> {
         let score = self.name(score, "indexer_score", l);
 
         // Each cell takes its block's score, then the attention mask's.
-        let t = self.g.permute(score, [1, 0, 2, 3]).map_err(ggml_err)?;
-        let t = self.g.cont(t).map_err(ggml_err)?;
-        let cells = self.g.get_rows(t, inp.cell_blk).map_err(ggml_err)?;
-        let cells = self.g.permute(cells, [1, 0, 2, 3]).map_err(ggml_err)?;
-        let cells = self.g.cont(cells).map_err(ggml_err)?;
+        let t = self.g.permute(score, [1, 0, 2, 3])?;
+        let t = self.g.cont(t)?;
+        let cells = self.g.get_rows(t, inp.cell_blk)?;
+        let cells = self.g.permute(cells, [1, 0, 2, 3])?;
+        let cells = self.g.cont(cells)?;
         let mask = self.mask(false)?;
         let mask = match mask.ggml_type() {
             F32 => mask,
-            _ => self.g.cast(mask, F32).map_err(ggml_err)?,
+            _ => self.g.cast(mask, F32)?,
         };
-        let mask = self.g.reshape(mask, &[n_kv, tps, ns]).map_err(ggml_err)?;
+        let mask = self.g.reshape(mask, &[n_kv, tps, ns])?;
         let cells = self.add(cells, mask)?;
         let cells = self.name(cells, "indexer_score_tokens", l);
 
         // Whole blocks plus the incomplete one.
         let width = (i64::from(ix.top_k) + r - 1).min(n_kv);
-        let picks = self.g.top_k(cells, width).map_err(ggml_err)?;
-        let picks = self.g.cont(picks).map_err(ggml_err)?;
-        let picks = self.g.reshape(picks, &[width, tps, 1, ns]).map_err(ggml_err)?;
+        let picks = self.g.top_k(cells, width)?;
+        let picks = self.g.cont(picks)?;
+        let picks = self.g.reshape(picks, &[width, tps, 1, ns])?;
         Ok(self.name(picks, "indexer_top_k", l))
     }
 }

@@ -1,7 +1,8 @@
 //! The K-shift graph: re-rotate every layer's cached keys (and a lightning indexer's keys) by each
 //! cell's position change, after `llama_memory_seq_add/div` moved positions.
 
-use super::{ggml_err, is_sliding, max_nodes, rope_factors, rope_freqs, GraphParams};
+use super::rope::rope_freqs;
+use super::{in_graph, is_sliding, max_nodes, rope_factors, GraphParams};
 use crate::error::{Error, Result};
 use crate::ggml::{is_quantized, row_size, Graph, TensorRef, ROPE_NEOX};
 use crate::kv::KvCache;
@@ -31,21 +32,24 @@ struct Keys {
 /// The K-shift of the full layers' cells, or with `sliding` of the sliding-window layers' (each
 /// shifted by a graph of its own, as llama.cpp shifts each of its caches).
 pub fn build_shift(model: &Model, kv: &KvCache, params: GraphParams, sliding: bool) -> Result<ShiftGraph> {
+    shift_graph(model, kv, params, sliding).map_err(in_graph)
+}
+
+/// `build_shift`, its ggml errors not yet marked as the graph's.
+fn shift_graph(model: &Model, kv: &KvCache, params: GraphParams, sliding: bool) -> Result<ShiftGraph> {
     let hp = model
         .hparams
         .as_ref()
         .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
-    let mut g = Graph::new(max_nodes(model)).map_err(ggml_err)?;
+    let mut g = Graph::new(max_nodes(model))?;
     let size = kv.size(sliding) as i64;
-    let deltas = g
-        .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")
-        .map_err(ggml_err)?;
+    let deltas = g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[size], "inp_k_shift")?;
     let rotation = |g: &mut Graph, n: u32, name: &str| match i64::from(n) {
         0 => Ok(None),
         n => g
             .input(ggml_sys::ggml_type_GGML_TYPE_F32, &[n, n], name)
             .map(Some)
-            .map_err(ggml_err),
+            .map_err(Error::from),
     };
     let k_rot = rotation(&mut g, params.k_rot, "attn_inp_k_rot")?;
     // Indexer keys are rotated whatever their type, but only a quantized cache turns them back
@@ -116,9 +120,7 @@ fn shift_keys(
     let trailing = latent && !is_quantized(k.ggml_type());
     let (width, offset) = if trailing { (n_rot, head - n_rot) } else { (head, 0) };
     let row = |n: i64| row_size(k.ggml_type(), n);
-    let heads = g
-        .view(k, &[width, n_head, size], &[row(head), row(head * n_head)], row(offset))
-        .map_err(ggml_err)?;
+    let heads = g.view(k, &[width, n_head, size], &[row(head), row(head * n_head)], row(offset))?;
     let (base, mut scale) = rope_freqs(hp, params, il);
     if let Some(s) = hp.shift_freq_scale_swa.filter(|_| is_sliding(hp, il)) {
         scale = s;
@@ -127,38 +129,34 @@ fn shift_keys(
     // Hadamard, turned back and forth around it, as llama.cpp does).
     let mut src = match k.ggml_type() {
         ggml_sys::ggml_type_GGML_TYPE_F32 | ggml_sys::ggml_type_GGML_TYPE_F16 => heads,
-        _ => g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32).map_err(ggml_err)?,
+        _ => g.cast(heads, ggml_sys::ggml_type_GGML_TYPE_F32)?,
     };
     if let Some(rot) = rot {
-        src = g.hadamard(rot, src).map_err(ggml_err)?;
+        src = g.hadamard(rot, src)?;
     }
     let factors = rope_factors(model, params);
-    let mut rotated = g
-        .rope(
-            src,
-            deltas,
-            factors,
-            hp.n_rot as i32,
-            mode,
-            None,
-            params.rope.n_ctx_orig as i32,
-            base,
-            scale,
-            params.rope.ext_factor,
-            params.rope.attn_factor,
-            params.rope.beta_fast,
-            params.rope.beta_slow,
-        )
-        .map_err(ggml_err)?;
+    let mut rotated = g.rope(
+        src,
+        deltas,
+        factors,
+        hp.n_rot as i32,
+        mode,
+        None,
+        params.rope.n_ctx_orig as i32,
+        base,
+        scale,
+        params.rope.ext_factor,
+        params.rope.attn_factor,
+        params.rope.beta_fast,
+        params.rope.beta_slow,
+    )?;
     if latent && !trailing {
-        rotated = g
-            .rope_offset(rotated, (head - n_rot) as i32, n_rot as i32)
-            .map_err(ggml_err)?;
+        rotated = g.rope_offset(rotated, (head - n_rot) as i32, n_rot as i32)?;
     }
     if let Some(rot) = rot {
-        rotated = g.hadamard(rot, rotated).map_err(ggml_err)?;
+        rotated = g.hadamard(rot, rotated)?;
     }
-    let stored = g.copy_into(rotated, heads).map_err(ggml_err)?;
+    let stored = g.copy_into(rotated, heads)?;
     g.expand(stored);
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! window (llama.cpp's `build_rs`), and the Mamba and Mamba-2 selective state-space layers that
 //! run over them, node for node as llama.cpp builds them so the numbers agree.
 
-use super::{ggml_err, Builder, RecurrentShape};
+use super::{Builder, RecurrentShape};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::model::hparams::KdaDecay;
@@ -36,16 +36,10 @@ impl Builder<'_> {
         }
         let rs = self.recurrent_shape()?;
         let (n, n_seqs) = (rs.window.n as i64, rs.n_seqs as i64);
-        let all = self
-            .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "rs_s_copy")
-            .map_err(ggml_err)?;
+        let all = self.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n], "rs_s_copy")?;
         self.inputs.s_copy = Some(all);
-        let main = self.g.view(all, &[n_seqs], &[], 0).map_err(ggml_err)?;
-        let extra = self
-            .g
-            .view(all, &[n - n_seqs], &[], n_seqs as usize * 4)
-            .map_err(ggml_err)?;
+        let main = self.g.view(all, &[n_seqs], &[], 0)?;
+        let extra = self.g.view(all, &[n - n_seqs], &[], n_seqs as usize * 4)?;
         Ok(*self.rs_copy.insert((main, extra)))
     }
 
@@ -60,37 +54,31 @@ impl Builder<'_> {
     ) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
         let (main, extra) = self.state_copy()?;
-        let states = self.g.reshape(s, &[state_size, s.ne()[1]]).map_err(ggml_err)?;
+        let states = self.g.reshape(s, &[state_size, s.ne()[1]])?;
         let row = states.nb()[1];
         let zero = usize::try_from(rs.window.zero).ok();
-        let zero_view = self
-            .g
-            .view(
-                states,
-                &[if zero.is_some() { state_size } else { 0 }],
-                &[],
-                zero.unwrap_or(0) * row,
-            )
-            .map_err(ggml_err)?;
-        let cleared = self.g.zero_in_place(zero_view).map_err(ggml_err)?;
+        let zero_view = self.g.view(
+            states,
+            &[if zero.is_some() { state_size } else { 0 }],
+            &[],
+            zero.unwrap_or(0) * row,
+        )?;
+        let cleared = self.g.zero_in_place(zero_view)?;
         self.g.expand(cleared);
         let out = match read {
             Some(f) => f(self, states, main)?,
-            None => self.g.get_rows(states, main).map_err(ggml_err)?,
+            None => self.g.get_rows(states, main)?,
         };
         self.g.expand(out);
-        let moved = self.g.get_rows(states, extra).map_err(ggml_err)?;
+        let moved = self.g.get_rows(states, extra)?;
         let n_extra = (rs.window.n - rs.n_seqs) as i64;
-        let dst = self
-            .g
-            .view(
-                s,
-                &[state_size, n_extra],
-                &[s.nb()[1]],
-                (rs.window.head + rs.n_seqs) * s.nb()[1],
-            )
-            .map_err(ggml_err)?;
-        let copy = self.g.copy_into(moved, dst).map_err(ggml_err)?;
+        let dst = self.g.view(
+            s,
+            &[state_size, n_extra],
+            &[s.nb()[1]],
+            (rs.window.head + rs.n_seqs) * s.nb()[1],
+        )?;
+        let copy = self.g.copy_into(moved, dst)?;
         self.g.expand(copy);
         Ok(out)
     }
@@ -104,14 +92,14 @@ impl Builder<'_> {
     /// A view of `t` with shape `ne`, strides `nb` (dims 1..) and offset in elements of `t`.
     fn sub(&mut self, t: TensorRef, ne: &[i64], nb: &[usize], offset_elems: i64) -> Result<TensorRef> {
         let offset = row_size(t.ggml_type(), offset_elems);
-        self.g.view(t, ne, nb, offset).map_err(ggml_err)
+        self.g.view(t, ne, nb, offset).map_err(Error::from)
     }
 
     /// RMS norm of `x`, times `w` when there is one.
     fn rms_norm_opt(&mut self, x: TensorRef, w: Option<TensorRef>) -> Result<TensorRef> {
         match w {
             Some(w) => self.rms_norm(x, w),
-            None => self.g.rms_norm(x, self.hp.rms_eps).map_err(ggml_err),
+            None => self.g.rms_norm(x, self.hp.rms_eps).map_err(Error::from),
         }
     }
 
@@ -157,9 +145,9 @@ impl Builder<'_> {
         let n_seqs = rs.n_seqs as i64;
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
         let conv = self.gather_states(states, states.ne()[0], None)?;
-        let conv = self.g.reshape(conv, &[cols, channels, n_seqs]).map_err(ggml_err)?;
-        let xt = self.g.transpose(x).map_err(ggml_err)?;
-        let conv_x = self.g.concat(conv, xt, 0).map_err(ggml_err)?;
+        let conv = self.g.reshape(conv, &[cols, channels, n_seqs])?;
+        let xt = self.g.transpose(x)?;
+        let conv_x = self.g.concat(conv, xt, 0)?;
         let nb = conv_x.nb();
         let n_state = cols * channels;
         let row = row_size(states.ggml_type(), n_state);
@@ -169,14 +157,10 @@ impl Builder<'_> {
             let offset = (n_seq_tokens as usize).saturating_sub(slot) * nb[0];
             let last = self
                 .g
-                .view(conv_x, &[cols, channels, n_seqs], &[nb[1], nb[2]], offset)
-                .map_err(ggml_err)?;
+                .view(conv_x, &[cols, channels, n_seqs], &[nb[1], nb[2]], offset)?;
             let at = (slot * cells + rs.window.head) * row;
-            let dst = self
-                .g
-                .view(states, &[n_state, n_seqs], &[states.nb()[1]], at)
-                .map_err(ggml_err)?;
-            let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
+            let dst = self.g.view(states, &[n_state, n_seqs], &[states.nb()[1]], at)?;
+            let saved = self.g.copy_into(last, dst)?;
             self.g.expand(saved);
         }
         Ok(conv_x)
@@ -186,11 +170,11 @@ impl Builder<'_> {
     /// and SiLU.
     fn conv_silu(&mut self, il: usize, conv_x: TensorRef) -> Result<TensorRef> {
         let w = self.layer_weight(il, "ssm_conv1d.weight")?;
-        let mut y = self.g.ssm_conv(conv_x, w).map_err(ggml_err)?;
+        let mut y = self.g.ssm_conv(conv_x, w)?;
         if let Some(b) = self.layer_weight_opt(il, "ssm_conv1d.bias") {
-            y = self.g.add(y, b).map_err(ggml_err)?;
+            y = self.g.add(y, b)?;
         }
-        self.g.silu(y).map_err(ggml_err)
+        self.g.silu(y).map_err(Error::from)
     }
 
     /// The scan over the states `ssm_all` for inputs `x` with decays `a`, with the last states
@@ -213,10 +197,8 @@ impl Builder<'_> {
         let (head_dim, n_head) = heads;
         let slots = ssm_all.ne()[1];
         let mut read = |bd: &mut Builder, states: TensorRef, ids: TensorRef| -> Result<TensorRef> {
-            let s =
-                bd.g.reshape(states, &[d_state, head_dim, n_head, slots])
-                    .map_err(ggml_err)?;
-            bd.g.ssm_scan(s, x, dt, a, b, c, ids, k as i64).map_err(ggml_err)
+            let s = bd.g.reshape(states, &[d_state, head_dim, n_head, slots])?;
+            bd.g.ssm_scan(s, x, dt, a, b, c, ids, k as i64).map_err(Error::from)
         };
         let y = self.gather_states(ssm_all, i64::from(self.hp.n_embd_s()), Some(&mut read))?;
         let n_state = i64::from(self.hp.n_embd_s());
@@ -225,25 +207,19 @@ impl Builder<'_> {
         let y_row = row_size(y.ggml_type(), n_state);
         let cells = self.rs.map_or(0, |r| r.size());
         let n_written = (x.ne()[2] as usize).min(k) as i64;
-        let last = self
-            .g
-            .view(
-                y,
-                &[n_state, n_seqs, n_written],
-                &[y_row, y_row * n_seqs as usize],
-                x_bytes,
-            )
-            .map_err(ggml_err)?;
-        let dst = self
-            .g
-            .view(
-                ssm_all,
-                &[n_state, n_seqs, n_written],
-                &[ssm_all.nb()[1], cells * row],
-                rs.window.head * row,
-            )
-            .map_err(ggml_err)?;
-        let saved = self.g.copy_into(last, dst).map_err(ggml_err)?;
+        let last = self.g.view(
+            y,
+            &[n_state, n_seqs, n_written],
+            &[y_row, y_row * n_seqs as usize],
+            x_bytes,
+        )?;
+        let dst = self.g.view(
+            ssm_all,
+            &[n_state, n_seqs, n_written],
+            &[ssm_all.nb()[1], cells * row],
+            rs.window.head * row,
+        )?;
+        let saved = self.g.copy_into(last, dst)?;
         self.g.expand(saved);
         Ok(y)
     }
@@ -262,10 +238,7 @@ impl Builder<'_> {
         );
         let n_seqs = rs.n_seqs as i64;
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
-        let cur = self
-            .g
-            .reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let cur = self.g.reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])?;
         let xz = self.ssm_projection(il, "ssm_in", cur)?;
         let nb = xz.nb();
         let x = self.sub(xz, &[d_inner, n_seq_tokens, n_seqs], &[nb[1], nb[2]], 0)?;
@@ -292,31 +265,27 @@ impl Builder<'_> {
                 self.rms_norm_opt(c, norms[2])?,
             )
         } else {
-            (self.g.cont(dt).map_err(ggml_err)?, b, c)
+            (self.g.cont(dt)?, b, c)
         };
         let dt = self.layer_matmul(il, "ssm_dt.weight", dt)?;
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
-        let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
+        let dt = self.g.add(dt, dt_b)?;
 
         let x_in = x;
-        let x = self
-            .g
-            .reshape(x, &[1, d_inner, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let x = self.g.reshape(x, &[1, d_inner, n_seq_tokens, n_seqs])?;
         let a = self.layer_weight(il, "ssm_a")?;
         let y_ssm = self.scan(a, ssm_all, x, dt, b, c, (1, d_inner), 1)?;
         let xnb = x.nb();
         let y = self
             .g
-            .view(y_ssm, &[d_inner, n_seq_tokens, n_seqs], &[xnb[2], xnb[3]], 0)
-            .map_err(ggml_err)?;
+            .view(y_ssm, &[d_inner, n_seq_tokens, n_seqs], &[xnb[2], xnb[3]], 0)?;
         let d = self.layer_weight(il, "ssm_d")?;
         let y = self.gate_ssm(d, y, x_in, z)?;
         let out = self.ssm_projection(il, "ssm_out", y)?;
         let n_embd = i64::from(hp.n_embd);
         self.g
             .reshape(out, &[n_embd, self.shape.n_tokens as i64])
-            .map_err(ggml_err)
+            .map_err(Error::from)
     }
 
     /// A Mamba-2 layer over `cur` ([n_embd, n_tokens]): one projection to the gate z, the
@@ -343,10 +312,7 @@ impl Builder<'_> {
         let channels = d_inner + 2 * n_group * d_state;
 
         let zx = self.ssm_projection(il, "ssm_in", cur)?;
-        let zx = self
-            .g
-            .reshape(zx, &[zx.ne()[0], n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let zx = self.g.reshape(zx, &[zx.ne()[0], n_seq_tokens, n_seqs])?;
         let nb = zx.nb();
         let z = self.sub(
             zx,
@@ -376,45 +342,36 @@ impl Builder<'_> {
         let bc_nb = [d_state as usize * nb[0], nb[1], nb[2]];
         let b = self.sub(xbc, &bc_shape, &bc_nb, d_inner)?;
         let c = self.sub(xbc, &bc_shape, &bc_nb, d_inner + n_group * d_state)?;
-        let dt = self.g.cont(dt).map_err(ggml_err)?;
+        let dt = self.g.cont(dt)?;
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
-        let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
+        let dt = self.g.add(dt, dt_b)?;
 
         let a = self.layer_weight(il, "ssm_a")?;
         let y_ssm = self.scan(a, ssm_all, x, dt, b, c, (head_dim, n_head), k)?;
         let xnb1 = x.nb()[1];
-        let y = self
-            .g
-            .view(
-                y_ssm,
-                &[head_dim, n_head, n_seq_tokens, n_seqs],
-                &[xnb1, n_head as usize * xnb1, (n_seq_tokens * n_head) as usize * xnb1],
-                0,
-            )
-            .map_err(ggml_err)?;
+        let y = self.g.view(
+            y_ssm,
+            &[head_dim, n_head, n_seq_tokens, n_seqs],
+            &[xnb1, n_head as usize * xnb1, (n_seq_tokens * n_head) as usize * xnb1],
+            0,
+        )?;
         let d = self.layer_weight(il, "ssm_d")?;
         let mut y = self.gate_ssm(d, y, x, z)?;
         if let Some(w) = self.layer_weight_opt(il, "ssm_norm.weight") {
-            y = self
-                .g
-                .reshape(y, &[d_inner / n_group, n_group, n_seq_tokens, n_seqs])
-                .map_err(ggml_err)?;
+            y = self.g.reshape(y, &[d_inner / n_group, n_group, n_seq_tokens, n_seqs])?;
             y = self.rms_norm(y, w)?;
         }
-        let y = self
-            .g
-            .reshape(y, &[d_inner, self.shape.n_tokens as i64])
-            .map_err(ggml_err)?;
+        let y = self.g.reshape(y, &[d_inner, self.shape.n_tokens as i64])?;
         let out = self.ssm_projection(il, "ssm_out", y)?;
         Ok(self.name(out, "mamba_out", Some(il)))
     }
 
     /// The scan's outputs `y` plus the skip term `d`·x, gated by SiLU(z).
     fn gate_ssm(&mut self, d: TensorRef, y: TensorRef, x: TensorRef, z: TensorRef) -> Result<TensorRef> {
-        let dx = self.g.mul(x, d).map_err(ggml_err)?;
-        let y = self.g.add(y, dx).map_err(ggml_err)?;
-        let z = self.g.cont(z).map_err(ggml_err)?;
-        self.g.swiglu(z, y).map_err(ggml_err)
+        let dx = self.g.mul(x, d)?;
+        let y = self.g.add(y, dx)?;
+        let z = self.g.cont(z)?;
+        self.g.swiglu(z, y).map_err(Error::from)
     }
 
     /// A PLaMo-2 Mamba layer over `cur` ([n_embd, n_tokens]): one projection to the gate z and x
@@ -441,22 +398,16 @@ impl Builder<'_> {
         let dt_dim = i64::from((hp.n_embd / 16).max(64));
         let n_seqs = rs.n_seqs as i64;
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
-        let cur = self
-            .g
-            .reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let cur = self.g.reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])?;
         let zx = self.layer_matmul(il, "ssm_in.weight", cur)?;
-        let zx = self.g.permute(zx, [0, 2, 1, 3]).map_err(ggml_err)?;
-        let zx = self.g.cont(zx).map_err(ggml_err)?;
-        let zx = self
-            .g
-            .reshape(zx, &[head_dim * 2, n_head, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let zx = self.g.permute(zx, [0, 2, 1, 3])?;
+        let zx = self.g.cont(zx)?;
+        let zx = self.g.reshape(zx, &[head_dim * 2, n_head, n_seq_tokens, n_seqs])?;
         let nb = zx.nb();
         let shape = [head_dim, n_head, n_seq_tokens, n_seqs];
         let x = self.sub(zx, &shape, &[nb[1], nb[2], nb[3]], head_dim)?;
-        let x = self.g.cont(x).map_err(ggml_err)?;
-        let x = self.g.reshape(x, &[d_inner, n_seq_tokens, n_seqs]).map_err(ggml_err)?;
+        let x = self.g.cont(x)?;
+        let x = self.g.reshape(x, &[d_inner, n_seq_tokens, n_seqs])?;
         let z = self.sub(zx, &shape, &[nb[1], nb[2], nb[3]], 0)?;
         let conv_x = self.conv_window(conv_all, x, d_inner, 1, false)?;
         let x = self.conv_silu(il, conv_x)?;
@@ -477,11 +428,11 @@ impl Builder<'_> {
         let dt = norm(self, dt, "ssm_dt_norm")?;
         let dt = self.layer_matmul(il, "ssm_dt.weight", dt)?;
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
-        let dt = self.g.add(dt, dt_b).map_err(ggml_err)?;
+        let dt = self.g.add(dt, dt_b)?;
 
         let per_head = |bd: &mut Builder, name: &str| -> Result<TensorRef> {
             let t = bd.layer_weight(il, name)?;
-            bd.g.reshape(t, &[1, n_head]).map_err(ggml_err)
+            bd.g.reshape(t, &[1, n_head]).map_err(Error::from)
         };
         let a = per_head(self, "ssm_a")?;
         let xnb0 = x.nb()[0];
@@ -524,8 +475,7 @@ impl Builder<'_> {
         let out = self.layer_matmul(il, "ssm_out.weight", y)?;
         let out = self
             .g
-            .reshape(out, &[i64::from(hp.n_embd), self.shape.n_tokens as i64])
-            .map_err(ggml_err)?;
+            .reshape(out, &[i64::from(hp.n_embd), self.shape.n_tokens as i64])?;
         Ok(self.name(out, "mamba_out", Some(il)))
     }
 
@@ -539,20 +489,20 @@ impl Builder<'_> {
         let n_embd = i64::from(self.hp.n_embd);
         let n_seqs = rs.n_seqs as i64;
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
-        let cur = self.g.reshape(cur, &[n_embd, n_seq_tokens, n_seqs]).map_err(ggml_err)?;
+        let cur = self.g.reshape(cur, &[n_embd, n_seq_tokens, n_seqs])?;
         let bcx = self.layer_matmul(il, "shortconv.in_proj.weight", cur)?;
         let nb = bcx.nb();
         let chunk =
             |bd: &mut Builder, i: i64| bd.sub(bcx, &[n_embd, n_seq_tokens, n_seqs], &[nb[1], nb[2]], i * n_embd);
         let (b, c, x) = (chunk(self, 0)?, chunk(self, 1)?, chunk(self, 2)?);
-        let bx = self.g.mul(b, x).map_err(ggml_err)?;
+        let bx = self.g.mul(b, x)?;
         let k = self.snapshots() + 1;
         let bx = self.conv_window(conv_all, bx, n_embd, k, false)?;
         let kernel = self.layer_weight(il, "shortconv.conv.weight")?;
-        let conv = self.g.ssm_conv(bx, kernel).map_err(ggml_err)?;
-        let y = self.g.mul(c, conv).map_err(ggml_err)?;
+        let conv = self.g.ssm_conv(bx, kernel)?;
+        let y = self.g.mul(c, conv)?;
         let y = self.layer_matmul(il, "shortconv.out_proj.weight", y)?;
-        self.g.reshape(y, &[n_embd, n_seq_tokens * n_seqs]).map_err(ggml_err)
+        self.g.reshape(y, &[n_embd, n_seq_tokens * n_seqs]).map_err(Error::from)
     }
 
     /// A gated delta net layer (Qwen3.5's linear attention) over `cur` ([n_embd, n_tokens]):
@@ -590,68 +540,47 @@ impl Builder<'_> {
             _ => bd.ssm_projection(il, name, cur),
         };
         let qkv = project(self, "attn_qkv")?;
-        let qkv = self
-            .g
-            .reshape(qkv, &[qkv.ne()[0], n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let qkv = self.g.reshape(qkv, &[qkv.ne()[0], n_seq_tokens, n_seqs])?;
         let z = project(self, "attn_gate")?;
         let (beta, alpha) = match style {
             DeltaNet::Qwen35 | DeltaNet::Qwen4Exp => {
                 let beta = self.ssm_projection(il, "ssm_beta", cur)?;
-                let beta = self
-                    .g
-                    .reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])
-                    .map_err(ggml_err)?;
-                let beta = self.g.sigmoid(beta).map_err(ggml_err)?;
+                let beta = self.g.reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])?;
+                let beta = self.g.sigmoid(beta)?;
                 let alpha = self.ssm_projection(il, "ssm_alpha", cur)?;
-                let alpha = self
-                    .g
-                    .reshape(alpha, &[n_v_heads, n_seq_tokens, n_seqs])
-                    .map_err(ggml_err)?;
+                let alpha = self.g.reshape(alpha, &[n_v_heads, n_seq_tokens, n_seqs])?;
                 (beta, alpha)
             }
             DeltaNet::Qwen3Next => {
                 // One projection: per key head, its value heads' β, then their α.
                 let ba = self.layer_matmul(il, "ssm_ba.weight", cur)?;
                 let per = n_v_heads / n_k_heads;
-                let ba = self
-                    .g
-                    .reshape(ba, &[2 * per, n_k_heads, n_seq_tokens, n_seqs])
-                    .map_err(ggml_err)?;
+                let ba = self.g.reshape(ba, &[2 * per, n_k_heads, n_seq_tokens, n_seqs])?;
                 let nb = ba.nb();
                 let shape = [per, n_k_heads, n_seq_tokens, n_seqs];
                 let b = self.sub(ba, &shape, &[nb[1], nb[2], nb[3]], 0)?;
                 let a = self.sub(ba, &shape, &[nb[1], nb[2], nb[3]], per)?;
-                let b = self.g.cont(b).map_err(ggml_err)?;
-                let beta = self.g.sigmoid(b).map_err(ggml_err)?;
-                let a = self.g.cont(a).map_err(ggml_err)?;
-                let alpha = self
-                    .g
-                    .reshape(a, &[n_v_heads, n_seq_tokens, n_seqs])
-                    .map_err(ggml_err)?;
-                let beta = self
-                    .g
-                    .reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])
-                    .map_err(ggml_err)?;
+                let b = self.g.cont(b)?;
+                let beta = self.g.sigmoid(b)?;
+                let a = self.g.cont(a)?;
+                let alpha = self.g.reshape(a, &[n_v_heads, n_seq_tokens, n_seqs])?;
+                let beta = self.g.reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])?;
                 (beta, alpha)
             }
         };
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
-        let alpha = self.g.add(alpha, dt_b).map_err(ggml_err)?;
-        let alpha = self.g.softplus(alpha).map_err(ggml_err)?;
+        let alpha = self.g.add(alpha, dt_b)?;
+        let alpha = self.g.softplus(alpha)?;
         let a = self.layer_weight(il, "ssm_a")?;
-        let gate = self.g.mul(alpha, a).map_err(ggml_err)?;
-        let gate = self
-            .g
-            .reshape(gate, &[1, n_v_heads, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let gate = self.g.mul(alpha, a)?;
+        let gate = self.g.reshape(gate, &[1, n_v_heads, n_seq_tokens, n_seqs])?;
 
         let channels = d_inner + 2 * n_k_heads * head_k;
         let k = self.snapshots() + 1;
         let conv_x = self.conv_window(conv_all, qkv, channels, k, true)?;
         let kernel = self.layer_weight(il, "ssm_conv1d.weight")?;
-        let conv = self.g.ssm_conv(conv_x, kernel).map_err(ggml_err)?;
-        let conv = self.g.silu(conv).map_err(ggml_err)?;
+        let conv = self.g.ssm_conv(conv_x, kernel)?;
+        let conv = self.g.silu(conv)?;
 
         let nb1 = conv.nb()[1];
         let heads = |bd: &mut Builder, dim: i64, n: i64, at: i64| {
@@ -671,14 +600,10 @@ impl Builder<'_> {
             // Each key head repeated for its value heads, interleaved, as llama.cpp does here.
             let rep = n_v_heads / n_k_heads;
             let repeat = |bd: &mut Builder, t: TensorRef| -> Result<TensorRef> {
-                let t =
-                    bd.g.reshape(t, &[head_k, 1, n_k_heads, n_seq_tokens * n_seqs])
-                        .map_err(ggml_err)?;
-                let t =
-                    bd.g.repeat(t, [head_k, rep, n_k_heads, n_seq_tokens * n_seqs])
-                        .map_err(ggml_err)?;
+                let t = bd.g.reshape(t, &[head_k, 1, n_k_heads, n_seq_tokens * n_seqs])?;
+                let t = bd.g.repeat(t, [head_k, rep, n_k_heads, n_seq_tokens * n_seqs])?;
                 bd.g.reshape(t, &[head_k, n_v_heads, n_seq_tokens, n_seqs])
-                    .map_err(ggml_err)
+                    .map_err(Error::from)
             };
             q = repeat(self, q)?;
             kk = repeat(self, kk)?;
@@ -686,21 +611,15 @@ impl Builder<'_> {
         let output = self.delta_rule(ssm_all, [q, kk, v], gate, beta, k)?;
 
         // Gated norm: RMS norm times the layer's weight, times SiLU (or sigmoid) of z.
-        let z = self
-            .g
-            .reshape(z, &[head_v, n_v_heads, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let z = self.g.reshape(z, &[head_v, n_v_heads, n_seq_tokens, n_seqs])?;
         let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
         let normed = self.rms_norm(output, norm_w)?;
         let z = match style {
-            DeltaNet::Qwen4Exp => self.g.sigmoid(z).map_err(ggml_err)?,
-            _ => self.g.silu(z).map_err(ggml_err)?,
+            DeltaNet::Qwen4Exp => self.g.sigmoid(z)?,
+            _ => self.g.silu(z)?,
         };
-        let y = self.g.mul(normed, z).map_err(ggml_err)?;
-        let y = self
-            .g
-            .reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let y = self.g.mul(normed, z)?;
+        let y = self.g.reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])?;
         let y = match style {
             DeltaNet::Qwen3Next => self.layer_matmul(il, "ssm_out.weight", y)?,
             _ => self.ssm_projection(il, "ssm_out", y)?,
@@ -708,7 +627,7 @@ impl Builder<'_> {
         let y = self.name(y, "linear_attn_out", l);
         self.g
             .reshape(y, &[i64::from(hp.n_embd), n_seq_tokens * n_seqs])
-            .map_err(ggml_err)
+            .map_err(Error::from)
     }
 
     /// The gated delta rule (`ggml_gated_delta_net`) over queries, keys and values `qkv`
@@ -729,47 +648,32 @@ impl Builder<'_> {
         let [head_v, n_v_heads, n_seq_tokens, n_seqs] = v.ne();
         let n_state = i64::from(self.hp.n_embd_s());
         let state = self.gather_states(ssm_all, n_state, None)?;
-        let state = self
-            .g
-            .reshape(state, &[head_v, head_v, n_v_heads, n_seqs])
-            .map_err(ggml_err)?;
-        let out = self
-            .g
-            .gated_delta_net(q, kk, v, gate, beta, state, k as i64)
-            .map_err(ggml_err)?;
+        let state = self.g.reshape(state, &[head_v, head_v, n_v_heads, n_seqs])?;
+        let out = self.g.gated_delta_net(q, kk, v, gate, beta, state, k as i64)?;
         let f = |n: i64| row_size(out.ggml_type(), n);
-        let output = self
-            .g
-            .view(
-                out,
-                &[head_v, n_v_heads, n_seq_tokens, n_seqs],
-                &[f(head_v), f(head_v * n_v_heads), f(head_v * n_v_heads * n_seq_tokens)],
-                0,
-            )
-            .map_err(ggml_err)?;
+        let output = self.g.view(
+            out,
+            &[head_v, n_v_heads, n_seq_tokens, n_seqs],
+            &[f(head_v), f(head_v * n_v_heads), f(head_v * n_v_heads * n_seq_tokens)],
+            0,
+        )?;
         // The last states (the latest first) go to the state rows and their snapshot planes.
         let n_written = n_seq_tokens.min(k as i64);
         let row = row_size(ssm_all.ggml_type(), n_state);
         let cells = self.rs.map_or(0, |r| r.size());
-        let src = self
-            .g
-            .view(
-                out,
-                &[n_state, n_seqs, n_written],
-                &[f(n_state), f(n_state * n_seqs)],
-                f(head_v * n_v_heads * n_seq_tokens * n_seqs),
-            )
-            .map_err(ggml_err)?;
-        let dst = self
-            .g
-            .view(
-                ssm_all,
-                &[n_state, n_seqs, n_written],
-                &[ssm_all.nb()[1], cells * row],
-                rs.window.head * row,
-            )
-            .map_err(ggml_err)?;
-        let saved = self.g.copy_into(src, dst).map_err(ggml_err)?;
+        let src = self.g.view(
+            out,
+            &[n_state, n_seqs, n_written],
+            &[f(n_state), f(n_state * n_seqs)],
+            f(head_v * n_v_heads * n_seq_tokens * n_seqs),
+        )?;
+        let dst = self.g.view(
+            ssm_all,
+            &[n_state, n_seqs, n_written],
+            &[ssm_all.nb()[1], cells * row],
+            rs.window.head * row,
+        )?;
+        let saved = self.g.copy_into(src, dst)?;
         self.g.expand(saved);
         Ok(output)
     }
@@ -794,43 +698,33 @@ impl Builder<'_> {
         let n_seq_tokens = n_tokens / n_seqs;
 
         let qkv = match self.layer_weight_opt(il, "attn_qkv.weight") {
-            Some(w) => self.g.mul_mat(w, cur).map_err(ggml_err)?,
+            Some(w) => self.g.mul_mat(w, cur)?,
             None => {
                 let q = self.layer_matmul(il, "attn_q.weight", cur)?;
                 let k = self.layer_matmul(il, "attn_k.weight", cur)?;
                 let v = self.layer_matmul(il, "attn_v.weight", cur)?;
-                let qk = self.g.concat(q, k, 0).map_err(ggml_err)?;
-                self.g.concat(qk, v, 0).map_err(ggml_err)?
+                let qk = self.g.concat(q, k, 0)?;
+                self.g.concat(qk, v, 0)?
             }
         };
-        let qkv = self
-            .g
-            .reshape(qkv, &[3 * d_inner, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let qkv = self.g.reshape(qkv, &[3 * d_inner, n_seq_tokens, n_seqs])?;
         let k = self.snapshots() + 1;
         let conv_x = self.conv_window(conv_all, qkv, 3 * d_inner, k, fill)?;
         let nb = conv_x.nb();
         let d_conv = i64::from(hp.ssm_d_conv);
         let mut convolved = Vec::with_capacity(3);
         for (i, part) in ["q", "k", "v"].into_iter().enumerate() {
-            let window = self
-                .g
-                .view(
-                    conv_x,
-                    &[conv_x.ne()[0], d_inner, n_seqs],
-                    &[nb[1], nb[2]],
-                    i * d_inner as usize * nb[1],
-                )
-                .map_err(ggml_err)?;
+            let window = self.g.view(
+                conv_x,
+                &[conv_x.ne()[0], d_inner, n_seqs],
+                &[nb[1], nb[2]],
+                i * d_inner as usize * nb[1],
+            )?;
             let kernel = self.layer_weight(il, &format!("ssm_conv1d_{part}.weight"))?;
-            let kernel = self.g.reshape(kernel, &[d_conv, d_inner]).map_err(ggml_err)?;
-            let y = self.g.ssm_conv(window, kernel).map_err(ggml_err)?;
-            let y = self.g.silu(y).map_err(ggml_err)?;
-            convolved.push(
-                self.g
-                    .reshape(y, &[head, n_head, n_seq_tokens, n_seqs])
-                    .map_err(ggml_err)?,
-            );
+            let kernel = self.g.reshape(kernel, &[d_conv, d_inner])?;
+            let y = self.g.ssm_conv(window, kernel)?;
+            let y = self.g.silu(y)?;
+            convolved.push(self.g.reshape(y, &[head, n_head, n_seq_tokens, n_seqs])?);
         }
         let q = self.l2_norm(convolved[0])?;
         let kk = self.l2_norm(convolved[1])?;
@@ -838,60 +732,54 @@ impl Builder<'_> {
         // The decay's projection: low rank (f_b after f_a), or f_a alone at full rank.
         let decay = self.layer_matmul(il, "ssm_f_a.weight", cur)?;
         let decay = match self.layer_weight_opt(il, "ssm_f_b.weight") {
-            Some(w) => self.g.mul_mat(w, decay).map_err(ggml_err)?,
+            Some(w) => self.g.mul_mat(w, decay)?,
             None => decay,
         };
         let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
-        let decay = self.g.add(decay, dt_b).map_err(ggml_err)?;
+        let decay = self.g.add(decay, dt_b)?;
         let a = self.layer_weight(il, "ssm_a")?;
-        let a = self.g.reshape(a, &[1, n_head, 1]).map_err(ggml_err)?;
+        let a = self.g.reshape(a, &[1, n_head, 1])?;
         let gate = match hp.kda_decay {
             KdaDecay::Softplus => {
-                let x = self.g.softplus(decay).map_err(ggml_err)?;
-                let x = self.g.reshape(x, &[head, n_head, n_tokens]).map_err(ggml_err)?;
-                self.g.mul(x, a).map_err(ggml_err)?
+                let x = self.g.softplus(decay)?;
+                let x = self.g.reshape(x, &[head, n_head, n_tokens])?;
+                self.g.mul(x, a)?
             }
             KdaDecay::LowerBound(bound) | KdaDecay::SafeGate(bound) => {
-                let x = self.g.reshape(decay, &[head, n_head, n_tokens]).map_err(ggml_err)?;
-                let mut x = self.g.mul(x, a).map_err(ggml_err)?;
+                let x = self.g.reshape(decay, &[head, n_head, n_tokens])?;
+                let mut x = self.g.mul(x, a)?;
                 if matches!(hp.kda_decay, KdaDecay::LowerBound(_)) {
-                    x = self.g.scale(x, -1.0).map_err(ggml_err)?;
+                    x = self.g.scale(x, -1.0)?;
                 }
-                let x = self.g.sigmoid(x).map_err(ggml_err)?;
-                self.g.scale(x, bound).map_err(ggml_err)?
+                let x = self.g.sigmoid(x)?;
+                self.g.scale(x, bound)?
             }
         };
-        let gate = self
-            .g
-            .reshape(gate, &[head, n_head, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
+        let gate = self.g.reshape(gate, &[head, n_head, n_seq_tokens, n_seqs])?;
         let beta = self.layer_matmul(il, "ssm_beta.weight", cur)?;
-        let beta = self
-            .g
-            .reshape(beta, &[1, n_head, n_seq_tokens, n_seqs])
-            .map_err(ggml_err)?;
-        let beta = self.g.sigmoid(beta).map_err(ggml_err)?;
+        let beta = self.g.reshape(beta, &[1, n_head, n_seq_tokens, n_seqs])?;
+        let beta = self.g.sigmoid(beta)?;
 
         let output = self.delta_rule(ssm_all, [q, kk, convolved[2]], gate, beta, k)?;
-        let output = self.g.reshape(output, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+        let output = self.g.reshape(output, &[head, n_head, n_tokens])?;
         // The output gate: one full-rank projection (`ssm_g`, or BailingMoE 3's `ssm_g_a` alone),
         // or low rank (g_b after g_a).
         let g = match self.layer_weight_opt(il, "ssm_g.weight") {
-            Some(w) => self.g.mul_mat(w, cur).map_err(ggml_err)?,
+            Some(w) => self.g.mul_mat(w, cur)?,
             None => {
                 let g = self.layer_matmul(il, "ssm_g_a.weight", cur)?;
                 match self.layer_weight_opt(il, "ssm_g_b.weight") {
-                    Some(w) => self.g.mul_mat(w, g).map_err(ggml_err)?,
+                    Some(w) => self.g.mul_mat(w, g)?,
                     None => g,
                 }
             }
         };
-        let g = self.g.reshape(g, &[head, n_head, n_tokens]).map_err(ggml_err)?;
+        let g = self.g.reshape(g, &[head, n_head, n_tokens])?;
         let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
         let normed = self.rms_norm(output, norm_w)?;
-        let g = self.g.sigmoid(g).map_err(ggml_err)?;
-        let y = self.g.mul(normed, g).map_err(ggml_err)?;
-        let y = self.g.reshape(y, &[d_inner, n_tokens]).map_err(ggml_err)?;
+        let g = self.g.sigmoid(g)?;
+        let y = self.g.mul(normed, g)?;
+        let y = self.g.reshape(y, &[d_inner, n_tokens])?;
         let y = self.layer_matmul(il, "attn_output.weight", y)?;
         Ok(self.name(y, "kda_out", Some(il)))
     }
@@ -905,8 +793,8 @@ impl Builder<'_> {
         } else {
             self.hp.rms_eps
         };
-        let y = self.g.rms_norm(x, eps / n).map_err(ggml_err)?;
-        self.g.scale(y, 1.0 / n.sqrt()).map_err(ggml_err)
+        let y = self.g.rms_norm(x, eps / n)?;
+        self.g.scale(y, 1.0 / n.sqrt()).map_err(Error::from)
     }
 
     pub(super) fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {

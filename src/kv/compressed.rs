@@ -503,7 +503,7 @@ impl Store {
                     let mut t = |ty: RawType, ne: &[i64], what: &str| {
                         arena
                             .new_tensor(buft_of(il), ty, ne, &format!("dsv4_{}_{what}_l{il}", kind.name()))
-                            .map_err(Error::invalid)
+                            .map_err(|e| Error::invalid(e.to_string()))
                     };
                     Some(Parts {
                         cache: t(type_k, &[width, (g.kv_size * n_seq_max) as i64], "k")?,
@@ -767,7 +767,7 @@ impl Store {
             }
         }
         for (t, off, data) in writes {
-            tensor_write(t, off, &data).map_err(Error::Ggml)?;
+            tensor_write(t, off, &data)?;
         }
         match seq {
             Some(s) => self.set_rollback(s, 0),
@@ -827,13 +827,13 @@ fn check_header(src: &mut dyn Source, t: TensorRef, rows: usize, row: usize) -> 
 }
 
 fn zero(t: TensorRef, off: usize, n: usize) -> Result<()> {
-    tensor_write(t, off, &vec![0u8; n]).map_err(Error::Ggml)
+    tensor_write(t, off, &vec![0u8; n]).map_err(Error::from)
 }
 
 fn copy(t: TensorRef, from: usize, to: usize, n: usize) -> Result<()> {
     let mut data = vec![0u8; n];
-    tensor_read(t, from, &mut data).map_err(Error::Ggml)?;
-    tensor_write(t, to, &data).map_err(Error::Ggml)
+    tensor_read(t, from, &mut data)?;
+    tensor_write(t, to, &data).map_err(Error::from)
 }
 
 #[cfg(test)]

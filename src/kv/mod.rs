@@ -169,12 +169,12 @@ impl KvCache {
             let k_width = i64::from(hp.n_embd_head_k * heads);
             let v_width = i64::from(hp.n_embd_head_v * heads);
             let k = arena.new_tensor(buft_of(il), type_k, &[k_width, rows], &format!("cache_k_l{il}"));
-            let k = k.map_err(Error::invalid)?;
+            let k = k.map_err(|e| Error::invalid(e.to_string()))?;
             let v = if hp.kv_latent() {
                 None
             } else {
                 let v = arena.new_tensor(buft_of(il), type_v, &[v_width, rows], &format!("cache_v_l{il}"));
-                Some(v.map_err(Error::invalid)?)
+                Some(v.map_err(|e| Error::invalid(e.to_string()))?)
             };
             layers.push((k, v));
             layer_set.push(set_of(il));
@@ -192,11 +192,11 @@ impl KvCache {
                     true => {
                         let width = if width > 0 { i64::from(hp.n_embd_head_v) } else { 0 };
                         let v = arena.new_tensor(buft_of(il), type_v, &[width, rows], &format!("cache_lid_v_l{il}"));
-                        Some(v.map_err(Error::invalid)?)
+                        Some(v.map_err(|e| Error::invalid(e.to_string()))?)
                     }
                     false => None,
                 };
-                layers.push((k.map_err(Error::invalid)?, v));
+                layers.push((k.map_err(|e| Error::invalid(e.to_string()))?, v));
                 layer_set.push(0);
             }
         }
@@ -590,8 +590,8 @@ impl KvCache {
             for t in std::iter::once(self.k(il)).chain(self.v(il)) {
                 let row = row_size(t.ggml_type(), t.ne()[0]);
                 let mut data = vec![0u8; rows * row];
-                tensor_read(t, s0 * rows * row, &mut data).map_err(Error::Ggml)?;
-                tensor_write(t, s1 * rows * row, &data).map_err(Error::Ggml)?;
+                tensor_read(t, s0 * rows * row, &mut data)?;
+                tensor_write(t, s1 * rows * row, &data)?;
             }
         }
         Ok(())

@@ -125,7 +125,7 @@ impl Sink for Vec<u8> {
     fn tensor(&mut self, t: TensorRef, offset: usize, n: usize) -> Result<()> {
         let start = self.len();
         self.resize(start + n, 0);
-        tensor_read(t, offset, &mut self[start..]).map_err(Error::Ggml)
+        tensor_read(t, offset, &mut self[start..]).map_err(Error::from)
     }
 }
 
@@ -237,7 +237,7 @@ impl KvCache {
     /// Write one cell's V row of layer `il` (nothing where the layer keeps no values).
     fn write_v(&self, il: usize, row: usize, data: &[u8]) -> Result<()> {
         match self.v(il) {
-            Some(t) => tensor_write(t, row * self.v_row(il), data).map_err(Error::Ggml),
+            Some(t) => tensor_write(t, row * self.v_row(il), data).map_err(Error::from),
             None => Ok(()),
         }
     }
@@ -258,7 +258,7 @@ impl KvCache {
             let (k_zero, v_zero) = (vec![0u8; self.k_row(il)], vec![0u8; self.v_row(il)]);
             let alone = (0..cells.size()).filter(|&i| cells.pos(i).is_some() && cells.seqs(i) == SeqSet::single(s));
             for row in alone.map(|i| first_row + i) {
-                tensor_write(self.k(il), row * self.k_row(il), &k_zero).map_err(Error::Ggml)?;
+                tensor_write(self.k(il), row * self.k_row(il), &k_zero)?;
                 self.write_v(il, row, &v_zero)?;
             }
         }
@@ -619,7 +619,7 @@ impl KvCache {
         for ((layers, _, cells), rows) in staged.iter().zip(&rows) {
             for (c, &row) in cells.iter().zip(rows) {
                 for (j, &il) in layers.iter().enumerate() {
-                    tensor_write(self.k(il), row * self.k_row(il), &c.k[j]).map_err(Error::Ggml)?;
+                    tensor_write(self.k(il), row * self.k_row(il), &c.k[j])?;
                     self.write_v(il, row, &c.v[j])?;
                 }
             }

@@ -133,7 +133,7 @@ impl LoraAdapter {
             let w = LoraWeight { a: new(a)?, b: new(b)? };
             made.push((name.clone(), w, [*a, *b]));
         }
-        let buffers = placed.allocate().map_err(Error::Ggml)?;
+        let buffers = placed.allocate()?;
         let data = bytes
             .get(usize::try_from(g.data_offset()).unwrap_or(usize::MAX)..)
             .ok_or_else(|| Error::adapter("the tensor data lies outside the file"))?;
@@ -150,7 +150,7 @@ impl LoraAdapter {
                             info.name
                         ))
                     })?;
-                tensor_set(t, src).map_err(Error::Ggml)?;
+                tensor_set(t, src)?;
             }
             by_name.insert(name, w);
         }

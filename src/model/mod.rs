@@ -262,7 +262,7 @@ impl Model {
             .filter(|s| params.extra_bufts && s.matmul_only)
             .map(|s| s.name.as_str())
             .collect();
-        crate::ggml::check_ggml_version().map_err(Error::Ggml)?;
+        crate::ggml::check_ggml_version()?;
         let placement = placement::Placement::new(&params.placement, hp.n_layer as usize)?;
         let device_of = |name: &str| placement.weight_buffer_type(name);
         // A decoder without its own output head multiplies by the token embeddings, which
@@ -393,8 +393,8 @@ impl Model {
             .and_then(|w| w.get(TOKEN_EMBD))
             .ok_or_else(|| Error::invalid("the model has no token embeddings"))?;
         let mut bytes = vec![0u8; t.nbytes()];
-        crate::ggml::tensor_read(t, 0, &mut bytes).map_err(Error::Ggml)?;
-        crate::ggml::quant::to_f32(t.ggml_type(), &bytes, out).map_err(Error::Ggml)
+        crate::ggml::tensor_read(t, 0, &mut bytes)?;
+        crate::ggml::quant::to_f32(t.ggml_type(), &bytes, out).map_err(Error::from)
     }
 
     /// Metadata (key, value), each NUL-terminated.

@@ -79,7 +79,7 @@ impl Placement {
     pub fn new(params: &PlacementParams, n_layer: usize) -> Result<Placement> {
         let devices = choose_devices(params)?;
         for d in &devices {
-            d.check_alive().map_err(Error::Ggml)?;
+            d.check_alive()?;
         }
         // Asked once per device: an RPC server answers over the network.
         let memory: Vec<(usize, usize)> = devices.iter().map(|d| d.memory()).collect();
@@ -146,7 +146,7 @@ impl Placement {
             Some((_, Target::Buffer(b))) => Ok(Some(*b)),
             None => {
                 match weight_layer(name, self.layers.len().saturating_sub(1)).and_then(|il| self.layer_device(il)) {
-                    Some(d) => d.buffer_type().map(Some).map_err(Error::Ggml),
+                    Some(d) => d.buffer_type().map(Some).map_err(Error::from),
                     None => Ok(None),
                 }
             }
@@ -156,7 +156,7 @@ impl Placement {
     /// Buffer type of the device of layer `il` (the CPU's when it has none).
     pub fn layer_buffer_type(&self, il: usize) -> Result<BufferType> {
         match self.layer_device(il) {
-            Some(d) => d.buffer_type().map_err(Error::Ggml),
+            Some(d) => d.buffer_type().map_err(Error::from),
             None => Ok(BufferType::cpu()),
         }
     }

@@ -176,7 +176,7 @@ impl Image {
                 offset: s.offset,
             })
             .collect();
-        hand_out(&mut self.bytes[self.data_offset..], &slots, fill).map_err(Error::Ggml)?;
+        hand_out(&mut self.bytes[self.data_offset..], &slots, fill)?;
         let data = &self.bytes[self.data_offset..];
         for s in &self.slots {
             if let Some(first) = s.copy_of {

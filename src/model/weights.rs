@@ -47,7 +47,7 @@ impl Weights {
     ) -> Result<Weights> {
         let n_tensors: usize = files.iter().map(|f| f.tensors.len()).sum();
         let total: u64 = files.iter().map(|f| f.data_size).sum::<u64>().max(1);
-        let mut arena = Arena::new(n_tensors).map_err(Error::Ggml)?;
+        let mut arena = Arena::new(n_tensors)?;
         let mut buffers = Vec::new();
         let mut copies = Vec::new();
         let mut by_name = HashMap::with_capacity(n_tensors);
@@ -64,7 +64,7 @@ impl Weights {
                 .get(start..start.saturating_add(len))
                 .ok_or_else(|| Error::model("tensor data section lies outside the file"))?;
             let buffer = if (data.as_ptr() as usize).is_multiple_of(CPU_BUFFER_ALIGNMENT) {
-                HostBuffer::over(data).map_err(Error::Ggml)?
+                HostBuffer::over(data)?
             } else {
                 crate::log_warn!(
                     "model: tensor data is not {CPU_BUFFER_ALIGNMENT}-byte aligned in memory; copying it ({len} bytes)"
@@ -74,7 +74,7 @@ impl Weights {
                     .map_anon()
                     .map_err(|e| Error::io("cannot allocate memory for", "tensor data", e))?;
                 copy[..len].copy_from_slice(data);
-                let b = HostBuffer::over(&copy[..len]).map_err(Error::Ggml)?;
+                let b = HostBuffer::over(&copy[..len])?;
                 copies.push(copy);
                 b
             };
@@ -186,7 +186,7 @@ fn copy_out(candidates: &[Candidate], by_name: &mut HashMap<String, TensorRef>) 
     }
     let mut out = Vec::with_capacity(groups.len());
     for (buft, on_device, group) in groups {
-        let mut arena = Arena::new(group.len()).map_err(Error::Ggml)?;
+        let mut arena = Arena::new(group.len())?;
         let tensors = group
             .iter()
             .map(|c| new_tensor(&mut arena, c.info))

@@ -54,12 +54,15 @@ impl Recurrent {
             }
             let r = arena.new_tensor(buft_of(il), f32t, &[n_embd_r, rows], &format!("cache_r_l{il}"));
             let s = arena.new_tensor(buft_of(il), f32t, &[n_embd_s, rows], &format!("cache_s_l{il}"));
-            layers.push(Some((r.map_err(Error::invalid)?, s.map_err(Error::invalid)?)));
+            layers.push(Some((
+                r.map_err(|e| Error::invalid(e.to_string()))?,
+                s.map_err(|e| Error::invalid(e.to_string()))?,
+            )));
             ple.push(match hp.ple.as_ref().filter(|_| keeps_ple) {
                 Some(p) => {
                     let width = i64::from(p.conv_state(hp.n_embd, hp.hc_count));
                     let t = arena.new_tensor(buft_of(il), f32t, &[width, rows], &format!("cache_ple_r_l{il}"));
-                    Some(t.map_err(Error::invalid)?)
+                    Some(t.map_err(|e| Error::invalid(e.to_string()))?)
                 }
                 None => None,
             });

@@ -118,12 +118,12 @@ impl Recurrent {
         let written = first.and_then(|first| {
             let layers: Vec<(TensorRef, TensorRef)> = self.recurrent_layers().collect();
             for ((r, s), (r_rows, s_rows)) in layers.into_iter().zip(&staged.rows) {
-                tensor_write(r, first * Self::row_bytes(r), r_rows).map_err(Error::Ggml)?;
-                tensor_write(s, first * Self::row_bytes(s), s_rows).map_err(Error::Ggml)?;
+                tensor_write(r, first * Self::row_bytes(r), r_rows)?;
+                tensor_write(s, first * Self::row_bytes(s), s_rows)?;
             }
             for (p, rows) in self.ple_rows().into_iter().zip(&staged.ple) {
                 if let Some(p) = p {
-                    tensor_write(p, first * Self::row_bytes(p), rows).map_err(Error::Ggml)?;
+                    tensor_write(p, first * Self::row_bytes(p), rows)?;
                 }
             }
             Ok(())

@@ -5,7 +5,7 @@
 //! gives the same numbers and tokens.
 
 use super::rng::Mt19937;
-use crate::ggml::{tensor_set, Graph, RawType, TensorRef};
+use crate::ggml::{tensor_set, GgmlError, Graph, RawType, TensorRef};
 use std::ffi::CStr;
 
 const F32: RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
@@ -77,10 +77,10 @@ pub trait GraphPart {
     }
 
     /// Add the sampler's ops for one output row.
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String>;
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), GgmlError>;
 
     /// Fill the sampler's inputs before a compute.
-    fn set_input(&mut self) -> Result<(), String> {
+    fn set_input(&mut self) -> Result<(), GgmlError> {
         Ok(())
     }
 
@@ -104,9 +104,9 @@ pub trait GraphPart {
 /// implements it over a `llama_sampler` chain.
 pub trait SeqSampler: Send {
     /// Add the ops of the row `d` describes.
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String>;
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), GgmlError>;
     /// Fill the inputs of the last built graph.
-    fn set_input(&mut self) -> Result<(), String>;
+    fn set_input(&mut self) -> Result<(), GgmlError>;
     /// A graph is about to be built.
     fn reset(&mut self);
     /// A batch begins.
@@ -121,7 +121,7 @@ const PROBE_NODES: usize = 2048;
 /// Graph nodes `s` adds per output row: its ops built once over a row of `n_vocab` logits, as
 /// llama.cpp probes a chain (the most of nodes and tensor descriptions, since a client's sampler
 /// may make tensors that are no nodes).
-pub fn probe_nodes(s: &mut dyn SeqSampler, n_vocab: usize) -> Result<usize, String> {
+pub fn probe_nodes(s: &mut dyn SeqSampler, n_vocab: usize) -> Result<usize, GgmlError> {
     let mut g = Graph::new(PROBE_NODES)?;
     let logits = g.new_tensor(F32, &[n_vocab as i64])?;
     let mut d = GraphData {
@@ -145,12 +145,12 @@ fn n_elements(t: TensorRef) -> i64 {
 }
 
 /// `t` as one row (ggml_reshape_1d), as llama.cpp flattens before each sampler.
-fn flat(g: &mut Graph, t: TensorRef) -> Result<TensorRef, String> {
+fn flat(g: &mut Graph, t: TensorRef) -> Result<TensorRef, GgmlError> {
     g.reshape(t, &[n_elements(t)])
 }
 
 /// The rows of `t` (one value per row) picked by `idx`.
-fn pick(g: &mut Graph, t: TensorRef, idx: TensorRef) -> Result<TensorRef, String> {
+fn pick(g: &mut Graph, t: TensorRef, idx: TensorRef) -> Result<TensorRef, GgmlError> {
     let rows = g.reshape(t, &[1, n_elements(t)])?;
     g.get_rows(rows, idx)
 }
@@ -162,20 +162,20 @@ fn named(g: &mut Graph, t: TensorRef, name: &str) -> TensorRef {
 
 /// The most likely candidate alone (greedy, or a temperature of zero or less), kept as the row's
 /// only logit and candidate.
-fn keep_argmax(g: &mut Graph, d: &mut GraphData, name: &str) -> Result<TensorRef, String> {
+fn keep_argmax(g: &mut Graph, d: &mut GraphData, name: &str) -> Result<TensorRef, GgmlError> {
     let logits = flat(g, d.logits)?;
     let max_idx = g.argmax(logits)?;
     Ok(named(g, max_idx, name))
 }
 
-pub(super) fn greedy(g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+pub(super) fn greedy(g: &mut Graph, d: &mut GraphData) -> Result<(), GgmlError> {
     let idx = keep_argmax(g, d, "greedy_argmax")?;
     d.sampled = Some(idx);
     Ok(())
 }
 
 /// llama.cpp's temperature in the graph: scale by 1/t, or keep only the best candidate.
-pub(super) fn temperature(g: &mut Graph, d: &mut GraphData, t: f32) -> Result<(), String> {
+pub(super) fn temperature(g: &mut Graph, d: &mut GraphData, t: f32) -> Result<(), GgmlError> {
     if t > 0.0 {
         d.logits = g.scale(d.logits, 1.0 / t)?;
         return Ok(());
@@ -197,7 +197,7 @@ pub(super) fn temperature_ext(
     t: f32,
     delta: f32,
     exponent: f32,
-) -> Result<(), String> {
+) -> Result<(), GgmlError> {
     if delta <= 0.0 || t <= 0.0 {
         return temperature(g, d, t);
     }
@@ -222,7 +222,7 @@ pub(super) fn temperature_ext(
 }
 
 /// Keep the `k` best candidates (ggml's top-k; `k` above the row's length keeps them all).
-pub(super) fn top_k(g: &mut Graph, d: &mut GraphData, k: i32) -> Result<(), String> {
+pub(super) fn top_k(g: &mut Graph, d: &mut GraphData, k: i32) -> Result<(), GgmlError> {
     let logits = flat(g, d.logits)?;
     let k = i64::from(k).min(logits.ne()[0]);
     let top = g.top_k(logits, k)?;
@@ -238,7 +238,7 @@ pub(super) fn top_k(g: &mut Graph, d: &mut GraphData, k: i32) -> Result<(), Stri
 
 /// Mask (-inf) what lies past the nucleus `p` of the sorted row, keeping the candidate that
 /// crosses it; the row comes out sorted, best first.
-pub(super) fn top_p(g: &mut Graph, d: &mut GraphData, p: f32) -> Result<(), String> {
+pub(super) fn top_p(g: &mut Graph, d: &mut GraphData, p: f32) -> Result<(), GgmlError> {
     let logits = flat(g, d.logits)?;
     let n = logits.ne()[0];
     let sorted_idx = g.argsort_desc(logits)?;
@@ -266,7 +266,7 @@ pub(super) fn top_p(g: &mut Graph, d: &mut GraphData, p: f32) -> Result<(), Stri
 }
 
 /// Mask (-inf) the candidates below `p` times the best one's probability.
-pub(super) fn min_p(g: &mut Graph, d: &mut GraphData, p: f32) -> Result<(), String> {
+pub(super) fn min_p(g: &mut Graph, d: &mut GraphData, p: f32) -> Result<(), GgmlError> {
     let logits = flat(g, d.logits)?;
     let max_idx = g.argmax(logits)?;
     let max_logit = pick(g, logits, max_idx)?;
@@ -281,7 +281,7 @@ pub(super) fn min_p(g: &mut Graph, d: &mut GraphData, p: f32) -> Result<(), Stri
 
 /// The dist sampler in the graph: one uniform input per row, the first candidate whose running
 /// probability passes it.
-pub(super) fn dist(g: &mut Graph, d: &mut GraphData, bound: &mut GraphBound) -> Result<(), String> {
+pub(super) fn dist(g: &mut Graph, d: &mut GraphData, bound: &mut GraphBound) -> Result<(), GgmlError> {
     let name = format!("uniform_{}", bound.inputs.len());
     let uniform = g.input(F32, &[1], &name)?;
     bound.inputs.push(uniform);
@@ -313,7 +313,7 @@ pub(super) fn dist_set_input(
     main: &mut Mt19937,
     side: &mut Mt19937,
     drawn: &mut usize,
-) -> Result<(), String> {
+) -> Result<(), GgmlError> {
     let rng = if bound.multi_output { side } else { main };
     for &t in &bound.inputs {
         let u = rng.uniform_f64() as f32;
@@ -340,7 +340,7 @@ impl PenaltyOps {
         self.last_n.min(self.n_vocab)
     }
 
-    pub(super) fn build(&self, g: &mut Graph, d: &mut GraphData, bound: &mut GraphBound) -> Result<(), String> {
+    pub(super) fn build(&self, g: &mut Graph, d: &mut GraphData, bound: &mut GraphBound) -> Result<(), GgmlError> {
         let n_max = self.n_max() as i64;
         let ids = g.input(I32, &[n_max], "penalties_token_ids")?;
         let counts = g.input(I32, &[n_max], "penalties_counts")?;
@@ -352,10 +352,10 @@ impl PenaltyOps {
             let candidates = flat(g, c)?;
             let n_candidates = candidates.ne()[0];
             if n_candidates != logits.ne()[0] {
-                return Err(format!(
+                return Err(GgmlError::new(format!(
                     "penalties: {n_candidates} candidates for {} logits",
                     logits.ne()[0]
-                ));
+                )));
             }
             let zeros = g.new_tensor(F32, &[1, self.n_vocab as i64])?;
             let count_rows = g.fill(zeros, 0.0)?;
@@ -365,11 +365,11 @@ impl PenaltyOps {
             counts_f32 = g.reshape(picked, &[n_candidates])?;
         } else {
             if logits.ne()[0] != self.n_vocab as i64 {
-                return Err(format!(
+                return Err(GgmlError::new(format!(
                     "penalties: {} logits for a vocabulary of {}",
                     logits.ne()[0],
                     self.n_vocab
-                ));
+                )));
             }
             let rows = g.reshape(logits, &[1, logits.ne()[0]])?;
             let picked = g.get_rows(rows, ids)?;
@@ -413,13 +413,16 @@ impl PenaltyOps {
 
     /// The history as the inputs want it: distinct tokens in id order with their counts, padded
     /// to the fixed length with a token absent from the history and a count of 0.
-    pub(super) fn set_input(&self, bound: &GraphBound, count: &[(i32, i32)]) -> Result<(), String> {
+    pub(super) fn set_input(&self, bound: &GraphBound, count: &[(i32, i32)]) -> Result<(), GgmlError> {
         let [ids, counts] = bound.inputs[..] else {
             return Ok(());
         };
         let n_max = self.n_max();
         if count.len() > n_max {
-            return Err(format!("penalties: {} distinct tokens for {n_max} slots", count.len()));
+            return Err(GgmlError::new(format!(
+                "penalties: {} distinct tokens for {n_max} slots",
+                count.len()
+            )));
         }
         let mut entries = count.to_vec();
         entries.sort_unstable_by_key(|e| e.0);
@@ -428,7 +431,7 @@ impl PenaltyOps {
             filler += 1;
         }
         if entries.len() < n_max && filler as usize >= self.n_vocab {
-            return Err("penalties: no free token id to pad the history with".into());
+            return Err(GgmlError::new("penalties: no free token id to pad the history with"));
         }
         entries.resize(n_max, (filler, 0));
         let bytes = |f: fn(&(i32, i32)) -> i32| entries.iter().flat_map(|e| f(e).to_le_bytes()).collect::<Vec<u8>>();
@@ -445,12 +448,12 @@ pub(super) fn logit_bias(
     bound: &mut GraphBound,
     n_vocab: usize,
     n: usize,
-) -> Result<(), String> {
+) -> Result<(), GgmlError> {
     if n_elements(d.logits) != n_vocab as i64 {
-        return Err(format!(
+        return Err(GgmlError::new(format!(
             "logit bias: {} logits for a vocabulary of {n_vocab} (put it before samplers that shrink the row)",
             n_elements(d.logits)
-        ));
+        )));
     }
     if bound.inputs.is_empty() {
         let bias = g.input(F32, &[1, n as i64], "logit_bias")?;
@@ -466,7 +469,7 @@ pub(super) fn logit_bias(
     Ok(())
 }
 
-pub(super) fn logit_bias_set_input(bound: &GraphBound, biases: &[(i32, f32)]) -> Result<(), String> {
+pub(super) fn logit_bias_set_input(bound: &GraphBound, biases: &[(i32, f32)]) -> Result<(), GgmlError> {
     let [bias, idxs] = bound.inputs[..] else {
         return Ok(());
     };

@@ -120,11 +120,11 @@ impl GraphPart for Dist {
         true
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::dist(g, d, &mut self.graph)
     }
 
-    fn set_input(&mut self) -> Result<(), String> {
+    fn set_input(&mut self) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::dist_set_input(
             &self.graph,
             self.rng.generator(),

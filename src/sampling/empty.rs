@@ -43,7 +43,7 @@ impl GraphPart for Empty {
         &mut self.graph
     }
 
-    fn build(&mut self, _g: &mut Graph, _d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, _g: &mut Graph, _d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         Ok(())
     }
 }

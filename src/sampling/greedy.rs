@@ -45,7 +45,7 @@ impl GraphPart for Greedy {
         &mut self.graph
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::greedy(g, d)
     }
 }

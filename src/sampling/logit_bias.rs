@@ -77,11 +77,11 @@ impl GraphPart for LogitBias {
             .all(|&(t, _)| usize::try_from(t).is_ok_and(|t| t < self.n_vocab))
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::logit_bias(g, d, &mut self.graph, self.n_vocab, self.biases.len())
     }
 
-    fn set_input(&mut self) -> Result<(), String> {
+    fn set_input(&mut self) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::logit_bias_set_input(&self.graph, &self.biases)
     }
 }

@@ -85,7 +85,7 @@ impl GraphPart for MinP {
         &mut self.graph
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::min_p(g, d, self.p)
     }
 }

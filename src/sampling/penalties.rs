@@ -125,11 +125,11 @@ impl GraphPart for Penalties {
         n_outputs_max_per_seq <= 1 && self.n_vocab > 0
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         self.ops().build(g, d, &mut self.graph)
     }
 
-    fn set_input(&mut self) -> Result<(), String> {
+    fn set_input(&mut self) -> std::result::Result<(), crate::ggml::GgmlError> {
         let count: Vec<(i32, i32)> = self.count.iter().map(|(&t, &c)| (t, c)).collect();
         self.ops().set_input(&self.graph, &count)
     }

@@ -49,7 +49,7 @@ impl GraphPart for Temp {
         &mut self.graph
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::temperature(g, d, self.t)
     }
 }
@@ -136,7 +136,7 @@ impl GraphPart for TempExt {
         &mut self.graph
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::temperature_ext(g, d, self.t, self.delta, self.exponent)
     }
 }

@@ -49,7 +49,7 @@ impl GraphPart for TopK {
         &mut self.graph
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::top_k(g, d, self.k)
     }
 }

@@ -91,7 +91,7 @@ impl GraphPart for TopP {
         &mut self.graph
     }
 
-    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> Result<(), String> {
+    fn build(&mut self, g: &mut Graph, d: &mut GraphData) -> std::result::Result<(), crate::ggml::GgmlError> {
         backend::top_p(g, d, self.p)
     }
 }

@@ -2,7 +2,7 @@
 //! (argmax, top-k, sort, running sums, steps, logarithms), each checked as ggml asserts it.
 
 use super::{Graph, OpResult};
-use crate::ggml::{RawType, TensorRef};
+use crate::ggml::{GgmlError, RawType, TensorRef};
 
 const F32: RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
 const F16: RawType = ggml_sys::ggml_type_GGML_TYPE_F16;
@@ -12,7 +12,7 @@ impl Graph {
     pub fn new_tensor(&mut self, t: RawType, ne: &[i64]) -> OpResult {
         self.room()?;
         if ne.is_empty() || ne.len() > 4 || ne.iter().any(|&n| n < 0) {
-            return Err(format!("bad tensor shape {ne:?}"));
+            return Err(GgmlError(format!("bad tensor shape {ne:?}")));
         }
         // SAFETY: a valid type and 1..=4 non-negative dimensions; the pool has room.
         Self::wrap(
@@ -25,7 +25,7 @@ impl Graph {
     pub fn pad_rows(&mut self, a: TensorRef, rows: i32) -> OpResult {
         self.room()?;
         if rows < 0 || a.ggml_type() != F32 {
-            return Err(format!("pad {:?} by {rows} rows", a.ne()));
+            return Err(GgmlError(format!("pad {:?} by {rows} rows", a.ne())));
         }
         // SAFETY: an F32 source and a non-negative padding.
         Self::wrap(
@@ -39,7 +39,7 @@ impl Graph {
         self.room()?;
         let n = a.ne();
         if n[2] != 1 || n[3] != 1 || n[0] > i64::from(i32::MAX) || a.ggml_type() != F32 {
-            return Err(format!("argmax of {n:?}"));
+            return Err(GgmlError(format!("argmax of {n:?}")));
         }
         // SAFETY: an F32 matrix with rows that fit I32 indices.
         Self::wrap(
@@ -52,7 +52,7 @@ impl Graph {
     pub fn top_k(&mut self, a: TensorRef, k: i64) -> OpResult {
         self.room()?;
         if k < 1 || a.ne()[0] < k || k > i64::from(i32::MAX) || a.ggml_type() != F32 {
-            return Err(format!("top {k} of rows of {:?}", a.ne()));
+            return Err(GgmlError(format!("top {k} of rows of {:?}", a.ne())));
         }
         // SAFETY: rows hold at least k values.
         Self::wrap(
@@ -65,7 +65,7 @@ impl Graph {
     pub fn argsort_desc(&mut self, a: TensorRef) -> OpResult {
         self.room()?;
         if a.ne()[0] > i64::from(i32::MAX) || a.ggml_type() != F32 {
-            return Err(format!("argsort of {:?}", a.ne()));
+            return Err(GgmlError(format!("argsort of {:?}", a.ne())));
         }
         // SAFETY: rows that fit I32 indices.
         Self::wrap(
@@ -84,7 +84,10 @@ impl Graph {
     pub fn cumsum(&mut self, a: TensorRef) -> OpResult {
         self.room()?;
         if a.ggml_type() != F32 {
-            return Err(format!("cumsum of a {} tensor", crate::ggml::type_name(a.ggml_type())));
+            return Err(GgmlError(format!(
+                "cumsum of a {} tensor",
+                crate::ggml::type_name(a.ggml_type())
+            )));
         }
         // SAFETY: an F32 tensor.
         Self::wrap(
@@ -121,7 +124,7 @@ impl Graph {
     ) -> OpResult {
         self.room()?;
         if !matches!(a.ggml_type(), F32 | F16) || !Self::rows_contiguous(a) {
-            return Err(format!("{what} of {:?}", a.ne()));
+            return Err(GgmlError(format!("{what} of {:?}", a.ne())));
         }
         // SAFETY: a float tensor with contiguous rows (the CPU kernels' requirement).
         Self::wrap(unsafe { op(self.ctx.as_ptr(), a.as_ptr()) }, what)
@@ -131,7 +134,7 @@ impl Graph {
     pub fn scale_bias(&mut self, a: TensorRef, s: f32, b: f32) -> OpResult {
         self.room()?;
         if !Self::is_contiguous(a) {
-            return Err(format!("scale of a non-contiguous {:?}", a.ne()));
+            return Err(GgmlError(format!("scale of a non-contiguous {:?}", a.ne())));
         }
         // SAFETY: a contiguous tensor (ggml asserts padded rows).
         Self::wrap(
@@ -145,7 +148,11 @@ impl Graph {
         self.room()?;
         Self::binary_types(a, b)?;
         if !Self::can_repeat(b, a) {
-            return Err(format!("sub: {:?} does not broadcast over {:?}", b.ne(), a.ne()));
+            return Err(GgmlError(format!(
+                "sub: {:?} does not broadcast over {:?}",
+                b.ne(),
+                a.ne()
+            )));
         }
         // SAFETY: broadcast checked.
         Self::wrap(
@@ -158,7 +165,7 @@ impl Graph {
     pub fn fill(&mut self, a: TensorRef, v: f32) -> OpResult {
         self.room()?;
         if !matches!(a.ggml_type(), F32 | F16) || !Self::is_contiguous(a) {
-            return Err(format!("fill of {:?}", a.ne()));
+            return Err(GgmlError(format!("fill of {:?}", a.ne())));
         }
         // SAFETY: a contiguous float tensor.
         Self::wrap(unsafe { ggml_sys::ggml_fill(self.ctx.as_ptr(), a.as_ptr(), v) }, "fill")

@@ -2,7 +2,7 @@
 //! cells into an attention mask, and the block maxima and index ramps of MiniMax-M3's.
 
 use super::{Graph, OpResult};
-use crate::ggml::{RawType, TensorRef};
+use crate::ggml::{GgmlError, RawType, TensorRef};
 
 const F32: RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
 const F16: RawType = ggml_sys::ggml_type_GGML_TYPE_F16;
@@ -37,9 +37,9 @@ impl Graph {
                 t.nb()[0] == crate::ggml::row_size(ty, crate::ggml::block_size(ty))
             });
         if !ok {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "lightning indexer: q {qn:?}, k {kn:?}, weights {wn:?}, mask {mn:?} do not fit"
-            ));
+            )));
         }
         // SAFETY: types and shapes as ggml asserts them.
         Self::wrap(
@@ -62,7 +62,7 @@ impl Graph {
         self.room()?;
         let n = a.ne();
         if a.ggml_type() != F32 || k < 1 || k > i64::from(i32::MAX) || n[0] % k != 0 {
-            return Err(format!("max pool of {k} over rows of {n:?}"));
+            return Err(GgmlError(format!("max pool of {k} over rows of {n:?}")));
         }
         let k = k as i32;
         // SAFETY: an F32 tensor whose rows hold whole windows.
@@ -88,7 +88,7 @@ impl Graph {
     pub fn arange(&mut self, start: i64, n: i64) -> OpResult {
         self.room()?;
         if !(1..=1 << 24).contains(&n) || !(0..=1 << 24).contains(&start) {
-            return Err(format!("arange of {n} from {start}"));
+            return Err(GgmlError(format!("arange of {n} from {start}")));
         }
         // SAFETY: a non-empty range (stop > start) of exactly representable values.
         Self::wrap(
@@ -101,7 +101,7 @@ impl Graph {
     pub fn filled(&mut self, t: RawType, ne: &[i64], v: f32) -> OpResult {
         self.room()?;
         if !matches!(t, F32 | F16) || ne.is_empty() || ne.len() > 4 || ne.iter().any(|&n| n < 1) {
-            return Err(format!("filled {ne:?}"));
+            return Err(GgmlError(format!("filled {ne:?}")));
         }
         // SAFETY: a float type and 1..=4 positive dims; the pool has room.
         let blank = Self::wrap(

@@ -3,7 +3,7 @@
 //! its CPU kernels their F32 types, so each is checked here first.
 
 use super::{Graph, OpResult};
-use crate::ggml::TensorRef;
+use crate::ggml::{GgmlError, TensorRef};
 
 const F32: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
 
@@ -14,7 +14,7 @@ impl Graph {
         let (an, bn) = (a.ne(), b.ne());
         let same_elsewhere = (0..4).all(|d| d == dim || an[d] == bn[d]);
         if dim > 3 || a.ggml_type() != b.ggml_type() || !same_elsewhere {
-            return Err(format!("concat {an:?} and {bn:?} along {dim}"));
+            return Err(GgmlError(format!("concat {an:?} and {bn:?} along {dim}")));
         }
         // SAFETY: dimension in range, types equal, other dimensions equal (ggml's asserts).
         Self::wrap(
@@ -60,11 +60,11 @@ impl Graph {
             && sx.nb()[1] == sn[0] as usize * 4
             && Self::is_contiguous(c);
         if !ok {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "ssm_conv: window {sn:?} ({}) with kernels {cn:?} ({}): both must be F32 with matching channels",
                 crate::ggml::type_name(sx.ggml_type()),
                 crate::ggml::type_name(c.ggml_type())
-            ));
+            )));
         }
         // SAFETY: 3-d input, matrix kernels, channel counts equal, F32 rows each window's
         // channels adjacent (ggml's and its CPU kernel's asserts; sequences may lie anywhere).
@@ -119,9 +119,9 @@ impl Graph {
             && an[3] == 1
             && (an[0] == 1 || (an[0] == sn[0] && k == 1));
         if !ok {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "ssm_scan: states {sn:?}, x {xn:?}, dt {dn:?}, A {an:?}, B {bn:?}, ids {idn:?} do not fit (all F32)"
-            ));
+            )));
         }
         // SAFETY: every shape, stride and type ggml and its CPU kernel assert was checked above.
         Self::wrap(
@@ -146,7 +146,7 @@ impl Graph {
     pub fn softplus(&mut self, a: TensorRef) -> OpResult {
         self.room()?;
         if a.ggml_type() != F32 || !Self::rows_contiguous(a) {
-            return Err(format!("softplus of {:?}", a.ne()));
+            return Err(GgmlError(format!("softplus of {:?}", a.ne())));
         }
         // SAFETY: F32 rows, contiguous (the CPU kernel's requirement).
         Self::wrap(
@@ -163,7 +163,9 @@ impl Graph {
         let ok =
             x.ggml_type() == F32 && weights.ggml_type() == F32 && xn[1] > 0 && xn[3] == 1 && wn == [xn[1], xn[2], 1, 1];
         if !ok {
-            return Err(format!("weighted_rows: x {xn:?}, weights {wn:?} do not fit (both F32)"));
+            return Err(GgmlError(format!(
+                "weighted_rows: x {xn:?}, weights {wn:?} do not fit (both F32)"
+            )));
         }
         // SAFETY: types and shapes as ggml and its CPU kernel assert; the kernel reads by strides.
         Self::wrap(
@@ -179,7 +181,9 @@ impl Graph {
         let (xn, gn) = (x.ne(), gate.ne());
         let ok = x.ggml_type() == F32 && gate.ggml_type() == F32 && xn[1] > 0 && xn[3] == 1 && gn == xn;
         if !ok {
-            return Err(format!("gated_row_mean: x {xn:?}, gate {gn:?} do not fit (both F32)"));
+            return Err(GgmlError(format!(
+                "gated_row_mean: x {xn:?}, gate {gn:?} do not fit (both F32)"
+            )));
         }
         // SAFETY: types and shapes as ggml and its CPU kernel assert; the kernel reads by strides.
         Self::wrap(
@@ -209,10 +213,10 @@ impl Graph {
             && rn[3] == 1
             && pn == [rn[1], rn[2], 1, 1];
         if !ok {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "add_weighted_rows: x {xn:?}, residual {rn:?}, post {pn:?}, comb {:?} do not fit (all F32)",
                 comb.map(|c| c.ne())
-            ));
+            )));
         }
         let comb = comb.map_or(std::ptr::null_mut(), |c| c.as_ptr());
         // SAFETY: types and shapes as ggml and its CPU kernel assert; a null mixing matrix is
@@ -249,9 +253,9 @@ impl Graph {
             && n_iter > 0
             && n_iter <= i32::MAX as u32;
         if !ok {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "hc_mixing: mixes {mn:?}, scale {sn:?}, base {bn:?}, {n_iter} iterations do not fit (all F32)"
-            ));
+            )));
         }
         // SAFETY: types and shapes as ggml and its CPU kernel assert.
         Self::wrap(
@@ -307,9 +311,9 @@ impl Graph {
             && bn == [1, h, n_t, n_s]
             && sn == [s_v, s_v, h, n_s];
         if !ok {
-            return Err(format!(
+            return Err(GgmlError(format!(
                 "gated_delta_net: q {qn:?}, k {kn:?}, v {vn:?}, g {gn:?}, beta {bn:?}, state {sn:?} do not fit (all F32)"
-            ));
+            )));
         }
         // SAFETY: every shape, layout and type ggml and its CPU kernel assert was checked above.
         Self::wrap(

@@ -352,7 +352,7 @@ pub fn quantize(inputs: &[String], output: &str, p: &QuantizeParams, arch: ArchL
         let quantize = job.new_type != t.ggml_type;
         let new_size = if quantize {
             t.ne[1..].iter().product::<u64>()
-                * quant::bytes_of(job.new_type, t.ne[0] as usize).map_err(Error::invalid)? as u64
+                * quant::bytes_of(job.new_type, t.ne[0] as usize).map_err(|e| Error::invalid(e.to_string()))? as u64
         } else {
             t.size
         };
@@ -493,8 +493,8 @@ fn convert(job: &Job, imatrix: Option<&[f32]>, nthread: usize, max_buf: usize, s
     let n_per_row = t.ne[0] as usize;
     let rows_per_expert = t.ne[1] as usize;
     let rows_total = rows_per_expert * t.ne[2] as usize * t.ne[3] as usize;
-    let src_row = quant::bytes_of(t.ggml_type, n_per_row).map_err(Error::invalid)?;
-    let dst_row = quant::bytes_of(job.new_type, n_per_row).map_err(Error::invalid)?;
+    let src_row = quant::bytes_of(t.ggml_type, n_per_row).map_err(|e| Error::invalid(e.to_string()))?;
+    let dst_row = quant::bytes_of(job.new_type, n_per_row).map_err(|e| Error::invalid(e.to_string()))?;
     let f32_row = if t.ggml_type == types::ty::F32 {
         0
     } else {
@@ -508,7 +508,7 @@ fn convert(job: &Job, imatrix: Option<&[f32]>, nthread: usize, max_buf: usize, s
         let rows = slab_rows.min(rows_total - first);
         let src = &job.data[first * src_row..(first + rows) * src_row];
         floats.resize(rows * n_per_row, 0.0);
-        quant::to_f32(t.ggml_type, src, &mut floats).map_err(Error::invalid)?;
+        quant::to_f32(t.ggml_type, src, &mut floats).map_err(|e| Error::invalid(e.to_string()))?;
         let values: &[f32] = &floats;
         out.resize(rows * dst_row, 0);
         // Pieces of at most a chunk, never across experts (each has its own importance weights).
@@ -535,13 +535,15 @@ fn convert(job: &Job, imatrix: Option<&[f32]>, nthread: usize, max_buf: usize, s
                 scope.spawn(|| loop {
                     let next = work.lock().map(|mut w| w.next()).unwrap_or(None);
                     let Some((s, d, w)) = next else { break };
-                    let result = quant::quantize_rows(job.new_type, s, n_per_row, w, d).and_then(|_| {
-                        if quant::validate_rows(job.new_type, d) {
-                            Ok(())
-                        } else {
-                            Err("quantized data validation failed".to_string())
-                        }
-                    });
+                    let result = quant::quantize_rows(job.new_type, s, n_per_row, w, d)
+                        .map_err(|e| e.to_string())
+                        .and_then(|_| {
+                            if quant::validate_rows(job.new_type, d) {
+                                Ok(())
+                            } else {
+                                Err("quantized data validation failed".to_string())
+                            }
+                        });
                     if let Err(e) = result {
                         if let Ok(mut f) = failure.lock() {
                             f.get_or_insert(e);
