@@ -1,8 +1,16 @@
-//! The registry's tests: its list in the docs and architectures' own facts.
+//! The registry's tests: its list in the docs, architectures' own facts, and for every registered
+//! architecture its creation order against its tensors and its test model loading.
 
 use super::*;
 use crate::gguf::tests::writer::{File, Kv};
 use crate::gguf::GgufFile;
+use crate::model::{LoadParams, Model};
+use crate::test_data::{model_path, GEMMA3, SMOLLM2};
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
 
 /// HParams of a four-layer file of `arch` (16 wide, two heads) with `extra` keys added.
 fn tiny(arch: &dyn ArchSpec, extra: Vec<Kv>) -> Result<HParams> {
@@ -195,4 +203,227 @@ fn dense_first_periods_keep_the_first_layer_of_each_global() {
     assert_eq!(hp.swa_layers, [false, true, false, true]);
     load_sliding_window(&Meta(&g), &mut hp, 8, 4, 1.0, 1.0).unwrap();
     assert_eq!(hp.swa_layers, [true, false, true, false]);
+}
+
+/// Registered architectures scripts/gen-models.py writes no model of, each with the test model
+/// that covers it (scripts/fetch-models.sh) and why it has no generated one.
+const COVERED_BY_TEST_MODELS: &[(&str, &str, &str)] = &[(
+    "gemma3",
+    GEMMA3.0,
+    "gemma-3-270m is a real model of it, compared with llama.cpp as a test model",
+)];
+
+/// A model file as the engine loads it: the architecture its `general.architecture` names, the
+/// one the loaded model reports, and its hyper-parameters as that architecture reads them.
+struct Loaded {
+    path: PathBuf,
+    named: String,
+    reported: &'static str,
+    hp: HParams,
+}
+
+/// Every generated model (scripts/gen-test-models.sh) and the test models of
+/// [`COVERED_BY_TEST_MODELS`], each loaded once for the tests that need them, or why it did not
+/// load (with its path).
+fn loaded_models() -> &'static [std::result::Result<Loaded, String>] {
+    static LOADED: OnceLock<Vec<std::result::Result<Loaded, String>>> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        let covering = COVERED_BY_TEST_MODELS
+            .iter()
+            .map(|(_, file, _)| PathBuf::from(model_path(file)));
+        generated_models().into_iter().chain(covering).map(load).collect()
+    })
+}
+
+/// The files scripts/gen-test-models.sh writes, the same set benches/compare.sh compares with
+/// llama.cpp (generated once per machine for both). They are links into its cache: the links are
+/// resolved and the temporary directory holding them removed at once.
+fn generated_models() -> Vec<PathBuf> {
+    // The vocabulary's model: a missing one fails here saying how to fetch it.
+    model_path(SMOLLM2.0);
+    let dir = std::env::temp_dir().join(format!("engine-arch-tests-{}", std::process::id()));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen-test-models.sh");
+    let run = Command::new(script)
+        .arg(&dir)
+        .output()
+        .expect("runs scripts/gen-test-models.sh");
+    assert!(
+        run.status.success(),
+        "scripts/gen-test-models.sh failed ({}); it needs python3 with gguf and numpy (scripts/setup.sh) and \
+         .ggml/vocab (scripts/fetch-ggml.sh):\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let printed = fs::read_to_string(dir.join("printed.tsv")).expect("gen-test-models.sh writes printed.tsv");
+    let files = printed
+        .lines()
+        .map(|line| {
+            let link = line.split('\t').next().unwrap_or_default();
+            fs::canonicalize(link).unwrap_or_else(|e| panic!("{link}: {e}"))
+        })
+        .collect();
+    fs::remove_dir_all(&dir).expect("removes the generated models' links");
+    files
+}
+
+/// `path` loaded as the context tests load a model, or why it does not load.
+fn load(path: PathBuf) -> std::result::Result<Loaded, String> {
+    let shown = path.display().to_string();
+    let m =
+        Model::load(std::slice::from_ref(&shown), LoadParams::default(), spec).map_err(|e| format!("{shown}: {e}"))?;
+    let named = m.meta_value(b"general.architecture").unwrap_or_default();
+    Ok(Loaded {
+        named: String::from_utf8_lossy(named.strip_suffix(&[0]).unwrap_or(named)).into_owned(),
+        reported: m
+            .arch
+            .expect("a model loaded with its weights has its architecture")
+            .name(),
+        hp: m
+            .hparams
+            .expect("a model loaded with its weights has its hyper-parameters"),
+        path,
+    })
+}
+
+/// Each registered architecture with its loaded models; fails on a model that did not load and on
+/// an architecture with none.
+fn models_of_each_architecture() -> Vec<(&'static dyn Architecture, Vec<&'static Loaded>)> {
+    let loaded = loaded_models();
+    let failed: Vec<&str> = loaded
+        .iter()
+        .filter_map(|l| l.as_ref().err())
+        .map(String::as_str)
+        .collect();
+    assert!(failed.is_empty(), "models that do not load:\n{}", failed.join("\n"));
+    let loaded: Vec<&Loaded> = loaded.iter().flatten().collect();
+    let mut without = Vec::new();
+    let of_each = ARCHITECTURES
+        .iter()
+        .map(|&a| {
+            let models: Vec<&Loaded> = loaded.iter().copied().filter(|l| l.named == a.name()).collect();
+            if models.is_empty() {
+                without.push(a.name());
+            }
+            (a, models)
+        })
+        .collect();
+    assert!(
+        without.is_empty(),
+        "registered architectures with no model to load: {without:?}; write one in scripts/gen-models.py \
+         (a writer and its MODELS entry: docs/adding-an-architecture.md, step 3), or list the test model \
+         covering it in COVERED_BY_TEST_MODELS with the reason"
+    );
+    of_each
+}
+
+/// `models` but for those with the hyper-parameters of one before (a model's files in other
+/// weight types).
+fn distinct(models: Vec<&Loaded>) -> Vec<&Loaded> {
+    let mut kept: Vec<&Loaded> = Vec::new();
+    for l in models {
+        if kept.iter().all(|k| k.hp != l.hp) {
+            kept.push(l);
+        }
+    }
+    kept
+}
+
+#[test]
+fn every_architecture_s_model_loads_as_that_architecture() {
+    for (a, models) in models_of_each_architecture() {
+        for l in models {
+            assert_eq!(
+                l.reported,
+                a.name(),
+                "{} loads as another architecture",
+                l.path.display()
+            );
+        }
+    }
+    // An exception a generated model now covers is stale: the generated one is what compare.sh
+    // checks against llama.cpp.
+    for (name, file, _) in COVERED_BY_TEST_MODELS {
+        let generated: Vec<_> = loaded_models()
+            .iter()
+            .flatten()
+            .filter(|l| l.named == *name && !l.path.ends_with(file))
+            .collect();
+        assert!(
+            generated.is_empty(),
+            "{name} has generated models now ({}): drop it from COVERED_BY_TEST_MODELS",
+            generated[0].path.display()
+        );
+    }
+}
+
+/// How `arch`'s creation order for `hp` (`created_tensors`) is not a permutation of the tensors it
+/// declares (`tensors`), one line each. The rule, from what `llama_model_init_from_user` does with
+/// the list (`model::user`):
+/// - every created name is a declared tensor (its shape comes from there), and every declared
+///   tensor is declared once;
+/// - a name is created again only where llama.cpp makes a tensor again (`TENSOR_DUPLICATED`), and
+///   the engine keeps one: the token embeddings as a tied output head (twice, and then no
+///   `output.weight`) or a model-wide tensor such as the rotary factors, at most once per layer;
+///   a layer's tensor (`blk.N.`) never;
+/// - every required tensor is created, or the one that replaces it (`unless`: the fused
+///   projection of an architecture whose loader makes that one).
+///
+/// Optional tensors may be left out: `tensors` declares what a file may hold, alternatives
+/// llama.cpp's loader does not make without a file included (the fused attention projection
+/// `create_tensor_qkv` skips); the optional ones a list does create are checked against
+/// llama.cpp's calls by benches/compare.sh.
+fn creation_errors(arch: &dyn ArchSpec, hp: &HParams) -> Vec<String> {
+    let specs = arch.tensors(hp);
+    let created = arch.created_tensors(hp);
+    let mut errors = Vec::new();
+    let mut declared: HashMap<&str, &TensorSpec> = HashMap::new();
+    for s in &specs {
+        if declared.insert(&s.name, s).is_some() {
+            errors.push(format!("declares '{}' twice", s.name));
+        }
+    }
+    let mut times: BTreeMap<&str, u32> = BTreeMap::new();
+    for name in &created {
+        *times.entry(name).or_default() += 1;
+    }
+    for (&name, &n) in &times {
+        if !declared.contains_key(name) {
+            errors.push(format!("creates '{name}', which it does not declare"));
+        }
+        let allowed = match name {
+            _ if name.starts_with("blk.") => 1,
+            "token_embd.weight" if !times.contains_key("output.weight") => 2,
+            "token_embd.weight" => 1,
+            _ => hp.n_layer,
+        };
+        if n > allowed {
+            errors.push(format!("creates '{name}' {n} times (at most {allowed})"));
+        }
+    }
+    for s in &specs {
+        let made = |name: &str| times.contains_key(name);
+        if s.required && !made(&s.name) && !s.unless.as_deref().is_some_and(made) {
+            errors.push(format!("does not create '{}', which it requires", s.name));
+        }
+    }
+    errors
+}
+
+#[test]
+fn every_architecture_creates_the_tensors_it_declares() {
+    let mut errors = Vec::new();
+    for (a, models) in models_of_each_architecture() {
+        for l in distinct(models) {
+            errors.extend(
+                creation_errors(a, &l.hp)
+                    .into_iter()
+                    .map(|e| format!("{} ({}): {e}", a.name(), l.path.display())),
+            );
+        }
+    }
+    assert!(
+        errors.is_empty(),
+        "creation orders that are not permutations of the tensors:\n{}",
+        errors.join("\n")
+    );
 }
