@@ -3,13 +3,13 @@
 # suite (scripts/test.sh runs it last); exits 1 if anything differs or fails. One program
 # (benches/compare_bench.c) prints tokenizations, logits and saved states (hashes of their bits),
 # multi-sequence batches, embeddings and seeded generations for each test model, and for the tiny
-# models of the other architectures (scripts/gen-models.py, written here), through each library;
-# llama.cpp's tokenizer test vocabularies go through benches/vocab_bench.c, LoRA adapters through
-# benches/adapter_bench.c, the quantizer's files through benches/quantize_bench.c, saved models
-# through benches/save_bench.c, training through benches/train_bench.c and models made by the caller
-# through benches/init_user_bench.c. Each row reports what it compared, or where the outputs first
-# differ; a row also fails when either side prints an "error:" line (a decode, encode or context
-# that failed where it should not), even if both failed alike.
+# models of the other architectures (scripts/gen-models.py, by scripts/gen-test-models.sh), through
+# each library; llama.cpp's tokenizer test vocabularies go through benches/vocab_bench.c, LoRA
+# adapters through benches/adapter_bench.c, the quantizer's files through benches/quantize_bench.c,
+# saved models through benches/save_bench.c, training through benches/train_bench.c and models made
+# by the caller through benches/init_user_bench.c. Each row reports what it compared, or where the
+# outputs first differ; a row also fails when either side prints an "error:" line (a decode, encode
+# or context that failed where it should not), even if both failed alike.
 #
 # llama.cpp's outputs are cached (benches/oracle.sh): a warm run computes the engine's side and
 # re-checks a few rows live. Rows run side by side, each side one process at one thread
@@ -28,6 +28,7 @@ status=0
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 . scripts/generated.sh
+. scripts/gen-test-models.sh
 . benches/oracle.sh
 oracle_init
 file_sums_remember "${bench_models[@]/#/$models/}"
@@ -100,8 +101,7 @@ export ENGINE_BENCH_THREADS=1
 build_bench compare
 generated="$PWD/target/gen-models"
 rm -rf "$generated"
-generate models "$generated" python3 scripts/gen-models.py "$models/${bench_models[0]}" \
-    -- scripts/gen-models.py "$models/${bench_models[0]}" .ggml/vocab/*.gguf
+gen_test_models "$generated"
 declare -A vocab_of
 while IFS=$'\t' read -r path vocab; do
     vocab_of[$path]="$vocab"
