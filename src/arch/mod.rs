@@ -7,74 +7,7 @@
 //! generator in `scripts/gen-models.py` (docs/adding-an-architecture.md); nothing below this layer
 //! names an architecture but the quantizer's type rules (`model/quantize`, as llama.cpp's own).
 
-pub(crate) mod afmoe;
-pub(crate) mod arctic;
-pub(crate) mod baichuan;
-pub(crate) mod bailingmoe3;
-pub(crate) mod bert;
-pub(crate) mod chatglm;
-pub(crate) mod cogvlm;
-pub(crate) mod cohere;
 pub(crate) mod created;
-pub(crate) mod dbrx;
-pub(crate) mod deepseek2;
-pub(crate) mod deepseek4;
-pub(crate) mod dots3note;
-pub(crate) mod ernie4_5_moe;
-pub(crate) mod exaone4;
-pub(crate) mod exaone_moe;
-pub(crate) mod falcon_h1;
-pub(crate) mod gemma;
-pub(crate) mod gemma2;
-pub(crate) mod gemma3;
-pub(crate) mod glm4;
-pub(crate) mod glm5_next;
-pub(crate) mod gpt2;
-pub(crate) mod gpt_oss;
-pub(crate) mod granite;
-pub(crate) mod granite_hybrid;
-pub(crate) mod granite_swa;
-pub(crate) mod grok;
-pub(crate) mod grovemoe;
-pub(crate) mod hrm_text;
-pub(crate) mod hunyuan_moe;
-pub(crate) mod hy_v3;
-pub(crate) mod hy_v4;
-pub(crate) mod jamba;
-pub(crate) mod kimi_k3;
-pub(crate) mod kimi_linear;
-pub(crate) mod laguna;
-pub(crate) mod lfm2;
-pub(crate) mod llama;
-pub(crate) mod llama4;
-pub(crate) mod llama_like;
-pub(crate) mod mamba;
-pub(crate) mod maple;
-pub(crate) mod mellum;
-pub(crate) mod mimo2;
-pub(crate) mod minicpm3;
-pub(crate) mod minimax_01;
-pub(crate) mod minimax_m2;
-pub(crate) mod minimax_m3;
-pub(crate) mod muse_glimmer;
-pub(crate) mod nemotron_h;
-pub(crate) mod nomic_bert;
-pub(crate) mod olmo;
-pub(crate) mod olmo2;
-pub(crate) mod phi3;
-pub(crate) mod plamo;
-pub(crate) mod plamo2;
-pub(crate) mod plamo3;
-pub(crate) mod qwen2;
-pub(crate) mod qwen3;
-pub(crate) mod qwen35;
-pub(crate) mod qwen3moe;
-pub(crate) mod qwen4exp;
-pub(crate) mod shared_experts;
-pub(crate) mod smallthinker;
-pub(crate) mod smollm3;
-pub(crate) mod spark2_5;
-pub(crate) mod talkie;
 
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
@@ -89,133 +22,87 @@ pub trait Architecture: ArchSpec + Decoder {}
 
 impl<T: ArchSpec + Decoder> Architecture for T {}
 
-/// Every architecture the engine runs.
-pub(crate) static ARCHITECTURES: &[&dyn Architecture] = &[
-    &llama::Llama,
-    &qwen2::Qwen2,
-    &qwen2::Qwen2Moe,
-    &qwen2::Qwen2Vl,
-    &qwen3::Qwen3,
-    &qwen3moe::QWEN3MOE,
-    &qwen3moe::LLADA_MOE,
-    &qwen3moe::RND1,
-    &qwen3moe::QWEN3VLMOE,
-    &qwen3::QWEN3VL,
-    &qwen3::QWEN3TTS,
-    &smollm3::SmolLm3,
-    &granite::GRANITE,
-    &granite::GRANITE_MOE,
-    &granite::MINICPM,
-    &granite_swa::GraniteSwa,
-    &smallthinker::SmallThinker,
-    &talkie::Talkie,
-    &spark2_5::Spark2_5,
-    &mellum::Mellum,
-    &arctic::Arctic,
-    &afmoe::Afmoe,
-    &laguna::Laguna,
-    &mimo2::Mimo2,
-    &hy_v3::HyV3,
-    &minicpm3::MiniCpm3,
-    &gpt2::POCKETTTS,
-    &cogvlm::CogVlm,
-    &muse_glimmer::MuseGlimmer,
-    &hrm_text::HrmText,
-    &llama4::Llama4,
-    &grovemoe::GroveMoe,
-    &plamo2::Plamo2,
-    &deepseek2::DEEPSEEK2,
-    &deepseek2::MISTRAL4,
-    &deepseek2::DEEPSEEK32,
-    &deepseek2::GLM_DSA,
-    &deepseek4::Deepseek4,
-    &dots3note::Dots3Note,
-    &hy_v4::HyV4,
-    &kimi_linear::KimiLinear,
-    &kimi_k3::KimiK3,
-    &glm5_next::Glm5Next,
-    &bailingmoe3::BailingMoe3,
-    &minimax_01::Minimax01,
-    &llama_like::DECI,
-    &grok::Grok,
-    &hunyuan_moe::HunyuanMoe,
-    &shared_experts::DOTS1,
-    &shared_experts::BAILINGMOE,
-    &shared_experts::BAILINGMOE2,
-    &shared_experts::GLM4MOE,
-    &shared_experts::DEEPSEEK,
-    &maple::Maple,
-    &chatglm::ChatGlm,
-    &minimax_m2::MinimaxM2,
-    &minimax_m3::MinimaxM3,
-    &plamo3::Plamo3,
-    &exaone_moe::ExaoneMoe,
-    &olmo::Olmo,
-    &olmo2::Olmo2,
-    &phi3::PHI3,
-    &phi3::PHIMOE,
-    &gpt_oss::GptOss,
-    &bert::Bert,
-    &nomic_bert::NomicBert,
-    &gemma::Gemma,
-    &gemma2::Gemma2,
-    &gemma3::Gemma3,
-    &mamba::Mamba,
-    &mamba::Mamba2,
-    &granite_hybrid::GraniteHybrid,
-    &jamba::Jamba,
-    &falcon_h1::FalconH1,
-    &nemotron_h::NEMOTRON_H,
-    &nemotron_h::NEMOTRON_H_MOE,
-    &lfm2::Lfm2,
-    &lfm2::Lfm2Moe,
-    &qwen35::QWEN35,
-    &qwen35::QWEN35_MOE,
-    &qwen35::QWEN3_NEXT,
-    &qwen4exp::Qwen4Exp,
-    &llama_like::XVERSE,
-    &llama_like::EXAONE,
-    &llama_like::ERNIE4_5,
-    &llama_like::ARCEE,
-    &llama_like::MISTRAL3,
-    &llama_like::OLMOE,
-    &llama_like::SEED_OSS,
-    &llama_like::REFACT,
-    &llama_like::INTERNLM2,
-    &llama_like::QWEN,
-    &llama_like::NANBEIGE,
-    &llama_like::MAINCODER,
-    &llama_like::OPENELM,
-    &llama_like::HUNYUAN_DENSE,
-    &llama_like::HUNYUAN_VL,
-    &llama_like::PADDLEOCR,
-    &llama_like::PANGU_EMBED,
-    &dbrx::Dbrx,
-    &llama_like::DREAM,
-    &llama_like::LLADA,
-    &baichuan::Baichuan,
-    &gpt2::ORION,
-    &gpt2::STABLELM,
-    &gpt2::PHI2,
-    &gpt2::GPTNEOX,
-    &gpt2::FALCON,
-    &gpt2::NEMOTRON,
-    &gpt2::JAIS2,
-    &cohere::COMMAND_R,
-    &cohere::COHERE2,
-    &cohere::COHERE2MOE,
-    &exaone4::Exaone4,
-    &ernie4_5_moe::Ernie45Moe,
-    &glm4::Glm4,
-    &plamo::Plamo,
-    &gpt2::GPT2,
-    &gpt2::STARCODER,
-    &gpt2::CODESHELL,
-    &gpt2::STARCODER2,
-    &gpt2::BLOOM,
-    &gpt2::MPT,
-    &gpt2::JAIS,
-];
+/// The registry: each architecture module, declared here with the values it registers, one line
+/// a file, so that an architecture added in a file of its own is that one line. `ARCHITECTURES`
+/// lists every architecture the engine runs, in this order.
+macro_rules! registry {
+    ($($module:ident: [$($value:ident),+];)+) => {
+        $(pub(crate) mod $module;)+
+
+        /// Every architecture the engine runs.
+        pub(crate) static ARCHITECTURES: &[&dyn Architecture] = &[$($(&$module::$value,)+)+];
+    };
+}
+
+registry! {
+    afmoe: [Afmoe];
+    arctic: [Arctic];
+    baichuan: [Baichuan];
+    bailingmoe3: [BailingMoe3];
+    bert: [Bert];
+    chatglm: [ChatGlm];
+    cogvlm: [CogVlm];
+    cohere: [COMMAND_R, COHERE2, COHERE2MOE];
+    dbrx: [Dbrx];
+    deepseek2: [DEEPSEEK2, MISTRAL4, DEEPSEEK32, GLM_DSA];
+    deepseek4: [Deepseek4];
+    dots3note: [Dots3Note];
+    ernie4_5_moe: [Ernie45Moe];
+    exaone4: [Exaone4];
+    exaone_moe: [ExaoneMoe];
+    falcon_h1: [FalconH1];
+    gemma: [Gemma];
+    gemma2: [Gemma2];
+    gemma3: [Gemma3];
+    glm4: [Glm4];
+    glm5_next: [Glm5Next];
+    gpt2: [POCKETTTS, ORION, STABLELM, PHI2, GPTNEOX, FALCON, NEMOTRON, JAIS2, GPT2, STARCODER, CODESHELL, STARCODER2, BLOOM, MPT, JAIS];
+    gpt_oss: [GptOss];
+    granite: [GRANITE, GRANITE_MOE, MINICPM];
+    granite_hybrid: [GraniteHybrid];
+    granite_swa: [GraniteSwa];
+    grok: [Grok];
+    grovemoe: [GroveMoe];
+    hrm_text: [HrmText];
+    hunyuan_moe: [HunyuanMoe];
+    hy_v3: [HyV3];
+    hy_v4: [HyV4];
+    jamba: [Jamba];
+    kimi_k3: [KimiK3];
+    kimi_linear: [KimiLinear];
+    laguna: [Laguna];
+    lfm2: [Lfm2, Lfm2Moe];
+    llama: [Llama];
+    llama4: [Llama4];
+    llama_like: [DECI, XVERSE, EXAONE, ERNIE4_5, ARCEE, MISTRAL3, OLMOE, SEED_OSS, REFACT, INTERNLM2, QWEN, NANBEIGE, MAINCODER, OPENELM, HUNYUAN_DENSE, HUNYUAN_VL, PADDLEOCR, PANGU_EMBED, DREAM, LLADA];
+    mamba: [Mamba, Mamba2];
+    maple: [Maple];
+    mellum: [Mellum];
+    mimo2: [Mimo2];
+    minicpm3: [MiniCpm3];
+    minimax_01: [Minimax01];
+    minimax_m2: [MinimaxM2];
+    minimax_m3: [MinimaxM3];
+    muse_glimmer: [MuseGlimmer];
+    nemotron_h: [NEMOTRON_H, NEMOTRON_H_MOE];
+    nomic_bert: [NomicBert];
+    olmo: [Olmo];
+    olmo2: [Olmo2];
+    phi3: [PHI3, PHIMOE];
+    plamo: [Plamo];
+    plamo2: [Plamo2];
+    plamo3: [Plamo3];
+    qwen2: [Qwen2, Qwen2Moe, Qwen2Vl];
+    qwen3: [Qwen3, QWEN3VL, QWEN3TTS];
+    qwen35: [QWEN35, QWEN35_MOE, QWEN3_NEXT];
+    qwen3moe: [QWEN3MOE, LLADA_MOE, RND1, QWEN3VLMOE];
+    qwen4exp: [Qwen4Exp];
+    shared_experts: [DOTS1, BAILINGMOE, BAILINGMOE2, GLM4MOE, DEEPSEEK];
+    smallthinker: [SmallThinker];
+    smollm3: [SmolLm3];
+    spark2_5: [Spark2_5];
+    talkie: [Talkie];
+}
 
 /// The architecture of a `general.architecture` name.
 pub fn find(name: &str) -> Result<&'static dyn Architecture> {
