@@ -140,7 +140,7 @@ costliest_rows() {
     echo "the engine's side of the $1 costliest rows, CPU seconds:"
     awk 'FNR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/);
             printf "%.1f %s\n", u[1] * 60 + u[2] + s[1] * 60 + s[2], FILENAME }' "$out"/rows/*.engine.times \
-        | sort -nr | head -n "$1" | while read -r cpu file; do
+        | sort -nr | sed -n "1,$1p" | while read -r cpu file; do
         row="$(basename "$file" .engine.times)"
         printf '%7s  %s\n' "$cpu" "$(head -n 1 "$out/rows/$row.report" | sed 's/: .*//')"
     done
