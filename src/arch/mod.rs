@@ -109,7 +109,7 @@ pub fn find(name: &str) -> Result<&'static dyn Architecture> {
     ARCHITECTURES.iter().copied().find(|a| a.name() == name).ok_or_else(|| {
         let known: Vec<&str> = ARCHITECTURES.iter().map(|a| a.name()).collect();
         Error::model(format!(
-            "unknown or unsupported architecture '{name}' (supported: {})",
+            "unknown or unsupported architecture '{name}' (the engine follows llama.cpp 0.3.36's list, of which it runs: {})",
             known.join(", ")
         ))
     })
