@@ -8,7 +8,7 @@ are Python byte-string escapes of arbitrary bytes, PLaMo-2's are scored pieces w
 
     python3 scripts/gen-vocabs.py OUT_DIR
 
-Prints each file written.
+Prints each file written. gen-models.py takes PLaMo-2's keys from here for its plamo2 model.
 Needs the `gguf` package from PyPI (scripts/setup.sh installs it)."""
 import collections
 import math
