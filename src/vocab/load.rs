@@ -402,15 +402,11 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         VocabType::Test => Model::Test,
         VocabType::Rwkv => Model::Rwkv(Box::new(rwkv::Rwkv::new(n, |i| texts.get(i)))),
         VocabType::Plamo2 => {
-            let table = plamo2::Plamo2::new(
-                n,
-                |i| plamo2::TokenInfo {
-                    text: texts.get(i),
-                    score: scores[i],
-                    is_byte: attrs[i] & attr::BYTE != 0,
-                },
-                token_of,
-            );
+            let table = plamo2::Plamo2::new(n, |i| plamo2::TokenInfo {
+                text: texts.get(i),
+                score: scores[i],
+                is_byte: attrs[i] & attr::BYTE != 0,
+            });
             Model::Plamo2(Box::new(table.map_err(err)?))
         }
         VocabType::Wpm => {

@@ -113,14 +113,11 @@ impl Encoded {
 }
 
 impl Plamo2 {
-    /// The table of `n` tokens (`token(id)`); `token_of` finds the token of a text.
-    pub(super) fn new<'a>(
-        n: usize,
-        token: impl Fn(usize) -> TokenInfo<'a>,
-        token_of: impl Fn(&[u8]) -> Option<u32>,
-    ) -> Result<Plamo2, String> {
-        // Every string that ends a token, with the score of the token it is (NaN for none).
-        let mut scores: FastMap<Vec<u8>, f32> = FastMap::default();
+    /// The table of `n` tokens (`token(id)`).
+    pub(super) fn new<'a>(n: usize, token: impl Fn(usize) -> TokenInfo<'a>) -> Result<Plamo2, String> {
+        // Every string that ends a token, with the score and id of the token it is (NaN and -1 for
+        // none). Token texts are unique (the loader refuses duplicates).
+        let mut strings: FastMap<Vec<u8>, (f32, i32)> = FastMap::default();
         let mut bytes = [0i32; 256];
         for id in 0..n {
             let t = token(id);
@@ -130,10 +127,10 @@ impl Plamo2 {
                 }
                 continue;
             }
-            scores.insert(t.text.to_vec(), t.score);
+            strings.insert(t.text.to_vec(), (t.score, id as i32));
             let e = Encoded::new(t.text)?;
             for k in 1..e.cpts.len() {
-                scores.entry(e.bytes[e.bounds[k]..].to_vec()).or_insert(f32::NAN);
+                strings.entry(e.bytes[e.bounds[k]..].to_vec()).or_insert((f32::NAN, -1));
             }
         }
         // llama.cpp takes token 0 for "no byte token".
@@ -141,52 +138,52 @@ impl Plamo2 {
             return Err(format!("Byte token for <0x{b}> is not set"));
         }
 
-        // The strings in the order of their reversed bytes, the empty one first.
-        let mut keys: Vec<Vec<u8>> = std::iter::once(Vec::new()).chain(scores.keys().cloned()).collect();
-        keys.sort_unstable_by(|a, b| a.iter().rev().cmp(b.iter().rev()));
-        let index: FastMap<&[u8], usize> = keys.iter().enumerate().map(|(i, k)| (k.as_slice(), i)).collect();
-
-        // Each string's prefixes among the strings, longest first: (code points, string index).
+        // The strings in the order of their reversed bytes, the empty one first (sorted reversed,
+        // as plain byte strings compare fastest).
+        let reverse = |k: &[u8]| k.iter().rev().copied().collect::<Vec<u8>>();
+        let mut sorted: Vec<(Vec<u8>, (f32, i32))> = std::iter::once((Vec::new(), (f32::NAN, -1)))
+            .chain(strings.into_iter().map(|(k, v)| (reverse(&k), v)))
+            .collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let (keys, info): (Vec<Vec<u8>>, Vec<(f32, i32)>) = sorted.into_iter().map(|(k, v)| (reverse(&k), v)).unzip();
+        let index: FastMap<&[u8], u32> = keys.iter().enumerate().map(|(i, k)| (k.as_slice(), i as u32)).collect();
         let encoded = keys.iter().map(|k| Encoded::new(k)).collect::<Result<Vec<_>, _>>()?;
-        let prefixes: Vec<Vec<(u32, usize)>> = encoded
-            .iter()
-            .map(|e| {
-                (1..=e.cpts.len())
-                    .rev()
-                    .filter_map(|k| {
-                        let p = e.prefix(k);
-                        scores.contains_key(p).then(|| (k as u32, index[p]))
-                    })
-                    .collect()
+
+        // Each string's block: its prefixes among the strings, longest first, as (code points,
+        // string), then the sentinel (None).
+        let mut layout = Vec::new();
+        let mut starts = Vec::with_capacity(keys.len());
+        for e in &encoded {
+            starts.push(layout.len() as u32);
+            for k in (1..=e.cpts.len()).rev() {
+                if let Some(&j) = index.get(e.prefix(k)) {
+                    layout.push(Some((k as u32, j)));
+                }
+            }
+            layout.push(None);
+        }
+        let mut blocks = FastMap::default();
+        for (e, &start) in encoded.iter().zip(&starts) {
+            if let Some(&first) = e.cpts.first() {
+                let rest = index.get(&e.bytes[e.bounds[1]..]).map_or(0, |&j| starts[j as usize]);
+                blocks.insert((first, rest), start);
+            }
+        }
+        let rows = layout
+            .into_iter()
+            .map(|entry| match entry {
+                None => SENTINEL,
+                Some((len, j)) => {
+                    let (score, token) = info[j as usize];
+                    Row {
+                        len,
+                        token,
+                        score: table_score(score),
+                        block: starts[j as usize],
+                    }
+                }
             })
             .collect();
-        let mut starts = Vec::with_capacity(keys.len());
-        let mut n_rows = 0u32;
-        for p in &prefixes {
-            starts.push(n_rows);
-            n_rows += p.len() as u32 + 1;
-        }
-
-        let mut blocks = FastMap::default();
-        for (i, e) in encoded.iter().enumerate() {
-            if let Some(&first) = e.cpts.first() {
-                let rest = index.get(&e.bytes[e.bounds[1]..]).map_or(0, |&j| starts[j]);
-                blocks.insert((first, rest), starts[i]);
-            }
-        }
-        let mut rows = Vec::with_capacity(n_rows as usize);
-        for (e, p) in encoded.iter().zip(&prefixes) {
-            for &(len, j) in p {
-                let piece = e.prefix(len as usize);
-                rows.push(Row {
-                    len,
-                    token: token_of(piece).map_or(-1, |id| id as i32),
-                    score: table_score(scores[piece]),
-                    block: starts[j],
-                });
-            }
-            rows.push(SENTINEL);
-        }
         Ok(Plamo2 { bytes, rows, blocks })
     }
 
