@@ -153,10 +153,13 @@ rows_finish
 ENGINE_BENCH_THREADS=1
 timed "models at 2 threads"
 
-# llama.cpp's tokenizer test vocabularies (scripts/fetch-ggml.sh extracts them): pieces, tokens and
-# detokenization of every test case (the Qwen3.5 cases, multilingual, for the four without cases).
+# llama.cpp's tokenizer test vocabularies (scripts/fetch-ggml.sh extracts them), and RWKV's and
+# PLaMo-2's, which it has none of (scripts/gen-vocabs.py, written here with their cases): pieces,
+# tokens and detokenization of every test case (the Qwen3.5 cases, multilingual, for the four
+# without cases).
 build_bench vocab
-for path in .ggml/vocab/*.gguf; do
+generate vocabs "$generated/vocab" python3 scripts/gen-vocabs.py -- scripts/gen-vocabs.py
+for path in .ggml/vocab/*.gguf "$generated"/vocab/*.gguf; do
     cases="$path.inp"
     [ -f "$cases" ] || cases=".ggml/vocab/ggml-vocab-qwen35.gguf.inp"
     rows_submit compare_row "$(basename "$path")" "pieces, tokens and detokenization of $(basename "$cases")'s cases" \

@@ -1,16 +1,18 @@
 // What a llama.h library makes of a vocabulary, printed so that two libraries can be compared: a
 // hash of every token's piece (with and without special tokens rendered), and for each test case
 // of llama.cpp's tokenizer data (VOCAB.inp), the tokens with and without special tokens added and
-// their detokenization with every flag.
+// parsed, and their detokenization with every flag.
 //
 //   vocab_bench LIBRARY VOCAB.gguf [CASES]
 //
 // CASES is a file of test cases in the .inp format (default: VOCAB.gguf.inp).
 // VOCAB is loaded vocab-only (llama.cpp's models/ggml-vocab-*.gguf have no weights).
-// benches/compare.sh runs it against both libraries for every vocabulary of the pinned sdist.
+// benches/compare.sh runs it against both libraries for every vocabulary of the pinned sdist and the
+// RWKV and PLaMo-2 ones scripts/gen-vocabs.py writes.
 // Build: cc -O2 -I include -I <ggml include> -o vocab_bench benches/vocab_bench.c -ldl
 #include "dl.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,14 +90,15 @@ int main(int argc, char **argv) {
         char *end = strstr(p, SEP);
         int n_text = end ? (int)(end - p) : (int)strlen(p);
         hash = 1469598103934665603ull;
-        for (int add_special = 0; add_special < 2; add_special++) {
-            int n = p_llama_tokenize(vocab, p, n_text, tokens, 1 << 16, add_special, true);
+        for (int flags = 0; flags < 4; flags++) {
+            const bool add_special = flags & 1, parse_special = flags >> 1;
+            int n = p_llama_tokenize(vocab, p, n_text, tokens, 1 << 16, add_special, parse_special);
             mix(&n, sizeof n);
             if (n > 0) {
                 mix(tokens, sizeof *tokens * (size_t)n);
             }
-            for (int flags = 0; flags < 4; flags++) {
-                int d = p_llama_detokenize(vocab, tokens, n > 0 ? n : 0, out, sizeof out, flags & 1, flags >> 1);
+            for (int detok = 0; detok < 4; detok++) {
+                int d = p_llama_detokenize(vocab, tokens, n > 0 ? n : 0, out, sizeof out, detok & 1, detok >> 1);
                 mix(&d, sizeof d);
                 if (d > 0) {
                     mix(out, (size_t)d);

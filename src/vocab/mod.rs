@@ -1,15 +1,18 @@
 //! The vocabulary and its tokenizers, read from a GGUF file's `tokenizer.ggml.*` metadata and
 //! behaving exactly as llama.cpp's (same token ids for the same bytes, same pieces, same attributes).
 //!
-//! Three vocabulary types: byte-level BPE (`gpt2`) with the pre-tokenizer named by
-//! `tokenizer.ggml.pre`, SentencePiece (`llama`), and llama.cpp's dummy tokenizer for tests
+//! The vocabulary types: byte-level BPE (`gpt2`, `gemma4`) with the pre-tokenizer named by
+//! `tokenizer.ggml.pre`, SentencePiece (`llama`), WordPiece (`bert`), unigram (`t5`), RWKV's
+//! greedy byte tokenizer (`rwkv`), PLaMo-2's (`plamo2`), and llama.cpp's dummy tokenizer for tests
 //! (`test`: a hash of each 5-byte chunk picks the token, a token's piece is its id in hex), which
 //! the dummy models of llama.cpp's own tests use. A `Vocab` is immutable after loading and is
 //! shared by any number of threads.
 
 mod bpe;
 mod load;
+mod plamo2;
 mod pretok;
+mod rwkv;
 mod spans;
 mod special;
 mod spm;
@@ -52,6 +55,8 @@ pub enum VocabType {
     Bpe = 2,
     Wpm = 3,
     Ugm = 4,
+    Rwkv = 5,
+    Plamo2 = 6,
     Test = 7,
 }
 
@@ -92,6 +97,8 @@ enum Model {
         max_len: usize,
     },
     Ugm(Box<ugm::Ugm>),
+    Rwkv(Box<rwkv::Rwkv>),
+    Plamo2(Box<plamo2::Plamo2>),
     Test,
 }
 
@@ -172,6 +179,8 @@ impl Vocab {
             Model::Bpe { .. } => VocabType::Bpe,
             Model::Wpm { .. } => VocabType::Wpm,
             Model::Ugm(_) => VocabType::Ugm,
+            Model::Rwkv(_) => VocabType::Rwkv,
+            Model::Plamo2(_) => VocabType::Plamo2,
             Model::Test => VocabType::Test,
         }
     }
@@ -289,19 +298,27 @@ impl Vocab {
             },
         );
         let mut out = Vec::new();
-        if let Model::Test = self.model {
-            // llama.cpp's test tokenizer adds no special tokens, whatever the vocabulary says.
-            for f in fragments {
-                match f {
-                    Fragment::Text(a, b) => out.extend(
-                        text[a..b]
-                            .chunks(TEST_CHUNK)
-                            .map(|c| test_chunk_token(c, self.n_tokens())),
-                    ),
-                    Fragment::Token(id) => out.push(id as i32),
+        // llama.cpp's test, RWKV and PLaMo-2 tokenizers add no special tokens, whatever the
+        // vocabulary says.
+        match &self.model {
+            Model::Test | Model::Rwkv(_) | Model::Plamo2(_) => {
+                for f in fragments {
+                    match (f, &self.model) {
+                        (Fragment::Token(id), _) => out.push(id as i32),
+                        (Fragment::Text(a, b), Model::Rwkv(rwkv)) => rwkv
+                            .tokenize(&text[a..b], self.ids.unk, &mut out)
+                            .map_err(Error::Vocab)?,
+                        (Fragment::Text(a, b), Model::Plamo2(plamo2)) => plamo2.tokenize(&text[a..b], &mut out),
+                        (Fragment::Text(a, b), _) => out.extend(
+                            text[a..b]
+                                .chunks(TEST_CHUNK)
+                                .map(|c| test_chunk_token(c, self.n_tokens())),
+                        ),
+                    }
                 }
+                return Ok(out);
             }
-            return Ok(out);
+            _ => {}
         }
         if let Model::Wpm { norm, max_len } = self.model {
             // llama.cpp's WordPiece frames the text with BOS and SEP whenever special tokens are
@@ -399,7 +416,7 @@ impl Vocab {
                     }
                 }
             }
-            Model::Wpm { .. } | Model::Test => {}
+            Model::Wpm { .. } | Model::Test | Model::Rwkv(_) | Model::Plamo2(_) => {}
         }
         if add_special {
             if self.add_bos && out.get(1) == Some(&self.ids.bos) {

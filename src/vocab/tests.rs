@@ -747,8 +747,8 @@ fn special_tokens_strip_as_their_attributes_say() {
 #[test]
 fn unsupported_vocabularies_are_refused_by_name() {
     for (model, pre, msg) in [
-        ("rwkv", "", "tokenizer 'rwkv'"),
-        ("plamo2", "", "tokenizer 'plamo2'"),
+        ("whitespace", "", "tokenizer 'whitespace'"),
+        ("hybriddna", "", "tokenizer 'hybriddna'"),
         ("what", "", "unknown tokenizer: 'what'"),
         ("gpt2", "bloom", "pre-tokenizer 'bloom'"),
         ("gpt2", "my-own", "unknown pre-tokenizer type: 'my-own'"),
@@ -1146,4 +1146,222 @@ fn merges_are_listed_back_as_llama_cpp_ranks_them() {
     // space (after its first byte) is the pair ("", "").
     let expected: [&[u8]; 5] = [b"a b", b" ", b"", b"c d", b" x y"];
     assert_eq!(out, expected.map(<[u8]>::to_vec));
+}
+
+/// An RWKV vocabulary: "<s>", every byte but 'z', a few longer byte strings, escaped as the
+/// converter writes them.
+fn tiny_rwkv(extra: Vec<(&str, Value)>) -> Result<Vocab> {
+    let mut tokens = vec!["<s>".to_owned()];
+    let mut types = vec![3];
+    for b in (0..=255u8).filter(|&b| b != b'z') {
+        tokens.push(match b {
+            b'\t' => "\\t".to_owned(),
+            b'\n' => "\\n".to_owned(),
+            b'\\' => "\\\\".to_owned(),
+            b'\'' => "\\'".to_owned(),
+            0x20..=0x7e => char::from(b).to_string(),
+            _ => format!("\\x{b:02x}"),
+        });
+        types.push(1);
+    }
+    for t in ["ab", "abcd", "\\n\\n", "\\xe6\\x97", "xy!"] {
+        tokens.push(t.to_owned());
+        types.push(1);
+    }
+    let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let mut kvs = vec![
+        ("tokenizer.ggml.model", Value::Str(b"rwkv".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&tokens)),
+        ("tokenizer.ggml.token_type", Value::Array(Array::I32(types))),
+    ];
+    kvs.extend(extra);
+    build(kvs)
+}
+
+#[test]
+fn rwkv_texts_unescape_as_llama_cpp_reads_them() {
+    let u = |s: &str| rwkv::unescape(s.as_bytes());
+    assert_eq!(u("a\\tb\\nc\\rd"), b"a\tb\nc\rd");
+    assert_eq!(u("\\x41\\xe6\\x97"), [0x41, 0xe6, 0x97]);
+    assert_eq!(u("\\\\\\'\\\""), b"\\'\"");
+    // Upper-case hex digits count from '0' ('A' is 17), in 8-bit arithmetic; a cut escape is dropped.
+    assert_eq!(u("\\xAB"), [(17u8 << 4).wrapping_add(18)]);
+    assert_eq!(u("ok\\x4"), b"ok");
+    assert_eq!(u("ok\\"), b"ok");
+}
+
+#[test]
+fn rwkv_takes_the_longest_token_greedily() {
+    let v = tiny_rwkv(Vec::new()).expect("an RWKV vocabulary loads");
+    assert_eq!(v.vocab_type(), VocabType::Rwkv);
+    let ids = v.special_ids();
+    assert_eq!(
+        (ids.bos, ids.eos, ids.unk, ids.pad),
+        (TOKEN_NULL, TOKEN_NULL, TOKEN_NULL, TOKEN_NULL)
+    );
+    assert!(!v.add_bos() && !v.add_eos());
+    let t = |s: &str| id(&v, s);
+    // Greedy, not best: "abc" is "ab" + "c" although "abcd" starts there; "\n\n" is one token.
+    assert_eq!(v.tokenize(b"abcab", false, false).unwrap(), [t("ab"), t("c"), t("ab")]);
+    assert_eq!(
+        v.tokenize(b"abcd\n\n\n", false, false).unwrap(),
+        [t("abcd"), t("\\n\\n"), t("\\n")]
+    );
+    assert_eq!(v.special_ids().nl, t("\\n"));
+    // Byte strings that are not UTF-8 are tokens too; a byte no token starts with is UNK, even
+    // when the vocabulary has none.
+    assert_eq!(
+        v.tokenize("日z".as_bytes(), false, false).unwrap(),
+        [t("\\xe6\\x97"), t("\\xa5"), TOKEN_NULL]
+    );
+    // "<s>" is a token of the trie as well as a control token; no special token is ever added.
+    assert_eq!(v.tokenize(b"<s>a", true, false).unwrap(), [0, t("a")]);
+    let with_bos = tiny_rwkv(vec![
+        ("tokenizer.ggml.add_bos_token", Value::Bool(true)),
+        ("tokenizer.ggml.bos_token_id", Value::U32(0)),
+    ])
+    .expect("loads");
+    assert_eq!(
+        with_bos.tokenize(b"a", true, false).unwrap(),
+        [with_bos.token_of(b"a").unwrap()]
+    );
+    // Pieces are the unescaped bytes, whatever the token's type (control ones only when asked).
+    assert_eq!(v.piece(t("\\n\\n"), 0, false).unwrap(), b"\n\n");
+    assert_eq!(v.piece(t("\\xe6\\x97"), 0, false).unwrap(), [0xe6, 0x97]);
+    assert_eq!(v.piece(0, 0, false).unwrap(), b"");
+    assert_eq!(v.piece(0, 0, true).unwrap(), b"<s>");
+    let text = "abcd 日本\n\n".as_bytes();
+    let tokens = v.tokenize(text, false, false).unwrap();
+    assert_eq!(v.detokenize(&tokens, false, false).unwrap().text, text);
+}
+
+#[test]
+fn rwkv_refuses_text_where_llama_cpp_would_loop_forever() {
+    // "x" starts "xy!" but is no token: llama.cpp starts over from the beginning forever.
+    let v = tiny_rwkv(Vec::new()).expect("loads");
+    assert_eq!(v.tokenize(b"xy!", false, false).unwrap(), [id(&v, "xy!")]);
+    let vocab_without_x = build(vec![
+        ("tokenizer.ggml.model", Value::Str(b"rwkv".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&["\\n", "xy", "a"])),
+    ])
+    .expect("loads");
+    assert_eq!(vocab_without_x.tokenize(b"xya", false, false).unwrap(), [1, 2]);
+    let e = vocab_without_x.tokenize(b"axa", false, false).unwrap_err().to_string();
+    assert!(e.contains("byte 1"), "{e}");
+}
+
+/// A PLaMo-2 vocabulary: control tokens, the 256 byte tokens, scored pieces, padding scored -1000.
+fn tiny_plamo2(pieces: &[(&str, f32)], extra: Vec<(&str, Value)>) -> Result<Vocab> {
+    let mut tokens: Vec<String> = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>"]
+        .map(String::from)
+        .to_vec();
+    let mut types = vec![2, 3, 3, 3];
+    let mut scores = vec![0.0; 4];
+    for b in 0..=255u8 {
+        tokens.push(format!("<0x{b:02X}>"));
+        types.push(6);
+        scores.push(0.0);
+    }
+    for &(t, s) in pieces {
+        tokens.push(t.to_owned());
+        types.push(if t.starts_with("[PAD") { 5 } else { 1 });
+        scores.push(s);
+    }
+    let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let mut kvs = vec![
+        ("tokenizer.ggml.model", Value::Str(b"plamo2".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&tokens)),
+        ("tokenizer.ggml.scores", Value::Array(Array::F32(scores))),
+        ("tokenizer.ggml.token_type", Value::Array(Array::I32(types))),
+    ];
+    kvs.extend(extra);
+    build(kvs)
+}
+
+const PLAMO2_PIECES: &[(&str, f32)] = &[
+    ("a", -5.0),
+    ("b", -5.0),
+    ("c", -5.0),
+    ("ab", -4.0),
+    ("bc", -3.0),
+    ("abc", -8.0),
+    (" ", -2.0),
+    ("\n", -2.0),
+    ("日本", -3.0),
+    ("日", -4.0),
+    ("本", -4.0),
+    ("[PAD1]", -1000.0),
+];
+
+#[test]
+fn plamo2_finds_the_best_scored_segmentation() {
+    let v = tiny_plamo2(PLAMO2_PIECES, Vec::new()).expect("a PLaMo-2 vocabulary loads");
+    assert_eq!(v.vocab_type(), VocabType::Plamo2);
+    let ids = v.special_ids();
+    assert_eq!((ids.bos, ids.eos, ids.unk, ids.pad), (1, 2, 0, 3));
+    assert!(!v.add_bos() && !v.add_eos());
+    let t = |s: &str| id(&v, s);
+    let byte = |b: u8| id(&v, &format!("<0x{b:02X}>"));
+    // "abc": "a"+"bc" costs 8, "ab"+"c" 9, "abc" 8: the tie goes to the longer first piece.
+    assert_eq!(v.tokenize(b"abc", false, false).unwrap(), [t("abc")]);
+    assert_eq!(v.tokenize(b"abca", false, false).unwrap(), [t("abc"), t("a")]);
+    assert_eq!(v.tokenize("日本語".as_bytes(), false, false).unwrap()[0], t("日本"));
+    // A code point no piece covers is its UTF-8 bytes; a leading byte order mark is dropped.
+    assert_eq!(
+        v.tokenize("a語".as_bytes(), false, false).unwrap(),
+        [t("a"), byte(0xe8), byte(0xaa), byte(0x9e)]
+    );
+    assert_eq!(
+        v.tokenize("\u{feff}a\u{feff}".as_bytes(), false, false).unwrap()[..2],
+        [t("a"), byte(0xef)]
+    );
+    // Malformed UTF-8 is U+FFFD, written as its bytes.
+    assert_eq!(
+        v.tokenize(b"\xff", false, false).unwrap(),
+        [byte(0xef), byte(0xbf), byte(0xbd)]
+    );
+    assert_eq!(v.special_ids().nl, t("\n"));
+    // A piece scored -1000 ends the scan of the candidates as the unknown sentinel does: " "
+    // before "[PAD1]" is not found, and falls back to its byte.
+    assert_eq!(v.tokenize(b" a", false, false).unwrap(), [t(" "), t("a")]);
+    assert_eq!(v.tokenize(b" [PAD1]", false, false).unwrap(), [byte(b' '), t("[PAD1]")]);
+    // Control tokens are pieces too; no special token is added, whatever the file says.
+    assert_eq!(v.tokenize(b"<|plamo:bos|>", false, false).unwrap(), [1]);
+    let with_bos =
+        tiny_plamo2(PLAMO2_PIECES, vec![("tokenizer.ggml.add_bos_token", Value::Bool(true))]).expect("loads");
+    assert!(with_bos.add_bos());
+    assert_eq!(with_bos.tokenize(b"a", true, false).unwrap(), [t("a")]);
+    // Detokenizing drops a leading BOS when asked, as the vocabulary adds one.
+    assert_eq!(with_bos.detokenize(&[1, t("abc")], true, false).unwrap().text, b"abc");
+}
+
+#[test]
+fn plamo2_pieces_are_texts_and_bytes() {
+    let v = tiny_plamo2(PLAMO2_PIECES, Vec::new()).expect("loads");
+    let t = |s: &str| id(&v, s);
+    assert_eq!(v.piece(t("<0x41>"), 0, false).unwrap(), b"A");
+    assert_eq!(v.piece(t("<0xE8>"), 0, false).unwrap(), [0xe8]);
+    assert_eq!(v.piece(t(" "), 1, false).unwrap(), b"");
+    assert_eq!(v.piece(t("日本"), 0, false).unwrap(), "日本".as_bytes());
+    assert_eq!(v.piece(1, 0, false).unwrap(), b"");
+    assert_eq!(v.piece(1, 0, true).unwrap(), b"<|plamo:bos|>");
+    let text = "abc 日本語\n\u{1F600}".as_bytes();
+    let tokens = v.tokenize(text, false, false).unwrap();
+    assert_eq!(v.detokenize(&tokens, false, false).unwrap().text, text);
+}
+
+#[test]
+fn plamo2_needs_every_byte_token() {
+    let mut kvs = [
+        ("tokenizer.ggml.model", Value::Str(b"plamo2".to_vec())),
+        ("tokenizer.ggml.tokens", strs(&["<unk>", "<0x00>", "a"])),
+        ("tokenizer.ggml.token_type", Value::Array(Array::I32(vec![2, 6, 1]))),
+    ];
+    let e = build(kvs.to_vec()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("Byte token for <0x1> is not set"), "{e}");
+    // Token 0 counts as no byte token, as in llama.cpp.
+    kvs[1] = ("tokenizer.ggml.tokens", strs(&["<0x00>", "<unk>", "a"]));
+    kvs[2] = ("tokenizer.ggml.token_type", Value::Array(Array::I32(vec![6, 2, 1])));
+    let e = build(kvs.to_vec()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("Byte token for <0x0> is not set"), "{e}");
 }
