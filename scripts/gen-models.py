@@ -1797,6 +1797,36 @@ def bert_rank(w, weights, n_vocab, dtype):
     bert(w, weights, n_vocab, dtype, rank=True)
 
 
+def rms_encoder_keys(w, a, pooling):
+    """The hyper-parameters of the encoders built like decoders here: RMS norms, rotation, grouped
+    keys and values, attention both ways, a pooling."""
+    w.add_uint32(f"{a}.block_count", N_LAYER)
+    w.add_uint32(f"{a}.context_length", N_CTX)
+    w.add_uint32(f"{a}.embedding_length", N_EMBD)
+    w.add_uint32(f"{a}.feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
+    w.add_uint32(f"{a}.attention.head_count_kv", N_HEAD_KV)
+    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
+    w.add_float32(f"{a}.rope.freq_base", 250000.0)
+    w.add_bool(f"{a}.attention.causal", False)
+    w.add_uint32(f"{a}.pooling_type", pooling)
+
+
+def eurobert(w, weights, n_vocab, dtype):
+    # EuroBERT: the Llama decoder's layers as an encoder (split projections, SwiGLU), mean pooling.
+    rms_encoder_keys(w, "eurobert", 1)
+    tensors = {"token_embd.weight": weights.matrix(n_vocab, N_EMBD), "output_norm.weight": weights.norm(N_EMBD)}
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_HEAD_KV * HEAD, N_EMBD),
+                                 ("attn_v", N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_gate", N_FF, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "ffn_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def llama_wide(w, weights, n_vocab, dtype):
     # Rows of 256, as the K-quants, the IQ types and the ternary types need.
     d = Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)
@@ -2672,6 +2702,9 @@ MODELS = {
     "bert": ("bert", bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "bert-rank": ("bert", bert_rank, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "nomic-bert": ("nomic-bert", nomic_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    # The encoders of issue #49 (embedding models and rerankers; their vocabularies are the usual
+    # ones, their own tokenizers being compared elsewhere).
+    "eurobert": ("eurobert", eurobert, True),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
     "mamba": ("mamba", mamba, True),

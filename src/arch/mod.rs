@@ -48,6 +48,7 @@ registry! {
     deepseek4: [Deepseek4];
     dots3note: [Dots3Note];
     ernie4_5_moe: [Ernie45Moe];
+    eurobert: [EuroBert];
     exaone4: [Exaone4];
     exaone_moe: [ExaoneMoe];
     falcon_h1: [FalconH1];
