@@ -1827,6 +1827,29 @@ def eurobert(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def neo_bert(w, weights, n_vocab, dtype):
+    # NeoBERT: a fused query-key-value projection, a fused SwiGLU FFN, the encoder output norm;
+    # pooled from the first token, with a classifier head over two labels.
+    rms_encoder_keys(w, "neo-bert", 2)
+    w.add_array("neo-bert.classifier.output_labels", ["no", "yes"])
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "cls.weight": weights.matrix(N_EMBD, N_EMBD),
+        "cls.bias": weights.bias(N_EMBD),
+        "cls.output.weight": weights.matrix(2, N_EMBD),
+        "cls.output.bias": weights.bias(2),
+        "enc.output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", N_EMBD + 2 * N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_up", 2 * N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "ffn_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def llama_wide(w, weights, n_vocab, dtype):
     # Rows of 256, as the K-quants, the IQ types and the ternary types need.
     d = Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)
@@ -2705,6 +2728,7 @@ MODELS = {
     # The encoders of issue #49 (embedding models and rerankers; their vocabularies are the usual
     # ones, their own tokenizers being compared elsewhere).
     "eurobert": ("eurobert", eurobert, True),
+    "neo-bert": ("neo-bert", neo_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
     "mamba": ("mamba", mamba, True),

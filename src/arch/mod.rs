@@ -86,6 +86,7 @@ registry! {
     minimax_m3: [MinimaxM3];
     muse_glimmer: [MuseGlimmer];
     nemotron_h: [NEMOTRON_H, NEMOTRON_H_MOE];
+    neo_bert: [NeoBert];
     nomic_bert: [NomicBert];
     olmo: [Olmo];
     olmo2: [Olmo2];
