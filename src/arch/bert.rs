@@ -193,7 +193,7 @@ pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>>
             (q, k)
         };
         let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-        let att = b.attention_no_cache(q, k, v, kq_scale)?;
+        let att = b.attention_no_cache(il, q, k, v, kq_scale)?;
         let att = b.name(att, "kqv_out", l);
         let att = b.layer_linear(il, "attn_output", att)?;
         let (att, residual) = b.last_layer_rows(il, att, x)?;

@@ -90,7 +90,7 @@ impl Decoder for EuroBert {
             let (q, k, v) = b.qkv(il, cur, true)?;
             let (q, k) = (b.rope(q, il, None)?, b.rope(k, il, None)?);
             let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-            let att = b.attention_no_cache(q, k, v, kq_scale)?;
+            let att = b.attention_no_cache(il, q, k, v, kq_scale)?;
             let att = b.layer_linear(il, "attn_output", att)?;
             let att = b.name(att, "kqv_out", l);
             let (att, residual) = b.last_layer_rows(il, att, x)?;

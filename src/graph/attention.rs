@@ -346,12 +346,20 @@ impl Builder<'_> {
         Ok((self.name(h, "ffn_inp", Some(il)), input))
     }
 
-    /// Attention of the ubatch's tokens among themselves, without a cache (encoders): `q`, `k`,
-    /// `v` are [head, n_head(_kv), n_tokens]; the mask ([n_tokens, n_tokens]) keeps each token to
-    /// its own sequence. Returns [head_v * n_head, n_tokens].
-    pub fn attention_no_cache(&mut self, q: TensorRef, k: TensorRef, v: TensorRef, kq_scale: f32) -> Result<TensorRef> {
+    /// Layer `il`'s attention of the ubatch's tokens among themselves, without a cache
+    /// (encoders): `q`, `k`, `v` are [head, n_head(_kv), n_tokens]; the mask ([n_tokens,
+    /// n_tokens]) keeps each token to its own sequence (and a sliding layer's to its window).
+    /// Returns [head_v * n_head, n_tokens].
+    pub fn attention_no_cache(
+        &mut self,
+        il: usize,
+        q: TensorRef,
+        k: TensorRef,
+        v: TensorRef,
+        kq_scale: f32,
+    ) -> Result<TensorRef> {
         let (hv, n_head, nt) = (v.ne()[0], q.ne()[1], q.ne()[2]);
-        let mask = self.mask(false)?;
+        let mask = self.mask(super::is_sliding(self.hp, il))?;
         let q = self.g.permute(q, [0, 2, 1, 3])?;
         let k = self.g.permute(k, [0, 2, 1, 3])?;
         let v = self.g.permute(v, [0, 2, 1, 3])?;

@@ -45,14 +45,18 @@ impl Builder<'_> {
         Ok(out)
     }
 
-    /// The dense projection some embedding models end with (LFM2-ColBERT's `dense_2`, with an
-    /// optional bias), applied to the pooled embeddings `x` where the model has it.
+    /// The dense projections some embedding models end with (LFM2-ColBERT's `dense_2`, with an
+    /// optional bias; Sentence Transformers' `dense_2` then `dense_3`), applied to the pooled
+    /// embeddings `x` where the model has them.
     fn dense_out(&mut self, mut x: TensorRef) -> Result<TensorRef> {
         if let Some(w) = self.weight_opt("dense_2.weight") {
             x = self.g.mul_mat(w, x)?;
         }
         if let Some(bias) = self.weight_opt("dense_2.bias") {
             x = self.g.add(x, bias)?;
+        }
+        if let Some(w) = self.weight_opt("dense_3.weight") {
+            x = self.g.mul_mat(w, x)?;
         }
         Ok(x)
     }
