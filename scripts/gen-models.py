@@ -1812,6 +1812,38 @@ def rms_encoder_keys(w, a, pooling):
     w.add_uint32(f"{a}.pooling_type", pooling)
 
 
+def gemma_embedding(w, weights, n_vocab, dtype):
+    # EmbeddingGemma: Gemma 3's layers, the first with a 4-token window reaching both ways, the
+    # second global; mean pooling, then the dense projections out to twice the width and back.
+    a = "gemma-embedding"
+    rms_encoder_keys(w, a, 1)
+    w.add_uint32(f"{a}.attention.key_length", HEAD)
+    w.add_uint32(f"{a}.attention.value_length", HEAD)
+    w.add_uint32(f"{a}.attention.sliding_window", 4)
+    w.add_uint32(f"{a}.attention.sliding_window_pattern", 2)
+    w.add_float32(f"{a}.rope.freq_base_swa", 10000.0)
+    for key, value in [("dense_2_feat_in", N_EMBD), ("dense_2_feat_out", 2 * N_EMBD),
+                       ("dense_3_feat_in", 2 * N_EMBD), ("dense_3_feat_out", N_EMBD)]:
+        w.add_uint32(f"{a}.{key}", value)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+        "dense_2.weight": weights.matrix(2 * N_EMBD, N_EMBD),
+        "dense_3.weight": weights.matrix(N_EMBD, 2 * N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_HEAD_KV * HEAD, N_EMBD),
+                                 ("attn_v", N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_gate", N_FF, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        for norm in ("attn_q_norm", "attn_k_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(HEAD)
+    add_tensors(w, tensors, dtype)
+
+
 def eurobert(w, weights, n_vocab, dtype):
     # EuroBERT: the Llama decoder's layers as an encoder (split projections, SwiGLU), mean pooling.
     rms_encoder_keys(w, "eurobert", 1)
@@ -2727,6 +2759,7 @@ MODELS = {
     "nomic-bert": ("nomic-bert", nomic_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     # The encoders of issue #49 (embedding models and rerankers; their vocabularies are the usual
     # ones, their own tokenizers being compared elsewhere).
+    "gemma-embedding": ("gemma-embedding", gemma_embedding, True),
     "eurobert": ("eurobert", eurobert, True),
     "neo-bert": ("neo-bert", neo_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),

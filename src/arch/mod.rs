@@ -55,6 +55,7 @@ registry! {
     gemma: [Gemma];
     gemma2: [Gemma2];
     gemma3: [Gemma3];
+    gemma_embedding: [GemmaEmbedding];
     glm4: [Glm4];
     glm5_next: [Glm5Next];
     gpt2: [POCKETTTS, ORION, STABLELM, PHI2, GPTNEOX, FALCON, NEMOTRON, JAIS2, GPT2, STARCODER, CODESHELL, STARCODER2, BLOOM, MPT, JAIS];
