@@ -135,6 +135,13 @@ pub struct HParams {
     pub n_deepstack: u32,
     /// Ranking ends with a softmax over the classifier's labels (Qwen3's rerankers).
     pub rank_softmax: bool,
+    /// `{arch}.classifier.pooling_type`: how ranking pools before its classifier head (mean,
+    /// else the first or last token; -1 when the file has none).
+    pub pooling_type_cls: i32,
+    /// The classifier head's activation is GELU rather than tanh (ModernBERT's).
+    pub cls_gelu: bool,
+    /// A fused FFN gated by SiLU rather than GELU (ModernBERT's derivatives that say so).
+    pub ffn_swiglu: bool,
     pub rope_freq_base: f32,
     /// Base frequency on sliding-window layers (llama.cpp defaults it to 10000, not the global base);
     /// sliding layers rotate with it.
@@ -583,6 +590,12 @@ impl HParams {
                 .int_opt(&key("pooling_type"))?
                 .filter(|v| (0..=4).contains(v))
                 .map_or(-1, |v| v as i32),
+            pooling_type_cls: meta
+                .int_opt(&key("classifier.pooling_type"))?
+                .filter(|v| (0..=4).contains(v))
+                .map_or(-1, |v| v as i32),
+            cls_gelu: false,
+            ffn_swiglu: false,
             n_token_types: meta.u32_opt("tokenizer.ggml.token_type_count")?.unwrap_or(0),
             n_embd_out,
             dense_2_feat_out: 0,
