@@ -1844,6 +1844,36 @@ def gemma_embedding(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def modern_bert(w, weights, n_vocab, dtype):
+    # ModernBERT: bias-free layer norms (none before the first layer's attention), a fused QKV
+    # projection and GeGLU FFN, the second layer with a 4-token window reaching both ways; mean
+    # pooling, and a ranking head (cls, GELU, its norm, cls.output) over three labels.
+    a = "modern-bert"
+    encoder_keys(w, a, N_CTX, 1)
+    w.add_float32(f"{a}.rope.freq_base", 160000.0)
+    w.add_float32(f"{a}.rope.freq_base_swa", 10000.0)
+    w.add_uint32(f"{a}.attention.sliding_window", 4)
+    w.add_string(f"{a}.hidden_activation", "gelu")
+    w.add_array(f"{a}.classifier.output_labels", ["no", "maybe", "yes"])
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+        "cls.weight": weights.matrix(N_EMBD, N_EMBD),
+        "cls.norm.weight": weights.norm(N_EMBD),
+        "cls.output.weight": weights.matrix(3, N_EMBD),
+        "cls.output.bias": weights.bias(3),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_up", 2 * N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "ffn_norm") if il > 0 else ("ffn_norm",):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def eurobert(w, weights, n_vocab, dtype):
     # EuroBERT: the Llama decoder's layers as an encoder (split projections, SwiGLU), mean pooling.
     rms_encoder_keys(w, "eurobert", 1)
@@ -2760,6 +2790,7 @@ MODELS = {
     # The encoders of issue #49 (embedding models and rerankers; their vocabularies are the usual
     # ones, their own tokenizers being compared elsewhere).
     "gemma-embedding": ("gemma-embedding", gemma_embedding, True),
+    "modern-bert": ("modern-bert", modern_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "eurobert": ("eurobert", eurobert, True),
     "neo-bert": ("neo-bert", neo_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),

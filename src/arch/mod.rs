@@ -85,6 +85,7 @@ registry! {
     minimax_01: [Minimax01];
     minimax_m2: [MinimaxM2];
     minimax_m3: [MinimaxM3];
+    modern_bert: [ModernBert];
     muse_glimmer: [MuseGlimmer];
     nemotron_h: [NEMOTRON_H, NEMOTRON_H_MOE];
     neo_bert: [NeoBert];
