@@ -11,6 +11,11 @@ use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
 pub struct NomicBert;
 
+const NOMIC: bert::Variant = bert::Variant {
+    rope: true,
+    gated: true,
+};
+
 impl ArchSpec for NomicBert {
     fn name(&self) -> &'static str {
         "nomic-bert"
@@ -44,11 +49,11 @@ impl ArchSpec for NomicBert {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        bert::tensors(hp, true)
+        bert::tensors(hp, NOMIC)
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        bert::bert(hp, true)
+        bert::bert(hp, NOMIC)
     }
 }
 
@@ -58,6 +63,6 @@ impl Decoder for NomicBert {
     }
 
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        bert::encoder(b, true)
+        bert::encoder(b, NOMIC)
     }
 }
