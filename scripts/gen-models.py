@@ -1874,6 +1874,29 @@ def modern_bert(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def jina_bert_v3(w, weights, n_vocab, dtype):
+    # Jina BERT v3: BERT's layers (biases everywhere) with rotary positions, no position table;
+    # mean pooling.
+    encoder_keys(w, "jina-bert-v3", N_CTX, 1)
+    w.add_float32("jina-bert-v3.rope.freq_base", 20000.0)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        for norm in ("attn_output_norm", "layer_output_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def eurobert(w, weights, n_vocab, dtype):
     # EuroBERT: the Llama decoder's layers as an encoder (split projections, SwiGLU), mean pooling.
     rms_encoder_keys(w, "eurobert", 1)
@@ -2792,6 +2815,7 @@ MODELS = {
     "gemma-embedding": ("gemma-embedding", gemma_embedding, True),
     "modern-bert": ("modern-bert", modern_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "eurobert": ("eurobert", eurobert, True),
+    "jina-bert-v3": ("jina-bert-v3", jina_bert_v3, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "neo-bert": ("neo-bert", neo_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
