@@ -106,6 +106,9 @@ pub struct HParams {
     pub attn_temp: AttnTemp,
     /// Experts only every this many layers (Llama 4's `interleave_moe_layer_step`; 0: not used).
     pub n_moe_layer_step: u32,
+    /// `{arch}.moe_every_n_layers`: layer `il` has experts where `il % n == 1` (Nomic BERT MoE's;
+    /// 0: none).
+    pub moe_every_n_layers: u32,
     /// GroveMoE's chunk experts: their FFN width, the factor their output is added with, and how
     /// many experts share one chunk expert (`expert_chunk_feed_forward_length`,
     /// `expert_group_scale`, `experts_per_group`).
@@ -581,6 +584,7 @@ impl HParams {
             expert_group_scale: 0.0,
             n_group_experts: 0,
             n_moe_layer_step: 0,
+            moe_every_n_layers: 0,
             attn_temp: AttnTemp::default(),
             rms_eps: 0.0,
             norm_eps: 0.0,
