@@ -1897,6 +1897,40 @@ def jina_bert_v3(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def nomic_bert_moe(w, weights, n_vocab, dtype):
+    # Nomic BERT MoE: rotary positions, a fused QKV projection with biases, GELU FFNs with
+    # biases; the second layer four GELU experts without a gate, two per token. Mean pooling.
+    a = "nomic-bert-moe"
+    encoder_keys(w, a, N_CTX, 1)
+    w.add_float32(f"{a}.rope.freq_base", 10000.0)
+    w.add_uint32(f"{a}.expert_count", 4)
+    w.add_uint32(f"{a}.expert_used_count", 2)
+    w.add_uint32(f"{a}.moe_every_n_layers", 2)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        if il % 2 == 1:
+            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+            tensors[blk + "ffn_up_exps.weight"] = np.stack([weights.matrix(N_FF, N_EMBD) for _ in range(4)])
+            tensors[blk + "ffn_down_exps.weight"] = np.stack([weights.matrix(N_EMBD, N_FF) for _ in range(4)])
+        else:
+            for name, rows, cols in [("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+                tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+                tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        for norm in ("attn_output_norm", "layer_output_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def eurobert(w, weights, n_vocab, dtype):
     # EuroBERT: the Llama decoder's layers as an encoder (split projections, SwiGLU), mean pooling.
     rms_encoder_keys(w, "eurobert", 1)
@@ -2816,6 +2850,7 @@ MODELS = {
     "modern-bert": ("modern-bert", modern_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "eurobert": ("eurobert", eurobert, True),
     "jina-bert-v3": ("jina-bert-v3", jina_bert_v3, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    "nomic-bert-moe": ("nomic-bert-moe", nomic_bert_moe, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "neo-bert": ("neo-bert", neo_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),

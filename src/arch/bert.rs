@@ -7,7 +7,7 @@
 use super::created::layered;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, Ffn};
+use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -218,12 +218,21 @@ pub(super) fn encoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         );
         let h = b.layer_norm(h, w, bias)?;
         let h = b.name(h, "ffn_inp", l);
-        let ffn = if variant.gated {
-            b.gated_ffn(il, h, Ffn::default())?
+        // A layer with a router has GELU experts instead (Nomic BERT MoE's).
+        let ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
+            let moe = Moe {
+                act: ExpertAct::Gelu,
+                ..Moe::BASE
+            };
+            let ffn = b.moe_ffn(il, h, moe)?;
+            b.name(ffn, "ffn_moe_out", l)
+        } else if variant.gated {
+            let ffn = b.gated_ffn(il, h, Ffn::default())?;
+            b.name(ffn, "ffn_out", l)
         } else {
-            b.gelu_ffn(il, h)?
+            let ffn = b.gelu_ffn(il, h)?;
+            b.name(ffn, "ffn_out", l)
         };
-        let ffn = b.name(ffn, "ffn_out", l);
         let out = b.add(ffn, h)?;
         let (w, bias) = (
             b.layer_weight(il, "layer_output_norm.weight")?,

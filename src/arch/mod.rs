@@ -90,7 +90,7 @@ registry! {
     muse_glimmer: [MuseGlimmer];
     nemotron_h: [NEMOTRON_H, NEMOTRON_H_MOE];
     neo_bert: [NeoBert];
-    nomic_bert: [NomicBert];
+    nomic_bert: [NomicBert, NomicBertMoe];
     olmo: [Olmo];
     olmo2: [Olmo2];
     phi3: [PHI3, PHIMOE];
