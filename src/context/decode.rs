@@ -855,7 +855,7 @@ impl Context<'_> {
             } else {
                 // An encoder's tokens attend within the ubatch, each to its own (first) sequence,
                 // both ways whatever the context's causal setting (llama.cpp's encode).
-                encoder_mask(places, None)
+                encoder_mask(places, None, alibi)
             };
             set(m, &mask_bytes(&mask, fa))?;
         }
@@ -864,7 +864,7 @@ impl Context<'_> {
         }
         if let Some(m) = inp.mask_swa {
             let mask = match self.model.hparams.as_ref() {
-                Some(hp) if !self.has_memory() => encoder_mask(places, Some(hp.swa())),
+                Some(hp) if !self.has_memory() => encoder_mask(places, Some(hp.swa()), alibi),
                 _ => self.kv.mask(places, shape.n_kv_swa, causal, true, alibi),
             };
             set(m, &mask_bytes(&mask, fa))?;
@@ -1008,14 +1008,15 @@ fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
 }
 
 /// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of
-/// its first sequence (within `swa`, for the sliding layers' mask), as llama.cpp's cacheless mask.
-fn encoder_mask(places: &[TokenPlace], swa: Option<Swa>) -> Vec<f32> {
+/// its first sequence (within `swa`, for the sliding layers' mask), at minus their distance with
+/// `alibi`, as llama.cpp's cacheless mask.
+fn encoder_mask(places: &[TokenPlace], swa: Option<Swa>, alibi: bool) -> Vec<f32> {
     let n = places.len();
     let mut mask = vec![f32::NEG_INFINITY; n * n];
     for (i1, p1) in places.iter().enumerate() {
         for (i0, p0) in places.iter().enumerate() {
             if p0.primary_seq == p1.primary_seq && !swa.is_some_and(|w| w.hides(p1.pos, p0.pos)) {
-                mask[i1 * n + i0] = 0.0;
+                mask[i1 * n + i0] = if alibi { -(p0.pos.abs_diff(p1.pos) as f32) } else { 0.0 };
             }
         }
     }
@@ -1069,12 +1070,15 @@ mod tests {
         let places = [place(0, 0), place(1, 0), place(0, 1)];
         let ninf = f32::NEG_INFINITY;
         assert_eq!(
-            encoder_mask(&places, None),
+            encoder_mask(&places, None, false),
             [0.0, 0.0, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]
         );
         // A symmetric window of 2 sees one position each way.
         let places = [place(0, 0), place(1, 0), place(2, 0)];
-        let mask = encoder_mask(&places, Some(Swa::Symmetric(2)));
+        let mask = encoder_mask(&places, Some(Swa::Symmetric(2)), false);
         assert_eq!(mask, [0.0, 0.0, ninf, 0.0, 0.0, 0.0, ninf, 0.0, 0.0]);
+        // ALiBi's distances.
+        let mask = encoder_mask(&places, None, true);
+        assert_eq!(mask, [0.0, -1.0, -2.0, -1.0, 0.0, -1.0, -2.0, -1.0, 0.0]);
     }
 }

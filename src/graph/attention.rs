@@ -364,10 +364,10 @@ impl Builder<'_> {
         let k = self.g.permute(k, [0, 2, 1, 3])?;
         let v = self.g.permute(v, [0, 2, 1, 3])?;
         let f16 = ggml_sys::ggml_type_GGML_TYPE_F16;
-        // An encoder's mask holds no distances: no ALiBi here.
+        // ALiBi where the model has it (Jina BERT v2's): the mask holds the distances.
         let scores = Scores {
             scale: kq_scale,
-            max_bias: 0.0,
+            max_bias: self.hp.max_alibi_bias,
             softcap: self.hp.attn_softcap,
         };
         if self.params.flash_attn {
@@ -378,7 +378,7 @@ impl Builder<'_> {
             self.g.reshape(o, &[hv * n_head, nt]).map_err(Error::from)
         } else {
             let kq = self.g.mul_mat(k, q)?; // [n_tokens, n_tokens, n_head]
-            let kq = self.g.soft_max(kq, mask, kq_scale, 0.0, None)?;
+            let kq = self.g.soft_max(kq, mask, kq_scale, self.hp.max_alibi_bias, None)?;
             let vt = self.g.permute(v, [1, 0, 2, 3])?;
             let vt = self.g.cont(vt)?;
             let kqv = self.g.mul_mat(vt, kq)?; // [head_v, n_tokens, n_head]
