@@ -1874,6 +1874,35 @@ def modern_bert(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def jina_bert_v2(w, weights, n_vocab, dtype):
+    # Jina BERT v2: ALiBi instead of positions, biased query and key norms; the first layer's FFN
+    # gated by the second half of a twice-as-wide up projection, the second's by a separate gate
+    # (after a second attention norm); a one-score classifier head. Mean pooling.
+    encoder_keys(w, "jina-bert-v2", N_CTX, 1)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+        "cls.weight": weights.matrix(1, N_EMBD),
+        "cls.bias": weights.bias(1),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        up = 2 * N_FF if il == 0 else N_FF
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
+                                 ("attn_output", N_EMBD, N_EMBD), ("ffn_up", up, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        if il == 1:
+            tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
+        norms = ("attn_q_norm", "attn_k_norm", "attn_output_norm", "layer_output_norm")
+        for norm in norms + (("attn_norm_2",) if il == 1 else ()):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def jina_bert_v3(w, weights, n_vocab, dtype):
     # Jina BERT v3: BERT's layers (biases everywhere) with rotary positions, no position table;
     # mean pooling.
@@ -2849,6 +2878,7 @@ MODELS = {
     "gemma-embedding": ("gemma-embedding", gemma_embedding, True),
     "modern-bert": ("modern-bert", modern_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "eurobert": ("eurobert", eurobert, True),
+    "jina-bert-v2": ("jina-bert-v2", jina_bert_v2, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "jina-bert-v3": ("jina-bert-v3", jina_bert_v3, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "nomic-bert-moe": ("nomic-bert-moe", nomic_bert_moe, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "neo-bert": ("neo-bert", neo_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),

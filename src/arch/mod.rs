@@ -70,6 +70,7 @@ registry! {
     hy_v3: [HyV3];
     hy_v4: [HyV4];
     jamba: [Jamba];
+    jina_bert_v2: [JinaBertV2];
     jina_bert_v3: [JinaBertV3];
     kimi_k3: [KimiK3];
     kimi_linear: [KimiLinear];
