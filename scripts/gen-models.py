@@ -1803,6 +1803,207 @@ def bert_rank(w, weights, n_vocab, dtype):
     bert(w, weights, n_vocab, dtype, rank=True)
 
 
+def rms_encoder_keys(w, a, pooling):
+    """The hyper-parameters of the encoders built like decoders here: RMS norms, rotation, grouped
+    keys and values, attention both ways, a pooling."""
+    w.add_uint32(f"{a}.block_count", N_LAYER)
+    w.add_uint32(f"{a}.context_length", N_CTX)
+    w.add_uint32(f"{a}.embedding_length", N_EMBD)
+    w.add_uint32(f"{a}.feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
+    w.add_uint32(f"{a}.attention.head_count_kv", N_HEAD_KV)
+    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
+    w.add_float32(f"{a}.rope.freq_base", 250000.0)
+    w.add_bool(f"{a}.attention.causal", False)
+    w.add_uint32(f"{a}.pooling_type", pooling)
+
+
+def gemma_embedding(w, weights, n_vocab, dtype):
+    # EmbeddingGemma: Gemma 3's layers, the first with a 4-token window reaching both ways, the
+    # second global; mean pooling, then the dense projections out to twice the width and back.
+    a = "gemma-embedding"
+    rms_encoder_keys(w, a, 1)
+    w.add_uint32(f"{a}.attention.key_length", HEAD)
+    w.add_uint32(f"{a}.attention.value_length", HEAD)
+    w.add_uint32(f"{a}.attention.sliding_window", 4)
+    w.add_uint32(f"{a}.attention.sliding_window_pattern", 2)
+    w.add_float32(f"{a}.rope.freq_base_swa", 10000.0)
+    for key, value in [("dense_2_feat_in", N_EMBD), ("dense_2_feat_out", 2 * N_EMBD),
+                       ("dense_3_feat_in", 2 * N_EMBD), ("dense_3_feat_out", N_EMBD)]:
+        w.add_uint32(f"{a}.{key}", value)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+        "dense_2.weight": weights.matrix(2 * N_EMBD, N_EMBD),
+        "dense_3.weight": weights.matrix(N_EMBD, 2 * N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_HEAD_KV * HEAD, N_EMBD),
+                                 ("attn_v", N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_gate", N_FF, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        for norm in ("attn_q_norm", "attn_k_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(HEAD)
+    add_tensors(w, tensors, dtype)
+
+
+def modern_bert(w, weights, n_vocab, dtype):
+    # ModernBERT: bias-free layer norms (none before the first layer's attention), a fused QKV
+    # projection and GeGLU FFN, the second layer with a 4-token window reaching both ways; mean
+    # pooling, and a ranking head (cls, GELU, its norm, cls.output) over three labels.
+    a = "modern-bert"
+    encoder_keys(w, a, N_CTX, 1)
+    w.add_float32(f"{a}.rope.freq_base", 160000.0)
+    w.add_float32(f"{a}.rope.freq_base_swa", 10000.0)
+    w.add_uint32(f"{a}.attention.sliding_window", 4)
+    w.add_string(f"{a}.hidden_activation", "gelu")
+    w.add_array(f"{a}.classifier.output_labels", ["no", "maybe", "yes"])
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+        "cls.weight": weights.matrix(N_EMBD, N_EMBD),
+        "cls.norm.weight": weights.norm(N_EMBD),
+        "cls.output.weight": weights.matrix(3, N_EMBD),
+        "cls.output.bias": weights.bias(3),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_up", 2 * N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "ffn_norm") if il > 0 else ("ffn_norm",):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def jina_bert_v2(w, weights, n_vocab, dtype):
+    # Jina BERT v2: ALiBi instead of positions, biased query and key norms; the first layer's FFN
+    # gated by the second half of a twice-as-wide up projection, the second's by a separate gate
+    # (after a second attention norm); a one-score classifier head. Mean pooling.
+    encoder_keys(w, "jina-bert-v2", N_CTX, 1)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+        "cls.weight": weights.matrix(1, N_EMBD),
+        "cls.bias": weights.bias(1),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        up = 2 * N_FF if il == 0 else N_FF
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
+                                 ("attn_output", N_EMBD, N_EMBD), ("ffn_up", up, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        if il == 1:
+            tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
+        norms = ("attn_q_norm", "attn_k_norm", "attn_output_norm", "layer_output_norm")
+        for norm in norms + (("attn_norm_2",) if il == 1 else ()):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def jina_bert_v3(w, weights, n_vocab, dtype):
+    # Jina BERT v3: BERT's layers (biases everywhere) with rotary positions, no position table;
+    # mean pooling.
+    encoder_keys(w, "jina-bert-v3", N_CTX, 1)
+    w.add_float32("jina-bert-v3.rope.freq_base", 20000.0)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        for norm in ("attn_output_norm", "layer_output_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def nomic_bert_moe(w, weights, n_vocab, dtype):
+    # Nomic BERT MoE: rotary positions, a fused QKV projection with biases, GELU FFNs with
+    # biases; the second layer four GELU experts without a gate, two per token. Mean pooling.
+    a = "nomic-bert-moe"
+    encoder_keys(w, a, N_CTX, 1)
+    w.add_float32(f"{a}.rope.freq_base", 10000.0)
+    w.add_uint32(f"{a}.expert_count", 4)
+    w.add_uint32(f"{a}.expert_used_count", 2)
+    w.add_uint32(f"{a}.moe_every_n_layers", 2)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "token_types.weight": weights.matrix(2, N_EMBD),
+        "token_embd_norm.weight": weights.norm(N_EMBD),
+        "token_embd_norm.bias": weights.bias(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        if il % 2 == 1:
+            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+            tensors[blk + "ffn_up_exps.weight"] = np.stack([weights.matrix(N_FF, N_EMBD) for _ in range(4)])
+            tensors[blk + "ffn_down_exps.weight"] = np.stack([weights.matrix(N_EMBD, N_FF) for _ in range(4)])
+        else:
+            for name, rows, cols in [("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+                tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+                tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        for norm in ("attn_output_norm", "layer_output_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def eurobert(w, weights, n_vocab, dtype):
+    # EuroBERT: the Llama decoder's layers as an encoder (split projections, SwiGLU), mean pooling.
+    rms_encoder_keys(w, "eurobert", 1)
+    tensors = {"token_embd.weight": weights.matrix(n_vocab, N_EMBD), "output_norm.weight": weights.norm(N_EMBD)}
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_HEAD_KV * HEAD, N_EMBD),
+                                 ("attn_v", N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_gate", N_FF, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "ffn_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
+def neo_bert(w, weights, n_vocab, dtype):
+    # NeoBERT: a fused query-key-value projection, a fused SwiGLU FFN, the encoder output norm;
+    # pooled from the first token, with a classifier head over two labels.
+    rms_encoder_keys(w, "neo-bert", 2)
+    w.add_array("neo-bert.classifier.output_labels", ["no", "yes"])
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "cls.weight": weights.matrix(N_EMBD, N_EMBD),
+        "cls.bias": weights.bias(N_EMBD),
+        "cls.output.weight": weights.matrix(2, N_EMBD),
+        "cls.output.bias": weights.bias(2),
+        "enc.output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        for name, rows, cols in [("attn_qkv", N_EMBD + 2 * N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
+                                 ("ffn_up", 2 * N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        for norm in ("attn_norm", "ffn_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+    add_tensors(w, tensors, dtype)
+
+
 def llama_wide(w, weights, n_vocab, dtype):
     # Rows of 256, as the K-quants, the IQ types and the ternary types need.
     d = Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)
@@ -2678,6 +2879,15 @@ MODELS = {
     "bert": ("bert", bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "bert-rank": ("bert", bert_rank, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "nomic-bert": ("nomic-bert", nomic_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    # The encoders of issue #49 (embedding models and rerankers; their vocabularies are the usual
+    # ones, their own tokenizers being compared elsewhere).
+    "gemma-embedding": ("gemma-embedding", gemma_embedding, True),
+    "modern-bert": ("modern-bert", modern_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    "eurobert": ("eurobert", eurobert, True),
+    "jina-bert-v2": ("jina-bert-v2", jina_bert_v2, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    "jina-bert-v3": ("jina-bert-v3", jina_bert_v3, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    "nomic-bert-moe": ("nomic-bert-moe", nomic_bert_moe, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
+    "neo-bert": ("neo-bert", neo_bert, True, ".ggml/vocab/ggml-vocab-bert-bge.gguf"),
     "olmo2-swa": ("olmo2", olmo2_swa, True),
     "granite-norope": ("granite", granite_norope, False),
     "mamba": ("mamba", mamba, True),

@@ -1,12 +1,13 @@
 //! BERT and its embedding models (BGE, MiniLM, ...): an encoder without a cache; learned
 //! position and token-type embeddings; post-layer norms (mean and variance) with biases; a GELU
 //! FFN; embeddings pooled as the model asks (mean, first token, or a ranking head's scores). Its
-//! tensors and graph also serve Nomic BERT (`nomic_bert.rs`: rotary positions, a SwiGLU FFN).
+//! tensors and graph also serve the members of its family that differ by a `Variant` (Nomic BERT,
+//! `nomic_bert.rs`: rotary positions, a SwiGLU FFN).
 
 use super::created::layered;
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, Ffn};
+use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
@@ -55,26 +56,40 @@ impl ArchSpec for Bert {
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp, false)
+        tensors(hp, BERT)
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        bert(hp, false)
+        bert(hp, BERT)
     }
 }
 
-/// BERT's (and Nomic BERT's, which has no positions or classifier but a gated FFN): embeddings,
-/// token types, positions, the classifier (llama.cpp's one output at least), the embedding norm;
-/// layers normed after attention and after the FFN, every bias.
-pub(super) fn bert(hp: &HParams, nomic: bool) -> Vec<String> {
-    let head = match nomic {
+/// How a member of the family differs from BERT.
+#[derive(Clone, Copy)]
+pub(super) struct Variant {
+    /// Rotary positions instead of a position table, and no classifier head.
+    pub rope: bool,
+    /// A SwiGLU FFN (its biases loaded but not applied) rather than GELU's.
+    pub gated: bool,
+}
+
+pub(super) const BERT: Variant = Variant {
+    rope: false,
+    gated: false,
+};
+
+/// BERT's (and its variants', which may have no positions or classifier, or a gated FFN):
+/// embeddings, token types, positions, the classifier (llama.cpp's one output at least), the
+/// embedding norm; layers normed after attention and after the FFN, every bias.
+pub(super) fn bert(hp: &HParams, variant: Variant) -> Vec<String> {
+    let head = match variant.rope {
         false => {
             "token_embd.weight token_types.weight position_embd.weight cls.weight cls.bias \
                   cls.output.weight cls.output.bias token_embd_norm.weight token_embd_norm.bias"
         }
         true => "token_embd.weight token_types.weight token_embd_norm.weight token_embd_norm.bias",
     };
-    let gate = if nomic { "ffn_gate.weight" } else { "" };
+    let gate = if variant.gated { "ffn_gate.weight" } else { "" };
     layered(hp, head, |_| {
         format!(
             "QKV attn_output.weight attn_output.bias attn_output_norm.weight attn_output_norm.bias \
@@ -103,9 +118,9 @@ pub(super) fn load_hparams(meta: &Meta, hp: &mut HParams) -> Result<()> {
     Ok(())
 }
 
-/// BERT's tensors, or Nomic BERT's (`nomic`: no position table or classifier head, a gate
-/// projection in every FFN).
-pub(super) fn tensors(hp: &HParams, nomic: bool) -> Vec<TensorSpec> {
+/// BERT's tensors, or a variant's (without a position table or classifier head where it rotates,
+/// a gate projection in every FFN where it is gated).
+pub(super) fn tensors(hp: &HParams, variant: Variant) -> Vec<TensorSpec> {
     let (e, v) = (hp.n_embd, hp.n_vocab);
     let n_cls_out = hp.n_cls_out();
     let mut specs = vec![
@@ -114,7 +129,7 @@ pub(super) fn tensors(hp: &HParams, nomic: bool) -> Vec<TensorSpec> {
         TensorSpec::new("token_embd_norm.weight", &[e], true),
         TensorSpec::new("token_embd_norm.bias", &[e], true),
     ];
-    if !nomic {
+    if !variant.rope {
         specs.extend([
             TensorSpec::new("position_embd.weight", &[e, hp.n_ctx_train], true),
             TensorSpec::matmul("cls.weight", &[e, e], false),
@@ -143,7 +158,7 @@ pub(super) fn tensors(hp: &HParams, nomic: bool) -> Vec<TensorSpec> {
         specs.push(TensorSpec::new(b("ffn_up.bias"), &[ff], false));
         specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true));
         specs.push(TensorSpec::new(b("ffn_down.bias"), &[e], false));
-        if nomic {
+        if variant.gated {
             specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], true));
         }
         specs.push(TensorSpec::new(b("layer_output_norm.weight"), &[e], true));
@@ -158,13 +173,12 @@ impl Decoder for Bert {
     }
 
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        encoder(b, false)
+        encoder(b, BERT)
     }
 }
 
-/// The BERT encoder; `nomic`: rotary positions instead of a position table, and a SwiGLU FFN
-/// without its biases.
-pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>> {
+/// The BERT encoder, or a variant's.
+pub(super) fn encoder(b: &mut Builder, variant: Variant) -> Result<Option<TensorRef>> {
     let hp = b.hp;
     let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
     let pos = b.positions()?;
@@ -174,7 +188,7 @@ pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>>
         let row0 = b.g.view(types, &[i64::from(hp.n_embd)], &[], 0)?;
         x = b.add(x, row0)?;
     }
-    if !nomic {
+    if !variant.rope {
         let pos_table = b.weight("position_embd.weight")?;
         let pos_embd = b.g.get_rows(pos_table, pos)?;
         x = b.add(pos_embd, x)?;
@@ -187,13 +201,13 @@ pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>>
     for il in 0..n_layer {
         let l = Some(il);
         let (q, k, v) = b.qkv(il, x, true)?;
-        let (q, k) = if nomic {
+        let (q, k) = if variant.rope {
             (b.rope(q, il, None)?, b.rope(k, il, None)?)
         } else {
             (q, k)
         };
         let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-        let att = b.attention_no_cache(q, k, v, kq_scale)?;
+        let att = b.attention_no_cache(il, q, k, v, kq_scale)?;
         let att = b.name(att, "kqv_out", l);
         let att = b.layer_linear(il, "attn_output", att)?;
         let (att, residual) = b.last_layer_rows(il, att, x)?;
@@ -204,12 +218,21 @@ pub(super) fn encoder(b: &mut Builder, nomic: bool) -> Result<Option<TensorRef>>
         );
         let h = b.layer_norm(h, w, bias)?;
         let h = b.name(h, "ffn_inp", l);
-        let ffn = if nomic {
-            b.gated_ffn(il, h, Ffn::default())?
+        // A layer with a router has GELU experts instead (Nomic BERT MoE's).
+        let ffn = if b.layer_weight_opt(il, "ffn_gate_inp.weight").is_some() {
+            let moe = Moe {
+                act: ExpertAct::Gelu,
+                ..Moe::BASE
+            };
+            let ffn = b.moe_ffn(il, h, moe)?;
+            b.name(ffn, "ffn_moe_out", l)
+        } else if variant.gated {
+            let ffn = b.gated_ffn(il, h, Ffn::default())?;
+            b.name(ffn, "ffn_out", l)
         } else {
-            b.gelu_ffn(il, h)?
+            let ffn = b.gelu_ffn(il, h)?;
+            b.name(ffn, "ffn_out", l)
         };
-        let ffn = b.name(ffn, "ffn_out", l);
         let out = b.add(ffn, h)?;
         let (w, bias) = (
             b.layer_weight(il, "layer_output_norm.weight")?,

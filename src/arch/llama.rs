@@ -372,7 +372,7 @@ fn attention_block(
     let q = b.temperature_tuned(q)?;
     let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
     let att = if variant.no_cache {
-        b.attention_no_cache(q, k, v, kq_scale)?
+        b.attention_no_cache(il, q, k, v, kq_scale)?
     } else {
         b.attention(il, q, k, v, kq_scale, is_sliding(hp, il))?
     };

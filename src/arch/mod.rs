@@ -48,12 +48,14 @@ registry! {
     deepseek4: [Deepseek4];
     dots3note: [Dots3Note];
     ernie4_5_moe: [Ernie45Moe];
+    eurobert: [EuroBert];
     exaone4: [Exaone4];
     exaone_moe: [ExaoneMoe];
     falcon_h1: [FalconH1];
     gemma: [Gemma];
     gemma2: [Gemma2];
     gemma3: [Gemma3];
+    gemma_embedding: [GemmaEmbedding];
     glm4: [Glm4];
     glm5_next: [Glm5Next];
     gpt2: [POCKETTTS, ORION, STABLELM, PHI2, GPTNEOX, FALCON, NEMOTRON, JAIS2, GPT2, STARCODER, CODESHELL, STARCODER2, BLOOM, MPT, JAIS];
@@ -68,6 +70,8 @@ registry! {
     hy_v3: [HyV3];
     hy_v4: [HyV4];
     jamba: [Jamba];
+    jina_bert_v2: [JinaBertV2];
+    jina_bert_v3: [JinaBertV3];
     kimi_k3: [KimiK3];
     kimi_linear: [KimiLinear];
     laguna: [Laguna];
@@ -83,9 +87,11 @@ registry! {
     minimax_01: [Minimax01];
     minimax_m2: [MinimaxM2];
     minimax_m3: [MinimaxM3];
+    modern_bert: [ModernBert];
     muse_glimmer: [MuseGlimmer];
     nemotron_h: [NEMOTRON_H, NEMOTRON_H_MOE];
-    nomic_bert: [NomicBert];
+    neo_bert: [NeoBert];
+    nomic_bert: [NomicBert, NomicBertMoe];
     olmo: [Olmo];
     olmo2: [Olmo2];
     phi3: [PHI3, PHIMOE];

@@ -11,6 +11,7 @@ use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
 use crate::kv::compressed::{self, Plan};
 use crate::kv::kpool::Step;
 use crate::kv::{Placement, Planned, SeqSet, Slots, TokenPlace};
+use crate::model::hparams::Swa;
 use crate::recurrent::{RsCells, SeqGroup};
 use std::borrow::Cow;
 
@@ -267,7 +268,7 @@ impl Context<'_> {
             first_stream: 0,
             n_outputs: n,
             n_kv: n,
-            n_kv_swa: 0,
+            n_kv_swa: n,
             kv_copies: 1,
             n_pos: 0,
             n_seqs: self.pooled_seqs(seqs.len()),
@@ -854,7 +855,7 @@ impl Context<'_> {
             } else {
                 // An encoder's tokens attend within the ubatch, each to its own (first) sequence,
                 // both ways whatever the context's causal setting (llama.cpp's encode).
-                encoder_mask(places)
+                encoder_mask(places, None, alibi)
             };
             set(m, &mask_bytes(&mask, fa))?;
         }
@@ -862,7 +863,10 @@ impl Context<'_> {
             set(t, &to_bytes_i32(sources))?;
         }
         if let Some(m) = inp.mask_swa {
-            let mask = self.kv.mask(places, shape.n_kv_swa, causal, true, alibi);
+            let mask = match self.model.hparams.as_ref() {
+                Some(hp) if !self.has_memory() => encoder_mask(places, Some(hp.swa()), alibi),
+                _ => self.kv.mask(places, shape.n_kv_swa, causal, true, alibi),
+            };
             set(m, &mask_bytes(&mask, fa))?;
         }
         if let Some(t) = inp.attn_temp {
@@ -1004,14 +1008,15 @@ fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
 }
 
 /// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of
-/// its first sequence, as llama.cpp's cacheless mask.
-fn encoder_mask(places: &[TokenPlace]) -> Vec<f32> {
+/// its first sequence (within `swa`, for the sliding layers' mask), at minus their distance with
+/// `alibi`, as llama.cpp's cacheless mask.
+fn encoder_mask(places: &[TokenPlace], swa: Option<Swa>, alibi: bool) -> Vec<f32> {
     let n = places.len();
     let mut mask = vec![f32::NEG_INFINITY; n * n];
     for (i1, p1) in places.iter().enumerate() {
         for (i0, p0) in places.iter().enumerate() {
-            if p0.primary_seq == p1.primary_seq {
-                mask[i1 * n + i0] = 0.0;
+            if p0.primary_seq == p1.primary_seq && !swa.is_some_and(|w| w.hides(p1.pos, p0.pos)) {
+                mask[i1 * n + i0] = if alibi { -(p0.pos.abs_diff(p1.pos) as f32) } else { 0.0 };
             }
         }
     }
@@ -1064,6 +1069,16 @@ mod tests {
     fn encoder_masks_keep_tokens_to_their_sequence() {
         let places = [place(0, 0), place(1, 0), place(0, 1)];
         let ninf = f32::NEG_INFINITY;
-        assert_eq!(encoder_mask(&places), [0.0, 0.0, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]);
+        assert_eq!(
+            encoder_mask(&places, None, false),
+            [0.0, 0.0, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]
+        );
+        // A symmetric window of 2 sees one position each way.
+        let places = [place(0, 0), place(1, 0), place(2, 0)];
+        let mask = encoder_mask(&places, Some(Swa::Symmetric(2)), false);
+        assert_eq!(mask, [0.0, 0.0, ninf, 0.0, 0.0, 0.0, ninf, 0.0, 0.0]);
+        // ALiBi's distances.
+        let mask = encoder_mask(&places, None, true);
+        assert_eq!(mask, [0.0, -1.0, -2.0, -1.0, 0.0, -1.0, -2.0, -1.0, 0.0]);
     }
 }

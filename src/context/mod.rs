@@ -488,7 +488,9 @@ impl<'m> Context<'m> {
                 n_tokens
             },
             kv_copies: 1,
-            n_kv_swa: if self.uses_kv() && self.kv.has_sliding() {
+            n_kv_swa: if !self.uses_kv() {
+                n_tokens
+            } else if self.kv.has_sliding() {
                 self.kv.stream_size_of(true)
             } else {
                 0

@@ -940,6 +940,16 @@ impl Graph {
         )
     }
 
+    /// gelu of each row's first half times its second half (GeGLU over a fused gate and up).
+    pub fn geglu_fused(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        if a.ne()[0] % 2 != 0 || !Self::rows_contiguous(a) {
+            return Err(GgmlError(format!("geglu of rows {:?}", a.ne())));
+        }
+        // SAFETY: rows contiguous and of even length.
+        Self::wrap(unsafe { ggml_sys::ggml_geglu(self.ctx.as_ptr(), a.as_ptr()) }, "geglu")
+    }
+
     /// gelu(gate) * up.
     pub fn geglu(&mut self, gate: TensorRef, up: TensorRef) -> OpResult {
         self.room()?;

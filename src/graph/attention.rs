@@ -346,20 +346,28 @@ impl Builder<'_> {
         Ok((self.name(h, "ffn_inp", Some(il)), input))
     }
 
-    /// Attention of the ubatch's tokens among themselves, without a cache (encoders): `q`, `k`,
-    /// `v` are [head, n_head(_kv), n_tokens]; the mask ([n_tokens, n_tokens]) keeps each token to
-    /// its own sequence. Returns [head_v * n_head, n_tokens].
-    pub fn attention_no_cache(&mut self, q: TensorRef, k: TensorRef, v: TensorRef, kq_scale: f32) -> Result<TensorRef> {
+    /// Layer `il`'s attention of the ubatch's tokens among themselves, without a cache
+    /// (encoders): `q`, `k`, `v` are [head, n_head(_kv), n_tokens]; the mask ([n_tokens,
+    /// n_tokens]) keeps each token to its own sequence (and a sliding layer's to its window).
+    /// Returns [head_v * n_head, n_tokens].
+    pub fn attention_no_cache(
+        &mut self,
+        il: usize,
+        q: TensorRef,
+        k: TensorRef,
+        v: TensorRef,
+        kq_scale: f32,
+    ) -> Result<TensorRef> {
         let (hv, n_head, nt) = (v.ne()[0], q.ne()[1], q.ne()[2]);
-        let mask = self.mask(false)?;
+        let mask = self.mask(super::is_sliding(self.hp, il))?;
         let q = self.g.permute(q, [0, 2, 1, 3])?;
         let k = self.g.permute(k, [0, 2, 1, 3])?;
         let v = self.g.permute(v, [0, 2, 1, 3])?;
         let f16 = ggml_sys::ggml_type_GGML_TYPE_F16;
-        // An encoder's mask holds no distances: no ALiBi here.
+        // ALiBi where the model has it (Jina BERT v2's): the mask holds the distances.
         let scores = Scores {
             scale: kq_scale,
-            max_bias: 0.0,
+            max_bias: self.hp.max_alibi_bias,
             softcap: self.hp.attn_softcap,
         };
         if self.params.flash_attn {
@@ -370,7 +378,7 @@ impl Builder<'_> {
             self.g.reshape(o, &[hv * n_head, nt]).map_err(Error::from)
         } else {
             let kq = self.g.mul_mat(k, q)?; // [n_tokens, n_tokens, n_head]
-            let kq = self.g.soft_max(kq, mask, kq_scale, 0.0, None)?;
+            let kq = self.g.soft_max(kq, mask, kq_scale, self.hp.max_alibi_bias, None)?;
             let vt = self.g.permute(v, [1, 0, 2, 3])?;
             let vt = self.g.cont(vt)?;
             let kqv = self.g.mul_mat(vt, kq)?; // [head_v, n_tokens, n_head]

@@ -166,4 +166,14 @@ impl Builder<'_> {
         let h = self.g.swiglu_fused(up)?;
         self.weight_mm(down_w, h)
     }
+
+    /// down(geglu(up x)): GELU's gate and the up projection fused in `ffn_up`, no biases or
+    /// scales.
+    pub fn fused_geglu_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
+        let up_w = self.layer_weight(il, "ffn_up.weight")?;
+        let down_w = self.layer_weight(il, "ffn_down.weight")?;
+        let up = self.weight_mm(up_w, x)?;
+        let h = self.g.geglu_fused(up)?;
+        self.weight_mm(down_w, h)
+    }
 }

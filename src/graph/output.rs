@@ -5,21 +5,23 @@ use super::{Builder, Pooling};
 use crate::error::{Error, Result};
 use crate::ggml::{Graph, TensorRef};
 
+/// llama.h's `LLAMA_POOLING_TYPE_MEAN`, as `HParams::pooling_type_cls` holds it.
+const POOLING_TYPE_MEAN: i32 = 1;
+
 impl Builder<'_> {
     /// The final-norm hidden states, reduced per sequence as `pooling` says, as a graph output.
     pub(super) fn pooled_embeddings(&mut self, pooling: Pooling) -> Result<TensorRef> {
         let h = self
             .hidden
             .ok_or_else(|| Error::Internal("the architecture built no output head".into()))?;
-        let (nt, ns) = (self.shape.n_tokens as i64, self.shape.n_seqs as i64);
+        let ns = self.shape.n_seqs as i64;
         let out = match pooling {
             Pooling::None => h,
-            Pooling::Mean => {
-                let w = self.g.input(ggml_sys::ggml_type_GGML_TYPE_F32, &[nt, ns], "inp_mean")?;
-                self.inputs.mean = Some(w);
-                let ht = self.g.permute(h, [1, 0, 2, 3])?;
-                let ht = self.g.cont(ht)?;
-                self.g.mul_mat(ht, w)?
+            Pooling::Mean => self.mean_of_sequences(h)?,
+            // A model that says so ranks its sequences' mean states (ModernBERT's rerankers).
+            Pooling::Rank if self.hp.pooling_type_cls == POOLING_TYPE_MEAN => {
+                let mean = self.mean_of_sequences(h)?;
+                self.classifier_head(mean)?
             }
             Pooling::Cls | Pooling::Last | Pooling::Rank => {
                 let rows = self.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[ns], "inp_cls")?;
@@ -45,8 +47,19 @@ impl Builder<'_> {
         Ok(out)
     }
 
-    /// The dense projection some embedding models end with (LFM2-ColBERT's `dense_2`, with an
-    /// optional bias), applied to the pooled embeddings `x` where the model has it.
+    /// The mean of each sequence's rows of `h` ([n_embd, n_seqs]), weighed by the `inp_mean` input.
+    fn mean_of_sequences(&mut self, h: TensorRef) -> Result<TensorRef> {
+        let (nt, ns) = (self.shape.n_tokens as i64, self.shape.n_seqs as i64);
+        let w = self.g.input(ggml_sys::ggml_type_GGML_TYPE_F32, &[nt, ns], "inp_mean")?;
+        self.inputs.mean = Some(w);
+        let ht = self.g.permute(h, [1, 0, 2, 3])?;
+        let ht = self.g.cont(ht)?;
+        self.g.mul_mat(ht, w).map_err(Error::from)
+    }
+
+    /// The dense projections some embedding models end with (LFM2-ColBERT's `dense_2`, with an
+    /// optional bias; Sentence Transformers' `dense_2` then `dense_3`), applied to the pooled
+    /// embeddings `x` where the model has them.
     fn dense_out(&mut self, mut x: TensorRef) -> Result<TensorRef> {
         if let Some(w) = self.weight_opt("dense_2.weight") {
             x = self.g.mul_mat(w, x)?;
@@ -54,17 +67,29 @@ impl Builder<'_> {
         if let Some(bias) = self.weight_opt("dense_2.bias") {
             x = self.g.add(x, bias)?;
         }
+        if let Some(w) = self.weight_opt("dense_3.weight") {
+            x = self.g.mul_mat(w, x)?;
+        }
         Ok(x)
     }
 
     /// The classifier head of a ranking model over the pooled states `x` ([n_embd, n_seqs]):
-    /// `cls` (with its bias) and tanh, then `cls.output` (with its bias), as llama.cpp applies
-    /// them when present; Qwen3's rerankers end with a softmax over the labels.
+    /// `cls` (with its bias) and tanh (GELU where the model says), its norm `cls.norm` (no bias),
+    /// then `cls.output` (with its bias), as llama.cpp applies them when present; Qwen3's
+    /// rerankers end with a softmax over the labels.
     fn classifier_head(&mut self, mut x: TensorRef) -> Result<TensorRef> {
         if let Some(w) = self.weight_opt("cls.weight") {
             let b = self.weight_opt("cls.bias");
             x = self.linear(w, b, x)?;
-            x = self.tanh(x)?;
+            x = if self.hp.cls_gelu {
+                self.g.gelu(x)?
+            } else {
+                self.tanh(x)?
+            };
+            if let Some(norm) = self.weight_opt("cls.norm.weight") {
+                x = self.g.norm(x, self.hp.norm_eps)?;
+                x = self.g.mul(x, norm)?;
+            }
         }
         if let Some(w) = self.weight_opt("cls.output.weight") {
             let b = self.weight_opt("cls.output.bias");

@@ -38,6 +38,8 @@ pub enum Swa {
     Window(u32),
     /// To the token's own chunk of `n` positions (Llama 4's chunked attention).
     Chunked(u32),
+    /// To the positions at most `n / 2` before or after the token (an encoder's window).
+    Symmetric(u32),
 }
 
 impl Swa {
@@ -48,6 +50,7 @@ impl Swa {
             // No chunk size: one chunk (the caller never builds one; no division by zero).
             Swa::Chunked(0) => false,
             Swa::Chunked(n) => p0 < pos / n as i32 * n as i32,
+            Swa::Symmetric(n) => (pos - p0).abs() > (n / 2) as i32,
         }
     }
 }
@@ -103,6 +106,9 @@ pub struct HParams {
     pub attn_temp: AttnTemp,
     /// Experts only every this many layers (Llama 4's `interleave_moe_layer_step`; 0: not used).
     pub n_moe_layer_step: u32,
+    /// `{arch}.moe_every_n_layers`: layer `il` has experts where `il % n == 1` (Nomic BERT MoE's;
+    /// 0: none).
+    pub moe_every_n_layers: u32,
     /// GroveMoE's chunk experts: their FFN width, the factor their output is added with, and how
     /// many experts share one chunk expert (`expert_chunk_feed_forward_length`,
     /// `expert_group_scale`, `experts_per_group`).
@@ -123,11 +129,22 @@ pub struct HParams {
     /// `{arch}.embedding_length_out`: the width of the embeddings a context gives where it is
     /// not the model's (after LFM2-ColBERT's dense projection; 0: `n_embd`).
     pub n_embd_out: u32,
+    /// The widths between the dense projections after pooling (`dense_2_feat_out`,
+    /// `dense_3_feat_in`), where the architecture reads them; 0 otherwise.
+    pub dense_2_feat_out: u32,
+    pub dense_3_feat_in: u32,
     /// Vision features added to the outputs of the first this-many layers (Qwen3-VL's "deepstack"):
     /// input embedding rows carry them after the first `n_embd` values.
     pub n_deepstack: u32,
     /// Ranking ends with a softmax over the classifier's labels (Qwen3's rerankers).
     pub rank_softmax: bool,
+    /// `{arch}.classifier.pooling_type`: how ranking pools before its classifier head (mean,
+    /// else the first or last token; -1 when the file has none).
+    pub pooling_type_cls: i32,
+    /// The classifier head's activation is GELU rather than tanh (ModernBERT's).
+    pub cls_gelu: bool,
+    /// A fused FFN gated by SiLU rather than GELU (ModernBERT's derivatives that say so).
+    pub ffn_swiglu: bool,
     pub rope_freq_base: f32,
     /// Base frequency on sliding-window layers (llama.cpp defaults it to 10000, not the global base);
     /// sliding layers rotate with it.
@@ -155,10 +172,12 @@ pub struct HParams {
     /// by another (dots.llm3's graph takes the context's, its K-shift llama.cpp's default of 1).
     pub shift_freq_scale_swa: Option<f32>,
     pub n_ctx_orig_yarn: u32,
-    /// Sliding-window size (0: none) and which layers use it; chunked (Llama 4) rather than
-    /// sliding when `swa_chunked`.
+    /// Sliding-window size (0: none) and which layers use it; chunked (Llama 4) when
+    /// `swa_chunked`, or reaching both ways (EmbeddingGemma) when `swa_symmetric`, rather than
+    /// trailing the token.
     pub n_swa: u32,
     pub swa_chunked: bool,
+    pub swa_symmetric: bool,
     pub swa_layers: Vec<bool>,
     /// Scale of attention scores; 0 means 1/sqrt(head size).
     pub attn_scale: f32,
@@ -405,10 +424,12 @@ impl HParams {
         self.n_embd_head_k_mla != 0 && self.n_embd_head_v_mla != 0
     }
 
-    /// How the sliding-window layers limit attention (`n_swa`, chunked or not).
+    /// How the sliding-window layers limit attention (`n_swa`; trailing, chunked or symmetric).
     pub fn swa(&self) -> Swa {
         if self.swa_chunked {
             Swa::Chunked(self.n_swa)
+        } else if self.swa_symmetric {
+            Swa::Symmetric(self.n_swa)
         } else {
             Swa::Window(self.n_swa)
         }
@@ -563,6 +584,7 @@ impl HParams {
             expert_group_scale: 0.0,
             n_group_experts: 0,
             n_moe_layer_step: 0,
+            moe_every_n_layers: 0,
             attn_temp: AttnTemp::default(),
             rms_eps: 0.0,
             norm_eps: 0.0,
@@ -572,8 +594,16 @@ impl HParams {
                 .int_opt(&key("pooling_type"))?
                 .filter(|v| (0..=4).contains(v))
                 .map_or(-1, |v| v as i32),
+            pooling_type_cls: meta
+                .int_opt(&key("classifier.pooling_type"))?
+                .filter(|v| (0..=4).contains(v))
+                .map_or(-1, |v| v as i32),
+            cls_gelu: false,
+            ffn_swiglu: false,
             n_token_types: meta.u32_opt("tokenizer.ggml.token_type_count")?.unwrap_or(0),
             n_embd_out,
+            dense_2_feat_out: 0,
+            dense_3_feat_in: 0,
             n_deepstack: 0,
             rank_softmax: false,
             rope_freq_base,
@@ -594,6 +624,7 @@ impl HParams {
                 .unwrap_or(n_ctx_train),
             n_swa: 0,
             swa_chunked: false,
+            swa_symmetric: false,
             swa_layers: vec![false; n],
             attn_scale: 0.0,
             attn_softcap: 0.0,

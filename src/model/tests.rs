@@ -502,6 +502,11 @@ fn sliding_windows_and_chunks_hide_what_llama_cpp_masks() {
     let c = Swa::Chunked(4);
     assert!(!c.hides(7, 4) && c.hides(8, 7), "a chunk starts at a multiple of 4");
     assert!(!c.hides(11, 8) && !c.hides(3, 0));
+    let s = Swa::Symmetric(4);
+    assert!(
+        !s.hides(2, 4) && !s.hides(6, 4) && s.hides(1, 4) && s.hides(7, 4),
+        "2 positions each way are seen"
+    );
     assert!(
         !Swa::Chunked(0).hides(5, 0),
         "an empty chunk size does not divide by zero"
