@@ -804,6 +804,16 @@ impl Graph {
         Self::wrap(unsafe { ggml_sys::ggml_gelu(self.ctx.as_ptr(), a.as_ptr()) }, "gelu")
     }
 
+    /// xIELU with its four parameters (ggml derives the softplus terms at graph build).
+    pub fn xielu(&mut self, a: TensorRef, alpha_n: f32, alpha_p: f32, beta: f32, eps: f32) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_xielu(self.ctx.as_ptr(), a.as_ptr(), alpha_n, alpha_p, beta, eps) },
+            "xielu",
+        )
+    }
+
     pub fn silu(&mut self, a: TensorRef) -> OpResult {
         self.room()?;
         // SAFETY: any shape is accepted.

@@ -177,6 +177,9 @@ pub struct HParams {
     pub swiglu_clamp_exp: Vec<f32>,
     pub swiglu_clamp_shexp: Vec<f32>,
     pub swiglu_clamp_fused: bool,
+    /// Per layer, the xIELU activation's alpha_n, alpha_p, beta and eps (`xielu.*`; empty: the
+    /// model has none).
+    pub xielu: Vec<[f32; 4]>,
     /// Attention and FFN both read the layer's input and are added to it (GPT-NeoX's
     /// `use_parallel_residual`).
     pub parallel_residual: bool,
@@ -601,6 +604,7 @@ impl HParams {
             kq_tanh_scale: 0.0,
             kq_tanh_cap: 0.0,
             swiglu_clamp_exp: Vec::new(),
+            xielu: Vec::new(),
             swiglu_clamp_shexp: Vec::new(),
             swiglu_clamp_fused: false,
             max_alibi_bias: 0.0,
