@@ -2656,6 +2656,39 @@ def baichuan(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+# The simple text models of issue #49 (apertus, ...), their writers together.
+def apertus(w, weights, n_vocab, dtype):
+    decoder_keys(w, "apertus", N_LAYER, 10000.0)
+    # xIELU's parameters per layer (keys without the architecture's prefix), each layer its own.
+    for key, base in (("alpha_n", 0.8), ("alpha_p", 0.6), ("beta", 0.5), ("eps", -1e-6)):
+        w.add_array(f"xielu.{key}", [base * (1.0 + 0.25 * il) for il in range(N_LAYER)])
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+        "output.weight": weights.matrix(n_vocab, N_EMBD),
+        "rope_freqs.weight": weights.norm(HEAD // 2),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors.update({
+            blk + "attn_norm.weight": weights.norm(N_EMBD),
+            blk + "attn_q.weight": weights.matrix(q, N_EMBD),
+            blk + "attn_k.weight": weights.matrix(kv, N_EMBD),
+            blk + "attn_v.weight": weights.matrix(kv, N_EMBD),
+            blk + "attn_output.weight": weights.matrix(N_EMBD, q),
+            blk + "attn_output.bias": weights.bias(N_EMBD),
+            blk + "attn_q_norm.weight": weights.norm(HEAD),
+            blk + "attn_q_norm.bias": weights.bias(HEAD),
+            blk + "attn_k_norm.weight": weights.norm(HEAD),
+            blk + "attn_k_norm.bias": weights.bias(HEAD),
+            blk + "ffn_norm.weight": weights.norm(N_EMBD),
+            blk + "ffn_up.weight": weights.matrix(N_FF, N_EMBD),
+            blk + "ffn_down.weight": weights.matrix(N_EMBD, N_FF),
+        })
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -2796,6 +2829,8 @@ MODELS = {
     "maincoder": ("maincoder", llama_like("maincoder", qk_norm=True), True),
     "qwen": ("qwen", qwen, True),
     "baichuan": ("baichuan", baichuan, True),
+    # The simple text models of issue #49.
+    "apertus": ("apertus", apertus, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -36,6 +36,7 @@ macro_rules! registry {
 
 registry! {
     afmoe: [Afmoe];
+    apertus: [Apertus];
     arctic: [Arctic];
     baichuan: [Baichuan];
     bailingmoe3: [BailingMoe3];
