@@ -2689,6 +2689,35 @@ def apertus(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+
+def plm(w, weights, n_vocab, dtype):
+    # MiniCPM3's decompressed latent attention (its key, value and rank sizes) with full-rank
+    # queries, a squared-ReLU FFN, the head tied to the embeddings.
+    a, hk, hv, rot, rank = "plm", 48, 32, 32, 32
+    decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=[N_HEAD] * N_LAYER)
+    w.kv_data[0][f"{a}.attention.key_length"].value = hk
+    w.kv_data[0][f"{a}.attention.value_length"].value = hv
+    w.add_uint32(f"{a}.rope.dimension_count", rot)
+    w.add_uint32(f"{a}.attention.kv_lora_rank", rank)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors.update({
+            blk + "attn_norm.weight": weights.norm(N_EMBD),
+            blk + "attn_q.weight": weights.matrix(N_HEAD * hk, N_EMBD),
+            blk + "attn_kv_a_mqa.weight": weights.matrix(rank + rot, N_EMBD),
+            blk + "attn_kv_a_norm.weight": weights.norm(rank),
+            blk + "attn_kv_b.weight": weights.matrix(N_HEAD * (hk - rot + hv), rank),
+            blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+            blk + "ffn_norm.weight": weights.norm(N_EMBD),
+            blk + "ffn_up.weight": weights.matrix(N_FF, N_EMBD),
+            blk + "ffn_down.weight": weights.matrix(N_EMBD, N_FF),
+        })
+    add_tensors(w, tensors, dtype)
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -2831,6 +2860,10 @@ MODELS = {
     "baichuan": ("baichuan", baichuan, True),
     # The simple text models of issue #49.
     "apertus": ("apertus", apertus, True),
+    # llama.cpp 0.3.36 runs PLM only without flash attention: its graph hands the cache a 2-D V,
+    # whose copy asserts with flash attention (auto enables it), so only the engine runs the row
+    # (identical to llama.cpp with flash attention off, checked by hand).
+    "plm": ("plm", plm, False),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

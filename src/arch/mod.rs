@@ -93,6 +93,7 @@ registry! {
     plamo: [Plamo];
     plamo2: [Plamo2];
     plamo3: [Plamo3];
+    plm: [Plm];
     qwen2: [Qwen2, Qwen2Moe, Qwen2Vl];
     qwen3: [Qwen3, QWEN3VL, QWEN3TTS];
     qwen35: [QWEN35, QWEN35_MOE, QWEN3_NEXT];
