@@ -183,6 +183,9 @@ pub struct HParams {
     /// Attention and FFN both read the layer's input and are added to it (GPT-NeoX's
     /// `use_parallel_residual`).
     pub parallel_residual: bool,
+    /// Norms after attention and after the FFN instead of before them (`swin_norm`, Swin
+    /// Transformer v2's placement).
+    pub swin_norm: bool,
     /// ALiBi's maximum bias (0: no ALiBi): scores are biased by head slopes times distance.
     pub max_alibi_bias: f32,
     /// Multipliers of the token embeddings and of each block's attention and FFN outputs, and the
@@ -605,6 +608,7 @@ impl HParams {
             kq_tanh_cap: 0.0,
             swiglu_clamp_exp: Vec::new(),
             xielu: Vec::new(),
+            swin_norm: false,
             swiglu_clamp_shexp: Vec::new(),
             swiglu_clamp_fused: false,
             max_alibi_bias: 0.0,
