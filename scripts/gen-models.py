@@ -2718,6 +2718,25 @@ def plm(w, weights, n_vocab, dtype):
         })
     add_tensors(w, tensors, dtype)
 
+
+def chameleon(swin):
+    """Chameleon: per-head query and key layer norms (with biases), the head separate; with `swin`,
+    the block norms after attention and FFN."""
+    def write(w, weights, n_vocab, dtype):
+        a = "chameleon"
+        decoder_keys(w, a, N_LAYER, 10000.0)
+        if swin:
+            w.add_bool(f"{a}.swin_norm", True)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+        for il in range(N_LAYER):
+            blk = f"blk.{il}."
+            for which, heads in (("q", N_HEAD), ("k", N_HEAD_KV)):
+                tensors[blk + f"attn_{which}_norm.weight"] = weights.norm(HEAD * heads).reshape(heads, HEAD)
+                tensors[blk + f"attn_{which}_norm.bias"] = weights.bias(HEAD * heads).reshape(heads, HEAD)
+        add_tensors(w, tensors, dtype)
+    return write
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -2864,6 +2883,11 @@ MODELS = {
     # whose copy asserts with flash attention (auto enables it), so only the engine runs the row
     # (identical to llama.cpp with flash attention off, checked by hand).
     "plm": ("plm", plm, False),
+    # llama.cpp 0.3.36 aborts on Chameleon's ubatches without outputs (its image-token mask asserts),
+    # which several sections have, so only the engine runs the rows (identical to llama.cpp in the
+    # other sections, the saved files and the models made by the caller, checked by hand).
+    "chameleon": ("chameleon", chameleon(False), False),
+    "chameleon-swin": ("chameleon", chameleon(True), False),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

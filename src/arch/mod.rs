@@ -41,6 +41,7 @@ registry! {
     baichuan: [Baichuan];
     bailingmoe3: [BailingMoe3];
     bert: [Bert];
+    chameleon: [Chameleon];
     chatglm: [ChatGlm];
     cogvlm: [CogVlm];
     cohere: [COMMAND_R, COHERE2, COHERE2MOE];
