@@ -2737,6 +2737,22 @@ def chameleon(swin):
         add_tensors(w, tensors, dtype)
     return write
 
+
+def bitnet(d):
+    """BitNet b1.58: norms before both output projections, the head tied; per-tensor weight
+    scales in the first layer only (they are optional)."""
+    def write(w, weights, n_vocab, dtype):
+        decoder_keys(w, "bitnet", N_LAYER, 500000.0, d)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER, d=d)
+        for il in range(N_LAYER):
+            blk = f"blk.{il}."
+            tensors[blk + "attn_sub_norm.weight"] = weights.norm(d.embd)
+            tensors[blk + "ffn_sub_norm.weight"] = weights.norm(d.ff)
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"):
+            tensors[f"blk.0.{name}.scale"] = weights.norm(1)
+        add_tensors(w, tensors, dtype)
+    return write
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -2888,6 +2904,9 @@ MODELS = {
     # other sections, the saved files and the models made by the caller, checked by hand).
     "chameleon": ("chameleon", chameleon(False), False),
     "chameleon-swin": ("chameleon", chameleon(True), False),
+    "bitnet": ("bitnet", bitnet(TINY), True),
+    # Rows of 256 for the ternary types BitNet's weights come in (only those).
+    "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
@@ -2920,7 +2939,7 @@ TYPES = {
 # Quantizer inputs, written only when named.
 QUANTIZER_INPUTS = {"llama-quant": ("llama", llama_quant, True)}
 # Models with rows too long for F32/F16 copies to be worth their size: only the types listed.
-ONLY_QUANTIZED = {"llama-wide"}
+ONLY_QUANTIZED = {"llama-wide", "bitnet-wide"}
 # F16 alone: models with many layers (the sizes llama.cpp treats apart), slow to compare, and
 # variants of a model compared in F32 already.
 ONLY_F16 = {"exaone4", "granite-swa-moe", "refact-moe", "cohere2moe-ln"}
@@ -2937,6 +2956,7 @@ QUANTIZED = {
     "mamba2": ["q4_0"],
     "granitehybrid": ["q8_0"],
     "bloom": ["q8_0"],
+    "bitnet-wide": ["tq1_0", "tq2_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

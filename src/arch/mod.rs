@@ -41,6 +41,7 @@ registry! {
     baichuan: [Baichuan];
     bailingmoe3: [BailingMoe3];
     bert: [Bert];
+    bitnet: [BitNet];
     chameleon: [Chameleon];
     chatglm: [ChatGlm];
     cogvlm: [CogVlm];
