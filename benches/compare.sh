@@ -254,7 +254,11 @@ timed "quantizer"
 # llama_model_save_to_file (benches/save_bench.c): the engine saves each model (the test models,
 # each generated architecture in F32 and a quantized one) to llama.cpp's file, byte for byte.
 build_bench save
+# Architectures llama.cpp 0.3.36's saver refuses (llama_model_saver_supports_arch; it aborts, the
+# engine refuses with a log line): their models are not saved here.
+unsaved='^(apertus|bitnet|step35)-'
 for path in "${bench_models[@]/#/$models/}" "$generated"/*-f32.gguf "$generated/qwen3moe-q8_0.gguf"; do
+    [[ ! "$(basename "$path")" =~ $unsaved ]] || continue
     rows_submit compare_row "$(basename "$path") saved" "the saved model byte for byte" OUT "$path" OUT
 done
 rows_finish
@@ -299,6 +303,11 @@ for path in "$generated"/*-f32.gguf; do
 done
 for run in "${runs[@]}"; do
     path="${run%:*}" mode="${run##*:}"
+    if [[ "$(basename "$path")" =~ $unsaved ]]; then
+        rows_submit compare_row "$(basename "$path" .gguf) made by llama_model_init_from_user ($mode)" \
+            "the tensors asked for in order, logits (not saved: llama.cpp's saver refuses it)" - "$path" "$mode"
+        continue
+    fi
     rows_submit compare_row "$(basename "$path" .gguf) made by llama_model_init_from_user ($mode)" \
         "the tensors asked for in order, logits, the saved model byte for byte" OUT "$path" "$mode" OUT
 done

@@ -2863,6 +2863,103 @@ def baichuan(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+# The simple text models of issue #49 (apertus, ...), their writers together.
+def apertus(w, weights, n_vocab, dtype):
+    decoder_keys(w, "apertus", N_LAYER, 10000.0)
+    # xIELU's parameters per layer (keys without the architecture's prefix), each layer its own.
+    for key, base in (("alpha_n", 0.8), ("alpha_p", 0.6), ("beta", 0.5), ("eps", -1e-6)):
+        w.add_array(f"xielu.{key}", [base * (1.0 + 0.25 * il) for il in range(N_LAYER)])
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+        "output.weight": weights.matrix(n_vocab, N_EMBD),
+        "rope_freqs.weight": weights.norm(HEAD // 2),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors.update({
+            blk + "attn_norm.weight": weights.norm(N_EMBD),
+            blk + "attn_q.weight": weights.matrix(q, N_EMBD),
+            blk + "attn_k.weight": weights.matrix(kv, N_EMBD),
+            blk + "attn_v.weight": weights.matrix(kv, N_EMBD),
+            blk + "attn_output.weight": weights.matrix(N_EMBD, q),
+            blk + "attn_output.bias": weights.bias(N_EMBD),
+            blk + "attn_q_norm.weight": weights.norm(HEAD),
+            blk + "attn_q_norm.bias": weights.bias(HEAD),
+            blk + "attn_k_norm.weight": weights.norm(HEAD),
+            blk + "attn_k_norm.bias": weights.bias(HEAD),
+            blk + "ffn_norm.weight": weights.norm(N_EMBD),
+            blk + "ffn_up.weight": weights.matrix(N_FF, N_EMBD),
+            blk + "ffn_down.weight": weights.matrix(N_EMBD, N_FF),
+        })
+    add_tensors(w, tensors, dtype)
+
+
+
+def plm(w, weights, n_vocab, dtype):
+    # MiniCPM3's decompressed latent attention (its key, value and rank sizes) with full-rank
+    # queries, a squared-ReLU FFN, the head tied to the embeddings.
+    a, hk, hv, rot, rank = "plm", 48, 32, 32, 32
+    decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=[N_HEAD] * N_LAYER)
+    w.kv_data[0][f"{a}.attention.key_length"].value = hk
+    w.kv_data[0][f"{a}.attention.value_length"].value = hv
+    w.add_uint32(f"{a}.rope.dimension_count", rot)
+    w.add_uint32(f"{a}.attention.kv_lora_rank", rank)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "output_norm.weight": weights.norm(N_EMBD),
+    }
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors.update({
+            blk + "attn_norm.weight": weights.norm(N_EMBD),
+            blk + "attn_q.weight": weights.matrix(N_HEAD * hk, N_EMBD),
+            blk + "attn_kv_a_mqa.weight": weights.matrix(rank + rot, N_EMBD),
+            blk + "attn_kv_a_norm.weight": weights.norm(rank),
+            blk + "attn_kv_b.weight": weights.matrix(N_HEAD * (hk - rot + hv), rank),
+            blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
+            blk + "ffn_norm.weight": weights.norm(N_EMBD),
+            blk + "ffn_up.weight": weights.matrix(N_FF, N_EMBD),
+            blk + "ffn_down.weight": weights.matrix(N_EMBD, N_FF),
+        })
+    add_tensors(w, tensors, dtype)
+
+
+def chameleon(swin):
+    """Chameleon: per-head query and key layer norms (with biases), the head separate; with `swin`,
+    the block norms after attention and FFN."""
+    def write(w, weights, n_vocab, dtype):
+        a = "chameleon"
+        decoder_keys(w, a, N_LAYER, 10000.0)
+        if swin:
+            w.add_bool(f"{a}.swin_norm", True)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+        tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+        for il in range(N_LAYER):
+            blk = f"blk.{il}."
+            for which, heads in (("q", N_HEAD), ("k", N_HEAD_KV)):
+                tensors[blk + f"attn_{which}_norm.weight"] = weights.norm(HEAD * heads).reshape(heads, HEAD)
+                tensors[blk + f"attn_{which}_norm.bias"] = weights.bias(HEAD * heads).reshape(heads, HEAD)
+        add_tensors(w, tensors, dtype)
+    return write
+
+
+def bitnet(d):
+    """BitNet b1.58: norms before both output projections, the head tied; per-tensor weight
+    scales in the first layer only (they are optional)."""
+    def write(w, weights, n_vocab, dtype):
+        decoder_keys(w, "bitnet", N_LAYER, 500000.0, d)
+        tensors = decoder_tensors(weights, n_vocab, N_LAYER, d=d)
+        for il in range(N_LAYER):
+            blk = f"blk.{il}."
+            tensors[blk + "attn_sub_norm.weight"] = weights.norm(d.embd)
+            tensors[blk + "ffn_sub_norm.weight"] = weights.norm(d.ff)
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"):
+            tensors[f"blk.0.{name}.scale"] = weights.norm(1)
+        add_tensors(w, tensors, dtype)
+    return write
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3013,6 +3110,20 @@ MODELS = {
     "maincoder": ("maincoder", llama_like("maincoder", qk_norm=True), True),
     "qwen": ("qwen", qwen, True),
     "baichuan": ("baichuan", baichuan, True),
+    # The simple text models of issue #49.
+    "apertus": ("apertus", apertus, True),
+    # llama.cpp 0.3.36 runs PLM only without flash attention: its graph hands the cache a 2-D V,
+    # whose copy asserts with flash attention (auto enables it), so only the engine runs the row
+    # (identical to llama.cpp with flash attention off, checked by hand).
+    "plm": ("plm", plm, False),
+    # llama.cpp 0.3.36 aborts on Chameleon's ubatches without outputs (its image-token mask asserts),
+    # which several sections have, so only the engine runs the rows (identical to llama.cpp in the
+    # other sections, the saved files and the models made by the caller, checked by hand).
+    "chameleon": ("chameleon", chameleon(False), False),
+    "chameleon-swin": ("chameleon", chameleon(True), False),
+    "bitnet": ("bitnet", bitnet(TINY), True),
+    # Rows of 256 for the ternary types BitNet's weights come in (only those).
+    "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
@@ -3045,7 +3156,7 @@ TYPES = {
 # Quantizer inputs, written only when named.
 QUANTIZER_INPUTS = {"llama-quant": ("llama", llama_quant, True)}
 # Models with rows too long for F32/F16 copies to be worth their size: only the types listed.
-ONLY_QUANTIZED = {"llama-wide"}
+ONLY_QUANTIZED = {"llama-wide", "bitnet-wide"}
 # F16 alone: models with many layers (the sizes llama.cpp treats apart), slow to compare, and
 # variants of a model compared in F32 already.
 ONLY_F16 = {"exaone4", "granite-swa-moe", "refact-moe", "cohere2moe-ln"}
@@ -3062,6 +3173,7 @@ QUANTIZED = {
     "mamba2": ["q4_0"],
     "granitehybrid": ["q8_0"],
     "bloom": ["q8_0"],
+    "bitnet-wide": ["tq1_0", "tq2_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

@@ -36,10 +36,13 @@ macro_rules! registry {
 
 registry! {
     afmoe: [Afmoe];
+    apertus: [Apertus];
     arctic: [Arctic];
     baichuan: [Baichuan];
     bailingmoe3: [BailingMoe3];
     bert: [Bert];
+    bitnet: [BitNet];
+    chameleon: [Chameleon];
     chatglm: [ChatGlm];
     cogvlm: [CogVlm];
     cohere: [COMMAND_R, COHERE2, COHERE2MOE];
@@ -98,6 +101,7 @@ registry! {
     plamo: [Plamo];
     plamo2: [Plamo2];
     plamo3: [Plamo3];
+    plm: [Plm];
     qwen2: [Qwen2, Qwen2Moe, Qwen2Vl];
     qwen3: [Qwen3, QWEN3VL, QWEN3TTS];
     qwen35: [QWEN35, QWEN35_MOE, QWEN3_NEXT];

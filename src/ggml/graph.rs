@@ -780,6 +780,27 @@ impl Graph {
         )
     }
 
+    /// A copy of `a` whose elements from `offset` on (counting over its whole memory, rows
+    /// after rows) are the 1-D `b`'s. Both F32 and contiguous, `b` within `a`.
+    pub fn set_1d(&mut self, a: TensorRef, b: TensorRef, offset: usize) -> OpResult {
+        self.room()?;
+        let f32_contiguous = |t: TensorRef| {
+            // SAFETY: reading a live tensor.
+            t.ggml_type() == ggml_sys::ggml_type_GGML_TYPE_F32 && unsafe { ggml_sys::ggml_is_contiguous(t.as_ptr()) }
+        };
+        let (len_a, len_b) = (a.ne().iter().product::<i64>(), b.ne()[0]);
+        let one_d = b.ne()[1..].iter().all(|&n| n == 1);
+        if !f32_contiguous(a) || !f32_contiguous(b) || !one_d || offset as i64 + len_b > len_a {
+            return Err(GgmlError(format!("set_1d of {:?} at {offset} in {:?}", b.ne(), a.ne())));
+        }
+        let nb = a.nb();
+        // SAFETY: F32 contiguous tensors, `b` within `a` from `offset` (checked above).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_set_1d(self.ctx.as_ptr(), a.as_ptr(), b.as_ptr(), offset * nb[0]) },
+            "set_1d",
+        )
+    }
+
     /// `a / b`, with `b` broadcast over `a`.
     pub fn div(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
         self.room()?;
@@ -802,6 +823,16 @@ impl Graph {
         self.room()?;
         // SAFETY: any shape is accepted.
         Self::wrap(unsafe { ggml_sys::ggml_gelu(self.ctx.as_ptr(), a.as_ptr()) }, "gelu")
+    }
+
+    /// xIELU with its four parameters (ggml derives the softplus terms at graph build).
+    pub fn xielu(&mut self, a: TensorRef, alpha_n: f32, alpha_p: f32, beta: f32, eps: f32) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_xielu(self.ctx.as_ptr(), a.as_ptr(), alpha_n, alpha_p, beta, eps) },
+            "xielu",
+        )
     }
 
     pub fn silu(&mut self, a: TensorRef) -> OpResult {

@@ -196,9 +196,15 @@ pub struct HParams {
     pub swiglu_clamp_exp: Vec<f32>,
     pub swiglu_clamp_shexp: Vec<f32>,
     pub swiglu_clamp_fused: bool,
+    /// Per layer, the xIELU activation's alpha_n, alpha_p, beta and eps (`xielu.*`; empty: the
+    /// model has none).
+    pub xielu: Vec<[f32; 4]>,
     /// Attention and FFN both read the layer's input and are added to it (GPT-NeoX's
     /// `use_parallel_residual`).
     pub parallel_residual: bool,
+    /// Norms after attention and after the FFN instead of before them (`swin_norm`, Swin
+    /// Transformer v2's placement).
+    pub swin_norm: bool,
     /// ALiBi's maximum bias (0: no ALiBi): scores are biased by head slopes times distance.
     pub max_alibi_bias: f32,
     /// Multipliers of the token embeddings and of each block's attention and FFN outputs, and the
@@ -632,6 +638,8 @@ impl HParams {
             kq_tanh_scale: 0.0,
             kq_tanh_cap: 0.0,
             swiglu_clamp_exp: Vec::new(),
+            xielu: Vec::new(),
+            swin_norm: false,
             swiglu_clamp_shexp: Vec::new(),
             swiglu_clamp_fused: false,
             max_alibi_bias: 0.0,

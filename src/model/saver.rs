@@ -645,8 +645,13 @@ impl Saving {
     /// the bytes of the loaded files (the weights as they are now, trained or not);
     /// `n_ctx_train`: the training context as the model holds it now (training sets it).
     pub fn write(&self, path: &str, n_ctx_train: u32, vocab: &Vocab, files: &[&[u8]]) -> Result<()> {
-        let (head, tail) = self.pairs.as_ref().map_err(|why| Error::invalid(why.clone()))?;
         let arch = self.arch.name();
+        if !self.arch.saved() {
+            return Err(Error::invalid(format!(
+                "llama.cpp 0.3.36 does not save '{arch}' models (its saver stops the process on them)"
+            )));
+        }
+        let (head, tail) = self.pairs.as_ref().map_err(|why| Error::invalid(why.clone()))?;
         let mut w = MetaWriter::default();
         w.set("general.architecture", Value::Str(arch.as_bytes().to_vec()));
         w.set("general.name", Value::Str(self.name.clone()));

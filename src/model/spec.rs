@@ -51,6 +51,12 @@ pub trait ArchSpec: Sync {
         true
     }
 
+    /// Whether llama.cpp's saver writes its models (`llama_model_saver_supports_arch`; it aborts
+    /// on the others, whose `llama_model_save_to_file` is refused here with a log line).
+    fn saved(&self) -> bool {
+        true
+    }
+
     /// What a context keeps between calls for this architecture.
     fn memory(&self) -> Memory {
         Memory::KvCache
