@@ -7,7 +7,7 @@
 //! lightning indexer over the compressed indexer keys picks (CSA, ratio 4).
 
 use super::inputs::Rotated;
-use super::{mask_type, Builder};
+use super::{mask_type, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Scores, TensorRef};
 use crate::kv::compressed::{Kind, Parts, PlanShape};
@@ -16,6 +16,8 @@ use crate::kv::compressed::{Kind, Parts, PlanShape};
 /// compresses into it.
 #[derive(Debug, Clone, Copy)]
 pub struct CompInputs {
+    /// The cache they are of.
+    pub kind: Kind,
     pub state_pos: TensorRef,
     pub persist_src: TensorRef,
     pub persist_dst: TensorRef,
@@ -26,6 +28,31 @@ pub struct CompInputs {
     pub write_pos: TensorRef,
     /// [n_kv, n_tokens / n_stream, 1, n_stream]: 0 where a token sees a compressed row.
     pub mask: TensorRef,
+}
+
+impl GraphInput for CompInputs {
+    /// The values of the ubatch's plan for the cache (none in a training pass, which plans none).
+    fn set(&self, ub: &UbatchView) -> Result<()> {
+        let Some(plans) = ub.memory.comp else {
+            return Ok(());
+        };
+        let plan = plans[self.kind.index()];
+        set_i32(self.state_pos, &plan.state_pos)?;
+        set_i32(self.persist_src, &plan.persist_src)?;
+        set_i32(self.persist_dst, &plan.persist_dst)?;
+        if let Some((src, dst)) = self.restore {
+            set_i32(src, &plan.restore_src)?;
+            set_i32(dst, &plan.restore_dst)?;
+        }
+        if let Some((src, dst)) = self.snapshot {
+            set_i32(src, &plan.snapshot_src)?;
+            set_i32(dst, &plan.snapshot_dst)?;
+        }
+        set_i32(self.read, &plan.read)?;
+        set_i64(self.write, plan.write.iter().copied())?;
+        set_i32(self.write_pos, &plan.write_pos)?;
+        set_mask(self.mask, &plan.mask())
+    }
 }
 
 /// How a layer rotates: its base, scale and YaRN settings.
@@ -79,6 +106,7 @@ fn layer_rope(b: &Builder, il: usize) -> Rope {
 impl Builder<'_> {
     fn comp_shape(&self, kind: Kind) -> Result<PlanShape> {
         self.shape
+            .memory
             .comp
             .map(|c| c[kind.index()])
             .ok_or_else(|| Error::Internal("a compressing layer in a graph without compressed caches".into()))
@@ -92,7 +120,7 @@ impl Builder<'_> {
     }
 
     fn comp_inputs(&mut self, kind: Kind) -> Result<CompInputs> {
-        if let Some(c) = self.inputs.comp[kind.index()] {
+        if let Some(&c) = self.inputs.of::<CompInputs>().find(|c| c.kind == kind) {
             return Ok(c);
         }
         let s = self.comp_shape(kind)?;
@@ -132,6 +160,7 @@ impl Builder<'_> {
         let ne = [s.n_kv as i64, (s.n_tokens / ns) as i64, 1, ns as i64];
         let mask = self.g.input(mask_t, &ne, &format!("dsv4_{name}_kq_mask"))?;
         let c = CompInputs {
+            kind,
             state_pos,
             persist_src,
             persist_dst,
@@ -142,7 +171,7 @@ impl Builder<'_> {
             write_pos,
             mask,
         };
-        self.inputs.comp[kind.index()] = Some(c);
+        self.inputs.add(c);
         Ok(c)
     }
 

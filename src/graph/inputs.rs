@@ -1,10 +1,81 @@
 //! The graph's inputs the layers read (token rows, positions, cache rows, masks, Hadamard
 //! matrices, temperature scales), each made by the first layer that needs it: an input no node
-//! reads would be left without memory.
+//! reads would be left without memory. A mechanism's own inputs are a `GraphInput` it makes and
+//! fills itself, as llama.cpp's `llm_graph_input_i`.
 
-use super::{mask_type, Builder};
+use super::{mask_type, Builder, GraphParams, Shape};
 use crate::error::{Error, Result};
-use crate::ggml::TensorRef;
+use crate::ggml::{tensor_set, TensorRef};
+use crate::kv::{KvCache, TokenPlace, UbatchMemory};
+use crate::model::hparams::HParams;
+use std::any::Any;
+
+/// The inputs of one mechanism of a built graph (the tensors it made while the graph was built),
+/// which fill themselves before every compute from the ubatch they run.
+pub trait GraphInput: Any + Send {
+    fn set(&self, ub: &UbatchView) -> Result<()>;
+}
+
+/// What a ubatch gives its graph's inputs.
+pub struct UbatchView<'a> {
+    /// Where its tokens are, in order.
+    pub places: &'a [TokenPlace],
+    /// Its sequences in id order (a sequence's index here is its `seq_index`).
+    pub seqs: &'a [usize],
+    pub shape: &'a Shape,
+    pub hp: &'a HParams,
+    pub params: &'a GraphParams,
+    /// The cache, its tokens placed.
+    pub kv: &'a KvCache,
+    /// The cache's state for this ubatch beyond its cells.
+    pub memory: UbatchMemory<'a>,
+}
+
+/// The place of sequence `s` among a ubatch's sorted sequences `seqs` (llama.cpp's `seq_idx`).
+pub fn seq_index(seqs: &[usize], s: usize) -> usize {
+    seqs.iter().position(|&x| x == s).unwrap_or(0)
+}
+
+/// Write `bytes` into the input `t`.
+pub fn set_bytes(t: TensorRef, bytes: &[u8]) -> Result<()> {
+    tensor_set(t, bytes).map_err(Error::from)
+}
+
+pub fn set_i32(t: TensorRef, v: &[i32]) -> Result<()> {
+    set_bytes(t, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+pub fn set_i64(t: TensorRef, v: impl IntoIterator<Item = i64>) -> Result<()> {
+    set_bytes(t, &v.into_iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+pub fn set_f32(t: TensorRef, v: &[f32]) -> Result<()> {
+    set_bytes(t, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+/// f16 bit patterns of the two mask values.
+const F16_ZERO: u16 = 0x0000;
+const F16_NEG_INF: u16 = 0xfc00;
+
+/// Write the mask `mask` into `t` in its type: F16 (for flash attention) or F32.
+pub fn set_mask(t: TensorRef, mask: &[f32]) -> Result<()> {
+    if t.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F16 {
+        return set_f32(t, mask);
+    }
+    let bytes: Vec<u8> = mask
+        .iter()
+        .flat_map(|&m| {
+            match m {
+                0.0 => F16_ZERO,
+                f32::NEG_INFINITY => F16_NEG_INF,
+                // ALiBi's distances.
+                _ => crate::ggml::f16_bits(m),
+            }
+            .to_le_bytes()
+        })
+        .collect();
+    set_bytes(t, &bytes)
+}
 
 /// What a Hadamard matrix input rotates (`GraphParams::k_rot`, `v_rot`, `idx_rot`).
 #[derive(Clone, Copy)]

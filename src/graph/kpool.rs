@@ -6,7 +6,7 @@
 //! their own incomplete pool. Small ubatches gather the picked latents; larger ones mask all
 //! cells. The pool bookkeeping is `kv::kpool`'s; every op mirrors llama.cpp's graph.
 
-use super::Builder;
+use super::{set_f32, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::kv::kpool::KpoolShape;
@@ -43,6 +43,33 @@ pub struct KpoolInputs {
     pub n_sel: usize,
 }
 
+impl GraphInput for KpoolInputs {
+    /// The values of the ubatch's k-pool step (none in a training pass, which plans no step).
+    fn set(&self, ub: &UbatchView) -> Result<()> {
+        let Some(step) = ub.memory.kpool else {
+            return Ok(());
+        };
+        let d = step.inputs(
+            ub.places,
+            ub.shape.n_kv,
+            ub.kv.stream_size(),
+            ub.kv.n_stream(),
+            self.gather,
+            self.n_sel,
+        );
+        set_i32(self.pool_cells, &d.pool_cells)?;
+        set_i32(self.pool_idxs, &d.pool_idxs)?;
+        set_mask(self.pool_mask, &d.pool_mask)?;
+        set_i32(self.tail_idxs, &d.tail_idxs)?;
+        set_f32(self.gather_mask, &d.gather_mask)?;
+        set_i32(self.new_pool_idxs, &d.new_pool_idxs)?;
+        if let Some(rep) = self.new_pool_rep {
+            set_i64(rep, d.new_pool_rep.iter().copied())?;
+        }
+        Ok(())
+    }
+}
+
 /// What the indexer picked for each token.
 #[derive(Clone, Copy)]
 pub enum Picks {
@@ -55,13 +82,14 @@ pub enum Picks {
 impl Builder<'_> {
     fn kpool_shape(&self) -> Result<KpoolShape> {
         self.shape
+            .memory
             .kpool
             .ok_or_else(|| Error::Internal("a k-pool graph without its pool shape".into()))
     }
 
     /// The k-pool inputs (made on first use).
     fn kpool_inputs(&mut self) -> Result<KpoolInputs> {
-        if let Some(k) = self.inputs.kpool {
+        if let Some(&k) = self.inputs.of::<KpoolInputs>().next() {
             return Ok(k);
         }
         let ks = self.kpool_shape()?;
@@ -92,7 +120,8 @@ impl Builder<'_> {
         for t in [k.pool_cells, k.pool_idxs, k.pool_mask, k.tail_idxs, k.gather_mask] {
             self.g.expand(t);
         }
-        Ok(*self.inputs.kpool.insert(k))
+        self.inputs.add(k);
+        Ok(k)
     }
 
     /// Layer `il`'s picks from the normed layer input `cur` ([n_embd, n_tokens]) and the queries'

@@ -5,7 +5,7 @@
 //! relative to the first of their sequence in the ubatch: they are graph inputs, computed here on
 //! the host as llama.cpp computes them.
 
-use super::Builder;
+use super::{seq_index, set_f32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 
@@ -23,9 +23,23 @@ pub struct LightningInputs {
     pub diag_decay: TensorRef,
 }
 
+impl GraphInput for LightningInputs {
+    fn set(&self, ub: &UbatchView) -> Result<()> {
+        let slopes = slopes(self.slopes.ne()[0] as usize);
+        let pos: Vec<i32> = ub.places.iter().map(|p| p.pos).collect();
+        let idx: Vec<usize> = ub.places.iter().map(|p| seq_index(ub.seqs, p.primary_seq)).collect();
+        let n_seqs = ub.shape.recurrent.map_or(1, |r| r.n_seqs);
+        let (q, k, diag) = decays(&slopes, &pos, &idx, n_seqs);
+        set_f32(self.slopes, &slopes)?;
+        set_f32(self.q_decay, &q)?;
+        set_f32(self.k_decay, &k)?;
+        set_f32(self.diag_decay, &diag)
+    }
+}
+
 /// The heads' slopes: a geometric sequence from 2^(−2^(3 − log2 n_head)) (llama.cpp's formula, in
 /// single precision as it computes it).
-pub fn slopes(n_head: usize) -> Vec<f32> {
+fn slopes(n_head: usize) -> Vec<f32> {
     let start = 2f32.powf(-(2f32.powf(-((n_head as f32).log2() - 3.0))));
     (0..n_head).map(|h| start * start.powf(h as f32)).collect()
 }
@@ -34,7 +48,7 @@ pub fn slopes(n_head: usize) -> Vec<f32> {
 /// of each run all in one sequence, `seq_idx` the index of each token's sequence among the
 /// ubatch's (sorted) sequences: (queries, keys, diagonal) as `LightningInputs` lays them out.
 /// A token's exponents count from the first position its sequence has in the ubatch.
-pub fn decays(slopes: &[f32], pos: &[i32], seq_idx: &[usize], n_seqs: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+fn decays(slopes: &[f32], pos: &[i32], seq_idx: &[usize], n_seqs: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let n_head = slopes.len();
     let n = pos.len();
     let nst = n.checked_div(n_seqs).unwrap_or(0);
@@ -79,7 +93,7 @@ pub fn decays(slopes: &[f32], pos: &[i32], seq_idx: &[usize], n_seqs: usize) -> 
 impl Builder<'_> {
     /// The decay inputs, made by the first lightning layer.
     fn lightning_inputs(&mut self) -> Result<LightningInputs> {
-        if let Some(l) = self.inputs.lightning {
+        if let Some(&l) = self.inputs.of::<LightningInputs>().next() {
             return Ok(l);
         }
         let rs = self.recurrent_shape()?;
@@ -94,7 +108,8 @@ impl Builder<'_> {
             k_decay: input(&[1, n_head, nst, n_seqs], "k_decay_exp")?,
             diag_decay: input(&[nst, nst, n_head, n_seqs], "diag_decay_exp")?,
         };
-        Ok(*self.inputs.lightning.insert(l))
+        self.inputs.add(l);
+        Ok(l)
     }
 
     /// A lightning attention layer over `cur` ([n_embd, n_tokens]): SiLU of one q, k, v

@@ -8,7 +8,7 @@
 //! from the cache's cells (`pos_mask`, `pos_slots`, `cell_blocks`, `local_bias`).
 
 use super::inputs::Rotated;
-use super::Builder;
+use super::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Graph, Scores, TensorRef};
 use crate::kv::{KvCache, TokenPlace};
@@ -28,9 +28,29 @@ pub struct MsaInputs {
     pub cell_blk: Option<TensorRef>,
 }
 
+impl GraphInput for MsaInputs {
+    fn set(&self, ub: &UbatchView) -> Result<()> {
+        let (kv, places) = (ub.kv, ub.places);
+        let (n_pos, n_streams) = (ub.shape.n_pos, ub.shape.n_streams.max(1));
+        let block = ub.hp.indexer.block.max(1) as i32;
+        let n_blocks = n_pos / block as usize;
+        set_f32(self.bias, &local_bias(places, n_blocks, block, ub.hp.indexer.local))?;
+        set_f32(self.pos_mask, &pos_mask(kv, places, n_pos))?;
+        let slots = pos_slots(kv, places, n_streams, n_pos);
+        set_i32(self.pos_slot, &slots)?;
+        if let Some(t) = self.pos_slot_f {
+            set_f32(t, &slots.iter().map(|&s| s as f32).collect::<Vec<f32>>())?;
+        }
+        if let Some(t) = self.cell_blk {
+            set_i32(t, &cell_blocks(kv, places, n_streams, ub.shape.n_kv, block))?;
+        }
+        Ok(())
+    }
+}
+
 /// Per token ([n_tokens][n_pos]), 0 at the positions of the cells its sequence holds at or
 /// before its own, -inf elsewhere.
-pub fn pos_mask(kv: &KvCache, places: &[TokenPlace], n_pos: usize) -> Vec<f32> {
+fn pos_mask(kv: &KvCache, places: &[TokenPlace], n_pos: usize) -> Vec<f32> {
     let mut out = vec![f32::NEG_INFINITY; places.len() * n_pos];
     for (t, row) in places.iter().zip(out.chunks_exact_mut(n_pos.max(1))) {
         let cells = kv.stream(kv.stream_of(t.primary_seq));
@@ -46,7 +66,7 @@ pub fn pos_mask(kv: &KvCache, places: &[TokenPlace], n_pos: usize) -> Vec<f32> {
 
 /// Per stream group of the ubatch ([n_streams][n_pos]), the cell within the stream holding each
 /// position of the group's sequence (the last such cell; 0 where none does).
-pub fn pos_slots(kv: &KvCache, places: &[TokenPlace], n_streams: usize, n_pos: usize) -> Vec<i32> {
+fn pos_slots(kv: &KvCache, places: &[TokenPlace], n_streams: usize, n_pos: usize) -> Vec<i32> {
     let tps = places.len() / n_streams.max(1);
     let mut out = vec![0i32; n_streams * n_pos];
     for (s, row) in out.chunks_exact_mut(n_pos.max(1)).enumerate() {
@@ -64,7 +84,7 @@ pub fn pos_slots(kv: &KvCache, places: &[TokenPlace], n_streams: usize, n_pos: u
 
 /// Per stream group ([n_streams][n_kv]), the position block of each of the first `n_kv` cells
 /// holding the group's sequence (0 for the others).
-pub fn cell_blocks(kv: &KvCache, places: &[TokenPlace], n_streams: usize, n_kv: usize, block: i32) -> Vec<i32> {
+fn cell_blocks(kv: &KvCache, places: &[TokenPlace], n_streams: usize, n_kv: usize, block: i32) -> Vec<i32> {
     let tps = places.len() / n_streams.max(1);
     let mut out = vec![0i32; n_streams * n_kv];
     for (s, row) in out.chunks_exact_mut(n_kv.max(1)).enumerate() {
@@ -80,7 +100,7 @@ pub fn cell_blocks(kv: &KvCache, places: &[TokenPlace], n_streams: usize, n_kv: 
 }
 
 /// Per token ([n_tokens][n_blocks]), 1e30 on the `local` blocks ending at its own position's.
-pub fn local_bias(places: &[TokenPlace], n_blocks: usize, block: i32, local: u32) -> Vec<f32> {
+fn local_bias(places: &[TokenPlace], n_blocks: usize, block: i32, local: u32) -> Vec<f32> {
     let mut out = vec![0f32; places.len() * n_blocks];
     for (t, row) in places.iter().zip(out.chunks_exact_mut(n_blocks.max(1))) {
         let own = i64::from(t.pos / block);
@@ -360,7 +380,7 @@ impl Builder<'_> {
     /// The position maps (made once; the gather slots for one token per stream, the cell blocks
     /// otherwise).
     fn msa_inputs(&mut self, decode: bool) -> Result<MsaInputs> {
-        if let Some(m) = self.inputs.msa {
+        if let Some(&m) = self.inputs.of::<MsaInputs>().next() {
             return Ok(m);
         }
         let nt = self.shape.n_tokens as i64;
@@ -382,7 +402,8 @@ impl Builder<'_> {
                 false => Some(g.input(I32, &[n_kv, ns], "inp_msa_cell_blk")?),
             },
         };
-        Ok(*self.inputs.msa.insert(m))
+        self.inputs.add(m);
+        Ok(m)
     }
 }
 

@@ -5,16 +5,30 @@
 //! scales their value into the streams, and a causal convolution dilated by the n-gram size (its
 //! history in the recurrent state) adds the rest.
 
-use super::Builder;
+use super::{set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, TokenPlace};
 use crate::model::hparams::Ple;
 use std::collections::HashMap;
 
+/// The PLE table rows input, I32 [n_heads * n_tokens].
+struct PleRows(TensorRef);
+
+impl GraphInput for PleRows {
+    fn set(&self, ub: &UbatchView) -> Result<()> {
+        let ple = ub
+            .hp
+            .ple
+            .as_ref()
+            .ok_or_else(|| Error::Internal("PLE rows without PLE".into()))?;
+        set_i32(self.0, &rows(ple, ub.kv, ub.places)?)
+    }
+}
+
 /// Per token ([n_tokens][n_heads]), the table rows of its n-gram hashes. The cache must hold the
 /// ubatch's own cells already (its tokens are read back from them like the earlier ones).
-pub fn rows(ple: &Ple, kv: &KvCache, places: &[TokenPlace]) -> Result<Vec<i32>> {
+fn rows(ple: &Ple, kv: &KvCache, places: &[TokenPlace]) -> Result<Vec<i32>> {
     let (n_gram, per) = (ple.ngram as usize, ple.heads_per_ngram as usize);
     let n_heads = ple.n_heads() as usize;
     let eos = i64::from(ple.eos);
@@ -86,7 +100,7 @@ impl Builder<'_> {
         let rows = self
             .g
             .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")?;
-        self.inputs.ple_rows = Some(rows);
+        self.inputs.add(PleRows(rows));
         let table = self.weight("per_layer_token_embd.weight")?;
         let emb = self.g.get_rows(table, rows)?;
         let emb = self.g.reshape(emb, &[i64::from(ple.head_dim) * n_heads, nt])?;

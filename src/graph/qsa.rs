@@ -5,7 +5,7 @@
 //! incomplete block at the token's own position always). The block maps are inputs set from the
 //! cache's cells (`maps`), in llama.cpp's order, so the picks agree to the cell.
 
-use super::Builder;
+use super::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, SeqSet, TokenPlace};
@@ -23,6 +23,17 @@ pub struct QsaInputs {
     /// F32 [n_blocks, n_tokens]: per token, -inf on blocks it may not pick, 1e9 on those it
     /// always attends to.
     pub bias: TensorRef,
+}
+
+impl GraphInput for QsaInputs {
+    fn set(&self, ub: &UbatchView) -> Result<()> {
+        let (ns, n_kv) = (ub.shape.n_streams.max(1), ub.shape.n_kv);
+        let m = maps(ub.kv, ub.places, ns, n_kv, self.ratio as usize, ub.params.causal)?;
+        set_i32(self.cell_blk, &m.cell_blk)?;
+        set_i32(self.blk_cells, &m.blk_cells)?;
+        set_i32(self.blk_pos, &m.blk_pos)?;
+        set_f32(self.bias, &m.bias)
+    }
 }
 
 /// What the inputs of `QsaInputs` hold for a ubatch.
@@ -47,7 +58,7 @@ struct Group {
 /// numbered in position order; cells in no full block share one spare block (the incomplete
 /// tail, which a token always attends to). llama.cpp ranks the cells instead of their positions
 /// where an image repeats M-RoPE positions; embedding inputs are refused here, so none do.
-pub fn maps(
+fn maps(
     kv: &KvCache,
     places: &[TokenPlace],
     n_streams: usize,
@@ -161,8 +172,8 @@ const I32: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_I32;
 impl Builder<'_> {
     /// The block maps of `ratio` (made by its first sparse layer).
     fn qsa_inputs(&mut self, ratio: u32) -> Result<QsaInputs> {
-        if let Some(inp) = self.inputs.qsa.iter().find(|q| q.ratio == ratio) {
-            return Ok(*inp);
+        if let Some(&inp) = self.inputs.of::<QsaInputs>().find(|q| q.ratio == ratio) {
+            return Ok(inp);
         }
         let ns = self.shape.n_streams.max(1) as i64;
         let (n_kv, nt) = (self.shape.n_kv as i64, self.shape.n_tokens as i64);
@@ -177,7 +188,7 @@ impl Builder<'_> {
             blk_pos: input(I32, &[4 * n_blocks * ns], "qsa_blk_pos")?,
             bias: input(F32, &[n_blocks, nt / ns, ns], "qsa_bias")?,
         };
-        self.inputs.qsa.push(inp);
+        self.inputs.add(inp);
         Ok(inp)
     }
 

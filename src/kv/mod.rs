@@ -46,6 +46,32 @@ impl TokenPlace {
     }
 }
 
+/// The cache's state for one ubatch beyond its cells, which its graph's inputs are filled from
+/// (llama.cpp's memory context): the k-pool step, the compressed caches' plans.
+#[derive(Clone, Copy, Default)]
+pub struct UbatchMemory<'a> {
+    pub kpool: Option<&'a kpool::Step>,
+    pub comp: Option<[&'a compressed::Plan; 3]>,
+}
+
+impl UbatchMemory<'_> {
+    pub fn shape(&self) -> MemoryShape {
+        MemoryShape {
+            kpool: self.kpool.map(kpool::Step::shape),
+            comp: self.comp.map(|c| c.map(compressed::Plan::shape)),
+        }
+    }
+}
+
+/// What the cache's per-ubatch state decides of a graph's structure (part of its `Shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MemoryShape {
+    /// The k-pool indexer's pools the graph scores and pools.
+    pub kpool: Option<kpool::KpoolShape>,
+    /// Each compressed cache's plan sizes (`compressed::Kind` order).
+    pub comp: Option<[compressed::PlanShape; 3]>,
+}
+
 /// Cells placed on their own, in streams of equal size.
 #[derive(Clone)]
 struct CellSet {
@@ -632,6 +658,17 @@ impl KvCache {
     /// The first ubatch of a batch was computed: the pools that were stale are pooled again.
     pub fn kpool_computed(&mut self) {
         self.stale.clear();
+    }
+
+    /// The per-ubatch state of the largest ubatch of `n_tokens` tokens the context may run with
+    /// `n_seq_max` sequences (what the compute buffers are reserved for).
+    pub fn worst_case_shape(&self, n_tokens: usize, n_seq_max: usize) -> MemoryShape {
+        MemoryShape {
+            kpool: (self.kpool > 0).then(|| kpool::worst_case(self.kpool, self.stream_size(), n_seq_max)),
+            comp: self
+                .compressed()
+                .map(|c| compressed::Kind::ALL.map(|k| compressed::worst_case(n_tokens, 1, k, c.geometry(k)))),
+        }
     }
 
     /// The k-pool size (0: none).
