@@ -1,13 +1,15 @@
 //! DeepSeek-V4: every layer attends through a sliding window of raw keys (one 512-or-so wide key
 //! per token that is also its value, the last `n_rot` dimensions rotated, per-head sinks); most
 //! layers also compress their keys by 4 (CSA, a lightning indexer picking the rows each token
-//! sees) or by 128 (HCA, all rows seen), in the caches of `kv::compressed` (`graph/dsv4.rs`).
+//! sees) or by 128 (HCA, all rows seen), in the caches of `kv::compressed` (`deepseek4/compressed.rs`).
 //! Heads are rotated back after attention and projected out through grouped low-rank
 //! matrices. The residual stream is four hyper-connection copies mixed by a Sinkhorn-normalised
 //! matrix around each block (as GLM5-Next's), and summed once more by gates of their own for the
 //! head (as HY-V4's). Every layer is a mixture of experts scored by sqrt(softplus) beside a shared
 //! expert; the first `hash_layer_count` route each token by a fixed table instead.
 //! Multi-token-prediction layers are refused, as for the other architectures.
+
+mod compressed;
 
 use super::created::{layered, SHARED_GDU};
 use super::{deepseek2, glm5_next, hy_v4};
@@ -390,7 +392,7 @@ fn hashed_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Resul
 }
 
 /// Layer `il`'s attention block over the normed input `cur`: queries from their latent, one
-/// normed rotated key, the layer's compressions, attention (`graph/dsv4.rs`), the heads rotated
+/// normed rotated key, the layer's compressions, attention (`deepseek4/compressed.rs`), the heads rotated
 /// back and projected out through the grouped low-rank output.
 fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let hp = b.hp;

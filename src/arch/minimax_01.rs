@@ -1,7 +1,9 @@
-//! MiniMax-01 (MiniMax-Text-01): lightning attention layers (`graph/lightning.rs`) with a softmax
+//! MiniMax-01 (MiniMax-Text-01): lightning attention layers (`minimax_01/lightning.rs`) with a softmax
 //! attention layer every few layers (NeoX rotation of the first `n_rot` dimensions), each
 //! followed by softmax-routed experts. Both residuals are the scaled *normed* input
 //! (`residual_scale`), not the layer's input, as llama.cpp's graph adds them.
+
+mod lightning;
 
 use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors};

@@ -3,10 +3,13 @@
 //! `hc_count` copies mixed by low-rank hyper-connections: before each block a per-element
 //! sigmoid gate (from the copies, RMS-normed per copy, through a low-rank projection) weighs
 //! their mean, after it each copy adds the block's output times its own `2·sigmoid` weight; a
-//! last mix, without weights, is the output norm. Full attention is sparse (QSA, `graph/qsa.rs`)
+//! last mix, without weights, is the output norm. Full attention is sparse (QSA, `qwen4exp/qsa.rs`)
 //! where the file has an indexer ratio for the layer. One linear layer adds n-gram hash
-//! embeddings (PLE, `graph/ple.rs`) to the copies first. The [n_embd, hc] norm weights may
+//! embeddings (PLE, `qwen4exp/ple.rs`) to the copies first. The [n_embd, hc] norm weights may
 //! be stored flat.
+
+mod ple;
+mod qsa;
 
 use super::created::{layered, SHARED_GUD};
 use super::qwen35::{delta_net_tensors, expert_tensors, experts_ffn, gated_attention_of, load_experts};

@@ -79,7 +79,7 @@ pub fn set_mask(t: TensorRef, mask: &[f32]) -> Result<()> {
 
 /// What a Hadamard matrix input rotates (`GraphParams::k_rot`, `v_rot`, `idx_rot`).
 #[derive(Clone, Copy)]
-pub(super) enum Rotated {
+pub enum Rotated {
     Keys,
     Values,
     IndexerKeys,
@@ -154,14 +154,14 @@ impl Builder<'_> {
     }
 
     /// The cache rows of the ubatch's tokens, I64 [n_tokens] (made on first use).
-    pub(super) fn kv_rows(&mut self) -> Result<TensorRef> {
+    pub fn kv_rows(&mut self) -> Result<TensorRef> {
         self.rows_input(false, false)
     }
 
     /// The rows the keys (or with `values`, the values) are stored by: the full layers' cells, or
     /// with `sliding` the sliding-window layers' (made on first use; named as llama.cpp names
     /// both).
-    pub(super) fn rows_input(&mut self, values: bool, sliding: bool) -> Result<TensorRef> {
+    pub fn rows_input(&mut self, values: bool, sliding: bool) -> Result<TensorRef> {
         let slot = match (values, sliding) {
             (false, false) => &mut self.inputs.kv_rows,
             (true, false) => &mut self.inputs.v_rows,
@@ -179,7 +179,7 @@ impl Builder<'_> {
 
     /// The attention mask input, or (`sliding`) the sliding-window one, [n_kv, n_tokens] (made
     /// on first use).
-    pub(super) fn mask(&mut self, sliding: bool) -> Result<TensorRef> {
+    pub fn mask(&mut self, sliding: bool) -> Result<TensorRef> {
         let slot = if sliding {
             &mut self.inputs.mask_swa
         } else {
@@ -201,7 +201,7 @@ impl Builder<'_> {
 
     /// The Hadamard matrix of the cache's keys, values or indexer keys, an input made by the first
     /// layer that needs it; None when they are not rotated.
-    pub(super) fn rotation(&mut self, of: Rotated) -> Result<Option<TensorRef>> {
+    pub fn rotation(&mut self, of: Rotated) -> Result<Option<TensorRef>> {
         let (n, slot, name) = match of {
             Rotated::Keys => (self.params.k_rot, &mut self.inputs.k_rot, "attn_inp_k_rot"),
             Rotated::Values => (self.params.v_rot, &mut self.inputs.v_rot, "attn_inp_v_rot"),

@@ -7,25 +7,19 @@
 //! projections, norms, names); each kind of layer has a file of its own, adding its `impl Builder`.
 
 mod attention;
-pub mod dsv4;
 mod ffn;
 mod indexer;
 mod inputs;
-pub mod kpool;
-pub mod lightning;
 pub mod lora;
 mod moe;
-pub mod msa;
 mod output;
-pub mod ple;
-pub mod qsa;
 mod rope;
 pub mod rotation;
 mod shift;
 mod ssm;
 
 pub use ffn::{Ffn, RELU_SQR_FFN};
-pub use inputs::{seq_index, set_bytes, set_f32, set_i32, set_i64, set_mask, GraphInput, UbatchView};
+pub use inputs::{seq_index, set_bytes, set_f32, set_i32, set_i64, set_mask, GraphInput, Rotated, UbatchView};
 pub use moe::{ExpertAct, Gating, Moe};
 pub use rope::rope_factors;
 pub use shift::{build_shift, ShiftGraph};

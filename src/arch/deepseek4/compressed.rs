@@ -6,8 +6,8 @@
 //! past the block attend to beside the window — all of them (HCA, ratio 128), or those a
 //! lightning indexer over the compressed indexer keys picks (CSA, ratio 4).
 
-use super::inputs::Rotated;
-use super::{mask_type, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
+use crate::graph::Rotated;
+use crate::graph::{mask_type, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Scores, TensorRef};
 use crate::kv::compressed::{Kind, Parts, PlanShape};

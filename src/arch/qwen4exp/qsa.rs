@@ -5,7 +5,7 @@
 //! incomplete block at the token's own position always). The block maps are inputs set from the
 //! cache's cells (`maps`), in llama.cpp's order, so the picks agree to the cell.
 
-use super::{set_f32, set_i32, Builder, GraphInput, UbatchView};
+use crate::graph::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, SeqSet, TokenPlace};

@@ -7,8 +7,8 @@
 //! llama.cpp's op order, so that results stay bit-identical; the position maps are inputs set
 //! from the cache's cells (`pos_mask`, `pos_slots`, `cell_blocks`, `local_bias`).
 
-use super::inputs::Rotated;
-use super::{set_f32, set_i32, Builder, GraphInput, UbatchView};
+use crate::graph::Rotated;
+use crate::graph::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Graph, Scores, TensorRef};
 use crate::kv::{KvCache, TokenPlace};

@@ -5,7 +5,7 @@
 //! scales their value into the streams, and a causal convolution dilated by the n-gram size (its
 //! history in the recurrent state) adds the rest.
 
-use super::{set_i32, Builder, GraphInput, UbatchView};
+use crate::graph::{set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, TokenPlace};

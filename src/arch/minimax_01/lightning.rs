@@ -5,7 +5,7 @@
 //! relative to the first of their sequence in the ubatch: they are graph inputs, computed here on
 //! the host as llama.cpp computes them.
 
-use super::{seq_index, set_f32, Builder, GraphInput, UbatchView};
+use crate::graph::{seq_index, set_f32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 

@@ -6,7 +6,7 @@
 //! their own incomplete pool. Small ubatches gather the picked latents; larger ones mask all
 //! cells. The pool bookkeeping is `kv::kpool`'s; every op mirrors llama.cpp's graph.
 
-use super::{set_f32, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
+use crate::graph::{set_f32, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::kv::kpool::KpoolShape;
