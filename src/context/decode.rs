@@ -9,8 +9,7 @@ use crate::ggml::{tensor_get_f32, ComputeStatus, Scheduler};
 use crate::graph::{
     seq_index, set_bytes, set_f32, set_i32, set_i64, set_mask, Builder, Pooling, RecurrentShape, Shape, UbatchView,
 };
-use crate::kv::compressed::{self, Plan};
-use crate::kv::{MemoryShape, Placement, Planned, SeqSet, Slots, TokenPlace, UbatchMemory};
+use crate::kv::{sequences_of, MemoryShape, Placement, Planned, Slots, TokenPlace, UbatchMemory, UbatchPlans};
 use crate::recurrent::{RsCells, SeqGroup};
 use std::borrow::Cow;
 
@@ -162,7 +161,7 @@ impl Context<'_> {
         // Room for every ubatch first, placed in turn as they will be (the cache's cells chosen
         // then, as llama.cpp chooses them), so that "no slot" leaves the memory untouched.
         let planned: Vec<Vec<TokenPlace>> = ubatches.iter().map(places_of).collect();
-        let written: Vec<Cow<[TokenPlace]>> = planned.iter().map(|p| self.kv_writes(p)).collect::<Result<_>>()?;
+        let written: Vec<Cow<[TokenPlace]>> = planned.iter().map(|p| self.kv.writes(p)).collect::<Result<_>>()?;
         let plan = match self.uses_kv() {
             true => self.kv.plan(&written),
             false => Some((Vec::new(), Planned::default())),
@@ -191,7 +190,12 @@ impl Context<'_> {
             }
             return Ok(DecodeStatus::NoSlot);
         };
-        let comp_plans = match self.plan_compressed(&planned, &ubatches) {
+        let groups: Vec<(&[TokenPlace], usize)> = planned
+            .iter()
+            .map(|p| &p[..])
+            .zip(ubatches.iter().map(|u| u.n_streams))
+            .collect();
+        let states = match self.kv.plan_states(&groups) {
             Ok(p) => p,
             Err(e) => {
                 self.kv.undo_plan(before);
@@ -203,11 +207,10 @@ impl Context<'_> {
         // Each finished ubatch's placement, to take back if a later one fails.
         let mut done = Vec::with_capacity(ubatches.len());
         for (k, ub) in ubatches.iter().enumerate() {
-            let comp = comp_plans.as_ref().map(|c| [&c[0][k], &c[1][k], &c[2][k]]);
-            match self.decode_ubatch(&batch, ub, (places_of(ub), &written[k]), plans.get(k), comp) {
+            match self.decode_ubatch(&batch, ub, (places_of(ub), &written[k]), plans.get(k), states.of(k)) {
                 Ok(Some(placement)) => {
                     if k == 0 {
-                        self.kv.kpool_computed();
+                        self.kv.first_ubatch_computed();
                     }
                     done.push(placement);
                 }
@@ -416,7 +419,7 @@ impl Context<'_> {
         ub: &Ubatch,
         (places, written): (Vec<TokenPlace>, &[TokenPlace]),
         plan: Option<&Slots>,
-        comp: Option<[&Plan; 3]>,
+        states: UbatchPlans,
     ) -> Result<Option<Placed>> {
         let feed = Feed::of(batch, &ub.idx);
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
@@ -424,14 +427,11 @@ impl Context<'_> {
             .place(written, ub.n_streams, plan)
             .ok_or_else(|| Error::Internal("memory room found for the batch vanished".into()))?;
         let seqs = sequences_of(&places);
-        let kpool = match placed.kv {
-            Some(_) => self.kv.kpool_step(&places),
+        let step = match placed.kv {
+            Some(_) => self.kv.placed_step(&places),
             None => None,
         };
-        let memory = UbatchMemory {
-            kpool: kpool.as_ref(),
-            comp,
-        };
+        let memory = states.with_step(step.as_ref());
         let (rows, mut streams) = placed.kv.as_ref().map_or(([&[][..], &[][..]], (0, 1)), |p| {
             ([&p.rows[..], &p.sliding_rows[..]], p.streams)
         });
@@ -638,73 +638,6 @@ impl Context<'_> {
         Ok(())
     }
 
-    /// Where a ubatch's keys are written: at its tokens, or with DeepSeek-V4's per-sequence
-    /// caches and tokens of several sequences, once per sequence (sequence by sequence, each token
-    /// then of that sequence alone), as llama.cpp's "raw write" ubatch; each sequence must then
-    /// hold as many of the ubatch's tokens.
-    fn kv_writes<'p>(&self, places: &'p [TokenPlace]) -> Result<Cow<'p, [TokenPlace]>> {
-        let shared = places.iter().any(|p| p.seqs.iter().nth(1).is_some());
-        if !shared || self.kv.compressed().is_none() || self.kv.n_stream() == 1 {
-            return Ok(Cow::Borrowed(places));
-        }
-        let mut out = Vec::new();
-        let mut count = None;
-        for s in sequences_of(places) {
-            let mine: Vec<TokenPlace> = places
-                .iter()
-                .filter(|p| p.seqs.contains(s))
-                .map(|p| TokenPlace {
-                    seqs: SeqSet::single(s),
-                    primary_seq: s,
-                    ..*p
-                })
-                .collect();
-            if *count.get_or_insert(mine.len()) != mine.len() {
-                return Err(Error::invalid(
-                    "decode: tokens of several sequences in one ubatch must belong to the same sequences \
-                     (DeepSeek-V4 writes them once per sequence, as llama.cpp does)",
-                ));
-            }
-            out.extend(mine);
-        }
-        Ok(Cow::Owned(out))
-    }
-
-    /// The compressed caches' plans of a batch's ubatches (None for a model without them); the
-    /// sequences' pending rollbacks are consumed.
-    fn plan_compressed(&mut self, planned: &[Vec<TokenPlace>], ubatches: &[Ubatch]) -> Result<Option<[Vec<Plan>; 3]>> {
-        let simple = self.kv.n_stream() == 1;
-        let Some(store) = self.kv.compressed_mut() else {
-            return Ok(None);
-        };
-        let tokens: Vec<Vec<compressed::Token>> = planned
-            .iter()
-            .map(|places| {
-                places
-                    .iter()
-                    .map(|p| compressed::Token {
-                        pos: p.pos,
-                        seqs: p.seqs,
-                        primary: p.primary_seq,
-                    })
-                    .collect()
-            })
-            .collect();
-        let seqs: Vec<Vec<usize>> = planned.iter().map(|p| sequences_of(p)).collect();
-        let views: Vec<compressed::Ubatch> = tokens
-            .iter()
-            .zip(&seqs)
-            .zip(ubatches)
-            .map(|((t, s), ub)| compressed::Ubatch {
-                tokens: t,
-                seqs: s,
-                // A simple split counts one token per sequence, as llama.cpp's does.
-                n_seq_tokens: if simple { 1 } else { t.len() / ub.n_streams.max(1) },
-            })
-            .collect();
-        store.plan_batch(&views).map(Some)
-    }
-
     /// Positions MiniMax-M3's block-sparse attention covers: past the cache's highest position,
     /// in steps of 256 (llama.cpp's `get_n_pos`); 0 for other models.
     fn msa_positions(&self) -> usize {
@@ -878,14 +811,6 @@ fn groups_of(places: &[TokenPlace], n: usize) -> Vec<SeqGroup> {
             last_pos: run[run.len() - 1].pos,
         })
         .collect()
-}
-
-/// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.
-fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
-    let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
-    seqs.sort_unstable();
-    seqs.dedup();
-    seqs
 }
 
 /// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of
