@@ -404,25 +404,25 @@ fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let qr = b.name(qr, "qr_norm", l);
     let q = deepseek2::queries_from_latent(b, il, qr, head)?;
     let q = b.g.rms_norm(q, hp.rms_eps)?;
-    let q = b.dsv4_layer_rope(il, q, false)?;
+    let q = compressed::dsv4_layer_rope(b, il, q, false)?;
     let q = b.name(q, "q", l);
     let kv = b.layer_matmul(il, "attn_kv.weight", cur)?;
     let kv = b.layer_rms_norm(il, kv, "attn_kv_a_norm.weight", "kv_norm")?;
     let kv = b.g.reshape(kv, &[head, 1, nt])?;
-    let kv = b.dsv4_layer_rope(il, kv, false)?;
+    let kv = compressed::dsv4_layer_rope(b, il, kv, false)?;
     let kv = b.name(kv, "kv", l);
     match hp.compress_ratios.get(il).copied().unwrap_or(0) {
         4 => {
-            b.dsv4_compress(il, Kind::Csa, cur)?;
-            b.dsv4_compress(il, Kind::Lid, cur)?;
+            compressed::dsv4_compress(b, il, Kind::Csa, cur)?;
+            compressed::dsv4_compress(b, il, Kind::Lid, cur)?;
         }
-        128 => b.dsv4_compress(il, Kind::Hca, cur)?,
+        128 => compressed::dsv4_compress(b, il, Kind::Hca, cur)?,
         _ => {}
     }
     let kq_scale = 1.0 / (head as f32).sqrt();
-    let out = b.dsv4_attention(il, (q, kv), (cur, qr), kq_scale)?;
+    let out = compressed::dsv4_attention(b, il, (q, kv), (cur, qr), kq_scale)?;
     let out = b.g.reshape(out, &[head, n_head, nt])?;
-    let out = b.dsv4_layer_rope(il, out, true)?;
+    let out = compressed::dsv4_layer_rope(b, il, out, true)?;
     let out = b.name(out, "attn_derope", l);
     let groups = i64::from(hp.o_groups);
     let out = b.g.reshape(out, &[head * n_head / groups, groups, nt])?;

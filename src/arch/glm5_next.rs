@@ -430,14 +430,14 @@ fn sparse_attention(b: &mut Builder, il: usize, cur: TensorRef, picks: &mut Opti
     let q = b.g.permute(q, [0, 2, 1, 3])?;
     let q = b.name(q, "q_absorbed", l);
     if hp.indexer.keeps(il) {
-        *picks = Some(b.kpool_picks(il, cur, qr)?);
+        *picks = Some(kpool::kpool_picks(b, il, cur, qr)?);
     }
     let picked = picks.ok_or_else(|| Error::Internal(format!("layer {il}: no indexer picks to share")))?;
     b.g.expand(q);
     b.g.expand(kv);
     let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
     let att = match picked {
-        Picks::Cells(cells) => b.attention_gathered(il, q, kv, cells, wv_b, kq_scale)?,
+        Picks::Cells(cells) => kpool::attention_gathered(b, il, q, kv, cells, wv_b, kq_scale)?,
         Picks::Mask(mask) => b.attention_latent(il, q, kv, wv_b, kq_scale, Some(mask))?,
     };
     let att = b.name(att, "kqv_out", l);

@@ -137,7 +137,7 @@ impl Decoder for Minimax01 {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {
-                b.lightning_layer(il, cur)?
+                lightning::lightning_layer(b, il, cur)?
             } else {
                 let nt = cur.ne()[1];
                 let (q, k, v) = b.qkv(il, cur, false)?;

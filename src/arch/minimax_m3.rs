@@ -169,7 +169,7 @@ impl Decoder for MinimaxM3 {
                 let k = b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
                 let q = b.rope(q, il, None)?;
                 let k = b.rope(k, il, None)?;
-                let att = b.msa_attention(il, cur, (q, k, v), kq_scale)?;
+                let att = msa::msa_attention(b, il, cur, (q, k, v), kq_scale)?;
                 let wo = b.layer_weight(il, "attn_output.weight")?;
                 b.linear(wo, None, att)?
             } else {

@@ -90,112 +90,110 @@ fn decays(slopes: &[f32], pos: &[i32], seq_idx: &[usize], n_seqs: usize) -> (Vec
     (q, k, diag)
 }
 
-impl Builder<'_> {
-    /// The decay inputs, made by the first lightning layer.
-    fn lightning_inputs(&mut self) -> Result<LightningInputs> {
-        if let Some(&l) = self.inputs.of::<LightningInputs>().next() {
-            return Ok(l);
-        }
-        let rs = self.recurrent_shape()?;
-        let n_head = i64::from(self.hp.n_head[0]);
-        let n_seqs = rs.n_seqs as i64;
-        let nst = self.shape.n_tokens as i64 / n_seqs;
-        let f32_type = ggml_sys::ggml_type_GGML_TYPE_F32;
-        let mut input = |ne: &[i64], name: &str| self.g.input(f32_type, ne, name).map_err(Error::from);
-        let l = LightningInputs {
-            slopes: input(&[n_head], "slopes")?,
-            q_decay: input(&[1, n_head, nst, n_seqs], "q_decay_exp")?,
-            k_decay: input(&[1, n_head, nst, n_seqs], "k_decay_exp")?,
-            diag_decay: input(&[nst, nst, n_head, n_seqs], "diag_decay_exp")?,
-        };
-        self.inputs.add(l);
-        Ok(l)
+/// The decay inputs, made by the first lightning layer.
+fn lightning_inputs(bd: &mut Builder) -> Result<LightningInputs> {
+    if let Some(&l) = bd.inputs.of::<LightningInputs>().next() {
+        return Ok(l);
     }
+    let rs = bd.recurrent_shape()?;
+    let n_head = i64::from(bd.hp.n_head[0]);
+    let n_seqs = rs.n_seqs as i64;
+    let nst = bd.shape.n_tokens as i64 / n_seqs;
+    let f32_type = ggml_sys::ggml_type_GGML_TYPE_F32;
+    let mut input = |ne: &[i64], name: &str| bd.g.input(f32_type, ne, name).map_err(Error::from);
+    let l = LightningInputs {
+        slopes: input(&[n_head], "slopes")?,
+        q_decay: input(&[1, n_head, nst, n_seqs], "q_decay_exp")?,
+        k_decay: input(&[1, n_head, nst, n_seqs], "k_decay_exp")?,
+        diag_decay: input(&[nst, nst, n_head, n_seqs], "diag_decay_exp")?,
+    };
+    bd.inputs.add(l);
+    Ok(l)
+}
 
-    /// A lightning attention layer over `cur` ([n_embd, n_tokens]): SiLU of one q, k, v
-    /// projection; per head, the causal decayed attention within the ubatch plus the queries'
-    /// decayed read of the carried state; the state decayed by the ubatch's length plus the
-    /// ubatch's decayed keys times values; an RMS norm (`attn_norm_2`) gated by the sigmoid of
-    /// `attn_gate`, and the output projection. Node for node as llama.cpp builds it.
-    pub fn lightning_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
-        let hp = self.hp;
-        let rs = self.recurrent_shape()?;
-        let inp = self.lightning_inputs()?;
-        let (_, ssm_all) = self.rs_layer(il)?;
-        let (hd, nh) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_head[0]));
-        let n_embd = i64::from(hp.n_embd);
-        let n_seqs = rs.n_seqs as i64;
-        let nst = self.shape.n_tokens as i64 / n_seqs;
-        let slope_scale = (1.0 - il as f64 / (f64::from(hp.n_layer) - 1.0) + 1e-5) as f32;
-        let slope_rate = self.g.scale(inp.slopes, slope_scale)?;
+/// A lightning attention layer over `cur` ([n_embd, n_tokens]): SiLU of one q, k, v
+/// projection; per head, the causal decayed attention within the ubatch plus the queries'
+/// decayed read of the carried state; the state decayed by the ubatch's length plus the
+/// ubatch's decayed keys times values; an RMS norm (`attn_norm_2`) gated by the sigmoid of
+/// `attn_gate`, and the output projection. Node for node as llama.cpp builds it.
+pub(super) fn lightning_layer(bd: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    let hp = bd.hp;
+    let rs = bd.recurrent_shape()?;
+    let inp = lightning_inputs(bd)?;
+    let (_, ssm_all) = bd.rs_layer(il)?;
+    let (hd, nh) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_head[0]));
+    let n_embd = i64::from(hp.n_embd);
+    let n_seqs = rs.n_seqs as i64;
+    let nst = bd.shape.n_tokens as i64 / n_seqs;
+    let slope_scale = (1.0 - il as f64 / (f64::from(hp.n_layer) - 1.0) + 1e-5) as f32;
+    let slope_rate = bd.g.scale(inp.slopes, slope_scale)?;
 
-        let cur = self.g.reshape(cur, &[n_embd, nst, 1, n_seqs])?;
-        let qkv = self.layer_matmul(il, "attn_qkv.weight", cur)?;
-        let qkv = self.g.silu(qkv)?;
-        let qkv = self.g.reshape(qkv, &[3 * hd, nh, nst, n_seqs])?;
-        let nb = qkv.nb();
-        let part = |bd: &mut Builder, i: usize| {
-            bd.g.view(
-                qkv,
-                &[hd, nh, nst, n_seqs],
-                &[nb[1], nb[2], nb[3]],
-                i * hd as usize * nb[0],
-            )
-            .map_err(Error::from)
-        };
-        let (q, k, v) = (part(self, 0)?, part(self, 1)?, part(self, 2)?);
+    let cur = bd.g.reshape(cur, &[n_embd, nst, 1, n_seqs])?;
+    let qkv = bd.layer_matmul(il, "attn_qkv.weight", cur)?;
+    let qkv = bd.g.silu(qkv)?;
+    let qkv = bd.g.reshape(qkv, &[3 * hd, nh, nst, n_seqs])?;
+    let nb = qkv.nb();
+    let part = |bd: &mut Builder, i: usize| {
+        bd.g.view(
+            qkv,
+            &[hd, nh, nst, n_seqs],
+            &[nb[1], nb[2], nb[3]],
+            i * hd as usize * nb[0],
+        )
+        .map_err(Error::from)
+    };
+    let (q, k, v) = (part(bd, 0)?, part(bd, 1)?, part(bd, 2)?);
 
-        let n_state = i64::from(hp.n_embd_s());
-        let state = self.gather_states(ssm_all, n_state, None)?;
-        let kv_old = self.g.reshape(state, &[hd, hd, nh, n_seqs])?;
+    let n_state = i64::from(hp.n_embd_s());
+    let state = bd.gather_states(ssm_all, n_state, None)?;
+    let kv_old = bd.g.reshape(state, &[hd, hd, nh, n_seqs])?;
 
-        let decay = |bd: &mut Builder, t: TensorRef| -> Result<TensorRef> {
-            let t = bd.g.scale(t, slope_scale)?;
-            bd.g.exp(t).map_err(Error::from)
-        };
-        let q_decay = decay(self, inp.q_decay)?;
-        let k_decay = decay(self, inp.k_decay)?;
-        let diag_decay = decay(self, inp.diag_decay)?;
+    let decay = |bd: &mut Builder, t: TensorRef| -> Result<TensorRef> {
+        let t = bd.g.scale(t, slope_scale)?;
+        bd.g.exp(t).map_err(Error::from)
+    };
+    let q_decay = decay(bd, inp.q_decay)?;
+    let k_decay = decay(bd, inp.k_decay)?;
+    let diag_decay = decay(bd, inp.diag_decay)?;
 
-        let q_s = self.g.mul(q, q_decay)?;
-        let q_s = self.g.permute(q_s, [0, 2, 1, 3])?;
-        let carried = self.g.mul_mat(kv_old, q_s)?;
-        let q_t = self.g.permute(q, [0, 2, 1, 3])?;
-        let k_t = self.g.permute(k, [0, 2, 1, 3])?;
-        let qk = self.g.mul_mat(k_t, q_t)?;
-        let qk = self.g.mul(qk, diag_decay)?;
-        let v_t = self.g.permute(v, [1, 2, 0, 3])?;
-        let v_t = self.g.cont(v_t)?;
-        let within = self.g.mul_mat(v_t, qk)?;
-        let out = self.g.add(carried, within)?;
-        self.g.expand(out);
+    let q_s = bd.g.mul(q, q_decay)?;
+    let q_s = bd.g.permute(q_s, [0, 2, 1, 3])?;
+    let carried = bd.g.mul_mat(kv_old, q_s)?;
+    let q_t = bd.g.permute(q, [0, 2, 1, 3])?;
+    let k_t = bd.g.permute(k, [0, 2, 1, 3])?;
+    let qk = bd.g.mul_mat(k_t, q_t)?;
+    let qk = bd.g.mul(qk, diag_decay)?;
+    let v_t = bd.g.permute(v, [1, 2, 0, 3])?;
+    let v_t = bd.g.cont(v_t)?;
+    let within = bd.g.mul_mat(v_t, qk)?;
+    let out = bd.g.add(carried, within)?;
+    bd.g.expand(out);
 
-        let block = self.g.scale(slope_rate, -(nst as f32))?;
-        let block = self.g.exp(block)?;
-        let block = self.g.reshape(block, &[1, 1, nh])?;
-        let kv_old_s = self.g.mul(kv_old, block)?;
-        let k_after = self.g.mul(k, k_decay)?;
-        let k_after = self.g.permute(k_after, [1, 2, 0, 3])?;
-        let k_after = self.g.cont(k_after)?;
-        let kv_cur = self.g.mul_mat(k_after, v_t)?;
-        let kv_new = self.g.add(kv_old_s, kv_cur)?;
-        let row = crate::ggml::row_size(ssm_all.ggml_type(), n_state);
-        let dst = self.g.view(ssm_all, &[n_state * n_seqs], &[], rs.window.head * row)?;
-        let saved = self.g.copy_into(kv_new, dst)?;
-        self.g.expand(saved);
+    let block = bd.g.scale(slope_rate, -(nst as f32))?;
+    let block = bd.g.exp(block)?;
+    let block = bd.g.reshape(block, &[1, 1, nh])?;
+    let kv_old_s = bd.g.mul(kv_old, block)?;
+    let k_after = bd.g.mul(k, k_decay)?;
+    let k_after = bd.g.permute(k_after, [1, 2, 0, 3])?;
+    let k_after = bd.g.cont(k_after)?;
+    let kv_cur = bd.g.mul_mat(k_after, v_t)?;
+    let kv_new = bd.g.add(kv_old_s, kv_cur)?;
+    let row = crate::ggml::row_size(ssm_all.ggml_type(), n_state);
+    let dst = bd.g.view(ssm_all, &[n_state * n_seqs], &[], rs.window.head * row)?;
+    let saved = bd.g.copy_into(kv_new, dst)?;
+    bd.g.expand(saved);
 
-        let out = self.g.permute(out, [0, 2, 1, 3])?;
-        let out = self.g.cont(out)?;
-        let out = self.g.reshape(out, &[hd * nh, nst, 1, n_seqs])?;
-        let norm_w = self.layer_weight(il, "attn_norm_2.weight")?;
-        let normed = self.rms_norm(out, norm_w)?;
-        let g = self.layer_matmul(il, "attn_gate.weight", cur)?;
-        let g = self.g.sigmoid(g)?;
-        let y = self.g.mul(g, normed)?;
-        let y = self.layer_matmul(il, "attn_output.weight", y)?;
-        let y = self.g.reshape(y, &[n_embd, nst * n_seqs])?;
-        Ok(self.name(y, "attn_out", Some(il)))
-    }
+    let out = bd.g.permute(out, [0, 2, 1, 3])?;
+    let out = bd.g.cont(out)?;
+    let out = bd.g.reshape(out, &[hd * nh, nst, 1, n_seqs])?;
+    let norm_w = bd.layer_weight(il, "attn_norm_2.weight")?;
+    let normed = bd.rms_norm(out, norm_w)?;
+    let g = bd.layer_matmul(il, "attn_gate.weight", cur)?;
+    let g = bd.g.sigmoid(g)?;
+    let y = bd.g.mul(g, normed)?;
+    let y = bd.layer_matmul(il, "attn_output.weight", y)?;
+    let y = bd.g.reshape(y, &[n_embd, nst * n_seqs])?;
+    Ok(bd.name(y, "attn_out", Some(il)))
 }
 
 #[cfg(test)]

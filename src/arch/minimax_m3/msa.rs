@@ -121,290 +121,288 @@ const F32: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
 const F16: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_F16;
 const I32: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_I32;
 
-impl Builder<'_> {
-    /// Layer `il`'s block-sparse attention from its normed input `cur` and its rotated queries,
-    /// keys and values ([head, n_head(_kv), n_tokens]): stores the keys, values and indexer keys,
-    /// returns the heads' output before the output projection, [head * n_head, n_tokens].
-    pub fn msa_attention(
-        &mut self,
-        il: usize,
-        cur: TensorRef,
-        (q, k, v): (TensorRef, TensorRef, TensorRef),
-        kq_scale: f32,
-    ) -> Result<TensorRef> {
-        let hp = self.hp;
-        let ix = &hp.indexer;
-        let (d_idx, hd) = (i64::from(ix.head_size), i64::from(ix.n_head));
-        let nt = self.shape.n_tokens as i64;
-        let ns = self.shape.n_streams.max(1) as i64;
-        let tps = nt / ns;
-        let (n_kv, n_pos, blk) = (self.shape.n_kv as i64, self.shape.n_pos as i64, i64::from(ix.block));
-        let n_blocks = n_pos / blk;
-        let l = Some(il);
+/// Layer `il`'s block-sparse attention from its normed input `cur` and its rotated queries,
+/// keys and values ([head, n_head(_kv), n_tokens]): stores the keys, values and indexer keys,
+/// returns the heads' output before the output projection, [head * n_head, n_tokens].
+pub(super) fn msa_attention(
+    bd: &mut Builder,
+    il: usize,
+    cur: TensorRef,
+    (q, k, v): (TensorRef, TensorRef, TensorRef),
+    kq_scale: f32,
+) -> Result<TensorRef> {
+    let hp = bd.hp;
+    let ix = &hp.indexer;
+    let (d_idx, hd) = (i64::from(ix.head_size), i64::from(ix.n_head));
+    let nt = bd.shape.n_tokens as i64;
+    let ns = bd.shape.n_streams.max(1) as i64;
+    let tps = nt / ns;
+    let (n_kv, n_pos, blk) = (bd.shape.n_kv as i64, bd.shape.n_pos as i64, i64::from(ix.block));
+    let n_blocks = n_pos / blk;
+    let l = Some(il);
 
-        let iq = self.layer_matmul(il, "indexer.q_proj.weight", cur)?;
-        let iq = self.g.reshape(iq, &[d_idx, hd, nt])?;
-        let ik = self.layer_matmul(il, "indexer.k_proj.weight", cur)?;
-        let ik = self.g.reshape(ik, &[d_idx, 1, nt])?;
-        let iq = self.layer_rms_norm(il, iq, "indexer.q_norm.weight", "iq")?;
-        let ik = self.layer_rms_norm(il, ik, "indexer.k_norm.weight", "ik")?;
-        let iq = self.rope(iq, il, None)?;
-        let ik = self.rope(ik, il, None)?;
-        let idx_cache = self
-            .kv
-            .indexer_k(il)
-            .filter(|_| ix.keeps(il))
-            .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
-        let rows = self.kv_rows()?;
-        let ik2 = self.g.reshape(ik, &[d_idx, nt])?;
-        let stored = self.g.set_rows(idx_cache, ik2, rows)?;
-        self.g.expand(stored);
+    let iq = bd.layer_matmul(il, "indexer.q_proj.weight", cur)?;
+    let iq = bd.g.reshape(iq, &[d_idx, hd, nt])?;
+    let ik = bd.layer_matmul(il, "indexer.k_proj.weight", cur)?;
+    let ik = bd.g.reshape(ik, &[d_idx, 1, nt])?;
+    let iq = bd.layer_rms_norm(il, iq, "indexer.q_norm.weight", "iq")?;
+    let ik = bd.layer_rms_norm(il, ik, "indexer.k_norm.weight", "ik")?;
+    let iq = bd.rope(iq, il, None)?;
+    let ik = bd.rope(ik, il, None)?;
+    let idx_cache = bd
+        .kv
+        .indexer_k(il)
+        .filter(|_| ix.keeps(il))
+        .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
+    let rows = bd.kv_rows()?;
+    let ik2 = bd.g.reshape(ik, &[d_idx, nt])?;
+    let stored = bd.g.set_rows(idx_cache, ik2, rows)?;
+    bd.g.expand(stored);
 
-        // Rotated around a quantized cache, as attention elsewhere.
-        let (q, k) = match self.rotation(Rotated::Keys)? {
-            Some(rot) => (self.g.hadamard(rot, q)?, self.g.hadamard(rot, k)?),
-            None => (q, k),
-        };
-        let v_rot = self.rotation(Rotated::Values)?;
-        let v = match v_rot {
-            Some(rot) => self.g.hadamard(rot, v)?,
-            None => v,
-        };
-        let (kc, vc) = (
-            self.kv.k(il),
-            self.kv
-                .v(il)
-                .ok_or_else(|| Error::Internal(format!("layer {il} has no V cache")))?,
-        );
-        for (cache, x) in [(kc, k), (vc, v)] {
-            let x2 = self.merge_heads(x)?;
-            let stored = self.g.set_rows(cache, x2, rows)?;
-            self.g.expand(stored);
-        }
+    // Rotated around a quantized cache, as attention elsewhere.
+    let (q, k) = match bd.rotation(Rotated::Keys)? {
+        Some(rot) => (bd.g.hadamard(rot, q)?, bd.g.hadamard(rot, k)?),
+        None => (q, k),
+    };
+    let v_rot = bd.rotation(Rotated::Values)?;
+    let v = match v_rot {
+        Some(rot) => bd.g.hadamard(rot, v)?,
+        None => v,
+    };
+    let (kc, vc) = (
+        bd.kv.k(il),
+        bd.kv
+            .v(il)
+            .ok_or_else(|| Error::Internal(format!("layer {il} has no V cache")))?,
+    );
+    for (cache, x) in [(kc, k), (vc, v)] {
+        let x2 = bd.merge_heads(x)?;
+        let stored = bd.g.set_rows(cache, x2, rows)?;
+        bd.g.expand(stored);
+    }
 
-        let d = i64::from(hp.n_embd_head_k);
-        let (n_head, n_head_kv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
-        if n_head_kv != hd || n_head % n_head_kv != 0 {
-            return Err(Error::model(format!(
-                "{}: block-sparse attention needs one indexer head per KV head ({hd} and {n_head_kv})",
-                hp.arch_name
-            )));
-        }
-        let gp = n_head / n_head_kv;
-        let top = i64::from(ix.top_k).min(n_blocks);
-        let stream_rows = self.kv.stream_size() as i64;
-        let s0 = self.shape.first_stream;
-        let inputs = self.msa_inputs(tps == 1)?;
-        let scores = Scores {
-            scale: kq_scale,
-            max_bias: hp.max_alibi_bias,
-            softcap: 0.0,
+    let d = i64::from(hp.n_embd_head_k);
+    let (n_head, n_head_kv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
+    if n_head_kv != hd || n_head % n_head_kv != 0 {
+        return Err(Error::model(format!(
+            "{}: block-sparse attention needs one indexer head per KV head ({hd} and {n_head_kv})",
+            hp.arch_name
+        )));
+    }
+    let gp = n_head / n_head_kv;
+    let top = i64::from(ix.top_k).min(n_blocks);
+    let stream_rows = bd.kv.stream_size() as i64;
+    let s0 = bd.shape.first_stream;
+    let inputs = msa_inputs(bd, tps == 1)?;
+    let scores = Scores {
+        scale: kq_scale,
+        max_bias: hp.max_alibi_bias,
+        softcap: 0.0,
+    };
+    let g = &mut bd.g;
+    let stream_bytes = |t: TensorRef, width: i64| row_size(t.ggml_type(), width * stream_rows);
+    let idx_stream = stream_bytes(idx_cache, d_idx);
+    let (k_stream, v_stream) = (stream_bytes(kc, d * n_head_kv), stream_bytes(vc, d * n_head_kv));
+    let out = if tps == 1 {
+        let slot_f = inputs
+            .pos_slot_f
+            .ok_or_else(|| Error::Internal("no position slots to gather".into()))?;
+        let ik3 = g.view(
+            idx_cache,
+            &[d_idx, n_kv, ns],
+            &[row_size(idx_cache.ggml_type(), d_idx), idx_stream],
+            idx_stream * s0,
+        )?;
+        let ikp = g.get_rows(ik3, inputs.pos_slot)?;
+        let ikp = g.reshape(ikp, &[d_idx, n_pos, 1, ns])?;
+        let iq4 = g.reshape(iq, &[d_idx, hd, 1, ns])?;
+        let sc = g.mul_mat(ikp, iq4)?;
+        let pm = g.reshape(inputs.pos_mask, &[n_pos, 1, 1, ns])?;
+        let sc = g.add(sc, pm)?;
+        let bs = g.max_pool_rows(sc, blk)?;
+        let bias = g.reshape(inputs.bias, &[n_blocks, 1, 1, ns])?;
+        let bsf = g.add(bs, bias)?;
+        let picked = g.top_k(bsf, top)?;
+        // Positions of the picked blocks, then their cells, then each head's row of them.
+        let a = g.cast(picked, F32)?;
+        let a = g.scale(a, blk as f32)?;
+        let a = g.reshape(a, &[1, top, hd, ns])?;
+        let a = g.repeat(a, [blk, top, hd, ns])?;
+        let ramp = g.arange(0, blk)?;
+        let ramp = g.reshape(ramp, &[blk, 1, 1])?;
+        let tj = g.add(a, ramp)?;
+        let n_sel = blk * top * hd;
+        let tj = g.reshape(tj, &[n_sel, ns])?;
+        let tokj = g.cast(tj, I32)?;
+        let slots = g.reshape(slot_f, &[1, n_pos, ns])?;
+        let cs = g.get_rows(slots, tokj)?;
+        let cs = g.reshape(cs, &[blk, top, hd, ns])?;
+        let cs = g.scale(cs, n_head_kv as f32)?;
+        let heads = g.arange(0, n_head_kv)?;
+        let heads = g.reshape(heads, &[1, 1, hd])?;
+        let tr = g.add(cs, heads)?;
+        let tr = g.reshape(tr, &[n_sel, ns])?;
+        let tokr = g.cast(tr, I32)?;
+        let head_rows = |g: &mut Graph, c: TensorRef, stream: usize| {
+            g.view(
+                c,
+                &[d, n_head_kv * n_kv, ns],
+                &[row_size(c.ggml_type(), d), stream],
+                stream * s0,
+            )
         };
-        let g = &mut self.g;
-        let stream_bytes = |t: TensorRef, width: i64| row_size(t.ggml_type(), width * stream_rows);
-        let idx_stream = stream_bytes(idx_cache, d_idx);
-        let (k_stream, v_stream) = (stream_bytes(kc, d * n_head_kv), stream_bytes(vc, d * n_head_kv));
-        let out = if tps == 1 {
-            let slot_f = inputs
-                .pos_slot_f
-                .ok_or_else(|| Error::Internal("no position slots to gather".into()))?;
-            let ik3 = g.view(
-                idx_cache,
-                &[d_idx, n_kv, ns],
-                &[row_size(idx_cache.ggml_type(), d_idx), idx_stream],
-                idx_stream * s0,
-            )?;
-            let ikp = g.get_rows(ik3, inputs.pos_slot)?;
-            let ikp = g.reshape(ikp, &[d_idx, n_pos, 1, ns])?;
-            let iq4 = g.reshape(iq, &[d_idx, hd, 1, ns])?;
-            let sc = g.mul_mat(ikp, iq4)?;
-            let pm = g.reshape(inputs.pos_mask, &[n_pos, 1, 1, ns])?;
-            let sc = g.add(sc, pm)?;
-            let bs = g.max_pool_rows(sc, blk)?;
-            let bias = g.reshape(inputs.bias, &[n_blocks, 1, 1, ns])?;
-            let bsf = g.add(bs, bias)?;
-            let picked = g.top_k(bsf, top)?;
-            // Positions of the picked blocks, then their cells, then each head's row of them.
-            let a = g.cast(picked, F32)?;
-            let a = g.scale(a, blk as f32)?;
-            let a = g.reshape(a, &[1, top, hd, ns])?;
-            let a = g.repeat(a, [blk, top, hd, ns])?;
-            let ramp = g.arange(0, blk)?;
-            let ramp = g.reshape(ramp, &[blk, 1, 1])?;
-            let tj = g.add(a, ramp)?;
-            let n_sel = blk * top * hd;
-            let tj = g.reshape(tj, &[n_sel, ns])?;
-            let tokj = g.cast(tj, I32)?;
-            let slots = g.reshape(slot_f, &[1, n_pos, ns])?;
-            let cs = g.get_rows(slots, tokj)?;
-            let cs = g.reshape(cs, &[blk, top, hd, ns])?;
-            let cs = g.scale(cs, n_head_kv as f32)?;
-            let heads = g.arange(0, n_head_kv)?;
-            let heads = g.reshape(heads, &[1, 1, hd])?;
-            let tr = g.add(cs, heads)?;
-            let tr = g.reshape(tr, &[n_sel, ns])?;
-            let tokr = g.cast(tr, I32)?;
-            let head_rows = |g: &mut Graph, c: TensorRef, stream: usize| {
-                g.view(
-                    c,
-                    &[d, n_head_kv * n_kv, ns],
-                    &[row_size(c.ggml_type(), d), stream],
-                    stream * s0,
-                )
+        let k3 = head_rows(g, kc, k_stream)?;
+        let v3 = head_rows(g, vc, v_stream)?;
+        let mp = g.reshape(inputs.pos_mask, &[1, n_pos, ns])?;
+        let kg = g.get_rows(k3, tokr)?;
+        let vg = g.get_rows(v3, tokr)?;
+        let mg = g.get_rows(mp, tokj)?;
+        let gathered = |g: &mut Graph, x: TensorRef, c: TensorRef| -> crate::ggml::OpResult {
+            let x = g.reshape(x, &[d, blk * top, 1, hd * ns])?;
+            let want = if crate::ggml::is_quantized(c.ggml_type()) {
+                F16
+            } else {
+                c.ggml_type()
             };
-            let k3 = head_rows(g, kc, k_stream)?;
-            let v3 = head_rows(g, vc, v_stream)?;
-            let mp = g.reshape(inputs.pos_mask, &[1, n_pos, ns])?;
-            let kg = g.get_rows(k3, tokr)?;
-            let vg = g.get_rows(v3, tokr)?;
-            let mg = g.get_rows(mp, tokj)?;
-            let gathered = |g: &mut Graph, x: TensorRef, c: TensorRef| -> crate::ggml::OpResult {
-                let x = g.reshape(x, &[d, blk * top, 1, hd * ns])?;
-                let want = if crate::ggml::is_quantized(c.ggml_type()) {
-                    F16
-                } else {
-                    c.ggml_type()
-                };
-                if x.ggml_type() == want {
-                    Ok(x)
-                } else {
-                    g.cast(x, want)
-                }
-            };
-            let kfa = gathered(g, kg, kc)?;
-            let vfa = gathered(g, vg, vc)?;
-            let mfa = g.reshape(mg, &[blk * top, 1, 1, hd * ns])?;
-            let mfa = g.cast(mfa, F16)?;
-            grouped_attention(g, q, kfa, vfa, mfa, gp, scores)?
-        } else {
-            let cell_blk = inputs
-                .cell_blk
-                .ok_or_else(|| Error::Internal("no cell blocks to mask by".into()))?;
-            let mask = self.mask(false)?;
-            let g = &mut self.g;
-            let mask_f = g.cast(mask, F32)?;
-            let mask_f = g.reshape(mask_f, &[n_kv, tps, 1, ns])?;
-            let f32_row = |n: i64| row_size(F32, n);
-            let mut out: Option<TensorRef> = None;
-            for st in 0..ns {
-                let su = st as usize;
-                let iq_s = g.view(iq, &[d_idx, hd * tps], &[iq.nb()[1]], su * tps as usize * iq.nb()[2])?;
-                let ik_s = g.view(
-                    idx_cache,
-                    &[d_idx, n_kv],
-                    &[row_size(idx_cache.ggml_type(), d_idx)],
-                    idx_stream * (s0 + su),
-                )?;
-                let slot_s = g.view(inputs.pos_slot, &[n_pos], &[], su * row_size(I32, n_pos))?;
-                let pm_s = g.view(
-                    inputs.pos_mask,
-                    &[n_pos, 1, tps],
-                    &[f32_row(n_pos), f32_row(n_pos)],
-                    su * tps as usize * f32_row(n_pos),
-                )?;
-                let cb_s = g.view(cell_blk, &[n_kv], &[], su * row_size(I32, n_kv))?;
-                let mf_s = g.view(
-                    mask_f,
-                    &[n_kv, tps, 1],
-                    &[f32_row(n_kv), f32_row(n_kv * tps)],
-                    su * f32_row(n_kv * tps),
-                )?;
-                let bias_s = g.view(
-                    inputs.bias,
-                    &[n_blocks, 1, tps],
-                    &[f32_row(n_blocks), f32_row(n_blocks)],
-                    su * tps as usize * f32_row(n_blocks),
-                )?;
-                let q_s = g.view(
-                    q,
-                    &[d, n_head, tps],
-                    &[q.nb()[1], q.nb()[2]],
-                    su * tps as usize * q.nb()[2],
-                )?;
-                let cache_s = |g: &mut Graph, c: TensorRef, stream: usize| {
-                    let row = row_size(c.ggml_type(), d);
-                    let s = g.view(
-                        c,
-                        &[d, n_head_kv, n_kv, 1],
-                        &[row, row * n_head_kv as usize, stream],
-                        stream * (s0 + su),
-                    )?;
-                    g.permute(s, [0, 3, 1, 2])
-                };
-                let kfa = cache_s(g, kc, k_stream)?;
-                let vfa = cache_s(g, vc, v_stream)?;
-
-                let ikp = g.get_rows(ik_s, slot_s)?;
-                let sc = g.mul_mat(ikp, iq_s)?;
-                let sc = g.reshape(sc, &[n_pos, hd, tps])?;
-                let sc = g.add(sc, pm_s)?;
-                let bs = g.max_pool_rows(sc, blk)?;
-                let bsf = g.add(bs, bias_s)?;
-                let picked = g.top_k(bsf, top)?;
-                // Every block closed (-inf), then the picked ones opened, per head and token.
-                let closed = g.scale_bias(bias_s, 0.0, -1e30)?;
-                let closed = g.cast(closed, F16)?;
-                let closed = g.repeat(closed, [n_blocks, hd, tps, 1])?;
-                let zero = g.cast(picked, F32)?;
-                let zero = g.scale(zero, 0.0)?;
-                let closed = g.reshape(closed, &[1, n_blocks, hd * tps])?;
-                let zero = g.reshape(zero, &[1, top, hd * tps])?;
-                let picks = g.reshape(picked, &[top, hd * tps])?;
-                let bm = g.set_rows(closed, zero, picks)?;
-                let bm = g.reshape(bm, &[n_blocks, hd, tps])?;
-                let bm = g.permute(bm, [0, 2, 1, 3])?;
-                let bm = g.cont(bm)?;
-                let bm = g.reshape(bm, &[n_blocks, tps * hd])?;
-                let bm = g.transpose(bm)?;
-                let bm = g.cont(bm)?;
-                // Each cell takes its block's row: [tps * hd, n_kv], then back.
-                let per_cell = g.get_rows(bm, cb_s)?;
-                let per_cell = g.transpose(per_cell)?;
-                let per_cell = g.cont(per_cell)?;
-                let per_cell = g.reshape(per_cell, &[n_kv, tps, hd])?;
-                let mask4 = g.add(per_cell, mf_s)?;
-                let mask4 = g.reshape(mask4, &[n_kv, tps, 1, hd])?;
-                let mask4 = g.cast(mask4, F16)?;
-                let o = grouped_attention(g, q_s, kfa, vfa, mask4, gp, scores)?;
-                out = Some(match out {
-                    Some(prev) => g.concat(prev, o, 1)?,
-                    None => o,
-                });
+            if x.ggml_type() == want {
+                Ok(x)
+            } else {
+                g.cast(x, want)
             }
-            out.ok_or_else(|| Error::Internal("a ubatch without streams".into()))?
         };
-        let out = self.unrotate(out, v_rot)?;
-        Ok(self.name(out, "kqv_out", l))
-    }
+        let kfa = gathered(g, kg, kc)?;
+        let vfa = gathered(g, vg, vc)?;
+        let mfa = g.reshape(mg, &[blk * top, 1, 1, hd * ns])?;
+        let mfa = g.cast(mfa, F16)?;
+        grouped_attention(g, q, kfa, vfa, mfa, gp, scores)?
+    } else {
+        let cell_blk = inputs
+            .cell_blk
+            .ok_or_else(|| Error::Internal("no cell blocks to mask by".into()))?;
+        let mask = bd.mask(false)?;
+        let g = &mut bd.g;
+        let mask_f = g.cast(mask, F32)?;
+        let mask_f = g.reshape(mask_f, &[n_kv, tps, 1, ns])?;
+        let f32_row = |n: i64| row_size(F32, n);
+        let mut out: Option<TensorRef> = None;
+        for st in 0..ns {
+            let su = st as usize;
+            let iq_s = g.view(iq, &[d_idx, hd * tps], &[iq.nb()[1]], su * tps as usize * iq.nb()[2])?;
+            let ik_s = g.view(
+                idx_cache,
+                &[d_idx, n_kv],
+                &[row_size(idx_cache.ggml_type(), d_idx)],
+                idx_stream * (s0 + su),
+            )?;
+            let slot_s = g.view(inputs.pos_slot, &[n_pos], &[], su * row_size(I32, n_pos))?;
+            let pm_s = g.view(
+                inputs.pos_mask,
+                &[n_pos, 1, tps],
+                &[f32_row(n_pos), f32_row(n_pos)],
+                su * tps as usize * f32_row(n_pos),
+            )?;
+            let cb_s = g.view(cell_blk, &[n_kv], &[], su * row_size(I32, n_kv))?;
+            let mf_s = g.view(
+                mask_f,
+                &[n_kv, tps, 1],
+                &[f32_row(n_kv), f32_row(n_kv * tps)],
+                su * f32_row(n_kv * tps),
+            )?;
+            let bias_s = g.view(
+                inputs.bias,
+                &[n_blocks, 1, tps],
+                &[f32_row(n_blocks), f32_row(n_blocks)],
+                su * tps as usize * f32_row(n_blocks),
+            )?;
+            let q_s = g.view(
+                q,
+                &[d, n_head, tps],
+                &[q.nb()[1], q.nb()[2]],
+                su * tps as usize * q.nb()[2],
+            )?;
+            let cache_s = |g: &mut Graph, c: TensorRef, stream: usize| {
+                let row = row_size(c.ggml_type(), d);
+                let s = g.view(
+                    c,
+                    &[d, n_head_kv, n_kv, 1],
+                    &[row, row * n_head_kv as usize, stream],
+                    stream * (s0 + su),
+                )?;
+                g.permute(s, [0, 3, 1, 2])
+            };
+            let kfa = cache_s(g, kc, k_stream)?;
+            let vfa = cache_s(g, vc, v_stream)?;
 
-    /// The position maps (made once; the gather slots for one token per stream, the cell blocks
-    /// otherwise).
-    fn msa_inputs(&mut self, decode: bool) -> Result<MsaInputs> {
-        if let Some(&m) = self.inputs.of::<MsaInputs>().next() {
-            return Ok(m);
+            let ikp = g.get_rows(ik_s, slot_s)?;
+            let sc = g.mul_mat(ikp, iq_s)?;
+            let sc = g.reshape(sc, &[n_pos, hd, tps])?;
+            let sc = g.add(sc, pm_s)?;
+            let bs = g.max_pool_rows(sc, blk)?;
+            let bsf = g.add(bs, bias_s)?;
+            let picked = g.top_k(bsf, top)?;
+            // Every block closed (-inf), then the picked ones opened, per head and token.
+            let closed = g.scale_bias(bias_s, 0.0, -1e30)?;
+            let closed = g.cast(closed, F16)?;
+            let closed = g.repeat(closed, [n_blocks, hd, tps, 1])?;
+            let zero = g.cast(picked, F32)?;
+            let zero = g.scale(zero, 0.0)?;
+            let closed = g.reshape(closed, &[1, n_blocks, hd * tps])?;
+            let zero = g.reshape(zero, &[1, top, hd * tps])?;
+            let picks = g.reshape(picked, &[top, hd * tps])?;
+            let bm = g.set_rows(closed, zero, picks)?;
+            let bm = g.reshape(bm, &[n_blocks, hd, tps])?;
+            let bm = g.permute(bm, [0, 2, 1, 3])?;
+            let bm = g.cont(bm)?;
+            let bm = g.reshape(bm, &[n_blocks, tps * hd])?;
+            let bm = g.transpose(bm)?;
+            let bm = g.cont(bm)?;
+            // Each cell takes its block's row: [tps * hd, n_kv], then back.
+            let per_cell = g.get_rows(bm, cb_s)?;
+            let per_cell = g.transpose(per_cell)?;
+            let per_cell = g.cont(per_cell)?;
+            let per_cell = g.reshape(per_cell, &[n_kv, tps, hd])?;
+            let mask4 = g.add(per_cell, mf_s)?;
+            let mask4 = g.reshape(mask4, &[n_kv, tps, 1, hd])?;
+            let mask4 = g.cast(mask4, F16)?;
+            let o = grouped_attention(g, q_s, kfa, vfa, mask4, gp, scores)?;
+            out = Some(match out {
+                Some(prev) => g.concat(prev, o, 1)?,
+                None => o,
+            });
         }
-        let nt = self.shape.n_tokens as i64;
-        let ns = self.shape.n_streams.max(1) as i64;
-        let n_pos = self.shape.n_pos as i64;
-        let n_blocks = n_pos / i64::from(self.hp.indexer.block.max(1));
-        let n_kv = self.shape.n_kv as i64;
-        let g = &mut self.g;
-        let m = MsaInputs {
-            bias: g.input(F32, &[n_blocks, nt], "inp_msa_bias")?,
-            pos_mask: g.input(F32, &[n_pos, nt], "inp_msa_pos_mask")?,
-            pos_slot: g.input(I32, &[n_pos, ns], "inp_msa_pos_slot")?,
-            pos_slot_f: match decode {
-                true => Some(g.input(F32, &[n_pos, ns], "inp_msa_pos_slot_f")?),
-                false => None,
-            },
-            cell_blk: match decode {
-                true => None,
-                false => Some(g.input(I32, &[n_kv, ns], "inp_msa_cell_blk")?),
-            },
-        };
-        self.inputs.add(m);
-        Ok(m)
+        out.ok_or_else(|| Error::Internal("a ubatch without streams".into()))?
+    };
+    let out = bd.unrotate(out, v_rot)?;
+    Ok(bd.name(out, "kqv_out", l))
+}
+
+/// The position maps (made once; the gather slots for one token per stream, the cell blocks
+/// otherwise).
+fn msa_inputs(bd: &mut Builder, decode: bool) -> Result<MsaInputs> {
+    if let Some(&m) = bd.inputs.of::<MsaInputs>().next() {
+        return Ok(m);
     }
+    let nt = bd.shape.n_tokens as i64;
+    let ns = bd.shape.n_streams.max(1) as i64;
+    let n_pos = bd.shape.n_pos as i64;
+    let n_blocks = n_pos / i64::from(bd.hp.indexer.block.max(1));
+    let n_kv = bd.shape.n_kv as i64;
+    let g = &mut bd.g;
+    let m = MsaInputs {
+        bias: g.input(F32, &[n_blocks, nt], "inp_msa_bias")?,
+        pos_mask: g.input(F32, &[n_pos, nt], "inp_msa_pos_mask")?,
+        pos_slot: g.input(I32, &[n_pos, ns], "inp_msa_pos_slot")?,
+        pos_slot_f: match decode {
+            true => Some(g.input(F32, &[n_pos, ns], "inp_msa_pos_slot_f")?),
+            false => None,
+        },
+        cell_blk: match decode {
+            true => None,
+            false => Some(g.input(I32, &[n_kv, ns], "inp_msa_cell_blk")?),
+        },
+    };
+    bd.inputs.add(m);
+    Ok(m)
 }
 
 /// Flash attention of the queries `q` ([head, n_head, n_tokens]) in groups of `gp` heads over

@@ -89,123 +89,121 @@ fn token_at_or_before(cells: &[(i32, usize, i32)], p: i32) -> Option<i32> {
     n.checked_sub(1).map(|i| cells[i].2)
 }
 
-impl Builder<'_> {
-    /// The PLE rows' embeddings, [head_dim * n_heads, n_tokens] (made before the layers).
-    pub fn ple_embeddings(&mut self) -> Result<Option<TensorRef>> {
-        let Some(ple) = self.hp.ple.as_ref() else {
-            return Ok(None);
-        };
-        let n_heads = i64::from(ple.n_heads());
-        let nt = self.shape.n_tokens as i64;
-        let rows = self
-            .g
-            .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")?;
-        self.inputs.add(PleRows(rows));
-        let table = self.weight("per_layer_token_embd.weight")?;
-        let emb = self.g.get_rows(table, rows)?;
-        let emb = self.g.reshape(emb, &[i64::from(ple.head_dim) * n_heads, nt])?;
-        Ok(Some(self.name(emb, "ple_embd", None)))
-    }
+/// The PLE rows' embeddings, [head_dim * n_heads, n_tokens] (made before the layers).
+pub(super) fn ple_embeddings(bd: &mut Builder) -> Result<Option<TensorRef>> {
+    let Some(ple) = bd.hp.ple.as_ref() else {
+        return Ok(None);
+    };
+    let n_heads = i64::from(ple.n_heads());
+    let nt = bd.shape.n_tokens as i64;
+    let rows = bd
+        .g
+        .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")?;
+    bd.inputs.add(PleRows(rows));
+    let table = bd.weight("per_layer_token_embd.weight")?;
+    let emb = bd.g.get_rows(table, rows)?;
+    let emb = bd.g.reshape(emb, &[i64::from(ple.head_dim) * n_heads, nt])?;
+    Ok(Some(bd.name(emb, "ple_embd", None)))
+}
 
-    /// The residual streams `hidden` ([n_embd, hc, n_tokens]) of layer `il` with the embeddings
-    /// `emb` added through the gate and the convolution.
-    pub fn ple_layer(&mut self, il: usize, emb: TensorRef, hidden: TensorRef) -> Result<TensorRef> {
-        let hp = self.hp;
-        let ple = hp
-            .ple
-            .as_ref()
-            .ok_or_else(|| Error::Internal("no PLE in this model".into()))?;
-        let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
-        let nt = self.shape.n_tokens as i64;
-        let l = Some(il);
-        let key = self.layer_matmul(il, "ple_key.weight", emb)?;
-        let value = self.layer_matmul(il, "ple_value.weight", emb)?;
-        let key = self.stream_norm(il, key, "ple_norm_key.weight")?;
-        let query = self.stream_norm(il, hidden, "ple_norm_query.weight")?;
+/// The residual streams `hidden` ([n_embd, hc, n_tokens]) of layer `il` with the embeddings
+/// `emb` added through the gate and the convolution.
+pub(super) fn ple_layer(bd: &mut Builder, il: usize, emb: TensorRef, hidden: TensorRef) -> Result<TensorRef> {
+    let hp = bd.hp;
+    let ple = hp
+        .ple
+        .as_ref()
+        .ok_or_else(|| Error::Internal("no PLE in this model".into()))?;
+    let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
+    let nt = bd.shape.n_tokens as i64;
+    let l = Some(il);
+    let key = bd.layer_matmul(il, "ple_key.weight", emb)?;
+    let value = bd.layer_matmul(il, "ple_value.weight", emb)?;
+    let key = stream_norm(bd, il, key, "ple_norm_key.weight")?;
+    let query = stream_norm(bd, il, hidden, "ple_norm_query.weight")?;
 
-        // Per stream, the signed square root of the scaled dot product, through a sigmoid.
-        let s = self.g.mul(key, query)?;
-        let s = self.g.sum_rows(s)?;
-        let s = self.scale(s, 1.0 / (e as f32).sqrt())?;
-        let mag = self.g.abs(s)?;
-        let mag = self.g.clamp(mag, 1e-6, f32::INFINITY)?;
-        let mag = self.g.sqrt(mag)?;
-        let sign = self.g.sgn(s)?;
-        let gate = self.g.mul(sign, mag)?;
-        let gate = self.g.sigmoid(gate)?;
-        let gate = self.name(gate, "ple_gate", l);
+    // Per stream, the signed square root of the scaled dot product, through a sigmoid.
+    let s = bd.g.mul(key, query)?;
+    let s = bd.g.sum_rows(s)?;
+    let s = bd.scale(s, 1.0 / (e as f32).sqrt())?;
+    let mag = bd.g.abs(s)?;
+    let mag = bd.g.clamp(mag, 1e-6, f32::INFINITY)?;
+    let mag = bd.g.sqrt(mag)?;
+    let sign = bd.g.sgn(s)?;
+    let gate = bd.g.mul(sign, mag)?;
+    let gate = bd.g.sigmoid(gate)?;
+    let gate = bd.name(gate, "ple_gate", l);
 
-        let v = self.g.reshape(value, &[e, 1, nt])?;
-        let v = self.g.repeat(v, [e, hc, nt, 1])?;
-        let gated = self.g.mul(v, gate)?;
-        let gated = self.name(gated, "ple_gated_value", l);
+    let v = bd.g.reshape(value, &[e, 1, nt])?;
+    let v = bd.g.repeat(v, [e, hc, nt, 1])?;
+    let gated = bd.g.mul(v, gate)?;
+    let gated = bd.name(gated, "ple_gated_value", l);
 
-        let normed = self.stream_norm(il, gated, "ple_norm_conv.weight")?;
-        let conv = self.ple_conv(il, ple, normed)?;
-        let conv = self.name(conv, "ple_conv_out", l);
-        let added = self.add(gated, conv)?;
-        self.add(hidden, added)
-    }
+    let normed = stream_norm(bd, il, gated, "ple_norm_conv.weight")?;
+    let conv = ple_conv(bd, il, ple, normed)?;
+    let conv = bd.name(conv, "ple_conv_out", l);
+    let added = bd.add(gated, conv)?;
+    bd.add(hidden, added)
+}
 
-    /// RMS norm of each stream of `x` ([n_embd * hc, ...]) times layer `il`'s [n_embd, hc]
-    /// weight `name`: [n_embd, hc, n_tokens].
-    fn stream_norm(&mut self, il: usize, x: TensorRef, name: &str) -> Result<TensorRef> {
-        let (e, hc) = (i64::from(self.hp.n_embd), i64::from(self.hp.hc_count));
-        let x = self.g.reshape(x, &[e, hc, self.shape.n_tokens as i64])?;
-        let w = self.layer_weight(il, name)?;
-        let w = self.g.reshape(w, &[e, hc])?;
-        self.rms_norm(x, w)
-    }
+/// RMS norm of each stream of `x` ([n_embd * hc, ...]) times layer `il`'s [n_embd, hc]
+/// weight `name`: [n_embd, hc, n_tokens].
+fn stream_norm(bd: &mut Builder, il: usize, x: TensorRef, name: &str) -> Result<TensorRef> {
+    let (e, hc) = (i64::from(bd.hp.n_embd), i64::from(bd.hp.hc_count));
+    let x = bd.g.reshape(x, &[e, hc, bd.shape.n_tokens as i64])?;
+    let w = bd.layer_weight(il, name)?;
+    let w = bd.g.reshape(w, &[e, hc])?;
+    bd.rms_norm(x, w)
+}
 
-    /// The depthwise causal convolution of `x` ([n_embd, hc, n_tokens]) by layer `il`'s
-    /// `ple_conv1d` ([kernel, n_embd * hc]), dilated by the n-gram size, as a sum of shifted
-    /// copies (llama.cpp's op order), with SiLU: [n_embd, hc, n_tokens].
-    fn ple_conv(&mut self, il: usize, ple: &Ple, x: TensorRef) -> Result<TensorRef> {
-        let (e, hc) = (i64::from(self.hp.n_embd), i64::from(self.hp.hc_count));
-        let width = e * hc;
-        let rs = self.recurrent_shape()?;
-        let n_seqs = rs.n_seqs as i64;
-        let nt = self.shape.n_tokens as i64;
-        let nst = nt / n_seqs;
-        let (kern, dil) = (i64::from(ple.conv_kernel), i64::from(ple.ngram));
-        let hist = (kern - 1) * dil;
-        let states = self
-            .rs
-            .and_then(|r| r.ple(il))
-            .ok_or_else(|| Error::Internal(format!("layer {il} keeps no PLE history")))?;
-        let x = self.g.reshape(x, &[width, nst, n_seqs])?;
-        let k = self.rs.map_or(0, |r| r.n_rs_seq()) + 1;
-        let padded = self.conv_history(states, x, hist, width, k, true)?;
-        let w = self.layer_weight(il, "ple_conv1d.weight")?;
-        let pnb = padded.nb();
-        let mut out: Option<TensorRef> = None;
-        for tap in 0..kern {
-            let start = hist - (kern - 1 - tap) * dil;
-            let view = self.g.view(
-                padded,
-                &[nst, width, n_seqs],
-                &[pnb[1], pnb[2]],
-                row_size(padded.ggml_type(), start),
-            )?;
-            let shifted = self.g.transpose(view)?;
-            let shifted = self.g.cont(shifted)?;
-            let wk = self.g.view(w, &[1, width], &[w.nb()[1]], tap as usize * w.nb()[0])?;
-            let wk = self.g.cont(wk)?;
-            let mut wk = self.g.reshape(wk, &[width])?;
-            if wk.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 {
-                wk = self.g.cast(wk, ggml_sys::ggml_type_GGML_TYPE_F32)?;
-            }
-            let term = self.g.mul(shifted, wk)?;
-            out = Some(match out {
-                Some(o) => self.add(o, term)?,
-                None => term,
-            });
+/// The depthwise causal convolution of `x` ([n_embd, hc, n_tokens]) by layer `il`'s
+/// `ple_conv1d` ([kernel, n_embd * hc]), dilated by the n-gram size, as a sum of shifted
+/// copies (llama.cpp's op order), with SiLU: [n_embd, hc, n_tokens].
+fn ple_conv(bd: &mut Builder, il: usize, ple: &Ple, x: TensorRef) -> Result<TensorRef> {
+    let (e, hc) = (i64::from(bd.hp.n_embd), i64::from(bd.hp.hc_count));
+    let width = e * hc;
+    let rs = bd.recurrent_shape()?;
+    let n_seqs = rs.n_seqs as i64;
+    let nt = bd.shape.n_tokens as i64;
+    let nst = nt / n_seqs;
+    let (kern, dil) = (i64::from(ple.conv_kernel), i64::from(ple.ngram));
+    let hist = (kern - 1) * dil;
+    let states = bd
+        .rs
+        .and_then(|r| r.ple(il))
+        .ok_or_else(|| Error::Internal(format!("layer {il} keeps no PLE history")))?;
+    let x = bd.g.reshape(x, &[width, nst, n_seqs])?;
+    let k = bd.rs.map_or(0, |r| r.n_rs_seq()) + 1;
+    let padded = bd.conv_history(states, x, hist, width, k, true)?;
+    let w = bd.layer_weight(il, "ple_conv1d.weight")?;
+    let pnb = padded.nb();
+    let mut out: Option<TensorRef> = None;
+    for tap in 0..kern {
+        let start = hist - (kern - 1 - tap) * dil;
+        let view = bd.g.view(
+            padded,
+            &[nst, width, n_seqs],
+            &[pnb[1], pnb[2]],
+            row_size(padded.ggml_type(), start),
+        )?;
+        let shifted = bd.g.transpose(view)?;
+        let shifted = bd.g.cont(shifted)?;
+        let wk = bd.g.view(w, &[1, width], &[w.nb()[1]], tap as usize * w.nb()[0])?;
+        let wk = bd.g.cont(wk)?;
+        let mut wk = bd.g.reshape(wk, &[width])?;
+        if wk.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 {
+            wk = bd.g.cast(wk, ggml_sys::ggml_type_GGML_TYPE_F32)?;
         }
-        let out = out.ok_or_else(|| Error::model("a PLE convolution of no taps"))?;
-        let out = self.g.silu(out)?;
-        let out = self.g.cont(out)?;
-        self.g.reshape(out, &[e, hc, nt]).map_err(Error::from)
+        let term = bd.g.mul(shifted, wk)?;
+        out = Some(match out {
+            Some(o) => bd.add(o, term)?,
+            None => term,
+        });
     }
+    let out = out.ok_or_else(|| Error::model("a PLE convolution of no taps"))?;
+    let out = bd.g.silu(out)?;
+    let out = bd.g.cont(out)?;
+    bd.g.reshape(out, &[e, hc, nt]).map_err(Error::from)
 }
 
 #[cfg(test)]
