@@ -15,7 +15,8 @@ filters=(
     ffi::registry ffi::strings ffi::entry ffi::sampler kv::cells kv::state::tests kv::tests kv::kpool
     kv::compressed::tests model::placement::tests model::saver::tests recurrent::cells context::batch
     vocab::stl_order graph::rotation model::tests::sliding_windows model::tests::attention_temperature
-    graph::lightning::tests::decays graph::msa::tests graph::qsa::tests graph::ple::tests graph::lora::tests
+    arch::minimax_01::lightning::tests::decays arch::minimax_m3::msa::tests arch::qwen4exp::qsa::tests
+    arch::qwen4exp::ple::tests graph::lora::tests
     model::quantize::tests gguf::reader gguf::writer gguf::tests::malformed gguf::tests::valid
     gguf::tests::meta_string sampling:: log::tests
 )

@@ -1,13 +1,15 @@
 //! DeepSeek-V4: every layer attends through a sliding window of raw keys (one 512-or-so wide key
 //! per token that is also its value, the last `n_rot` dimensions rotated, per-head sinks); most
 //! layers also compress their keys by 4 (CSA, a lightning indexer picking the rows each token
-//! sees) or by 128 (HCA, all rows seen), in the caches of `kv::compressed` (`graph/dsv4.rs`).
+//! sees) or by 128 (HCA, all rows seen), in the caches of `kv::compressed` (`deepseek4/compressed.rs`).
 //! Heads are rotated back after attention and projected out through grouped low-rank
 //! matrices. The residual stream is four hyper-connection copies mixed by a Sinkhorn-normalised
 //! matrix around each block (as GLM5-Next's), and summed once more by gates of their own for the
 //! head (as HY-V4's). Every layer is a mixture of experts scored by sqrt(softplus) beside a shared
 //! expert; the first `hash_layer_count` route each token by a fixed table instead.
 //! Multi-token-prediction layers are refused, as for the other architectures.
+
+mod compressed;
 
 use super::created::{layered, SHARED_GDU};
 use super::{deepseek2, glm5_next, hy_v4};
@@ -390,7 +392,7 @@ fn hashed_experts(b: &mut Builder, il: usize, cur: TensorRef, moe: Moe) -> Resul
 }
 
 /// Layer `il`'s attention block over the normed input `cur`: queries from their latent, one
-/// normed rotated key, the layer's compressions, attention (`graph/dsv4.rs`), the heads rotated
+/// normed rotated key, the layer's compressions, attention (`deepseek4/compressed.rs`), the heads rotated
 /// back and projected out through the grouped low-rank output.
 fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let hp = b.hp;
@@ -402,25 +404,25 @@ fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     let qr = b.name(qr, "qr_norm", l);
     let q = deepseek2::queries_from_latent(b, il, qr, head)?;
     let q = b.g.rms_norm(q, hp.rms_eps)?;
-    let q = b.dsv4_layer_rope(il, q, false)?;
+    let q = compressed::dsv4_layer_rope(b, il, q, false)?;
     let q = b.name(q, "q", l);
     let kv = b.layer_matmul(il, "attn_kv.weight", cur)?;
     let kv = b.layer_rms_norm(il, kv, "attn_kv_a_norm.weight", "kv_norm")?;
     let kv = b.g.reshape(kv, &[head, 1, nt])?;
-    let kv = b.dsv4_layer_rope(il, kv, false)?;
+    let kv = compressed::dsv4_layer_rope(b, il, kv, false)?;
     let kv = b.name(kv, "kv", l);
     match hp.compress_ratios.get(il).copied().unwrap_or(0) {
         4 => {
-            b.dsv4_compress(il, Kind::Csa, cur)?;
-            b.dsv4_compress(il, Kind::Lid, cur)?;
+            compressed::dsv4_compress(b, il, Kind::Csa, cur)?;
+            compressed::dsv4_compress(b, il, Kind::Lid, cur)?;
         }
-        128 => b.dsv4_compress(il, Kind::Hca, cur)?,
+        128 => compressed::dsv4_compress(b, il, Kind::Hca, cur)?,
         _ => {}
     }
     let kq_scale = 1.0 / (head as f32).sqrt();
-    let out = b.dsv4_attention(il, (q, kv), (cur, qr), kq_scale)?;
+    let out = compressed::dsv4_attention(b, il, (q, kv), (cur, qr), kq_scale)?;
     let out = b.g.reshape(out, &[head, n_head, nt])?;
-    let out = b.dsv4_layer_rope(il, out, true)?;
+    let out = compressed::dsv4_layer_rope(b, il, out, true)?;
     let out = b.name(out, "attn_derope", l);
     let groups = i64::from(hp.o_groups);
     let out = b.g.reshape(out, &[head * n_head / groups, groups, nt])?;

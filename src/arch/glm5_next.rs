@@ -1,19 +1,21 @@
 //! GLM5-Next (GLM-5.3-Flash): a hybrid of KDA layers (recurrent, each of q, k and v convolved
 //! on its own, the decay bounded below where the file says, L2 norms of epsilon 1e-6) and
 //! unrotated absorbed latent attention that sees only what a k-pool indexer picks
-//! (`graph/kpool.rs`; layers without an indexer of their own reuse the last one's picks), a
+//! (`glm5_next/kpool.rs`; layers without an indexer of their own reuse the last one's picks), a
 //! residual stream of four hyper-connection copies mixed by a Sinkhorn-normalised matrix around
 //! each block, and DeepSeek-style leading dense layers then sigmoid-routed experts beside shared
 //! ones. Its memory is llama.cpp's hybrid with an indexer cache: KDA states, the latent cache,
 //! and per token the indexer's key, pool gate and pooled key. Multi-token-prediction layers are
 //! loaded by llama.cpp but never run in its trunk graph; they are refused here.
 
+mod kpool;
+
 use super::created::{layered, GATED, HEAD, SHARED_GDU};
 use super::{deepseek2, hy_v4, kimi_linear};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::kpool::Picks;
 use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
+use kpool::Picks;
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
@@ -428,14 +430,14 @@ fn sparse_attention(b: &mut Builder, il: usize, cur: TensorRef, picks: &mut Opti
     let q = b.g.permute(q, [0, 2, 1, 3])?;
     let q = b.name(q, "q_absorbed", l);
     if hp.indexer.keeps(il) {
-        *picks = Some(b.kpool_picks(il, cur, qr)?);
+        *picks = Some(kpool::kpool_picks(b, il, cur, qr)?);
     }
     let picked = picks.ok_or_else(|| Error::Internal(format!("layer {il}: no indexer picks to share")))?;
     b.g.expand(q);
     b.g.expand(kv);
     let wv_b = b.layer_weight(il, "attn_v_b.weight")?;
     let att = match picked {
-        Picks::Cells(cells) => b.attention_gathered(il, q, kv, cells, wv_b, kq_scale)?,
+        Picks::Cells(cells) => kpool::attention_gathered(b, il, q, kv, cells, wv_b, kq_scale)?,
         Picks::Mask(mask) => b.attention_latent(il, q, kv, wv_b, kq_scale, Some(mask))?,
     };
     let att = b.name(att, "kqv_out", l);

@@ -1,7 +1,9 @@
-//! MiniMax-01 (MiniMax-Text-01): lightning attention layers (`graph/lightning.rs`) with a softmax
+//! MiniMax-01 (MiniMax-Text-01): lightning attention layers (`minimax_01/lightning.rs`) with a softmax
 //! attention layer every few layers (NeoX rotation of the first `n_rot` dimensions), each
 //! followed by softmax-routed experts. Both residuals are the scaled *normed* input
 //! (`residual_scale`), not the layer's input, as llama.cpp's graph adds them.
+
+mod lightning;
 
 use super::created::{layered, EXPERTS, HEAD};
 use super::{attention_tensors, head_tensors};
@@ -135,7 +137,7 @@ impl Decoder for Minimax01 {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let att = if hp.is_recurrent(il) {
-                b.lightning_layer(il, cur)?
+                lightning::lightning_layer(b, il, cur)?
             } else {
                 let nt = cur.ne()[1];
                 let (q, k, v) = b.qkv(il, cur, false)?;

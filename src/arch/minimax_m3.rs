@@ -1,9 +1,11 @@
 //! MiniMax-M3: attention with per-head query and key norms and NeoX rotation; past the leading
-//! dense layers, block-sparse attention (MSA, `graph/msa.rs`: a small indexer picks, per KV head,
+//! dense layers, block-sparse attention (MSA, `minimax_m3/msa.rs`: a small indexer picks, per KV head,
 //! the blocks of positions its queries attend to) and experts beside shared ones, every FFN
 //! gpt-oss's clamped SwiGLU. As in llama.cpp, the sparse layers attend densely (over every cell)
 //! without flash attention or with several sequences in one unified cache, still keeping their
 //! (then unused) indexer cache.
+
+mod msa;
 
 use super::created::{layered, sparse_ffn, GATED, HEAD};
 use super::{attention_tensors, head_tensors};
@@ -167,7 +169,7 @@ impl Decoder for MinimaxM3 {
                 let k = b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
                 let q = b.rope(q, il, None)?;
                 let k = b.rope(k, il, None)?;
-                let att = b.msa_attention(il, cur, (q, k, v), kq_scale)?;
+                let att = msa::msa_attention(b, il, cur, (q, k, v), kq_scale)?;
                 let wo = b.layer_weight(il, "attn_output.weight")?;
                 b.linear(wo, None, att)?
             } else {

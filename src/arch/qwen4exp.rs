@@ -3,10 +3,13 @@
 //! `hc_count` copies mixed by low-rank hyper-connections: before each block a per-element
 //! sigmoid gate (from the copies, RMS-normed per copy, through a low-rank projection) weighs
 //! their mean, after it each copy adds the block's output times its own `2·sigmoid` weight; a
-//! last mix, without weights, is the output norm. Full attention is sparse (QSA, `graph/qsa.rs`)
+//! last mix, without weights, is the output norm. Full attention is sparse (QSA, `qwen4exp/qsa.rs`)
 //! where the file has an indexer ratio for the layer. One linear layer adds n-gram hash
-//! embeddings (PLE, `graph/ple.rs`) to the copies first. The [n_embd, hc] norm weights may
+//! embeddings (PLE, `qwen4exp/ple.rs`) to the copies first. The [n_embd, hc] norm weights may
 //! be stored flat.
+
+mod ple;
+mod qsa;
 
 use super::created::{layered, SHARED_GUD};
 use super::qwen35::{delta_net_tensors, expert_tensors, experts_ffn, gated_attention_of, load_experts};
@@ -361,21 +364,21 @@ impl Decoder for Qwen4Exp {
         let (e, hc) = (i64::from(hp.n_embd), i64::from(hp.hc_count));
         let x = b.embed_tokens_as("model.input_embed")?;
         let nt = x.ne()[1];
-        let ple = b.ple_embeddings()?;
+        let ple = ple::ple_embeddings(b)?;
         // The streams start as copies of the embedding.
         let x = b.g.reshape(x, &[e, 1, nt])?;
         let mut res = b.g.repeat(x, [e, hc, nt, 1])?;
         let last = hp.n_layer as usize - 1;
         for il in 0..=last {
             if let (Some(emb), true) = (ple, hp.ple.as_ref().is_some_and(|p| p.layer == il)) {
-                res = b.ple_layer(il, emb, res)?;
+                res = ple::ple_layer(b, il, emb, res)?;
             }
             let (cur, inject) = hc_mix(b, res, &format!("blk.{il}.hc_attn"), Some(il))?;
             let mut cur = if hp.is_recurrent(il) {
                 b.gated_delta_layer(il, cur, DeltaNet::Qwen4Exp)?
             } else {
                 let sparse = hp.compress_ratios.get(il).is_some_and(|&r| r > 0);
-                let picks = if sparse { Some(b.qsa_top_k(il, cur)?) } else { None };
+                let picks = if sparse { Some(qsa::qsa_top_k(b, il, cur)?) } else { None };
                 let q = b.layer_weight(il, "attn_q.weight")?;
                 let k = b.layer_weight(il, "attn_k.weight")?;
                 let v = b.layer_weight(il, "attn_v.weight")?;

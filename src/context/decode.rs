@@ -5,12 +5,11 @@ use super::batch::{resolve, split_equal, split_seq, split_simple, Batch, BatchIn
 use super::sampling::Layout;
 use super::Context;
 use crate::error::{Error, Result};
-use crate::ggml::{tensor_get_f32, tensor_set, ComputeStatus, Scheduler, TensorRef};
-use crate::graph::kpool::KpoolInputs;
-use crate::graph::{Builder, Pooling, RecurrentShape, Shape};
-use crate::kv::compressed::{self, Plan};
-use crate::kv::kpool::Step;
-use crate::kv::{Placement, Planned, SeqSet, Slots, TokenPlace};
+use crate::ggml::{tensor_get_f32, ComputeStatus, Scheduler};
+use crate::graph::{
+    seq_index, set_bytes, set_f32, set_i32, set_i64, set_mask, Builder, Pooling, RecurrentShape, Shape, UbatchView,
+};
+use crate::kv::{sequences_of, MemoryShape, Placement, Planned, Slots, TokenPlace, UbatchMemory, UbatchPlans};
 use crate::model::hparams::Swa;
 use crate::recurrent::{RsCells, SeqGroup};
 use std::borrow::Cow;
@@ -54,10 +53,6 @@ impl Feed {
         }
     }
 }
-
-/// f16 bit patterns of the two mask values.
-const F16_ZERO: u16 = 0x0000;
-const F16_NEG_INF: u16 = 0xfc00;
 
 impl Context<'_> {
     /// Refuse `what` ("decode", "encode") on a vocab-only model, or when a device's RPC server is
@@ -167,7 +162,7 @@ impl Context<'_> {
         // Room for every ubatch first, placed in turn as they will be (the cache's cells chosen
         // then, as llama.cpp chooses them), so that "no slot" leaves the memory untouched.
         let planned: Vec<Vec<TokenPlace>> = ubatches.iter().map(places_of).collect();
-        let written: Vec<Cow<[TokenPlace]>> = planned.iter().map(|p| self.kv_writes(p)).collect::<Result<_>>()?;
+        let written: Vec<Cow<[TokenPlace]>> = planned.iter().map(|p| self.kv.writes(p)).collect::<Result<_>>()?;
         let plan = match self.uses_kv() {
             true => self.kv.plan(&written),
             false => Some((Vec::new(), Planned::default())),
@@ -196,7 +191,12 @@ impl Context<'_> {
             }
             return Ok(DecodeStatus::NoSlot);
         };
-        let comp_plans = match self.plan_compressed(&planned, &ubatches) {
+        let groups: Vec<(&[TokenPlace], usize)> = planned
+            .iter()
+            .map(|p| &p[..])
+            .zip(ubatches.iter().map(|u| u.n_streams))
+            .collect();
+        let states = match self.kv.plan_states(&groups) {
             Ok(p) => p,
             Err(e) => {
                 self.kv.undo_plan(before);
@@ -208,11 +208,10 @@ impl Context<'_> {
         // Each finished ubatch's placement, to take back if a later one fails.
         let mut done = Vec::with_capacity(ubatches.len());
         for (k, ub) in ubatches.iter().enumerate() {
-            let comp = comp_plans.as_ref().map(|c| [&c[0][k], &c[1][k], &c[2][k]]);
-            match self.decode_ubatch(&batch, ub, (places_of(ub), &written[k]), plans.get(k), comp) {
+            match self.decode_ubatch(&batch, ub, (places_of(ub), &written[k]), plans.get(k), states.of(k)) {
                 Ok(Some(placement)) => {
                     if k == 0 {
-                        self.kv.kpool_computed();
+                        self.kv.first_ubatch_computed();
                     }
                     done.push(placement);
                 }
@@ -273,8 +272,7 @@ impl Context<'_> {
             n_pos: 0,
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: None,
-            kpool: None,
-            comp: None,
+            memory: MemoryShape::default(),
             embd_input: batch.embd.is_some(),
         };
         let ub = Ubatch {
@@ -289,7 +287,7 @@ impl Context<'_> {
             &batch.outputs,
             [&[], &[]],
             &seqs,
-            (None, None),
+            UbatchMemory::default(),
         )?;
         if !finished(computed)? {
             return Ok(DecodeStatus::Aborted);
@@ -422,7 +420,7 @@ impl Context<'_> {
         ub: &Ubatch,
         (places, written): (Vec<TokenPlace>, &[TokenPlace]),
         plan: Option<&Slots>,
-        comp: Option<[&Plan; 3]>,
+        states: UbatchPlans,
     ) -> Result<Option<Placed>> {
         let feed = Feed::of(batch, &ub.idx);
         let outputs: Vec<bool> = ub.idx.iter().map(|&i| batch.outputs[i]).collect();
@@ -430,10 +428,11 @@ impl Context<'_> {
             .place(written, ub.n_streams, plan)
             .ok_or_else(|| Error::Internal("memory room found for the batch vanished".into()))?;
         let seqs = sequences_of(&places);
-        let kpool = match placed.kv {
-            Some(_) => self.kv.kpool_step(&places),
+        let step = match placed.kv {
+            Some(_) => self.kv.placed_step(&places),
             None => None,
         };
+        let memory = states.with_step(step.as_ref());
         let (rows, mut streams) = placed.kv.as_ref().map_or(([&[][..], &[][..]], (0, 1)), |p| {
             ([&p.rows[..], &p.sliding_rows[..]], p.streams)
         });
@@ -464,8 +463,7 @@ impl Context<'_> {
                 n_seqs: ub.n_streams,
                 window: rs.cells.window(),
             }),
-            kpool: kpool.as_ref().map(Step::shape),
-            comp: comp.map(|c| c.map(Plan::shape)),
+            memory: memory.shape(),
             embd_input: batch.embd.is_some(),
         };
         let layout = self.sampling.layout(
@@ -476,16 +474,7 @@ impl Context<'_> {
                 .map(|(p, _)| p.primary_seq),
         );
         let status = self
-            .compute_ubatch(
-                shape,
-                layout,
-                &feed,
-                &places,
-                &outputs,
-                rows,
-                &seqs,
-                (kpool.as_ref(), comp),
-            )
+            .compute_ubatch(shape, layout, &feed, &places, &outputs, rows, &seqs, memory)
             .and_then(finished)
             .and_then(|done| {
                 // Training reads nothing back: the optimizer keeps the loss.
@@ -518,7 +507,7 @@ impl Context<'_> {
         outputs: &[bool],
         rows: [&[usize]; 2],
         seqs: &[usize],
-        (kpool, comp): (Option<&Step>, Option<[&Plan; 3]>),
+        memory: UbatchMemory,
     ) -> Result<ComputeStatus> {
         if self.training.as_ref().is_some_and(|t| t.in_pass()) {
             return self.train_ubatch(shape, feed, places, outputs, rows, seqs);
@@ -531,15 +520,7 @@ impl Context<'_> {
         };
         self.backend.set_n_threads(n_threads);
         let copy_sources = self.rs.as_mut().map(|rs| rs.cells.take_copy_sources());
-        self.set_inputs(feed, places, outputs, rows, seqs, copy_sources.as_deref())?;
-        if let (Some(step), Some((shape, built))) = (kpool, &self.graph) {
-            if let Some(k) = built.inputs.kpool {
-                self.set_kpool_inputs(step, &k, places, shape)?;
-            }
-        }
-        if let Some(plans) = comp {
-            self.set_comp_inputs(plans)?;
-        }
+        self.set_inputs(feed, places, outputs, rows, seqs, (copy_sources.as_deref(), memory))?;
         if let Some(sg) = &self.sampling_graph {
             self.sampling.set_inputs(sg)?;
         }
@@ -658,126 +639,6 @@ impl Context<'_> {
         Ok(())
     }
 
-    /// The k-pool indexer's inputs for the ubatch at `places`.
-    fn set_kpool_inputs(&self, step: &Step, k: &KpoolInputs, places: &[TokenPlace], shape: &Shape) -> Result<()> {
-        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::from);
-        let d = step.inputs(
-            places,
-            shape.n_kv,
-            self.kv.stream_size(),
-            self.kv.n_stream(),
-            k.gather,
-            k.n_sel,
-        );
-        set(k.pool_cells, &to_bytes_i32(&d.pool_cells))?;
-        set(k.pool_idxs, &to_bytes_i32(&d.pool_idxs))?;
-        set(k.pool_mask, &mask_bytes(&d.pool_mask, true))?;
-        set(k.tail_idxs, &to_bytes_i32(&d.tail_idxs))?;
-        set(k.gather_mask, &to_bytes_f32(&d.gather_mask))?;
-        set(k.new_pool_idxs, &to_bytes_i32(&d.new_pool_idxs))?;
-        if let Some(rep) = k.new_pool_rep {
-            let bytes: Vec<u8> = d.new_pool_rep.iter().flat_map(|r| r.to_le_bytes()).collect();
-            set(rep, &bytes)?;
-        }
-        Ok(())
-    }
-
-    /// Where a ubatch's keys are written: at its tokens, or with DeepSeek-V4's per-sequence
-    /// caches and tokens of several sequences, once per sequence (sequence by sequence, each token
-    /// then of that sequence alone), as llama.cpp's "raw write" ubatch; each sequence must then
-    /// hold as many of the ubatch's tokens.
-    fn kv_writes<'p>(&self, places: &'p [TokenPlace]) -> Result<Cow<'p, [TokenPlace]>> {
-        let shared = places.iter().any(|p| p.seqs.iter().nth(1).is_some());
-        if !shared || self.kv.compressed().is_none() || self.kv.n_stream() == 1 {
-            return Ok(Cow::Borrowed(places));
-        }
-        let mut out = Vec::new();
-        let mut count = None;
-        for s in sequences_of(places) {
-            let mine: Vec<TokenPlace> = places
-                .iter()
-                .filter(|p| p.seqs.contains(s))
-                .map(|p| TokenPlace {
-                    seqs: SeqSet::single(s),
-                    primary_seq: s,
-                    ..*p
-                })
-                .collect();
-            if *count.get_or_insert(mine.len()) != mine.len() {
-                return Err(Error::invalid(
-                    "decode: tokens of several sequences in one ubatch must belong to the same sequences \
-                     (DeepSeek-V4 writes them once per sequence, as llama.cpp does)",
-                ));
-            }
-            out.extend(mine);
-        }
-        Ok(Cow::Owned(out))
-    }
-
-    /// The compressed caches' plans of a batch's ubatches (None for a model without them); the
-    /// sequences' pending rollbacks are consumed.
-    fn plan_compressed(&mut self, planned: &[Vec<TokenPlace>], ubatches: &[Ubatch]) -> Result<Option<[Vec<Plan>; 3]>> {
-        let simple = self.kv.n_stream() == 1;
-        let Some(store) = self.kv.compressed_mut() else {
-            return Ok(None);
-        };
-        let tokens: Vec<Vec<compressed::Token>> = planned
-            .iter()
-            .map(|places| {
-                places
-                    .iter()
-                    .map(|p| compressed::Token {
-                        pos: p.pos,
-                        seqs: p.seqs,
-                        primary: p.primary_seq,
-                    })
-                    .collect()
-            })
-            .collect();
-        let seqs: Vec<Vec<usize>> = planned.iter().map(|p| sequences_of(p)).collect();
-        let views: Vec<compressed::Ubatch> = tokens
-            .iter()
-            .zip(&seqs)
-            .zip(ubatches)
-            .map(|((t, s), ub)| compressed::Ubatch {
-                tokens: t,
-                seqs: s,
-                // A simple split counts one token per sequence, as llama.cpp's does.
-                n_seq_tokens: if simple { 1 } else { t.len() / ub.n_streams.max(1) },
-            })
-            .collect();
-        store.plan_batch(&views).map(Some)
-    }
-
-    /// The compressed caches' inputs from the ubatch's `plans`.
-    fn set_comp_inputs(&self, plans: [&Plan; 3]) -> Result<()> {
-        let Some((_, built)) = &self.graph else {
-            return Ok(());
-        };
-        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::from);
-        for (inp, plan) in built.inputs.comp.iter().zip(plans) {
-            let Some(c) = inp else { continue };
-            set(c.state_pos, &to_bytes_i32(&plan.state_pos))?;
-            set(c.persist_src, &to_bytes_i32(&plan.persist_src))?;
-            set(c.persist_dst, &to_bytes_i32(&plan.persist_dst))?;
-            if let Some((src, dst)) = c.restore {
-                set(src, &to_bytes_i32(&plan.restore_src))?;
-                set(dst, &to_bytes_i32(&plan.restore_dst))?;
-            }
-            if let Some((src, dst)) = c.snapshot {
-                set(src, &to_bytes_i32(&plan.snapshot_src))?;
-                set(dst, &to_bytes_i32(&plan.snapshot_dst))?;
-            }
-            set(c.read, &to_bytes_i32(&plan.read))?;
-            let write: Vec<u8> = plan.write.iter().flat_map(|w| w.to_le_bytes()).collect();
-            set(c.write, &write)?;
-            set(c.write_pos, &to_bytes_i32(&plan.write_pos))?;
-            let f16 = c.mask.ggml_type() == ggml_sys::ggml_type_GGML_TYPE_F16;
-            set(c.mask, &mask_bytes(&plan.mask(), f16))?;
-        }
-        Ok(())
-    }
-
     /// Positions MiniMax-M3's block-sparse attention covers: past the cache's highest position,
     /// in steps of 256 (llama.cpp's `get_n_pos`); 0 for other models.
     fn msa_positions(&self) -> usize {
@@ -789,6 +650,9 @@ impl Context<'_> {
         top.next_multiple_of(256).max(256)
     }
 
+    /// Fill the current graph's inputs for the ubatch at `places`: the common ones here, the
+    /// mechanisms' from the ubatch's view (`state`: the recurrent cells' copy sources and the
+    /// cache's per-ubatch state).
     pub(super) fn set_inputs(
         &self,
         feed: &Feed,
@@ -796,20 +660,24 @@ impl Context<'_> {
         outputs: &[bool],
         rows: [&[usize]; 2],
         seqs: &[usize],
-        copy_sources: Option<&[i32]>,
+        (copy_sources, memory): (Option<&[i32]>, UbatchMemory),
     ) -> Result<()> {
         let Some((shape, built)) = &self.graph else {
             return Err(Error::Internal("no graph to set inputs of".into()));
         };
+        let hp = self
+            .model
+            .hparams
+            .as_ref()
+            .ok_or_else(|| Error::invalid("vocab-only model"))?;
         let inp = &built.inputs;
-        let set = |t: TensorRef, bytes: &[u8]| tensor_set(t, bytes).map_err(Error::from);
         match (feed, inp.tokens, inp.embd) {
-            (Feed::Tokens(ids), Some(t), _) => set(t, &to_bytes_i32(ids))?,
-            (Feed::Embd { rows, .. }, _, Some(t)) => set(t, &to_bytes_f32(rows))?,
+            (Feed::Tokens(ids), Some(t), _) => set_i32(t, ids)?,
+            (Feed::Embd { rows, .. }, _, Some(t)) => set_f32(t, rows)?,
             _ => return Err(Error::Internal("the graph's input does not match the batch's".into())),
         }
         if let Some(l) = &inp.lora {
-            set(l.input, &to_bytes_f32(&l.values(&self.loras, &self.lora_scales)))?;
+            set_f32(l.input, &l.values(&self.loras, &self.lora_scales))?;
         }
         if let Some(pos_input) = inp.pos {
             let mut pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
@@ -828,14 +696,13 @@ impl Context<'_> {
                     }
                 }
             }
-            set(pos_input, &to_bytes_i32(&pos))?;
+            set_i32(pos_input, &pos)?;
         }
         // The rows of the full layers' cells, then the sliding layers'.
         let row_inputs = [[inp.kv_rows, inp.v_rows], [inp.kv_rows_swa, inp.v_rows_swa]];
         for (inputs, rows) in row_inputs.into_iter().zip(rows) {
-            let row_bytes: Vec<u8> = rows.iter().flat_map(|&r| (r as i64).to_le_bytes()).collect();
             for t in inputs.into_iter().flatten() {
-                set(t, &row_bytes)?;
+                set_i64(t, rows.iter().map(|&r| r as i64))?;
             }
         }
         for (rot, bytes) in [inp.k_rot, inp.v_rot, inp.idx_rot]
@@ -843,12 +710,11 @@ impl Context<'_> {
             .zip(&self.rotation_bytes)
         {
             if let Some(rot) = rot {
-                set(rot, bytes)?;
+                set_bytes(rot, bytes)?;
             }
         }
-        let fa = self.params.graph.flash_attn;
         let causal = self.params.graph.causal;
-        let alibi = self.model.hparams.as_ref().is_some_and(|hp| hp.max_alibi_bias > 0.0);
+        let alibi = hp.max_alibi_bias > 0.0;
         if let Some(m) = inp.mask {
             let mask = if self.has_memory() {
                 self.kv.mask(places, shape.n_kv, causal, false, alibi)
@@ -857,76 +723,35 @@ impl Context<'_> {
                 // both ways whatever the context's causal setting (llama.cpp's encode).
                 encoder_mask(places, None, alibi)
             };
-            set(m, &mask_bytes(&mask, fa))?;
+            set_mask(m, &mask)?;
         }
         if let (Some(t), Some(sources)) = (inp.s_copy, copy_sources) {
-            set(t, &to_bytes_i32(sources))?;
+            set_i32(t, sources)?;
         }
         if let Some(m) = inp.mask_swa {
-            let mask = match self.model.hparams.as_ref() {
-                Some(hp) if !self.has_memory() => encoder_mask(places, Some(hp.swa()), alibi),
-                _ => self.kv.mask(places, shape.n_kv_swa, causal, true, alibi),
+            let mask = if self.has_memory() {
+                self.kv.mask(places, shape.n_kv_swa, causal, true, alibi)
+            } else {
+                encoder_mask(places, Some(hp.swa()), alibi)
             };
-            set(m, &mask_bytes(&mask, fa))?;
+            set_mask(m, &mask)?;
         }
         if let Some(t) = inp.attn_temp {
-            let hp = self
-                .model
-                .hparams
-                .as_ref()
-                .ok_or_else(|| Error::invalid("vocab-only model"))?;
             let scales: Vec<f32> = places.iter().map(|p| hp.attn_temp.at(p.pos)).collect();
-            set(t, &to_bytes_f32(&scales))?;
+            set_f32(t, &scales)?;
         }
-        if let Some(l) = inp.lightning {
-            let n_head = l.slopes.ne()[0] as usize;
-            let slopes = crate::graph::lightning::slopes(n_head);
-            let pos: Vec<i32> = places.iter().map(|p| p.pos).collect();
-            let idx: Vec<usize> = places.iter().map(|p| seq_index(seqs, p.primary_seq)).collect();
-            let n_seqs = shape.recurrent.map_or(1, |r| r.n_seqs);
-            let (q, k, diag) = crate::graph::lightning::decays(&slopes, &pos, &idx, n_seqs);
-            set(l.slopes, &to_bytes_f32(&slopes))?;
-            set(l.q_decay, &to_bytes_f32(&q))?;
-            set(l.k_decay, &to_bytes_f32(&k))?;
-            set(l.diag_decay, &to_bytes_f32(&diag))?;
-        }
-        if let (Some(m), Some(hp)) = (inp.msa, self.model.hparams.as_ref()) {
-            use crate::graph::msa;
-            let (n_pos, n_streams) = (shape.n_pos, shape.n_streams.max(1));
-            let block = hp.indexer.block.max(1) as i32;
-            let n_blocks = n_pos / block as usize;
-            set(
-                m.bias,
-                &to_bytes_f32(&msa::local_bias(places, n_blocks, block, hp.indexer.local)),
-            )?;
-            set(m.pos_mask, &to_bytes_f32(&msa::pos_mask(&self.kv, places, n_pos)))?;
-            let slots = msa::pos_slots(&self.kv, places, n_streams, n_pos);
-            set(m.pos_slot, &to_bytes_i32(&slots))?;
-            if let Some(t) = m.pos_slot_f {
-                let f: Vec<f32> = slots.iter().map(|&s| s as f32).collect();
-                set(t, &to_bytes_f32(&f))?;
-            }
-            if let Some(t) = m.cell_blk {
-                set(
-                    t,
-                    &to_bytes_i32(&msa::cell_blocks(&self.kv, places, n_streams, shape.n_kv, block)),
-                )?;
-            }
-        }
-        if let (Some(t), Some(ple)) = (inp.ple_rows, self.model.hparams.as_ref().and_then(|hp| hp.ple.as_ref())) {
-            set(t, &to_bytes_i32(&crate::graph::ple::rows(ple, &self.kv, places)?))?;
-        }
-        for q in &inp.qsa {
-            let ratio = q.ratio as usize;
-            let m = crate::graph::qsa::maps(&self.kv, places, shape.n_streams.max(1), shape.n_kv, ratio, causal)?;
-            set(q.cell_blk, &to_bytes_i32(&m.cell_blk))?;
-            set(q.blk_cells, &to_bytes_i32(&m.blk_cells))?;
-            set(q.blk_pos, &to_bytes_i32(&m.blk_pos))?;
-            set(q.bias, &to_bytes_f32(&m.bias))?;
-        }
+        inp.set_mechanisms(&UbatchView {
+            places,
+            seqs,
+            shape,
+            hp,
+            params: &self.params.graph,
+            kv: &self.kv,
+            memory,
+        })?;
         if let Some(ids) = inp.out_ids {
             let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();
-            set(ids, &to_bytes_i32(&rows))?;
+            set_i32(ids, &rows)?;
         }
         let seq_idx = |s: usize| seq_index(seqs, s);
         if let Some(w) = inp.mean {
@@ -943,7 +768,7 @@ impl Context<'_> {
                     m[k * n + i] = 1.0 / count[k] as f32;
                 }
             }
-            set(w, &to_bytes_f32(&m))?;
+            set_f32(w, &m)?;
         }
         if let Some(c) = inp.cls {
             // Each sequence's first token (lowest position, earliest row) or last one (highest
@@ -963,7 +788,7 @@ impl Context<'_> {
                 }
             }
             let rows: Vec<i32> = target.iter().map(|t| t.map_or(0, |(_, r)| r)).collect();
-            set(c, &to_bytes_i32(&rows))?;
+            set_i32(c, &rows)?;
         }
         Ok(())
     }
@@ -994,19 +819,6 @@ fn groups_of(places: &[TokenPlace], n: usize) -> Vec<SeqGroup> {
         .collect()
 }
 
-/// The place of sequence `s` among a ubatch's sorted sequences `seqs` (llama.cpp's `seq_idx`).
-fn seq_index(seqs: &[usize], s: usize) -> usize {
-    seqs.iter().position(|&x| x == s).unwrap_or(0)
-}
-
-/// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.
-fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
-    let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
-    seqs.sort_unstable();
-    seqs.dedup();
-    seqs
-}
-
 /// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of
 /// its first sequence (within `swa`, for the sliding layers' mask), at minus their distance with
 /// `alibi`, as llama.cpp's cacheless mask.
@@ -1021,33 +833,6 @@ fn encoder_mask(places: &[TokenPlace], swa: Option<Swa>, alibi: bool) -> Vec<f32
         }
     }
     mask
-}
-
-fn to_bytes_i32(v: &[i32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn to_bytes_f32(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The mask as the graph's input type: F16 for flash attention, F32 otherwise.
-fn mask_bytes(mask: &[f32], f16: bool) -> Vec<u8> {
-    if f16 {
-        mask.iter()
-            .flat_map(|&m| {
-                match m {
-                    0.0 => F16_ZERO,
-                    f32::NEG_INFINITY => F16_NEG_INF,
-                    // ALiBi's distances.
-                    _ => crate::ggml::f16_bits(m),
-                }
-                .to_le_bytes()
-            })
-            .collect()
-    } else {
-        to_bytes_f32(mask)
-    }
 }
 
 #[cfg(test)]

@@ -510,13 +510,7 @@ impl<'m> Context<'m> {
                     zero: 0,
                 },
             }),
-            kpool: (self.kv.kpool() > 0).then(|| {
-                crate::kv::kpool::worst_case(self.kv.kpool(), self.kv.stream_size(), self.params.n_seq_max as usize)
-            }),
-            comp: self.kv.compressed().map(|c| {
-                crate::kv::compressed::Kind::ALL
-                    .map(|k| crate::kv::compressed::worst_case(n_tokens, 1, k, c.geometry(k)))
-            }),
+            memory: self.kv.worst_case_shape(n_tokens, self.params.n_seq_max as usize),
             embd_input: false,
         };
         Builder::build(

@@ -396,7 +396,9 @@ impl Context<'_> {
         };
         let report = pass.report;
         let set = || -> std::result::Result<Vec<u8>, String> {
-            self.set_inputs(feed, places, outputs, rows, seqs, copy_sources.as_deref())
+            // A training pass plans no per-ubatch cache state.
+            let state = (copy_sources.as_deref(), Default::default());
+            self.set_inputs(feed, places, outputs, rows, seqs, state)
                 .map_err(|e| e.to_string())?;
             Ok(onehot.iter().flat_map(|x| x.to_le_bytes()).collect())
         };

@@ -287,7 +287,7 @@ impl Builder<'_> {
 
     /// The attention's output rotated back from the values' rotation (the matrix is its own
     /// inverse).
-    pub(super) fn unrotate(&mut self, o: TensorRef, v_rot: Option<TensorRef>) -> Result<TensorRef> {
+    pub fn unrotate(&mut self, o: TensorRef, v_rot: Option<TensorRef>) -> Result<TensorRef> {
         match v_rot {
             Some(rot) => self.g.hadamard(rot, o).map_err(Error::from),
             None => Ok(o),
@@ -390,7 +390,7 @@ impl Builder<'_> {
 
     /// [head, n_head, n_tokens] (heads adjacent, tokens possibly strided, as views of a fused
     /// projection are) as [head * n_head, n_tokens], without a copy.
-    pub(super) fn merge_heads(&mut self, x: TensorRef) -> Result<TensorRef> {
+    pub fn merge_heads(&mut self, x: TensorRef) -> Result<TensorRef> {
         let [head, n_head, n_tokens, _] = x.ne();
         let nb = x.nb();
         if nb[1] != crate::ggml::row_size(x.ggml_type(), head) {

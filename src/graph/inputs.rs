@@ -1,14 +1,85 @@
 //! The graph's inputs the layers read (token rows, positions, cache rows, masks, Hadamard
 //! matrices, temperature scales), each made by the first layer that needs it: an input no node
-//! reads would be left without memory.
+//! reads would be left without memory. A mechanism's own inputs are a `GraphInput` it makes and
+//! fills itself, as llama.cpp's `llm_graph_input_i`.
 
-use super::{mask_type, Builder};
+use super::{mask_type, Builder, GraphParams, Shape};
 use crate::error::{Error, Result};
-use crate::ggml::TensorRef;
+use crate::ggml::{tensor_set, TensorRef};
+use crate::kv::{KvCache, TokenPlace, UbatchMemory};
+use crate::model::hparams::HParams;
+use std::any::Any;
+
+/// The inputs of one mechanism of a built graph (the tensors it made while the graph was built),
+/// which fill themselves before every compute from the ubatch they run.
+pub trait GraphInput: Any + Send {
+    fn set(&self, ub: &UbatchView) -> Result<()>;
+}
+
+/// What a ubatch gives its graph's inputs.
+pub struct UbatchView<'a> {
+    /// Where its tokens are, in order.
+    pub places: &'a [TokenPlace],
+    /// Its sequences in id order (a sequence's index here is its `seq_index`).
+    pub seqs: &'a [usize],
+    pub shape: &'a Shape,
+    pub hp: &'a HParams,
+    pub params: &'a GraphParams,
+    /// The cache, its tokens placed.
+    pub kv: &'a KvCache,
+    /// The cache's state for this ubatch beyond its cells.
+    pub memory: UbatchMemory<'a>,
+}
+
+/// The place of sequence `s` among a ubatch's sorted sequences `seqs` (llama.cpp's `seq_idx`).
+pub fn seq_index(seqs: &[usize], s: usize) -> usize {
+    seqs.iter().position(|&x| x == s).unwrap_or(0)
+}
+
+/// Write `bytes` into the input `t`.
+pub fn set_bytes(t: TensorRef, bytes: &[u8]) -> Result<()> {
+    tensor_set(t, bytes).map_err(Error::from)
+}
+
+pub fn set_i32(t: TensorRef, v: &[i32]) -> Result<()> {
+    set_bytes(t, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+pub fn set_i64(t: TensorRef, v: impl IntoIterator<Item = i64>) -> Result<()> {
+    set_bytes(t, &v.into_iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+pub fn set_f32(t: TensorRef, v: &[f32]) -> Result<()> {
+    set_bytes(t, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+}
+
+/// f16 bit patterns of the two mask values.
+const F16_ZERO: u16 = 0x0000;
+const F16_NEG_INF: u16 = 0xfc00;
+
+/// Write the mask `mask` into `t` in its type: F16 (for flash attention) or F32.
+pub fn set_mask(t: TensorRef, mask: &[f32]) -> Result<()> {
+    if t.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F16 {
+        return set_f32(t, mask);
+    }
+    let bytes: Vec<u8> = mask
+        .iter()
+        .flat_map(|&m| {
+            match m {
+                0.0 => F16_ZERO,
+                f32::NEG_INFINITY => F16_NEG_INF,
+                // ALiBi's distances.
+                _ => crate::ggml::f16_bits(m),
+            }
+            .to_le_bytes()
+        })
+        .collect();
+    set_bytes(t, &bytes)
+}
 
 /// What a Hadamard matrix input rotates (`GraphParams::k_rot`, `v_rot`, `idx_rot`).
 #[derive(Clone, Copy)]
-pub(super) enum Rotated {
+pub enum Rotated {
     Keys,
     Values,
     IndexerKeys,
@@ -83,14 +154,14 @@ impl Builder<'_> {
     }
 
     /// The cache rows of the ubatch's tokens, I64 [n_tokens] (made on first use).
-    pub(super) fn kv_rows(&mut self) -> Result<TensorRef> {
+    pub fn kv_rows(&mut self) -> Result<TensorRef> {
         self.rows_input(false, false)
     }
 
     /// The rows the keys (or with `values`, the values) are stored by: the full layers' cells, or
     /// with `sliding` the sliding-window layers' (made on first use; named as llama.cpp names
     /// both).
-    pub(super) fn rows_input(&mut self, values: bool, sliding: bool) -> Result<TensorRef> {
+    pub fn rows_input(&mut self, values: bool, sliding: bool) -> Result<TensorRef> {
         let slot = match (values, sliding) {
             (false, false) => &mut self.inputs.kv_rows,
             (true, false) => &mut self.inputs.v_rows,
@@ -108,7 +179,7 @@ impl Builder<'_> {
 
     /// The attention mask input, or (`sliding`) the sliding-window one, [n_kv, n_tokens] (made
     /// on first use).
-    pub(super) fn mask(&mut self, sliding: bool) -> Result<TensorRef> {
+    pub fn mask(&mut self, sliding: bool) -> Result<TensorRef> {
         let slot = if sliding {
             &mut self.inputs.mask_swa
         } else {
@@ -130,7 +201,7 @@ impl Builder<'_> {
 
     /// The Hadamard matrix of the cache's keys, values or indexer keys, an input made by the first
     /// layer that needs it; None when they are not rotated.
-    pub(super) fn rotation(&mut self, of: Rotated) -> Result<Option<TensorRef>> {
+    pub fn rotation(&mut self, of: Rotated) -> Result<Option<TensorRef>> {
         let (n, slot, name) = match of {
             Rotated::Keys => (self.params.k_rot, &mut self.inputs.k_rot, "attn_inp_k_rot"),
             Rotated::Values => (self.params.v_rot, &mut self.inputs.v_rot, "attn_inp_v_rot"),

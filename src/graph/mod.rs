@@ -7,24 +7,19 @@
 //! projections, norms, names); each kind of layer has a file of its own, adding its `impl Builder`.
 
 mod attention;
-pub mod dsv4;
 mod ffn;
 mod indexer;
 mod inputs;
-pub mod kpool;
-pub mod lightning;
 pub mod lora;
 mod moe;
-pub mod msa;
 mod output;
-pub mod ple;
-pub mod qsa;
 mod rope;
 pub mod rotation;
 mod shift;
 mod ssm;
 
 pub use ffn::{Ffn, RELU_SQR_FFN};
+pub use inputs::{seq_index, set_bytes, set_f32, set_i32, set_i64, set_mask, GraphInput, Rotated, UbatchView};
 pub use moe::{ExpertAct, Gating, Moe};
 pub use rope::rope_factors;
 pub use shift::{build_shift, ShiftGraph};
@@ -32,7 +27,7 @@ pub use ssm::DeltaNet;
 
 use crate::error::{Error, Result};
 use crate::ggml::{Graph, RawType, TensorRef};
-use crate::kv::KvCache;
+use crate::kv::{KvCache, MemoryShape};
 use crate::model::hparams::HParams;
 use crate::model::lora::LoraAdapter;
 use crate::model::Model;
@@ -67,10 +62,8 @@ pub struct Shape {
     /// For a model with recurrent layers: the ubatch's sequence groups (its tokens are
     /// `n_seqs` runs of equal length) and the state cells the graph works on.
     pub recurrent: Option<RecurrentShape>,
-    /// GLM5-Next's k-pool indexer: the pools the graph scores and pools.
-    pub kpool: Option<crate::kv::kpool::KpoolShape>,
-    /// DeepSeek-V4's compressed caches: each one's plan sizes (`kv::compressed::Kind` order).
-    pub comp: Option<[crate::kv::compressed::PlanShape; 3]>,
+    /// What the cache's per-ubatch state decides (its k-pools, its compressed caches' plans).
+    pub memory: MemoryShape,
     /// The first layer takes embedding rows (`inp_embd`) instead of token ids.
     pub embd_input: bool,
 }
@@ -192,21 +185,29 @@ pub struct Inputs {
     /// Per-token query scales of attention temperature tuning (Llama 4, Mistral Large), F32
     /// [1, 1, n_tokens]; made by the first layer that uses it.
     pub attn_temp: Option<TensorRef>,
-    /// Lightning attention's decay inputs (MiniMax-01); made by the first lightning layer.
-    pub lightning: Option<lightning::LightningInputs>,
-    /// Block-sparse attention's position maps (MiniMax-M3); made by the first sparse layer.
-    pub msa: Option<msa::MsaInputs>,
-    /// Qwen4-exp's sparse attention block maps, one set per block size.
-    pub qsa: Vec<qsa::QsaInputs>,
-    /// Qwen4-exp's PLE table rows, I32 [n_heads * n_tokens].
-    pub ple_rows: Option<TensorRef>,
-    /// GLM5-Next's k-pool indexer inputs; made by the first indexer layer.
-    pub kpool: Option<kpool::KpoolInputs>,
-    /// DeepSeek-V4's compressed caches' inputs (`kv::compressed::Kind` order), each made by the
-    /// first layer using it.
-    pub comp: [Option<dsv4::CompInputs>; 3],
     /// The LoRA adapters' scale factors; in graphs with an adapted weight.
     pub lora: Option<lora::LoraScales>,
+    /// The inputs of the mechanisms the graph uses beyond these, each made by its first user.
+    mechanisms: Vec<Box<dyn GraphInput>>,
+}
+
+impl Inputs {
+    /// The mechanism inputs of type `T` made so far.
+    pub fn of<T: GraphInput>(&self) -> impl Iterator<Item = &T> {
+        self.mechanisms
+            .iter()
+            .filter_map(|m| (m.as_ref() as &dyn std::any::Any).downcast_ref::<T>())
+    }
+
+    /// Keep a mechanism's inputs, which fill themselves before every compute.
+    pub fn add(&mut self, input: impl GraphInput) {
+        self.mechanisms.push(Box::new(input));
+    }
+
+    /// Fill the mechanisms' inputs for the ubatch `ub`.
+    pub fn set_mechanisms(&self, ub: &UbatchView) -> Result<()> {
+        self.mechanisms.iter().try_for_each(|m| m.set(ub))
+    }
 }
 
 /// A graph ready to run: its inputs, its logits output [n_vocab, n_outputs] (none from an
@@ -380,14 +381,9 @@ impl<'a> Builder<'a> {
                 k_rot: None,
                 v_rot: None,
                 idx_rot: None,
-                msa: None,
-                qsa: Vec::new(),
-                ple_rows: None,
-                kpool: None,
-                comp: [None; 3],
                 attn_temp: None,
-                lightning: None,
                 lora: None,
+                mechanisms: Vec::new(),
             },
             hidden: None,
             rs_copy: None,

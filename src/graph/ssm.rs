@@ -22,7 +22,7 @@ pub enum DeltaNet {
 }
 
 impl Builder<'_> {
-    pub(super) fn recurrent_shape(&self) -> Result<RecurrentShape> {
+    pub fn recurrent_shape(&self) -> Result<RecurrentShape> {
         self.shape
             .recurrent
             .ok_or_else(|| Error::Internal("a recurrent layer in a graph without recurrent state".into()))
@@ -46,12 +46,7 @@ impl Builder<'_> {
     /// The states of `s` ([state_size, cells]) the ubatch's sequences start from, read by
     /// `read` (rows by default). Zeroes the window's fresh cell first and moves the window's other
     /// cells' states into place.
-    pub(super) fn gather_states(
-        &mut self,
-        s: TensorRef,
-        state_size: i64,
-        read: Option<ReadStates>,
-    ) -> Result<TensorRef> {
+    pub fn gather_states(&mut self, s: TensorRef, state_size: i64, read: Option<ReadStates>) -> Result<TensorRef> {
         let rs = self.recurrent_shape()?;
         let (main, extra) = self.state_copy()?;
         let states = self.g.reshape(s, &[state_size, s.ne()[1]])?;
@@ -132,7 +127,7 @@ impl Builder<'_> {
     /// `cols` go back to the state, and with `k` > 1 those ending up to `k - 1` tokens earlier to
     /// the snapshot planes: those the ubatch reaches, or with `fill` all `k` (a plane older than
     /// the ubatch gets the window it started from, as llama.cpp's delta-net layers write them).
-    pub(super) fn conv_history(
+    pub fn conv_history(
         &mut self,
         states: TensorRef,
         x: TensorRef,
@@ -797,7 +792,7 @@ impl Builder<'_> {
         self.g.scale(y, 1.0 / n.sqrt()).map_err(Error::from)
     }
 
-    pub(super) fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {
+    pub fn rs_layer(&self, il: usize) -> Result<(TensorRef, TensorRef)> {
         self.rs
             .ok_or_else(|| Error::Internal("a recurrent layer without recurrent memory".into()))?
             .layer(il)

@@ -18,6 +18,7 @@ pub use state::{read_string, write_string, Layout, ReadHook, Sink, SliceSource, 
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, tensor_read, tensor_write, BufferType, Placed, PlacedBuffers, RawType, TensorRef};
 use crate::model::hparams::{HParams, Swa};
+use std::borrow::Cow;
 
 /// Attention looks at the first `n_kv` cells, rounded up to this so graphs keep their shape.
 pub const N_KV_PAD: usize = 256;
@@ -44,6 +45,66 @@ impl TokenPlace {
             ext: CellExt::default(),
         }
     }
+}
+
+/// The cache's state for one ubatch beyond its cells, which its graph's inputs are filled from
+/// (llama.cpp's memory context): the k-pool step, the compressed caches' plans.
+#[derive(Clone, Copy, Default)]
+pub struct UbatchMemory<'a> {
+    pub kpool: Option<&'a kpool::Step>,
+    pub comp: Option<[&'a compressed::Plan; 3]>,
+}
+
+impl UbatchMemory<'_> {
+    pub fn shape(&self) -> MemoryShape {
+        MemoryShape {
+            kpool: self.kpool.map(kpool::Step::shape),
+            comp: self.comp.map(|c| c.map(compressed::Plan::shape)),
+        }
+    }
+}
+
+/// What the cache plans for each of a batch's ubatches before any runs: the compressed caches'
+/// plans (none without such caches).
+pub struct BatchStates(Option<[Vec<compressed::Plan>; 3]>);
+
+impl BatchStates {
+    /// Ubatch `k`'s part.
+    pub fn of(&self, k: usize) -> UbatchPlans<'_> {
+        UbatchPlans(self.0.as_ref().map(|c| [&c[0][k], &c[1][k], &c[2][k]]))
+    }
+}
+
+/// One ubatch's part of its batch's `BatchStates`.
+#[derive(Clone, Copy)]
+pub struct UbatchPlans<'a>(Option<[&'a compressed::Plan; 3]>);
+
+impl<'a> UbatchPlans<'a> {
+    /// The ubatch's whole state, with the `step` the cache made when it was placed
+    /// (`KvCache::placed_step`).
+    pub fn with_step(self, step: Option<&'a kpool::Step>) -> UbatchMemory<'a> {
+        UbatchMemory {
+            kpool: step,
+            comp: self.0,
+        }
+    }
+}
+
+/// The sequences of a ubatch's tokens in id order: their index is their row of pooled embeddings.
+pub fn sequences_of(places: &[TokenPlace]) -> Vec<usize> {
+    let mut seqs: Vec<usize> = places.iter().flat_map(|p| p.seqs.iter()).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    seqs
+}
+
+/// What the cache's per-ubatch state decides of a graph's structure (part of its `Shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MemoryShape {
+    /// The k-pool indexer's pools the graph scores and pools.
+    pub kpool: Option<kpool::KpoolShape>,
+    /// Each compressed cache's plan sizes (`compressed::Kind` order).
+    pub comp: Option<[compressed::PlanShape; 3]>,
 }
 
 /// Cells placed on their own, in streams of equal size.
@@ -623,15 +684,94 @@ impl KvCache {
         self.stale.mark_all_if_shared();
     }
 
-    /// The k-pool layout after a ubatch was placed at `places`, and what its graph pools (None
-    /// without a k-pool indexer).
-    pub fn kpool_step(&mut self, places: &[TokenPlace]) -> Option<kpool::Step> {
+    /// The state the cache makes once a ubatch is placed at `places`: the k-pool layout after it,
+    /// and what its graph pools (None without a k-pool indexer).
+    pub fn placed_step(&mut self, places: &[TokenPlace]) -> Option<kpool::Step> {
         (self.kpool > 0).then(|| kpool::Step::new(self.kpool, &self.sets[0].streams, &mut self.stale, places))
     }
 
-    /// The first ubatch of a batch was computed: the pools that were stale are pooled again.
-    pub fn kpool_computed(&mut self) {
+    /// The first ubatch of a batch was computed: the k-pools that were stale are pooled again.
+    pub fn first_ubatch_computed(&mut self) {
         self.stale.clear();
+    }
+
+    /// Where a ubatch's keys are written: at its tokens, or with DeepSeek-V4's per-sequence
+    /// caches and tokens of several sequences, once per sequence (sequence by sequence, each token
+    /// then of that sequence alone), as llama.cpp's "raw write" ubatch; each sequence must then
+    /// hold as many of the ubatch's tokens.
+    pub fn writes<'p>(&self, places: &'p [TokenPlace]) -> Result<Cow<'p, [TokenPlace]>> {
+        let shared = places.iter().any(|p| p.seqs.iter().nth(1).is_some());
+        if !shared || self.compressed().is_none() || self.n_stream() == 1 {
+            return Ok(Cow::Borrowed(places));
+        }
+        let mut out = Vec::new();
+        let mut count = None;
+        for s in sequences_of(places) {
+            let mine: Vec<TokenPlace> = places
+                .iter()
+                .filter(|p| p.seqs.contains(s))
+                .map(|p| TokenPlace {
+                    seqs: SeqSet::single(s),
+                    primary_seq: s,
+                    ..*p
+                })
+                .collect();
+            if *count.get_or_insert(mine.len()) != mine.len() {
+                return Err(Error::invalid(
+                    "decode: tokens of several sequences in one ubatch must belong to the same sequences \
+                     (DeepSeek-V4 writes them once per sequence, as llama.cpp does)",
+                ));
+            }
+            out.extend(mine);
+        }
+        Ok(Cow::Owned(out))
+    }
+
+    /// What the cache plans for a batch's ubatches (each its tokens' places and its count of
+    /// equal runs, one sequence each) before any runs: the compressed caches' plans; the
+    /// sequences' pending rollbacks are consumed.
+    pub fn plan_states(&mut self, ubatches: &[(&[TokenPlace], usize)]) -> Result<BatchStates> {
+        let simple = self.n_stream() == 1;
+        let Some(store) = self.compressed_mut() else {
+            return Ok(BatchStates(None));
+        };
+        let tokens: Vec<Vec<compressed::Token>> = ubatches
+            .iter()
+            .map(|(places, _)| {
+                places
+                    .iter()
+                    .map(|p| compressed::Token {
+                        pos: p.pos,
+                        seqs: p.seqs,
+                        primary: p.primary_seq,
+                    })
+                    .collect()
+            })
+            .collect();
+        let seqs: Vec<Vec<usize>> = ubatches.iter().map(|(p, _)| sequences_of(p)).collect();
+        let views: Vec<compressed::Ubatch> = tokens
+            .iter()
+            .zip(&seqs)
+            .zip(ubatches)
+            .map(|((t, s), (_, n_groups))| compressed::Ubatch {
+                tokens: t,
+                seqs: s,
+                // A simple split counts one token per sequence, as llama.cpp's does.
+                n_seq_tokens: if simple { 1 } else { t.len() / (*n_groups).max(1) },
+            })
+            .collect();
+        store.plan_batch(&views).map(|p| BatchStates(Some(p)))
+    }
+
+    /// The per-ubatch state of the largest ubatch of `n_tokens` tokens the context may run with
+    /// `n_seq_max` sequences (what the compute buffers are reserved for).
+    pub fn worst_case_shape(&self, n_tokens: usize, n_seq_max: usize) -> MemoryShape {
+        MemoryShape {
+            kpool: (self.kpool > 0).then(|| kpool::worst_case(self.kpool, self.stream_size(), n_seq_max)),
+            comp: self
+                .compressed()
+                .map(|c| compressed::Kind::ALL.map(|k| compressed::worst_case(n_tokens, 1, k, c.geometry(k)))),
+        }
     }
 
     /// The k-pool size (0: none).

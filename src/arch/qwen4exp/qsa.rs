@@ -5,7 +5,7 @@
 //! incomplete block at the token's own position always). The block maps are inputs set from the
 //! cache's cells (`maps`), in llama.cpp's order, so the picks agree to the cell.
 
-use super::Builder;
+use crate::graph::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
 use crate::kv::{KvCache, SeqSet, TokenPlace};
@@ -23,6 +23,17 @@ pub struct QsaInputs {
     /// F32 [n_blocks, n_tokens]: per token, -inf on blocks it may not pick, 1e9 on those it
     /// always attends to.
     pub bias: TensorRef,
+}
+
+impl GraphInput for QsaInputs {
+    fn set(&self, ub: &UbatchView) -> Result<()> {
+        let (ns, n_kv) = (ub.shape.n_streams.max(1), ub.shape.n_kv);
+        let m = maps(ub.kv, ub.places, ns, n_kv, self.ratio as usize, ub.params.causal)?;
+        set_i32(self.cell_blk, &m.cell_blk)?;
+        set_i32(self.blk_cells, &m.blk_cells)?;
+        set_i32(self.blk_pos, &m.blk_pos)?;
+        set_f32(self.bias, &m.bias)
+    }
 }
 
 /// What the inputs of `QsaInputs` hold for a ubatch.
@@ -47,7 +58,7 @@ struct Group {
 /// numbered in position order; cells in no full block share one spare block (the incomplete
 /// tail, which a token always attends to). llama.cpp ranks the cells instead of their positions
 /// where an image repeats M-RoPE positions; embedding inputs are refused here, so none do.
-pub fn maps(
+fn maps(
     kv: &KvCache,
     places: &[TokenPlace],
     n_streams: usize,
@@ -158,132 +169,130 @@ pub fn maps(
 const F32: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_F32;
 const I32: crate::ggml::RawType = ggml_sys::ggml_type_GGML_TYPE_I32;
 
-impl Builder<'_> {
-    /// The block maps of `ratio` (made by its first sparse layer).
-    fn qsa_inputs(&mut self, ratio: u32) -> Result<QsaInputs> {
-        if let Some(inp) = self.inputs.qsa.iter().find(|q| q.ratio == ratio) {
-            return Ok(*inp);
-        }
-        let ns = self.shape.n_streams.max(1) as i64;
-        let (n_kv, nt) = (self.shape.n_kv as i64, self.shape.n_tokens as i64);
-        let r = i64::from(ratio);
-        let n_blocks = (n_kv + r - 1) / r;
-        let mut input =
-            |ty, ne: &[i64], name: &str| self.g.input(ty, ne, &format!("{name}_r{ratio}")).map_err(Error::from);
-        let inp = QsaInputs {
-            ratio,
-            cell_blk: input(I32, &[n_kv, ns], "qsa_cell_blk")?,
-            blk_cells: input(I32, &[r * n_blocks, ns], "qsa_blk_cells")?,
-            blk_pos: input(I32, &[4 * n_blocks * ns], "qsa_blk_pos")?,
-            bias: input(F32, &[n_blocks, nt / ns, ns], "qsa_bias")?,
-        };
-        self.inputs.qsa.push(inp);
-        Ok(inp)
+/// The block maps of `ratio` (made by its first sparse layer).
+fn qsa_inputs(bd: &mut Builder, ratio: u32) -> Result<QsaInputs> {
+    if let Some(&inp) = bd.inputs.of::<QsaInputs>().find(|q| q.ratio == ratio) {
+        return Ok(inp);
     }
+    let ns = bd.shape.n_streams.max(1) as i64;
+    let (n_kv, nt) = (bd.shape.n_kv as i64, bd.shape.n_tokens as i64);
+    let r = i64::from(ratio);
+    let n_blocks = (n_kv + r - 1) / r;
+    let mut input =
+        |ty, ne: &[i64], name: &str| bd.g.input(ty, ne, &format!("{name}_r{ratio}")).map_err(Error::from);
+    let inp = QsaInputs {
+        ratio,
+        cell_blk: input(I32, &[n_kv, ns], "qsa_cell_blk")?,
+        blk_cells: input(I32, &[r * n_blocks, ns], "qsa_blk_cells")?,
+        blk_pos: input(I32, &[4 * n_blocks * ns], "qsa_blk_pos")?,
+        bias: input(F32, &[n_blocks, nt / ns, ns], "qsa_bias")?,
+    };
+    bd.inputs.add(inp);
+    Ok(inp)
+}
 
-    /// Layer `il`'s picked cells, I32 [width, n_tokens / n_streams, 1, n_streams], from its
-    /// block input `cur` ([n_embd, n_tokens]); stores the tokens' raw indexer keys.
-    pub fn qsa_top_k(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
-        let hp = self.hp;
-        let ix = &hp.indexer;
-        let ratio = hp.compress_ratios.get(il).copied().unwrap_or(0);
-        let (d, n_ih) = (i64::from(ix.head_size), i64::from(ix.n_head));
-        let nt = self.shape.n_tokens as i64;
-        let ns = self.shape.n_streams.max(1) as i64;
-        let (tps, n_kv, r) = (nt / ns, self.shape.n_kv as i64, i64::from(ratio));
-        let n_blocks = (n_kv + r - 1) / r;
-        let l = Some(il);
-        let inp = self.qsa_inputs(ratio)?;
-        let cache = self
-            .kv
-            .indexer_k(il)
-            .filter(|_| ix.keeps(il))
-            .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
+/// Layer `il`'s picked cells, I32 [width, n_tokens / n_streams, 1, n_streams], from its
+/// block input `cur` ([n_embd, n_tokens]); stores the tokens' raw indexer keys.
+pub(super) fn qsa_top_k(bd: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    let hp = bd.hp;
+    let ix = &hp.indexer;
+    let ratio = hp.compress_ratios.get(il).copied().unwrap_or(0);
+    let (d, n_ih) = (i64::from(ix.head_size), i64::from(ix.n_head));
+    let nt = bd.shape.n_tokens as i64;
+    let ns = bd.shape.n_streams.max(1) as i64;
+    let (tps, n_kv, r) = (nt / ns, bd.shape.n_kv as i64, i64::from(ratio));
+    let n_blocks = (n_kv + r - 1) / r;
+    let l = Some(il);
+    let inp = qsa_inputs(bd, ratio)?;
+    let cache = bd
+        .kv
+        .indexer_k(il)
+        .filter(|_| ix.keeps(il))
+        .ok_or_else(|| Error::Internal(format!("layer {il} has no indexer cache")))?;
 
-        // The cache keeps the raw keys: pooling comes before the norm and the rotation.
-        let k = self.layer_matmul(il, "indexer.k_proj.weight", cur)?;
-        let rows = self.kv_rows()?;
-        let stored = self.g.set_rows(cache, k, rows)?;
-        self.g.expand(stored);
+    // The cache keeps the raw keys: pooling comes before the norm and the rotation.
+    let k = bd.layer_matmul(il, "indexer.k_proj.weight", cur)?;
+    let rows = bd.kv_rows()?;
+    let stored = bd.g.set_rows(cache, k, rows)?;
+    bd.g.expand(stored);
 
-        let stream = row_size(cache.ggml_type(), d * self.kv.stream_size() as i64);
-        let keys = self.g.view(
-            cache,
-            &[d, n_kv, ns],
-            &[row_size(cache.ggml_type(), d), stream],
-            stream * self.shape.first_stream,
-        )?;
-        let members = self.g.get_rows(keys, inp.blk_cells)?;
-        let members = self.g.reshape(members, &[d, r, n_blocks, ns])?;
-        let nb = members.nb();
-        let mut pooled: Option<TensorRef> = None;
-        for i in 0..r {
-            let slice = self
-                .g
-                .view(members, &[d, n_blocks, ns], &[nb[2], nb[3]], i as usize * nb[1])?;
-            let slice = self.g.cont(slice)?;
-            pooled = Some(match pooled {
-                Some(p) => self.add(p, slice)?,
-                None => slice,
-            });
-        }
-        let pooled = pooled.ok_or_else(|| Error::model("sparse attention blocks of 0 positions"))?;
-        let pooled = self.scale(pooled, 1.0 / r as f32)?;
-        let pooled = self.g.reshape(pooled, &[d, n_blocks * ns, 1])?;
-        let pooled = self.layer_rms_norm(il, pooled, "indexer.k_norm.weight", "indexer_k_normed")?;
-        let pooled = self.g.reshape(pooled, &[d, 1, n_blocks * ns])?;
-        let pooled = self.rope_at(pooled, il, inp.blk_pos)?;
-        let pooled = self.g.reshape(pooled, &[d, n_blocks, ns])?;
-        let pooled = self.name(pooled, "indexer_k", l);
-
-        let q = self.layer_matmul(il, "indexer.q_proj.weight", cur)?;
-        let q = self.g.reshape(q, &[d, n_ih, nt])?;
-        let q = self.layer_rms_norm(il, q, "indexer.q_norm.weight", "indexer_q_normed")?;
-        let q = self.rope(q, il, None)?;
-        let q = self.name(q, "indexer_q", l);
-
-        // Per head ReLU of the dot products, then the heads summed.
-        let q = self.g.reshape(q, &[d, n_ih * tps, ns])?;
-        let score = self.g.mul_mat(pooled, q)?;
-        let score = self.g.reshape(score, &[n_blocks, n_ih, tps, ns])?;
-        let score = self.g.relu(score)?;
-        let nb = score.nb();
-        let mut summed: Option<TensorRef> = None;
-        for h in 0..n_ih {
-            let slice = self
-                .g
-                .view(score, &[n_blocks, tps, ns], &[nb[2], nb[3]], h as usize * nb[1])?;
-            summed = Some(match summed {
-                Some(s) => self.add(s, slice)?,
-                None => self.g.cont(slice)?,
-            });
-        }
-        let score = summed.ok_or_else(|| Error::model("an indexer of no heads"))?;
-        let score = self.add(score, inp.bias)?;
-        let score = self.name(score, "indexer_score", l);
-
-        // Each cell takes its block's score, then the attention mask's.
-        let t = self.g.permute(score, [1, 0, 2, 3])?;
-        let t = self.g.cont(t)?;
-        let cells = self.g.get_rows(t, inp.cell_blk)?;
-        let cells = self.g.permute(cells, [1, 0, 2, 3])?;
-        let cells = self.g.cont(cells)?;
-        let mask = self.mask(false)?;
-        let mask = match mask.ggml_type() {
-            F32 => mask,
-            _ => self.g.cast(mask, F32)?,
-        };
-        let mask = self.g.reshape(mask, &[n_kv, tps, ns])?;
-        let cells = self.add(cells, mask)?;
-        let cells = self.name(cells, "indexer_score_tokens", l);
-
-        // Whole blocks plus the incomplete one.
-        let width = (i64::from(ix.top_k) + r - 1).min(n_kv);
-        let picks = self.g.top_k(cells, width)?;
-        let picks = self.g.cont(picks)?;
-        let picks = self.g.reshape(picks, &[width, tps, 1, ns])?;
-        Ok(self.name(picks, "indexer_top_k", l))
+    let stream = row_size(cache.ggml_type(), d * bd.kv.stream_size() as i64);
+    let keys = bd.g.view(
+        cache,
+        &[d, n_kv, ns],
+        &[row_size(cache.ggml_type(), d), stream],
+        stream * bd.shape.first_stream,
+    )?;
+    let members = bd.g.get_rows(keys, inp.blk_cells)?;
+    let members = bd.g.reshape(members, &[d, r, n_blocks, ns])?;
+    let nb = members.nb();
+    let mut pooled: Option<TensorRef> = None;
+    for i in 0..r {
+        let slice = bd
+            .g
+            .view(members, &[d, n_blocks, ns], &[nb[2], nb[3]], i as usize * nb[1])?;
+        let slice = bd.g.cont(slice)?;
+        pooled = Some(match pooled {
+            Some(p) => bd.add(p, slice)?,
+            None => slice,
+        });
     }
+    let pooled = pooled.ok_or_else(|| Error::model("sparse attention blocks of 0 positions"))?;
+    let pooled = bd.scale(pooled, 1.0 / r as f32)?;
+    let pooled = bd.g.reshape(pooled, &[d, n_blocks * ns, 1])?;
+    let pooled = bd.layer_rms_norm(il, pooled, "indexer.k_norm.weight", "indexer_k_normed")?;
+    let pooled = bd.g.reshape(pooled, &[d, 1, n_blocks * ns])?;
+    let pooled = bd.rope_at(pooled, il, inp.blk_pos)?;
+    let pooled = bd.g.reshape(pooled, &[d, n_blocks, ns])?;
+    let pooled = bd.name(pooled, "indexer_k", l);
+
+    let q = bd.layer_matmul(il, "indexer.q_proj.weight", cur)?;
+    let q = bd.g.reshape(q, &[d, n_ih, nt])?;
+    let q = bd.layer_rms_norm(il, q, "indexer.q_norm.weight", "indexer_q_normed")?;
+    let q = bd.rope(q, il, None)?;
+    let q = bd.name(q, "indexer_q", l);
+
+    // Per head ReLU of the dot products, then the heads summed.
+    let q = bd.g.reshape(q, &[d, n_ih * tps, ns])?;
+    let score = bd.g.mul_mat(pooled, q)?;
+    let score = bd.g.reshape(score, &[n_blocks, n_ih, tps, ns])?;
+    let score = bd.g.relu(score)?;
+    let nb = score.nb();
+    let mut summed: Option<TensorRef> = None;
+    for h in 0..n_ih {
+        let slice = bd
+            .g
+            .view(score, &[n_blocks, tps, ns], &[nb[2], nb[3]], h as usize * nb[1])?;
+        summed = Some(match summed {
+            Some(s) => bd.add(s, slice)?,
+            None => bd.g.cont(slice)?,
+        });
+    }
+    let score = summed.ok_or_else(|| Error::model("an indexer of no heads"))?;
+    let score = bd.add(score, inp.bias)?;
+    let score = bd.name(score, "indexer_score", l);
+
+    // Each cell takes its block's score, then the attention mask's.
+    let t = bd.g.permute(score, [1, 0, 2, 3])?;
+    let t = bd.g.cont(t)?;
+    let cells = bd.g.get_rows(t, inp.cell_blk)?;
+    let cells = bd.g.permute(cells, [1, 0, 2, 3])?;
+    let cells = bd.g.cont(cells)?;
+    let mask = bd.mask(false)?;
+    let mask = match mask.ggml_type() {
+        F32 => mask,
+        _ => bd.g.cast(mask, F32)?,
+    };
+    let mask = bd.g.reshape(mask, &[n_kv, tps, ns])?;
+    let cells = bd.add(cells, mask)?;
+    let cells = bd.name(cells, "indexer_score_tokens", l);
+
+    // Whole blocks plus the incomplete one.
+    let width = (i64::from(ix.top_k) + r - 1).min(n_kv);
+    let picks = bd.g.top_k(cells, width)?;
+    let picks = bd.g.cont(picks)?;
+    let picks = bd.g.reshape(picks, &[width, tps, 1, ns])?;
+    Ok(bd.name(picks, "indexer_top_k", l))
 }
 
 #[cfg(test)]
