@@ -12,16 +12,38 @@ use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
-pub struct Bert;
+/// A member of the family whose facts are BERT's but for its name, note, sizes and `Variant`
+/// (BERT itself, Nomic BERT, Jina BERT v3).
+pub struct Member {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub variant: Variant,
+    /// llama.cpp's size label of a model of this many layers (and width).
+    pub size_label: fn(&HParams) -> &'static str,
+}
 
-impl ArchSpec for Bert {
+pub const BERT: Member = Member {
+    name: "bert",
+    about: "An encoder (BGE-style embedding models and rerankers): no cache, `llama_encode`, which \
+        `llama_decode` calls for it as llama.cpp does; one ubatch per batch.",
+    variant: PLAIN,
+    size_label: |hp| match (hp.n_layer, hp.n_embd) {
+        (3, _) => "17M",
+        (6, _) => "22M",
+        (12, 384) => "33M",
+        (12, 768) => "109M",
+        (24, _) => "335M",
+        _ => "?B",
+    },
+};
+
+impl ArchSpec for Member {
     fn name(&self) -> &'static str {
-        "bert"
+        self.name
     }
 
     fn about(&self) -> &'static str {
-        "An encoder (BGE-style embedding models and rerankers): no cache, `llama_encode`, which \
-            `llama_decode` calls for it as llama.cpp does; one ubatch per batch."
+        self.about
     }
 
     fn rope_type(&self) -> i32 {
@@ -42,38 +64,41 @@ impl ArchSpec for Bert {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         load_hparams(meta, hp)?;
-        // BERT's position embeddings stand in for rotation.
-        hp.rope = false;
-        hp.size_label = match (hp.n_layer, hp.n_embd) {
-            (3, _) => "17M",
-            (6, _) => "22M",
-            (12, 384) => "33M",
-            (12, 768) => "109M",
-            (24, _) => "335M",
-            _ => "?B",
-        };
+        // BERT's position table stands in for rotation.
+        hp.rope = self.variant.rope;
+        hp.size_label = (self.size_label)(hp);
         Ok(())
     }
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
-        tensors(hp, BERT)
+        tensors(hp, self.variant)
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        bert(hp, BERT)
+        bert(hp, self.variant)
+    }
+}
+
+impl Decoder for Member {
+    fn takes_control_vector(&self) -> bool {
+        false
+    }
+
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        encoder(b, self.variant)
     }
 }
 
 /// How a member of the family differs from BERT.
 #[derive(Clone, Copy)]
-pub(super) struct Variant {
+pub struct Variant {
     /// Rotary positions instead of a position table, and no classifier head.
     pub rope: bool,
     /// A SwiGLU FFN (its biases loaded but not applied) rather than GELU's.
     pub gated: bool,
 }
 
-pub(super) const BERT: Variant = Variant {
+const PLAIN: Variant = Variant {
     rope: false,
     gated: false,
 };
@@ -165,16 +190,6 @@ pub(super) fn tensors(hp: &HParams, variant: Variant) -> Vec<TensorSpec> {
         specs.push(TensorSpec::new(b("layer_output_norm.bias"), &[e], true));
     }
     specs
-}
-
-impl Decoder for Bert {
-    fn takes_control_vector(&self) -> bool {
-        false
-    }
-
-    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        encoder(b, BERT)
-    }
 }
 
 /// The BERT encoder, or a variant's.

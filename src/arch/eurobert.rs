@@ -80,31 +80,47 @@ impl Decoder for EuroBert {
     }
 
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        let hp = b.hp;
-        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
-        let mut x = b.embed_tokens_as("inp_embd")?;
-        for il in 0..hp.n_layer as usize {
-            let l = Some(il);
-            let w = b.layer_weight(il, "attn_norm.weight")?;
-            let cur = b.rms_norm(x, w)?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let (q, k) = (b.rope(q, il, None)?, b.rope(k, il, None)?);
-            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-            let att = b.attention_no_cache(il, q, k, v, kq_scale)?;
-            let att = b.layer_linear(il, "attn_output", att)?;
-            let att = b.name(att, "kqv_out", l);
-            let (att, residual) = b.last_layer_rows(il, att, x)?;
-            let h = b.add(att, residual)?;
-            let h = b.name(h, "ffn_inp", l);
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = b.gated_ffn(il, cur, Ffn::default())?;
-            let ffn = b.name(ffn, "ffn_out", l);
-            x = b.add(ffn, h)?;
-        }
-        let w = b.weight("output_norm.weight")?;
-        let x = b.rms_norm(x, w)?;
-        let x = b.name(x, "result_embd", None);
-        b.set_hidden(x);
-        Ok(None)
+        prenorm_encoder(
+            b,
+            |b, il, cur| {
+                let ffn = b.gated_ffn(il, cur, Ffn::default())?;
+                Ok(b.name(ffn, "ffn_out", Some(il)))
+            },
+            "output_norm.weight",
+        )
     }
+}
+
+/// The encoder of RMS pre-norm layers with rotation (EuroBERT's, NeoBERT's): `ffn` is a layer's
+/// FFN on its normed input, `out_norm` the final norm's weight.
+pub(super) fn prenorm_encoder(
+    b: &mut Builder,
+    ffn: impl Fn(&mut Builder, usize, TensorRef) -> Result<TensorRef>,
+    out_norm: &str,
+) -> Result<Option<TensorRef>> {
+    let hp = b.hp;
+    let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
+    let mut x = b.embed_tokens_as("inp_embd")?;
+    for il in 0..hp.n_layer as usize {
+        let l = Some(il);
+        let w = b.layer_weight(il, "attn_norm.weight")?;
+        let cur = b.rms_norm(x, w)?;
+        let (q, k, v) = b.qkv(il, cur, true)?;
+        let (q, k) = (b.rope(q, il, None)?, b.rope(k, il, None)?);
+        let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
+        let att = b.attention_no_cache(il, q, k, v, kq_scale)?;
+        let att = b.layer_linear(il, "attn_output", att)?;
+        let att = b.name(att, "kqv_out", l);
+        let (att, residual) = b.last_layer_rows(il, att, x)?;
+        let h = b.add(att, residual)?;
+        let h = b.name(h, "ffn_inp", l);
+        let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
+        let out = ffn(b, il, cur)?;
+        x = b.add(out, h)?;
+    }
+    let w = b.weight(out_norm)?;
+    let x = b.rms_norm(x, w)?;
+    let x = b.name(x, "result_embd", None);
+    b.set_hidden(x);
+    Ok(None)
 }

@@ -40,7 +40,7 @@ registry! {
     arctic: [Arctic];
     baichuan: [Baichuan];
     bailingmoe3: [BailingMoe3];
-    bert: [Bert];
+    bert: [BERT];
     bitnet: [BitNet];
     chameleon: [Chameleon];
     chatglm: [ChatGlm];
@@ -74,7 +74,7 @@ registry! {
     hy_v4: [HyV4];
     jamba: [Jamba];
     jina_bert_v2: [JinaBertV2];
-    jina_bert_v3: [JinaBertV3];
+    jina_bert_v3: [JINA_BERT_V3];
     kimi_k3: [KimiK3];
     kimi_linear: [KimiLinear];
     laguna: [Laguna];
@@ -94,7 +94,7 @@ registry! {
     muse_glimmer: [MuseGlimmer];
     nemotron_h: [NEMOTRON_H, NEMOTRON_H_MOE];
     neo_bert: [NeoBert];
-    nomic_bert: [NomicBert, NomicBertMoe];
+    nomic_bert: [NOMIC_BERT, NomicBertMoe];
     olmo: [Olmo];
     olmo2: [Olmo2];
     phi3: [PHI3, PHIMOE];

@@ -3,6 +3,7 @@
 //! classifier head (`cls`, `cls.output`) where the file has one.
 
 use super::created::layered;
+use super::eurobert::prenorm_encoder;
 use crate::error::Result;
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
@@ -85,30 +86,6 @@ impl Decoder for NeoBert {
     }
 
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        let hp = b.hp;
-        let kq_scale = 1.0 / (hp.n_embd_head_k as f32).sqrt();
-        let mut x = b.embed_tokens_as("inp_embd")?;
-        for il in 0..hp.n_layer as usize {
-            let l = Some(il);
-            let w = b.layer_weight(il, "attn_norm.weight")?;
-            let cur = b.rms_norm(x, w)?;
-            let (q, k, v) = b.qkv(il, cur, true)?;
-            let (q, k) = (b.rope(q, il, None)?, b.rope(k, il, None)?);
-            let (q, k, v) = (b.name(q, "Qcur", l), b.name(k, "Kcur", l), b.name(v, "Vcur", l));
-            let att = b.attention_no_cache(il, q, k, v, kq_scale)?;
-            let att = b.layer_linear(il, "attn_output", att)?;
-            let att = b.name(att, "kqv_out", l);
-            let (att, residual) = b.last_layer_rows(il, att, x)?;
-            let h = b.add(att, residual)?;
-            let h = b.name(h, "ffn_inp", l);
-            let cur = b.layer_rms_norm(il, h, "ffn_norm.weight", "ffn_norm")?;
-            let ffn = b.fused_gated_ffn_named(il, cur, "")?;
-            x = b.add(ffn, h)?;
-        }
-        let w = b.weight("enc.output_norm.weight")?;
-        let x = b.rms_norm(x, w)?;
-        let x = b.name(x, "result_embd", None);
-        b.set_hidden(x);
-        Ok(None)
+        prenorm_encoder(b, |b, il, cur| b.fused_gated_ffn_named(il, cur, ""), "enc.output_norm.weight")
     }
 }

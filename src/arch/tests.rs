@@ -114,7 +114,7 @@ fn weights_without_adapters_and_control_vectors_are_each_architecture_s_own() {
     assert!(!plain(&kimi_linear::KimiLinear, &hp, "attn_output", Some(3)));
 
     assert!(llama::Llama.takes_control_vector());
-    assert!(!bert::Bert.takes_control_vector());
+    assert!(!bert::BERT.takes_control_vector());
     assert!(!qwen4exp::Qwen4Exp.takes_control_vector());
 }
 
