@@ -32,6 +32,17 @@ pub struct Qwen35 {
 }
 
 /// Qwen3.5 (interleaved M-RoPE).
+/// Qwen3.5's delta net: scaled projections, β and α apart.
+const QWEN35_NET: DeltaNet = DeltaNet {
+    fused_beta_alpha: false,
+    sigmoid_gate: false,
+};
+/// Qwen3-Next's: β and α in one plain projection.
+const QWEN3_NEXT_NET: DeltaNet = DeltaNet {
+    fused_beta_alpha: true,
+    sigmoid_gate: false,
+};
+
 pub const QWEN35: Qwen35 = Qwen35 {
     name: "qwen35",
     about: "Qwen3.5: gated delta net layers beside gated full attention with interleaved M-RoPE.",
@@ -46,7 +57,7 @@ pub const QWEN35: Qwen35 = Qwen35 {
         "ssm.time_step_rank",
         "ssm.group_count",
     ],
-    style: DeltaNet::Qwen35,
+    style: QWEN35_NET,
     experts: false,
     rollback: true,
     size: |hp| match hp.n_layer {
@@ -76,7 +87,7 @@ pub const QWEN35_MOE: Qwen35 = Qwen35 {
         "ssm.time_step_rank",
         "ssm.group_count",
     ],
-    style: DeltaNet::Qwen35,
+    style: QWEN35_NET,
     experts: true,
     rollback: true,
     size: |hp| match hp.n_layer {
@@ -103,7 +114,7 @@ pub const QWEN3_NEXT: Qwen35 = Qwen35 {
         "ssm.time_step_rank",
         "ssm.group_count",
     ],
-    style: DeltaNet::Qwen3Next,
+    style: QWEN3_NEXT_NET,
     experts: true,
     rollback: false,
     size: |hp| if hp.n_layer == 48 { "80B.A3B" } else { "?B" },
@@ -147,7 +158,7 @@ impl ArchSpec for Qwen35 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        qwen35(hp, self.style == DeltaNet::Qwen3Next)
+        qwen35(hp, self.style == QWEN3_NEXT_NET)
     }
 
     fn memory(&self) -> Memory {
@@ -282,7 +293,7 @@ pub(super) fn delta_net_tensors(hp: &HParams, il: usize, style: DeltaNet, specs:
     ));
     specs.push(TensorSpec::new(b("ssm_dt.bias"), &[n_v], true));
     specs.push(TensorSpec::new(b("ssm_a"), &[n_v], true));
-    if style == DeltaNet::Qwen3Next {
+    if style == QWEN3_NEXT_NET {
         specs.push(TensorSpec::matmul(b("ssm_ba.weight"), &[e, 2 * n_v], true));
         // The older files' interleaved q, k, v, z projection, which llama.cpp loads and
         // leaves unused once the split projections are there.
@@ -335,7 +346,7 @@ pub(super) fn experts_ffn(b: &mut Builder, il: usize, x: TensorRef) -> Result<Te
 
 fn decoder(b: &mut Builder, style: DeltaNet) -> Result<Option<TensorRef>> {
     let hp = b.hp;
-    let mut x = b.embed_tokens_as(if style == DeltaNet::Qwen3Next {
+    let mut x = b.embed_tokens_as(if style == QWEN3_NEXT_NET {
         "model.embed_tokens"
     } else {
         "model.input_embed"

@@ -22,6 +22,12 @@ use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
 
+/// Qwen3.5's delta net with its output norm gated by a sigmoid.
+const NET: DeltaNet = DeltaNet {
+    fused_beta_alpha: false,
+    sigmoid_gate: true,
+};
+
 pub struct Qwen4Exp;
 
 const MAX_PLE_NGRAM: u32 = 8;
@@ -180,7 +186,7 @@ impl ArchSpec for Qwen4Exp {
             mix(&mut specs, &b("hc_attn"), true);
             mix(&mut specs, &b("hc_ffn"), true);
             if hp.is_recurrent(il) {
-                delta_net_tensors(hp, il, DeltaNet::Qwen4Exp, &mut specs);
+                delta_net_tensors(hp, il, NET, &mut specs);
             } else {
                 let (hk, q, kv) = (
                     hp.n_embd_head_k,
@@ -375,7 +381,7 @@ impl Decoder for Qwen4Exp {
             }
             let (cur, inject) = hc_mix(b, res, &format!("blk.{il}.hc_attn"), Some(il))?;
             let mut cur = if hp.is_recurrent(il) {
-                b.gated_delta_layer(il, cur, DeltaNet::Qwen4Exp)?
+                b.gated_delta_layer(il, cur, NET)?
             } else {
                 let sparse = hp.compress_ratios.get(il).is_some_and(|&r| r > 0);
                 let picks = if sparse { Some(qsa::qsa_top_k(b, il, cur)?) } else { None };

@@ -11,14 +11,14 @@ use crate::model::hparams::KdaDecay;
 /// window's copy sources (the scan reads the states where they lie).
 type ReadStates<'f> = &'f mut dyn FnMut(&mut Builder, TensorRef, TensorRef) -> Result<TensorRef>;
 
-/// Where the gated delta net layers of three architectures part: Qwen3.5 scales its projections
-/// and projects β and α apart; Qwen3-Next does neither, and repeats its key heads for the value
-/// heads itself; Qwen4-exp is Qwen3.5 with its output norm gated by a sigmoid, not SiLU.
+/// How a gated delta net layer differs between its users. The base scales its projections and
+/// projects β and α apart; `fused_beta_alpha`: one plain projection of β and α (per key head, its
+/// value heads' β, then their α), plain projections elsewhere too, and the key heads repeated for
+/// the value heads here; `sigmoid_gate`: the output norm gated by a sigmoid, not SiLU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeltaNet {
-    Qwen35,
-    Qwen3Next,
-    Qwen4Exp,
+pub struct DeltaNet {
+    pub fused_beta_alpha: bool,
+    pub sigmoid_gate: bool,
 }
 
 impl Builder<'_> {
@@ -530,15 +530,15 @@ impl Builder<'_> {
         let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
         let l = Some(il);
 
-        let project = |bd: &mut Builder, name: &str| match style {
-            DeltaNet::Qwen3Next => bd.layer_matmul(il, &format!("{name}.weight"), cur),
-            _ => bd.ssm_projection(il, name, cur),
+        let project = |bd: &mut Builder, name: &str| match style.fused_beta_alpha {
+            true => bd.layer_matmul(il, &format!("{name}.weight"), cur),
+            false => bd.ssm_projection(il, name, cur),
         };
         let qkv = project(self, "attn_qkv")?;
         let qkv = self.g.reshape(qkv, &[qkv.ne()[0], n_seq_tokens, n_seqs])?;
         let z = project(self, "attn_gate")?;
-        let (beta, alpha) = match style {
-            DeltaNet::Qwen35 | DeltaNet::Qwen4Exp => {
+        let (beta, alpha) = match style.fused_beta_alpha {
+            false => {
                 let beta = self.ssm_projection(il, "ssm_beta", cur)?;
                 let beta = self.g.reshape(beta, &[1, n_v_heads, n_seq_tokens, n_seqs])?;
                 let beta = self.g.sigmoid(beta)?;
@@ -546,7 +546,7 @@ impl Builder<'_> {
                 let alpha = self.g.reshape(alpha, &[n_v_heads, n_seq_tokens, n_seqs])?;
                 (beta, alpha)
             }
-            DeltaNet::Qwen3Next => {
+            true => {
                 // One projection: per key head, its value heads' β, then their α.
                 let ba = self.layer_matmul(il, "ssm_ba.weight", cur)?;
                 let per = n_v_heads / n_k_heads;
@@ -591,7 +591,7 @@ impl Builder<'_> {
         let v = heads(self, head_v, n_v_heads, 2 * head_k * n_k_heads)?;
         let mut q = self.l2_norm(q)?;
         let mut kk = self.l2_norm(kk)?;
-        if style == DeltaNet::Qwen3Next && n_k_heads != n_v_heads {
+        if style.fused_beta_alpha && n_k_heads != n_v_heads {
             // Each key head repeated for its value heads, interleaved, as llama.cpp does here.
             let rep = n_v_heads / n_k_heads;
             let repeat = |bd: &mut Builder, t: TensorRef| -> Result<TensorRef> {
@@ -609,15 +609,15 @@ impl Builder<'_> {
         let z = self.g.reshape(z, &[head_v, n_v_heads, n_seq_tokens, n_seqs])?;
         let norm_w = self.layer_weight(il, "ssm_norm.weight")?;
         let normed = self.rms_norm(output, norm_w)?;
-        let z = match style {
-            DeltaNet::Qwen4Exp => self.g.sigmoid(z)?,
-            _ => self.g.silu(z)?,
+        let z = match style.sigmoid_gate {
+            true => self.g.sigmoid(z)?,
+            false => self.g.silu(z)?,
         };
         let y = self.g.mul(normed, z)?;
         let y = self.g.reshape(y, &[head_v * n_v_heads, n_seq_tokens, n_seqs])?;
-        let y = match style {
-            DeltaNet::Qwen3Next => self.layer_matmul(il, "ssm_out.weight", y)?,
-            _ => self.ssm_projection(il, "ssm_out", y)?,
+        let y = match style.fused_beta_alpha {
+            true => self.layer_matmul(il, "ssm_out.weight", y)?,
+            false => self.ssm_projection(il, "ssm_out", y)?,
         };
         let y = self.name(y, "linear_attn_out", l);
         self.g
