@@ -5,9 +5,6 @@ use super::{Builder, Pooling};
 use crate::error::{Error, Result};
 use crate::ggml::{Graph, TensorRef};
 
-/// llama.h's `LLAMA_POOLING_TYPE_MEAN`, as `HParams::pooling_type_cls` holds it.
-const POOLING_TYPE_MEAN: i32 = 1;
-
 impl Builder<'_> {
     /// The final-norm hidden states, reduced per sequence as `pooling` says, as a graph output.
     pub(super) fn pooled_embeddings(&mut self, pooling: Pooling) -> Result<TensorRef> {
@@ -19,7 +16,7 @@ impl Builder<'_> {
             Pooling::None => h,
             Pooling::Mean => self.mean_of_sequences(h)?,
             // A model that says so ranks its sequences' mean states (ModernBERT's rerankers).
-            Pooling::Rank if self.hp.pooling_type_cls == POOLING_TYPE_MEAN => {
+            Pooling::Rank if Pooling::from_llama(self.hp.pooling_type_cls) == Some(Pooling::Mean) => {
                 let mean = self.mean_of_sequences(h)?;
                 self.classifier_head(mean)?
             }
