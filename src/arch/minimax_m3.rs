@@ -162,7 +162,7 @@ impl Decoder for MinimaxM3 {
         let mut x = b.embed_tokens()?;
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
-            let sparse = b.params.msa && il >= hp.n_layer_dense_lead as usize;
+            let sparse = b.params.block_sparse && il >= hp.n_layer_dense_lead as usize;
             let att = if sparse {
                 let (q, k, v) = b.qkv(il, cur, true)?;
                 let q = b.layer_rms_norm(il, q, "attn_q_norm.weight", "Qcur_normed")?;

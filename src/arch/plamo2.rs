@@ -5,7 +5,7 @@
 
 use super::created::{layered, HEAD};
 use super::{head_tensors, mamba, plamo3};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
@@ -135,7 +135,7 @@ impl Decoder for Plamo2 {
         for il in 0..hp.n_layer as usize {
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
             let mixed = if hp.is_recurrent(il) {
-                b.plamo2_mamba_layer(il, cur)?
+                mamba_layer(b, il, cur)?
             } else {
                 let qkv = b.layer_matmul(il, "attn_qkv.weight", cur)?;
                 let (q, k, v) = b.split_qkv(il, qkv, true)?;
@@ -152,4 +152,109 @@ impl Decoder for Plamo2 {
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// PLaMo-2's Mamba layer over `cur` ([n_embd, n_tokens]): one projection to the gate z and x
+/// interleaved per head, the causal convolution of x, one projection of the convolved x to
+/// B, C and Δt (each RMS-normed by its weight), per-head Δt projected with its bias, the scan
+/// with a scalar decay per head and one group, D, gating and the output projection. The
+/// projection's split reads tokens and sequences as llama.cpp's graph does (a transposed
+/// copy, re-read in token-major order), whatever the ubatch holds.
+fn mamba_layer(bd: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
+    let hp = bd.hp;
+    let rs = bd.recurrent_shape()?;
+    let (conv_all, ssm_all) = bd.rs_layer(il)?;
+    let (d_inner, d_state, n_head) = (
+        i64::from(hp.ssm_d_inner),
+        i64::from(hp.ssm_d_state),
+        i64::from(hp.ssm_dt_rank),
+    );
+    if n_head == 0 || d_inner % n_head != 0 || hp.ssm_n_group != 0 {
+        return Err(Error::model(format!(
+            "plamo2: inner size {d_inner} must split into {n_head} heads, without groups"
+        )));
+    }
+    let head_dim = d_inner / n_head;
+    let dt_dim = i64::from((hp.n_embd / 16).max(64));
+    let n_seqs = rs.n_seqs as i64;
+    let n_seq_tokens = bd.shape.n_tokens as i64 / n_seqs;
+    let cur = bd.g.reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])?;
+    let zx = bd.layer_matmul(il, "ssm_in.weight", cur)?;
+    let zx = bd.g.permute(zx, [0, 2, 1, 3])?;
+    let zx = bd.g.cont(zx)?;
+    let zx = bd.g.reshape(zx, &[head_dim * 2, n_head, n_seq_tokens, n_seqs])?;
+    let nb = zx.nb();
+    let shape = [head_dim, n_head, n_seq_tokens, n_seqs];
+    let x = bd.sub(zx, &shape, &[nb[1], nb[2], nb[3]], head_dim)?;
+    let x = bd.g.cont(x)?;
+    let x = bd.g.reshape(x, &[d_inner, n_seq_tokens, n_seqs])?;
+    let z = bd.sub(zx, &shape, &[nb[1], nb[2], nb[3]], 0)?;
+    let conv_x = bd.conv_window(conv_all, x, d_inner, 1, false)?;
+    let x = bd.conv_silu(il, conv_x)?;
+
+    let bcdt = bd.layer_matmul(il, "ssm_x.weight", x)?;
+    let nb = bcdt.nb();
+    let part =
+        |bd: &mut Builder, width: i64, at: i64| bd.sub(bcdt, &[width, n_seq_tokens, n_seqs], &[nb[1], nb[2]], at);
+    let b = part(bd, d_state, 0)?;
+    let c = part(bd, d_state, d_state)?;
+    let dt = part(bd, dt_dim, 2 * d_state)?;
+    let norm = |bd: &mut Builder, t: TensorRef, name: &str| -> Result<TensorRef> {
+        let w = bd.layer_weight(il, name)?;
+        bd.rms_norm(t, w)
+    };
+    let b = norm(bd, b, "ssm_b_norm")?;
+    let c = norm(bd, c, "ssm_c_norm")?;
+    let dt = norm(bd, dt, "ssm_dt_norm")?;
+    let dt = bd.layer_matmul(il, "ssm_dt.weight", dt)?;
+    let dt_b = bd.layer_weight(il, "ssm_dt.bias")?;
+    let dt = bd.g.add(dt, dt_b)?;
+
+    let per_head = |bd: &mut Builder, name: &str| -> Result<TensorRef> {
+        let t = bd.layer_weight(il, name)?;
+        bd.g.reshape(t, &[1, n_head]).map_err(Error::from)
+    };
+    let a = per_head(bd, "ssm_a")?;
+    let xnb0 = x.nb()[0];
+    let x = bd.sub(
+        x,
+        &shape,
+        &[
+            head_dim as usize * xnb0,
+            d_inner as usize * xnb0,
+            (d_inner * n_seq_tokens) as usize * xnb0,
+        ],
+        0,
+    )?;
+    let one_group = |bd: &mut Builder, t: TensorRef| {
+        let nb = t.nb();
+        bd.sub(
+            t,
+            &[d_state, 1, n_seq_tokens, n_seqs],
+            &[d_state as usize * nb[0], nb[1], nb[2]],
+            0,
+        )
+    };
+    let b = one_group(bd, b)?;
+    let c = one_group(bd, c)?;
+    let y_ssm = bd.scan(a, ssm_all, x, dt, b, c, (head_dim, n_head), 1)?;
+    let y = bd.sub(
+        y_ssm,
+        &shape,
+        &[
+            head_dim as usize * xnb0,
+            d_inner as usize * xnb0,
+            (d_inner * n_seq_tokens) as usize * xnb0,
+        ],
+        0,
+    )?;
+    let d = per_head(bd, "ssm_d")?;
+    let y = bd.gate_ssm(d, y, x, z)?;
+    let ynb = y.nb();
+    let y = bd.sub(y, &[d_inner, n_seq_tokens, n_seqs], &[ynb[2], ynb[3]], 0)?;
+    let out = bd.layer_matmul(il, "ssm_out.weight", y)?;
+    let out = bd
+        .g
+        .reshape(out, &[i64::from(hp.n_embd), bd.shape.n_tokens as i64])?;
+    Ok(bd.name(out, "mamba_out", Some(il)))
 }

@@ -9,7 +9,7 @@ use crate::ggml::{tensor_get_f32, ComputeStatus, Scheduler};
 use crate::graph::{
     seq_index, set_bytes, set_f32, set_i32, set_i64, set_mask, Builder, Pooling, RecurrentShape, Shape, UbatchView,
 };
-use crate::kv::{sequences_of, MemoryShape, Placement, Planned, Slots, TokenPlace, UbatchMemory, UbatchPlans};
+use crate::kv::{sequences_of, MemoryShape, Placement, Planned, Slots, Split, TokenPlace, UbatchMemory, UbatchPlans};
 use crate::model::hparams::Swa;
 use crate::recurrent::{RsCells, SeqGroup};
 use std::borrow::Cow;
@@ -91,7 +91,7 @@ impl Context<'_> {
         self.sampling.begin(n_outputs);
     }
 
-    /// A learned position table (GPT-2's, BERT's) has one row per trained position: a token past
+    /// A learned position table has one row per trained position: a token past
     /// it has no embedding (llama.cpp reads outside the table and aborts), so such a batch is
     /// refused before anything changes.
     fn check_positions(&self, batch: &Batch) -> Result<()> {
@@ -325,27 +325,23 @@ impl Context<'_> {
         }
         // A split cache (one stream per sequence) takes the same count of tokens from consecutive
         // sequences per ubatch, which also decides which attention kernel ggml uses; a unified
-        // cache takes consecutive chunks. Compressed caches keep a rollback's tokens together, and
-        // take tokens of several sequences a set of sequences at a time.
+        // cache takes consecutive chunks. The cache says where it differs (`kv::Split`).
         let shared = batch.places.iter().any(|p| p.seqs.iter().nth(1).is_some());
-        if self.kv.n_stream() > 1 && shared && self.kv.compressed().is_some() {
-            return split_seq(batch, n_ubatch);
-        }
-        if self.kv.n_stream() > 1 {
-            let keep_tail = match self.kv.compressed() {
-                Some(_) => self.rollback_tail()?,
-                None => 0,
-            };
-            let split = split_equal(batch, n_ubatch, true, keep_tail);
-            if split.is_none() {
-                crate::log_error!(
-                    "decode: a token belongs to several sequences, which needs one cache for all of them: \
-                     create the context with kv_unified = true"
-                );
+        match self.kv.split(shared) {
+            Split::BySequences => split_seq(batch, n_ubatch),
+            Split::Equal { keep_tail } => {
+                let tail = if keep_tail { self.rollback_tail()? } else { 0 };
+                let split = split_equal(batch, n_ubatch, true, tail);
+                if split.is_none() {
+                    crate::log_error!(
+                        "decode: a token belongs to several sequences, which needs one cache for all of them: \
+                         create the context with kv_unified = true"
+                    );
+                }
+                split
             }
-            return split;
+            Split::Simple => Some(split_simple(batch.len(), n_ubatch)),
         }
-        Some(split_simple(batch.len(), n_ubatch))
     }
 
     /// The tokens at a sequence's end that stay in one ubatch, so that its rollback snapshots are
@@ -457,7 +453,7 @@ impl Context<'_> {
                 0
             },
             kv_copies,
-            n_pos: self.msa_positions(),
+            n_pos: self.block_sparse_positions(self.kv.pos_max().map_or(0, |p| p as usize + 1)),
             n_seqs: self.pooled_seqs(seqs.len()),
             recurrent: self.rs.as_ref().map(|rs| RecurrentShape {
                 n_seqs: ub.n_streams,
@@ -639,15 +635,13 @@ impl Context<'_> {
         Ok(())
     }
 
-    /// Positions MiniMax-M3's block-sparse attention covers: past the cache's highest position,
-    /// in steps of 256 (llama.cpp's `get_n_pos`); 0 for other models.
-    fn msa_positions(&self) -> usize {
-        let msa = self.params.graph.msa && self.model.hparams.as_ref().is_some_and(|hp| hp.indexer.block > 0);
-        if !msa {
-            return 0;
+    /// Positions block-sparse attention covers when `top` are in use: in steps of 256
+    /// (llama.cpp's `get_n_pos`); 0 without it.
+    pub(super) fn block_sparse_positions(&self, top: usize) -> usize {
+        match self.params.graph.block_sparse {
+            true => top.next_multiple_of(256).max(256),
+            false => 0,
         }
-        let top = self.kv.pos_max().map_or(0, |p| p as usize + 1);
-        top.next_multiple_of(256).max(256)
     }
 
     /// Fill the current graph's inputs for the ubatch at `places`: the common ones here, the

@@ -30,11 +30,7 @@ impl Context<'_> {
 
     pub fn memory_clear(&mut self, data: bool) {
         if self.uses_kv() {
-            self.kv.clear(data);
-        }
-        // Compressed rows are read (masked) before they are written: always zeroed.
-        if let Some(c) = self.kv.compressed_mut() {
-            log_failure(c.clear(None));
+            log_failure(self.kv.clear(data));
         }
         if let Some(rs) = &mut self.rs {
             rs.clear(data);
@@ -42,32 +38,24 @@ impl Context<'_> {
     }
 
     /// Remove `seq` (every sequence when None) from positions [p0, p1). False when recurrent
-    /// state would have to lose part of its history (nothing changes then).
+    /// state would have to lose part of its history, or the cache cannot cut there (nothing
+    /// changes then).
     pub fn memory_seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) -> bool {
-        if self.memory_kind() == Memory::Compressed {
-            return self.compressed_seq_rm(seq, p0, p1);
-        }
         if let Some(rs) = &mut self.rs {
             if !rs.cells.seq_rm(seq, p0, p1) {
                 return false;
             }
         }
-        if self.uses_kv() {
-            self.kv.seq_rm(seq, p0, p1);
+        if !self.uses_kv() {
+            return true;
         }
-        true
+        self.kv.seq_rm(seq, p0, p1).unwrap_or_else(|e| {
+            crate::log_error!("memory: {e}");
+            true
+        })
     }
 
     pub fn memory_seq_cp(&mut self, src: usize, dst: usize, p0: i32, p1: i32) -> Result<()> {
-        if self.memory_kind() == Memory::Compressed && !(p0 <= 0 && p1 < 0) {
-            return Err(Error::invalid(format!(
-                "copying positions [{p0}, {p1}) of sequence {src}: DeepSeek-V4's compressed caches copy whole \
-                 sequences only (p0 = p1 = -1); nothing changed"
-            )));
-        }
-        if let Some(c) = self.kv.compressed_mut() {
-            c.seq_cp(src, dst)?;
-        }
         if self.uses_kv() {
             self.kv.seq_cp(src, dst, p0, p1)?;
         }
@@ -79,16 +67,7 @@ impl Context<'_> {
 
     pub fn memory_seq_keep(&mut self, seq: usize) {
         if self.uses_kv() {
-            self.kv.seq_keep(seq);
-        }
-        // Each sequence has its own stream there: the others are emptied one by one.
-        if self.memory_kind() == Memory::Compressed {
-            for other in (0..self.params.n_seq_max as usize).filter(|&s| s != seq) {
-                self.kv.seq_rm(Some(other), -1, -1);
-                if let Some(c) = self.kv.compressed_mut() {
-                    log_failure(c.clear(Some(other)));
-                }
-            }
+            log_failure(self.kv.seq_keep(seq));
         }
         if let Some(rs) = &mut self.rs {
             rs.cells.seq_keep(seq);
@@ -124,12 +103,10 @@ impl Context<'_> {
         !self.uses_kv() || (self.keys_can_turn() && self.kv.sizes_match())
     }
 
-    /// Whether the keys can be rotated to new positions at all (not with M-RoPE, nor compressed
-    /// keys, whose blocks follow the positions). Caches of different sizes still shift, each on
-    /// its own, as llama.cpp's do.
+    /// Whether the keys can be rotated to new positions at all (not with M-RoPE, nor where the
+    /// cache says not). Caches of different sizes still shift, each on its own, as llama.cpp's do.
     fn keys_can_turn(&self) -> bool {
-        self.memory_kind() != Memory::Compressed
-            && self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
+        self.kv.keys_can_turn() && self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
     }
 
     /// Refuse a position change the keys cannot follow (llama.cpp aborts at the next decode).
@@ -143,13 +120,10 @@ impl Context<'_> {
         )))
     }
 
-    /// The lowest position `seq` holds (both memories must hold it). With compressed caches, its
-    /// highest, as llama.cpp reports it: they cannot go back within the window.
+    /// The lowest position `seq` holds (both memories must hold it), as far as the cache can go
+    /// back (`KvCache::seq_pos_floor`).
     pub fn memory_seq_pos_min(&self, seq: usize) -> Option<i32> {
-        if self.memory_kind() == Memory::Compressed {
-            return self.kv.seq_pos_max(seq);
-        }
-        let kv = self.uses_kv().then(|| self.kv.seq_pos_min(seq));
+        let kv = self.uses_kv().then(|| self.kv.seq_pos_floor(seq));
         let rs = self.rs.as_ref().map(|rs| rs.cells.seq_pos_min(seq));
         match (kv, rs) {
             (Some(a), Some(b)) => a.max(b),
@@ -166,41 +140,6 @@ impl Context<'_> {
             (Some(_), Some(_)) => None,
             (a, b) => a.or(b).flatten(),
         }
-    }
-
-    /// `llama_memory_seq_rm` with compressed caches, as llama.cpp's DeepSeek-V4 cache takes it:
-    /// never up to a position; from a position past the sequence's end, nothing; from one
-    /// within its last `n_rs_seq` tokens, a rollback its next ubatch restores (one at a time);
-    /// from its start, the whole sequence (every sequence's with None), compressed rows and
-    /// rings zeroed. False, nothing changed, otherwise.
-    fn compressed_seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) -> bool {
-        if p1 >= 0 {
-            return false;
-        }
-        if p0 > 0 {
-            let Some(s) = seq else { return false };
-            let pos_max = self.kv.seq_pos_max(s).unwrap_or(-1);
-            if p0 > pos_max {
-                self.kv.seq_rm(Some(s), p0, -1);
-                return true;
-            }
-            let n_rs = self.params.n_rs_seq as i32;
-            let back = pos_max - (p0 - 1);
-            let Some(c) = self.kv.compressed_mut() else {
-                return false;
-            };
-            if n_rs == 0 || !(1..=n_rs).contains(&back) || c.rollback(s) != 0 {
-                return false;
-            }
-            c.set_rollback(s, back as u32);
-            self.kv.seq_rm(Some(s), p0, p1);
-            return true;
-        }
-        self.kv.seq_rm(seq, p0, p1);
-        if let Some(c) = self.kv.compressed_mut() {
-            log_failure(c.clear(seq));
-        }
-        true
     }
 }
 

@@ -286,7 +286,7 @@ impl<'m> Context<'m> {
             k_rot,
             v_rot,
             idx_rot,
-            msa: flash_attn && (n_seq_max == 1 || !p.kv_unified),
+            block_sparse: flash_attn && (n_seq_max == 1 || !p.kv_unified) && hp.is_some_and(|hp| hp.indexer.block > 0),
             training: false,
         };
         let (n_threads, n_threads_batch) = (thread_count(p.n_threads)?, thread_count(p.n_threads_batch)?);
@@ -308,7 +308,7 @@ impl<'m> Context<'m> {
             })
             .collect::<Result<Vec<_>>>()?;
         let cache_buft = |il: usize| cache_bufts.get(il).copied().unwrap_or_else(BufferType::cpu);
-        // DeepSeek-V4's caches keep a stream per sequence whatever kv_unified says, as llama.cpp's.
+        // Compressed caches keep a stream per sequence whatever kv_unified says, as llama.cpp's.
         let unified = p.kv_unified && memory != Memory::Compressed;
         let n_stream = if unified { 1 } else { n_seq_max };
         let n_rs_seq = if arch.is_some_and(|a| a.rollback()) {
@@ -495,11 +495,7 @@ impl<'m> Context<'m> {
             } else {
                 0
             },
-            n_pos: if self.params.graph.msa {
-                self.kv.stream_size().next_multiple_of(256)
-            } else {
-                0
-            },
+            n_pos: self.block_sparse_positions(self.kv.stream_size()),
             n_seqs: self.pooled_seqs(self.params.n_seq_max as usize),
             // The whole recurrent memory, as llama.cpp reserves it.
             recurrent: self.rs.as_ref().map(|rs| RecurrentShape {

@@ -106,7 +106,7 @@ mod tests {
         let f = 4.0f32;
         let m = |m: f32| 0.1 * m * f.ln() + 1.0;
         assert_eq!(r.attn_factor, m(1.0) / m(0.5) * (1.0 / (1.0 + 0.1 * f.ln())));
-        // DeepSeek 2's scale is its log multiplier: the correction cancels.
+        // A scale equal to the log multiplier: the correction cancels.
         hp.rope_yarn_mscale = 0.5;
         let r = settings(&params(4096, 512, 1), Some(&hp), 4096);
         assert_eq!(r.attn_factor, 1.0 / (1.0 + 0.1 * f.ln()));

@@ -5,12 +5,7 @@
 
 use super::Context;
 use crate::error::{Error, Result};
-use crate::kv::{read_string, u32_of, write_string, Layout, Sink, Source};
-use crate::model::spec::Memory;
-
-/// DeepSeek-V4's memory state opens with "DSV4", a version and whether it is partial.
-const DSV4_MAGIC: u32 = 0x3456_5344;
-const DSV4_VERSION: u32 = 1;
+use crate::kv::{read_string, write_string, Layout, Sink, Source};
 
 impl Context<'_> {
     fn state_layout(&self) -> Layout {
@@ -27,7 +22,7 @@ impl Context<'_> {
                 .unwrap_or_default(),
             cell_ext: hp.is_some_and(|hp| hp.n_pos_per_embd() > 1 || hp.ple.is_some()),
             indexer: hp
-                .filter(|hp| hp.indexer.head_size > 0 && self.memory_kind() != Memory::Compressed)
+                .filter(|hp| hp.indexer.head_size > 0 && self.kv.has_indexer_cache())
                 .map(|hp| hp.indexer.layers.clone())
                 .unwrap_or_default(),
             indexer_after_recurrent: self.rs.is_some(),
@@ -88,14 +83,6 @@ impl Context<'_> {
     /// llama.cpp's hybrid memory writes them), then an indexer's cache in a hybrid model;
     /// nothing without memory.
     pub fn memory_state_write(&self, seq: Option<usize>, swa_only: bool, out: &mut dyn Sink) -> Result<()> {
-        if let Some(c) = self.kv.compressed() {
-            for v in [DSV4_MAGIC, DSV4_VERSION, u32::from(swa_only)] {
-                out.put(&v.to_le_bytes());
-            }
-            self.kv.state_write(&self.state_layout(), seq, swa_only, out, None)?;
-            let pos_max = seq.and_then(|s| self.kv.seq_pos_max(s));
-            return c.state_write(seq, pos_max, swa_only, out);
-        }
         let mut rs_written = false;
         // A hybrid model's partial state is its recurrent part alone.
         if self.uses_kv() && !(swa_only && self.rs.is_some()) {
@@ -117,9 +104,6 @@ impl Context<'_> {
     }
 
     pub fn memory_state_read(&mut self, seq: Option<usize>, swa_only: bool, src: &mut dyn Source) -> Result<()> {
-        if self.kv.compressed().is_some() {
-            return self.compressed_state_read(seq, swa_only, src);
-        }
         let attn = self.uses_kv() && !(swa_only && self.rs.is_some());
         let mut staged = None;
         if attn {
@@ -146,38 +130,6 @@ impl Context<'_> {
                 }
                 return Err(e);
             }
-        }
-        Ok(())
-    }
-
-    /// DeepSeek-V4's memory state: its header, the sliding-window cache, then the compressed
-    /// caches (`kv::compressed::Store::state_read`). On error nothing changed.
-    fn compressed_state_read(&mut self, seq: Option<usize>, swa_only: bool, src: &mut dyn Source) -> Result<()> {
-        let (magic, version) = (u32_of(src)?, u32_of(src)?);
-        if magic != DSV4_MAGIC || version != DSV4_VERSION {
-            return Err(Error::invalid(format!(
-                "state data is not DeepSeek-V4 memory of version {DSV4_VERSION} (magic {magic:#x}, version {version})"
-            )));
-        }
-        let partial = match u32_of(src)? {
-            m @ (0 | 1) => m == 1,
-            m => return Err(Error::invalid(format!("DeepSeek-V4 state mode {m} (0 or 1 expected)"))),
-        };
-        if partial != swa_only {
-            return Err(Error::invalid(
-                "DeepSeek-V4 state saved with other flags (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) than it is read with",
-            ));
-        }
-        let layout = self.state_layout();
-        self.kv.state_read(&layout, seq, swa_only, src, None)?;
-        let read = match self.kv.compressed_mut() {
-            Some(c) => c.state_read(seq, swa_only, src),
-            None => Ok(()),
-        };
-        if let Err(e) = read {
-            // The window was restored already: take it back out, as for recurrent state.
-            self.kv.state_clear(seq)?;
-            return Err(e);
         }
         Ok(())
     }

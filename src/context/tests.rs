@@ -449,7 +449,7 @@ fn split_cache_streams_hold_their_own_sequences() {
     let a = decode_in_seq(&mut ctx, 0, &[7042], 5);
     let b = decode_in_seq(&mut ctx, 1, &[7042], 5);
     assert!(a == b, "the copy continues as the original");
-    ctx.kv.seq_keep(0);
+    ctx.kv.seq_keep(0).expect("keep");
     assert_eq!(ctx.kv.seq_pos_max(1), Some(5));
 }
 
@@ -606,7 +606,7 @@ fn sliding_window_layers_restore_into_their_own_cells() {
         .expect("restore");
     assert_eq!(ctx.seq_state_save(0, true).expect("save again"), saved);
 
-    ctx.kv.seq_rm(Some(0), 4, -1);
+    assert!(ctx.kv.seq_rm(Some(0), 4, -1).expect("remove"));
     let after_rm = ctx.seq_state_save(0, false).expect("whole state");
     let cut = &saved[..saved.len() - 1];
     assert!(ctx

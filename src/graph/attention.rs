@@ -111,7 +111,7 @@ impl Builder<'_> {
         let hk = i64::from(hp.n_embd_head_k);
         let n_head_kv = i64::from(hp.n_head_kv[il]);
         let kc = self.kv.k(il);
-        // Per-head attention sinks, in the layers that have them (gpt-oss).
+        // Per-head attention sinks, in the layers that have them.
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
         let cached = matches!(values, Values::Cached(_));
         // Rotated before a quantized cache stores them, as llama.cpp does.
@@ -313,7 +313,7 @@ impl Builder<'_> {
     }
 
     /// Layer `il`'s attention over the normed `cur` with per-head query and key norms before the
-    /// rotation (Qwen3's layout): projections with their biases and scales, the norms, rotation
+    /// rotation: projections with their biases and scales, the norms, rotation
     /// with `factors`, attention over the cache and the output projection.
     pub fn head_normed_attention(
         &mut self,
@@ -364,7 +364,7 @@ impl Builder<'_> {
         let k = self.g.permute(k, [0, 2, 1, 3])?;
         let v = self.g.permute(v, [0, 2, 1, 3])?;
         let f16 = ggml_sys::ggml_type_GGML_TYPE_F16;
-        // ALiBi where the model has it (Jina BERT v2's): the mask holds the distances.
+        // ALiBi where the model has it: the mask holds the distances.
         let scores = Scores {
             scale: kq_scale,
             max_bias: self.hp.max_alibi_bias,

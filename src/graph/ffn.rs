@@ -1,4 +1,4 @@
-//! The dense feed-forward blocks: gated (SiLU, GELU, gpt-oss's SwiGLU, clamped SwiGLU, SiTU),
+//! The dense feed-forward blocks: gated (SiLU, GELU, ggml's `swiglu_oai`, clamped SwiGLU, SiTU),
 //! fused, squared-ReLU and GELU FFNs.
 
 use super::{Builder, Order};
@@ -10,7 +10,7 @@ use crate::ggml::TensorRef;
 pub struct Ffn {
     /// GELU rather than SiLU.
     pub gelu: bool,
-    /// gpt-oss's clamped, sharpened SwiGLU rather than SiLU (MiniMax-M3's FFNs).
+    /// The clamped, sharpened SwiGLU (ggml's `swiglu_oai`) rather than SiLU.
     pub oai: bool,
     /// Multiply each projection by its weight's scale.
     pub scaled: bool,
@@ -18,7 +18,7 @@ pub struct Ffn {
     pub biased: bool,
 }
 
-/// The squared-ReLU FFN with its weights' scales and biases (Nemotron-H's).
+/// The squared-ReLU FFN with its weights' scales and biases.
 pub const RELU_SQR_FFN: Ffn = Ffn {
     gelu: false,
     oai: false,
@@ -32,7 +32,7 @@ pub(super) const OAI_ALPHA: f32 = 1.702;
 pub(super) const OAI_LIMIT: f32 = 7.0;
 
 impl Builder<'_> {
-    /// Kimi-K3's SiTU: `β·tanh(gate/β)·sigmoid(gate)` times `up`, itself `β'·tanh(up/β')` when
+    /// SiTU: `β·tanh(gate/β)·sigmoid(gate)` times `up`, itself `β'·tanh(up/β')` when
     /// the up branch's β' is set (`HParams::situ_beta`, `situ_linear_beta`).
     pub fn situ(&mut self, gate: TensorRef, up: TensorRef) -> Result<TensorRef> {
         let (beta, linear_beta) = (self.hp.situ_beta, self.hp.situ_linear_beta);
@@ -123,7 +123,7 @@ impl Builder<'_> {
         self.project_named(w, b, x, order, label.map(|l| (l, il)))
     }
 
-    /// An ungated FFN with squared ReLU (Nemotron-H): projections with their biases and scales.
+    /// An ungated FFN with squared ReLU: projections with their biases and scales.
     pub fn relu_sqr_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
         self.relu_sqr_ffn_named(il, x, "", RELU_SQR_FFN)
     }
@@ -138,7 +138,7 @@ impl Builder<'_> {
     }
 
     /// down(gelu(up x)), each with its bias (no scales), GELU's output divided by the layer's
-    /// `ffn.act.scales` where it has them (MPT): BERT's and GPT-2's FFN.
+    /// `ffn.act.scales` where it has them: the encoders' and early decoders' FFN.
     pub fn gelu_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
         let ffn = Ffn {
             biased: true,
@@ -152,7 +152,7 @@ impl Builder<'_> {
         self.ffn_projection(il, "ffn_down", h, ffn, None)
     }
 
-    /// down(swiglu(up x)): the gate and up projections fused in `ffn_up` (Phi-3), no biases or
+    /// down(swiglu(up x)): the gate and up projections fused in `ffn_up`, no biases or
     /// scales.
     pub fn fused_gated_ffn(&mut self, il: usize, x: TensorRef) -> Result<TensorRef> {
         self.fused_gated_ffn_named(il, x, "")

@@ -1,4 +1,4 @@
-//! DeepSeek sparse attention's lightning indexer: a cheap scorer that picks, per token, the cached
+//! The lightning indexer of sparse attention: a cheap scorer that picks, per token, the cached
 //! cells its attention may see. Small query heads from the queries' low-rank latent and one key
 //! per token (layer-normed) are rotated by RoPE over their first dimensions and by a
 //! Hadamard matrix, the key kept in the indexer's cache; each cell's score is the per-head ReLU

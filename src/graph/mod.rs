@@ -51,11 +51,11 @@ pub struct Shape {
     pub n_kv: usize,
     /// Cells of the sliding-window layers' cache attention covers (0 without such layers).
     pub n_kv_swa: usize,
-    /// The streams each token's keys are stored in: 1, or DeepSeek-V4's per-sequence caches'
-    /// count for tokens of several sequences (written once per sequence, read from the first
-    /// token's).
+    /// The streams each token's keys are stored in: 1, or with a cache that writes tokens of
+    /// several sequences once per sequence (`kv::KvCache::writes`), their count (read from the
+    /// first token's).
     pub kv_copies: usize,
-    /// Positions MiniMax-M3's block-sparse attention covers (0 without it).
+    /// Positions block-sparse attention covers (0 without it).
     pub n_pos: usize,
     /// Sequences the ubatch holds, when embeddings are pooled per sequence (0 otherwise).
     pub n_seqs: usize,
@@ -137,9 +137,9 @@ pub struct GraphParams {
     pub v_rot: u32,
     /// The lightning indexer's keys are always rotated, by their whole head (0: no indexer).
     pub idx_rot: u32,
-    /// MiniMax-M3's block-sparse attention runs: it needs flash attention and a stream per
-    /// sequence (or one sequence); llama.cpp attends densely otherwise.
-    pub msa: bool,
+    /// Block-sparse attention runs (a model with indexer blocks): it needs flash attention and a
+    /// stream per sequence (or one sequence); llama.cpp attends densely otherwise.
+    pub block_sparse: bool,
     /// Training with the whole context in each ubatch: attention reads the ubatch's own keys and
     /// values, not the cache, so that gradients reach their projections (as llama.cpp's
     /// `cparams.training`).
@@ -182,7 +182,7 @@ pub struct Inputs {
     pub v_rot: Option<TensorRef>,
     /// The Hadamard matrix of `GraphParams::idx_rot`; in graphs with a lightning indexer.
     pub idx_rot: Option<TensorRef>,
-    /// Per-token query scales of attention temperature tuning (Llama 4, Mistral Large), F32
+    /// Per-token query scales of attention temperature tuning, F32
     /// [1, 1, n_tokens]; made by the first layer that uses it.
     pub attn_temp: Option<TensorRef>,
     /// The LoRA adapters' scale factors; in graphs with an adapted weight.
@@ -578,7 +578,7 @@ impl<'a> Builder<'a> {
     }
 
     /// cap * tanh(x * scale / cap): soft capping as llama.cpp builds it (scale 1 for the
-    /// attention and logit soft caps, Grok's output scale for its attention scores).
+    /// attention and logit soft caps, an output scale for attention scores).
     pub fn soft_cap(&mut self, x: TensorRef, scale: f32, cap: f32) -> Result<TensorRef> {
         let x = self.scale(x, scale / cap)?;
         let x = self.tanh(x)?;

@@ -15,7 +15,7 @@ pub enum Gating {
     Sigmoid,
     /// Pick the largest logits, then softmax over the picked.
     SoftmaxWeight,
-    /// sqrt(softplus) of each logit, then pick the largest (DeepSeek-V4).
+    /// sqrt(softplus) of each logit, then pick the largest.
     SqrtSoftplus,
 }
 
@@ -37,15 +37,15 @@ impl Gating {
 pub enum ExpertAct {
     /// silu(gate) * up (SiLU of up alone without a gate).
     Silu,
-    /// gpt-oss's clamped, sharpened SwiGLU.
+    /// The clamped, sharpened SwiGLU (ggml's `swiglu_oai`).
     SwigluOai,
-    /// relu(up)², experts without a gate (Nemotron-H).
+    /// relu(up)², experts without a gate.
     ReluSqr,
     /// relu(gate) * up (relu of up alone without a gate).
     Relu,
     /// gelu(gate) * up (gelu of up alone without a gate).
     Gelu,
-    /// Kimi-K3's SiTU of gate and up (`Builder::situ`); needs a gate.
+    /// SiTU of gate and up (`Builder::situ`); needs a gate.
     Situ,
 }
 
@@ -61,7 +61,7 @@ pub struct Moe {
     pub scaled: bool,
     /// A warm-up routes every expert (where llama.cpp's graph passes its warm-up count).
     pub warmup_all: bool,
-    /// Llama 4's routing: experts picked by the raw logits, and each picked expert's weight
+    /// Weights first: experts picked by the raw logits, and each picked expert's weight
     /// multiplied into its input rather than into its output.
     pub weights_first: bool,
     /// GroveMoE's routing: experts picked by the sigmoid of the logits, weighted by `gating`.
@@ -279,7 +279,7 @@ impl Builder<'_> {
             },
             (None, ExpertAct::Silu) => self.g.silu(up),
             (Some(gate), ExpertAct::SwigluOai) => self.g.swiglu_oai(gate, up, OAI_ALPHA, OAI_LIMIT),
-            (None, ExpertAct::SwigluOai) => return Err(Error::model("gpt-oss experts need a gate")),
+            (None, ExpertAct::SwigluOai) => return Err(Error::model("experts with the clamped SwiGLU need a gate")),
             (None, ExpertAct::ReluSqr) => self.g.relu(up).and_then(|h| self.g.sqr(h)),
             (Some(gate), ExpertAct::Relu) => self.g.reglu(gate, up),
             (None, ExpertAct::Relu) => self.g.relu(up),

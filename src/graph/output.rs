@@ -15,7 +15,7 @@ impl Builder<'_> {
         let out = match pooling {
             Pooling::None => h,
             Pooling::Mean => self.mean_of_sequences(h)?,
-            // A model that says so ranks its sequences' mean states (ModernBERT's rerankers).
+            // A model that says so ranks its sequences' mean states (rerankers whose classifier pools by the mean).
             Pooling::Rank if Pooling::from_llama(self.hp.pooling_type_cls) == Some(Pooling::Mean) => {
                 let mean = self.mean_of_sequences(h)?;
                 self.classifier_head(mean)?
@@ -54,8 +54,8 @@ impl Builder<'_> {
         self.g.mul_mat(ht, w).map_err(Error::from)
     }
 
-    /// The dense projections some embedding models end with (LFM2-ColBERT's `dense_2`, with an
-    /// optional bias; Sentence Transformers' `dense_2` then `dense_3`), applied to the pooled
+    /// The dense projections some embedding models end with (`dense_2` alone, with an
+    /// optional bias, or Sentence Transformers' `dense_2` then `dense_3`), applied to the pooled
     /// embeddings `x` where the model has them.
     fn dense_out(&mut self, mut x: TensorRef) -> Result<TensorRef> {
         if let Some(w) = self.weight_opt("dense_2.weight") {
@@ -143,7 +143,7 @@ impl Builder<'_> {
         self.output_head_after("output_norm.weight", x)
     }
 
-    /// The output head with its norm's weight named `norm` (LFM2's is `token_embd_norm`).
+    /// The output head with its norm's weight named `norm` (some models name it `token_embd_norm`).
     pub fn output_head_after(&mut self, norm: &str, x: TensorRef) -> Result<TensorRef> {
         self.output_head_with(norm, x, false)
     }

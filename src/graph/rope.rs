@@ -7,7 +7,7 @@ use crate::ggml::TensorRef;
 use crate::model::hparams::HParams;
 use crate::model::Model;
 
-/// The rotary frequency factors of the model, if it has any: Llama 3's `rope_freqs`, or
+/// The rotary frequency factors of the model, if it has any: `rope_freqs`, or
 /// LongRoPE's long or short factors as the context's length asks.
 pub fn rope_factors(model: &Model, params: &GraphParams) -> Option<TensorRef> {
     let w = model.weights()?;

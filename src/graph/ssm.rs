@@ -85,7 +85,7 @@ impl Builder<'_> {
     }
 
     /// A view of `t` with shape `ne`, strides `nb` (dims 1..) and offset in elements of `t`.
-    fn sub(&mut self, t: TensorRef, ne: &[i64], nb: &[usize], offset_elems: i64) -> Result<TensorRef> {
+    pub fn sub(&mut self, t: TensorRef, ne: &[i64], nb: &[usize], offset_elems: i64) -> Result<TensorRef> {
         let offset = row_size(t.ggml_type(), offset_elems);
         self.g.view(t, ne, nb, offset).map_err(Error::from)
     }
@@ -106,7 +106,7 @@ impl Builder<'_> {
 
     /// The tokens' inputs to layer `il`'s convolution, with each sequence's previous window in
     /// front: [d_conv - 1 + n_seq_tokens, channels, n_seqs] (`conv_history`).
-    fn conv_window(
+    pub fn conv_window(
         &mut self,
         conv_all: TensorRef,
         x: TensorRef,
@@ -163,7 +163,7 @@ impl Builder<'_> {
 
     /// The convolution of `conv_x` with layer `il`'s kernels, its bias (when the layer has one)
     /// and SiLU.
-    fn conv_silu(&mut self, il: usize, conv_x: TensorRef) -> Result<TensorRef> {
+    pub fn conv_silu(&mut self, il: usize, conv_x: TensorRef) -> Result<TensorRef> {
         let w = self.layer_weight(il, "ssm_conv1d.weight")?;
         let mut y = self.g.ssm_conv(conv_x, w)?;
         if let Some(b) = self.layer_weight_opt(il, "ssm_conv1d.bias") {
@@ -176,7 +176,7 @@ impl Builder<'_> {
     /// written back (and with `k` > 1 the `k - 1` before them to the snapshot planes). Returns the
     /// scan's result (outputs, then states).
     #[allow(clippy::too_many_arguments)]
-    fn scan(
+    pub fn scan(
         &mut self,
         a: TensorRef,
         ssm_all: TensorRef,
@@ -362,119 +362,14 @@ impl Builder<'_> {
     }
 
     /// The scan's outputs `y` plus the skip term `d`·x, gated by SiLU(z).
-    fn gate_ssm(&mut self, d: TensorRef, y: TensorRef, x: TensorRef, z: TensorRef) -> Result<TensorRef> {
+    pub fn gate_ssm(&mut self, d: TensorRef, y: TensorRef, x: TensorRef, z: TensorRef) -> Result<TensorRef> {
         let dx = self.g.mul(x, d)?;
         let y = self.g.add(y, dx)?;
         let z = self.g.cont(z)?;
         self.g.swiglu(z, y).map_err(Error::from)
     }
 
-    /// A PLaMo-2 Mamba layer over `cur` ([n_embd, n_tokens]): one projection to the gate z and x
-    /// interleaved per head, the causal convolution of x, one projection of the convolved x to
-    /// B, C and Δt (each RMS-normed by its weight), per-head Δt projected with its bias, the scan
-    /// with a scalar decay per head and one group, D, gating and the output projection. The
-    /// projection's split reads tokens and sequences as llama.cpp's graph does (a transposed
-    /// copy, re-read in token-major order), whatever the ubatch holds.
-    pub fn plamo2_mamba_layer(&mut self, il: usize, cur: TensorRef) -> Result<TensorRef> {
-        let hp = self.hp;
-        let rs = self.recurrent_shape()?;
-        let (conv_all, ssm_all) = self.rs_layer(il)?;
-        let (d_inner, d_state, n_head) = (
-            i64::from(hp.ssm_d_inner),
-            i64::from(hp.ssm_d_state),
-            i64::from(hp.ssm_dt_rank),
-        );
-        if n_head == 0 || d_inner % n_head != 0 || hp.ssm_n_group != 0 {
-            return Err(Error::model(format!(
-                "plamo2: inner size {d_inner} must split into {n_head} heads, without groups"
-            )));
-        }
-        let head_dim = d_inner / n_head;
-        let dt_dim = i64::from((hp.n_embd / 16).max(64));
-        let n_seqs = rs.n_seqs as i64;
-        let n_seq_tokens = self.shape.n_tokens as i64 / n_seqs;
-        let cur = self.g.reshape(cur, &[i64::from(hp.n_embd), n_seq_tokens, n_seqs])?;
-        let zx = self.layer_matmul(il, "ssm_in.weight", cur)?;
-        let zx = self.g.permute(zx, [0, 2, 1, 3])?;
-        let zx = self.g.cont(zx)?;
-        let zx = self.g.reshape(zx, &[head_dim * 2, n_head, n_seq_tokens, n_seqs])?;
-        let nb = zx.nb();
-        let shape = [head_dim, n_head, n_seq_tokens, n_seqs];
-        let x = self.sub(zx, &shape, &[nb[1], nb[2], nb[3]], head_dim)?;
-        let x = self.g.cont(x)?;
-        let x = self.g.reshape(x, &[d_inner, n_seq_tokens, n_seqs])?;
-        let z = self.sub(zx, &shape, &[nb[1], nb[2], nb[3]], 0)?;
-        let conv_x = self.conv_window(conv_all, x, d_inner, 1, false)?;
-        let x = self.conv_silu(il, conv_x)?;
-
-        let bcdt = self.layer_matmul(il, "ssm_x.weight", x)?;
-        let nb = bcdt.nb();
-        let part =
-            |bd: &mut Builder, width: i64, at: i64| bd.sub(bcdt, &[width, n_seq_tokens, n_seqs], &[nb[1], nb[2]], at);
-        let b = part(self, d_state, 0)?;
-        let c = part(self, d_state, d_state)?;
-        let dt = part(self, dt_dim, 2 * d_state)?;
-        let norm = |bd: &mut Builder, t: TensorRef, name: &str| -> Result<TensorRef> {
-            let w = bd.layer_weight(il, name)?;
-            bd.rms_norm(t, w)
-        };
-        let b = norm(self, b, "ssm_b_norm")?;
-        let c = norm(self, c, "ssm_c_norm")?;
-        let dt = norm(self, dt, "ssm_dt_norm")?;
-        let dt = self.layer_matmul(il, "ssm_dt.weight", dt)?;
-        let dt_b = self.layer_weight(il, "ssm_dt.bias")?;
-        let dt = self.g.add(dt, dt_b)?;
-
-        let per_head = |bd: &mut Builder, name: &str| -> Result<TensorRef> {
-            let t = bd.layer_weight(il, name)?;
-            bd.g.reshape(t, &[1, n_head]).map_err(Error::from)
-        };
-        let a = per_head(self, "ssm_a")?;
-        let xnb0 = x.nb()[0];
-        let x = self.sub(
-            x,
-            &shape,
-            &[
-                head_dim as usize * xnb0,
-                d_inner as usize * xnb0,
-                (d_inner * n_seq_tokens) as usize * xnb0,
-            ],
-            0,
-        )?;
-        let one_group = |bd: &mut Builder, t: TensorRef| {
-            let nb = t.nb();
-            bd.sub(
-                t,
-                &[d_state, 1, n_seq_tokens, n_seqs],
-                &[d_state as usize * nb[0], nb[1], nb[2]],
-                0,
-            )
-        };
-        let b = one_group(self, b)?;
-        let c = one_group(self, c)?;
-        let y_ssm = self.scan(a, ssm_all, x, dt, b, c, (head_dim, n_head), 1)?;
-        let y = self.sub(
-            y_ssm,
-            &shape,
-            &[
-                head_dim as usize * xnb0,
-                d_inner as usize * xnb0,
-                (d_inner * n_seq_tokens) as usize * xnb0,
-            ],
-            0,
-        )?;
-        let d = per_head(self, "ssm_d")?;
-        let y = self.gate_ssm(d, y, x, z)?;
-        let ynb = y.nb();
-        let y = self.sub(y, &[d_inner, n_seq_tokens, n_seqs], &[ynb[2], ynb[3]], 0)?;
-        let out = self.layer_matmul(il, "ssm_out.weight", y)?;
-        let out = self
-            .g
-            .reshape(out, &[i64::from(hp.n_embd), self.shape.n_tokens as i64])?;
-        Ok(self.name(out, "mamba_out", Some(il)))
-    }
-
-    /// An LFM2 short-convolution layer over `cur` ([n_embd, n_tokens]): one projection to the
+    /// A short-convolution layer over `cur` ([n_embd, n_tokens]): one projection to the
     /// gates B and C and the input x, a causal depthwise convolution of B·x (its window kept as
     /// the layer's recurrent state, and with rollback snapshots the earlier windows too), gated
     /// by C and projected out.
@@ -500,7 +395,7 @@ impl Builder<'_> {
         self.g.reshape(y, &[n_embd, n_seq_tokens * n_seqs]).map_err(Error::from)
     }
 
-    /// A gated delta net layer (Qwen3.5's linear attention) over `cur` ([n_embd, n_tokens]):
+    /// A gated delta net layer (linear attention with the gated delta rule) over `cur` ([n_embd, n_tokens]):
     /// projections to the convolved q, k, v, the output gate z, the write strengths β and the
     /// decays; a causal convolution; L2-normalised q and k; the gated delta rule over each
     /// sequence's [S, S] state per head (with rollback snapshots when kept); a gated RMS norm and
@@ -673,8 +568,8 @@ impl Builder<'_> {
         Ok(output)
     }
 
-    /// A Kimi delta attention layer (KDA: the linear attention of Kimi-Linear, Kimi-K3 and
-    /// BailingMoE 3) over `cur` ([n_embd, n_tokens]): queries, keys and values each projected and
+    /// A Kimi delta attention layer (KDA: linear attention with per-channel decays) over `cur`
+    /// ([n_embd, n_tokens]): queries, keys and values each projected and
     /// convolved with its own kernel (their windows side by side in the layer's convolution
     /// state, so one window serves the three; `fill`: every rollback plane written, else only
     /// those the ubatch reaches), L2-normalised queries and keys, a decay per key dimension
@@ -757,7 +652,7 @@ impl Builder<'_> {
 
         let output = self.delta_rule(ssm_all, [q, kk, convolved[2]], gate, beta, k)?;
         let output = self.g.reshape(output, &[head, n_head, n_tokens])?;
-        // The output gate: one full-rank projection (`ssm_g`, or BailingMoE 3's `ssm_g_a` alone),
+        // The output gate: one full-rank projection (`ssm_g`, or `ssm_g_a` alone),
         // or low rank (g_b after g_a).
         let g = match self.layer_weight_opt(il, "ssm_g.weight") {
             Some(w) => self.g.mul_mat(w, cur)?,

@@ -1,4 +1,4 @@
-//! DeepSeek-V4's compressed caches, as llama.cpp's `llama_kv_cache_dsv4` keeps them beside the
+//! Compressed caches, as llama.cpp's `llama_kv_cache_dsv4` keeps them beside the
 //! raw sliding-window cache: every `ratio` positions of a sequence are compressed into one key
 //! row (CSA, ratio 4, with a lightning indexer's keys compressed alike; HCA, ratio 128), from a
 //! ring of per-token compressor states per sequence. The graph does all the data work; this

@@ -1,4 +1,4 @@
-//! GLM5-Next's k-pool indexer bookkeeping, as llama.cpp's hybrid-idx memory keeps it: each
+//! The k-pool indexer's bookkeeping, as llama.cpp's hybrid-idx memory keeps it: each
 //! sequence's cells are grouped into pools of `kpool` consecutive positions counted from its
 //! first, each pool's pooled key cached in the indexer row of its last member. A ubatch re-pools
 //! the pools it touches or completes, and the ones a sequence edit made stale (`Stale`); the

@@ -7,11 +7,13 @@
 
 mod cells;
 pub mod compressed;
+mod edits;
 pub mod kpool;
 mod state;
 
 use cells::Undo;
 pub use cells::{CellExt, Cells, SeqSet, MAX_SEQ};
+pub use edits::Split;
 pub(crate) use state::{i32_of, u32_of, u64_of};
 pub use state::{read_string, write_string, Layout, ReadHook, Sink, SliceSource, Source, WriteHook};
 
@@ -138,7 +140,7 @@ pub struct KvCache {
     /// (K, V) per layer, each [n_embd_gqa, stream_size * n_stream] of the layer's set; no V when
     /// the values are read from the keys (`HParams::kv_latent`). A model with a lightning indexer
     /// has as many more after them, each layer's indexer keys (empty where the layer keeps none;
-    /// with an unused V for MiniMax-M3's): llama.cpp keeps those in a second cache over the same
+    /// with an unused V where the indexer's cache has one): llama.cpp keeps those in a second cache over the same
     /// cells, and so they are written in the state.
     layers: Vec<(TensorRef, Option<TensorRef>)>,
     /// The set (index into `sets`) of each of `layers`.
@@ -148,10 +150,10 @@ pub struct KvCache {
     /// The tensors' memory and descriptions; None for a cache without layers (a context on a
     /// vocab-only model).
     storage: Option<PlacedBuffers>,
-    /// GLM5-Next's k-pool size (0: none) and which of its cached pooled keys are stale.
+    /// The k-pool indexer's pool size (0: none) and which of its cached pooled keys are stale.
     kpool: usize,
     stale: kpool::Stale,
-    /// DeepSeek-V4's compressed caches beside the sliding-window cells.
+    /// Compressed caches beside the sliding-window cells.
     comp: Option<compressed::Store>,
     /// Positions are 2D as well (M-RoPE): at an equal position, cells later in an image's grid
     /// are hidden (llama.cpp's `is_2d_gt`).
@@ -298,7 +300,7 @@ impl KvCache {
         }
     }
 
-    /// Keep DeepSeek-V4's compressed caches beside the cells.
+    /// Keep compressed caches beside the cells.
     pub fn attach_compressed(&mut self, store: compressed::Store) {
         self.comp = Some(store);
     }
@@ -307,12 +309,13 @@ impl KvCache {
         self.comp.as_ref()
     }
 
-    pub fn compressed_mut(&mut self) -> Option<&mut compressed::Store> {
-        self.comp.as_mut()
-    }
-
     pub fn k(&self, il: usize) -> TensorRef {
         self.layers[il].0
+    }
+
+    /// Whether the cells keep a lightning indexer's keys (not where they are compressed).
+    pub fn has_indexer_cache(&self) -> bool {
+        self.layers.len() > self.n_layer
     }
 
     /// Layer `il`'s indexer keys, in a model with a lightning indexer.
@@ -597,8 +600,8 @@ impl KvCache {
         self.sets.iter_mut().map(move |set| &mut set.streams[s])
     }
 
-    /// Forget everything; with `data`, also zero the tensors.
-    pub fn clear(&mut self, data: bool) {
+    /// Forget every cell; with `data`, also zero the tensors.
+    fn clear_cells(&mut self, data: bool) {
         self.stale.mark(None, 0);
         self.all_cells().for_each(Cells::clear);
         if let (true, Some(buffer)) = (data, &self.storage) {
@@ -606,8 +609,8 @@ impl KvCache {
         }
     }
 
-    /// Remove `seq` (every sequence when None) from positions [p0, p1).
-    pub fn seq_rm(&mut self, seq: Option<usize>, p0: i32, p1: i32) {
+    /// Remove `seq` (every sequence when None) from positions [p0, p1) of the cells.
+    fn remove_cells(&mut self, seq: Option<usize>, p0: i32, p1: i32) {
         let stale_from = kpool::Stale::edit_pos(seq, p0, seq.and_then(|s| self.seq_pos_min(s)));
         match seq {
             Some(s) => self.cells_of(s).for_each(|c| c.seq_rm(Some(s), p0, p1)),
@@ -621,7 +624,7 @@ impl KvCache {
     /// Give `dst` the cells of `src` in [p0, p1). Within a stream the cells are shared; across
     /// streams (a split cache) `dst`'s stream becomes a copy of `src`'s, data included, which
     /// llama.cpp allows only for whole sequences.
-    pub fn seq_cp(&mut self, src: usize, dst: usize, p0: i32, p1: i32) -> Result<()> {
+    fn copy_cells(&mut self, src: usize, dst: usize, p0: i32, p1: i32) -> Result<()> {
         // Shared cells cannot hold two poolings: both sides pool again.
         self.stale.mark(Some(src), 0);
         self.stale.mark(Some(dst), 0);
@@ -658,8 +661,8 @@ impl KvCache {
         Ok(())
     }
 
-    /// Keep only `seq` in its stream (other streams are left alone, as in llama.cpp).
-    pub fn seq_keep(&mut self, seq: usize) {
+    /// Keep only `seq` in its stream's cells (other streams are left alone, as in llama.cpp).
+    fn keep_cells(&mut self, seq: usize) {
         self.stale.mark(None, 0);
         self.cells_of(seq).for_each(|c| c.seq_keep(seq));
     }
@@ -695,7 +698,7 @@ impl KvCache {
         self.stale.clear();
     }
 
-    /// Where a ubatch's keys are written: at its tokens, or with DeepSeek-V4's per-sequence
+    /// Where a ubatch's keys are written: at its tokens, or with compressed per-sequence
     /// caches and tokens of several sequences, once per sequence (sequence by sequence, each token
     /// then of that sequence alone), as llama.cpp's "raw write" ubatch; each sequence must then
     /// hold as many of the ubatch's tokens.
@@ -719,7 +722,7 @@ impl KvCache {
             if *count.get_or_insert(mine.len()) != mine.len() {
                 return Err(Error::invalid(
                     "decode: tokens of several sequences in one ubatch must belong to the same sequences \
-                     (DeepSeek-V4 writes them once per sequence, as llama.cpp does)",
+                     (compressed caches write them once per sequence, as llama.cpp does)",
                 ));
             }
             out.extend(mine);
@@ -732,7 +735,7 @@ impl KvCache {
     /// sequences' pending rollbacks are consumed.
     pub fn plan_states(&mut self, ubatches: &[(&[TokenPlace], usize)]) -> Result<BatchStates> {
         let simple = self.n_stream() == 1;
-        let Some(store) = self.compressed_mut() else {
+        let Some(store) = self.comp.as_mut() else {
             return Ok(BatchStates(None));
         };
         let tokens: Vec<Vec<compressed::Token>> = ubatches

@@ -3,7 +3,7 @@
 //! llama.cpp's structure: a cache has `n_stream` streams (one, or one per sequence when the cache
 //! is not unified) and a model with sliding-window layers has two caches, the full-attention
 //! layers' and the sliding ones', written one after the other; a model with a lightning indexer
-//! (DeepSeek sparse attention) has its indexer keys in a cache of their own, written after the
+//! (sparse attention) has its indexer keys in a cache of their own, written after the
 //! attention's. Our one cache serves all of them with the same cells, so it is written as the
 //! several and read back from them.
 //!
@@ -197,6 +197,11 @@ pub fn write_string(out: &mut Vec<u8>, s: &str) {
 /// deprecated setters take caller memory without a size.
 const MAX_STRING: usize = 256;
 
+/// Memory with compressed caches opens its state with "DSV4" (llama.cpp's tag for it), a
+/// version, and whether it is partial.
+const COMPRESSED_MAGIC: u32 = 0x3456_5344;
+const COMPRESSED_VERSION: u32 = 1;
+
 pub fn read_string(src: &mut dyn Source) -> Result<Vec<u8>> {
     let n = u32_of(src)? as usize;
     if n > MAX_STRING {
@@ -247,7 +252,7 @@ impl KvCache {
     /// attention still reads free cells' rows (masked, but a NaN times a zero weight is NaN).
     pub fn state_clear(&mut self, seq: Option<usize>) -> Result<()> {
         let Some(s) = seq else {
-            self.clear(true);
+            self.clear_cells(true);
             return Ok(());
         };
         let stream = self.stream_of(s);
@@ -262,7 +267,7 @@ impl KvCache {
                 self.write_v(il, row, &v_zero)?;
             }
         }
-        self.seq_rm(Some(s), -1, -1);
+        self.remove_cells(Some(s), -1, -1);
         Ok(())
     }
 
@@ -295,7 +300,27 @@ impl KvCache {
 
     /// Append the state of `seq` (every sequence when None) to `out`. `swa_only` leaves out the
     /// full-attention layers' cache of a sliding-window model (llama.h's PARTIAL_ONLY flag).
+    /// With compressed caches, as llama.cpp writes that memory: its header, the cells, then the
+    /// compressed caches (`compressed::Store::state_write`).
     pub fn state_write(
+        &self,
+        layout: &Layout,
+        seq: Option<usize>,
+        swa_only: bool,
+        out: &mut dyn Sink,
+        between: WriteHook,
+    ) -> Result<()> {
+        let Some(c) = &self.comp else {
+            return self.write_cells(layout, seq, swa_only, out, between);
+        };
+        for v in [COMPRESSED_MAGIC, COMPRESSED_VERSION, u32::from(swa_only)] {
+            out.put(&v.to_le_bytes());
+        }
+        self.write_cells(layout, seq, swa_only, out, None)?;
+        c.state_write(seq, seq.and_then(|s| self.seq_pos_max(s)), swa_only, out)
+    }
+
+    fn write_cells(
         &self,
         layout: &Layout,
         seq: Option<usize>,
@@ -387,7 +412,48 @@ impl KvCache {
     /// Read the state of one sequence into `dest`, or (None) of the whole cache, from `src`; with
     /// `swa_only` (llama.h's PARTIAL_ONLY flag), a sequence's sliding-window layers only. The data
     /// is checked completely before the cache changes; on error the cache is as it was.
+    /// With compressed caches, their header is checked first and the compressed caches read
+    /// after the cells; if they are refused, the restored cells are taken back out.
     pub fn state_read(
+        &mut self,
+        layout: &Layout,
+        dest: Option<usize>,
+        swa_only: bool,
+        src: &mut dyn Source,
+        between: ReadHook,
+    ) -> Result<()> {
+        if self.comp.is_none() {
+            return self.read_cells(layout, dest, swa_only, src, between);
+        }
+        let (magic, version) = (u32_of(src)?, u32_of(src)?);
+        if magic != COMPRESSED_MAGIC || version != COMPRESSED_VERSION {
+            return Err(bad(format!(
+                "not compressed-cache memory of version {COMPRESSED_VERSION} (magic {magic:#x}, \
+                 version {version})"
+            )));
+        }
+        let partial = match u32_of(src)? {
+            m @ (0 | 1) => m == 1,
+            m => return Err(bad(format!("compressed-cache state mode {m} (0 or 1 expected)"))),
+        };
+        if partial != swa_only {
+            return Err(bad(
+                "compressed-cache state saved with other flags (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) than it is read with",
+            ));
+        }
+        self.read_cells(layout, dest, swa_only, src, None)?;
+        let read = match self.comp.as_mut() {
+            Some(c) => c.state_read(dest, swa_only, src),
+            None => Ok(()),
+        };
+        if let Err(e) = read {
+            self.state_clear(dest)?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn read_cells(
         &mut self,
         layout: &Layout,
         dest: Option<usize>,

@@ -19,7 +19,7 @@ pub struct Recurrent {
     /// Per layer (r, s): [n_embd_r, cells] and [n_embd_s, cells], F32; None for a layer that is
     /// not recurrent.
     layers: Vec<Option<(TensorRef, TensorRef)>>,
-    /// Per layer, the history of Qwen4-exp's PLE convolution ([conv_state, cells]) in the layer
+    /// Per layer, the history of the per-layer-embedding convolution ([conv_state, cells]) in the layer
     /// that has one: llama.cpp keeps it as a second row beside the layer's `r`.
     ple: Vec<Option<TensorRef>>,
     n_seq_max: usize,
