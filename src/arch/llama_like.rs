@@ -65,19 +65,28 @@ const READS_ERNIE4_5: &[&str] = &[
     "rope.dimension_sections",
 ];
 
-pub const XVERSE: LlamaLike = LlamaLike {
-    created: super::created::plain_head,
-    name: "xverse",
-    about: "XVERSE: the Llama decoder (normal rotation) without FFN scales.",
+/// What a member is unless it says otherwise: the Llama decoder reading its norms' epsilon.
+const BASE: LlamaLike = LlamaLike {
+    name: "",
+    about: "",
     rope_type: 0,
     reads: READS_RMS_EPS,
     saved: &[],
     variant: llama::Variant::BASE,
     experts: false,
+    sizes: &[],
     alibi: 0.0,
     half_ffn: false,
     hunyuan_rope: None,
+    created: |_| Vec::new(),
+};
+
+pub const XVERSE: LlamaLike = LlamaLike {
+    created: super::created::plain_head,
+    name: "xverse",
+    about: "XVERSE: the Llama decoder (normal rotation) without FFN scales.",
     sizes: &[(32, "7B"), (40, "13B"), (80, "65B")],
+    ..BASE
 };
 
 pub const EXAONE: LlamaLike = LlamaLike {
@@ -85,14 +94,8 @@ pub const EXAONE: LlamaLike = LlamaLike {
     name: "exaone",
     about: "EXAONE: the Llama decoder with NeoX rotation and rotary frequency factors, without FFN scales.",
     rope_type: 2,
-    reads: READS_RMS_EPS,
-    saved: &[],
-    variant: llama::Variant::BASE,
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(32, "8B")],
+    ..BASE
 };
 
 pub const ERNIE4_5: LlamaLike = LlamaLike {
@@ -101,16 +104,12 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
     about: "ERNIE 4.5, dense: the Llama decoder without FFN scales.",
     rope_type: 0,
     reads: READS_ERNIE4_5,
-    saved: &[],
     variant: llama::Variant {
         no_wo_bias: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(18, "0.3B")],
+    ..BASE
 };
 
 /// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
@@ -120,15 +119,8 @@ pub const DECI: LlamaLike = LlamaLike {
     name: "deci",
     about: "The Llama decoder with per-layer heads and FFN widths; its attention-free, linear-attention and \
         FFN-free layers are refused.",
-    rope_type: 0,
-    reads: READS_RMS_EPS,
-    saved: &[],
-    variant: llama::Variant::BASE,
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(32, "7B"), (80, "70B"), (162, "405B")],
+    ..BASE
 };
 
 pub const ARCEE: LlamaLike = LlamaLike {
@@ -136,17 +128,12 @@ pub const ARCEE: LlamaLike = LlamaLike {
     name: "arcee",
     about: "The Llama decoder with an ungated squared-ReLU FFN.",
     rope_type: 0,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         relu_sqr: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(36, "4B")],
+    ..BASE
 };
 
 pub const OLMOE: LlamaLike = LlamaLike {
@@ -154,8 +141,6 @@ pub const OLMOE: LlamaLike = LlamaLike {
     name: "olmoe",
     about: "The Llama decoder with whole-projection query and key norms and experts.",
     rope_type: 2,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         qk_norm_whole: true,
         no_wo_bias: true,
@@ -163,10 +148,8 @@ pub const OLMOE: LlamaLike = LlamaLike {
         ..llama::Variant::BASE
     },
     experts: true,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(16, "A1.7B")],
+    ..BASE
 };
 
 pub const SEED_OSS: LlamaLike = LlamaLike {
@@ -174,17 +157,12 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
     name: "seed_oss",
     about: "Seed-OSS: the Llama decoder, its FFN norm named `post_attention_norm`.",
     rope_type: 2,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         ffn_norm: Some("post_attention_norm.weight"),
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(64, "36B")],
+    ..BASE
 };
 
 pub const MISTRAL3: LlamaLike = LlamaLike {
@@ -199,16 +177,13 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
         "rope.scaling.yarn_beta_fast",
         "rope.scaling.yarn_beta_slow",
     ],
-    saved: &[],
     variant: llama::Variant {
         ffn_scales: true,
         ..llama::Variant::BASE
     },
     experts: true,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(26, "3B"), (34, "8B"), (40, "14B")],
+    ..BASE
 };
 
 pub const REFACT: LlamaLike = LlamaLike {
@@ -217,7 +192,6 @@ pub const REFACT: LlamaLike = LlamaLike {
     about: "The Llama decoder with ALiBi instead of rotation; experts in a file are loaded and left out, as \
         llama.cpp does.",
     rope_type: -1,
-    reads: READS_RMS_EPS,
     saved: &[super::HELD_ALIBI],
     variant: llama::Variant {
         no_wo_bias: true,
@@ -227,9 +201,8 @@ pub const REFACT: LlamaLike = LlamaLike {
     },
     experts: true,
     alibi: 8.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(32, "1B")],
+    ..BASE
 };
 
 pub const NANBEIGE: LlamaLike = LlamaLike {
@@ -237,17 +210,12 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
     name: "nanbeige",
     about: "Nanbeige: the Llama decoder (its layers in loops refused).",
     rope_type: 0,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         ffn_scales: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[],
+    ..BASE
 };
 
 pub const MAINCODER: LlamaLike = LlamaLike {
@@ -255,17 +223,12 @@ pub const MAINCODER: LlamaLike = LlamaLike {
     name: "maincoder",
     about: "The Llama decoder with head norms after rotation.",
     rope_type: 0,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         qk_norm_after_rope: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(32, "1B")],
+    ..BASE
 };
 
 pub const DREAM: LlamaLike = LlamaLike {
@@ -274,18 +237,14 @@ pub const DREAM: LlamaLike = LlamaLike {
     about: "Dream, a diffusion model on Qwen2's layout: attention both ways within a batch, no memory, as \
         encoders.",
     rope_type: 2,
-    reads: READS_RMS_EPS,
     saved: &[super::HELD_CAUSAL],
     variant: llama::Variant {
         no_cache: true,
         no_output_bias: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(28, "7B")],
+    ..BASE
 };
 
 pub const LLADA: LlamaLike = LlamaLike {
@@ -294,7 +253,6 @@ pub const LLADA: LlamaLike = LlamaLike {
     about: "LLaDA, a diffusion model on Llama's layout: attention both ways within a batch, no memory, as \
         encoders.",
     rope_type: 0,
-    reads: READS_RMS_EPS,
     saved: &[super::HELD_CAUSAL],
     variant: llama::Variant {
         no_cache: true,
@@ -303,11 +261,8 @@ pub const LLADA: LlamaLike = LlamaLike {
         no_rope_factors: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(32, "8B")],
+    ..BASE
 };
 
 pub const OPENELM: LlamaLike = LlamaLike {
@@ -315,18 +270,13 @@ pub const OPENELM: LlamaLike = LlamaLike {
     name: "openelm",
     about: "Per-layer head counts and widths.",
     rope_type: 2,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         qk_norm: true,
         no_qkv_scale: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(16, "270M"), (20, "450M"), (28, "1B"), (36, "3B")],
+    ..BASE
 };
 
 /// Hunyuan's dense models and Hunyuan-VL's language model: per-head query and key norms after
@@ -367,13 +317,8 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
     about: "PaddleOCR's language model: ERNIE 4.5's layout with M-RoPE.",
     rope_type: crate::ggml::ROPE_MROPE,
     reads: READS_ERNIE4_5,
-    saved: &[],
-    variant: llama::Variant::BASE,
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(18, "0.3B"), (28, "21B.A3B"), (54, "300B.A47B")],
+    ..BASE
 };
 
 /// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
@@ -383,32 +328,20 @@ pub const PANGU_EMBED: LlamaLike = LlamaLike {
     name: "pangu-embedded",
     about: "The Llama decoder (openPangu-Embedded).",
     rope_type: 2,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         no_rope_factors: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(26, "1B"), (34, "7B")],
+    ..BASE
 };
 
 pub const INTERNLM2: LlamaLike = LlamaLike {
     created: super::created::plain_head,
     name: "internlm2",
     about: "InternLM 2: the Llama decoder without FFN scales.",
-    rope_type: 0,
-    reads: READS_RMS_EPS,
-    saved: &[],
-    variant: llama::Variant::BASE,
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
-    hunyuan_rope: None,
     sizes: &[(32, "7B"), (48, "20B")],
+    ..BASE
 };
 
 pub const QWEN: LlamaLike = LlamaLike {
@@ -416,17 +349,13 @@ pub const QWEN: LlamaLike = LlamaLike {
     name: "qwen",
     about: "Qwen 1: the Llama decoder rotating as NeoX, its FFN half as wide as its file says.",
     rope_type: 2,
-    reads: READS_RMS_EPS,
-    saved: &[],
     variant: llama::Variant {
         no_wo_bias: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
     half_ffn: true,
-    hunyuan_rope: None,
     sizes: &[(32, "7B"), (40, "13B")],
+    ..BASE
 };
 
 impl ArchSpec for LlamaLike {
