@@ -693,10 +693,15 @@ impl Context<'_> {
             set_i32(pos_input, &pos)?;
         }
         // The rows of the full layers' cells, then the sliding layers'.
-        let row_inputs = [[inp.kv_rows, inp.v_rows], [inp.kv_rows_swa, inp.v_rows_swa]];
-        for (inputs, rows) in row_inputs.into_iter().zip(rows) {
-            for t in inputs.into_iter().flatten() {
+        for ((keys, values), (rows, sliding)) in [(inp.kv_rows, inp.v_rows), (inp.kv_rows_swa, inp.v_rows_swa)]
+            .into_iter()
+            .zip(rows.into_iter().zip([false, true]))
+        {
+            if let Some(t) = keys {
                 set_i64(t, rows.iter().map(|&r| r as i64))?;
+            }
+            if let Some(t) = values {
+                set_i64(t, self.kv.value_indices(sliding, rows))?;
             }
         }
         for (rot, bytes) in [inp.k_rot, inp.v_rot, inp.idx_rot]

@@ -338,6 +338,7 @@ impl<'m> Context<'m> {
                         sliding,
                         n_stream as usize,
                         (p.type_k, p.type_v),
+                        !flash_attn,
                         &cache_buft,
                     )?;
                     kv.attach_compressed(crate::kv::compressed::Store::new(
@@ -358,6 +359,7 @@ impl<'m> Context<'m> {
                         sliding,
                         n_stream as usize,
                         (p.type_k, p.type_v),
+                        !flash_attn,
                         &cache_buft,
                     )?
                 }

@@ -114,6 +114,7 @@ impl Builder<'_> {
         // Per-head attention sinks, in the layers that have them.
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
         let cached = matches!(values, Values::Cached(_));
+        let values_transposed = cached && !self.params.training && self.kv.v_transposed();
         // Rotated before a quantized cache stores them, as llama.cpp does.
         let k_rot = if cached { self.rotation(Rotated::Keys)? } else { None };
         let (q, k) = match k_rot {
@@ -190,16 +191,29 @@ impl Builder<'_> {
                 let hv = i64::from(hp.n_embd_head_v);
                 let v2 = self.merge_heads(v)?;
                 let v_rows = self.rows_input(true, own_cells)?;
-                let v_store = self.g.set_rows(vc, v2, v_rows)?;
-                self.g.expand(v_store);
-                let v_stream = row(vc, hv * n_head_kv * stream_rows);
-                let vview = self.g.view(
-                    vc,
-                    &[hv, n_head_kv, n_kv, ns],
-                    &[row(vc, hv), row(vc, hv * n_head_kv), v_stream],
-                    v_stream * s0,
-                )?;
-                (vview, hv, None)
+                let stored = vc.ne()[0];
+                let v_stream = row(vc, stored * stream_rows);
+                if self.kv.v_transposed() {
+                    self.store_transposed(vc, v2, v_rows)?;
+                    // [n_kv, heads, head_dim, streams]: each dimension's cells adjacent.
+                    let vview = self.g.view(
+                        vc,
+                        &[n_kv, n_head_kv, hv, ns],
+                        &[row(vc, stream_rows * hv), row(vc, stream_rows), v_stream],
+                        v_stream * s0,
+                    )?;
+                    (vview, hv, None)
+                } else {
+                    let v_store = self.g.set_rows(vc, v2, v_rows)?;
+                    self.g.expand(v_store);
+                    let vview = self.g.view(
+                        vc,
+                        &[hv, n_head_kv, n_kv, ns],
+                        &[row(vc, hv), row(vc, hv * n_head_kv), v_stream],
+                        v_stream * s0,
+                    )?;
+                    (vview, hv, None)
+                }
             }
             Values::Latent { width, v_mla } => {
                 let vview = self
@@ -253,9 +267,14 @@ impl Builder<'_> {
                 kq = self.soft_cap(kq, 1.0, hp.attn_softcap)?;
             }
             let kq = self.g.soft_max(kq, mask, kq_scale, hp.max_alibi_bias, sinks)?;
-            // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head].
-            let vt = self.g.permute(vp, [1, 0, 2, 3])?;
-            let vt = self.g.cont(vt)?;
+            // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head]:
+            // a transposed cache is that already, else it is copied so.
+            let vt = if values_transposed {
+                vp
+            } else {
+                let vt = self.g.permute(vp, [1, 0, 2, 3])?;
+                self.g.cont(vt)?
+            };
             let mut kqv = self.g.mul_mat(vt, kq)?;
             if let Some(w) = v_mla {
                 kqv = self.g.mul_mat(w, kqv)?;
@@ -265,6 +284,29 @@ impl Builder<'_> {
         };
         let o = self.g.reshape(o, &[h_out * n_head, nt])?;
         self.unrotate(o, v_rot)
+    }
+
+    /// Store the ubatch's values `v` ([width, n_tokens]) in the transposed cache `vc`: every
+    /// element a row of its own, put by `indices` (`kv::KvCache::value_indices`), the values
+    /// padded to the cache's width where the layer is narrower, as llama.cpp stores them.
+    fn store_transposed(&mut self, vc: TensorRef, v: TensorRef, indices: TensorRef) -> Result<()> {
+        let [width, n_tokens, ..] = v.ne();
+        let v = if v.nb()[1] == crate::ggml::row_size(v.ggml_type(), width) {
+            v
+        } else {
+            self.g.cont(v)?
+        };
+        let stored = vc.ne()[0];
+        let v = if width < stored {
+            self.g.pad(v, [stored - width, 0, 0, 0])?
+        } else {
+            v
+        };
+        let dst = self.g.reshape(vc, &[1, vc.ne().iter().product()])?;
+        let src = self.g.reshape(v, &[1, stored * n_tokens])?;
+        let store = self.g.set_rows(dst, src, indices)?;
+        self.g.expand(store);
+        Ok(())
     }
 
     /// Layer `il`'s attention output `att` ([head_v * n_head, n_tokens]) times its gate `gate`:

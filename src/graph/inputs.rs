@@ -172,7 +172,8 @@ impl Builder<'_> {
             return Ok(r);
         }
         let name = if values { "attn_inp_v_idxs" } else { "attn_inp_k_idxs" };
-        let nt = (self.shape.n_tokens * self.shape.kv_copies.max(1)) as i64;
+        let per_token = if values { self.kv.value_indices_per_token() } else { 1 };
+        let nt = (self.shape.n_tokens * self.shape.kv_copies.max(1) * per_token) as i64;
         let r = self.g.input(ggml_sys::ggml_type_GGML_TYPE_I64, &[nt], name)?;
         Ok(*slot.insert(r))
     }

@@ -155,6 +155,12 @@ pub struct KvCache {
     stale: kpool::Stale,
     /// Compressed caches beside the sliding-window cells.
     comp: Option<compressed::Store>,
+    /// The model layers' values are kept transposed (a stream's cells adjacent for each
+    /// dimension, every layer as wide as the widest), as llama.cpp keeps them without flash
+    /// attention: attention then multiplies by them in place, without a transposed copy.
+    v_trans: bool,
+    /// Each layer's value width (elements), whatever its tensor's width.
+    v_width: Vec<usize>,
     /// Positions are 2D as well (M-RoPE): at an equal position, cells later in an image's grid
     /// are hidden (llama.cpp's `is_2d_gt`).
     pos_2d: bool,
@@ -212,6 +218,7 @@ impl KvCache {
         sliding_size: usize,
         n_stream: usize,
         (type_k, type_v): (RawType, RawType),
+        v_trans: bool,
         buft_of: &dyn Fn(usize) -> BufferType,
     ) -> Result<KvCache> {
         let n_layer = hp.n_layer as usize;
@@ -225,18 +232,26 @@ impl KvCache {
         let mut arena = Placed::new(if indexed { 4 } else { 2 } * n_layer);
         let mut layers = Vec::with_capacity(if indexed { 2 } else { 1 } * n_layer);
         let mut layer_set = Vec::with_capacity(layers.capacity());
+        let mut v_widths = Vec::with_capacity(layers.capacity());
+        let heads_of = |il: usize| if hp.has_kv(il) { hp.n_head_kv[il] } else { 0 };
+        let v_max = (0..n_layer).map(|il| i64::from(hp.n_embd_head_v * heads_of(il))).max();
         for il in 0..n_layer {
             let rows = rows_of(set_of(il));
             // Layers that keep no keys and values get empty tensors.
-            let heads = if hp.has_kv(il) { hp.n_head_kv[il] } else { 0 };
+            let heads = heads_of(il);
             let k_width = i64::from(hp.n_embd_head_k * heads);
             let v_width = i64::from(hp.n_embd_head_v * heads);
+            v_widths.push(v_width as usize);
+            let v_stored = match v_trans && heads > 0 {
+                true => v_max.unwrap_or(v_width),
+                false => v_width,
+            };
             let k = arena.new_tensor(buft_of(il), type_k, &[k_width, rows], &format!("cache_k_l{il}"));
             let k = k.map_err(|e| Error::invalid(e.to_string()))?;
             let v = if hp.kv_latent() {
                 None
             } else {
-                let v = arena.new_tensor(buft_of(il), type_v, &[v_width, rows], &format!("cache_v_l{il}"));
+                let v = arena.new_tensor(buft_of(il), type_v, &[v_stored, rows], &format!("cache_v_l{il}"));
                 Some(v.map_err(|e| Error::invalid(e.to_string()))?)
             };
             layers.push((k, v));
@@ -251,9 +266,11 @@ impl KvCache {
                     0
                 };
                 let k = arena.new_tensor(buft_of(il), type_k, &[width, rows], &format!("cache_lid_k_l{il}"));
+                let v_width = if width > 0 { i64::from(hp.n_embd_head_v) } else { 0 };
+                v_widths.push(v_width as usize);
                 let v = match hp.indexer.values {
                     true => {
-                        let width = if width > 0 { i64::from(hp.n_embd_head_v) } else { 0 };
+                        let width = v_width;
                         let v = arena.new_tensor(buft_of(il), type_v, &[width, rows], &format!("cache_lid_v_l{il}"));
                         Some(v.map_err(|e| Error::invalid(e.to_string()))?)
                     }
@@ -281,6 +298,8 @@ impl KvCache {
             kpool: hp.indexer.kpool as usize,
             stale: kpool::Stale::default(),
             comp: None,
+            v_trans,
+            v_width: v_widths,
             pos_2d: hp.n_pos_per_embd() >= 3,
         })
     }
@@ -296,6 +315,8 @@ impl KvCache {
             kpool: 0,
             stale: kpool::Stale::default(),
             comp: None,
+            v_trans: false,
+            v_width: Vec::new(),
             pos_2d: false,
         }
     }
@@ -321,6 +342,47 @@ impl KvCache {
     /// Layer `il`'s indexer keys, in a model with a lightning indexer.
     pub fn indexer_k(&self, il: usize) -> Option<TensorRef> {
         self.layers.get(self.n_layer + il).map(|l| l.0)
+    }
+
+    /// Whether the model layers' values are kept transposed (`KvCache::v_trans`).
+    pub fn v_transposed(&self) -> bool {
+        self.v_trans
+    }
+
+    /// Whether layer `il`'s value tensor is transposed (the model's layers, not an indexer's).
+    fn v_transposed_at(&self, il: usize) -> bool {
+        self.v_trans && il < self.n_layer
+    }
+
+    /// The indices a ubatch's values are stored by, its tokens' `rows` (of the full layers'
+    /// cells, or with `sliding` of the sliding ones'): the rows themselves, or with transposed
+    /// values each token's every element (token by token, as its values are laid out), as
+    /// llama.cpp's value indices.
+    pub fn value_indices(&self, sliding: bool, rows: &[usize]) -> Vec<i64> {
+        let width = self.value_indices_per_token();
+        if width == 1 {
+            return rows.iter().map(|&r| r as i64).collect();
+        }
+        let size = self.set(sliding).stream_size();
+        let mut out = Vec::with_capacity(rows.len() * width);
+        for &r in rows {
+            let (stream, cell) = (r / size, r % size);
+            out.extend((0..width).map(|j| ((stream * width + j) * size + cell) as i64));
+        }
+        out
+    }
+
+    /// How many value indices each token has: 1, or with transposed values the width every
+    /// model layer's value tensor has.
+    pub fn value_indices_per_token(&self) -> usize {
+        let width = (0..self.n_layer)
+            .filter_map(|il| self.v(il))
+            .map(|t| t.ne()[0] as usize)
+            .max();
+        match width {
+            Some(w) if self.v_trans && w > 0 => w,
+            _ => 1,
+        }
     }
 
     /// The types of the layers' value caches.
@@ -840,6 +902,8 @@ mod tests {
             kpool: 0,
             stale: kpool::Stale::default(),
             comp: None,
+            v_trans: false,
+            v_width: Vec::new(),
             pos_2d: false,
         }
     }

@@ -234,17 +234,104 @@ impl KvCache {
         row_size(t.ggml_type(), t.ne()[0])
     }
 
-    /// Bytes of a V row (0 where the values are read from the keys).
+    /// Bytes of one cell's values in layer `il` (0 where the values are read from the keys).
     fn v_row(&self, il: usize) -> usize {
-        self.v(il).map_or(0, |t| row_size(t.ggml_type(), t.ne()[0]))
+        self.v(il)
+            .map_or(0, |t| row_size(t.ggml_type(), self.v_width[il] as i64))
     }
 
-    /// Write one cell's V row of layer `il` (nothing where the layer keeps no values).
-    fn write_v(&self, il: usize, row: usize, data: &[u8]) -> Result<()> {
-        match self.v(il) {
-            Some(t) => tensor_write(t, row * self.v_row(il), data).map_err(Error::from),
-            None => Ok(()),
+    /// Layer `il`'s value tensor, the bytes of one of its elements and its layer's width; the
+    /// elements must be whole bytes (not a quantized type's blocks).
+    fn v_elements(&self, il: usize) -> Result<Option<(TensorRef, usize, usize)>> {
+        let Some(t) = self.v(il) else { return Ok(None) };
+        let (el, width) = (row_size(t.ggml_type(), 1), self.v_width[il]);
+        if el == 0 || el * width != self.v_row(il) {
+            return Err(Error::invalid(
+                "a quantized V cache cannot be laid out transposed (that needs flash attention)",
+            ));
         }
+        Ok(Some((t, el, width)))
+    }
+
+    /// One stream's part of a transposed value tensor: its offset and length in bytes.
+    fn v_stream_block(&self, il: usize, t: TensorRef, stream: usize) -> (usize, usize) {
+        let len = row_size(t.ggml_type(), t.ne()[0]) * self.layer_stream_size(il);
+        (stream * len, len)
+    }
+
+    /// Layer `il`'s values of the cells at `rows`, a `v_row` for each, whatever the layout.
+    fn read_v_rows(&self, il: usize, rows: &[usize]) -> Result<Rows> {
+        let row = self.v_row(il);
+        let Some(t) = self.v(il) else {
+            return Ok(vec![Vec::new(); rows.len()]);
+        };
+        if !self.v_transposed_at(il) {
+            let read = |&r: &usize| -> Result<Vec<u8>> {
+                let mut out = vec![0; row];
+                tensor_read(t, r * row, &mut out)?;
+                Ok(out)
+            };
+            return rows.iter().map(read).collect();
+        }
+        let Some((_, el, width)) = self.v_elements(il)? else {
+            return Ok(Vec::new());
+        };
+        let size = self.layer_stream_size(il);
+        let mut blocks: HashMap<usize, Vec<u8>> = HashMap::new();
+        let mut out = Vec::with_capacity(rows.len());
+        for &r in rows {
+            let (stream, cell) = (r / size, r % size);
+            let block = match blocks.entry(stream) {
+                std::collections::hash_map::Entry::Occupied(b) => b.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let (at, len) = self.v_stream_block(il, t, stream);
+                    let mut b = vec![0; len];
+                    tensor_read(t, at, &mut b)?;
+                    v.insert(b)
+                }
+            };
+            let mut values = vec![0; row];
+            for j in 0..width {
+                let at = (j * size + cell) * el;
+                values[j * el..(j + 1) * el].copy_from_slice(&block[at..at + el]);
+            }
+            out.push(values);
+        }
+        Ok(out)
+    }
+
+    /// Write layer `il`'s values of cells, each a row and its `v_row` bytes (nothing where the
+    /// layer keeps no values), whatever the layout.
+    fn write_v_rows(&self, il: usize, rows: &[(usize, &[u8])]) -> Result<()> {
+        let Some(t) = self.v(il) else { return Ok(()) };
+        if !self.v_transposed_at(il) {
+            let row = self.v_row(il);
+            for &(r, data) in rows {
+                tensor_write(t, r * row, data)?;
+            }
+            return Ok(());
+        }
+        let Some((_, el, width)) = self.v_elements(il)? else {
+            return Ok(());
+        };
+        let size = self.layer_stream_size(il);
+        let mut streams: Vec<usize> = rows.iter().map(|&(r, _)| r / size).collect();
+        streams.sort_unstable();
+        streams.dedup();
+        for stream in streams {
+            let (at, len) = self.v_stream_block(il, t, stream);
+            let mut block = vec![0; len];
+            tensor_read(t, at, &mut block)?;
+            for &(r, data) in rows.iter().filter(|(r, _)| r / size == stream) {
+                let cell = r % size;
+                for j in 0..width {
+                    let to = (j * size + cell) * el;
+                    block[to..to + el].copy_from_slice(&data[j * el..(j + 1) * el]);
+                }
+            }
+            tensor_write(t, at, &block)?;
+        }
+        Ok(())
     }
 
     /// Undo a restore of `seq` (every sequence when None) whose other part failed after this one
@@ -261,11 +348,15 @@ impl KvCache {
             let cells = &self.set(sliding).streams[stream];
             let first_row = stream * cells.size();
             let (k_zero, v_zero) = (vec![0u8; self.k_row(il)], vec![0u8; self.v_row(il)]);
-            let alone = (0..cells.size()).filter(|&i| cells.pos(i).is_some() && cells.seqs(i) == SeqSet::single(s));
-            for row in alone.map(|i| first_row + i) {
+            let alone: Vec<usize> = (0..cells.size())
+                .filter(|&i| cells.pos(i).is_some() && cells.seqs(i) == SeqSet::single(s))
+                .map(|i| first_row + i)
+                .collect();
+            for &row in &alone {
                 tensor_write(self.k(il), row * self.k_row(il), &k_zero)?;
-                self.write_v(il, row, &v_zero)?;
             }
+            let zeros: Vec<(usize, &[u8])> = alone.iter().map(|&r| (r, &v_zero[..])).collect();
+            self.write_v_rows(il, &zeros)?;
         }
         self.remove_cells(Some(s), -1, -1);
         Ok(())
@@ -386,23 +477,32 @@ impl KvCache {
             }
         }
         // Values read from the keys have no section, as in llama.cpp.
+        let rows: Vec<usize> = cells.iter().map(|(i, _)| *i).collect();
         for &il in layers {
             let Some(t) = self.v(il) else { continue };
             let row = self.v_row(il);
             out.put(&(t.ggml_type() as i32).to_le_bytes());
-            if !layout.v_trans {
+            if !layout.v_trans && !self.v_transposed_at(il) {
                 out.put(&(row as u64).to_le_bytes());
-                for (i, _) in cells {
+                for &i in &rows {
                     out.tensor(t, i * row, row)?;
                 }
                 continue;
             }
-            let (el, width) = v_element(t)?;
+            let values = self.read_v_rows(il, &rows)?;
+            if !layout.v_trans {
+                out.put(&(row as u64).to_le_bytes());
+                values.iter().for_each(|v| out.put(v));
+                continue;
+            }
+            let Some((_, el, width)) = self.v_elements(il)? else {
+                continue;
+            };
             out.put(&(el as u32).to_le_bytes());
             out.put(&(width as u32).to_le_bytes());
             for j in 0..width {
-                for (i, _) in cells {
-                    out.tensor(t, i * row + j * el, el)?;
+                for v in &values {
+                    out.put(&v[j * el..(j + 1) * el]);
                 }
             }
         }
@@ -647,7 +747,10 @@ impl KvCache {
                 }
                 continue;
             }
-            let (el, width) = v_element(t)?;
+            let (el, width) = match self.v_elements(il)? {
+                Some((_, el, width)) => (el, width),
+                None => (0, 0),
+            };
             check_size(u64::from(u32_of(src)?), el, il, "value element")?;
             check_size(u64::from(u32_of(src)?), width, il, "value width")?;
             for c in cells.iter_mut() {
@@ -686,8 +789,11 @@ impl KvCache {
             for (c, &row) in cells.iter().zip(rows) {
                 for (j, &il) in layers.iter().enumerate() {
                     tensor_write(self.k(il), row * self.k_row(il), &c.k[j])?;
-                    self.write_v(il, row, &c.v[j])?;
                 }
+            }
+            for (j, &il) in layers.iter().enumerate() {
+                let values: Vec<(usize, &[u8])> = cells.iter().zip(rows).map(|(c, &row)| (row, &c.v[j][..])).collect();
+                self.write_v_rows(il, &values)?;
             }
         }
         Ok(())
@@ -725,18 +831,6 @@ impl KvCache {
         let placed = self.place_in(&tokens, set..set + 1, None)?;
         Some(if sliding { placed.sliding_rows } else { placed.rows })
     }
-}
-
-/// Bytes per V element and elements per row, for the transposed layout (plain types only).
-fn v_element(t: TensorRef) -> Result<(usize, usize)> {
-    let el = row_size(t.ggml_type(), 1);
-    let width = t.ne()[0] as usize;
-    if el == 0 || row_size(t.ggml_type(), t.ne()[0]) != el * width {
-        return Err(Error::invalid(
-            "a quantized V cache cannot be laid out transposed (that needs flash attention)",
-        ));
-    }
-    Ok((el, width))
 }
 
 /// Rows for each of `layers` (a cache layer and its kind) from each cache's rows (`parts`, by
