@@ -2960,6 +2960,25 @@ def bitnet(d):
         add_tensors(w, tensors, dtype)
     return write
 
+def deepseek2_ocr(w, weights, n_vocab, dtype):
+    # DeepSeek-OCR's language model: DeepSeek 2's FFNs (a leading dense layer, then four experts of
+    # width 32, two per token, softmax-routed as no gating named means, with a selection bias and
+    # weights scaled by 1.5, beside two shared experts) under plain attention: as many KV heads as
+    # query heads, each n_embd / n_head wide; the head tied to the embeddings.
+    a, n_layer, ffe = "deepseek2-ocr", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[N_HEAD] * n_layer)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 2)
+    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), d=Dims(n_head_kv=N_HEAD))
+    for il in range(1, n_layer):
+        tensors[f"blk.{il}.exp_probs_b.bias"] = weights.bias(4)
+        tensors.update(weights.shared_expert(f"blk.{il}.", 2 * ffe))
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3124,6 +3143,7 @@ MODELS = {
     "bitnet": ("bitnet", bitnet(TINY), True),
     # Rows of 256 for the ternary types BitNet's weights come in (only those).
     "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
+    "deepseek2-ocr": ("deepseek2-ocr", deepseek2_ocr, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

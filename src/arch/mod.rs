@@ -48,6 +48,7 @@ registry! {
     cohere: [COMMAND_R, COHERE2, COHERE2MOE];
     dbrx: [Dbrx];
     deepseek2: [DEEPSEEK2, MISTRAL4, DEEPSEEK32, GLM_DSA];
+    deepseek2_ocr: [DeepSeek2Ocr];
     deepseek4: [Deepseek4];
     dots3note: [Dots3Note];
     ernie4_5_moe: [Ernie45Moe];
