@@ -2979,6 +2979,35 @@ def deepseek2_ocr(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def graniteswitch(w, weights, n_vocab, dtype):
+    """Granite Switch: Granite's scales and a fused projection, two adapters of rank 8 switched in
+    per token by a router over the cache: " of" activates the first (embedded as " the"), ","
+    the second (embedded as "."); slot 0 of every stack is the base's delta."""
+    a, rank, n_slots = "graniteswitch", 8, 3
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_float32(f"{a}.logit_scale", 8.0)
+    w.add_float32(f"{a}.residual_scale", 0.22)
+    w.add_float32(f"{a}.embedding_scale", 12.0)
+    w.add_float32(f"{a}.attention.scale", 0.125)
+    w.add_uint32(f"{a}.adapters.count", n_slots - 1)
+    w.add_uint32(f"{a}.adapters.lora_rank", rank)
+    w.add_float32(f"{a}.adapters.router_gain", 12.0)
+    w.add_array(f"{a}.adapters.token_ids_activate", [282, 28])
+    w.add_array(f"{a}.adapters.token_ids_substitute", [260, 30])
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_qkv.weight"] = np.concatenate(
+            [tensors.pop(blk + f"attn_{t}.weight") for t in ("q", "k", "v")])
+        for name, n_in, n_out in (("attn_q", N_EMBD, q), ("attn_k", N_EMBD, kv), ("attn_v", N_EMBD, kv),
+                                  ("attn_output", q, N_EMBD), ("ffn_gate", N_EMBD, N_FF), ("ffn_up", N_EMBD, N_FF),
+                                  ("ffn_down", N_FF, N_EMBD)):
+            tensors[f"{blk}{name}.lora_a"] = weights.experts(n_slots, rank, n_in)
+            tensors[f"{blk}{name}.lora_b"] = weights.experts(n_slots, n_out, rank)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3144,6 +3173,7 @@ MODELS = {
     # Rows of 256 for the ternary types BitNet's weights come in (only those).
     "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
     "deepseek2-ocr": ("deepseek2-ocr", deepseek2_ocr, True),
+    "graniteswitch": ("graniteswitch", graniteswitch, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -67,6 +67,7 @@ registry! {
     granite: [GRANITE, GRANITE_MOE, MINICPM];
     granite_hybrid: [GraniteHybrid];
     granite_swa: [GraniteSwa];
+    granite_switch: [GraniteSwitch];
     grok: [Grok];
     grovemoe: [GroveMoe];
     hrm_text: [HrmText];

@@ -872,6 +872,13 @@ impl Graph {
         self.unary(a, "sqrt", ggml_sys::ggml_sqrt)
     }
 
+    /// Element-wise rounding to the nearest integer (halves away from zero).
+    pub fn round(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(unsafe { ggml_sys::ggml_round(self.ctx.as_ptr(), a.as_ptr()) }, "round")
+    }
+
     /// Element-wise square.
     pub fn sqr(&mut self, a: TensorRef) -> OpResult {
         self.room()?;

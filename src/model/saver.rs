@@ -592,6 +592,20 @@ const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("nextn.shared_head_head.input_scale", ANY),
     ("layer_output_norm.weight", Some("nextn.shared_head_norm")),
     ("nextn.shared_head_norm.weight", ANY),
+    ("attn_q.lora_a", ANY),
+    ("attn_q.lora_b", ANY),
+    ("attn_k.lora_a", ANY),
+    ("attn_k.lora_b", ANY),
+    ("attn_v.lora_a", ANY),
+    ("attn_v.lora_b", ANY),
+    ("attn_output.lora_a", ANY),
+    ("attn_output.lora_b", ANY),
+    ("ffn_gate.lora_a", ANY),
+    ("ffn_gate.lora_b", ANY),
+    ("ffn_up.lora_a", ANY),
+    ("ffn_up.lora_b", ANY),
+    ("ffn_down.lora_a", ANY),
+    ("ffn_down.lora_b", ANY),
 ];
 
 /// The metadata pairs of a saved file: llama.cpp's hyper-parameters before the vocabulary's
