@@ -3008,6 +3008,43 @@ def graniteswitch(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def step35(w, weights, n_vocab, dtype):
+    # Step-3.5: three layers of 2, 4 and 2 query heads (1, 2 and 1 KV heads) with head norms and a
+    # sigmoid gate per head; the middle one slides (a 16-token window, its own base) and rotates
+    # whole heads, the full-attention ones half of them with Llama 3's factors; a dense first
+    # layer, then four experts of width 32 (two per token, sigmoid-routed as no gating named
+    # means, a selection bias, normalised and scaled weights) beside a shared expert of width 48,
+    # SwiGLU clamped at 0.5 in the experts and at 0.4 in the middle layer's other FFNs; its own output
+    # head (required).
+    a, n_layer, ffe, heads, kv_heads = "step35", 3, 32, [2, 4, 2], [1, 2, 1]
+    decoder_keys(w, a, n_layer, 10000.0, heads=heads, kv_heads=kv_heads)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.attention.sliding_window", 16)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, False])
+    w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.0)
+    w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 0.5, 0.5])
+    w.add_array(f"{a}.swiglu_clamp_shexp", [0.0, 0.4, 0.0])
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
+    tensors["rope_freqs.weight"] = (1.0 + weights.rng.uniform(0, 3, HEAD // 2)).astype(np.float32)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        q, kv = heads[il] * HEAD, kv_heads[il] * HEAD
+        tensors[blk + "attn_q.weight"] = weights.matrix(q, N_EMBD)
+        tensors[blk + "attn_k.weight"] = weights.matrix(kv, N_EMBD)
+        tensors[blk + "attn_v.weight"] = weights.matrix(kv, N_EMBD)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, q)
+        tensors[blk + "attn_gate.weight"] = weights.matrix(heads[il], N_EMBD)
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, 48))
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3174,6 +3211,7 @@ MODELS = {
     "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
     "deepseek2-ocr": ("deepseek2-ocr", deepseek2_ocr, True),
     "graniteswitch": ("graniteswitch", graniteswitch, True),
+    "step35": ("step35", step35, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -113,6 +113,7 @@ registry! {
     smallthinker: [SmallThinker];
     smollm3: [SmolLm3];
     spark2_5: [Spark2_5];
+    step35: [Step35];
     talkie: [Talkie];
 }
 

@@ -125,11 +125,15 @@ impl Context<'_> {
     }
 
     /// Whether the keys can be rotated to new positions at all (not with M-RoPE, nor compressed
-    /// keys, whose blocks follow the positions). Caches of different sizes still shift, each on
-    /// its own, as llama.cpp's do.
+    /// keys, whose blocks follow the positions, nor keys the model marks fixed). Caches of
+    /// different sizes still shift, each on its own, as llama.cpp's do.
     fn keys_can_turn(&self) -> bool {
         self.memory_kind() != Memory::Compressed
-            && self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
+            && self
+                .model
+                .hparams
+                .as_ref()
+                .is_none_or(|hp| hp.n_pos_per_embd() == 1 && !hp.fixed_keys)
     }
 
     /// Refuse a position change the keys cannot follow (llama.cpp aborts at the next decode).
@@ -138,7 +142,8 @@ impl Context<'_> {
             return Ok(());
         }
         Err(Error::invalid(format!(
-            "{what}: this model's cached keys cannot be shifted (multi-dimensional rope or compressed keys; \
+            "{what}: this model's cached keys cannot be shifted (multi-dimensional rope, compressed keys or \
+             layers rotating different widths; \
              llama_memory_can_shift is false): nothing changed"
         )))
     }

@@ -244,6 +244,9 @@ pub struct HParams {
     /// and values (those that attend; every layer unless the architecture says otherwise).
     pub recurrent_layers: Vec<bool>,
     pub kv_layers: Vec<bool>,
+    /// The cached keys cannot be turned to new positions: llama.cpp refuses a K-shift where the
+    /// layers rotate different numbers of dimensions (its shift assumes one).
+    pub fixed_keys: bool,
     /// Attention layers after the `n_layer` blocks whose keys and values only the cache holds
     /// (a router's, attending over per-token signals rather than hidden states); the per-layer
     /// vectors cover them. llama.cpp counts them as next-token-prediction layers
@@ -671,6 +674,7 @@ impl HParams {
             size_label: "?B",
             recurrent_layers: vec![false; n],
             kv_layers: vec![true; n],
+            fixed_keys: false,
             n_layer_cache_only: 0,
             token_adapters: None,
             ssm_d_conv: 0,
