@@ -3045,6 +3045,77 @@ def step35(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def wavtokenizer_dec(w, weights, n_vocab, dtype):
+    """WavTokenizer's decoder (the TTS vocoder): token embeddings of 32 features through a
+    convolution to 64 channels, PosNet's six blocks (two residual convolutions, attention, two
+    more, a group norm over 16 groups), a layer norm, two ConvNeXt blocks (FFN of 128), then a
+    projection to 40 outputs per token, read as embeddings. Norms, biases and ConvNeXt's scales stay
+    F32 (llama.cpp's converter keeps them so)."""
+    a, feat, ch, out, ff = "wavtokenizer-dec", 32, 64, 40, 128
+    w.add_uint32(f"{a}.block_count", 6)
+    w.add_uint32(f"{a}.context_length", N_CTX)
+    w.add_uint32(f"{a}.embedding_length", out)
+    w.add_uint32(f"{a}.features_length", feat)
+    w.add_uint32(f"{a}.feed_forward_length", ff)
+    w.add_uint32(f"{a}.attention.head_count", 1)
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-6)
+    w.add_float32(f"{a}.attention.group_norm_epsilon", 1e-6)
+    w.add_uint32(f"{a}.attention.group_norm_groups", 16)
+    w.add_bool(f"{a}.attention.causal", False)
+    w.add_uint32(f"{a}.posnet.embedding_length", ch)
+    w.add_uint32(f"{a}.posnet.block_count", 6)
+    w.add_uint32(f"{a}.convnext.embedding_length", ch)
+    w.add_uint32(f"{a}.convnext.block_count", 2)
+
+    def conv(n_out, n_in, k):
+        # ggml [k, n_in, n_out].
+        return (weights.rng.standard_normal((n_out, n_in, k)) / np.sqrt(n_in * k)).astype(np.float32)
+
+    def col(v):
+        return v.reshape(-1, 1)
+
+    big = {"token_embd.weight": weights.matrix(n_vocab, feat), "conv1d.weight": conv(ch, feat, 7)}
+    small = {"conv1d.bias": col(weights.bias(ch))}
+    for il in range(6):
+        p = f"posnet.{il}."
+        if il in (0, 1, 3, 4):
+            for n in ("norm1", "norm2"):
+                small[p + n + ".weight"] = col(weights.norm(ch))
+                small[p + n + ".bias"] = col(weights.bias(ch))
+            for n in ("conv1", "conv2"):
+                big[p + n + ".weight"] = conv(ch, ch, 3)
+                small[p + n + ".bias"] = col(weights.bias(ch))
+        elif il == 2:
+            small[p + "attn_norm.weight"] = col(weights.norm(ch))
+            small[p + "attn_norm.bias"] = col(weights.bias(ch))
+            for n in ("attn_q", "attn_k", "attn_v", "attn_output"):
+                big[p + n + ".weight"] = conv(ch, ch, 1)
+                small[p + n + ".bias"] = col(weights.bias(ch))
+        else:
+            small[p + "attn_norm.weight"] = col(weights.norm(ch))
+            small[p + "attn_norm.bias"] = col(weights.bias(ch))
+    small["token_embd_norm.weight"] = weights.norm(ch)
+    small["token_embd_norm.bias"] = weights.bias(ch)
+    for il in range(2):
+        p = f"convnext.{il}."
+        big[p + "dw.weight"] = conv(ch, 1, 7)
+        small[p + "dw.bias"] = col(weights.bias(ch))
+        small[p + "norm.weight"] = weights.norm(ch)
+        small[p + "norm.bias"] = weights.bias(ch)
+        big[p + "pw1.weight"] = weights.matrix(ff, ch)
+        small[p + "pw1.bias"] = weights.bias(ff)
+        big[p + "pw2.weight"] = weights.matrix(ch, ff)
+        small[p + "pw2.bias"] = weights.bias(ch)
+        small[p + "gamma.weight"] = (0.5 * weights.norm(ch)).astype(np.float32)
+    small["output_norm.weight"] = weights.norm(ch)
+    small["output_norm.bias"] = weights.bias(ch)
+    big["output.weight"] = weights.matrix(out, ch)
+    small["output.bias"] = weights.bias(out)
+    add_tensors(w, big, dtype)
+    for name, t in small.items():
+        w.add_tensor(name, t)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3212,6 +3283,7 @@ MODELS = {
     "deepseek2-ocr": ("deepseek2-ocr", deepseek2_ocr, True),
     "graniteswitch": ("graniteswitch", graniteswitch, True),
     "step35": ("step35", step35, True),
+    "wavtokenizer-dec": ("wavtokenizer-dec", wavtokenizer_dec, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

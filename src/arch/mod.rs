@@ -115,6 +115,7 @@ registry! {
     spark2_5: [Spark2_5];
     step35: [Step35];
     talkie: [Talkie];
+    wavtokenizer_dec: [WavTokenizerDec];
 }
 
 /// The architecture of a `general.architecture` name.

@@ -244,6 +244,14 @@ pub struct HParams {
     /// and values (those that attend; every layer unless the architecture says otherwise).
     pub recurrent_layers: Vec<bool>,
     pub kv_layers: Vec<bool>,
+    /// Group norms' group count and epsilon (`attention.group_norm_groups`,
+    /// `attention.group_norm_epsilon`; 0 where the architecture has none).
+    pub norm_groups: u32,
+    pub group_norm_eps: f32,
+    /// A convolutional decoder's two stacks, each [width, blocks]: PosNet's and ConvNeXt's
+    /// (`posnet.*`, `convnext.*`; zeros otherwise).
+    pub posnet: [u32; 2],
+    pub convnext: [u32; 2],
     /// The cached keys cannot be turned to new positions: llama.cpp refuses a K-shift where the
     /// layers rotate different numbers of dimensions (its shift assumes one).
     pub fixed_keys: bool,
@@ -674,6 +682,10 @@ impl HParams {
             size_label: "?B",
             recurrent_layers: vec![false; n],
             kv_layers: vec![true; n],
+            norm_groups: 0,
+            group_norm_eps: 0.0,
+            posnet: [0; 2],
+            convnext: [0; 2],
             fixed_keys: false,
             n_layer_cache_only: 0,
             token_adapters: None,
