@@ -908,7 +908,8 @@ int32_t llama_model_n_embd_out(const struct llama_model *model);
 
 int32_t llama_model_n_layer(const struct llama_model *model);
 
-// No supported architecture has multi-token-prediction layers.
+// No supported architecture runs multi-token-prediction layers; llama.cpp counts a model's
+// cache-only layers as such.
 int32_t llama_model_n_layer_nextn(const struct llama_model *model);
 
 int32_t llama_model_n_head(const struct llama_model *model);

@@ -2960,6 +2960,162 @@ def bitnet(d):
         add_tensors(w, tensors, dtype)
     return write
 
+def deepseek2_ocr(w, weights, n_vocab, dtype):
+    # DeepSeek-OCR's language model: DeepSeek 2's FFNs (a leading dense layer, then four experts of
+    # width 32, two per token, softmax-routed as no gating named means, with a selection bias and
+    # weights scaled by 1.5, beside two shared experts) under plain attention: as many KV heads as
+    # query heads, each n_embd / n_head wide; the head tied to the embeddings.
+    a, n_layer, ffe = "deepseek2-ocr", 3, 32
+    decoder_keys(w, a, n_layer, 10000.0, kv_heads=[N_HEAD] * n_layer)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.leading_dense_block_count", 1)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_count", 2)
+    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), d=Dims(n_head_kv=N_HEAD))
+    for il in range(1, n_layer):
+        tensors[f"blk.{il}.exp_probs_b.bias"] = weights.bias(4)
+        tensors.update(weights.shared_expert(f"blk.{il}.", 2 * ffe))
+    add_tensors(w, tensors, dtype)
+
+
+def graniteswitch(w, weights, n_vocab, dtype):
+    """Granite Switch: Granite's scales and a fused projection, two adapters of rank 8 switched in
+    per token by a router over the cache: " of" activates the first (embedded as " the"), ","
+    the second (embedded as "."); slot 0 of every stack is the base's delta."""
+    a, rank, n_slots = "graniteswitch", 8, 3
+    decoder_keys(w, a, N_LAYER, 10000.0)
+    w.add_float32(f"{a}.logit_scale", 8.0)
+    w.add_float32(f"{a}.residual_scale", 0.22)
+    w.add_float32(f"{a}.embedding_scale", 12.0)
+    w.add_float32(f"{a}.attention.scale", 0.125)
+    w.add_uint32(f"{a}.adapters.count", n_slots - 1)
+    w.add_uint32(f"{a}.adapters.lora_rank", rank)
+    w.add_float32(f"{a}.adapters.router_gain", 12.0)
+    w.add_array(f"{a}.adapters.token_ids_activate", [282, 28])
+    w.add_array(f"{a}.adapters.token_ids_substitute", [260, 30])
+    tensors = decoder_tensors(weights, n_vocab, N_LAYER)
+    q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
+    for il in range(N_LAYER):
+        blk = f"blk.{il}."
+        tensors[blk + "attn_qkv.weight"] = np.concatenate(
+            [tensors.pop(blk + f"attn_{t}.weight") for t in ("q", "k", "v")])
+        for name, n_in, n_out in (("attn_q", N_EMBD, q), ("attn_k", N_EMBD, kv), ("attn_v", N_EMBD, kv),
+                                  ("attn_output", q, N_EMBD), ("ffn_gate", N_EMBD, N_FF), ("ffn_up", N_EMBD, N_FF),
+                                  ("ffn_down", N_FF, N_EMBD)):
+            tensors[f"{blk}{name}.lora_a"] = weights.experts(n_slots, rank, n_in)
+            tensors[f"{blk}{name}.lora_b"] = weights.experts(n_slots, n_out, rank)
+    add_tensors(w, tensors, dtype)
+
+
+def step35(w, weights, n_vocab, dtype):
+    # Step-3.5: three layers of 2, 4 and 2 query heads (1, 2 and 1 KV heads) with head norms and a
+    # sigmoid gate per head; the middle one slides (a 16-token window, its own base) and rotates
+    # whole heads, the full-attention ones half of them with Llama 3's factors; a dense first
+    # layer, then four experts of width 32 (two per token, sigmoid-routed as no gating named
+    # means, a selection bias, normalised and scaled weights) beside a shared expert of width 48,
+    # SwiGLU clamped at 0.5 in the experts and at 0.4 in the middle layer's other FFNs; its own output
+    # head (required).
+    a, n_layer, ffe, heads, kv_heads = "step35", 3, 32, [2, 4, 2], [1, 2, 1]
+    decoder_keys(w, a, n_layer, 10000.0, heads=heads, kv_heads=kv_heads)
+    experts_keys(w, a, 4, 2)
+    w.add_uint32(f"{a}.attention.sliding_window", 16)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, False])
+    w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_float32(f"{a}.expert_weights_scale", 2.0)
+    w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 0.5, 0.5])
+    w.add_array(f"{a}.swiglu_clamp_shexp", [0.0, 0.4, 0.0])
+    tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
+    tensors["rope_freqs.weight"] = (1.0 + weights.rng.uniform(0, 3, HEAD // 2)).astype(np.float32)
+    tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        q, kv = heads[il] * HEAD, kv_heads[il] * HEAD
+        tensors[blk + "attn_q.weight"] = weights.matrix(q, N_EMBD)
+        tensors[blk + "attn_k.weight"] = weights.matrix(kv, N_EMBD)
+        tensors[blk + "attn_v.weight"] = weights.matrix(kv, N_EMBD)
+        tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, q)
+        tensors[blk + "attn_gate.weight"] = weights.matrix(heads[il], N_EMBD)
+        if il > 0:
+            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
+            tensors.update(weights.shared_expert(blk, 48))
+    add_tensors(w, tensors, dtype)
+
+
+def wavtokenizer_dec(w, weights, n_vocab, dtype):
+    """WavTokenizer's decoder (the TTS vocoder): token embeddings of 32 features through a
+    convolution to 64 channels, PosNet's six blocks (two residual convolutions, attention, two
+    more, a group norm over 16 groups), a layer norm, two ConvNeXt blocks (FFN of 128), then a
+    projection to 40 outputs per token, read as embeddings. Norms, biases and ConvNeXt's scales stay
+    F32 (llama.cpp's converter keeps them so)."""
+    a, feat, ch, out, ff = "wavtokenizer-dec", 32, 64, 40, 128
+    w.add_uint32(f"{a}.block_count", 6)
+    w.add_uint32(f"{a}.context_length", N_CTX)
+    w.add_uint32(f"{a}.embedding_length", out)
+    w.add_uint32(f"{a}.features_length", feat)
+    w.add_uint32(f"{a}.feed_forward_length", ff)
+    w.add_uint32(f"{a}.attention.head_count", 1)
+    w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-6)
+    w.add_float32(f"{a}.attention.group_norm_epsilon", 1e-6)
+    w.add_uint32(f"{a}.attention.group_norm_groups", 16)
+    w.add_bool(f"{a}.attention.causal", False)
+    w.add_uint32(f"{a}.posnet.embedding_length", ch)
+    w.add_uint32(f"{a}.posnet.block_count", 6)
+    w.add_uint32(f"{a}.convnext.embedding_length", ch)
+    w.add_uint32(f"{a}.convnext.block_count", 2)
+
+    def conv(n_out, n_in, k):
+        # ggml [k, n_in, n_out].
+        return (weights.rng.standard_normal((n_out, n_in, k)) / np.sqrt(n_in * k)).astype(np.float32)
+
+    def col(v):
+        return v.reshape(-1, 1)
+
+    big = {"token_embd.weight": weights.matrix(n_vocab, feat), "conv1d.weight": conv(ch, feat, 7)}
+    small = {"conv1d.bias": col(weights.bias(ch))}
+    for il in range(6):
+        p = f"posnet.{il}."
+        if il in (0, 1, 3, 4):
+            for n in ("norm1", "norm2"):
+                small[p + n + ".weight"] = col(weights.norm(ch))
+                small[p + n + ".bias"] = col(weights.bias(ch))
+            for n in ("conv1", "conv2"):
+                big[p + n + ".weight"] = conv(ch, ch, 3)
+                small[p + n + ".bias"] = col(weights.bias(ch))
+        elif il == 2:
+            small[p + "attn_norm.weight"] = col(weights.norm(ch))
+            small[p + "attn_norm.bias"] = col(weights.bias(ch))
+            for n in ("attn_q", "attn_k", "attn_v", "attn_output"):
+                big[p + n + ".weight"] = conv(ch, ch, 1)
+                small[p + n + ".bias"] = col(weights.bias(ch))
+        else:
+            small[p + "attn_norm.weight"] = col(weights.norm(ch))
+            small[p + "attn_norm.bias"] = col(weights.bias(ch))
+    small["token_embd_norm.weight"] = weights.norm(ch)
+    small["token_embd_norm.bias"] = weights.bias(ch)
+    for il in range(2):
+        p = f"convnext.{il}."
+        big[p + "dw.weight"] = conv(ch, 1, 7)
+        small[p + "dw.bias"] = col(weights.bias(ch))
+        small[p + "norm.weight"] = weights.norm(ch)
+        small[p + "norm.bias"] = weights.bias(ch)
+        big[p + "pw1.weight"] = weights.matrix(ff, ch)
+        small[p + "pw1.bias"] = weights.bias(ff)
+        big[p + "pw2.weight"] = weights.matrix(ch, ff)
+        small[p + "pw2.bias"] = weights.bias(ch)
+        small[p + "gamma.weight"] = (0.5 * weights.norm(ch)).astype(np.float32)
+    small["output_norm.weight"] = weights.norm(ch)
+    small["output_norm.bias"] = weights.bias(ch)
+    big["output.weight"] = weights.matrix(out, ch)
+    small["output.bias"] = weights.bias(out)
+    add_tensors(w, big, dtype)
+    for name, t in small.items():
+        w.add_tensor(name, t)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3124,6 +3280,10 @@ MODELS = {
     "bitnet": ("bitnet", bitnet(TINY), True),
     # Rows of 256 for the ternary types BitNet's weights come in (only those).
     "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
+    "deepseek2-ocr": ("deepseek2-ocr", deepseek2_ocr, True),
+    "graniteswitch": ("graniteswitch", graniteswitch, True),
+    "step35": ("step35", step35, True),
+    "wavtokenizer-dec": ("wavtokenizer-dec", wavtokenizer_dec, True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -528,14 +528,8 @@ impl Decoder for DeepSeek2 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let (hk, _) = head_sizes(hp);
+        let kq_scale = pre_scaled_kq(b, hk);
         let hk = i64::from(hk);
-        // YaRN's magnitude correction, undone from the context's factor and applied to the
-        // scores instead (llama.cpp's pre-scaling).
-        let p = b.params.rope;
-        let stretch = (1.0 / p.freq_scale).ln();
-        let attn_factor_org = p.attn_factor * (1.0 + 0.1 * stretch);
-        let mscale = attn_factor_org * (1.0 + 0.1 * hp.rope_yarn_log_mul * stretch);
-        let kq_scale = mscale * mscale / (hk as f32).sqrt();
         // The sparse models' graphs multiply every FFN product by its weight's scale.
         let (sparse, norm) = (self.variant.sparse(), hp.expert_weights_norm);
         let moe = Moe::silu(hp.expert_gating_func, Gating::Softmax, norm, sparse);
@@ -570,6 +564,17 @@ impl Decoder for DeepSeek2 {
         let logits = b.output_head(x)?;
         Ok(Some(b.name(logits, "result_output", None)))
     }
+}
+
+/// The attention scale for key heads of `head_k` dimensions with YaRN's magnitude correction
+/// undone from the context's factor and applied to the scores instead (llama.cpp's pre-scaling
+/// in DeepSeek 2's graph).
+pub(super) fn pre_scaled_kq(b: &Builder, head_k: u32) -> f32 {
+    let p = b.params.rope;
+    let stretch = (1.0 / p.freq_scale).ln();
+    let attn_factor_org = p.attn_factor * (1.0 + 0.1 * stretch);
+    let mscale = attn_factor_org * (1.0 + 0.1 * b.hp.rope_yarn_log_mul * stretch);
+    mscale * mscale / (head_k as f32).sqrt()
 }
 
 /// The queries of layer `il` from the normed `cur`, [head_k, n_head, n_tokens]: through a normed

@@ -48,6 +48,7 @@ registry! {
     cohere: [COMMAND_R, COHERE2, COHERE2MOE];
     dbrx: [Dbrx];
     deepseek2: [DEEPSEEK2, MISTRAL4, DEEPSEEK32, GLM_DSA];
+    deepseek2_ocr: [DeepSeek2Ocr];
     deepseek4: [Deepseek4];
     dots3note: [Dots3Note];
     ernie4_5_moe: [Ernie45Moe];
@@ -66,6 +67,7 @@ registry! {
     granite: [GRANITE, GRANITE_MOE, MINICPM];
     granite_hybrid: [GraniteHybrid];
     granite_swa: [GraniteSwa];
+    granite_switch: [GraniteSwitch];
     grok: [Grok];
     grovemoe: [GroveMoe];
     hrm_text: [HrmText];
@@ -111,7 +113,9 @@ registry! {
     smallthinker: [SmallThinker];
     smollm3: [SmolLm3];
     spark2_5: [Spark2_5];
+    step35: [Step35];
     talkie: [Talkie];
+    wavtokenizer_dec: [WavTokenizerDec];
 }
 
 /// The architecture of a `general.architecture` name.

@@ -113,6 +113,10 @@ fn weights_without_adapters_and_control_vectors_are_each_architecture_s_own() {
     assert!(plain(&kimi_linear::KimiLinear, &hp, "attn_output", Some(2)));
     assert!(!plain(&kimi_linear::KimiLinear, &hp, "attn_output", Some(3)));
 
+    // Granite Switch multiplies every weight plainly but the output head.
+    assert!(plain(&granite_switch::GraniteSwitch, &hp, "attn_qkv", Some(0)));
+    assert!(!plain(&granite_switch::GraniteSwitch, &hp, "output", None));
+
     assert!(llama::Llama.takes_control_vector());
     assert!(!bert::BERT.takes_control_vector());
     assert!(!qwen4exp::Qwen4Exp.takes_control_vector());

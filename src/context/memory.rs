@@ -103,10 +103,16 @@ impl Context<'_> {
         !self.uses_kv() || (self.keys_can_turn() && self.kv.sizes_match())
     }
 
-    /// Whether the keys can be rotated to new positions at all (not with M-RoPE, nor where the
-    /// cache says not). Caches of different sizes still shift, each on its own, as llama.cpp's do.
+    /// Whether the keys can be rotated to new positions at all (not with M-RoPE, nor keys the
+    /// model marks fixed, nor where the cache says not). Caches of different sizes still shift,
+    /// each on its own, as llama.cpp's do.
     fn keys_can_turn(&self) -> bool {
-        self.kv.keys_can_turn() && self.model.hparams.as_ref().is_none_or(|hp| hp.n_pos_per_embd() == 1)
+        self.kv.keys_can_turn()
+            && self
+                .model
+                .hparams
+                .as_ref()
+                .is_none_or(|hp| hp.n_pos_per_embd() == 1 && !hp.fixed_keys)
     }
 
     /// Refuse a position change the keys cannot follow (llama.cpp aborts at the next decode).
@@ -115,7 +121,8 @@ impl Context<'_> {
             return Ok(());
         }
         Err(Error::invalid(format!(
-            "{what}: this model's cached keys cannot be shifted (multi-dimensional rope or compressed keys; \
+            "{what}: this model's cached keys cannot be shifted (multi-dimensional rope, compressed keys or \
+             layers rotating different widths; \
              llama_memory_can_shift is false): nothing changed"
         )))
     }

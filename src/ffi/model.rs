@@ -286,10 +286,11 @@ pub unsafe extern "C" fn llama_model_n_layer(model: *const llama_model) -> i32 {
     entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_layer)) })
 }
 
-/// No supported architecture has multi-token-prediction layers.
+/// No supported architecture runs multi-token-prediction layers; llama.cpp counts a model's
+/// cache-only layers as such.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_n_layer_nextn(model: *const llama_model) -> i32 {
-    entry!(-1, { hp_getter(model, 0, |_| 0) })
+    entry!(-1, { hp_getter(model, 0, |h| i32_of(h.n_layer_cache_only)) })
 }
 
 #[no_mangle]

@@ -872,6 +872,62 @@ impl Graph {
         self.unary(a, "sqrt", ggml_sys::ggml_sqrt)
     }
 
+    /// Group normalisation of `a` ([width, height, channels, n]): each of `n_groups` groups of
+    /// channels normalised to zero mean and unit variance.
+    pub fn group_norm(&mut self, a: TensorRef, n_groups: u32, eps: f32) -> OpResult {
+        self.room()?;
+        let groups = i32::try_from(n_groups).unwrap_or(0);
+        if groups <= 0 || a.ggml_type() != ggml_sys::ggml_type_GGML_TYPE_F32 || !Self::is_contiguous(a) {
+            return Err(GgmlError(format!("group_norm of {:?} in {n_groups} groups", a.ne())));
+        }
+        // SAFETY: a contiguous F32 source and a positive group count (ggml's CPU kernel's needs).
+        Self::wrap(
+            unsafe { ggml_sys::ggml_group_norm(self.ctx.as_ptr(), a.as_ptr(), groups, eps) },
+            "group_norm",
+        )
+    }
+
+    /// The 1-D convolution of `b` ([length, in_channels]) by the kernels `a` ([k, in_channels,
+    /// out_channels], `k` odd), stride 1, padded by half a kernel each side so the length stays:
+    /// [length, out_channels]. ggml takes the input's columns in F16.
+    pub fn conv_1d_same(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
+        self.room()?;
+        let (an, bn) = (a.ne(), b.ne());
+        if an[1] != bn[1] || an[3] != 1 || bn[2] != 1 || bn[3] != 1 || an[0] % 2 != 1 || !Self::is_contiguous(a) {
+            return Err(GgmlError(format!("conv_1d of {bn:?} by kernels {an:?}")));
+        }
+        // SAFETY: the input's channels are the kernels' (im2col's assertion), an odd kernel keeps
+        // the padded length positive, a contiguous kernel can be reshaped for the product.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_conv_1d_ph(self.ctx.as_ptr(), a.as_ptr(), b.as_ptr(), 1, 1) },
+            "conv_1d",
+        )
+    }
+
+    /// The depthwise 1-D convolution of each channel of `b` ([length, channels]) by its own kernel
+    /// of `a` ([k, 1, channels], `k` odd), stride 1, padded to keep the length: [length, channels].
+    pub fn conv_1d_depthwise_same(&mut self, a: TensorRef, b: TensorRef) -> OpResult {
+        self.room()?;
+        let (an, bn) = (a.ne(), b.ne());
+        let ok = an[1] == 1 && an[2] == bn[1] && an[3] == 1 && bn[2] == 1 && bn[3] == 1 && an[0] % 2 == 1;
+        if !ok || !Self::is_contiguous(b) {
+            return Err(GgmlError(format!("depthwise conv_1d of {bn:?} by kernels {an:?}")));
+        }
+        // SAFETY: one kernel row per channel (im2col's assertion after the reshape), an odd kernel
+        // keeps the length positive, a contiguous input can be reshaped.
+        Self::wrap(
+            unsafe { ggml_sys::ggml_conv_1d_dw_ph(self.ctx.as_ptr(), a.as_ptr(), b.as_ptr(), 1, 1) },
+            "conv_1d_dw",
+        )
+    }
+
+    /// Element-wise rounding to the nearest integer (halves away from zero).
+    pub fn round(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(unsafe { ggml_sys::ggml_round(self.ctx.as_ptr(), a.as_ptr()) }, "round")
+    }
+
     /// Element-wise square.
     pub fn sqr(&mut self, a: TensorRef) -> OpResult {
         self.room()?;

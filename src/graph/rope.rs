@@ -39,12 +39,27 @@ impl Builder<'_> {
         self.rope_ext(x, base, scale, ext_factor, attn_factor, freq_factors)
     }
 
+    /// `rope` over the first `n_rot` dimensions of each head rather than the model's `n_rot` (a
+    /// layer that rotates less or more of its heads than the others).
+    pub fn rope_dims(
+        &mut self,
+        x: TensorRef,
+        il: usize,
+        n_rot: u32,
+        freq_factors: Option<TensorRef>,
+    ) -> Result<TensorRef> {
+        let (base, scale) = rope_freqs(self.hp, &self.params, il);
+        let (ext_factor, attn_factor) = (self.params.rope.ext_factor, self.params.rope.attn_factor);
+        let pos = self.positions()?;
+        self.rope_with(x, pos, n_rot, base, scale, ext_factor, attn_factor, freq_factors)
+    }
+
     /// Rotate `x` of layer `il` by the positions `pos` (as many per row of `x` as the model's
     /// rotation takes) rather than the tokens'.
     pub fn rope_at(&mut self, x: TensorRef, il: usize, pos: TensorRef) -> Result<TensorRef> {
         let (base, scale) = rope_freqs(self.hp, &self.params, il);
         let (ext_factor, attn_factor) = (self.params.rope.ext_factor, self.params.rope.attn_factor);
-        self.rope_with(x, pos, base, scale, ext_factor, attn_factor, None)
+        self.rope_with(x, pos, self.hp.n_rot, base, scale, ext_factor, attn_factor, None)
     }
 
     /// Rotate `x` by the input positions with the given frequencies and YaRN factors (for the
@@ -59,7 +74,16 @@ impl Builder<'_> {
         freq_factors: Option<TensorRef>,
     ) -> Result<TensorRef> {
         let pos = self.positions()?;
-        self.rope_with(x, pos, freq_base, freq_scale, ext_factor, attn_factor, freq_factors)
+        self.rope_with(
+            x,
+            pos,
+            self.hp.n_rot,
+            freq_base,
+            freq_scale,
+            ext_factor,
+            attn_factor,
+            freq_factors,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -67,6 +91,7 @@ impl Builder<'_> {
         &mut self,
         x: TensorRef,
         pos: TensorRef,
+        n_rot: u32,
         freq_base: f32,
         freq_scale: f32,
         ext_factor: f32,
@@ -81,7 +106,7 @@ impl Builder<'_> {
                 x,
                 pos,
                 freq_factors,
-                self.hp.n_rot as i32,
+                n_rot as i32,
                 mode,
                 sections,
                 p.n_ctx_orig as i32,

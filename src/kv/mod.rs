@@ -221,7 +221,7 @@ impl KvCache {
         v_trans: bool,
         buft_of: &dyn Fn(usize) -> BufferType,
     ) -> Result<KvCache> {
-        let n_layer = hp.n_layer as usize;
+        let n_layer = (hp.n_layer + hp.n_layer_cache_only) as usize;
         let mut sets = vec![CellSet::new(stream_size, n_stream, None)];
         if hp.has_sliding_layers() {
             sets.push(CellSet::new(sliding_size, n_stream, Some(hp.swa())));

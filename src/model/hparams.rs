@@ -244,6 +244,24 @@ pub struct HParams {
     /// and values (those that attend; every layer unless the architecture says otherwise).
     pub recurrent_layers: Vec<bool>,
     pub kv_layers: Vec<bool>,
+    /// Group norms' group count and epsilon (`attention.group_norm_groups`,
+    /// `attention.group_norm_epsilon`; 0 where the architecture has none).
+    pub norm_groups: u32,
+    pub group_norm_eps: f32,
+    /// A convolutional decoder's two stacks, each [width, blocks]: PosNet's and ConvNeXt's
+    /// (`posnet.*`, `convnext.*`; zeros otherwise).
+    pub posnet: [u32; 2],
+    pub convnext: [u32; 2],
+    /// The cached keys cannot be turned to new positions: llama.cpp refuses a K-shift where the
+    /// layers rotate different numbers of dimensions (its shift assumes one).
+    pub fixed_keys: bool,
+    /// Attention layers after the `n_layer` blocks whose keys and values only the cache holds
+    /// (a router's, attending over per-token signals rather than hidden states); the per-layer
+    /// vectors cover them. llama.cpp counts them as next-token-prediction layers
+    /// (`llama_model_n_layer_nextn`).
+    pub n_layer_cache_only: u32,
+    /// Adapters built into the model that tokens switch on (see `TokenAdapters`).
+    pub token_adapters: Option<TokenAdapters>,
     /// State-space layers: convolution width, inner width, state size per channel, step-size
     /// rank (Mamba 2: heads) and groups; whether Δt, B and C are RMS-normed (Falcon Mamba).
     pub ssm_d_conv: u32,
@@ -664,6 +682,13 @@ impl HParams {
             size_label: "?B",
             recurrent_layers: vec![false; n],
             kv_layers: vec![true; n],
+            norm_groups: 0,
+            group_norm_eps: 0.0,
+            posnet: [0; 2],
+            convnext: [0; 2],
+            fixed_keys: false,
+            n_layer_cache_only: 0,
+            token_adapters: None,
             ssm_d_conv: 0,
             ssm_d_inner: 0,
             ssm_d_state: 0,
@@ -691,6 +716,29 @@ impl HParams {
             ple: None,
         };
         Ok(hp)
+    }
+}
+
+/// LoRA adapters stacked in the model's own tensors (`<weight>.lora_a`, `.lora_b`, one slot per
+/// adapter after slot 0, the base's), each switched on by an activation token: a router layer
+/// over the cache finds, per token, the adapter of the activation token it attends to most.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenAdapters {
+    /// The adapters' largest rank (the stacks' inner width).
+    pub rank: u32,
+    /// The router keys' magnitude: +gain at an activation token, -gain elsewhere.
+    pub router_gain: f32,
+    /// Per adapter, its activation token and the token embedded in its place.
+    pub activate: Vec<i32>,
+    pub substitute: Vec<i32>,
+}
+
+impl TokenAdapters {
+    /// The slot (1 on) a token switches on and the token embedded for it; of several adapters
+    /// with one activation token, the last (as llama.cpp's maps keep it).
+    pub fn of(&self, tok: i32) -> Option<(usize, i32)> {
+        let i = self.activate.iter().rposition(|&t| t == tok)?;
+        Some((i + 1, self.substitute[i]))
     }
 }
 

@@ -312,12 +312,15 @@ const NOT_SAVED: &[&str] = &[
     "per_layer_proj_norm.weight",
     "altup_proj.weight",
     "altup_unembd_proj.weight",
+    "conv1d.weight",
+    "conv1d.bias",
 ];
 
 /// The member of a name for every architecture that names no other (`ArchSpec::layer_members`).
 const ANY: Option<&str> = None;
 
-/// A layer's tensors (after `blk.N.`; `rope_*` are whole names), in the order of llama.cpp's
+/// A layer's tensors (after `blk.N.`; `rope_*` are whole names; `stack/name` is `stack.N.name`,
+/// a convolutional stack's block N), in the order of llama.cpp's
 /// `llama_layer` members, whose pointers its saver walks. A name that architectures give to
 /// different members is listed at each: with the member where some architectures put it
 /// (`ArchSpec::layer_members`), and `ANY` at the member every other architecture uses.
@@ -578,6 +581,33 @@ const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("ple_norm_conv.weight", ANY),
     ("ple_conv1d.weight", ANY),
     ("layer_output_scale.weight", ANY),
+    ("posnet/norm1.weight", ANY),
+    ("posnet/norm1.bias", ANY),
+    ("posnet/conv1.weight", ANY),
+    ("posnet/conv1.bias", ANY),
+    ("posnet/norm2.weight", ANY),
+    ("posnet/norm2.bias", ANY),
+    ("posnet/conv2.weight", ANY),
+    ("posnet/conv2.bias", ANY),
+    ("posnet/attn_norm.weight", ANY),
+    ("posnet/attn_norm.bias", ANY),
+    ("posnet/attn_q.weight", ANY),
+    ("posnet/attn_q.bias", ANY),
+    ("posnet/attn_k.weight", ANY),
+    ("posnet/attn_k.bias", ANY),
+    ("posnet/attn_v.weight", ANY),
+    ("posnet/attn_v.bias", ANY),
+    ("posnet/attn_output.weight", ANY),
+    ("posnet/attn_output.bias", ANY),
+    ("convnext/dw.weight", ANY),
+    ("convnext/dw.bias", ANY),
+    ("convnext/norm.weight", ANY),
+    ("convnext/norm.bias", ANY),
+    ("convnext/pw1.weight", ANY),
+    ("convnext/pw1.bias", ANY),
+    ("convnext/pw2.weight", ANY),
+    ("convnext/pw2.bias", ANY),
+    ("convnext/gamma.weight", ANY),
     ("shortconv.in_proj.weight", ANY),
     ("shortconv.conv.weight", ANY),
     ("shortconv.out_proj.weight", ANY),
@@ -592,6 +622,20 @@ const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("nextn.shared_head_head.input_scale", ANY),
     ("layer_output_norm.weight", Some("nextn.shared_head_norm")),
     ("nextn.shared_head_norm.weight", ANY),
+    ("attn_q.lora_a", ANY),
+    ("attn_q.lora_b", ANY),
+    ("attn_k.lora_a", ANY),
+    ("attn_k.lora_b", ANY),
+    ("attn_v.lora_a", ANY),
+    ("attn_v.lora_b", ANY),
+    ("attn_output.lora_a", ANY),
+    ("attn_output.lora_b", ANY),
+    ("ffn_gate.lora_a", ANY),
+    ("ffn_gate.lora_b", ANY),
+    ("ffn_up.lora_a", ANY),
+    ("ffn_up.lora_b", ANY),
+    ("ffn_down.lora_a", ANY),
+    ("ffn_down.lora_b", ANY),
 ];
 
 /// The metadata pairs of a saved file: llama.cpp's hyper-parameters before the vocabulary's
@@ -1053,6 +1097,10 @@ fn tensor_order<'t>(
         // and its own scales, as llama.cpp's layers alias a block's members.
         let block = blocks.get(il).copied().unwrap_or(il);
         for &suffix in &layer {
+            if let Some((stack, name)) = suffix.split_once('/') {
+                push(&format!("{stack}.{il}.{name}"), &mut out);
+                continue;
+            }
             match (suffix.starts_with("rope_"), suffix.ends_with("scale")) {
                 (true, _) => push(suffix, &mut out),
                 (false, true) => push(&format!("blk.{il}.{suffix}"), &mut out),
