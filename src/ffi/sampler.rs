@@ -660,6 +660,16 @@ unsafe fn candidates(smpl: *mut llama_sampler, logits: &[f32], ids: &[i32], prob
         .map(|c| std::mem::take(&mut c.cur))
         .unwrap_or_default();
     cur.clear();
+    let logits = &logits[..n];
+    if ids.is_empty() && probs.is_empty() {
+        // The common case (every token's logit), as one loop the compiler can vectorise.
+        cur.extend(logits.iter().enumerate().map(|(i, &logit)| TokenData {
+            id: i as llama_token,
+            logit,
+            p: 0.0,
+        }));
+        return Ok(cur);
+    }
     cur.extend((0..n).map(|i| TokenData {
         id: ids.get(i).copied().unwrap_or(i as llama_token),
         logit: logits[i],

@@ -131,13 +131,17 @@ fn unguarded_linear_insert<T: Copy>(v: &mut [T], mut last: usize, less: &mut imp
 
 /// Keep the `middle` smallest elements in a max-heap (under `less`) at the front.
 fn heap_select<T: Copy>(v: &mut [T], middle: usize, less: &mut impl FnMut(&T, &T) -> bool) {
-    make_heap(&mut v[..middle], less);
-    for i in middle..v.len() {
-        if middle > 0 && less(&v[i], &v[0]) {
-            // __pop_heap(first, middle, i): the heap top goes to i, v[i] sinks into the heap.
-            let value = v[i];
-            v[i] = v[0];
-            adjust_heap(&mut v[..middle], 0, value, less);
+    let (heap, rest) = v.split_at_mut(middle);
+    make_heap(heap, less);
+    let Some(&first) = heap.first() else { return };
+    let mut top = first;
+    for x in rest {
+        if less(x, &top) {
+            // __pop_heap(first, middle, i): the heap top goes to i, x sinks into the heap.
+            let value = *x;
+            *x = top;
+            adjust_heap(heap, 0, value, less);
+            top = heap[0];
         }
     }
 }

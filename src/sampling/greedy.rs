@@ -22,10 +22,10 @@ impl Sampler for Greedy {
             cur.selected = -1;
             return;
         }
-        let mut best = 0;
-        for i in 1..data.len() {
-            if data[i].logit > data[best].logit {
-                best = i;
+        let (mut best, mut best_logit) = (0, data[0].logit);
+        for (i, d) in data.iter().enumerate().skip(1) {
+            if d.logit > best_logit {
+                (best, best_logit) = (i, d.logit);
             }
         }
         cur.selected = best as i64;
