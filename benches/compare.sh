@@ -298,7 +298,12 @@ runs=("$generated/qwen3-f16.gguf:file" "$generated/smollm3-f16.gguf:file" "$gene
     "$models/${bench_models[0]}:file" "$models/${bench_models[1]}:file")
 # DeepSeek-V4's token-to-expert tables are ids: made F32, llama.cpp aborts in its first decode and
 # the engine refuses the model (checked in c-tests/test_init_from_user.c); they keep their type.
+# RWKV6-Qwen2 and ARWKV-7 made so are not run: llama.cpp 0.3.36's loader makes their optional tensors
+# (RWKV6-Qwen2's bonus, ARWKV-7's empty gate beside a mix of six), so its graph takes the path of
+# their kin and crashes (a null group norm; a mix that does not broadcast), where the engine refuses
+# the context with a log line. The tensors asked for are llama.cpp's (checked by hand).
 for path in "$generated"/*-f32.gguf; do
+    [[ "$path" =~ /(rwkv6qwen2|arwkv7)-f32\.gguf$ ]] && continue
     [[ "$path" == */deepseek4-f32.gguf ]] && runs+=("$path:file") || runs+=("$path:f32")
 done
 for run in "${runs[@]}"; do
