@@ -259,9 +259,10 @@ fn load_shift(b: &mut Builder, il: usize) -> Result<TensorRef> {
         .map_err(Error::from)
 }
 
-/// Write `shift` (the vectors to shift into the next ubatch, each sequence's contiguous from its
-/// start) to layer `il`'s token-shift state, read as llama.cpp reads it: one run of
-/// `n_embd_r · n_seqs` floats.
+/// Write `shift` (the vectors to shift into the next ubatch) to layer `il`'s token-shift state,
+/// read as llama.cpp reads it: one run of `n_embd_r · n_seqs` floats from its start. For the
+/// hybrids' strided view of each sequence's last token, that is the first sequence's and the
+/// floats after it (the next sequence's first tokens, not its last), as llama.cpp stores them.
 fn store_shift(b: &mut Builder, il: usize, shift: TensorRef) -> Result<()> {
     let hp = b.hp;
     let (r_all, _) = b.rs_layer(il)?;
