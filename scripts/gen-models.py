@@ -214,12 +214,15 @@ def add_tensors(w, tensors, dtype, rng=None):
     rng = rng or np.random.default_rng(0)
     for name, t in tensors.items():
         # Norms (StableLM's per-head ones too), routers, BERT's token types, the state-space
-        # layers' kernels, decays and skips and GLM5-Next's pool biases stay F32, as llama.cpp's
-        # converters keep them (ggml computes those in F32); DeepSeek-V4's expert table is I32.
+        # layers' kernels, decays and skips, GLM5-Next's pool biases and RWKV's token-shift mixes,
+        # bonus and decay projections stay F32, as llama.cpp's converters keep them (ggml computes
+        # those in F32); DeepSeek-V4's expert table is I32.
         keep = t.ndim == 1 or "ple_norm_" in name or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
              "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight",
-             "indexer_compressor_ape.weight", "ffn_gate_tid2eid.weight"))
+             "indexer_compressor_ape.weight", "ffn_gate_tid2eid.weight", "time_mix_first.weight",
+             "time_mix_w1.weight", "time_mix_w2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
+             "time_mix_lerp_fused.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -3116,6 +3119,150 @@ def wavtokenizer_dec(w, weights, n_vocab, dtype):
         w.add_tensor(name, t)
 
 
+# RWKV's layers, and its WKV heads: RWKV-6's of 32, RWKV-7's of 64 (ggml's CPU kernel of WKV-7 reads
+# heads 64 wide at a time on AVX-512, as real models have them).
+WKV_LAYERS = 3
+
+
+def rwkv_keys(w, a, hybrid, e, head):
+    """RWKV's hyper-parameters as its converters write them (no attention heads), `e` wide."""
+    w.add_uint32(f"{a}.block_count", WKV_LAYERS)
+    w.add_uint32(f"{a}.context_length", N_CTX)
+    w.add_uint32(f"{a}.embedding_length", e)
+    w.add_uint32(f"{a}.feed_forward_length", N_FF)
+    w.add_uint32(f"{a}.attention.head_count", 0)
+    w.add_float32(f"{a}.attention.layer_norm_{'rms_' if hybrid else ''}epsilon", 1e-5)
+    w.add_uint32(f"{a}.wkv.head_size", head)
+    if hybrid:
+        w.add_uint32(f"{a}.token_shift_count", 1)
+
+
+def rwkv_head(weights, n_vocab, hybrid, e):
+    """The embeddings (normed unless `hybrid`) and the output head (its norm biased unless `hybrid`)."""
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, e),
+        "output_norm.weight": weights.norm(e),
+        "output.weight": weights.matrix(n_vocab, e),
+    }
+    if not hybrid:
+        tensors["token_embd_norm.weight"] = weights.norm(e)
+        tensors["token_embd_norm.bias"] = weights.bias(e)
+        tensors["output_norm.bias"] = weights.bias(e)
+    return tensors
+
+
+def rwkv_norms(weights, tensors, blk, hybrid, e):
+    """A layer's norms, and the hybrid's Qwen2 FFN."""
+    tensors[blk + "attn_norm.weight"] = weights.norm(e)
+    if hybrid:
+        tensors[blk + "ffn_norm.weight"] = weights.norm(e)
+        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, e)
+        tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, e)
+        tensors[blk + "ffn_down.weight"] = weights.matrix(e, N_FF)
+    else:
+        tensors[blk + "attn_norm.bias"] = weights.bias(e)
+        tensors[blk + "attn_norm_2.weight"] = weights.norm(e)
+        tensors[blk + "attn_norm_2.bias"] = weights.bias(e)
+
+
+def lerps(weights, shape):
+    """Token-shift mixes: fractions of the previous token."""
+    return weights.rng.uniform(0.0, 1.0, shape).astype(np.float32)
+
+
+def rwkv6(hybrid):
+    """RWKV-6, or (`hybrid`) RWKV6-Qwen2: gated linear attention without the bonus, keys and
+    values with half the heads and biases, one token-shift vector, RMS norms and Qwen2's FFN."""
+    a = "rwkv6qwen2" if hybrid else "rwkv6"
+
+    def write(w, weights, n_vocab, dtype):
+        e, head, extra, decay = N_EMBD, 32, 8, 16
+        rwkv_keys(w, a, hybrid, e, head)
+        w.add_uint32(f"{a}.time_mix_extra_dim", extra)
+        w.add_uint32(f"{a}.time_decay_extra_dim", decay)
+        if hybrid:
+            w.add_uint32(f"{a}.attention.head_count_kv", 1)
+        else:
+            # Halving the residual every second layer.
+            w.add_uint32(f"{a}.rescale_every_n_layers", 2)
+        kv = head if hybrid else e
+        tensors = rwkv_head(weights, n_vocab, hybrid, e)
+        for il in range(WKV_LAYERS):
+            blk = f"blk.{il}."
+            rwkv_norms(weights, tensors, blk, hybrid, e)
+            tensors[blk + "time_mix_w1.weight"] = weights.matrix(5 * extra, e)
+            tensors[blk + "time_mix_w2.weight"] = np.stack([weights.matrix(e, extra) for _ in range(5)])
+            tensors[blk + "time_mix_lerp_x.weight"] = lerps(weights, e)
+            tensors[blk + "time_mix_lerp_fused.weight"] = lerps(weights, (5, 1, 1, e))
+            if not hybrid:
+                tensors[blk + "time_mix_first.weight"] = weights.bias((e // head, head)) * 5.0
+            tensors[blk + "time_mix_decay.weight"] = weights.rng.uniform(-4.0, 0.0, e).astype(np.float32)
+            tensors[blk + "time_mix_decay_w1.weight"] = weights.matrix(decay, e)
+            tensors[blk + "time_mix_decay_w2.weight"] = weights.matrix(e, decay)
+            tensors[blk + "time_mix_key.weight"] = weights.matrix(kv, e)
+            tensors[blk + "time_mix_value.weight"] = weights.matrix(kv, e)
+            tensors[blk + "time_mix_receptance.weight"] = weights.matrix(e, e)
+            tensors[blk + "time_mix_gate.weight"] = weights.matrix(e, e)
+            tensors[blk + "time_mix_output.weight"] = weights.matrix(e, e)
+            if hybrid:
+                tensors[blk + "time_mix_key.bias"] = weights.bias(kv)
+                tensors[blk + "time_mix_value.bias"] = weights.bias(kv)
+                tensors[blk + "time_mix_receptance.bias"] = weights.bias(e)
+                continue
+            tensors[blk + "time_mix_ln.weight"] = weights.norm(e)
+            tensors[blk + "time_mix_ln.bias"] = weights.bias(e)
+            tensors[blk + "channel_mix_lerp_k.weight"] = lerps(weights, e)
+            tensors[blk + "channel_mix_lerp_r.weight"] = lerps(weights, e)
+            tensors[blk + "channel_mix_key.weight"] = weights.matrix(N_FF, e)
+            tensors[blk + "channel_mix_value.weight"] = weights.matrix(e, N_FF)
+            tensors[blk + "channel_mix_receptance.weight"] = weights.matrix(e, e)
+        add_tensors(w, tensors, dtype)
+    return write
+
+
+def rwkv7(hybrid):
+    """RWKV-7, or (`hybrid`) ARWKV-7: one token-shift vector, RMS norms and Qwen2's FFN, without
+    the gate and the group norm (a fused mix of five inputs)."""
+    a = "arwkv7" if hybrid else "rwkv7"
+
+    def write(w, weights, n_vocab, dtype):
+        e, head, r_decay, r_iclr, r_value, r_gate = 2 * N_EMBD, 64, 8, 8, 4, 16
+        rwkv_keys(w, a, hybrid, e, head)
+        w.add_uint32(f"{a}.attention.decay_lora_rank", r_decay)
+        w.add_uint32(f"{a}.attention.iclr_lora_rank", r_iclr)
+        w.add_uint32(f"{a}.attention.value_residual_mix_lora_rank", r_value)
+        if not hybrid:
+            w.add_uint32(f"{a}.attention.gate_lora_rank", r_gate)
+        tensors = rwkv_head(weights, n_vocab, hybrid, e)
+        for il in range(WKV_LAYERS):
+            blk = f"blk.{il}."
+            rwkv_norms(weights, tensors, blk, hybrid, e)
+            # The first layer's value residual is unused, of the learning rate's rank.
+            ranks = {"w": r_decay, "a": r_iclr, "v": r_iclr if il == 0 else r_value}
+            if not hybrid:
+                ranks["g"] = r_gate
+            for x, rank in ranks.items():
+                if x != "g":
+                    tensors[blk + f"time_mix_{x}0.weight"] = weights.bias(e)
+                tensors[blk + f"time_mix_{x}1.weight"] = weights.matrix(rank, e)
+                tensors[blk + f"time_mix_{x}2.weight"] = weights.matrix(e, rank)
+            tensors[blk + "time_mix_lerp_fused.weight"] = lerps(weights, (5 if hybrid else 6, 1, 1, e))
+            tensors[blk + "time_mix_k_k.weight"] = weights.norm(e)
+            tensors[blk + "time_mix_k_a.weight"] = weights.norm(e)
+            tensors[blk + "time_mix_r_k.weight"] = weights.bias(e)
+            for m in ["key", "value", "receptance", "output"]:
+                tensors[blk + f"time_mix_{m}.weight"] = weights.matrix(e, e)
+            if hybrid:
+                continue
+            tensors[blk + "time_mix_ln.weight"] = weights.norm(e)
+            tensors[blk + "time_mix_ln.bias"] = weights.bias(e)
+            tensors[blk + "channel_mix_lerp_k.weight"] = lerps(weights, e)
+            tensors[blk + "channel_mix_key.weight"] = weights.matrix(N_FF, e)
+            tensors[blk + "channel_mix_value.weight"] = weights.matrix(e, N_FF)
+        add_tensors(w, tensors, dtype)
+    return write
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3284,6 +3431,12 @@ MODELS = {
     "graniteswitch": ("graniteswitch", graniteswitch, True),
     "step35": ("step35", step35, True),
     "wavtokenizer-dec": ("wavtokenizer-dec", wavtokenizer_dec, True),
+    # The RWKVs: their own tokenizer's vocabulary (scripts/gen-vocabs.py), the hybrids distilled
+    # from Qwen2 the usual one.
+    "rwkv6": ("rwkv6", rwkv6(False), True, gen_vocabs.rwkv_keys),
+    "rwkv6qwen2": ("rwkv6qwen2", rwkv6(True), True),
+    "rwkv7": ("rwkv7", rwkv7(False), True, gen_vocabs.rwkv_keys),
+    "arwkv7": ("arwkv7", rwkv7(True), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
@@ -3334,6 +3487,7 @@ QUANTIZED = {
     "granitehybrid": ["q8_0"],
     "bloom": ["q8_0"],
     "bitnet-wide": ["tq1_0", "tq2_0"],
+    "rwkv6": ["q4_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

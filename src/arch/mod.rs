@@ -109,6 +109,7 @@ registry! {
     qwen35: [QWEN35, QWEN35_MOE, QWEN3_NEXT];
     qwen3moe: [QWEN3MOE, LLADA_MOE, RND1, QWEN3VLMOE];
     qwen4exp: [Qwen4Exp];
+    rwkv: [RWKV6, RWKV6QWEN2, RWKV7, ARWKV7];
     shared_experts: [DOTS1, BAILINGMOE, BAILINGMOE2, GLM4MOE, DEEPSEEK];
     smallthinker: [SmallThinker];
     smollm3: [SmolLm3];

@@ -8,6 +8,7 @@ use std::ptr::NonNull;
 mod sampling;
 mod sparse;
 mod ssm;
+mod wkv;
 
 pub type OpResult = Result<TensorRef, GgmlError>;
 

@@ -308,6 +308,27 @@ pub struct HParams {
     pub n_hash_layers: u32,
     /// Qwen4-exp's n-gram hash embeddings (PLE) into one linear layer's residual streams.
     pub ple: Option<Ple>,
+    /// The WKV time mixing's sizes (none: head size 0).
+    pub wkv: Wkv,
+}
+
+/// The sizes of WKV time mixing (a linear attention whose per-head matrix state is carried from
+/// token to token, with token-shifted inputs): the head size (0: none); the previous token's
+/// vectors each layer keeps per sequence (`token_shift_count`); the low ranks of the
+/// token-shift mix and of the decay (`time_mix_extra_dim`, `time_decay_extra_dim`), or of the
+/// decay, in-context learning rate, value residual and gate (`attention.*_lora_rank`); and how
+/// many layers pass between halvings of the residual stream (0: never).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Wkv {
+    pub head_size: u32,
+    pub token_shift_count: u32,
+    pub mix_extra_dim: u32,
+    pub decay_extra_dim: u32,
+    pub lora_decay: u32,
+    pub lora_iclr: u32,
+    pub lora_value_res_mix: u32,
+    pub lora_gate: u32,
+    pub rescale_every: u32,
 }
 
 /// Qwen4-exp's per-layer embeddings (PLE): each token's n-grams (it and up to `ngram - 1` tokens
@@ -470,8 +491,12 @@ impl HParams {
     }
 
     /// Floats of a sequence's convolution state per layer: the last `d_conv - 1` inputs of every
-    /// convolved channel (the inner width and, in Mamba 2, B and C).
+    /// convolved channel (the inner width and, in Mamba 2, B and C), or WKV's token-shifted
+    /// vectors.
     pub fn n_embd_r(&self) -> u32 {
+        if self.wkv.head_size > 0 {
+            return self.wkv.token_shift_count * self.n_embd;
+        }
         if self.shortconv_l_cache > 0 {
             return self.n_embd * (self.shortconv_l_cache - 1);
         }
@@ -489,8 +514,11 @@ impl HParams {
         }
     }
 
-    /// Floats of a sequence's scan state per layer.
+    /// Floats of a sequence's scan state per layer (WKV's: a head-size square per head).
     pub fn n_embd_s(&self) -> u32 {
+        if self.wkv.head_size > 0 {
+            return self.n_embd * self.wkv.head_size;
+        }
         self.ssm_d_state * self.ssm_d_inner
     }
 
@@ -539,7 +567,10 @@ impl HParams {
         let lo = u32::from(!matches!(arch.memory(), Memory::Recurrent | Memory::Hybrid));
         for il in 0..n {
             check_range(&key("attention.head_count"), n_head[il], lo, MAX_HEADS)?;
-            check_range(&key("attention.head_count_kv"), n_head_kv[il], lo, n_head[il])?;
+            // Without attention heads a file may still give its key/value projections' heads
+            // (RWKV6-Qwen2's grouped keys and values).
+            let kv_max = if n_head[il] == 0 { MAX_HEADS } else { n_head[il] };
+            check_range(&key("attention.head_count_kv"), n_head_kv[il], lo, kv_max)?;
             if n_head_kv[il] > 0 && n_head[il] % n_head_kv[il] != 0 {
                 return Err(Error::model(format!(
                     "layer {il}: {} query heads cannot be grouped over {} key/value heads",
@@ -714,6 +745,7 @@ impl HParams {
             o_lora_rank: 0,
             n_hash_layers: 0,
             ple: None,
+            wkv: Wkv::default(),
         };
         Ok(hp)
     }
