@@ -256,7 +256,7 @@ timed "quantizer"
 build_bench save
 # Architectures llama.cpp 0.3.36's saver refuses (llama_model_saver_supports_arch; it aborts, the
 # engine refuses with a log line): their models are not saved here.
-unsaved='^(apertus|bitnet|step35)-'
+unsaved='^(apertus|bitnet|step35|gemma3n)-'
 for path in "${bench_models[@]/#/$models/}" "$generated"/*-f32.gguf "$generated/qwen3moe-q8_0.gguf"; do
     [[ ! "$(basename "$path")" =~ $unsaved ]] || continue
     rows_submit compare_row "$(basename "$path") saved" "the saved model byte for byte" OUT "$path" OUT

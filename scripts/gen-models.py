@@ -2960,6 +2960,36 @@ def bitnet(d):
         add_tensors(w, tensors, dtype)
     return write
 
+def gemma3n(w, weights, n_vocab, dtype):
+    # Gemma 3n: 22 layers, so that the last two (past llama.cpp's fixed 20 that keep keys and
+    # values) attend over earlier layers' caches, one through the window (layer 18's) and one
+    # globally (layer 19's); a 32-token window. Its fixed widths (per-layer embeddings of 256,
+    # LAuReL of rank 64) make the per-layer table large, hence PLaMo-2's small vocabulary.
+    a, n_layer, altup, per_layer, rank = "gemma3n", 22, 4, 256, 64
+    decoder_keys(w, a, n_layer, 1000000.0)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [il % 5 < 4 for il in range(20)] + [True, False])
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True)
+    tensors["altup_proj.weight"] = np.stack([weights.matrix(N_EMBD, N_EMBD) for _ in range(altup - 1)])
+    tensors["altup_unembd_proj.weight"] = np.stack([weights.matrix(N_EMBD, N_EMBD) for _ in range(altup - 1)])
+    tensors["per_layer_token_embd.weight"] = weights.matrix(n_vocab, per_layer * n_layer)
+    tensors["per_layer_model_proj.weight"] = weights.matrix(per_layer * n_layer, N_EMBD)
+    tensors["per_layer_proj_norm.weight"] = weights.norm(per_layer)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        for norm in ("post_attention_norm", "post_ffw_norm", "post_norm", "altup_correct_scale", "altup_router_norm",
+                     "laurel_post_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "inp_gate.weight"] = weights.matrix(per_layer, N_EMBD)
+        tensors[blk + "proj.weight"] = weights.matrix(N_EMBD, per_layer)
+        tensors[blk + "altup_correct_coef.weight"] = weights.matrix(altup, altup)
+        tensors[blk + "altup_predict_coef.weight"] = weights.matrix(altup * altup, altup)
+        tensors[blk + "altup_router.weight"] = weights.matrix(altup, N_EMBD)
+        tensors[blk + "laurel_l.weight"] = weights.matrix(rank, N_EMBD)
+        tensors[blk + "laurel_r.weight"] = weights.matrix(N_EMBD, rank)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3124,6 +3154,7 @@ MODELS = {
     "bitnet": ("bitnet", bitnet(TINY), True),
     # Rows of 256 for the ternary types BitNet's weights come in (only those).
     "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
+    "gemma3n": ("gemma3n", gemma3n, True, gen_vocabs.plamo2_keys),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
