@@ -215,7 +215,7 @@ for case in "smollm2 $smollm2 gemma3" "gemma3 $gemma3 smollm2" "qwen2moe $genera
 done
 # Adapters on every layer (even blocks, odd blocks and the output head) of the architectures whose
 # graphs leave some products without adapters, or reuse blocks.
-every_layer=(deepseek2 deepseek4 glm5-next kimi-linear kimi-k3 nemotron-h-moe qwen4exp hrm_text mimo2 bailingmoe3)
+every_layer=(deepseek2 deepseek4 glm5-next kimi-linear kimi-k3 nemotron-h-moe qwen4exp hrm_text mimo2 bailingmoe3 gemma3n)
 for name in "${every_layer[@]}"; do
     path="$generated/$name-f32.gguf"
     lora "$path" "$adapters/$name-even.gguf" --targets 'blk\.[02468]\.'
