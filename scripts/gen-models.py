@@ -214,12 +214,14 @@ def add_tensors(w, tensors, dtype, rng=None):
     rng = rng or np.random.default_rng(0)
     for name, t in tensors.items():
         # Norms (StableLM's per-head ones too), routers, BERT's token types, the state-space
-        # layers' kernels, decays and skips and GLM5-Next's pool biases stay F32, as llama.cpp's
-        # converters keep them (ggml computes those in F32); DeepSeek-V4's expert table is I32.
+        # layers' kernels, decays and skips, GLM5-Next's pool biases and Gemma 3n's AltUp router and
+        # coefficients (rows of 4) stay F32, as llama.cpp's converters keep them (ggml computes those
+        # in F32); DeepSeek-V4's expert table is I32.
         keep = t.ndim == 1 or "ple_norm_" in name or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
              "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight",
-             "indexer_compressor_ape.weight", "ffn_gate_tid2eid.weight"))
+             "indexer_compressor_ape.weight", "ffn_gate_tid2eid.weight", "altup_correct_coef.weight",
+             "altup_predict_coef.weight", "altup_router.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -3205,6 +3207,7 @@ QUANTIZED = {
     "granitehybrid": ["q8_0"],
     "bloom": ["q8_0"],
     "bitnet-wide": ["tq1_0", "tq2_0"],
+    "gemma3n": ["q4_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

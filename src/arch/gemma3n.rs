@@ -80,8 +80,9 @@ impl ArchSpec for Gemma3n {
         let (e, a, n) = (hp.n_embd, N_EMBD_ALTUP, hp.n_layer);
         let stacks = N_ALTUP as u32 - 1;
         let mut specs = super::gemma3::tensors(hp, true);
-        specs.push(TensorSpec::matmul("altup_proj.weight", &[e, e, stacks], true));
-        specs.push(TensorSpec::matmul("altup_unembd_proj.weight", &[e, e, stacks], true));
+        // Stacks of matrices, which no repacking buffer multiplies (llama.cpp keeps them plain).
+        specs.push(TensorSpec::new("altup_proj.weight", &[e, e, stacks], true));
+        specs.push(TensorSpec::new("altup_unembd_proj.weight", &[e, e, stacks], true));
         specs.push(TensorSpec::new("per_layer_token_embd.weight", &[a * n, hp.n_vocab], true));
         specs.push(TensorSpec::matmul("per_layer_model_proj.weight", &[e, a * n], true));
         specs.push(TensorSpec::new("per_layer_proj_norm.weight", &[a], true));
