@@ -214,15 +214,17 @@ def add_tensors(w, tensors, dtype, rng=None):
     rng = rng or np.random.default_rng(0)
     for name, t in tensors.items():
         # Norms (StableLM's per-head ones too), routers, BERT's token types, the state-space
-        # layers' kernels, decays and skips, GLM5-Next's pool biases and RWKV's token-shift mixes,
-        # bonus and decay projections stay F32, as llama.cpp's converters keep them (ggml computes
-        # those in F32); DeepSeek-V4's expert table is I32.
+        # layers' kernels, decays and skips, GLM5-Next's pool biases, RWKV's token-shift mixes,
+        # bonus and decay projections and Gemma 3n's AltUp router and coefficients (rows of 4) stay
+        # F32, as llama.cpp's converters keep them (ggml computes those in F32); DeepSeek-V4's
+        # expert table is I32.
         keep = t.ndim == 1 or "ple_norm_" in name or name.endswith(
             ("ffn_gate_inp.weight", ".bias", "token_types.weight", "_norm.weight", "ssm_conv1d.weight", "ssm_a",
              "ssm_d", "shortconv.conv.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight",
              "indexer_compressor_ape.weight", "ffn_gate_tid2eid.weight", "time_mix_first.weight",
              "time_mix_w1.weight", "time_mix_w2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
-             "time_mix_lerp_fused.weight"))
+             "time_mix_lerp_fused.weight", "altup_correct_coef.weight",
+             "altup_predict_coef.weight", "altup_router.weight"))
         if keep:
             w.add_tensor(name, t)
         elif dtype in RANDOM_BLOCKS:
@@ -3263,6 +3265,36 @@ def rwkv7(hybrid):
     return write
 
 
+def gemma3n(w, weights, n_vocab, dtype):
+    # Gemma 3n: 22 layers, so that the last two (past llama.cpp's fixed 20 that keep keys and
+    # values) attend over earlier layers' caches, one through the window (layer 18's) and one
+    # globally (layer 19's); a 32-token window. Its fixed widths (per-layer embeddings of 256,
+    # LAuReL of rank 64) make the per-layer table large, hence PLaMo-2's small vocabulary.
+    a, n_layer, altup, per_layer, rank = "gemma3n", 22, 4, 256, 64
+    decoder_keys(w, a, n_layer, 1000000.0)
+    w.add_uint32(f"{a}.attention.sliding_window", 32)
+    w.add_array(f"{a}.attention.sliding_window_pattern", [il % 5 < 4 for il in range(20)] + [True, False])
+    tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True)
+    tensors["altup_proj.weight"] = np.stack([weights.matrix(N_EMBD, N_EMBD) for _ in range(altup - 1)])
+    tensors["altup_unembd_proj.weight"] = np.stack([weights.matrix(N_EMBD, N_EMBD) for _ in range(altup - 1)])
+    tensors["per_layer_token_embd.weight"] = weights.matrix(n_vocab, per_layer * n_layer)
+    tensors["per_layer_model_proj.weight"] = weights.matrix(per_layer * n_layer, N_EMBD)
+    tensors["per_layer_proj_norm.weight"] = weights.norm(per_layer)
+    for il in range(n_layer):
+        blk = f"blk.{il}."
+        for norm in ("post_attention_norm", "post_ffw_norm", "post_norm", "altup_correct_scale", "altup_router_norm",
+                     "laurel_post_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        tensors[blk + "inp_gate.weight"] = weights.matrix(per_layer, N_EMBD)
+        tensors[blk + "proj.weight"] = weights.matrix(N_EMBD, per_layer)
+        tensors[blk + "altup_correct_coef.weight"] = weights.matrix(altup, altup)
+        tensors[blk + "altup_predict_coef.weight"] = weights.matrix(altup * altup, altup)
+        tensors[blk + "altup_router.weight"] = weights.matrix(altup, N_EMBD)
+        tensors[blk + "laurel_l.weight"] = weights.matrix(rank, N_EMBD)
+        tensors[blk + "laurel_r.weight"] = weights.matrix(N_EMBD, rank)
+    add_tensors(w, tensors, dtype)
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3437,6 +3469,7 @@ MODELS = {
     "rwkv6qwen2": ("rwkv6qwen2", rwkv6(True), True),
     "rwkv7": ("rwkv7", rwkv7(False), True, gen_vocabs.rwkv_keys),
     "arwkv7": ("arwkv7", rwkv7(True), True),
+    "gemma3n": ("gemma3n", gemma3n, True, gen_vocabs.plamo2_keys),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.
@@ -3488,6 +3521,7 @@ QUANTIZED = {
     "bloom": ["q8_0"],
     "bitnet-wide": ["tq1_0", "tq2_0"],
     "rwkv6": ["q4_0"],
+    "gemma3n": ["q4_0"],
     "llama-wide": ["q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                    "iq1_s", "iq1_m", "tq1_0", "tq2_0"],
 }

@@ -182,13 +182,7 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
         )?;
         let ffn = b.name(ffn, "ffn_out", l);
         let ffn = match b.layer_weight_opt(il, "post_ffw_norm.weight") {
-            // llama.cpp names this norm's first step without the layer ("norm").
-            Some(w) => {
-                let n = b.g.rms_norm(ffn, hp.rms_eps)?;
-                let n = b.name(n, "norm", None);
-                let n = b.g.mul(n, w)?;
-                b.name(n, "ffn_post_norm", l)
-            }
+            Some(_) => post_ffw_norm(b, il, ffn)?,
             None => ffn,
         };
         x = b.add(ffn, h)?;
@@ -200,4 +194,14 @@ pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef
         logits = b.soft_cap(logits, 1.0, cap)?;
     }
     Ok(Some(b.name(logits, "result_output", None)))
+}
+
+/// Layer `il`'s post-FFN norm of `ffn`, its first step named without the layer ("norm"), as
+/// llama.cpp's Gemma graphs name it.
+pub(super) fn post_ffw_norm(b: &mut Builder, il: usize, ffn: TensorRef) -> Result<TensorRef> {
+    let w = b.layer_weight(il, "post_ffw_norm.weight")?;
+    let n = b.g.rms_norm(ffn, b.hp.rms_eps)?;
+    let n = b.name(n, "norm", None);
+    let n = b.g.mul(n, w)?;
+    Ok(b.name(n, "ffn_post_norm", Some(il)))
 }

@@ -59,6 +59,7 @@ registry! {
     gemma: [Gemma];
     gemma2: [Gemma2];
     gemma3: [Gemma3];
+    gemma3n: [Gemma3n];
     gemma_embedding: [GemmaEmbedding];
     glm4: [Glm4];
     glm5_next: [Glm5Next];

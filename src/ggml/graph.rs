@@ -772,6 +772,14 @@ impl Graph {
         )
     }
 
+    /// Each row's mean, [1, ...] (ggml divides the row's sum by its length; a product with the
+    /// reciprocal would round differently).
+    pub fn mean(&mut self, a: TensorRef) -> OpResult {
+        self.room()?;
+        // SAFETY: any shape is accepted.
+        Self::wrap(unsafe { ggml_sys::ggml_mean(self.ctx.as_ptr(), a.as_ptr()) }, "mean")
+    }
+
     pub fn clamp(&mut self, a: TensorRef, min: f32, max: f32) -> OpResult {
         self.room()?;
         // SAFETY: any shape is accepted.

@@ -13,6 +13,9 @@ enum Values {
     /// The first `width` dimensions of each cached key (absorbed latent attention), each head's
     /// output then widened by `v_mla` ([width, head_v, n_head]).
     Latent { width: i64, v_mla: TensorRef },
+    /// Another layer's cached keys and values (this ubatch's included), which that layer
+    /// stored: nothing is written.
+    Shared(usize),
 }
 
 impl Builder<'_> {
@@ -41,7 +44,15 @@ impl Builder<'_> {
         kq_scale: f32,
         sliding: bool,
     ) -> Result<TensorRef> {
-        self.attend(il, q, k, Values::Cached(v), kq_scale, sliding, None)
+        self.attend(il, q, Some(k), Values::Cached(v), kq_scale, sliding, None)
+    }
+
+    /// Attention with `q` ([head_dim, n_head, n_tokens]) over the keys and values layer `src`
+    /// cached, which layer `il` shares (it has no cache of its own): the cells `src` attends,
+    /// through the window where `src` slides. Returns the heads' outputs merged.
+    pub fn attention_shared(&mut self, il: usize, src: usize, q: TensorRef, kq_scale: f32) -> Result<TensorRef> {
+        let sliding = is_sliding(self.hp, src);
+        self.attend(il, q, None, Values::Shared(src), kq_scale, sliding, None)
     }
 
     /// `attention` with `mask` ([n_kv, n_tokens]) in place of the attention mask (sparse
@@ -53,7 +64,7 @@ impl Builder<'_> {
         kq_scale: f32,
         mask: TensorRef,
     ) -> Result<TensorRef> {
-        self.attend(il, q, k, Values::Cached(v), kq_scale, false, Some(mask))
+        self.attend(il, q, Some(k), Values::Cached(v), kq_scale, false, Some(mask))
     }
 
     /// Absorbed multi-head latent attention (llama.cpp's attention over a keys-only cache): store
@@ -73,17 +84,17 @@ impl Builder<'_> {
     ) -> Result<TensorRef> {
         let width = i64::from(self.hp.n_lora_kv);
         let sliding = is_sliding(self.hp, il);
-        self.attend(il, q, k, Values::Latent { width, v_mla }, kq_scale, sliding, mask)
+        self.attend(il, q, Some(k), Values::Latent { width, v_mla }, kq_scale, sliding, mask)
     }
 
-    /// Attention over the cache; `mask` replaces the attention mask where sparse attention
-    /// limits it.
+    /// Attention over the cache, storing this ubatch's keys `k` (none where the values are
+    /// another layer's); `mask` replaces the attention mask where sparse attention limits it.
     #[allow(clippy::too_many_arguments)]
     fn attend(
         &mut self,
         il: usize,
         q: TensorRef,
-        k: TensorRef,
+        k: Option<TensorRef>,
         values: Values,
         kq_scale: f32,
         sliding: bool,
@@ -94,8 +105,13 @@ impl Builder<'_> {
         if sliding && hp.n_swa == 0 {
             return Err(Error::model("sliding-window layer without a window"));
         }
+        // The layer whose cache is read: this one, or the one it shares.
+        let src = match values {
+            Values::Shared(src) => src,
+            _ => il,
+        };
         // A sliding-window layer's keys are in the sliding layers' cells, with their own rows.
-        let own_cells = self.kv.sliding_layer(il);
+        let own_cells = self.kv.sliding_layer(src);
         if own_cells != sliding {
             return Err(Error::Internal(format!(
                 "layer {il}: attends {} the sliding window but its keys are cached with the {} layers",
@@ -109,19 +125,31 @@ impl Builder<'_> {
             self.shape.n_kv
         } as i64;
         let hk = i64::from(hp.n_embd_head_k);
-        let n_head_kv = i64::from(hp.n_head_kv[il]);
-        let kc = self.kv.k(il);
+        let n_head_kv = i64::from(hp.n_head_kv[src]);
+        let kc = self.kv.k(src);
         // Per-head attention sinks, in the layers that have them.
         let sinks = self.layer_weight_opt(il, "attn_sinks.weight");
         let cached = matches!(values, Values::Cached(_));
-        let values_transposed = cached && !self.params.training && self.kv.v_transposed();
-        // Rotated before a quantized cache stores them, as llama.cpp does.
-        let k_rot = if cached { self.rotation(Rotated::Keys)? } else { None };
+        // Values read from a transposed cache: this layer's (unless training reads them directly)
+        // or the layer's it shares.
+        let values_transposed = self.kv.v_transposed()
+            && match values {
+                Values::Cached(_) => !self.params.training,
+                Values::Shared(_) => true,
+                Values::Latent { .. } => false,
+            };
+        // Rotated before a quantized cache stores them, as llama.cpp does (latent attention's
+        // cache never is).
+        let latent = matches!(values, Values::Latent { .. });
+        let k_rot = if latent { None } else { self.rotation(Rotated::Keys)? };
         let (q, k) = match k_rot {
-            Some(rot) => (self.g.hadamard(rot, q)?, self.g.hadamard(rot, k)?),
+            Some(rot) => (
+                self.g.hadamard(rot, q)?,
+                k.map(|k| self.g.hadamard(rot, k)).transpose()?,
+            ),
             None => (q, k),
         };
-        let v_rot = if cached { self.rotation(Rotated::Values)? } else { None };
+        let v_rot = if latent { None } else { self.rotation(Rotated::Values)? };
         let v = match (values, v_rot) {
             (Values::Cached(v), Some(rot)) => Values::Cached(self.g.hadamard(rot, v)?),
             (values, _) => values,
@@ -131,13 +159,9 @@ impl Builder<'_> {
         let iswa = hp.has_sliding_layers();
         let vals = match v {
             Values::Cached(v) => Some(v),
-            Values::Latent { .. } => None,
+            Values::Latent { .. } | Values::Shared(_) => None,
         };
-        let order = if iswa {
-            [Some(q), Some(k), vals]
-        } else {
-            [Some(q), vals, Some(k)]
-        };
+        let order = if iswa { [Some(q), k, vals] } else { [Some(q), vals, k] };
         for t in order.into_iter().flatten() {
             self.g.expand(t);
         }
@@ -151,7 +175,7 @@ impl Builder<'_> {
             )));
         }
         // Write first: the attention below reads the cache, including these rows.
-        if !direct {
+        if let Some(k) = k.filter(|_| !direct) {
             let kv_rows = self.rows_input(false, own_cells)?;
             let k2 = self.merge_heads(k)?;
             let k_store = self.g.set_rows(kc, k2, kv_rows)?;
@@ -168,7 +192,7 @@ impl Builder<'_> {
         let ns = self.shape.n_streams.max(1) as i64;
         let tps = nt / ns;
         let n_head = i64::from(hp.n_head[il]);
-        let stream_rows = self.kv.layer_stream_size(il) as i64;
+        let stream_rows = self.kv.layer_stream_size(src) as i64;
         let k_stream = row(kc, hk * n_head_kv * stream_rows);
         let s0 = self.shape.first_stream;
         // A view, not a reshape: queries may be strided views of a fused projection.
@@ -177,43 +201,47 @@ impl Builder<'_> {
             .g
             .view(q, &[hk, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)?;
         let k_strides = [row(kc, hk), row(kc, hk * n_head_kv), k_stream];
-        let kview = match direct {
-            true => k,
-            false => self.g.view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)?,
+        let kview = match k.filter(|_| direct) {
+            Some(k) => k,
+            None => self.g.view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)?,
         };
         let (vview, hv, v_mla) = match v {
             Values::Cached(v) if direct => (v, i64::from(hp.n_embd_head_v), None),
-            Values::Cached(v) => {
+            Values::Cached(_) | Values::Shared(_) => {
                 let vc = self
                     .kv
-                    .v(il)
-                    .ok_or_else(|| Error::Internal(format!("layer {il} has no V cache")))?;
+                    .v(src)
+                    .ok_or_else(|| Error::Internal(format!("layer {src} has no V cache")))?;
                 let hv = i64::from(hp.n_embd_head_v);
-                let v2 = self.merge_heads(v)?;
-                let v_rows = self.rows_input(true, own_cells)?;
                 let stored = vc.ne()[0];
                 let v_stream = row(vc, stored * stream_rows);
-                if self.kv.v_transposed() {
-                    self.store_transposed(vc, v2, v_rows)?;
+                if let Values::Cached(v) = v {
+                    let v2 = self.merge_heads(v)?;
+                    let v_rows = self.rows_input(true, own_cells)?;
+                    if values_transposed {
+                        self.store_transposed(vc, v2, v_rows)?;
+                    } else {
+                        let v_store = self.g.set_rows(vc, v2, v_rows)?;
+                        self.g.expand(v_store);
+                    }
+                }
+                let vview = if values_transposed {
                     // [n_kv, heads, head_dim, streams]: each dimension's cells adjacent.
-                    let vview = self.g.view(
+                    self.g.view(
                         vc,
                         &[n_kv, n_head_kv, hv, ns],
                         &[row(vc, stream_rows * hv), row(vc, stream_rows), v_stream],
                         v_stream * s0,
-                    )?;
-                    (vview, hv, None)
+                    )?
                 } else {
-                    let v_store = self.g.set_rows(vc, v2, v_rows)?;
-                    self.g.expand(v_store);
-                    let vview = self.g.view(
+                    self.g.view(
                         vc,
                         &[hv, n_head_kv, n_kv, ns],
                         &[row(vc, hv), row(vc, hv * n_head_kv), v_stream],
                         v_stream * s0,
-                    )?;
-                    (vview, hv, None)
-                }
+                    )?
+                };
+                (vview, hv, None)
             }
             Values::Latent { width, v_mla } => {
                 let vview = self
