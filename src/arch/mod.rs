@@ -111,6 +111,7 @@ registry! {
     smallthinker: [SmallThinker];
     smollm3: [SmolLm3];
     spark2_5: [Spark2_5];
+    t5: [T5, T5Encoder];
     talkie: [Talkie];
 }
 
