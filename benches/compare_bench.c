@@ -1753,10 +1753,14 @@ int main(int argc, char **argv) {
 
     /* Not with Kimi-Linear or MiniMax-01: llama.cpp 0.3.36 aborts in llama_init_from_model when
      * backend samplers are given (a ggml_add shape assert while their graph is reserved). */
+    /* LLaMA as an embedding model computes no logits, which llama.cpp's backend samplers assert on. */
+    bool embed_only = arch_is(model, "llama-embed");
     if (section_if("backend_sampling",
-                   !encoder && split_streams && !arch_is(model, "kimi-linear") && !arch_is(model, "minimax-01"),
+                   !encoder && split_streams && !embed_only && !arch_is(model, "kimi-linear") &&
+                       !arch_is(model, "minimax-01"),
                    encoder          ? "an encoder"
                    : !split_streams ? t5_streams
+                   : embed_only     ? "llama.cpp 0.3.36 asserts sampling in the graph of a model without logits"
                                     : "llama.cpp 0.3.36 aborts making a context with backend samplers here")) {
         int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
         backend_sampling(model, ids, n, n_vocab);

@@ -3183,6 +3183,9 @@ MODELS = {
     "bitnet-wide": ("bitnet", bitnet(Dims(embd=256, n_head=4, n_head_kv=2, head=64, ff=512)), True),
     "t5encoder": ("t5encoder", t5encoder, True),
     "t5": ("t5", t5, True),
+    # LLaMA as an embedding model: Llama's layout (with FFN scales and a separate output head,
+    # loaded though unused), attention within the ubatch.
+    "llama-embed": ("llama-embed", llama_like("llama-embed"), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -79,7 +79,7 @@ registry! {
     kimi_linear: [KimiLinear];
     laguna: [Laguna];
     lfm2: [Lfm2, Lfm2Moe];
-    llama: [Llama];
+    llama: [Llama, LlamaEmbed];
     llama4: [Llama4];
     llama_like: [DECI, XVERSE, EXAONE, ERNIE4_5, ARCEE, MISTRAL3, OLMOE, SEED_OSS, REFACT, INTERNLM2, QWEN, NANBEIGE, MAINCODER, OPENELM, HUNYUAN_DENSE, HUNYUAN_VL, PADDLEOCR, PANGU_EMBED, DREAM, LLADA];
     mamba: [Mamba, Mamba2];
