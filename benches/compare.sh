@@ -115,7 +115,7 @@ timed "build, generate models"
 # long prompt, whose attention splits over the threads, runs at two threads only, in the rows after
 # these.
 threaded=long_prompt
-weights_sections="sections=logits,plain_weights,multiseq"
+weights_sections="sections=logits,plain_weights,multiseq,encdec"
 firsts=()
 echo "(models: $threaded compared at two threads, after the others; tokenization once per vocabulary," \
     "in the row of the test model it comes from)"
@@ -265,7 +265,7 @@ timed "quantizer"
 build_bench save
 # Architectures llama.cpp 0.3.36's saver refuses (llama_model_saver_supports_arch; it aborts, the
 # engine refuses with a log line): their models are not saved here.
-unsaved='^(apertus|bitnet|step35|gemma3n)-'
+unsaved='^(apertus|bitnet|step35|gemma3n|t5)-'
 for path in "${bench_models[@]/#/$models/}" "$generated"/*-f32.gguf "$generated/qwen3moe-q8_0.gguf"; do
     [[ ! "$(basename "$path")" =~ $unsaved ]] || continue
     rows_submit compare_row "$(basename "$path") saved" "the saved model byte for byte" OUT "$path" OUT

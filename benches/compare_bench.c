@@ -2,15 +2,15 @@
 // tokenization and detokenization of generated texts, the logits of whole prompts (a hash of every
 // row's bits, and its top 3) at n_ubatch 512 and 7 and the saved state's bytes, several sequences
 // in one batch, embeddings with every pooling, embeddings given as input in place of token ids,
-// seeded generation through sampler chains of every family, and backend sampling (chains in the
-// graph, alone and mixed with CPU samplers).
+// seeded generation through sampler chains of every family, backend sampling (chains in the
+// graph, alone and mixed with CPU samplers), and an encoder-decoder's encode, then decode.
 //
 //   compare_bench LIBRARY MODEL [arch] [sections=NAME,...] [skip=NAME,...]
 //
 // With `arch` (the generated models of other architectures, whose vocabulary and samplers are the
 // test models'), each sampler chain runs once, on one prompt and seed: what differs between
 // architectures is the model, which a chain's sixteen steps drive the same way whatever its seed.
-// `sections=` runs only the sections named (small, rollback, embd_inputs, tokenize, logits,
+// `sections=` runs only the sections named (small, encdec, rollback, embd_inputs, tokenize, logits,
 // plain_weights, multiseq, shared, multiseq_long, long_prompt, partial_state, sliding,
 // failed_restore, embeddings, backend_sampling, sampling); `skip=` leaves the sections named out.
 // Each section that runs starts with "section NAME", one that cannot run here says "skipped NAME:
@@ -161,8 +161,15 @@ static bool wanted(const char *name) {
 /* Whether to run section `name`: asked for and `runnable`; a section that runs starts with a line
  * naming it, one that cannot run says why (`why_not`: what keeps llama.cpp from running it), and
  * benches/compare.sh shows both in the row. */
+/* Set for an encoder-decoder: the sections that decode without encoding first cannot run. */
+static bool encoder_decoder_model = false;
+
 static bool section_if(const char *name, bool runnable, const char *why_not) {
     if (!wanted(name)) return false;
+    if (encoder_decoder_model && strcmp(name, "tokenize") && strcmp(name, "encdec")) {
+        runnable = false;
+        why_not = "an encoder-decoder decodes after llama_encode (section encdec)";
+    }
     dl_error_context = name;
     printf(runnable ? "section %s\n" : "skipped %s: %s\n", name, why_not);
     return runnable;
@@ -1194,6 +1201,130 @@ static void prompt_logits(struct llama_model *model, int n_vocab, uint32_t n_uba
     }
 }
 
+/* The greedy next token of a logits row. */
+static llama_token greedy_of(const float *row, int n_vocab) {
+    llama_token t = 0;
+    for (int i = 1; i < n_vocab; i++) {
+        if (row[i] > row[t]) t = i;
+    }
+    return t;
+}
+
+/* An encoder-decoder as llama-cli and llama-simple run it: llama_encode the prompt, then decode
+ * from the decoder start token (the vocabulary's BOS where the model names none), greedy steps
+ * printing every row; at n_ubatch 512 and at the prompt's length, which splits a decoder batch of
+ * a whole other prompt (every row an output) into ubatches. Then the state after the steps, saved
+ * and restored into a new context that encoded the same prompt (llama.cpp's state holds the
+ * decoder's cache, not the encoder's outputs), and two sequences encoded and decoded together
+ * in one unified cache (the decoder needs one stream). */
+static void encoder_decoder(struct llama_model *model, int n_vocab) {
+    DL_LOAD(llama_model_get_vocab);
+    DL_LOAD(llama_model_decoder_start_token);
+    DL_LOAD(llama_vocab_bos);
+    DL_LOAD(llama_tokenize);
+    DL_LOAD(llama_batch_init);
+    DL_LOAD(llama_batch_free);
+    DL_LOAD(llama_batch_get_one);
+    DL_LOAD(llama_get_logits_ith);
+    DL_LOAD(llama_state_get_size);
+    DL_LOAD(llama_state_get_data);
+    DL_LOAD(llama_state_set_data);
+    DL_LOAD(llama_free);
+    const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
+    llama_token start = p_llama_model_decoder_start_token(model);
+    if (start == LLAMA_TOKEN_NULL) start = p_llama_vocab_bos(vocab);
+    static llama_token ids[4096], dec[4096];
+    for (int p = 0; p < 3; p++) {
+        int n = p_llama_tokenize(vocab, PROMPTS[p], (int)strlen(PROMPTS[p]), ids, 4096, true, true);
+        int n_dec = p_llama_tokenize(vocab, PROMPTS[p + 3], (int)strlen(PROMPTS[p + 3]), dec + 1, 4095, false, true) + 1;
+        dec[0] = start;
+        for (int variant = 0; variant < 2; variant++) {
+            struct llama_context_params cp = dl_context_params();
+            cp.n_ctx = 512;
+            cp.n_ubatch = variant ? (uint32_t)n : 512;
+            struct llama_context *ctx = dl_new_context(model, cp);
+            int rc = dl_encode(ctx, p_llama_batch_get_one(ids, n));
+            /* The other prompt after the start token, every row an output. */
+            struct llama_batch b = p_llama_batch_init(n_dec, 0, 1);
+            b.n_tokens = 0;
+            append_seq(&b, dec, n_dec, 0, true);
+            if (rc == 0) rc = dl_decode(ctx, b);
+            for (int i = 0; i < n_dec && rc == 0; i++) {
+                printf("encdec p%d ub%u forced %d:", p, cp.n_ubatch, i);
+                print_row(p_llama_get_logits_ith(ctx, i), n_vocab);
+            }
+            p_llama_batch_free(b);
+            p_llama_free(ctx);
+        }
+        /* From the start token, greedy steps; the state after them. */
+        struct llama_context_params cp = dl_context_params();
+        cp.n_ctx = 512;
+        struct llama_context *ctx = dl_new_context(model, cp);
+        int rc = dl_encode(ctx, p_llama_batch_get_one(ids, n));
+        llama_token tok = start;
+        for (int step = 0; step < 8 && rc == 0; step++) {
+            rc = dl_decode(ctx, p_llama_batch_get_one(&tok, 1));
+            if (rc != 0) break;
+            printf("encdec p%d step %d:", p, step);
+            const float *row = p_llama_get_logits_ith(ctx, -1);
+            print_row(row, n_vocab);
+            tok = greedy_of(row, n_vocab);
+        }
+        size_t size = p_llama_state_get_size(ctx);
+        unsigned char *state = malloc(size);
+        size_t got = p_llama_state_get_data(ctx, state, size);
+        printf("encdec p%d state %zu bytes %016llx\n", p, got, (unsigned long long)hash_bytes(state, got));
+        struct llama_context *ctx2 = dl_new_context(model, cp);
+        int rc2 = dl_encode(ctx2, p_llama_batch_get_one(ids, n));
+        size_t set = p_llama_state_set_data(ctx2, state, got);
+        for (int k = 0; k < 2 && rc == 0 && rc2 == 0; k++) {
+            struct llama_context *c = k ? ctx2 : ctx;
+            llama_token t = tok;
+            int r = dl_decode(c, p_llama_batch_get_one(&t, 1));
+            printf("encdec p%d %s rc %d set %zu:", p, k ? "restored" : "continued", r, set);
+            if (r == 0) print_row(p_llama_get_logits_ith(c, -1), n_vocab);
+            else printf("\n");
+        }
+        free(state);
+        p_llama_free(ctx2);
+        p_llama_free(ctx);
+    }
+    /* Two sequences encoded together, decoded side by side. */
+    struct llama_context_params cp = dl_context_params();
+    cp.n_ctx = 512;
+    cp.n_seq_max = 2;
+    cp.kv_unified = true;
+    struct llama_context *ctx = dl_new_context(model, cp);
+    struct llama_batch b = p_llama_batch_init(512, 0, 1);
+    b.n_tokens = 0;
+    for (int s = 0; s < 2; s++) {
+        int n = p_llama_tokenize(vocab, PROMPTS[s + 1], (int)strlen(PROMPTS[s + 1]), ids, 4096, true, true);
+        append_seq(&b, ids, n, s, true);
+    }
+    int rc = dl_encode(ctx, b);
+    llama_token toks[2] = {start, start};
+    for (int step = 0; step < 4 && rc == 0; step++) {
+        b.n_tokens = 0;
+        for (int s = 0; s < 2; s++) {
+            b.token[s] = toks[s];
+            b.pos[s] = step;
+            b.n_seq_id[s] = 1;
+            b.seq_id[s][0] = s;
+            b.logits[s] = 1;
+            b.n_tokens++;
+        }
+        rc = dl_decode(ctx, b);
+        for (int s = 0; s < 2 && rc == 0; s++) {
+            const float *row = p_llama_get_logits_ith(ctx, s);
+            printf("encdec two sequences step %d seq %d:", step, s);
+            print_row(row, n_vocab);
+            toks[s] = greedy_of(row, n_vocab);
+        }
+    }
+    p_llama_batch_free(b);
+    p_llama_free(ctx);
+}
+
 int main(int argc, char **argv) {
     bool arch_only = false;
     for (int i = 3; i < argc; i++) {
@@ -1229,6 +1360,9 @@ int main(int argc, char **argv) {
     struct llama_model *model = dl_load_model(argv[2], p_llama_model_default_params());
     const struct llama_vocab *vocab = p_llama_model_get_vocab(model);
     int n_vocab = p_llama_vocab_n_tokens(vocab);
+    DL_LOAD(llama_model_has_encoder);
+    DL_LOAD(llama_model_has_decoder);
+    encoder_decoder_model = p_llama_model_has_encoder(model) && p_llama_model_has_decoder(model);
     if (section("small")) small_functions(argv[2], model, n_vocab);
     /* An encoder (a context without memory) takes each batch in one ubatch (llama.cpp aborts
      * otherwise): the sections with batches longer than a ubatch are left out for it. */
@@ -1240,6 +1374,14 @@ int main(int argc, char **argv) {
         p_llama_free(ctx);
         printf("encoder %d\n", encoder);
     }
+    /* An encoder-decoder's (or its encoder's) facts: llama_encode runs it beside the memory. */
+    DL_LOAD(llama_model_decoder_start_token);
+    bool has_encoder = p_llama_model_has_encoder(model);
+    if (has_encoder || !p_llama_model_has_decoder(model)) {
+        printf("has encoder %d decoder %d, decoder start token %d\n", has_encoder, p_llama_model_has_decoder(model),
+               p_llama_model_decoder_start_token(model));
+    }
+    if (encoder_decoder_model && section("encdec")) encoder_decoder(model, n_vocab);
     if (section("rollback")) rollback(model, n_vocab);
     static char text[4096], out[1 << 16];
     static llama_token ids[4096];
@@ -1297,9 +1439,15 @@ int main(int argc, char **argv) {
      * multi-sequence ubatch's recurrent states at cell head x n_seqs rather than at the head,
      * over other sequences' states (and aborts once that passes the cache's end). */
     bool multiseq = !arch_is(model, "plamo2");
+    /* T5's encoder: llama.cpp 0.3.36 asserts filling its relative position buckets for a ubatch
+     * split per sequence, which a cache of a stream per sequence makes (kv_unified off, several
+     * sequences): only unified caches for it. */
+    bool split_streams = !arch_is(model, "t5encoder");
+    const char *t5_streams = "llama.cpp 0.3.36 asserts on T5's position buckets in a ubatch split per sequence";
     const char *plamo2_multiseq = "llama.cpp 0.3.36 stores a multi-sequence ubatch's PLaMo-2 states at the wrong cells";
     if (section_if("multiseq", multiseq, plamo2_multiseq)) {
-        for (int unified = 0; unified < 2; unified++) {
+        if (!split_streams) printf("skipped multiseq unified 0: %s\n", t5_streams);
+        for (int unified = !split_streams; unified < 2; unified++) {
             struct llama_context_params cp = dl_context_params();
             cp.n_ctx = 2048;
             cp.n_seq_max = 4;
@@ -1331,7 +1479,8 @@ int main(int argc, char **argv) {
     /* Short chats beside a long document (longer than a ubatch), then greedy steps of all four
      * sequences together: where each sequence's keys land in the cache decides the bits. */
     if (section_if("multiseq_long", !encoder && multiseq, encoder ? "an encoder" : plamo2_multiseq)) {
-        for (int unified = 0; unified < 2; unified++) {
+        if (!split_streams) printf("skipped multiseq_long unified 0: %s\n", t5_streams);
+        for (int unified = !split_streams; unified < 2; unified++) {
             struct llama_context_params cp = dl_context_params();
             cp.n_ctx = 4096;
             cp.n_batch = 2048;
@@ -1578,24 +1727,41 @@ int main(int argc, char **argv) {
             /* llama_encode, what llama_decode does on an encoder. */
                     rc = dl_encode(ctx, b);
         }
-        printf("embeddings pooling %d rc %d:", pooling, rc);
-        if (rc == 0 && pooling == LLAMA_POOLING_TYPE_NONE) {
-            printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings(ctx), b.n_tokens * n_embd));
+        /* Then through llama_encode where a model with memory has an encoder (both ways). */
+        for (int pass = 0; pass < (has_encoder && !encoder ? 2 : 1); pass++) {
+            /* Positions continue the memory's (llama.cpp checks them): from 0 on a cleared one. */
+            if (pass == 1) {
+                DL_LOAD(llama_get_memory);
+                DL_LOAD(llama_memory_clear);
+                p_llama_memory_clear(p_llama_get_memory(ctx), true);
+                rc = dl_encode(ctx, b);
+            }
+            printf("embeddings pooling %d%s rc %d:", pooling, pass ? " encoded" : "", rc);
+            if (rc == 0 && pooling == LLAMA_POOLING_TYPE_NONE) {
+                printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings(ctx), b.n_tokens * n_embd));
+            }
+            /* Ranking gives n_cls_out scores per sequence; the other poolings an embedding. */
+            int n_seq_out = pooling == LLAMA_POOLING_TYPE_RANK ? (int)p_llama_model_n_cls_out(model) : n_embd;
+            for (int s = 0; s < 2 && rc == 0 && pooling != LLAMA_POOLING_TYPE_NONE; s++) {
+                printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings_seq(ctx, s), n_seq_out));
+            }
+            printf("\n");
         }
-        /* Ranking gives n_cls_out scores per sequence; the other poolings an embedding. */
-        int n_seq_out = pooling == LLAMA_POOLING_TYPE_RANK ? (int)p_llama_model_n_cls_out(model) : n_embd;
-        for (int s = 0; s < 2 && rc == 0 && pooling != LLAMA_POOLING_TYPE_NONE; s++) {
-            printf(" %016llx", (unsigned long long)hash_bits(p_llama_get_embeddings_seq(ctx, s), n_seq_out));
-        }
-        printf("\n");
         p_llama_batch_free(b);
         p_llama_free(ctx);
     }
 
     /* Not with Kimi-Linear or MiniMax-01: llama.cpp 0.3.36 aborts in llama_init_from_model when
      * backend samplers are given (a ggml_add shape assert while their graph is reserved). */
-    if (section_if("backend_sampling", !encoder && !arch_is(model, "kimi-linear") && !arch_is(model, "minimax-01"),
-                   encoder ? "an encoder" : "llama.cpp 0.3.36 aborts making a context with backend samplers here")) {
+    /* LLaMA as an embedding model computes no logits, which llama.cpp's backend samplers assert on. */
+    bool embed_only = arch_is(model, "llama-embed");
+    if (section_if("backend_sampling",
+                   !encoder && split_streams && !embed_only && !arch_is(model, "kimi-linear") &&
+                       !arch_is(model, "minimax-01"),
+                   encoder          ? "an encoder"
+                   : !split_streams ? t5_streams
+                   : embed_only     ? "llama.cpp 0.3.36 asserts sampling in the graph of a model without logits"
+                                    : "llama.cpp 0.3.36 aborts making a context with backend samplers here")) {
         int n = p_llama_tokenize(vocab, PROMPTS[1], (int)strlen(PROMPTS[1]), ids, 4096, true, true);
         backend_sampling(model, ids, n, n_vocab);
     }

@@ -3,7 +3,8 @@
  * "file" (then each tensor of MODEL names its own type, as llama.h lets a caller override the
  * default), their data from a callback that fills each tensor from a hash of its name. Prints the
  * callback's calls (name, type, shape) in order, the model's description, parameter count and
- * size, then the last logits of a decoded prompt as exact floats. Both libraries print the same
+ * size, then the last logits of a decoded prompt as exact floats (an encoder-decoder's prompt
+ * encoded, then its decoder start token decoded). Both libraries print the same
  * lines when they create the same tensors in the same order and compute the same model. With OUT,
  * the model is saved there.
  *
@@ -135,7 +136,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 12; i++) {
         prompt[i] = (3 + 7 * i) % n_vocab;
     }
-    int rc = dl_decode(ctx, p_llama_batch_get_one(prompt, 12));
+    DL_LOAD(llama_model_has_encoder);
+    DL_LOAD(llama_model_has_decoder);
+    DL_LOAD(llama_model_decoder_start_token);
+    int rc;
+    if (p_llama_model_has_encoder(model) && p_llama_model_has_decoder(model)) {
+        rc = dl_encode(ctx, p_llama_batch_get_one(prompt, 12));
+        llama_token start = p_llama_model_decoder_start_token(model);
+        if (rc == 0) rc = dl_decode(ctx, p_llama_batch_get_one(&start, 1));
+    } else {
+        rc = dl_decode(ctx, p_llama_batch_get_one(prompt, 12));
+    }
     printf("decode rc %d\n", rc);
     const float *logits = rc == 0 ? p_llama_get_logits_ith(ctx, -1) : NULL;
     for (int32_t i = 0; logits && i < n_vocab; i++) {

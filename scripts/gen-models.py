@@ -1855,6 +1855,63 @@ def gemma_embedding(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+
+def t5_keys(w, a):
+    """T5's hyper-parameters: RMS norms, as many key heads as query heads, 32 relative position
+    buckets."""
+    decoder_keys(w, a, N_LAYER, 10000.0, d=Dims(n_head_kv=N_HEAD))
+    w.add_uint32(f"{a}.attention.relative_buckets_count", 32)
+
+
+def t5_layers(weights, part, gated):
+    """The self-attention and FFN of T5's layers under `part` (`enc`, `dec`): the relative position
+    biases in the first layer only (the others use its), as T5's checkpoints have them; Flan-T5's
+    gated FFN where `gated`."""
+    tensors = {}
+    for il in range(N_LAYER):
+        blk = f"{part}.blk.{il}."
+        if il == 0:
+            tensors[blk + "attn_rel_b.weight"] = weights.matrix(32, N_HEAD)
+        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
+                                 ("attn_o", N_EMBD, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
+            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        if gated:
+            tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
+        for norm in ("attn_norm", "ffn_norm"):
+            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+    return tensors
+
+
+def t5encoder(w, weights, n_vocab, dtype):
+    # Flan-T5's encoder alone (a gated GELU FFN); its embeddings are the output head too.
+    t5_keys(w, "t5encoder")
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "enc.output_norm.weight": weights.norm(N_EMBD),
+        **t5_layers(weights, "enc", True),
+    }
+    add_tensors(w, tensors, dtype)
+
+
+def t5(w, weights, n_vocab, dtype):
+    # T5: its encoder and a decoder whose layers also attend to the encoder's outputs; ReLU FFNs,
+    # the head tied to the embeddings; the decoder starts from token 0 (T5's padding).
+    t5_keys(w, "t5")
+    w.add_uint32("t5.decoder_start_token_id", 0)
+    tensors = {
+        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+        "enc.output_norm.weight": weights.norm(N_EMBD),
+        "dec.output_norm.weight": weights.norm(N_EMBD),
+        **t5_layers(weights, "enc", False),
+        **t5_layers(weights, "dec", False),
+    }
+    for il in range(N_LAYER):
+        blk = f"dec.blk.{il}.cross_attn_"
+        tensors[blk + "norm.weight"] = weights.norm(N_EMBD)
+        for name in ("q", "k", "v", "o"):
+            tensors[f"{blk}{name}.weight"] = weights.matrix(N_EMBD, N_EMBD)
+    add_tensors(w, tensors, dtype)
+
 def modern_bert(w, weights, n_vocab, dtype):
     # ModernBERT: bias-free layer norms (none before the first layer's attention), a fused QKV
     # projection and GeGLU FFN, the second layer with a 4-token window reaching both ways; mean
@@ -3470,6 +3527,11 @@ MODELS = {
     "rwkv7": ("rwkv7", rwkv7(False), True, gen_vocabs.rwkv_keys),
     "arwkv7": ("arwkv7", rwkv7(True), True),
     "gemma3n": ("gemma3n", gemma3n, True, gen_vocabs.plamo2_keys),
+    "t5encoder": ("t5encoder", t5encoder, True),
+    "t5": ("t5", t5, True),
+    # LLaMA as an embedding model: Llama's layout (with FFN scales and a separate output head,
+    # loaded though unused), attention within the ubatch.
+    "llama-embed": ("llama-embed", llama_like("llama-embed"), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

@@ -13,6 +13,10 @@ use crate::model::spec::{ArchSpec, TensorSpec};
 
 pub struct Llama;
 
+/// LLaMA as an embedding model (`llama-embed`): Llama's loader and layers, attention within the
+/// ubatch though its contexts keep a (unused) KV cache, as llama.cpp's do, and no output head.
+pub struct LlamaEmbed;
+
 impl ArchSpec for Llama {
     fn name(&self) -> &'static str {
         "llama"
@@ -96,6 +100,50 @@ impl Decoder for Llama {
     }
 }
 
+impl ArchSpec for LlamaEmbed {
+    fn name(&self) -> &'static str {
+        "llama-embed"
+    }
+
+    fn about(&self) -> &'static str {
+        "LLaMA as an embedding model: Llama's layers attending within each ubatch (causally in \
+            `llama_decode` unless the model says otherwise, both ways in `llama_encode`) beside an \
+            unused KV cache, as llama.cpp's, and no output head."
+    }
+
+    fn rope_type(&self) -> i32 {
+        Llama.rope_type()
+    }
+
+    fn read_keys(&self) -> &'static [&'static str] {
+        Llama.read_keys()
+    }
+
+    fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
+        Llama.load_hparams(meta, hp)
+    }
+
+    fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
+        tensors(hp)
+    }
+
+    fn created_tensors(&self, hp: &HParams) -> Vec<String> {
+        llama(hp)
+    }
+}
+
+impl Decoder for LlamaEmbed {
+    fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
+        let variant = Variant {
+            ffn_scales: true,
+            no_cache: true,
+            embed: true,
+            ..Variant::BASE
+        };
+        decoder(b, variant)
+    }
+}
+
 /// Llama's tensors: the common decoder's, optional rotary factors and optional biases.
 pub(super) fn tensors(hp: &HParams) -> Vec<TensorSpec> {
     tensors_with(hp, true)
@@ -149,8 +197,11 @@ pub(super) struct Variant {
     pub ffn_norm: Option<&'static str>,
     /// The dense FFN's biases are loaded but left out (Refact's graph).
     pub no_ffn_bias: bool,
-    /// Attention within the ubatch, without a cache (the diffusion models, which have no memory).
+    /// Attention within the ubatch, without a cache (the diffusion models, which have no memory;
+    /// LLaMA as an embedding model, whose cache goes unused).
     pub no_cache: bool,
+    /// No output head: the normed hidden states are the graph's output (an embedding model).
+    pub embed: bool,
     /// The output head's bias is loaded but left out (Dream's graph).
     pub no_output_bias: bool,
     /// Rotary frequency factors are loaded but left out (LLaDA's graph).
@@ -185,6 +236,7 @@ impl Variant {
         ffn_norm: None,
         no_ffn_bias: false,
         no_cache: false,
+        embed: false,
         no_output_bias: false,
         no_rope_factors: false,
         no_qkv_scale: false,
@@ -288,6 +340,13 @@ pub(super) fn decoder(b: &mut Builder, variant: Variant) -> Result<Option<Tensor
         }
         x = b.add(ffn, h)?;
         x = b.layer_out(x, il)?;
+    }
+    if variant.embed {
+        let norm = b.weight("output_norm.weight")?;
+        let x = b.rms_norm(x, norm)?;
+        let x = b.name(x, "result_norm", None);
+        b.set_hidden(x);
+        return Ok(None);
     }
     let mut logits = if variant.no_output_bias {
         b.output_head_without_bias(x)?

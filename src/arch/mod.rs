@@ -82,7 +82,7 @@ registry! {
     kimi_linear: [KimiLinear];
     laguna: [Laguna];
     lfm2: [Lfm2, Lfm2Moe];
-    llama: [Llama];
+    llama: [Llama, LlamaEmbed];
     llama4: [Llama4];
     llama_like: [DECI, XVERSE, EXAONE, ERNIE4_5, ARCEE, MISTRAL3, OLMOE, SEED_OSS, REFACT, INTERNLM2, QWEN, NANBEIGE, MAINCODER, OPENELM, HUNYUAN_DENSE, HUNYUAN_VL, PADDLEOCR, PANGU_EMBED, DREAM, LLADA];
     mamba: [Mamba, Mamba2];
@@ -116,6 +116,7 @@ registry! {
     smollm3: [SmolLm3];
     spark2_5: [Spark2_5];
     step35: [Step35];
+    t5: [T5, T5Encoder];
     talkie: [Talkie];
     wavtokenizer_dec: [WavTokenizerDec];
 }

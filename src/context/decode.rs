@@ -133,6 +133,8 @@ impl Context<'_> {
             // An encoder has no cache to decode into: llama.cpp encodes instead.
             return self.encode(input);
         }
+        // An encoder-decoder's decoder attends to what the last encode left.
+        self.n_enc()?;
         let t0 = crate::ggml::time_us();
         let this = &*self;
         let batch = resolve(input, &self.limits(self.params.embeddings, false), &|s| {
@@ -238,17 +240,21 @@ impl Context<'_> {
     }
 
     /// `llama_encode`: the whole batch as one ubatch, attending within each sequence (both ways),
-    /// every token an output; embeddings come out as the context pools them. Nothing is kept.
+    /// every token an output; embeddings come out as the context pools them. The memory is left
+    /// as it was; an encoder-decoder keeps the outputs for its decoder (`cross.rs`).
     pub fn encode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
         self.require_weights("encode")?;
-        if self.has_memory() {
+        // An encoder keeps no memory, but for an architecture whose contexts keep one beside it.
+        if self.has_memory() && !self.arch.is_some_and(|a| a.has_encoder()) {
             return Err(Error::invalid(format!(
                 "llama_encode needs an encoder model; '{}' decodes (use llama_decode)",
                 self.model.hparams.as_ref().map_or("", |h| h.arch_name)
             )));
         }
         let t0 = crate::ggml::time_us();
-        let mut batch = resolve(input, &self.limits(false, true), &|_| None)?;
+        // Positions continue the memory's, where the context keeps one beside the encoder.
+        let this = &*self;
+        let mut batch = resolve(input, &self.limits(false, true), &|s| this.memory_seq_pos_max(s))?;
         self.check_positions(&batch)?;
         batch.outputs.fill(true);
         let n = batch.len();
@@ -274,6 +280,8 @@ impl Context<'_> {
             recurrent: None,
             memory: MemoryShape::default(),
             embd_input: batch.embd.is_some(),
+            encoder: true,
+            n_enc: 0,
         };
         let ub = Ubatch {
             idx: (0..n).collect(),
@@ -293,6 +301,7 @@ impl Context<'_> {
             return Ok(DecodeStatus::Aborted);
         }
         self.copy_outputs(&batch, &ub, shape, &seqs)?;
+        self.keep_encoder_output(&batch.places)?;
         self.n_outputs = n;
         if !self.params.no_perf {
             self.perf.t_p_eval_us += crate::ggml::time_us() - t0;
@@ -461,6 +470,8 @@ impl Context<'_> {
             }),
             memory: memory.shape(),
             embd_input: batch.embd.is_some(),
+            encoder: false,
+            n_enc: self.n_enc()?,
         };
         let layout = self.sampling.layout(
             places
@@ -714,13 +725,16 @@ impl Context<'_> {
         }
         let causal = self.params.graph.causal;
         let alibi = hp.max_alibi_bias > 0.0;
+        // Attention within the ubatch (an encoder's, or a graph that attends without the cache
+        // its context keeps): each token to its own (first) sequence, both ways in
+        // `llama_encode` whatever the context's causal setting (llama.cpp's encode).
+        let in_ubatch = inp.mask_in_ubatch || !self.has_memory();
+        let ubatch_causal = causal && !shape.encoder;
         if let Some(m) = inp.mask {
-            let mask = if self.has_memory() {
-                self.kv.mask(places, shape.n_kv, causal, false, alibi)
+            let mask = if in_ubatch {
+                ubatch_mask(places, None, alibi, ubatch_causal)
             } else {
-                // An encoder's tokens attend within the ubatch, each to its own (first) sequence,
-                // both ways whatever the context's causal setting (llama.cpp's encode).
-                encoder_mask(places, None, alibi)
+                self.kv.mask(places, shape.n_kv, causal, false, alibi)
             };
             set_mask(m, &mask)?;
         }
@@ -728,10 +742,10 @@ impl Context<'_> {
             set_i32(t, sources)?;
         }
         if let Some(m) = inp.mask_swa {
-            let mask = if self.has_memory() {
-                self.kv.mask(places, shape.n_kv_swa, causal, true, alibi)
+            let mask = if in_ubatch {
+                ubatch_mask(places, Some(hp.swa()), alibi, ubatch_causal)
             } else {
-                encoder_mask(places, Some(hp.swa()), alibi)
+                self.kv.mask(places, shape.n_kv_swa, causal, true, alibi)
             };
             set_mask(m, &mask)?;
         }
@@ -747,6 +761,7 @@ impl Context<'_> {
             params: &self.params.graph,
             kv: &self.kv,
             memory,
+            cross: self.cross.as_ref(),
         })?;
         if let Some(ids) = inp.out_ids {
             let rows: Vec<i32> = (0..outputs.len() as i32).filter(|&i| outputs[i as usize]).collect();
@@ -771,8 +786,9 @@ impl Context<'_> {
         }
         if let Some(c) = inp.cls {
             // Each sequence's first token (lowest position, earliest row) or last one (highest
-            // position, latest row), as llama.cpp picks them; a causal model ranks its last.
-            let last = self.params.pooling == Pooling::Last || (self.params.pooling == Pooling::Rank && causal);
+            // position, latest row), as llama.cpp picks them; a causal model ranks its last
+            // (not in `llama_encode`, which attends both ways).
+            let last = self.params.pooling == Pooling::Last || (self.params.pooling == Pooling::Rank && ubatch_causal);
             let mut target: Vec<Option<(i32, i32)>> = vec![None; seqs.len()];
             for (i, p) in places.iter().enumerate() {
                 for s in p.seqs.iter() {
@@ -818,15 +834,18 @@ fn groups_of(places: &[TokenPlace], n: usize) -> Vec<SeqGroup> {
         .collect()
 }
 
-/// The attention mask of an encoder's ubatch, [n_tokens][n_tokens]: a token sees the tokens of
-/// its first sequence (within `swa`, for the sliding layers' mask), at minus their distance with
-/// `alibi`, as llama.cpp's cacheless mask.
-fn encoder_mask(places: &[TokenPlace], swa: Option<Swa>, alibi: bool) -> Vec<f32> {
+/// The attention mask of a ubatch's tokens among themselves, [n_tokens][n_tokens]: a token sees
+/// the tokens of its first sequence (not later ones when `causal`; within `swa`, for the sliding
+/// layers' mask), at minus their distance with `alibi`, as llama.cpp's cacheless mask.
+fn ubatch_mask(places: &[TokenPlace], swa: Option<Swa>, alibi: bool, causal: bool) -> Vec<f32> {
     let n = places.len();
     let mut mask = vec![f32::NEG_INFINITY; n * n];
     for (i1, p1) in places.iter().enumerate() {
         for (i0, p0) in places.iter().enumerate() {
-            if p0.primary_seq == p1.primary_seq && !swa.is_some_and(|w| w.hides(p1.pos, p0.pos)) {
+            let seen = p0.primary_seq == p1.primary_seq
+                && !(causal && p0.pos > p1.pos)
+                && !swa.is_some_and(|w| w.hides(p1.pos, p0.pos));
+            if seen {
                 mask[i1 * n + i0] = if alibi { -(p0.pos.abs_diff(p1.pos) as f32) } else { 0.0 };
             }
         }
@@ -854,15 +873,20 @@ mod tests {
         let places = [place(0, 0), place(1, 0), place(0, 1)];
         let ninf = f32::NEG_INFINITY;
         assert_eq!(
-            encoder_mask(&places, None, false),
+            ubatch_mask(&places, None, false, false),
             [0.0, 0.0, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]
+        );
+        // Causal: not the later token of its sequence.
+        assert_eq!(
+            ubatch_mask(&places, None, false, true),
+            [0.0, ninf, ninf, 0.0, 0.0, ninf, ninf, ninf, 0.0]
         );
         // A symmetric window of 2 sees one position each way.
         let places = [place(0, 0), place(1, 0), place(2, 0)];
-        let mask = encoder_mask(&places, Some(Swa::Symmetric(2)), false);
+        let mask = ubatch_mask(&places, Some(Swa::Symmetric(2)), false, false);
         assert_eq!(mask, [0.0, 0.0, ninf, 0.0, 0.0, 0.0, ninf, 0.0, 0.0]);
         // ALiBi's distances.
-        let mask = encoder_mask(&places, None, true);
+        let mask = ubatch_mask(&places, None, true, false);
         assert_eq!(mask, [0.0, -1.0, -2.0, -1.0, 0.0, -1.0, -2.0, -1.0, 0.0]);
     }
 }

@@ -4,6 +4,7 @@
 //! performance counters.
 
 pub mod batch;
+mod cross;
 mod cvec;
 mod decode;
 mod memory;
@@ -179,6 +180,8 @@ pub struct Context<'m> {
     pub counters: Counters,
     /// The last graph `reserve_graph` made, kept for its caller.
     reserved: Option<crate::graph::Built>,
+    /// An encoder-decoder's encoder outputs from the last `llama_encode`, for its decoder.
+    cross: Option<crate::graph::Cross>,
 }
 
 fn pad(x: u32, n: u32) -> u32 {
@@ -428,6 +431,7 @@ impl<'m> Context<'m> {
             perf: PerfData::new(model),
             counters: Counters::default(),
             reserved: None,
+            cross: None,
             training: None,
         };
         ctx.set_abort(abort);
@@ -510,6 +514,8 @@ impl<'m> Context<'m> {
             }),
             memory: self.kv.worst_case_shape(n_tokens, self.params.n_seq_max as usize),
             embd_input: false,
+            encoder: false,
+            n_enc: self.n_enc_reserved(),
         };
         Builder::build(
             self.model,

@@ -549,20 +549,24 @@ pub unsafe extern "C" fn llama_model_chat_template(model: *const llama_model, na
     })
 }
 
-/// None of the supported architectures is an encoder-decoder or diffusion model.
-fn arch_flag(p: *const llama_model, value: bool) -> Result<bool> {
-    model(p)?;
-    Ok(value)
+/// What the model's architecture says, or `unknown` for an architecture a vocab-only load does
+/// not know (llama.cpp's answer for its unknown architecture).
+fn arch_flag(
+    p: *const llama_model,
+    unknown: bool,
+    flag: fn(&dyn crate::model::spec::ArchSpec) -> bool,
+) -> Result<bool> {
+    Ok(model(p)?.arch.map_or(unknown, flag))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_encoder(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, false) })
+    entry!(false, { arch_flag(model, false, |a| a.has_encoder()) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_decoder(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, true) })
+    entry!(false, { arch_flag(model, true, |a| a.has_decoder()) })
 }
 
 #[no_mangle]
@@ -590,15 +594,15 @@ pub unsafe extern "C" fn llama_model_is_hybrid(p: *const llama_model) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_diffusion(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, false) })
+    entry!(false, { arch_flag(model, false, |_| false) })
 }
 
 /// Only encoder-decoder models have a decoder start token.
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_decoder_start_token(model: *const llama_model) -> llama_token {
     entry!(LLAMA_TOKEN_NULL, {
-        self::model(model)?;
-        Ok(LLAMA_TOKEN_NULL)
+        let m = self::model(model)?;
+        Ok(m.hparams.as_ref().map_or(LLAMA_TOKEN_NULL, |h| h.dec_start_token))
     })
 }
 

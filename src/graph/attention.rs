@@ -44,7 +44,7 @@ impl Builder<'_> {
         kq_scale: f32,
         sliding: bool,
     ) -> Result<TensorRef> {
-        self.attend(il, q, Some(k), Values::Cached(v), kq_scale, sliding, None)
+        self.attend(il, q, Some(k), Values::Cached(v), kq_scale, sliding, (None, None))
     }
 
     /// Attention with `q` ([head_dim, n_head, n_tokens]) over the keys and values layer `src`
@@ -52,7 +52,20 @@ impl Builder<'_> {
     /// through the window where `src` slides. Returns the heads' outputs merged.
     pub fn attention_shared(&mut self, il: usize, src: usize, q: TensorRef, kq_scale: f32) -> Result<TensorRef> {
         let sliding = is_sliding(self.hp, src);
-        self.attend(il, q, None, Values::Shared(src), kq_scale, sliding, None)
+        self.attend(il, q, None, Values::Shared(src), kq_scale, sliding, (None, None))
+    }
+
+    /// `attention` over the full layers' cells with `kq_b` ([n_kv, n_tokens, n_head]) added to
+    /// the scores before the softmax (learned position biases); as in llama.cpp, such scores
+    /// never go through flash attention, whose mask type the context still decides.
+    pub fn attention_biased(
+        &mut self,
+        il: usize,
+        (q, k, v): (TensorRef, TensorRef, TensorRef),
+        kq_b: TensorRef,
+        kq_scale: f32,
+    ) -> Result<TensorRef> {
+        self.attend(il, q, Some(k), Values::Cached(v), kq_scale, false, (None, Some(kq_b)))
     }
 
     /// `attention` with `mask` ([n_kv, n_tokens]) in place of the attention mask (sparse
@@ -64,7 +77,7 @@ impl Builder<'_> {
         kq_scale: f32,
         mask: TensorRef,
     ) -> Result<TensorRef> {
-        self.attend(il, q, Some(k), Values::Cached(v), kq_scale, false, Some(mask))
+        self.attend(il, q, Some(k), Values::Cached(v), kq_scale, false, (Some(mask), None))
     }
 
     /// Absorbed multi-head latent attention (llama.cpp's attention over a keys-only cache): store
@@ -84,11 +97,20 @@ impl Builder<'_> {
     ) -> Result<TensorRef> {
         let width = i64::from(self.hp.n_lora_kv);
         let sliding = is_sliding(self.hp, il);
-        self.attend(il, q, Some(k), Values::Latent { width, v_mla }, kq_scale, sliding, mask)
+        self.attend(
+            il,
+            q,
+            Some(k),
+            Values::Latent { width, v_mla },
+            kq_scale,
+            sliding,
+            (mask, None),
+        )
     }
 
     /// Attention over the cache, storing this ubatch's keys `k` (none where the values are
-    /// another layer's); `mask` replaces the attention mask where sparse attention limits it.
+    /// another layer's); `mask` replaces the attention mask where sparse attention limits it,
+    /// `kq_b` is added to the scores.
     #[allow(clippy::too_many_arguments)]
     fn attend(
         &mut self,
@@ -98,7 +120,7 @@ impl Builder<'_> {
         values: Values,
         kq_scale: f32,
         sliding: bool,
-        mask: Option<TensorRef>,
+        (mask, kq_b): (Option<TensorRef>, Option<TensorRef>),
     ) -> Result<TensorRef> {
         let hp = self.hp;
         let nt = self.shape.n_tokens as i64;
@@ -268,7 +290,7 @@ impl Builder<'_> {
             max_bias: hp.max_alibi_bias,
             softcap: hp.attn_softcap,
         };
-        let o = if self.params.flash_attn {
+        let o = if self.params.flash_attn && kq_b.is_none() {
             if hp.kq_tanh_cap != 0.0 {
                 return Err(Error::model(
                     "capped attention scores need attention without flash attention",
@@ -293,6 +315,9 @@ impl Builder<'_> {
             }
             if hp.attn_softcap != 0.0 {
                 kq = self.soft_cap(kq, 1.0, hp.attn_softcap)?;
+            }
+            if let Some(b) = kq_b {
+                kq = self.g.add(kq, b)?;
             }
             let kq = self.g.soft_max(kq, mask, kq_scale, hp.max_alibi_bias, sinks)?;
             // V as [n_kv, head_dim, n_head_kv] so that V x KQ gives [head_dim, tokens, n_head]:
@@ -428,8 +453,35 @@ impl Builder<'_> {
         v: TensorRef,
         kq_scale: f32,
     ) -> Result<TensorRef> {
+        self.attention_no_cache_biased(il, (q, k, v), None, kq_scale)
+    }
+
+    /// The same with `kq_b` ([n_tokens, n_tokens, n_head]) added to the scores before the
+    /// softmax (learned position biases); as in llama.cpp, such scores never go through flash
+    /// attention, whose mask type the context still decides.
+    pub fn attention_no_cache_biased(
+        &mut self,
+        il: usize,
+        (q, k, v): (TensorRef, TensorRef, TensorRef),
+        kq_b: Option<TensorRef>,
+        kq_scale: f32,
+    ) -> Result<TensorRef> {
+        let mask = self.ubatch_mask(super::is_sliding(self.hp, il))?;
+        self.attention_over((q, k, v), mask, kq_b, kq_scale)
+    }
+
+    /// Attention of `q` ([head, n_head, n_tokens]) over keys and values made in this graph
+    /// (`k`, `v`: [head, n_head_kv, n_keys]; the ubatch's own, or an encoder's outputs), under
+    /// `mask` ([n_keys, n_tokens]), `kq_b` added to the scores (then without flash attention).
+    /// Returns [head_v * n_head, n_tokens].
+    pub fn attention_over(
+        &mut self,
+        (q, k, v): (TensorRef, TensorRef, TensorRef),
+        mask: TensorRef,
+        kq_b: Option<TensorRef>,
+        kq_scale: f32,
+    ) -> Result<TensorRef> {
         let (hv, n_head, nt) = (v.ne()[0], q.ne()[1], q.ne()[2]);
-        let mask = self.mask(super::is_sliding(self.hp, il))?;
         let q = self.g.permute(q, [0, 2, 1, 3])?;
         let k = self.g.permute(k, [0, 2, 1, 3])?;
         let v = self.g.permute(v, [0, 2, 1, 3])?;
@@ -440,14 +492,17 @@ impl Builder<'_> {
             max_bias: self.hp.max_alibi_bias,
             softcap: self.hp.attn_softcap,
         };
-        if self.params.flash_attn {
+        if self.params.flash_attn && kq_b.is_none() {
             // Flash attention reads F16 keys and values.
             let k = self.g.cast(k, f16)?;
             let v = self.g.cast(v, f16)?;
             let o = self.g.flash_attn(q, k, v, mask, scores, None)?;
             self.g.reshape(o, &[hv * n_head, nt]).map_err(Error::from)
         } else {
-            let kq = self.g.mul_mat(k, q)?; // [n_tokens, n_tokens, n_head]
+            let mut kq = self.g.mul_mat(k, q)?; // [n_tokens, n_tokens, n_head]
+            if let Some(b) = kq_b {
+                kq = self.g.add(kq, b)?;
+            }
             let kq = self.g.soft_max(kq, mask, kq_scale, self.hp.max_alibi_bias, None)?;
             let vt = self.g.permute(v, [1, 0, 2, 3])?;
             let vt = self.g.cont(vt)?;

@@ -29,6 +29,8 @@ pub struct UbatchView<'a> {
     pub kv: &'a KvCache,
     /// The cache's state for this ubatch beyond its cells.
     pub memory: UbatchMemory<'a>,
+    /// The encoder's outputs, for an encoder-decoder's decoder (after a `llama_encode`).
+    pub cross: Option<&'a super::Cross>,
 }
 
 /// The place of sequence `s` among a ubatch's sorted sequences `seqs` (llama.cpp's `seq_idx`).
@@ -178,6 +180,18 @@ impl Builder<'_> {
         Ok(*slot.insert(r))
     }
 
+    /// The attention mask of the ubatch's tokens among themselves ([n_tokens, n_tokens]), for
+    /// attention without the cache, whether or not the context keeps one.
+    pub fn ubatch_mask(&mut self, sliding: bool) -> Result<TensorRef> {
+        if (self.inputs.mask.is_some() || self.inputs.mask_swa.is_some()) && !self.inputs.mask_in_ubatch {
+            return Err(Error::Internal(
+                "a graph attends both over the cache and within the ubatch".into(),
+            ));
+        }
+        self.inputs.mask_in_ubatch = true;
+        self.mask(sliding)
+    }
+
     /// The attention mask input, or (`sliding`) the sliding-window one, [n_kv, n_tokens] (made
     /// on first use).
     pub fn mask(&mut self, sliding: bool) -> Result<TensorRef> {
@@ -194,7 +208,11 @@ impl Builder<'_> {
         } else {
             "attn_inp_kq_mask"
         };
-        let n_kv = if sliding { self.shape.n_kv_swa } else { self.shape.n_kv };
+        let n_kv = match (self.inputs.mask_in_ubatch, sliding) {
+            (true, _) => self.shape.n_tokens,
+            (false, true) => self.shape.n_kv_swa,
+            (false, false) => self.shape.n_kv,
+        };
         let ne = [n_kv as i64, self.shape.n_tokens as i64];
         let m = self.g.input(mask_type(self.params.flash_attn), &ne, name)?;
         Ok(*slot.insert(m))

@@ -66,6 +66,21 @@ pub struct Shape {
     pub memory: MemoryShape,
     /// The first layer takes embedding rows (`inp_embd`) instead of token ids.
     pub embd_input: bool,
+    /// `llama_encode`'s graph (llama.cpp's encoder graph type): its tokens attend both ways, and
+    /// an encoder-decoder model builds its encoder.
+    pub encoder: bool,
+    /// The encoder's outputs an encoder-decoder's decoder attends to (`Cross`; 0 otherwise).
+    pub n_enc: usize,
+}
+
+/// What the last `llama_encode` of an encoder-decoder model left for its decoder (llama.cpp's
+/// `llama_cross`): the encoder's final hidden states and each one's sequences, which the
+/// decoder's cross-attention reads until the next encode.
+#[derive(Debug, Clone, Default)]
+pub struct Cross {
+    /// [n_enc][n_embd], row-major.
+    pub rows: Vec<f32>,
+    pub seqs: Vec<crate::kv::SeqSet>,
 }
 
 /// The recurrent part of a graph's shape: llama.cpp bakes the state window into views, so a
@@ -167,6 +182,9 @@ pub struct Inputs {
     pub mask: Option<TensorRef>,
     /// The sliding-window mask, made by the first sliding-window layer.
     pub mask_swa: Option<TensorRef>,
+    /// The masks are the ubatch's own, [n_tokens, n_tokens] (attention without the cache, even
+    /// in a context that keeps one), not the cache's.
+    pub mask_in_ubatch: bool,
     /// Where each state cell of the window is copied from, I32 [window.n]; in graphs with
     /// recurrent layers.
     pub s_copy: Option<TensorRef>,
@@ -218,6 +236,9 @@ pub struct Built {
     pub inputs: Inputs,
     pub logits: Option<TensorRef>,
     pub embd: Option<TensorRef>,
+    /// The final-norm hidden states of the outputs, [n_embd, n_outputs] (what an encoder hands
+    /// its decoder).
+    pub hidden: Option<TensorRef>,
 }
 
 /// Mask element type for the chosen attention path.
@@ -374,6 +395,7 @@ impl<'a> Builder<'a> {
                 v_rows_swa: None,
                 mask: None,
                 mask_swa: None,
+                mask_in_ubatch: false,
                 s_copy: None,
                 out_ids,
                 mean: None,
@@ -405,6 +427,7 @@ impl<'a> Builder<'a> {
             inputs: b.inputs,
             logits,
             embd,
+            hidden: b.hidden,
         })
     }
 
@@ -500,6 +523,16 @@ impl<'a> Builder<'a> {
     /// `w x`, times `w`'s scale when it has one, plus the bias `b` when there is one.
     pub fn linear(&mut self, w: TensorRef, b: Option<TensorRef>, x: TensorRef) -> Result<TensorRef> {
         self.project(w, b, x, Order::ScaleThenBias)
+    }
+
+    /// `w x` times the scale `s` llama.cpp keeps under another name than `w`'s, with `w`'s
+    /// adapters.
+    pub fn linear_scaled(&mut self, w: TensorRef, s: Option<TensorRef>, x: TensorRef) -> Result<TensorRef> {
+        let mut y = self.g.mul_mat(w, x)?;
+        if let Some(s) = s {
+            y = self.g.mul(y, s)?;
+        }
+        self.add_lora(w, x, y, None)
     }
 
     /// `w x` with its bias and scale in the order llama.cpp applies them.

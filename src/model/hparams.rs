@@ -126,6 +126,13 @@ pub struct HParams {
     pub pooling_type: i32,
     /// Token types BERT-style models embed (`tokenizer.ggml.token_type_count`).
     pub n_token_types: u32,
+    /// Buckets of relative positions whose attention biases the model learned
+    /// (`attention.relative_buckets_count`; 0: none).
+    pub n_rel_attn_bkts: u32,
+    /// An encoder-decoder's decoder: its layer count (`decoder_block_count`, else `n_layer`) and
+    /// the token it starts from (`decoder_start_token_id`; -1: none).
+    pub dec_n_layer: u32,
+    pub dec_start_token: i32,
     /// `{arch}.embedding_length_out`: the width of the embeddings a context gives where it is
     /// not the model's (after LFM2-ColBERT's dense projection; 0: `n_embd`).
     pub n_embd_out: u32,
@@ -711,6 +718,9 @@ impl HParams {
             moe_latent_size: 0,
             cls_labels,
             size_label: "?B",
+            n_rel_attn_bkts: 0,
+            dec_n_layer: 0,
+            dec_start_token: -1,
             recurrent_layers: vec![false; n],
             kv_layers: vec![true; n],
             norm_groups: 0,

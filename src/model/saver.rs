@@ -319,8 +319,9 @@ const NOT_SAVED: &[&str] = &[
 /// The member of a name for every architecture that names no other (`ArchSpec::layer_members`).
 const ANY: Option<&str> = None;
 
-/// A layer's tensors (after `blk.N.`; `rope_*` are whole names; `stack/name` is `stack.N.name`,
-/// a convolutional stack's block N), in the order of llama.cpp's
+/// A layer's tensors (after `blk.N.`, or `enc.blk.N.` for `enc.*`: an encoder-decoder's encoder
+/// layers; `rope_*` are whole names; `stack/name` is `stack.N.name`, a convolutional stack's
+/// block N), in the order of llama.cpp's
 /// `llama_layer` members, whose pointers its saver walks. A name that architectures give to
 /// different members is listed at each: with the member where some architectures put it
 /// (`ArchSpec::layer_members`), and `ANY` at the member every other architecture uses.
@@ -341,6 +342,7 @@ const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("post_attention_norm", ANY),
     ("post_attention_norm.weight", ANY),
     ("ffn_sub_norm.weight", ANY),
+    ("enc.attn_norm.weight", ANY),
     ("ssm_norm.weight", ANY),
     ("ssm_dt_norm", ANY),
     ("ssm_dt_norm.weight", ANY),
@@ -368,7 +370,12 @@ const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("attn_output_a.weight", ANY),
     ("attn_output.bias", ANY),
     ("attn_output_b.weight", ANY),
+    ("enc.attn_q.weight", ANY),
+    ("enc.attn_k.weight", ANY),
+    ("enc.attn_v.weight", ANY),
+    ("enc.attn_o.weight", ANY),
     ("attn_gate.weight", ANY),
+    ("enc.attn_rel_b.weight", ANY),
     ("ffn_norm", ANY),
     ("ffn_norm.weight", ANY),
     ("ffn_norm.bias", ANY),
@@ -381,9 +388,13 @@ const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("layer_output_norm.weight", ANY),
     ("layer_output_norm.bias", ANY),
     ("ffn_norm_exps.weight", ANY),
+    ("enc.ffn_norm.weight", ANY),
     ("ffn_gate.weight", ANY),
     ("ffn_down.weight", ANY),
     ("ffn_up.weight", ANY),
+    ("enc.ffn_gate.weight", ANY),
+    ("enc.ffn_down.weight", ANY),
+    ("enc.ffn_up.weight", ANY),
     ("ffn_gate_inp.weight", ANY),
     ("ffn_gate_inp.scale", ANY),
     ("ffn_gate_exps.weight", ANY),
@@ -1104,7 +1115,10 @@ fn tensor_order<'t>(
             match (suffix.starts_with("rope_"), suffix.ends_with("scale")) {
                 (true, _) => push(suffix, &mut out),
                 (false, true) => push(&format!("blk.{il}.{suffix}"), &mut out),
-                (false, false) => push(&format!("blk.{block}.{suffix}"), &mut out),
+                (false, false) => match suffix.strip_prefix("enc.") {
+                    Some(rest) => push(&format!("enc.blk.{block}.{rest}"), &mut out),
+                    None => push(&format!("blk.{block}.{suffix}"), &mut out),
+                },
             }
         }
     }

@@ -51,6 +51,16 @@ pub trait ArchSpec: Sync {
         true
     }
 
+    /// Whether it has an encoder `llama_encode` runs while the context keeps its memory
+    /// (`llama_model_has_encoder`), and a decoder `llama_decode` runs (`llama_model_has_decoder`).
+    fn has_encoder(&self) -> bool {
+        false
+    }
+
+    fn has_decoder(&self) -> bool {
+        true
+    }
+
     /// Whether llama.cpp's saver writes its models (`llama_model_saver_supports_arch`; it aborts
     /// on the others, whose `llama_model_save_to_file` is refused here with a log line).
     fn saved(&self) -> bool {
