@@ -9,7 +9,7 @@ use crate::graph::Cross;
 use crate::kv::TokenPlace;
 
 impl Context<'_> {
-    /// Whether the model encodes for a decoder (T5), rather than only encoding or decoding.
+    /// Whether the model encodes for a decoder, rather than only encoding or decoding.
     fn encodes_for_decoder(&self) -> bool {
         self.arch.is_some_and(|a| a.has_encoder() && a.has_decoder())
     }
