@@ -50,6 +50,8 @@ pub struct LlamaLike {
     hunyuan_rope: Option<bool>,
     /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`).
     created: fn(&HParams) -> Vec<String>,
+    /// A diffusion model (`ArchSpec::is_diffusion`).
+    diffusion: bool,
 }
 
 /// What most of the family reads: its norms' epsilon.
@@ -79,6 +81,7 @@ const BASE: LlamaLike = LlamaLike {
     half_ffn: false,
     hunyuan_rope: None,
     created: |_| Vec::new(),
+    diffusion: false,
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
@@ -244,6 +247,7 @@ pub const DREAM: LlamaLike = LlamaLike {
         ..llama::Variant::BASE
     },
     sizes: &[(28, "7B")],
+    diffusion: true,
     ..BASE
 };
 
@@ -262,6 +266,7 @@ pub const LLADA: LlamaLike = LlamaLike {
         ..llama::Variant::BASE
     },
     sizes: &[(32, "8B")],
+    diffusion: true,
     ..BASE
 };
 
@@ -293,11 +298,8 @@ const HUNYUAN: LlamaLike = LlamaLike {
         qk_norm_after_rope: true,
         ..llama::Variant::BASE
     },
-    experts: false,
-    alibi: 0.0,
-    half_ffn: false,
     hunyuan_rope: Some(false),
-    sizes: &[],
+    ..BASE
 };
 
 pub const HUNYUAN_DENSE: LlamaLike = HUNYUAN;
@@ -381,6 +383,10 @@ impl ArchSpec for LlamaLike {
 
     fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
         self.saved
+    }
+
+    fn is_diffusion(&self) -> bool {
+        self.diffusion
     }
 
     fn memory(&self) -> Memory {

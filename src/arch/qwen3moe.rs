@@ -57,6 +57,10 @@ impl ArchSpec for Qwen3Moe {
         self.name
     }
 
+    fn is_diffusion(&self) -> bool {
+        self.diffusion.is_some()
+    }
+
     fn about(&self) -> &'static str {
         self.about
     }

@@ -95,6 +95,17 @@ fn architecture_list_in_the_docs_is_the_registry_s() {
     );
 }
 
+/// llama.cpp's `llm_arch_is_diffusion` names exactly these (`llama_model_is_diffusion`).
+#[test]
+fn the_diffusion_models_are_llama_cpp_s_four() {
+    let diffusion: Vec<&str> = ARCHITECTURES
+        .iter()
+        .filter(|a| a.is_diffusion())
+        .map(|a| a.name())
+        .collect();
+    assert_eq!(diffusion, ["dream", "llada", "llada-moe", "rnd1"]);
+}
+
 #[test]
 fn weights_without_adapters_and_control_vectors_are_each_architecture_s_own() {
     let mut hp = tiny(&llama::Llama, vec![]).unwrap();

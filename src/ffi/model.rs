@@ -594,7 +594,7 @@ pub unsafe extern "C" fn llama_model_is_hybrid(p: *const llama_model) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_diffusion(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, false, |_| false) })
+    entry!(false, { arch_flag(model, false, |a| a.is_diffusion()) })
 }
 
 /// Only encoder-decoder models have a decoder start token.

@@ -51,6 +51,12 @@ pub trait ArchSpec: Sync {
         true
     }
 
+    /// Whether it is a diffusion model (`llama_model_is_diffusion`, llama.cpp's
+    /// `llm_arch_is_diffusion`): its programs generate by unmasking, not token by token.
+    fn is_diffusion(&self) -> bool {
+        false
+    }
+
     /// Whether it has an encoder `llama_encode` runs while the context keeps its memory
     /// (`llama_model_has_encoder`), and a decoder `llama_decode` runs (`llama_model_has_decoder`).
     fn has_encoder(&self) -> bool {
