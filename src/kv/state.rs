@@ -482,13 +482,6 @@ impl KvCache {
             let Some(t) = self.v(il) else { continue };
             let row = self.v_row(il);
             out.put(&(t.ggml_type() as i32).to_le_bytes());
-            if !layout.v_trans && !self.v_transposed_at(il) {
-                out.put(&(row as u64).to_le_bytes());
-                for &i in &rows {
-                    out.tensor(t, i * row, row)?;
-                }
-                continue;
-            }
             let values = self.read_v_rows(il, &rows)?;
             if !layout.v_trans {
                 out.put(&(row as u64).to_le_bytes());
