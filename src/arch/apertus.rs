@@ -108,7 +108,11 @@ impl Decoder for Apertus {
             let k = b.layer_rms_norm(il, k, "attn_k_norm.weight", "Kcur_normed")?;
             let q = b.rope(q, il, factors)?;
             let k = b.rope(k, il, factors)?;
-            let (q, k, v) = (b.name(q, "Qcur_pos", l), b.name(k, "Kcur_pos", l), b.name(v, "Vcur_pos", l));
+            let (q, k, v) = (
+                b.name(q, "Qcur_pos", l),
+                b.name(k, "Kcur_pos", l),
+                b.name(v, "Vcur_pos", l),
+            );
             let att = b.attention(il, q, k, v, kq_scale, false)?;
             let att = b.layer_linear(il, "attn_output", att)?;
             let att = b.name(att, "attn_out", l);

@@ -58,7 +58,9 @@ impl ArchSpec for BitNet {
         }
         // The query and output projections are as wide as the embeddings.
         if hp.n_head.iter().any(|&n| n * hp.n_embd_head_k != hp.n_embd) {
-            return Err(Error::model("bitnet needs query heads as wide as the embeddings together"));
+            return Err(Error::model(
+                "bitnet needs query heads as wide as the embeddings together",
+            ));
         }
         hp.size_label = if hp.n_layer == 26 { "3B" } else { "?B" };
         Ok(())

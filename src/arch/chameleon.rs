@@ -49,7 +49,9 @@ impl ArchSpec for Chameleon {
         super::check_equal_head_sizes(hp)?;
         // The query projection is as wide as the embeddings, split into the heads.
         if hp.n_head.iter().any(|&n| n * hp.n_embd_head_k != hp.n_embd) {
-            return Err(Error::model("chameleon needs query heads as wide as the embeddings together"));
+            return Err(Error::model(
+                "chameleon needs query heads as wide as the embeddings together",
+            ));
         }
         hp.size_label = match hp.n_layer {
             32 => "7B",

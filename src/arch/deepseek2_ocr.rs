@@ -60,7 +60,11 @@ impl ArchSpec for DeepSeek2Ocr {
         hp.expert_gating_func = match meta.u32_opt(&key("expert_gating_func"))?.unwrap_or(0) {
             0 => 1,
             g if Gating::from_llama(g).is_some() => g,
-            g => return Err(Error::model(format!("deepseek2-ocr: unknown expert gating function {g}"))),
+            g => {
+                return Err(Error::model(format!(
+                    "deepseek2-ocr: unknown expert gating function {g}"
+                )))
+            }
         };
         if hp.n_layer_dense_lead < hp.n_layer {
             super::check_experts(hp)?;
@@ -68,7 +72,11 @@ impl ArchSpec for DeepSeek2Ocr {
         // Its graph takes every head as wide as the embedding split among the heads, keys and
         // values alike, one KV head per query head, all rotated.
         let head = hp.n_embd / hp.n_head[0].max(1);
-        let square = hp.n_head.iter().zip(&hp.n_head_kv).all(|(&q, &kv)| q == kv && q * head == hp.n_embd);
+        let square = hp
+            .n_head
+            .iter()
+            .zip(&hp.n_head_kv)
+            .all(|(&q, &kv)| q == kv && q * head == hp.n_embd);
         if !square || hp.n_embd_head_k != head || hp.n_embd_head_v != head || hp.n_rot != head {
             return Err(Error::model(format!(
                 "deepseek2-ocr needs as many KV heads as query heads, each n_embd / n_head ({head}) wide for keys, \
@@ -84,13 +92,21 @@ impl ArchSpec for DeepSeek2Ocr {
         let mut specs = Vec::new();
         super::head_tensors(hp, &mut specs);
         for il in 0..hp.n_layer as usize {
-            specs.push(TensorSpec::new(format!("blk.{il}.attn_norm.weight"), &[hp.n_embd], true));
+            specs.push(TensorSpec::new(
+                format!("blk.{il}.attn_norm.weight"),
+                &[hp.n_embd],
+                true,
+            ));
             super::attention_tensors(hp, il, &mut specs);
             if il < hp.n_layer_dense_lead as usize {
                 super::ffn_tensors(hp, il, false, &mut specs);
             } else {
                 specs.push(TensorSpec::new(format!("blk.{il}.ffn_norm.weight"), &[hp.n_embd], true));
-                specs.push(TensorSpec::new(format!("blk.{il}.exp_probs_b.bias"), &[hp.n_expert], false));
+                specs.push(TensorSpec::new(
+                    format!("blk.{il}.exp_probs_b.bias"),
+                    &[hp.n_expert],
+                    false,
+                ));
                 super::routed_expert_tensors(hp, il, &mut specs);
             }
         }
@@ -156,6 +172,20 @@ impl Decoder for DeepSeek2Ocr {
 fn rotate(b: &mut Builder, x: TensorRef) -> Result<TensorRef> {
     let pos = b.positions()?;
     let n_rot = b.hp.n_rot as i32;
-    b.g.rope(x, pos, None, n_rot, ROPE_NEOX, None, 0, b.params.rope.freq_base, 1.0, 0.0, 1.0, 0.0, 0.0)
-        .map_err(Error::from)
+    b.g.rope(
+        x,
+        pos,
+        None,
+        n_rot,
+        ROPE_NEOX,
+        None,
+        0,
+        b.params.rope.freq_base,
+        1.0,
+        0.0,
+        1.0,
+        0.0,
+        0.0,
+    )
+    .map_err(Error::from)
 }

@@ -83,7 +83,11 @@ impl ArchSpec for Gemma3n {
         // Stacks of matrices, which no repacking buffer multiplies (llama.cpp keeps them plain).
         specs.push(TensorSpec::new("altup_proj.weight", &[e, e, stacks], true));
         specs.push(TensorSpec::new("altup_unembd_proj.weight", &[e, e, stacks], true));
-        specs.push(TensorSpec::new("per_layer_token_embd.weight", &[a * n, hp.n_vocab], true));
+        specs.push(TensorSpec::new(
+            "per_layer_token_embd.weight",
+            &[a * n, hp.n_vocab],
+            true,
+        ));
         specs.push(TensorSpec::matmul("per_layer_model_proj.weight", &[e, a * n], true));
         specs.push(TensorSpec::new("per_layer_proj_norm.weight", &[a], true));
         let alt = N_ALTUP as u32;
@@ -135,7 +139,11 @@ impl Decoder for Gemma3n {
         let e = i64::from(hp.n_embd);
         let x = b.embed_tokens()?;
         // Embeddings given as input are taken as they are.
-        let scale = if b.takes_embeddings() { 1.0 } else { (hp.n_embd as f32).sqrt() };
+        let scale = if b.takes_embeddings() {
+            1.0
+        } else {
+            (hp.n_embd as f32).sqrt()
+        };
         let x = b.scale(x, scale)?;
         let x = b.name(x, "inp_scaled", None);
         let per_layer = per_layer_inputs(b)?;

@@ -70,8 +70,13 @@ impl ArchSpec for GemmaEmbedding {
         super::load_sliding_window(meta, hp, window, DEFAULT_SWA_PERIOD, 10000.0, 1.0)?;
         hp.causal = false;
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        let [d2_in, d2_out, d3_in, d3_out] = ["dense_2_feat_in", "dense_2_feat_out", "dense_3_feat_in", "dense_3_feat_out"]
-            .map(|key| meta.u32_opt(&hp.key(key)).map(|v| v.unwrap_or(0)));
+        let [d2_in, d2_out, d3_in, d3_out] = [
+            "dense_2_feat_in",
+            "dense_2_feat_out",
+            "dense_3_feat_in",
+            "dense_3_feat_out",
+        ]
+        .map(|key| meta.u32_opt(&hp.key(key)).map(|v| v.unwrap_or(0)));
         let (d2_in, d3_out) = (d2_in?, d3_out?);
         if ![0, hp.n_embd].contains(&d2_in) || ![0, hp.n_embd].contains(&d3_out) {
             return Err(Error::model(
@@ -112,7 +117,11 @@ impl Decoder for GemmaEmbedding {
         let hp = b.hp;
         let mut x = b.embed_tokens()?;
         // Embedding inputs go in as they are.
-        let scale = if b.takes_embeddings() { 1.0 } else { (hp.n_embd as f32).sqrt() };
+        let scale = if b.takes_embeddings() {
+            1.0
+        } else {
+            (hp.n_embd as f32).sqrt()
+        };
         x = b.scale(x, scale)?;
         x = b.name(x, "inp_scaled", None);
         for il in 0..hp.n_layer as usize {

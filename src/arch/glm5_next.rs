@@ -15,11 +15,11 @@ use super::{deepseek2, hy_v4, kimi_linear};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
-use kpool::Picks;
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
 use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use kpool::Picks;
 
 pub struct Glm5Next;
 

@@ -75,7 +75,10 @@ impl ArchSpec for GraniteSwitch {
             ("nextn_predict_layers", Rule::Held(|_| Value::U32(1))),
             ("swiglu_clamp_exp", Rule::Held(zero_per_layer)),
             ("swiglu_clamp_shexp", Rule::Held(zero_per_layer)),
-            ("attention.rope_pattern", Rule::Held(|f| Value::U32(u32::from(f.hp.rope)))),
+            (
+                "attention.rope_pattern",
+                Rule::Held(|f| Value::U32(u32::from(f.hp.rope))),
+            ),
         ]
     }
 
@@ -102,7 +105,10 @@ impl ArchSpec for GraniteSwitch {
                 .map(|id| i32::try_from(id).map_err(|_| Error::model(format!("{}: token id {id}", key(k)))))
                 .collect()
         };
-        let (activate, substitute) = (ids("adapters.token_ids_activate")?, ids("adapters.token_ids_substitute")?);
+        let (activate, substitute) = (
+            ids("adapters.token_ids_activate")?,
+            ids("adapters.token_ids_substitute")?,
+        );
         if activate.len() != n_adapters as usize || substitute.len() != n_adapters as usize {
             return Err(Error::model(format!(
                 "graniteswitch: {} activation and {} substitute tokens for {n_adapters} adapters",
@@ -118,7 +124,9 @@ impl ArchSpec for GraniteSwitch {
         }
         hp.token_adapters = Some(TokenAdapters {
             rank,
-            router_gain: meta.f32_opt(&key("adapters.router_gain"))?.unwrap_or(DEFAULT_ROUTER_GAIN),
+            router_gain: meta
+                .f32_opt(&key("adapters.router_gain"))?
+                .unwrap_or(DEFAULT_ROUTER_GAIN),
             activate,
             substitute,
         });
@@ -170,8 +178,16 @@ impl ArchSpec for GraniteSwitch {
                 ("ffn_up", e, ff),
                 ("ffn_down", ff, e),
             ] {
-                specs.push(TensorSpec::matmul(b(&format!("{stem}.lora_a")), &[n_in, rank, slots], true));
-                specs.push(TensorSpec::matmul(b(&format!("{stem}.lora_b")), &[rank, n_out, slots], true));
+                specs.push(TensorSpec::matmul(
+                    b(&format!("{stem}.lora_a")),
+                    &[n_in, rank, slots],
+                    true,
+                ));
+                specs.push(TensorSpec::matmul(
+                    b(&format!("{stem}.lora_b")),
+                    &[rank, n_out, slots],
+                    true,
+                ));
             }
         }
         specs

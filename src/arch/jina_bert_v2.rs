@@ -73,11 +73,22 @@ impl ArchSpec for JinaBertV2 {
             let ff = hp.n_ff[il];
             attention_tensors(hp, il, &mut specs);
             let optional = ["attn_q_norm", "attn_k_norm", "attn_norm_2"];
-            for name in optional.iter().flat_map(|n| [format!("{n}.weight"), format!("{n}.bias")]) {
+            for name in optional
+                .iter()
+                .flat_map(|n| [format!("{n}.weight"), format!("{n}.bias")])
+            {
                 specs.push(TensorSpec::new(b(&name), &[e], false));
             }
-            let required = ["attn_output.bias", "attn_output_norm.weight", "attn_output_norm.bias", "ffn_down.bias"];
-            for name in required.into_iter().chain(["layer_output_norm.weight", "layer_output_norm.bias"]) {
+            let required = [
+                "attn_output.bias",
+                "attn_output_norm.weight",
+                "attn_output_norm.bias",
+                "ffn_down.bias",
+            ];
+            for name in required
+                .into_iter()
+                .chain(["layer_output_norm.weight", "layer_output_norm.bias"])
+            {
                 specs.push(TensorSpec::new(b(name), &[e], true));
             }
             specs.push(TensorSpec::matmul(b("ffn_gate.weight"), &[e, ff], false));
@@ -90,7 +101,8 @@ impl ArchSpec for JinaBertV2 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        let head = "token_embd.weight token_types.weight token_embd_norm.weight token_embd_norm.bias cls.weight cls.bias";
+        let head =
+            "token_embd.weight token_types.weight token_embd_norm.weight token_embd_norm.bias cls.weight cls.bias";
         layered(hp, head, |_| {
             "QKV attn_q_norm.weight attn_q_norm.bias attn_k_norm.weight attn_k_norm.bias attn_output.weight \
              attn_output.bias attn_output_norm.weight attn_output_norm.bias attn_norm_2.weight attn_norm_2.bias \

@@ -108,9 +108,14 @@ impl ArchSpec for ModernBert {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        let mut names = layered(hp, "token_embd.weight token_embd_norm.weight output_norm.weight", |_| {
-            "attn_norm.weight attn_qkv.weight attn_output.weight ffn_up.weight ffn_down.weight ffn_norm.weight".into()
-        });
+        let mut names = layered(
+            hp,
+            "token_embd.weight token_embd_norm.weight output_norm.weight",
+            |_| {
+                "attn_norm.weight attn_qkv.weight attn_output.weight ffn_up.weight ffn_down.weight ffn_norm.weight"
+                    .into()
+            },
+        );
         names.extend(["cls.output.weight", "cls.output.bias", "cls.weight", "cls.norm.weight"].map(String::from));
         names
     }

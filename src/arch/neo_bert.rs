@@ -74,8 +74,7 @@ impl ArchSpec for NeoBert {
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         let head = "token_embd.weight cls.weight cls.bias cls.output.weight cls.output.bias enc.output_norm.weight";
         layered(hp, head, |_| {
-            "attn_norm.weight attn_qkv.weight attn_output.weight ffn_norm.weight ffn_up.weight ffn_down.weight"
-                .into()
+            "attn_norm.weight attn_qkv.weight attn_output.weight ffn_norm.weight ffn_up.weight ffn_down.weight".into()
         })
     }
 }
@@ -86,6 +85,10 @@ impl Decoder for NeoBert {
     }
 
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
-        prenorm_encoder(b, |b, il, cur| b.fused_gated_ffn_named(il, cur, ""), "enc.output_norm.weight")
+        prenorm_encoder(
+            b,
+            |b, il, cur| b.fused_gated_ffn_named(il, cur, ""),
+            "enc.output_norm.weight",
+        )
     }
 }

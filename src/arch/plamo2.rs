@@ -253,8 +253,6 @@ fn mamba_layer(bd: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef>
     let ynb = y.nb();
     let y = bd.sub(y, &[d_inner, n_seq_tokens, n_seqs], &[ynb[2], ynb[3]], 0)?;
     let out = bd.layer_matmul(il, "ssm_out.weight", y)?;
-    let out = bd
-        .g
-        .reshape(out, &[i64::from(hp.n_embd), bd.shape.n_tokens as i64])?;
+    let out = bd.g.reshape(out, &[i64::from(hp.n_embd), bd.shape.n_tokens as i64])?;
     Ok(bd.name(out, "mamba_out", Some(il)))
 }

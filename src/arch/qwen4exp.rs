@@ -384,7 +384,11 @@ impl Decoder for Qwen4Exp {
                 b.gated_delta_layer(il, cur, NET)?
             } else {
                 let sparse = hp.compress_ratios.get(il).is_some_and(|&r| r > 0);
-                let picks = if sparse { Some(qsa::qsa_top_k(b, il, cur)?) } else { None };
+                let picks = if sparse {
+                    Some(qsa::qsa_top_k(b, il, cur)?)
+                } else {
+                    None
+                };
                 let q = b.layer_weight(il, "attn_q.weight")?;
                 let k = b.layer_weight(il, "attn_k.weight")?;
                 let v = b.layer_weight(il, "attn_v.weight")?;

@@ -124,7 +124,9 @@ impl ArchSpec for Member {
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.norm_eps = meta.f32_opt(&hp.key("attention.layer_norm_epsilon"))?.unwrap_or(0.0);
-        hp.rms_eps = meta.f32_opt(&hp.key("attention.layer_norm_rms_epsilon"))?.unwrap_or(0.0);
+        hp.rms_eps = meta
+            .f32_opt(&hp.key("attention.layer_norm_rms_epsilon"))?
+            .unwrap_or(0.0);
         let key = |k: &str| hp.key(k);
         let mut w = Wkv {
             head_size: meta.u32(&key("wkv.head_size"))?,
@@ -152,7 +154,10 @@ impl ArchSpec for Member {
             w.lora_value_res_mix,
             w.lora_gate,
         ];
-        if w.head_size == 0 || w.head_size > LIMIT || !hp.n_embd.is_multiple_of(w.head_size) || ranks.iter().any(|&r| r > LIMIT)
+        if w.head_size == 0
+            || w.head_size > LIMIT
+            || !hp.n_embd.is_multiple_of(w.head_size)
+            || ranks.iter().any(|&r| r > LIMIT)
         {
             return Err(Error::model(format!(
                 "{}: a WKV head size of {} must divide the width {}, and low ranks {ranks:?} be at most {LIMIT}",
@@ -278,11 +283,7 @@ fn store_shift(b: &mut Builder, il: usize, shift: TensorRef) -> Result<()> {
 /// Layer `il`'s WKV: `op` over each sequence's state (gathered, [n_embd_s, n_seqs]) gives the
 /// outputs and then the last states, which go back to the state rows. Returns the outputs,
 /// [n_embd, n_tokens].
-fn wkv(
-    b: &mut Builder,
-    il: usize,
-    op: impl FnOnce(&mut Builder, TensorRef) -> Result<TensorRef>,
-) -> Result<TensorRef> {
+fn wkv(b: &mut Builder, il: usize, op: impl FnOnce(&mut Builder, TensorRef) -> Result<TensorRef>) -> Result<TensorRef> {
     let hp = b.hp;
     let rs = b.recurrent_shape()?;
     let (_, s_all) = b.rs_layer(il)?;
@@ -444,7 +445,8 @@ impl Member {
         store_shift(b, il, last)?;
         let ffn_inp = b.add(cur, x)?;
         let ffn_inp = b.name(ffn_inp, "ffn_inp", Some(il));
-        let ffn_inp = b.g.reshape(ffn_inp, &[i64::from(b.hp.n_embd), b.shape.n_tokens as i64])?;
+        let ffn_inp =
+            b.g.reshape(ffn_inp, &[i64::from(b.hp.n_embd), b.shape.n_tokens as i64])?;
         let ffn_inp = match il + 1 == b.hp.n_layer as usize {
             true => b.select_outputs(ffn_inp)?,
             false => ffn_inp,

@@ -89,7 +89,10 @@ impl ArchSpec for Step35 {
         super::head_tensors(hp, &mut specs);
         super::require_output(&mut specs);
         // One table of frequency factors for the widest rotation of any layer.
-        let widest = (0..hp.n_layer as usize).map(|il| n_rot_of(hp, il)).max().unwrap_or(hp.n_rot);
+        let widest = (0..hp.n_layer as usize)
+            .map(|il| n_rot_of(hp, il))
+            .max()
+            .unwrap_or(hp.n_rot);
         let factors: &[&str] = match hp.rope_scaling {
             RopeScaling::LongRope => &["rope_factors_long.weight", "rope_factors_short.weight"],
             _ => &["rope_freqs.weight"],

@@ -102,10 +102,14 @@ impl ArchSpec for T5 {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        let mut names: Vec<String> =
-            ["token_embd.weight", "enc.output_norm.weight", "dec.output_norm.weight", "output.weight"]
-                .map(String::from)
-                .into();
+        let mut names: Vec<String> = [
+            "token_embd.weight",
+            "enc.output_norm.weight",
+            "dec.output_norm.weight",
+            "output.weight",
+        ]
+        .map(String::from)
+        .into();
         for il in 0..hp.n_layer as usize {
             names.extend(LAYER.split_whitespace().map(|n| format!("enc.blk.{il}.{n}")));
         }
@@ -197,7 +201,15 @@ impl Decoder for T5Encoder {
 /// The weights llama.cpp's generic pass gives scales as the layer members the decoder's
 /// self-attention and FFN occupy: named as other architectures' `blk.{il}.` weights (the
 /// attention's scales multiply its products, the FFN's are unused, as in llama.cpp).
-const DECODER_SCALED: [&str; 7] = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"];
+const DECODER_SCALED: [&str; 7] = [
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_output",
+    "ffn_gate",
+    "ffn_down",
+    "ffn_up",
+];
 
 /// Decoder layer `il`'s scales and input scales, in the generic pass's order.
 fn decoder_scales(il: usize) -> impl Iterator<Item = String> {
@@ -282,7 +294,11 @@ fn self_qkv(b: &mut Builder, part: &str, il: usize, cur: TensorRef) -> Result<(T
     let hp = b.hp;
     let mut proj = |name: &str, label: &str| -> Result<TensorRef> {
         let w = b.weight(&format!("{part}.blk.{il}.attn_{name}.weight"))?;
-        let s = if part == "dec" { member_scale(b, il, &format!("attn_{name}")) } else { None };
+        let s = if part == "dec" {
+            member_scale(b, il, &format!("attn_{name}"))
+        } else {
+            None
+        };
         let t = b.linear_scaled(w, s, cur)?;
         let t = b.name(t, label, Some(il));
         b.heads(t, hp.n_embd_head_k, hp.n_head_kv[il])

@@ -73,8 +73,14 @@ impl ArchSpec for WavTokenizerDec {
             ("embedding_length_out", Rule::Held(|f| Value::U32(f.hp.n_embd_out))),
             ("attention.key_length", Rule::Held(|f| Value::U32(f.hp.n_embd_head_k))),
             ("attention.value_length", Rule::Held(|f| Value::U32(f.hp.n_embd_head_v))),
-            ("attention.key_length_swa", Rule::Held(|f| Value::U32(f.hp.n_embd_head_k))),
-            ("attention.value_length_swa", Rule::Held(|f| Value::U32(f.hp.n_embd_head_v))),
+            (
+                "attention.key_length_swa",
+                Rule::Held(|f| Value::U32(f.hp.n_embd_head_k)),
+            ),
+            (
+                "attention.value_length_swa",
+                Rule::Held(|f| Value::U32(f.hp.n_embd_head_v)),
+            ),
             ("rope.dimension_count", Rule::Held(|f| Value::U32(f.hp.n_rot))),
             ("rope.dimension_count_swa", Rule::Held(|f| Value::U32(f.hp.n_rot))),
         ]
@@ -96,11 +102,21 @@ impl ArchSpec for WavTokenizerDec {
         hp.n_embd_out = hp.n_embd;
         hp.n_embd = meta.u32(&key("features_length"))?;
         let n_head = hp.n_head[0].max(1);
-        hp.n_embd_head_k = meta.u32_opt(&key("attention.key_length"))?.unwrap_or(hp.n_embd / n_head);
-        hp.n_embd_head_v = meta.u32_opt(&key("attention.value_length"))?.unwrap_or(hp.n_embd / n_head);
+        hp.n_embd_head_k = meta
+            .u32_opt(&key("attention.key_length"))?
+            .unwrap_or(hp.n_embd / n_head);
+        hp.n_embd_head_v = meta
+            .u32_opt(&key("attention.value_length"))?
+            .unwrap_or(hp.n_embd / n_head);
         hp.n_rot = meta.u32_opt(&key("rope.dimension_count"))?.unwrap_or(hp.n_embd_head_k);
-        hp.posnet = [meta.u32(&key("posnet.embedding_length"))?, meta.u32(&key("posnet.block_count"))?];
-        hp.convnext = [meta.u32(&key("convnext.embedding_length"))?, meta.u32(&key("convnext.block_count"))?];
+        hp.posnet = [
+            meta.u32(&key("posnet.embedding_length"))?,
+            meta.u32(&key("posnet.block_count"))?,
+        ];
+        hp.convnext = [
+            meta.u32(&key("convnext.embedding_length"))?,
+            meta.u32(&key("convnext.block_count"))?,
+        ];
         let [width, posnet_blocks] = hp.posnet;
         if posnet_blocks > 6 || posnet_blocks > hp.n_layer || hp.convnext[1] > hp.n_layer {
             return Err(Error::model(format!(
@@ -130,13 +146,20 @@ impl ArchSpec for WavTokenizerDec {
             match posnet_block(il) {
                 PosNetBlock::Residual => specs.extend(["norm1", "conv1", "norm2", "conv2"].iter().flat_map(|n| {
                     let kernel = n.starts_with("conv");
-                    let w = if kernel { vec![POSNET_KERNEL, ch, ch] } else { vec![1, ch] };
+                    let w = if kernel {
+                        vec![POSNET_KERNEL, ch, ch]
+                    } else {
+                        vec![1, ch]
+                    };
                     [t(&format!("{n}.weight"), &w), t(&format!("{n}.bias"), &[1, ch])]
                 })),
                 PosNetBlock::Attention => {
                     specs.extend([t("attn_norm.weight", &[1, ch]), t("attn_norm.bias", &[1, ch])]);
                     for n in ["attn_q", "attn_k", "attn_v", "attn_output"] {
-                        specs.extend([t(&format!("{n}.weight"), &[1, ch, ch]), t(&format!("{n}.bias"), &[1, ch])]);
+                        specs.extend([
+                            t(&format!("{n}.weight"), &[1, ch, ch]),
+                            t(&format!("{n}.bias"), &[1, ch]),
+                        ]);
                     }
                 }
                 PosNetBlock::Norm => specs.extend([t("attn_norm.weight", &[1, ch]), t("attn_norm.bias", &[1, ch])]),

@@ -6,10 +6,10 @@
 //! past the block attend to beside the window — all of them (HCA, ratio 128), or those a
 //! lightning indexer over the compressed indexer keys picks (CSA, ratio 4).
 
-use crate::graph::Rotated;
-use crate::graph::{mask_type, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Scores, TensorRef};
+use crate::graph::Rotated;
+use crate::graph::{mask_type, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::kv::compressed::{Kind, Parts, PlanShape};
 
 /// One compressed cache's inputs (llama.cpp's `comp_input`), made by the first layer that
@@ -126,8 +126,7 @@ fn comp_inputs(bd: &mut Builder, kind: Kind) -> Result<CompInputs> {
     let name = kind.name();
     let (i32t, i64t) = (ggml_sys::ggml_type_GGML_TYPE_I32, ggml_sys::ggml_type_GGML_TYPE_I64);
     let mut input = |t, n: usize, what: &str| {
-        bd.g
-            .input(t, &[n as i64], &format!("dsv4_{name}_{what}"))
+        bd.g.input(t, &[n as i64], &format!("dsv4_{name}_{what}"))
             .map_err(Error::from)
     };
     let state_pos = input(i32t, s.n_state_pos, "state_pos")?;
@@ -373,9 +372,8 @@ fn dsv4_indexer_top_k(bd: &mut Builder, il: usize, cur: TensorRef, qr: TensorRef
     let ns = keys.ne()[3];
     let tps = nt / ns;
     let qnb = q.nb();
-    let q = bd
-        .g
-        .view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[3] / ns as usize], 0)?;
+    let q =
+        bd.g.view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[3] / ns as usize], 0)?;
     let wnb = w.nb();
     let w = bd.g.view(
         w,
@@ -403,8 +401,7 @@ fn comp_view(bd: &mut Builder, kind: Kind, t: TensorRef, n: i64) -> Result<Tenso
     let row = row_size(t.ggml_type(), head);
     let stream = row * size;
     let first = comp_shape(bd, kind)?.first_stream;
-    bd.g
-        .view(t, &[head, 1, n, ns], &[row, row, stream], stream * first)
+    bd.g.view(t, &[head, 1, n, ns], &[row, row, stream], stream * first)
         .map_err(Error::from)
 }
 
@@ -417,9 +414,8 @@ fn picked_mask(bd: &mut Builder, mask: TensorRef, picks: TensorRef) -> Result<Te
     let mnb = closed.nb();
     let closed = bd.g.view(closed, &[1, n, tps, ns], &[mnb[0], mnb[1], mnb[3]], 0)?;
     let pnb = picks.nb();
-    let picks = bd
-        .g
-        .view(picks, &[k, tps, ns, 1], &[pnb[1], pnb[3], pnb[3] * ns as usize], 0)?;
+    let picks =
+        bd.g.view(picks, &[k, tps, ns, 1], &[pnb[1], pnb[3], pnb[3] * ns as usize], 0)?;
     let zeros = bd.g.filled(mask.ggml_type(), &[1, k, tps, ns], 0.0)?;
     let opened = bd.g.set_rows(closed, zeros, picks)?;
     let onb = opened.nb();
@@ -502,14 +498,20 @@ pub(super) fn dsv4_attention(
 
 /// Multi-head attention of `q` over keys `k` that are also the values
 /// ([head, 1, n_kv, n_stream]), with the layer's sinks.
-fn dsv4_mha(bd: &mut Builder, il: usize, q: TensorRef, k: TensorRef, mask: TensorRef, kq_scale: f32) -> Result<TensorRef> {
+fn dsv4_mha(
+    bd: &mut Builder,
+    il: usize,
+    q: TensorRef,
+    k: TensorRef,
+    mask: TensorRef,
+    kq_scale: f32,
+) -> Result<TensorRef> {
     let [head, n_head, nt, _] = q.ne();
     let ns = k.ne()[3];
     let tps = nt / ns;
     let qnb = q.nb();
-    let q = bd
-        .g
-        .view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)?;
+    let q =
+        bd.g.view(q, &[head, n_head, tps, ns], &[qnb[1], qnb[2], qnb[2] * tps as usize], 0)?;
     let q = bd.g.permute(q, [0, 2, 1, 3])?;
     let k = bd.g.permute(k, [0, 2, 1, 3])?;
     let sinks = bd.layer_weight_opt(il, "attn_sinks.weight");

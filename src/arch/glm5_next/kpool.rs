@@ -6,9 +6,9 @@
 //! their own incomplete pool. Small ubatches gather the picked latents; larger ones mask all
 //! cells. The pool bookkeeping is `kv::kpool`'s; every op mirrors llama.cpp's graph.
 
-use crate::graph::{set_f32, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::graph::{set_f32, set_i32, set_i64, set_mask, Builder, GraphInput, UbatchView};
 use crate::kv::kpool::KpoolShape;
 
 const F32: ggml_sys::ggml_type = ggml_sys::ggml_type_GGML_TYPE_F32;
@@ -170,9 +170,7 @@ pub(super) fn kpool_picks(bd: &mut Builder, il: usize, cur: TensorRef, qr: Tenso
     let kg = bd.g.reshape(kg, &[2 * head, kpool, n_new])?;
     let knb = kg.nb();
     let pk = bd.g.view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], 0)?;
-    let pg = bd
-        .g
-        .view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], row_f32(head))?;
+    let pg = bd.g.view(kg, &[head, kpool, n_new], &[knb[1], knb[2]], row_f32(head))?;
     let ape = bd.layer_weight(il, "indexer_compressor_ape.weight")?;
     let logits = bd.g.add(pg, ape)?;
     let logits = bd.g.permute(logits, [1, 0, 2, 3])?;

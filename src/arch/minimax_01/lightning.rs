@@ -5,9 +5,9 @@
 //! relative to the first of their sequence in the ubatch: they are graph inputs, computed here on
 //! the host as llama.cpp computes them.
 
-use crate::graph::{seq_index, set_f32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
+use crate::graph::{seq_index, set_f32, Builder, GraphInput, UbatchView};
 
 /// The decay inputs of a ubatch's graph (each made once, read by every lightning layer).
 #[derive(Debug, Clone, Copy)]

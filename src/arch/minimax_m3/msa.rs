@@ -7,10 +7,10 @@
 //! llama.cpp's op order, so that results stay bit-identical; the position maps are inputs set
 //! from the cache's cells (`pos_mask`, `pos_slots`, `cell_blocks`, `local_bias`).
 
-use crate::graph::Rotated;
-use crate::graph::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, Graph, Scores, TensorRef};
+use crate::graph::Rotated;
+use crate::graph::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::kv::{KvCache, TokenPlace};
 
 /// The position maps of a ubatch's graph (made by the first sparse layer).

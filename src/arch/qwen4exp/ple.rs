@@ -5,9 +5,9 @@
 //! scales their value into the streams, and a causal convolution dilated by the n-gram size (its
 //! history in the recurrent state) adds the rest.
 
-use crate::graph::{set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
+use crate::graph::{set_i32, Builder, GraphInput, UbatchView};
 use crate::kv::{KvCache, TokenPlace};
 use crate::model::hparams::Ple;
 use std::collections::HashMap;
@@ -96,9 +96,8 @@ pub(super) fn ple_embeddings(bd: &mut Builder) -> Result<Option<TensorRef>> {
     };
     let n_heads = i64::from(ple.n_heads());
     let nt = bd.shape.n_tokens as i64;
-    let rows = bd
-        .g
-        .input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")?;
+    let rows =
+        bd.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_heads * nt], "inp_ple_rows")?;
     bd.inputs.add(PleRows(rows));
     let table = bd.weight("per_layer_token_embd.weight")?;
     let emb = bd.g.get_rows(table, rows)?;

@@ -5,9 +5,9 @@
 //! incomplete block at the token's own position always). The block maps are inputs set from the
 //! cache's cells (`maps`), in llama.cpp's order, so the picks agree to the cell.
 
-use crate::graph::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::error::{Error, Result};
 use crate::ggml::{row_size, TensorRef};
+use crate::graph::{set_f32, set_i32, Builder, GraphInput, UbatchView};
 use crate::kv::{KvCache, SeqSet, TokenPlace};
 
 /// The block maps of one ratio's sparse layers in a ubatch's graph.
@@ -178,8 +178,7 @@ fn qsa_inputs(bd: &mut Builder, ratio: u32) -> Result<QsaInputs> {
     let (n_kv, nt) = (bd.shape.n_kv as i64, bd.shape.n_tokens as i64);
     let r = i64::from(ratio);
     let n_blocks = (n_kv + r - 1) / r;
-    let mut input =
-        |ty, ne: &[i64], name: &str| bd.g.input(ty, ne, &format!("{name}_r{ratio}")).map_err(Error::from);
+    let mut input = |ty, ne: &[i64], name: &str| bd.g.input(ty, ne, &format!("{name}_r{ratio}")).map_err(Error::from);
     let inp = QsaInputs {
         ratio,
         cell_blk: input(I32, &[n_kv, ns], "qsa_cell_blk")?,
@@ -228,9 +227,8 @@ pub(super) fn qsa_top_k(bd: &mut Builder, il: usize, cur: TensorRef) -> Result<T
     let nb = members.nb();
     let mut pooled: Option<TensorRef> = None;
     for i in 0..r {
-        let slice = bd
-            .g
-            .view(members, &[d, n_blocks, ns], &[nb[2], nb[3]], i as usize * nb[1])?;
+        let slice =
+            bd.g.view(members, &[d, n_blocks, ns], &[nb[2], nb[3]], i as usize * nb[1])?;
         let slice = bd.g.cont(slice)?;
         pooled = Some(match pooled {
             Some(p) => bd.add(p, slice)?,
@@ -260,9 +258,8 @@ pub(super) fn qsa_top_k(bd: &mut Builder, il: usize, cur: TensorRef) -> Result<T
     let nb = score.nb();
     let mut summed: Option<TensorRef> = None;
     for h in 0..n_ih {
-        let slice = bd
-            .g
-            .view(score, &[n_blocks, tps, ns], &[nb[2], nb[3]], h as usize * nb[1])?;
+        let slice =
+            bd.g.view(score, &[n_blocks, tps, ns], &[nb[2], nb[3]], h as usize * nb[1])?;
         summed = Some(match summed {
             Some(s) => bd.add(s, slice)?,
             None => bd.g.cont(slice)?,

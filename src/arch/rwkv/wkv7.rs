@@ -44,15 +44,28 @@ pub(super) fn tensors(hp: &HParams, il: usize, hybrid: bool, specs: &mut Vec<Ten
         if x != "g" {
             specs.push(TensorSpec::new(b(&format!("time_mix_{x}0.weight")), &[e], true));
         }
-        specs.push(TensorSpec::matmul(b(&format!("time_mix_{x}1.weight")), &[e, rank], required));
-        specs.push(TensorSpec::matmul(b(&format!("time_mix_{x}2.weight")), &[rank, e], required));
+        specs.push(TensorSpec::matmul(
+            b(&format!("time_mix_{x}1.weight")),
+            &[e, rank],
+            required,
+        ));
+        specs.push(TensorSpec::matmul(
+            b(&format!("time_mix_{x}2.weight")),
+            &[rank, e],
+            required,
+        ));
     }
     let lerp = TensorSpec::new(b("time_mix_lerp_fused.weight"), &[e, 1, 1, 6], true);
     specs.push(if hybrid { lerp.or_shape(&[e, 1, 1, 5]) } else { lerp });
     for name in ["time_mix_k_k", "time_mix_k_a", "time_mix_r_k"] {
         specs.push(TensorSpec::new(b(&format!("{name}.weight")), &[e], true));
     }
-    for name in ["time_mix_key", "time_mix_value", "time_mix_receptance", "time_mix_output"] {
+    for name in [
+        "time_mix_key",
+        "time_mix_value",
+        "time_mix_receptance",
+        "time_mix_output",
+    ] {
         specs.push(TensorSpec::matmul(b(&format!("{name}.weight")), &[e, e], true));
     }
     specs.push(TensorSpec::new(b("time_mix_ln.weight"), &[e], !hybrid));

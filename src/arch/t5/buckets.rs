@@ -53,7 +53,8 @@ impl GraphInput for WithinUbatch {
 /// The encoder's bucket input (`pos_bucket_enc`).
 pub(super) fn within_ubatch(b: &mut Builder) -> Result<TensorRef> {
     let n = b.shape.n_tokens as i64;
-    let t = b.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n, n], "pos_bucket_enc")?;
+    let t =
+        b.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n, n], "pos_bucket_enc")?;
     b.inputs.add(WithinUbatch(t));
     Ok(t)
 }
@@ -86,7 +87,8 @@ impl GraphInput for OverCache {
 /// The decoder's bucket input (`pos_bucket_dec`).
 pub(super) fn over_cache(b: &mut Builder) -> Result<TensorRef> {
     let (n_kv, n) = (b.shape.n_kv as i64, b.shape.n_tokens as i64);
-    let t = b.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_kv, n], "pos_bucket_dec")?;
+    let t =
+        b.g.input(ggml_sys::ggml_type_GGML_TYPE_I32, &[n_kv, n], "pos_bucket_dec")?;
     b.inputs.add(OverCache(t));
     Ok(t)
 }

@@ -41,7 +41,8 @@ pub(super) fn inputs(b: &mut Builder) -> Result<Encoded> {
     let (n_embd, n_enc, n) = (i64::from(b.hp.n_embd), b.shape.n_enc as i64, b.shape.n_tokens as i64);
     let f32 = ggml_sys::ggml_type_GGML_TYPE_F32;
     let embd = b.g.input(f32, &[n_embd, n_enc], "cross_embd")?;
-    let mask = b.g.input(mask_type(b.params.flash_attn), &[n_enc, n], "cross_kq_mask")?;
+    let mask =
+        b.g.input(mask_type(b.params.flash_attn), &[n_enc, n], "cross_kq_mask")?;
     let enc = Encoded { embd, mask };
     b.inputs.add(enc);
     Ok(enc)
@@ -71,7 +72,11 @@ pub(super) fn attention(b: &mut Builder, il: usize, h: TensorRef, enc: Encoded) 
     let norm = b.weight(&w("norm"))?;
     let cur = b.rms_norm(h, norm)?;
     let cur = b.name(cur, "attn_norm_cross", l);
-    let (head, n_head, n_kv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
+    let (head, n_head, n_kv) = (
+        i64::from(hp.n_embd_head_k),
+        i64::from(hp.n_head[il]),
+        i64::from(hp.n_head_kv[il]),
+    );
     let n_enc = enc.embd.ne()[1];
     let mut proj = |name: &str, x: TensorRef, label: &str, shape: [i64; 3]| -> Result<TensorRef> {
         let wt = b.weight(&w(name))?;
