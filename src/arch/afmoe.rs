@@ -13,8 +13,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Afmoe;
 
@@ -23,36 +22,22 @@ pub struct Afmoe;
 const PERIOD: u32 = 4;
 
 impl ArchSpec for Afmoe {
-    fn name(&self) -> &'static str {
-        "afmoe"
-    }
-
-    fn about(&self) -> &'static str {
-        "Arcee Trinity: scaled embeddings, head norms, a sigmoid attention gate, norms around attention \
-            and FFN, sliding layers, every fourth layer unrotated, experts with a selection bias beside \
-            shared experts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_GATING, super::HELD_SWA_BASE_IF_WINDOW]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "afmoe",
+            about: "Arcee Trinity: scaled embeddings, head norms, a sigmoid attention gate, norms around attention \
+                and FFN, sliding layers, every fourth layer unrotated, experts with a selection bias beside \
+                shared experts.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+            ],
+            saved_rules: &[super::HELD_GATING, super::HELD_SWA_BASE_IF_WINDOW],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -8,7 +8,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 /// The xIELU keys, in the order of `HParams::xielu`'s four values.
 const XIELU_KEYS: [&str; 4] = ["xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"];
@@ -16,30 +16,18 @@ const XIELU_KEYS: [&str; 4] = ["xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "
 pub struct Apertus;
 
 impl ArchSpec for Apertus {
-    fn name(&self) -> &'static str {
-        "apertus"
-    }
-
-    fn about(&self) -> &'static str {
-        "Apertus: the Llama decoder with per-head query and key norms and an ungated xIELU FFN."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "xielu.alpha_n",
-            "xielu.alpha_p",
-            "xielu.beta",
-            "xielu.eps",
-        ]
-    }
-
-    fn saved(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "apertus",
+            about: "Apertus: the Llama decoder with per-head query and key norms and an ungated xIELU FFN.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &["xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"],
+            ],
+            saved: false,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

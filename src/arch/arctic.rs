@@ -9,7 +9,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Arctic;
 
@@ -19,20 +19,13 @@ const MOE: Moe = Moe {
 };
 
 impl ArchSpec for Arctic {
-    fn name(&self) -> &'static str {
-        "arctic"
-    }
-
-    fn about(&self) -> &'static str {
-        "A dense FFN beside experts on the layer input."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "arctic",
+            about: "A dense FFN beside experts on the layer input.",
+            read_keys: &[super::READS_RMS_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

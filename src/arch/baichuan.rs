@@ -8,8 +8,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Baichuan;
 
@@ -17,24 +16,14 @@ const LAYERS_7B: u32 = 32;
 const LAYERS_13B: u32 = 40;
 
 impl ArchSpec for Baichuan {
-    fn name(&self) -> &'static str {
-        "baichuan"
-    }
-
-    fn about(&self) -> &'static str {
-        "Its 7B rotates, its 13B uses ALiBi."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_ALIBI]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "baichuan",
+            about: "Its 7B rotates, its 13B uses ALiBi.",
+            read_keys: &[super::READS_RMS_EPS],
+            saved_rules: &[super::HELD_ALIBI],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

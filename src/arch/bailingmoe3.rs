@@ -15,59 +15,43 @@ use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec};
 
 pub struct BailingMoe3;
 
 impl ArchSpec for BailingMoe3 {
-    fn name(&self) -> &'static str {
-        "bailingmoe3"
-    }
-
-    fn about(&self) -> &'static str {
-        "Ling 3: Kimi delta attention layers with full-rank decay and output-gate projections and a safe \
-            gate, beside rotated absorbed latent attention gated per head, M-RoPE where the file gives \
-            sections; SwiGLU limits on experts and the other FFNs in llama.cpp's split form; rollback \
-            snapshots kept; multi-token-prediction layers refused."
-    }
-
-    fn rope_type(&self) -> i32 {
-        crate::ggml::ROPE_NORMAL
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "swiglu_clamp_exp",
-            "swiglu_clamp_shexp",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.q_lora_rank",
-            "attention.kv_lora_rank",
-            "attention.key_length_mla",
-            "attention.value_length_mla",
-            "rope.dimension_sections",
-            "ssm.conv_kernel",
-            "kda.head_dim",
-            "kda.safe_gate",
-            "kda.gate_lower_bound",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[("kda.safe_gate", Rule::Bool(true))]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("ssm_norm.weight", "ssm_o_norm"),
-            ("layer_output_norm.weight", "nextn.shared_head_norm"),
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "bailingmoe3",
+            about: "Ling 3: Kimi delta attention layers with full-rank decay and output-gate projections and a safe \
+                gate, beside rotated absorbed latent attention gated per head, M-RoPE where the file gives \
+                sections; SwiGLU limits on experts and the other FFNs in llama.cpp's split form; rollback \
+                snapshots kept; multi-token-prediction layers refused.",
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_MLA,
+                super::READS_RMS_EPS,
+                &[
+                    "expert_shared_feed_forward_length",
+                    "swiglu_clamp_exp",
+                    "swiglu_clamp_shexp",
+                    "rope.dimension_sections",
+                    "ssm.conv_kernel",
+                    "kda.head_dim",
+                    "kda.safe_gate",
+                    "kda.gate_lower_bound",
+                ],
+            ],
+            saved_rules: &[("kda.safe_gate", Rule::Bool(true))],
+            layer_members: &[
+                ("ssm_norm.weight", "ssm_o_norm"),
+                ("layer_output_norm.weight", "nextn.shared_head_norm"),
+            ],
+            memory: Memory::Hybrid,
+            rollback: true,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -114,14 +98,6 @@ impl ArchSpec for BailingMoe3 {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         kimi_linear::hybrid_tensors(hp, kimi_linear::KdaTensors::Bailing, latent_tensors)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
     }
 }
 

@@ -10,22 +10,30 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 /// A member of the family whose facts are BERT's but for its name, note, sizes and `Variant`
 /// (BERT itself, Nomic BERT, Jina BERT v3).
 pub struct Member {
-    pub name: &'static str,
-    pub about: &'static str,
+    pub facts: Facts,
     pub variant: Variant,
     /// llama.cpp's size label of a model of this many layers (and width).
     pub size_label: fn(&HParams) -> &'static str,
 }
 
+/// What an encoder of the family is: an encoder reading its layer norms' epsilon.
+pub const LAYER_NORMED: Facts = Facts {
+    read_keys: &[super::READS_NORM_EPS],
+    ..super::ENCODER
+};
+
 pub const BERT: Member = Member {
-    name: "bert",
-    about: "An encoder (BGE-style embedding models and rerankers): no cache, `llama_encode`, which \
-        `llama_decode` calls for it as llama.cpp does; one ubatch per batch.",
+    facts: Facts {
+        name: "bert",
+        about: "An encoder (BGE-style embedding models and rerankers): no cache, `llama_encode`, which \
+            `llama_decode` calls for it as llama.cpp does; one ubatch per batch.",
+        ..LAYER_NORMED
+    },
     variant: PLAIN,
     size_label: |hp| match (hp.n_layer, hp.n_embd) {
         (3, _) => "17M",
@@ -38,28 +46,8 @@ pub const BERT: Member = Member {
 };
 
 impl ArchSpec for Member {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_epsilon"]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
-    }
-
-    fn has_output_head(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

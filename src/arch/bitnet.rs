@@ -9,7 +9,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 /// The projections, each with the optional scale llama.cpp's loader makes beside it (so its
 /// generic pass makes only their input scales, which it loads and leaves unused).
@@ -26,29 +26,17 @@ const PROJECTIONS: [&str; 7] = [
 pub struct BitNet;
 
 impl ArchSpec for BitNet {
-    fn name(&self) -> &'static str {
-        "bitnet"
-    }
-
-    fn about(&self) -> &'static str {
-        "BitNet b1.58: the Llama decoder with norms before the attention's and the FFN's output projections, \
-            per-tensor weight scales, the head tied to the embeddings."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
-    }
-
-    fn saved(&self) -> bool {
-        false
-    }
-
-    fn unscaled_weights(&self) -> &'static [&'static str] {
-        &PROJECTIONS
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "bitnet",
+            about: "BitNet b1.58: the Llama decoder with norms before the attention's and the FFN's output \
+                projections, per-tensor weight scales, the head tied to the embeddings.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS],
+            saved: false,
+            unscaled_weights: &PROJECTIONS,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

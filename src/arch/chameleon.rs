@@ -10,8 +10,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 /// The epsilon of the query and key norms llama.cpp fixes (PyTorch's default).
 const QK_NORM_EPS: f32 = 1e-5;
@@ -21,25 +20,15 @@ const IMAGE_TOKENS: (usize, i64) = (4, 8196 - 4);
 pub struct Chameleon;
 
 impl ArchSpec for Chameleon {
-    fn name(&self) -> &'static str {
-        "chameleon"
-    }
-
-    fn about(&self) -> &'static str {
-        "The Llama decoder with per-head query and key layer norms, the block norms optionally after attention \
-            and FFN (`swin_norm`), the image tokens' logits masked in the first output row."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon", "swin_norm"]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_NORM_EPS]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "chameleon",
+            about: "The Llama decoder with per-head query and key layer norms, the block norms optionally after \
+                attention and FFN (`swin_norm`), the image tokens' logits masked in the first output row.",
+            read_keys: &[super::READS_RMS_EPS, &["swin_norm"]],
+            saved_rules: &[super::HELD_NORM_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -8,25 +8,18 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct ChatGlm;
 
 impl ArchSpec for ChatGlm {
-    fn name(&self) -> &'static str {
-        "chatglm"
-    }
-
-    fn about(&self) -> &'static str {
-        "Partial rotation, fused gate and up."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "chatglm",
+            about: "Partial rotation, fused gate and up.",
+            read_keys: &[super::READS_RMS_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

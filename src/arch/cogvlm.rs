@@ -12,26 +12,20 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct CogVlm;
 
 impl ArchSpec for CogVlm {
-    fn name(&self) -> &'static str {
-        "cogvlm"
-    }
-
-    fn about(&self) -> &'static str {
-        "CogVLM's language model: a fused projection, NeoX at ggml's default rotation, vision weights \
-            loaded for text; llama.cpp's first `n_outputs` rows handed back."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "cogvlm",
+            about: "CogVLM's language model: a fused projection, NeoX at ggml's default rotation, vision weights \
+                loaded for text; llama.cpp's first `n_outputs` rows handed back.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -16,15 +16,10 @@ use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Cohere {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
-    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
-    reads: &'static [&'static str],
+    facts: Facts,
     /// Sliding layers (which alone rotate) and FFN scales: Cohere 2.
     sliding: bool,
     /// Experts after leading dense layers: Cohere 2 MoE.
@@ -33,46 +28,45 @@ pub struct Cohere {
 }
 
 pub const COMMAND_R: Cohere = Cohere {
-    name: "command-r",
-    about: "Attention and FFN from one norm without bias, tied head, logit scale.",
-    reads: &["logit_scale", "attention.layer_norm_epsilon"],
+    facts: Facts {
+        name: "command-r",
+        about: "Attention and FFN from one norm without bias, tied head, logit scale.",
+        read_keys: &[super::READS_NORM_EPS, &["logit_scale"]],
+        ..Facts::BASE
+    },
     sliding: false,
     experts: false,
     sizes: &[(40, "35B")],
 };
 
 pub const COHERE2: Cohere = Cohere {
-    name: "cohere2",
-    about: "Command-R's layers; only the sliding layers rotate.",
-    reads: &[
-        "logit_scale",
-        "attention.layer_norm_epsilon",
-        "attention.sliding_window",
-        "rope.freq_base_swa",
-    ],
+    facts: Facts {
+        name: "cohere2",
+        about: "Command-R's layers; only the sliding layers rotate.",
+        read_keys: &[super::READS_NORM_EPS, super::READS_SLIDING, &["logit_scale"]],
+        ..Facts::BASE
+    },
     sliding: true,
     experts: false,
     sizes: &[(32, "8B")],
 };
 
 pub const COHERE2MOE: Cohere = Cohere {
-    name: "cohere2moe",
-    about: "Cohere 2's layers with RMS norms, rotating leading dense layers, sigmoid-routed experts averaged \
+    facts: Facts {
+        name: "cohere2moe",
+        about: "Cohere 2's layers with RMS norms, rotating leading dense layers, sigmoid-routed experts averaged \
         with shared experts; multi-token-prediction layers refused.",
-    reads: &[
-        "leading_dense_block_count",
-        "expert_feed_forward_length",
-        "expert_shared_feed_forward_length",
-        "expert_shared_count",
-        "expert_weights_scale",
-        "expert_weights_norm",
-        "expert_gating_func",
-        "logit_scale",
-        "attention.layer_norm_epsilon",
-        "attention.layer_norm_rms_epsilon",
-        "attention.sliding_window",
-        "rope.freq_base_swa",
-    ],
+        read_keys: &[
+            super::READS_SHARED_MOE,
+            super::READS_GATING,
+            super::READS_RMS_EPS,
+            super::READS_NORM_EPS,
+            super::READS_SLIDING,
+            &["expert_shared_feed_forward_length", "logit_scale"],
+        ],
+        saved_rules: &[super::HELD_GATING],
+        ..Facts::BASE
+    },
     sliding: true,
     experts: true,
     sizes: &[(49, "30B.A3B")],
@@ -85,27 +79,8 @@ const SWA_PERIOD: u32 = 4;
 const HEAD_NORM_LAYERS: u32 = 64;
 
 impl ArchSpec for Cohere {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        self.reads
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        match self.experts {
-            true => &[super::HELD_GATING],
-            false => &[],
-        }
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -9,7 +9,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Dbrx;
 
@@ -19,20 +19,14 @@ const EXPERTS: Moe = Moe {
 };
 
 impl ArchSpec for Dbrx {
-    fn name(&self) -> &'static str {
-        "dbrx"
-    }
-
-    fn about(&self) -> &'static str {
-        "Clamped fused projection, layer norms, experts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.clamp_kqv", "attention.layer_norm_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "dbrx",
+            about: "Clamped fused projection, layer norms, experts.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_NORM_EPS, &["attention.clamp_kqv"]],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

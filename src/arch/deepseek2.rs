@@ -16,6 +16,7 @@
 
 use super::created::{dense_lead, layered, sparse_ffn, HEAD, SHARED_GDU};
 use super::minicpm3;
+use super::{READS_GATING, READS_INDEXER, READS_MLA, READS_RMS_EPS, READS_SHARED_MOE};
 use crate::error::{Error, Result};
 use crate::ggml::{TensorRef, ROPE_NEOX, ROPE_NORMAL};
 use crate::gguf::Value;
@@ -23,12 +24,10 @@ use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::saver::{self, Rule};
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct DeepSeek2 {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
+    facts: Facts,
     variant: Variant,
 }
 
@@ -51,33 +50,80 @@ impl Variant {
 }
 
 pub const DEEPSEEK2: DeepSeek2 = DeepSeek2 {
-    name: "deepseek2",
-    about: "DeepSeek V2/V3 and R1: latent attention absorbed as llama.cpp absorbs it in the MLA files (a \
-        keys-only cache holding one latent per token plus the rotated part, queries taken into latent space, \
-        values read from the cached latent and widened per head) or decompressed per head in older files; \
-        the lite models' direct query projection; YaRN's magnitude pre-applied to the attention scale; \
-        leading dense layers, then experts routed as the file says beside shared experts; attention \
-        temperature tuning where the file asks; multi-token-prediction layers refused.",
+    facts: Facts {
+        name: "deepseek2",
+        about: "DeepSeek V2/V3 and R1: latent attention absorbed as llama.cpp absorbs it in the MLA files (a \
+            keys-only cache holding one latent per token plus the rotated part, queries taken into latent space, \
+            values read from the cached latent and widened per head) or decompressed per head in older files; \
+            the lite models' direct query projection; YaRN's magnitude pre-applied to the attention scale; \
+            leading dense layers, then experts routed as the file says beside shared experts; attention \
+            temperature tuning where the file asks; multi-token-prediction layers refused.",
+        read_keys: &[
+            READS_SHARED_MOE,
+            READS_GATING,
+            READS_RMS_EPS,
+            READS_MLA,
+            READS_TEMPERATURE,
+        ],
+        saved_rules: &[HELD_TEMPERATURE_LENGTH, HELD_YARN_LOG_MUL, super::HELD_GATING],
+        ..Facts::BASE
+    },
     variant: Variant::DeepSeek2,
 };
+
 pub const MISTRAL4: DeepSeek2 = DeepSeek2 {
-    name: "mistral4",
-    about: "Mistral 4: DeepSeek V2/V3's layers and latent attention (`deepseek2`); attention temperature tuning \
-        as Mistral Large's files ask.",
+    facts: Facts {
+        name: "mistral4",
+        about: "Mistral 4: DeepSeek V2/V3's layers and latent attention (`deepseek2`); attention temperature tuning \
+            as Mistral Large's files ask.",
+        ..DEEPSEEK2.facts
+    },
     variant: Variant::Mistral4,
 };
+
 pub const DEEPSEEK32: DeepSeek2 = DeepSeek2 {
-    name: "deepseek32",
-    about: "DeepSeek V3.2: DeepSeek 3's layers with sparse attention (a lightning indexer scores every cached \
-        cell from small query heads against one Hadamard-rotated key per token, kept in its own cache \
-        section, and attention sees only the best `top_k` cells); every FFN product scaled by its weight's \
-        scale.",
+    facts: Facts {
+        name: "deepseek32",
+        about: "DeepSeek V3.2: DeepSeek 3's layers with sparse attention (a lightning indexer scores every cached \
+            cell from small query heads against one Hadamard-rotated key per token, kept in its own cache \
+            section, and attention sees only the best `top_k` cells); every FFN product scaled by its weight's \
+            scale.",
+        read_keys: &[
+            READS_SHARED_MOE,
+            READS_GATING,
+            READS_RMS_EPS,
+            READS_MLA,
+            READS_INDEXER,
+            &["rope.dimension_sections", "rope.scaling.yarn_log_multiplier"],
+        ],
+        saved_rules: &[HELD_TEMPERATURE_LENGTH, HELD_YARN_LOG_MUL, super::HELD_NORM_EPS],
+        ..Facts::BASE
+    },
     variant: Variant::DeepSeek32,
 };
+
 pub const GLM_DSA: DeepSeek2 = DeepSeek2 {
-    name: "glm-dsa",
-    about: "GLM 5: DeepSeek V3.2's layers, its indexer rotating plainly, \"shared\" indexer layers reusing the \
-        last full layer's picks.",
+    facts: Facts {
+        name: "glm-dsa",
+        about: "GLM 5: DeepSeek V3.2's layers, its indexer rotating plainly, \"shared\" indexer layers reusing the \
+            last full layer's picks.",
+        read_keys: &[
+            READS_SHARED_MOE,
+            READS_GATING,
+            READS_RMS_EPS,
+            READS_MLA,
+            READS_INDEXER,
+            &["attention.indexer.types", "rope.dimension_sections"],
+        ],
+        saved_rules: &[
+            (
+                "attention.indexer.types",
+                Rule::Held(|f| saver::flags(&f.hp.indexer.layers[..f.n_layer])),
+            ),
+            super::HELD_GATING,
+        ],
+        ..Facts::BASE
+    },
     variant: Variant::GlmDsa,
 };
 
@@ -96,92 +142,21 @@ const HELD_YARN_LOG_MUL: (&str, Rule) = (
     Rule::Held(|f| Value::F32(f.hp.rope_yarn_log_mul)),
 );
 
+/// What DeepSeek V2/V3 and Mistral 4 read beside the others: attention temperature tuning and
+/// YaRN's log multiplier.
+const READS_TEMPERATURE: &[&str] = &[
+    "attention.temperature_length",
+    "attention.temperature_scale",
+    "rope.scaling.yarn_log_multiplier",
+];
+
 impl ArchSpec for DeepSeek2 {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        match self.variant {
-            Variant::DeepSeek2 | Variant::Mistral4 => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "expert_weights_norm",
-                "expert_gating_func",
-                "attention.layer_norm_rms_epsilon",
-                "attention.q_lora_rank",
-                "attention.kv_lora_rank",
-                "attention.temperature_length",
-                "attention.temperature_scale",
-                "attention.key_length_mla",
-                "attention.value_length_mla",
-                "rope.scaling.yarn_log_multiplier",
-            ],
-            Variant::DeepSeek32 => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "expert_weights_norm",
-                "expert_gating_func",
-                "attention.layer_norm_rms_epsilon",
-                "attention.q_lora_rank",
-                "attention.kv_lora_rank",
-                "attention.key_length_mla",
-                "attention.value_length_mla",
-                "attention.indexer.head_count",
-                "attention.indexer.key_length",
-                "attention.indexer.top_k",
-                "rope.dimension_sections",
-                "rope.scaling.yarn_log_multiplier",
-            ],
-            Variant::GlmDsa => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "expert_weights_norm",
-                "expert_gating_func",
-                "attention.layer_norm_rms_epsilon",
-                "attention.q_lora_rank",
-                "attention.kv_lora_rank",
-                "attention.key_length_mla",
-                "attention.value_length_mla",
-                "attention.indexer.head_count",
-                "attention.indexer.key_length",
-                "attention.indexer.top_k",
-                "attention.indexer.types",
-                "rope.dimension_sections",
-            ],
-        }
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        match self.variant {
-            Variant::DeepSeek2 | Variant::Mistral4 => &[HELD_TEMPERATURE_LENGTH, HELD_YARN_LOG_MUL, super::HELD_GATING],
-            Variant::DeepSeek32 => &[HELD_TEMPERATURE_LENGTH, HELD_YARN_LOG_MUL, super::HELD_NORM_EPS],
-            Variant::GlmDsa => &[
-                (
-                    "attention.indexer.types",
-                    Rule::Held(|f| saver::flags(&f.hp.indexer.layers[..f.n_layer])),
-                ),
-                super::HELD_GATING,
-            ],
-        }
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        let key = |k: &str| format!("{}.{k}", self.name);
+        let key = |k: &str| format!("{}.{k}", self.facts.name);
         hp.rms_eps = meta.f32(&key("attention.layer_norm_rms_epsilon"))?;
         super::refuse_mtp(meta, hp)?;
         hp.n_layer_dense_lead = meta.u32_opt(&key("leading_dense_block_count"))?.unwrap_or(0);
@@ -377,7 +352,7 @@ impl DeepSeek2 {
     /// has one in every layer, rotated as NeoX does; GLM 5 where `attention.indexer.types` says
     /// (every layer before GLM 5.2, a pattern in 5.2's), rotated as the model is (plainly).
     fn load_indexer(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
-        let name = self.name;
+        let name = self.facts.name;
         if !hp.kv_latent() {
             return Err(Error::model(format!(
                 "{name} needs absorbed latent attention (attention.key_length_mla and value_length_mla)"
@@ -541,7 +516,7 @@ impl Decoder for DeepSeek2 {
             // Sparse attention's indexer scores the cells from the queries' latent.
             let (q, picks) = if self.variant.sparse() {
                 let qr = query_latent(b, il, cur)?
-                    .ok_or_else(|| Error::model(format!("{} needs low-rank queries (attn_q_a)", self.name)))?;
+                    .ok_or_else(|| Error::model(format!("{} needs low-rank queries (attn_q_a)", self.facts.name)))?;
                 if hp.indexer.keeps(il) {
                     last_picks = Some(b.lightning_top_k(il, cur, qr)?);
                 }

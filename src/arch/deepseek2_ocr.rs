@@ -11,8 +11,7 @@ use crate::ggml::{TensorRef, ROPE_NEOX};
 use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct DeepSeek2Ocr;
 
@@ -20,33 +19,16 @@ pub struct DeepSeek2Ocr;
 const FREQ_BASE: f32 = 10000.0;
 
 impl ArchSpec for DeepSeek2Ocr {
-    fn name(&self) -> &'static str {
-        "deepseek2-ocr"
-    }
-
-    fn about(&self) -> &'static str {
-        "DeepSeek-OCR's language model: DeepSeek V2's leading dense layers and softmax-routed experts beside \
-         shared ones, under plain multi-head attention rotated as NeoX does at the base frequency 10000 only."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_GATING]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "deepseek2-ocr",
+            about: "DeepSeek-OCR's language model: DeepSeek V2's leading dense layers and softmax-routed experts \
+                beside shared ones, under plain multi-head attention rotated as NeoX does at the base frequency 10000 \
+                only.",
+            read_keys: &[super::READS_SHARED_MOE, super::READS_GATING, super::READS_RMS_EPS],
+            saved_rules: &[super::HELD_GATING],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -21,74 +21,63 @@ use crate::kv::compressed::Kind;
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::{self, Rule};
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec};
 
 pub struct Deepseek4;
 
 impl ArchSpec for Deepseek4 {
-    fn name(&self) -> &'static str {
-        "deepseek4"
-    }
-
-    fn about(&self) -> &'static str {
-        "DeepSeek-V4: one key per token, also its value, its last dimensions rotated, attended through a \
-            sliding window with sinks; most layers also compress their keys by 4 (a lightning indexer over \
-            keys it compresses alike picking the rows each token sees) or by 128, in compressed caches \
-            beside the window; heads rotated back after attention and projected out through grouped low-rank \
-            matrices; GLM5-Next's hyper-connections and HY-V4's head gates; experts scored by sqrt(softplus) \
-            beside a shared one, the first layers routing each token by a fixed table; rollback snapshots \
-            kept; keys cannot be shifted, as in llama.cpp."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "swiglu_clamp_exp",
-            "swiglu_clamp_shexp",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.q_lora_rank",
-            "attention.sliding_window",
-            "attention.indexer.head_count",
-            "attention.indexer.key_length",
-            "attention.indexer.top_k",
-            "attention.output_group_count",
-            "attention.output_lora_rank",
-            "attention.compress_rope_freq_base",
-            "attention.compress_ratios",
-            "hyper_connection.count",
-            "hyper_connection.sinkhorn_iterations",
-            "hyper_connection.epsilon",
-            "hash_layer_count",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            // The shared experts' clamp defaults to the routed experts'.
-            (
-                "swiglu_clamp_shexp",
-                Rule::Held(|f| {
-                    let mut clamp = f.hp.swiglu_clamp_shexp.clone();
-                    clamp.resize(f.n_layer_all, 0.0);
-                    Value::Array(Array::F32(clamp))
-                }),
-            ),
-            super::HELD_EMBD_OUT,
-            // llama.cpp reads the ratios as one whole array.
-            ("attention.compress_ratios", Rule::Held(saver::whole_compress_ratios)),
-        ]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("attn_kv_a_norm.weight", "attn_kv_norm")]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "deepseek4",
+            about: "DeepSeek-V4: one key per token, also its value, its last dimensions rotated, attended through a \
+                sliding window with sinks; most layers also compress their keys by 4 (a lightning indexer over \
+                keys it compresses alike picking the rows each token sees) or by 128, in compressed caches \
+                beside the window; heads rotated back after attention and projected out through grouped low-rank \
+                matrices; GLM5-Next's hyper-connections and HY-V4's head gates; experts scored by sqrt(softplus) \
+                beside a shared one, the first layers routing each token by a fixed table; rollback snapshots \
+                kept; keys cannot be shifted, as in llama.cpp.",
+            read_keys: &[
+                super::READS_GATING,
+                super::READS_INDEXER,
+                super::READS_RMS_EPS,
+                &[
+                    "expert_feed_forward_length",
+                    "swiglu_clamp_exp",
+                    "swiglu_clamp_shexp",
+                    "expert_shared_count",
+                    "expert_weights_scale",
+                    "attention.q_lora_rank",
+                    "attention.sliding_window",
+                    "attention.output_group_count",
+                    "attention.output_lora_rank",
+                    "attention.compress_rope_freq_base",
+                    "attention.compress_ratios",
+                    "hyper_connection.count",
+                    "hyper_connection.sinkhorn_iterations",
+                    "hyper_connection.epsilon",
+                    "hash_layer_count",
+                ],
+            ],
+            saved_rules: &[
+                // The shared experts' clamp defaults to the routed experts'.
+                (
+                    "swiglu_clamp_shexp",
+                    Rule::Held(|f| {
+                        let mut clamp = f.hp.swiglu_clamp_shexp.clone();
+                        clamp.resize(f.n_layer_all, 0.0);
+                        Value::Array(Array::F32(clamp))
+                    }),
+                ),
+                super::HELD_EMBD_OUT,
+                // llama.cpp reads the ratios as one whole array.
+                ("attention.compress_ratios", Rule::Held(saver::whole_compress_ratios)),
+            ],
+            layer_members: &[("attn_kv_a_norm.weight", "attn_kv_norm")],
+            memory: Memory::Compressed,
+            rollback: true,
+            reports_window: false,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -248,18 +237,6 @@ impl ArchSpec for Deepseek4 {
             }
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Compressed
-    }
-
-    fn rollback(&self) -> bool {
-        true
-    }
-
-    fn reports_window(&self) -> bool {
-        false
     }
 }
 

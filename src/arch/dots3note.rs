@@ -15,54 +15,35 @@ use crate::ggml::{TensorRef, ROPE_NEOX};
 use crate::graph::{is_sliding, Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Dots3Note;
 
 impl ArchSpec for Dots3Note {
-    fn name(&self) -> &'static str {
-        "dots3note"
-    }
-
-    fn about(&self) -> &'static str {
-        "dots.llm3: sparse latent attention on the full layers, latent attention through a sliding window \
-            on the others, a normed shared key part, a sigmoid gate per head; sliding layers with a latent \
-            of another width refused."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.q_lora_rank",
-            "attention.kv_lora_rank",
-            "attention.sliding_window",
-            "attention.sliding_window_pattern",
-            "attention.key_length_mla",
-            "attention.value_length_mla",
-            "attention.key_length_mla_swa",
-            "attention.value_length_mla_swa",
-            "attention.kv_lora_rank_swa",
-            "attention.indexer.head_count",
-            "attention.indexer.key_length",
-            "attention.indexer.top_k",
-            "attention.indexer.types",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_NORM_EPS]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "dots3note",
+            about: "dots.llm3: sparse latent attention on the full layers, latent attention through a sliding window \
+                on the others, a normed shared key part, a sigmoid gate per head; sliding layers with a latent \
+                of another width refused.",
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_MLA,
+                super::READS_INDEXER,
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &[
+                    "attention.sliding_window_pattern",
+                    "attention.key_length_mla_swa",
+                    "attention.value_length_mla_swa",
+                    "attention.kv_lora_rank_swa",
+                    "attention.indexer.types",
+                ],
+            ],
+            saved_rules: &[super::HELD_NORM_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

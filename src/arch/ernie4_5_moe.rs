@@ -11,32 +11,27 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Ernie45Moe;
 
 impl ArchSpec for Ernie45Moe {
-    fn name(&self) -> &'static str {
-        "ernie4_5-moe"
-    }
-
-    fn about(&self) -> &'static str {
-        "ERNIE 4.5 with experts: leading dense layers, experts with a selection bias and a shared expert."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "interleave_moe_layer_step",
-            "attention.layer_norm_rms_epsilon",
-            "rope.dimension_sections",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "ernie4_5-moe",
+            about: "ERNIE 4.5 with experts: leading dense layers, experts with a selection bias and a shared expert.",
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &[
+                    "leading_dense_block_count",
+                    "expert_feed_forward_length",
+                    "expert_shared_feed_forward_length",
+                    "interleave_moe_layer_step",
+                    "rope.dimension_sections",
+                ],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

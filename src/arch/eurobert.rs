@@ -8,34 +8,19 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct EuroBert;
 
 impl ArchSpec for EuroBert {
-    fn name(&self) -> &'static str {
-        "eurobert"
-    }
-
-    fn about(&self) -> &'static str {
-        "An encoder in the Llama decoder's shape (RMS pre-norms, rotation, SwiGLU): no cache, \
-            `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one ubatch per batch."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
-    }
-
-    fn has_output_head(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "eurobert",
+            about: "An encoder in the Llama decoder's shape (RMS pre-norms, rotation, SwiGLU): no cache, \
+                `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one ubatch per batch.",
+            read_keys: &[super::READS_RMS_EPS],
+            ..super::ENCODER
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

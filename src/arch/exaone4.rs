@@ -10,7 +10,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Exaone4;
 
@@ -20,24 +20,14 @@ const DEFAULT_WINDOW: u32 = 4096;
 const SWA_PERIOD: u32 = 4;
 
 impl ArchSpec for Exaone4 {
-    fn name(&self) -> &'static str {
-        "exaone4"
-    }
-
-    fn about(&self) -> &'static str {
-        "Post-norms, head norms; the 32B's sliding layers alone rotate."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "exaone4",
+            about: "Post-norms, head norms; the 32B's sliding layers alone rotate.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, super::READS_SLIDING],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -11,7 +11,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct ExaoneMoe;
 
@@ -19,32 +19,21 @@ pub struct ExaoneMoe;
 const DEFAULT_SWA_PERIOD: u32 = 4;
 
 impl ArchSpec for ExaoneMoe {
-    fn name(&self) -> &'static str {
-        "exaone-moe"
-    }
-
-    fn about(&self) -> &'static str {
-        "Head norms, only sliding layers rotating, leading dense layers, experts beside a shared expert; \
-            multi-token-prediction layers refused."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "exaone-moe",
+            about: "Head norms, only sliding layers rotating, leading dense layers, experts beside a shared expert; \
+                multi-token-prediction layers refused.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["expert_shared_feed_forward_length"],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -10,32 +10,20 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NEOX};
 
 pub struct FalconH1;
 
 impl ArchSpec for FalconH1 {
-    fn name(&self) -> &'static str {
-        "falcon-h1"
-    }
-
-    fn about(&self) -> &'static str {
-        "A hybrid: attention and Mamba-2 side by side in every layer."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
-            "ssm.group_count",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "falcon-h1",
+            about: "A hybrid: attention and Mamba-2 side by side in every layer.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_SSM, super::READS_RMS_EPS, &["ssm.group_count"]],
+            memory: Memory::Hybrid,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -86,10 +74,6 @@ impl ArchSpec for FalconH1 {
             super::ffn_bias_tensors(hp, il, &mut specs);
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
     }
 }
 

@@ -10,7 +10,7 @@ use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Gemma2;
 
@@ -21,33 +21,22 @@ const DEFAULT_ATTN_SOFTCAP: f32 = 50.0;
 const DEFAULT_FINAL_SOFTCAP: f32 = 30.0;
 
 impl ArchSpec for Gemma2 {
-    fn name(&self) -> &'static str {
-        "gemma2"
-    }
-
-    fn about(&self) -> &'static str {
-        "Gemma 2: soft-capped attention and logits, every other layer sliding."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attn_logit_softcapping",
-            "final_logit_softcapping",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            ("attention.scale", Rule::Held(|f| Value::F32(f.hp.attn_scale))),
-            ("attention.sliding_window", Rule::U32(DEFAULT_WINDOW)),
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "gemma2",
+            about: "Gemma 2: soft-capped attention and logits, every other layer sliding.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["attn_logit_softcapping", "final_logit_softcapping"],
+            ],
+            saved_rules: &[
+                ("attention.scale", Rule::Held(|f| Value::F32(f.hp.attn_scale))),
+                ("attention.sliding_window", Rule::U32(DEFAULT_WINDOW)),
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

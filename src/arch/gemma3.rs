@@ -10,43 +10,29 @@ use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Gemma3;
 
 impl ArchSpec for Gemma3 {
-    fn name(&self) -> &'static str {
-        "gemma3"
-    }
-
-    fn about(&self) -> &'static str {
-        "Gemma 3: sliding-window attention on most layers, query and key norms, post-attention and \
-            post-FFN norms."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "final_logit_softcapping",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            ("final_logit_softcapping", Rule::F32(0.0)),
-            // llama.cpp computes the attention scale whatever the file says; it tells the 27B by
-            // its layers without next-token-prediction ones.
-            (
-                "attention.scale",
-                Rule::Held(|f| Value::F32(query_scale(f.hp, f.n_layer == 62))),
-            ),
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "gemma3",
+            about: "Gemma 3: sliding-window attention on most layers, query and key norms, post-attention and \
+                post-FFN norms.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, super::READS_SLIDING, &["final_logit_softcapping"]],
+            saved_rules: &[
+                ("final_logit_softcapping", Rule::F32(0.0)),
+                // llama.cpp computes the attention scale whatever the file says; it tells the 27B by
+                // its layers without next-token-prediction ones.
+                (
+                    "attention.scale",
+                    Rule::Held(|f| Value::F32(query_scale(f.hp, f.n_layer == 62))),
+                ),
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -10,7 +10,7 @@ use crate::ggml::{row_size, TensorRef};
 use crate::graph::{is_sliding, Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Gemma3n;
 
@@ -34,30 +34,17 @@ const LOGIT_CAP: f32 = 30.0;
 const DEFAULT_SWA_PERIOD: u32 = 5;
 
 impl ArchSpec for Gemma3n {
-    fn name(&self) -> &'static str {
-        "gemma3n"
-    }
-
-    fn about(&self) -> &'static str {
-        "Gemma 3n: Gemma 3's layers inside AltUp (four residual streams predicted and corrected \
-            around each layer), LAuReL, per-layer embeddings, activation sparsity in the first \
-            FFNs, and its last layers attending over earlier layers' caches."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "gemma3n",
+            about: "Gemma 3n: Gemma 3's layers inside AltUp (four residual streams predicted and corrected \
+                around each layer), LAuReL, per-layer embeddings, activation sparsity in the first \
+                FFNs, and its last layers attending over earlier layers' caches.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, super::READS_SLIDING],
+            saved: false,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -12,7 +12,7 @@ use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NEOX};
 
 pub struct GemmaEmbedding;
 
@@ -20,45 +20,34 @@ pub struct GemmaEmbedding;
 const DEFAULT_SWA_PERIOD: u32 = 6;
 
 impl ArchSpec for GemmaEmbedding {
-    fn name(&self) -> &'static str {
-        "gemma-embedding"
-    }
-
-    fn about(&self) -> &'static str {
-        "EmbeddingGemma: Gemma 3's layers as an encoder, sliding windows reaching both ways, dense \
-            projections after pooling: no cache, `llama_encode`, which `llama_decode` calls for it as \
-            llama.cpp does; one ubatch per batch."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-            "dense_2_feat_in",
-            "dense_2_feat_out",
-            "dense_3_feat_in",
-            "dense_3_feat_out",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            // llama.cpp's loader makes the model non-causal and sets the query scale itself.
-            super::HELD_CAUSAL,
-            (
-                "attention.scale",
-                Rule::Held(|f| Value::F32(1.0 / (f.hp.n_embd_head_k as f32).sqrt())),
-            ),
-        ]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "gemma-embedding",
+            about: "EmbeddingGemma: Gemma 3's layers as an encoder, sliding windows reaching both ways, dense \
+                projections after pooling: no cache, `llama_encode`, which `llama_decode` calls for it as \
+                llama.cpp does; one ubatch per batch.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &[
+                    "dense_2_feat_in",
+                    "dense_2_feat_out",
+                    "dense_3_feat_in",
+                    "dense_3_feat_out",
+                ],
+            ],
+            saved_rules: &[
+                // llama.cpp's loader makes the model non-causal and sets the query scale itself.
+                super::HELD_CAUSAL,
+                (
+                    "attention.scale",
+                    Rule::Held(|f| Value::F32(1.0 / (f.hp.n_embd_head_k as f32).sqrt())),
+                ),
+            ],
+            memory: Memory::None,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

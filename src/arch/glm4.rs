@@ -5,29 +5,22 @@
 
 use super::created::{layered, ATTN, HEAD};
 use crate::error::Result;
-use crate::ggml::{TensorRef, ROPE_MROPE, ROPE_NORMAL};
+use crate::ggml::{TensorRef, ROPE_MROPE};
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Glm4;
 
 impl ArchSpec for Glm4 {
-    fn name(&self) -> &'static str {
-        "glm4"
-    }
-
-    fn about(&self) -> &'static str {
-        "Norms before and after attention and FFN, fused gate and up, M-RoPE when its sections ask."
-    }
-
-    fn rope_type(&self) -> i32 {
-        ROPE_NORMAL
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon", "rope.dimension_sections"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "glm4",
+            about: "Norms before and after attention and FFN, fused gate and up, M-RoPE when its sections ask.",
+            read_keys: &[super::READS_RMS_EPS, &["rope.dimension_sections"]],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

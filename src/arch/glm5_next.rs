@@ -17,8 +17,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 use kpool::Picks;
 
 pub struct Glm5Next;
@@ -27,65 +26,48 @@ pub struct Glm5Next;
 const HC: u32 = 4;
 
 impl ArchSpec for Glm5Next {
-    fn name(&self) -> &'static str {
-        "glm5-next"
-    }
-
-    fn about(&self) -> &'static str {
-        "GLM-5.3-Flash: Kimi delta attention layers (q, k and v convolved apart, a decay bounded below \
-            where the file says) beside unrotated absorbed latent attention that sees only what a k-pool \
-            indexer picks (pools of consecutive positions, each pooled once into a key cached with the \
-            pool's last token, scored per token, the best pools and the token's incomplete one attended to, \
-            gathered for small ubatches); four residual copies mixed around each block by \
-            Sinkhorn-normalised hyper-connections; leading dense layers, then sigmoid-routed experts beside \
-            shared ones; rollback snapshots kept."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "swiglu_clamp_exp",
-            "swiglu_clamp_shexp",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_epsilon",
-            "attention.layer_norm_rms_epsilon",
-            "attention.q_lora_rank",
-            "attention.kv_lora_rank",
-            "attention.key_length_mla",
-            "attention.value_length_mla",
-            "attention.indexer.head_count",
-            "attention.indexer.key_length",
-            "attention.indexer.top_k",
-            "attention.indexer.kpool",
-            "attention.indexer.kpool_select_tail",
-            "attention.indexer.types",
-            "hyper_connection.count",
-            "hyper_connection.sinkhorn_iterations",
-            "hyper_connection.epsilon",
-            "ssm.conv_kernel",
-            "kda.head_dim",
-            "kda.gate_lower_bound",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_LATENT_VALUE_LENGTH, super::HELD_GATING]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("ssm_norm.weight", "ssm_o_norm"),
-            ("indexer_compressor_gate.weight", "indexer_kpool_gate"),
-            ("indexer_compressor_ape.weight", "indexer_kpool_ape"),
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "glm5-next",
+            about: "GLM-5.3-Flash: Kimi delta attention layers (q, k and v convolved apart, a decay bounded below \
+                where the file says) beside unrotated absorbed latent attention that sees only what a k-pool \
+                indexer picks (pools of consecutive positions, each pooled once into a key cached with the \
+                pool's last token, scored per token, the best pools and the token's incomplete one attended to, \
+                gathered for small ubatches); four residual copies mixed around each block by \
+                Sinkhorn-normalised hyper-connections; leading dense layers, then sigmoid-routed experts beside \
+                shared ones; rollback snapshots kept.",
+            rope_type: ROPE_NONE,
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_MLA,
+                super::READS_INDEXER,
+                super::READS_RMS_EPS,
+                super::READS_NORM_EPS,
+                &[
+                    "swiglu_clamp_exp",
+                    "swiglu_clamp_shexp",
+                    "attention.indexer.kpool",
+                    "attention.indexer.kpool_select_tail",
+                    "attention.indexer.types",
+                    "hyper_connection.count",
+                    "hyper_connection.sinkhorn_iterations",
+                    "hyper_connection.epsilon",
+                    "ssm.conv_kernel",
+                    "kda.head_dim",
+                    "kda.gate_lower_bound",
+                ],
+            ],
+            saved_rules: &[super::HELD_LATENT_VALUE_LENGTH, super::HELD_GATING],
+            layer_members: &[
+                ("ssm_norm.weight", "ssm_o_norm"),
+                ("indexer_compressor_gate.weight", "indexer_kpool_gate"),
+                ("indexer_compressor_ape.weight", "indexer_kpool_ape"),
+            ],
+            memory: Memory::Hybrid,
+            rollback: true,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -172,14 +154,6 @@ impl ArchSpec for Glm5Next {
             specs.extend(mixing_tensors(hp, il));
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
     }
 }
 

@@ -17,8 +17,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX, ROPE_NONE, ROPE_NORMAL};
 
 /// How token positions reach attention.
 #[derive(Clone, Copy, PartialEq)]
@@ -68,14 +67,7 @@ enum Residual {
 }
 
 pub struct Gpt2Like {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
-    rope_type: i32,
-    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
-    reads: &'static [&'static str],
-    /// The values llama.cpp's loader sets itself (`ArchSpec::saved_rules`).
-    saved: &'static [(&'static str, Rule)],
+    facts: Facts,
     positions: Positions,
     /// A layer norm over the token embeddings (BLOOM).
     token_norm: bool,
@@ -108,11 +100,14 @@ pub struct Gpt2Like {
 }
 
 pub const GPT2: Gpt2Like = Gpt2Like {
-    name: "gpt2",
-    about: "GPT-2: layer norms with biases, learned position tables.",
-    rope_type: -1,
-    reads: &["attention.layer_norm_epsilon"],
-    saved: &[],
+    facts: Facts {
+        name: "gpt2",
+        about: "GPT-2: layer norms with biases, learned position tables.",
+        rope_type: ROPE_NONE,
+        read_keys: &[super::READS_NORM_EPS],
+        saved_rules: &[],
+        ..Facts::BASE
+    },
     positions: Positions::Learned { optional: false },
     token_norm: false,
     biases: Biases::Required,
@@ -130,18 +125,24 @@ pub const GPT2: Gpt2Like = Gpt2Like {
 };
 
 pub const STARCODER: Gpt2Like = Gpt2Like {
-    name: "starcoder",
-    about: "StarCoder: the GPT-2 family (layer norms with biases), learned position tables.",
-    rope_type: 0,
+    facts: Facts {
+        name: "starcoder",
+        about: "StarCoder: the GPT-2 family (layer norms with biases), learned position tables.",
+        rope_type: ROPE_NORMAL,
+        ..GPT2.facts
+    },
     sizes: &[(24, "1B"), (36, "3B"), (42, "7B"), (40, "15B")],
     ..GPT2
 };
 
 pub const CODESHELL: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "codeshell",
+        about: "CodeShell: the GPT-2 family (layer norms with biases).",
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
     created: codeshell,
-    name: "codeshell",
-    about: "CodeShell: the GPT-2 family (layer norms with biases).",
-    rope_type: 2,
     positions: Positions::Rotary,
     embeddings_from_output: true,
     sizes: &[(42, "7B")],
@@ -149,20 +150,26 @@ pub const CODESHELL: Gpt2Like = Gpt2Like {
 };
 
 pub const STARCODER2: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "starcoder2",
+        about: "StarCoder 2: the GPT-2 family (layer norms with biases).",
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
     created: starcoder2,
-    name: "starcoder2",
-    about: "StarCoder 2: the GPT-2 family (layer norms with biases).",
-    rope_type: 2,
     positions: Positions::Rotary,
     sizes: &[(30, "3B"), (32, "7B"), (40, "15B"), (52, "20B"), (88, "34B")],
     ..GPT2
 };
 
 pub const BLOOM: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "bloom",
+        about: "The GPT-2 family (layer norms with biases); ALiBi, normed token embeddings.",
+        saved_rules: &[super::HELD_ALIBI],
+        ..GPT2.facts
+    },
     created: bloom,
-    name: "bloom",
-    about: "The GPT-2 family (layer norms with biases); ALiBi, normed token embeddings.",
-    saved: &[super::HELD_ALIBI],
     positions: Positions::Alibi { fixed: Some(8.0) },
     token_norm: true,
     sizes: &[(24, "1B")],
@@ -170,15 +177,17 @@ pub const BLOOM: Gpt2Like = Gpt2Like {
 };
 
 pub const MPT: Gpt2Like = Gpt2Like {
-    created: mpt,
-    name: "mpt",
-    about: "The GPT-2 family (layer norms with biases); ALiBi, optional learned positions, clamped projections, \
+    facts: Facts {
+        name: "mpt",
+        about: "The GPT-2 family (layer norms with biases); ALiBi, optional learned positions, clamped projections, \
         GELU output scales.",
-    reads: &[
-        "attention.max_alibi_bias",
-        "attention.clamp_kqv",
-        "attention.layer_norm_epsilon",
-    ],
+        read_keys: &[
+            super::READS_NORM_EPS,
+            &["attention.max_alibi_bias", "attention.clamp_kqv"],
+        ],
+        ..GPT2.facts
+    },
+    created: mpt,
     positions: Positions::Learned { optional: true },
     biases: Biases::Optional,
     mpt: true,
@@ -187,10 +196,13 @@ pub const MPT: Gpt2Like = Gpt2Like {
 };
 
 pub const JAIS: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "jais",
+        about: "The GPT-2 family (layer norms with biases); ALiBi, SwiGLU.",
+        read_keys: &[super::READS_NORM_EPS, &["attention.max_alibi_bias"]],
+        ..GPT2.facts
+    },
     created: jais,
-    name: "jais",
-    about: "The GPT-2 family (layer norms with biases); ALiBi, SwiGLU.",
-    reads: &["attention.max_alibi_bias", "attention.layer_norm_epsilon"],
     positions: Positions::Alibi { fixed: None },
     act: Act::SwiGlu,
     scale_by_head_dim: true,
@@ -199,10 +211,13 @@ pub const JAIS: Gpt2Like = Gpt2Like {
 };
 
 pub const ORION: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "orion",
+        about: "The GPT-2 family (layer norms with biases); SwiGLU, no layer biases.",
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
     created: orion,
-    name: "orion",
-    about: "The GPT-2 family (layer norms with biases); SwiGLU, no layer biases.",
-    rope_type: 2,
     positions: Positions::Rotary,
     act: Act::SwiGlu,
     biases: Biases::NoProjections,
@@ -212,11 +227,14 @@ pub const ORION: Gpt2Like = Gpt2Like {
 
 /// Pocket TTS's text backbone: rotated, no projection biases, its head the token embeddings.
 pub const POCKETTTS: Gpt2Like = Gpt2Like {
-    created: pockettts,
-    name: "pockettts",
-    about: "Pocket TTS's text backbone: layer norms, rotation, an ungated GELU FFN, the head tied to the \
+    facts: Facts {
+        name: "pockettts",
+        about: "Pocket TTS's text backbone: layer norms, rotation, an ungated GELU FFN, the head tied to the \
         embeddings.",
-    rope_type: 0,
+        rope_type: ROPE_NORMAL,
+        ..GPT2.facts
+    },
+    created: pockettts,
     positions: Positions::Rotary,
     biases: Biases::NoProjections,
     sizes: &[(6, "109M"), (24, "335M")],
@@ -224,10 +242,13 @@ pub const POCKETTTS: Gpt2Like = Gpt2Like {
 };
 
 pub const STABLELM: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "stablelm",
+        about: "The GPT-2 family (layer norms with biases); partial rotation, optional per-head query and key norms.",
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
     created: stablelm,
-    name: "stablelm",
-    about: "The GPT-2 family (layer norms with biases); partial rotation, optional per-head query and key norms.",
-    rope_type: 2,
     positions: Positions::Rotary,
     act: Act::SwiGlu,
     biases: Biases::NoProjections,
@@ -237,10 +258,13 @@ pub const STABLELM: Gpt2Like = Gpt2Like {
 };
 
 pub const PHI2: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "phi2",
+        about: "The GPT-2 family (layer norms with biases); attention and FFN from one norm, partial rotation.",
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
     created: phi2,
-    name: "phi2",
-    about: "The GPT-2 family (layer norms with biases); attention and FFN from one norm, partial rotation.",
-    rope_type: 2,
     positions: Positions::Rotary,
     prescale_q: true,
     residual: Residual::SharedNorm,
@@ -250,10 +274,13 @@ pub const PHI2: Gpt2Like = Gpt2Like {
 };
 
 pub const NEMOTRON: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "nemotron",
+        about: "Nemotron: the GPT-2 family (layer norms with biases); squared-ReLU FFN.",
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
     created: starcoder2,
-    name: "nemotron",
-    about: "Nemotron: the GPT-2 family (layer norms with biases); squared-ReLU FFN.",
-    rope_type: 2,
     positions: Positions::Rotary,
     biases: Biases::OptionalProjections,
     act: Act::ReluSqr,
@@ -262,10 +289,13 @@ pub const NEMOTRON: Gpt2Like = Gpt2Like {
 };
 
 pub const JAIS2: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "jais2",
+        about: "JAIS 2: the GPT-2 family (layer norms with biases); squared-ReLU FFN.",
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
     created: jais2,
-    name: "jais2",
-    about: "JAIS 2: the GPT-2 family (layer norms with biases); squared-ReLU FFN.",
-    rope_type: 2,
     positions: Positions::Rotary,
     act: Act::ReluSqr,
     sizes: &[(32, "8B"), (68, "70B")],
@@ -273,11 +303,14 @@ pub const JAIS2: Gpt2Like = Gpt2Like {
 };
 
 pub const FALCON: Gpt2Like = Gpt2Like {
-    created: falcon,
-    name: "falcon",
-    about: "The GPT-2 family (layer norms with biases); attention and FFN from one norm, partial rotation, \
+    facts: Facts {
+        name: "falcon",
+        about: "The GPT-2 family (layer norms with biases); attention and FFN from one norm, partial rotation, \
         Falcon 40B's second norm.",
-    rope_type: 2,
+        rope_type: ROPE_NEOX,
+        ..GPT2.facts
+    },
+    created: falcon,
     positions: Positions::Rotary,
     biases: Biases::NoProjections,
     residual: Residual::SharedNorm,
@@ -287,11 +320,14 @@ pub const FALCON: Gpt2Like = Gpt2Like {
 };
 
 pub const GPTNEOX: Gpt2Like = Gpt2Like {
+    facts: Facts {
+        name: "gptneox",
+        about: "The GPT-2 family (layer norms with biases); parallel residual as the file says.",
+        rope_type: ROPE_NEOX,
+        read_keys: &[super::READS_NORM_EPS, &["use_parallel_residual"]],
+        ..GPT2.facts
+    },
     created: gptneox,
-    name: "gptneox",
-    about: "The GPT-2 family (layer norms with biases); parallel residual as the file says.",
-    rope_type: 2,
-    reads: &["use_parallel_residual", "attention.layer_norm_epsilon"],
     positions: Positions::Rotary,
     residual: Residual::ParallelIfFile,
     sizes: &[],
@@ -317,30 +353,14 @@ impl ArchSpec for Gpt2Like {
         (self.created)(hp)
     }
 
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        self.rope_type
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        self.reads
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        self.saved
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.norm_eps = meta.f32(&hp.key("attention.layer_norm_epsilon"))?;
         // Only a rope type other than "none" has its keys turned by a K-shift (llama.cpp's rule).
-        hp.rope = self.rope_type >= 0;
+        hp.rope = self.facts.rope_type >= 0;
         let file_alibi = meta.f32_opt(&hp.key("attention.max_alibi_bias"))?;
         hp.max_alibi_bias = match self.positions {
             Positions::Alibi { fixed: Some(bias) } => bias,
@@ -354,7 +374,7 @@ impl ArchSpec for Gpt2Like {
         if self.residual == Residual::ParallelIfFile {
             hp.parallel_residual = meta.bool(&hp.key("use_parallel_residual"))?;
         }
-        hp.size_label = match (self.name, hp.n_layer, hp.n_embd) {
+        hp.size_label = match (self.facts.name, hp.n_layer, hp.n_embd) {
             ("bloom", 30, 2560) => "3B",
             ("bloom", 30, 4096) => "7B",
             ("gptneox", n, _) => GPTNEOX_SIZES

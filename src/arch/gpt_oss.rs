@@ -9,8 +9,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct GptOss;
 
@@ -24,29 +23,19 @@ const MOE: Moe = Moe {
 };
 
 impl ArchSpec for GptOss {
-    fn name(&self) -> &'static str {
-        "gpt-oss"
-    }
-
-    fn about(&self) -> &'static str {
-        "Attention sinks, biased experts, sliding layers, YaRN."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_SWA_BASE]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "gpt-oss",
+            about: "Attention sinks, biased experts, sliding layers, YaRN.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["expert_feed_forward_length"],
+            ],
+            saved_rules: &[super::HELD_SWA_BASE],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

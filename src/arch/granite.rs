@@ -12,81 +12,59 @@ use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
-/// Its name and its line in docs/architectures.md (`ArchSpec::about`).
-pub struct Granite(&'static str, &'static str);
+pub struct Granite(Facts);
 
-pub const GRANITE: Granite = Granite(
-    "granite",
-    "Granite: embedding, residual, attention and logit scales; with experts too.",
-);
-pub const GRANITE_MOE: Granite = Granite("granitemoe", "Granite MoE, with or without a shared expert.");
+/// What all three read: their scales and norms' epsilon.
+const READS_SCALES: &[&str] = &[
+    "logit_scale",
+    "residual_scale",
+    "embedding_scale",
+    "attention.layer_norm_rms_epsilon",
+];
+/// What Granite's files read beside: a shared expert's width and the attention scale.
+const READS_GRANITE: &[&str] = &["expert_shared_feed_forward_length", "attention.scale"];
+
+pub const GRANITE: Granite = Granite(Facts {
+    name: "granite",
+    about: "Granite: embedding, residual, attention and logit scales; with experts too.",
+    read_keys: &[READS_SCALES, READS_GRANITE, &["deepstack_mapping"]],
+    saved_rules: &[ROTATES_BY_DEFAULT],
+    ..Facts::BASE
+});
+pub const GRANITE_MOE: Granite = Granite(Facts {
+    name: "granitemoe",
+    about: "Granite MoE, with or without a shared expert.",
+    read_keys: &[READS_SCALES, READS_GRANITE],
+    ..Facts::BASE
+});
 /// MiniCPM: Granite's graph, with defaults for the scales older files leave out.
-pub const MINICPM: Granite = Granite("minicpm", "MiniCPM: Granite's graph, with default scales.");
+pub const MINICPM: Granite = Granite(Facts {
+    name: "minicpm",
+    about: "MiniCPM: Granite's graph, with default scales.",
+    read_keys: &[READS_SCALES],
+    // Its loader holds its defaults where the file has none.
+    saved_rules: &[
+        ("rope.scaling.finetuned", Rule::Held(|_| Value::Bool(true))),
+        ("logit_scale", Rule::Held(|f| Value::F32(f.hp.logit_scale))),
+        ("embedding_scale", Rule::Held(|f| Value::F32(f.hp.embedding_scale))),
+        ("residual_scale", Rule::Held(|f| Value::F32(f.hp.residual_scale))),
+    ],
+    ..Facts::BASE
+});
 
 /// Rotary positions unless the file says otherwise (Granite's and Granite Hybrid's default).
 pub(super) const ROTATES_BY_DEFAULT: (&str, Rule) = ("rope.scaling.finetuned", Rule::Bool(true));
 
 impl ArchSpec for Granite {
-    fn name(&self) -> &'static str {
-        self.0
-    }
-
-    fn about(&self) -> &'static str {
-        self.1
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        match self.0 {
-            "granite" => &[
-                "expert_shared_feed_forward_length",
-                "deepstack_mapping",
-                "logit_scale",
-                "residual_scale",
-                "embedding_scale",
-                "attention.layer_norm_rms_epsilon",
-                "attention.scale",
-            ],
-            "granitemoe" => &[
-                "expert_shared_feed_forward_length",
-                "logit_scale",
-                "residual_scale",
-                "embedding_scale",
-                "attention.layer_norm_rms_epsilon",
-                "attention.scale",
-            ],
-            // MiniCPM.
-            _ => &[
-                "logit_scale",
-                "residual_scale",
-                "embedding_scale",
-                "attention.layer_norm_rms_epsilon",
-            ],
-        }
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        match self.0 {
-            "granite" => &[ROTATES_BY_DEFAULT],
-            "granitemoe" => &[],
-            // MiniCPM's loader holds its defaults where the file has none.
-            _ => &[
-                ("rope.scaling.finetuned", Rule::Held(|_| Value::Bool(true))),
-                ("logit_scale", Rule::Held(|f| Value::F32(f.hp.logit_scale))),
-                ("embedding_scale", Rule::Held(|f| Value::F32(f.hp.embedding_scale))),
-                ("residual_scale", Rule::Held(|f| Value::F32(f.hp.residual_scale))),
-            ],
-        }
+    fn facts(&self) -> &Facts {
+        &self.0
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
-        if self.0 == "minicpm" {
+        if self.0.name == "minicpm" {
             // llama.cpp's defaults for MiniCPM files without the keys.
             let logit = if hp.n_embd > 0 { 256.0 / hp.n_embd as f32 } else { 1.0 };
             hp.logit_scale = meta.f32_opt(&hp.key("logit_scale"))?.unwrap_or(logit);
@@ -100,7 +78,7 @@ impl ArchSpec for Granite {
             hp.attn_scale = meta.f32_opt(&hp.key("attention.scale"))?.unwrap_or(0.0);
         }
         // Granite Mamba-free dense models may turn rotation off; Granite MoE always rotates.
-        if self.0 == "granite" {
+        if self.0.name == "granite" {
             hp.rope = meta.bool_opt(&hp.key("rope.scaling.finetuned"))?.unwrap_or(true);
         }
         super::check_equal_head_sizes(hp)?;
@@ -110,12 +88,12 @@ impl ArchSpec for Granite {
         }
         // Size labels as llama.cpp derives them, for llama_model_desc.
         hp.size_label = match (hp.n_layer, hp.n_embd) {
-            (52, _) if self.0 == "minicpm" => "1B",
-            (40, _) if self.0 == "minicpm" => "2B",
-            _ if self.0 == "minicpm" => "?B",
-            (24, _) if self.0 == "granitemoe" => "1B.A400M",
-            (32, _) if self.0 == "granitemoe" => "3B.A800M",
-            _ if self.0 == "granitemoe" => "?B",
+            (52, _) if self.0.name == "minicpm" => "1B",
+            (40, _) if self.0.name == "minicpm" => "2B",
+            _ if self.0.name == "minicpm" => "?B",
+            (24, _) if self.0.name == "granitemoe" => "1B.A400M",
+            (32, _) if self.0.name == "granitemoe" => "3B.A800M",
+            _ if self.0.name == "granitemoe" => "?B",
             (32, _) => "3B",
             (40, 2048) => "2B",
             (40, 2560) => "3B",

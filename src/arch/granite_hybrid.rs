@@ -10,42 +10,31 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec};
 
 pub struct GraniteHybrid;
 
 impl ArchSpec for GraniteHybrid {
-    fn name(&self) -> &'static str {
-        "granitehybrid"
-    }
-
-    fn about(&self) -> &'static str {
-        "Granite 4.0, a hybrid: Mamba-2 layers among attention layers."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_shared_feed_forward_length",
-            "logit_scale",
-            "residual_scale",
-            "embedding_scale",
-            "attention.layer_norm_rms_epsilon",
-            "attention.scale",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
-            "ssm.group_count",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::granite::ROTATES_BY_DEFAULT]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "granitehybrid",
+            about: "Granite 4.0, a hybrid: Mamba-2 layers among attention layers.",
+            read_keys: &[
+                super::READS_SSM,
+                super::READS_RMS_EPS,
+                &[
+                    "expert_shared_feed_forward_length",
+                    "logit_scale",
+                    "residual_scale",
+                    "embedding_scale",
+                    "attention.scale",
+                    "ssm.group_count",
+                ],
+            ],
+            saved_rules: &[super::granite::ROTATES_BY_DEFAULT],
+            memory: Memory::Hybrid,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -104,10 +93,6 @@ impl ArchSpec for GraniteHybrid {
             }
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
     }
 }
 

@@ -11,36 +11,31 @@ use crate::gguf::{Array, Value};
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct GraniteSwa;
 
 impl ArchSpec for GraniteSwa {
-    fn name(&self) -> &'static str {
-        "granite_swa"
-    }
-
-    fn about(&self) -> &'static str {
-        "Sliding layers from an array, attention sinks, a per-layer rope pattern, a fused shared expert."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_shared_feed_forward_length",
-            "deepstack_mapping",
-            "logit_scale",
-            "residual_scale",
-            "embedding_scale",
-            "attention.layer_norm_rms_epsilon",
-            "attention.rope_pattern",
-            "attention.sliding_window",
-            "attention.sliding_window_pattern",
-            "attention.scale",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "granite_swa",
+            about: "Sliding layers from an array, attention sinks, a per-layer rope pattern, a fused shared expert.",
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &[
+                    "expert_shared_feed_forward_length",
+                    "deepstack_mapping",
+                    "logit_scale",
+                    "residual_scale",
+                    "embedding_scale",
+                    "attention.rope_pattern",
+                    "attention.sliding_window",
+                    "attention.sliding_window_pattern",
+                    "attention.scale",
+                ],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

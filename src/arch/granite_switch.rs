@@ -15,7 +15,7 @@ use crate::graph::{Builder, Decoder};
 use crate::model::hparams::{HParams, TokenAdapters};
 use crate::model::metadata::{missing, Meta};
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct GraniteSwitch;
 
@@ -42,44 +42,36 @@ fn zero_per_layer(f: &crate::model::saver::Facts) -> Value {
 }
 
 impl ArchSpec for GraniteSwitch {
-    fn name(&self) -> &'static str {
-        "graniteswitch"
-    }
-
-    fn about(&self) -> &'static str {
-        "Granite Switch: Granite's scales over a fused projection, with LoRA adapters in its own tensors that \
-         activation tokens switch on per token (embedded as their substitutes), through a one-head router \
-         layer kept in the cache after the blocks; token ids only."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_shared_feed_forward_length",
-            "logit_scale",
-            "residual_scale",
-            "embedding_scale",
-            "attention.layer_norm_rms_epsilon",
-            "attention.scale",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            ROTATES_BY_DEFAULT,
-            // The router layer, counted as a next-token-prediction one.
-            ("block_count", Rule::Held(|f| Value::U32(f.n_layer_all as u32 + 1))),
-            ("nextn_predict_layers", Rule::Held(|_| Value::U32(1))),
-            ("swiglu_clamp_exp", Rule::Held(zero_per_layer)),
-            ("swiglu_clamp_shexp", Rule::Held(zero_per_layer)),
-            (
-                "attention.rope_pattern",
-                Rule::Held(|f| Value::U32(u32::from(f.hp.rope))),
-            ),
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "graniteswitch",
+            about: "Granite Switch: Granite's scales over a fused projection, with LoRA adapters in its own tensors \
+                that activation tokens switch on per token (embedded as their substitutes), through a one-head router \
+                layer kept in the cache after the blocks; token ids only.",
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &[
+                    "expert_shared_feed_forward_length",
+                    "logit_scale",
+                    "residual_scale",
+                    "embedding_scale",
+                    "attention.scale",
+                ],
+            ],
+            saved_rules: &[
+                ROTATES_BY_DEFAULT,
+                // The router layer, counted as a next-token-prediction one.
+                ("block_count", Rule::Held(|f| Value::U32(f.n_layer_all as u32 + 1))),
+                ("nextn_predict_layers", Rule::Held(|_| Value::U32(1))),
+                ("swiglu_clamp_exp", Rule::Held(zero_per_layer)),
+                ("swiglu_clamp_shexp", Rule::Held(zero_per_layer)),
+                (
+                    "attention.rope_pattern",
+                    Rule::Held(|f| Value::U32(u32::from(f.hp.rope))),
+                ),
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

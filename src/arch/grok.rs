@@ -12,7 +12,7 @@ use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Grok;
 
@@ -29,55 +29,29 @@ const OUTPUT_SCALE: f32 = 0.088_388_347_648_318_45_f64 as f32;
 const YARN_BETA_FAST: f32 = 8.0;
 
 impl ArchSpec for Grok {
-    fn name(&self) -> &'static str {
-        "grok"
-    }
-
-    fn about(&self) -> &'static str {
-        "Capped attention scores, so no flash attention, as in llama.cpp; GELU experts with a dense FFN, \
-            soft-capped logits."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "logit_scale",
-            "attn_logit_softcapping",
-            "router_logit_softcapping",
-            "final_logit_softcapping",
-            "embedding_scale",
-            "attention.layer_norm_rms_epsilon",
-            "attention.output_scale",
-            "attention.temperature_length",
-            "rope.scaling.yarn_ext_factor",
-            "rope.scaling.yarn_attn_factor",
-            "rope.scaling.yarn_beta_fast",
-            "rope.scaling.yarn_beta_slow",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        // llama.cpp's saver writes its default YaRN beta whatever the file says.
-        &[
-            ("logit_scale", Rule::F32(LOGIT_SCALE)),
-            ("embedding_scale", Rule::F32(EMBEDDING_SCALE)),
-            ("attention.output_scale", Rule::F32(OUTPUT_SCALE)),
-            ("attn_logit_softcapping", Rule::F32(30.0)),
-            ("router_logit_softcapping", Rule::F32(30.0)),
-            ("final_logit_softcapping", Rule::F32(0.0)),
-            (
-                "rope.scaling.yarn_beta_fast",
-                Rule::Held(|_| Value::F32(YARN_BETA_FAST)),
-            ),
-        ]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("layer_output_norm.weight", "ffn_post_norm")]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "grok",
+            about: "Capped attention scores, so no flash attention, as in llama.cpp; GELU experts with a dense FFN, \
+                soft-capped logits.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, &["expert_feed_forward_length", "logit_scale", "attn_logit_softcapping", "router_logit_softcapping", "final_logit_softcapping", "embedding_scale", "attention.output_scale", "attention.temperature_length", "rope.scaling.yarn_ext_factor", "rope.scaling.yarn_attn_factor", "rope.scaling.yarn_beta_fast", "rope.scaling.yarn_beta_slow"]],
+            saved_rules: // llama.cpp's saver writes its default YaRN beta whatever the file says.
+            &[
+                ("logit_scale", Rule::F32(LOGIT_SCALE)),
+                ("embedding_scale", Rule::F32(EMBEDDING_SCALE)),
+                ("attention.output_scale", Rule::F32(OUTPUT_SCALE)),
+                ("attn_logit_softcapping", Rule::F32(30.0)),
+                ("router_logit_softcapping", Rule::F32(30.0)),
+                ("final_logit_softcapping", Rule::F32(0.0)),
+                (
+                    "rope.scaling.yarn_beta_fast",
+                    Rule::Held(|_| Value::F32(YARN_BETA_FAST)),
+                ),
+            ],
+            layer_members: &[("layer_output_norm.weight", "ffn_post_norm")],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -11,7 +11,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct GroveMoe;
 
@@ -22,27 +22,23 @@ const MOE: Moe = Moe {
 };
 
 impl ArchSpec for GroveMoe {
-    fn name(&self) -> &'static str {
-        "grovemoe"
-    }
-
-    fn about(&self) -> &'static str {
-        "GroveMoE: Qwen3-MoE's layers, experts picked by sigmoid and weighted by softmax, then chunk \
-            experts per group of experts over their output."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_chunk_feed_forward_length",
-            "expert_group_scale",
-            "experts_per_group",
-            "attention.layer_norm_rms_epsilon",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "grovemoe",
+            about: "GroveMoE: Qwen3-MoE's layers, experts picked by sigmoid and weighted by softmax, then chunk \
+                experts per group of experts over their output.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &[
+                    "expert_feed_forward_length",
+                    "expert_chunk_feed_forward_length",
+                    "expert_group_scale",
+                    "experts_per_group",
+                ],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

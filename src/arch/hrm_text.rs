@@ -17,33 +17,29 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct HrmText;
 
 impl ArchSpec for HrmText {
-    fn name(&self) -> &'static str {
-        "hrm_text"
-    }
-
-    fn about(&self) -> &'static str {
-        "HRM-Text: a low and a high stack run in cycles, a cache slot per pass over shared weights, gated \
-            attention."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "embedding_scale",
-            "hrm.layers_per_stack",
-            "hrm.h_cycles",
-            "hrm.l_cycles",
-            "hrm.prefix_lm",
-            "attention.layer_norm_rms_epsilon",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "hrm_text",
+            about: "HRM-Text: a low and a high stack run in cycles, a cache slot per pass over shared weights, gated \
+                attention.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &[
+                    "embedding_scale",
+                    "hrm.layers_per_stack",
+                    "hrm.h_cycles",
+                    "hrm.l_cycles",
+                    "hrm.prefix_lm",
+                ],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

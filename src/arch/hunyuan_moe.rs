@@ -9,29 +9,22 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct HunyuanMoe;
 
 impl ArchSpec for HunyuanMoe {
-    fn name(&self) -> &'static str {
-        "hunyuan-moe"
-    }
-
-    fn about(&self) -> &'static str {
-        "Experts beside a shared expert."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "attention.layer_norm_rms_epsilon",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "hunyuan-moe",
+            about: "Experts beside a shared expert.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &["expert_feed_forward_length", "expert_shared_feed_forward_length"],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -12,38 +12,29 @@ use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct HyV3;
 
 impl ArchSpec for HyV3 {
-    fn name(&self) -> &'static str {
-        "hy_v3"
-    }
-
-    fn about(&self) -> &'static str {
-        "Hunyuan 3: head norms, dense or sigmoid-routed expert layers as the file has them beside a \
-            shared expert, weight scales, output rows picked after the final norm."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_GATING]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "hy_v3",
+            about: "Hunyuan 3: head norms, dense or sigmoid-routed expert layers as the file has them beside a \
+                shared expert, weight scales, output rows picked after the final norm.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_GATING,
+                super::READS_RMS_EPS,
+                &[
+                    "expert_feed_forward_length",
+                    "expert_shared_feed_forward_length",
+                    "expert_weights_scale",
+                ],
+            ],
+            saved_rules: &[super::HELD_GATING],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

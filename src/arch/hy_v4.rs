@@ -14,51 +14,33 @@ use crate::ggml::{TensorRef, ROPE_NORMAL};
 use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct HyV4;
 
 impl ArchSpec for HyV4 {
-    fn name(&self) -> &'static str {
-        "hy_v4"
-    }
-
-    fn about(&self) -> &'static str {
-        "HY-V4: latent attention with sinks and an elementwise gate, sparse where the file has an \
-            indexer, a residual stream of hyper-connected copies, clamped SwiGLU experts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        ROPE_NORMAL
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "swiglu_clamp_exp",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.q_lora_rank",
-            "attention.kv_lora_rank",
-            "attention.key_length_mla",
-            "attention.value_length_mla",
-            "attention.indexer.head_count",
-            "attention.indexer.key_length",
-            "attention.indexer.top_k",
-            "attention.indexer.types",
-            "hyper_connection.count",
-            "hyper_connection.epsilon",
-            "hyper_connection.magnitude",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_NORM_EPS]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "hy_v4",
+            about: "HY-V4: latent attention with sinks and an elementwise gate, sparse where the file has an \
+                indexer, a residual stream of hyper-connected copies, clamped SwiGLU experts.",
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_MLA,
+                super::READS_INDEXER,
+                super::READS_RMS_EPS,
+                &[
+                    "swiglu_clamp_exp",
+                    "attention.indexer.types",
+                    "hyper_connection.count",
+                    "hyper_connection.epsilon",
+                    "hyper_connection.magnitude",
+                ],
+            ],
+            saved_rules: &[super::HELD_NORM_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -9,31 +9,20 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 
 pub struct Jamba;
 
 impl ArchSpec for Jamba {
-    fn name(&self) -> &'static str {
-        "jamba"
-    }
-
-    fn about(&self) -> &'static str {
-        "A hybrid: Mamba layers, attention without rotation, experts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "jamba",
+            about: "A hybrid: Mamba layers, attention without rotation, experts.",
+            rope_type: ROPE_NONE,
+            read_keys: &[super::READS_SSM, super::READS_RMS_EPS],
+            memory: Memory::Hybrid,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -79,10 +68,6 @@ impl ArchSpec for Jamba {
             specs.push(TensorSpec::matmul(b("ffn_down.weight"), &[ff, e], true).unless(&router));
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
     }
 }
 

@@ -10,40 +10,22 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NONE};
 
 pub struct JinaBertV2;
 
 impl ArchSpec for JinaBertV2 {
-    fn name(&self) -> &'static str {
-        "jina-bert-v2"
-    }
-
-    fn about(&self) -> &'static str {
-        "An encoder: BERT's layers with ALiBi instead of positions, optional query/key norms, a GeGLU \
-            FFN: no cache, `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one \
-            ubatch per batch."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_epsilon"]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_ALIBI]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
-    }
-
-    fn has_output_head(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "jina-bert-v2",
+            about: "An encoder: BERT's layers with ALiBi instead of positions, optional query/key norms, a GeGLU \
+                FFN: no cache, `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one \
+                ubatch per batch.",
+            rope_type: ROPE_NONE,
+            read_keys: &[super::READS_NORM_EPS],
+            saved_rules: &[super::HELD_ALIBI],
+            ..super::ENCODER
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

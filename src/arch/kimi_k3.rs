@@ -15,56 +15,40 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::{HParams, KdaDecay};
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 
 pub struct KimiK3;
 
 impl ArchSpec for KimiK3 {
-    fn name(&self) -> &'static str {
-        "kimi-k3"
-    }
-
-    fn about(&self) -> &'static str {
-        "Kimi-K3: Kimi-Linear's layers with a decay bounded below, a full-rank KDA output gate, a sigmoid \
-            output gate on the latent attention, SiTU in every FFN, routed experts in a latent space, and \
-            cross-layer residual attention mixing banked checkpoints of the residual stream by learned \
-            scores; rollback snapshots kept."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_latent_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.q_lora_rank",
-            "attention.kv_lora_rank",
-            "attention.key_length_mla",
-            "attention.value_length_mla",
-            "ssm.conv_kernel",
-            "kda.head_dim",
-            "kda.gate_lower_bound",
-            "attn_res.block_size",
-            "activation.situ_beta",
-            "activation.situ_linear_beta",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_LATENT_VALUE_LENGTH]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("ssm_norm.weight", "ssm_o_norm")]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "kimi-k3",
+            about: "Kimi-K3: Kimi-Linear's layers with a decay bounded below, a full-rank KDA output gate, a sigmoid \
+                output gate on the latent attention, SiTU in every FFN, routed experts in a latent space, and \
+                cross-layer residual attention mixing banked checkpoints of the residual stream by learned \
+                scores; rollback snapshots kept.",
+            rope_type: ROPE_NONE,
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_MLA,
+                super::READS_RMS_EPS,
+                &[
+                    "expert_latent_length",
+                    "ssm.conv_kernel",
+                    "kda.head_dim",
+                    "kda.gate_lower_bound",
+                    "attn_res.block_size",
+                    "activation.situ_beta",
+                    "activation.situ_linear_beta",
+                ],
+            ],
+            saved_rules: &[super::HELD_LATENT_VALUE_LENGTH],
+            layer_members: &[("ssm_norm.weight", "ssm_o_norm")],
+            memory: Memory::Hybrid,
+            rollback: true,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -134,14 +118,6 @@ impl ArchSpec for KimiK3 {
             }
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
     }
 }
 

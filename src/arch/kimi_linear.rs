@@ -14,44 +14,35 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 
 pub struct KimiLinear;
 
 impl ArchSpec for KimiLinear {
-    fn name(&self) -> &'static str {
-        "kimi-linear"
-    }
-
-    fn about(&self) -> &'static str {
-        "Kimi-Linear: Kimi delta attention layers (q, k and v convolved apart, a decay per key dimension, \
-            the gated delta rule, an output norm gated by a sigmoid) beside unrotated absorbed latent \
-            attention; leading dense layers, then routed and shared experts; a latent cache needs the same K \
-            and V cache types, as in llama.cpp."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.kv_lora_rank",
-            "attention.key_length_mla",
-            "attention.value_length_mla",
-            "ssm.conv_kernel",
-            "kda.head_dim",
-        ]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("ssm_norm.weight", "ssm_o_norm")]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "kimi-linear",
+            about: "Kimi-Linear: Kimi delta attention layers (q, k and v convolved apart, a decay per key dimension, \
+                the gated delta rule, an output norm gated by a sigmoid) beside unrotated absorbed latent \
+                attention; leading dense layers, then routed and shared experts; a latent cache needs the same K \
+                and V cache types, as in llama.cpp.",
+            rope_type: ROPE_NONE,
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_RMS_EPS,
+                &[
+                    "expert_gating_func",
+                    "attention.kv_lora_rank",
+                    "attention.key_length_mla",
+                    "attention.value_length_mla",
+                    "ssm.conv_kernel",
+                    "kda.head_dim",
+                ],
+            ],
+            layer_members: &[("ssm_norm.weight", "ssm_o_norm")],
+            memory: Memory::Hybrid,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -73,10 +64,6 @@ impl ArchSpec for KimiLinear {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         hybrid_tensors(hp, KdaTensors::KimiLinear, latent_tensors)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
     }
 }
 

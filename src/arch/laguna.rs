@@ -13,7 +13,7 @@ use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Laguna;
 
@@ -21,40 +21,26 @@ pub struct Laguna;
 const SWA_PERIOD: u32 = 4;
 
 impl ArchSpec for Laguna {
-    fn name(&self) -> &'static str {
-        "laguna"
-    }
-
-    fn about(&self) -> &'static str {
-        "Per-layer heads, a softplus attention gate per head or per element, sliding layers rotating \
-            plainly with their own base; rotated dimensions of their own refused."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            super::HELD_SWA_BASE_IF_WINDOW,
-            ("expert_shared_count", Rule::U32(1)),
-            super::HELD_GATING,
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "laguna",
+            about: "Per-layer heads, a softplus attention gate per head or per element, sliding layers rotating \
+                plainly with their own base; rotated dimensions of their own refused.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["expert_shared_feed_forward_length"],
+            ],
+            saved_rules: &[
+                super::HELD_SWA_BASE_IF_WINDOW,
+                ("expert_shared_count", Rule::U32(1)),
+                super::HELD_GATING,
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -13,40 +13,29 @@ use crate::graph::{Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NEOX};
 
 pub struct Lfm2;
 
 pub struct Lfm2Moe;
 
 impl ArchSpec for Lfm2 {
-    fn name(&self) -> &'static str {
-        "lfm2"
-    }
-
-    fn about(&self) -> &'static str {
-        "Short convolutions beside attention; LFM2-ColBERT's projection of the embeddings to \
-            `embedding_length_out`, which `llama_model_n_embd_out` reports."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "shortconv.l_cache",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        // Every layer is dense.
-        &[(
-            "leading_dense_block_count",
-            Rule::Held(|f| Value::U32(f.hp.n_layer_dense_lead)),
-        )]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "lfm2",
+            about: "Short convolutions beside attention; LFM2-ColBERT's projection of the embeddings to \
+                `embedding_length_out`, which `llama_model_n_embd_out` reports.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, &["attention.sliding_window", "shortconv.l_cache"]],
+            saved_rules: // Every layer is dense.
+            &[(
+                "leading_dense_block_count",
+                Rule::Held(|f| Value::U32(f.hp.n_layer_dense_lead)),
+            )],
+            memory: Memory::Hybrid,
+            rollback: true,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -73,14 +62,6 @@ impl ArchSpec for Lfm2 {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         tensors(hp)
     }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
-    }
 }
 
 /// LFM2's (and LFM2-MoE's): the output norm (`token_embd_norm`); each layer's FFN (dense leading
@@ -105,26 +86,24 @@ fn lfm2(hp: &HParams) -> Vec<String> {
 }
 
 impl ArchSpec for Lfm2Moe {
-    fn name(&self) -> &'static str {
-        "lfm2moe"
-    }
-
-    fn about(&self) -> &'static str {
-        "LFM2's layers with experts routed by sigmoid scores and a selection bias."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "shortconv.l_cache",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "lfm2moe",
+            about: "LFM2's layers with experts routed by sigmoid scores and a selection bias.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &[
+                    "leading_dense_block_count",
+                    "expert_feed_forward_length",
+                    "expert_gating_func",
+                    "shortconv.l_cache",
+                ],
+            ],
+            memory: Memory::Hybrid,
+            rollback: true,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -154,14 +133,6 @@ impl ArchSpec for Lfm2Moe {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         tensors(hp)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
     }
 }
 

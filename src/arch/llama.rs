@@ -9,7 +9,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, rope_factors, Builder, Decoder, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Llama;
 
@@ -17,21 +17,16 @@ pub struct Llama;
 /// ubatch though its contexts keep a (unused) KV cache, as llama.cpp's do, and no output head.
 pub struct LlamaEmbed;
 
+const LLAMA: Facts = Facts {
+    name: "llama",
+    about: "Llama 2/3, Mistral, SmolLM, ..., and Mixtral-style mixtures of experts.",
+    read_keys: &[super::READS_RMS_EPS],
+    ..Facts::BASE
+};
+
 impl ArchSpec for Llama {
-    fn name(&self) -> &'static str {
-        "llama"
-    }
-
-    fn about(&self) -> &'static str {
-        "Llama 2/3, Mistral, SmolLM, ..., and Mixtral-style mixtures of experts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &LLAMA
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -101,22 +96,14 @@ impl Decoder for Llama {
 }
 
 impl ArchSpec for LlamaEmbed {
-    fn name(&self) -> &'static str {
-        "llama-embed"
-    }
-
-    fn about(&self) -> &'static str {
-        "LLaMA as an embedding model: Llama's layers attending within each ubatch (causally in \
-            `llama_decode` unless the model says otherwise, both ways in `llama_encode`) beside an \
-            unused KV cache, as llama.cpp's, and no output head."
-    }
-
-    fn rope_type(&self) -> i32 {
-        Llama.rope_type()
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        Llama.read_keys()
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "llama-embed",
+            about: "LLaMA as an embedding model: Llama's layers attending within each ubatch (causally in \
+                `llama_decode` unless the model says otherwise, both ways in `llama_encode`) beside an \
+                unused KV cache, as llama.cpp's, and no output head.",
+            ..LLAMA
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -15,7 +15,7 @@ use crate::graph::{is_sliding, rope_factors, Builder, Decoder, Ffn, Gating, Moe}
 use crate::model::hparams::{AttnTemp, HParams};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Llama4;
 
@@ -32,39 +32,27 @@ const PERIOD: u32 = 4;
 const EXPERTS_WITHOUT_KQ_NORM: u32 = 128;
 
 impl ArchSpec for Llama4 {
-    fn name(&self) -> &'static str {
-        "llama4"
-    }
-
-    fn about(&self) -> &'static str {
-        "Chunked attention on three layers of four, the fourth unrotated and temperature-tuned, \
-            weightless query and key norms, experts every interleave step picked by raw logits with their \
-            weights multiplied into their inputs, beside a shared expert."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "interleave_moe_layer_step",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            super::HELD_SWA_BASE,
-            super::HELD_WINDOW,
-            (
-                "attention.temperature_scale",
-                Rule::Held(|f| Value::F32(f.hp.attn_temp.scale)),
-            ),
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "llama4",
+            about: "Chunked attention on three layers of four, the fourth unrotated and temperature-tuned, \
+                weightless query and key norms, experts every interleave step picked by raw logits with their \
+                weights multiplied into their inputs, beside a shared expert.",
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["expert_feed_forward_length", "interleave_moe_layer_step"],
+            ],
+            saved_rules: &[
+                super::HELD_SWA_BASE,
+                super::HELD_WINDOW,
+                (
+                    "attention.temperature_scale",
+                    Rule::Held(|f| Value::F32(f.hp.attn_temp.scale)),
+                ),
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -25,17 +25,10 @@ use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_MROPE, ROPE_NEOX, ROPE_NONE};
 
 pub struct LlamaLike {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
-    rope_type: i32,
-    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
-    reads: &'static [&'static str],
-    /// The values llama.cpp's loader sets itself (`ArchSpec::saved_rules`).
-    saved: &'static [(&'static str, Rule)],
+    facts: Facts,
     variant: llama::Variant,
     /// Mixtral-style experts (as wide as the FFN) where the file has them.
     experts: bool,
@@ -50,12 +43,7 @@ pub struct LlamaLike {
     hunyuan_rope: Option<bool>,
     /// What llama.cpp's loader creates without a file (`ArchSpec::created_tensors`).
     created: fn(&HParams) -> Vec<String>,
-    /// A diffusion model (`ArchSpec::is_diffusion`).
-    diffusion: bool,
 }
-
-/// What most of the family reads: its norms' epsilon.
-const READS_RMS_EPS: &[&str] = &["attention.layer_norm_rms_epsilon"];
 
 /// What ERNIE 4.5 and PaddleOCR read.
 const READS_ERNIE4_5: &[&str] = &[
@@ -69,11 +57,10 @@ const READS_ERNIE4_5: &[&str] = &[
 
 /// What a member is unless it says otherwise: the Llama decoder reading its norms' epsilon.
 const BASE: LlamaLike = LlamaLike {
-    name: "",
-    about: "",
-    rope_type: 0,
-    reads: READS_RMS_EPS,
-    saved: &[],
+    facts: Facts {
+        read_keys: &[super::READS_RMS_EPS],
+        ..Facts::BASE
+    },
     variant: llama::Variant::BASE,
     experts: false,
     sizes: &[],
@@ -81,32 +68,39 @@ const BASE: LlamaLike = LlamaLike {
     half_ffn: false,
     hunyuan_rope: None,
     created: |_| Vec::new(),
-    diffusion: false,
 };
 
 pub const XVERSE: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "xverse",
+        about: "XVERSE: the Llama decoder (normal rotation) without FFN scales.",
+        ..BASE.facts
+    },
     created: super::created::plain_head,
-    name: "xverse",
-    about: "XVERSE: the Llama decoder (normal rotation) without FFN scales.",
     sizes: &[(32, "7B"), (40, "13B"), (80, "65B")],
     ..BASE
 };
 
 pub const EXAONE: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "exaone",
+        about: "EXAONE: the Llama decoder with NeoX rotation and rotary frequency factors, without FFN scales.",
+        rope_type: ROPE_NEOX,
+        ..BASE.facts
+    },
     created: exaone,
-    name: "exaone",
-    about: "EXAONE: the Llama decoder with NeoX rotation and rotary frequency factors, without FFN scales.",
-    rope_type: 2,
     sizes: &[(32, "8B")],
     ..BASE
 };
 
 pub const ERNIE4_5: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "ernie4_5",
+        about: "ERNIE 4.5, dense: the Llama decoder without FFN scales.",
+        read_keys: &[READS_ERNIE4_5],
+        ..BASE.facts
+    },
     created: ernie4_5,
-    name: "ernie4_5",
-    about: "ERNIE 4.5, dense: the Llama decoder without FFN scales.",
-    rope_type: 0,
-    reads: READS_ERNIE4_5,
     variant: llama::Variant {
         no_wo_bias: true,
         ..llama::Variant::BASE
@@ -118,19 +112,24 @@ pub const ERNIE4_5: LlamaLike = LlamaLike {
 /// DeciLM / Llama-Nemotron: Llama with per-layer head and FFN counts. Its attention-free,
 /// "linear attention" and FFN-free layers (no query heads, no KV heads, no FFN) are refused.
 pub const DECI: LlamaLike = LlamaLike {
-    created: deci,
-    name: "deci",
-    about: "The Llama decoder with per-layer heads and FFN widths; its attention-free, linear-attention and \
+    facts: Facts {
+        name: "deci",
+        about: "The Llama decoder with per-layer heads and FFN widths; its attention-free, linear-attention and \
         FFN-free layers are refused.",
+        ..BASE.facts
+    },
+    created: deci,
     sizes: &[(32, "7B"), (80, "70B"), (162, "405B")],
     ..BASE
 };
 
 pub const ARCEE: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "arcee",
+        about: "The Llama decoder with an ungated squared-ReLU FFN.",
+        ..BASE.facts
+    },
     created: arcee,
-    name: "arcee",
-    about: "The Llama decoder with an ungated squared-ReLU FFN.",
-    rope_type: 0,
     variant: llama::Variant {
         relu_sqr: true,
         ..llama::Variant::BASE
@@ -140,10 +139,13 @@ pub const ARCEE: LlamaLike = LlamaLike {
 };
 
 pub const OLMOE: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "olmoe",
+        about: "The Llama decoder with whole-projection query and key norms and experts.",
+        rope_type: ROPE_NEOX,
+        ..BASE.facts
+    },
     created: olmoe,
-    name: "olmoe",
-    about: "The Llama decoder with whole-projection query and key norms and experts.",
-    rope_type: 2,
     variant: llama::Variant {
         qk_norm_whole: true,
         no_wo_bias: true,
@@ -156,10 +158,13 @@ pub const OLMOE: LlamaLike = LlamaLike {
 };
 
 pub const SEED_OSS: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "seed_oss",
+        about: "Seed-OSS: the Llama decoder, its FFN norm named `post_attention_norm`.",
+        rope_type: ROPE_NEOX,
+        ..BASE.facts
+    },
     created: seed_oss,
-    name: "seed_oss",
-    about: "Seed-OSS: the Llama decoder, its FFN norm named `post_attention_norm`.",
-    rope_type: 2,
     variant: llama::Variant {
         ffn_norm: Some("post_attention_norm.weight"),
         ..llama::Variant::BASE
@@ -169,17 +174,21 @@ pub const SEED_OSS: LlamaLike = LlamaLike {
 };
 
 pub const MISTRAL3: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "mistral3",
+        about: "The Llama decoder, dense or with experts; attention temperature tuning where the file asks.",
+        read_keys: &[
+            super::READS_RMS_EPS,
+            &[
+                "attention.temperature_scale",
+                "rope.scaling.yarn_log_multiplier",
+                "rope.scaling.yarn_beta_fast",
+                "rope.scaling.yarn_beta_slow",
+            ],
+        ],
+        ..BASE.facts
+    },
     created: llama::llama,
-    name: "mistral3",
-    about: "The Llama decoder, dense or with experts; attention temperature tuning where the file asks.",
-    rope_type: 0,
-    reads: &[
-        "attention.layer_norm_rms_epsilon",
-        "attention.temperature_scale",
-        "rope.scaling.yarn_log_multiplier",
-        "rope.scaling.yarn_beta_fast",
-        "rope.scaling.yarn_beta_slow",
-    ],
     variant: llama::Variant {
         ffn_scales: true,
         ..llama::Variant::BASE
@@ -190,12 +199,15 @@ pub const MISTRAL3: LlamaLike = LlamaLike {
 };
 
 pub const REFACT: LlamaLike = LlamaLike {
-    created: llama::llama,
-    name: "refact",
-    about: "The Llama decoder with ALiBi instead of rotation; experts in a file are loaded and left out, as \
+    facts: Facts {
+        name: "refact",
+        about: "The Llama decoder with ALiBi instead of rotation; experts in a file are loaded and left out, as \
         llama.cpp does.",
-    rope_type: -1,
-    saved: &[super::HELD_ALIBI],
+        rope_type: ROPE_NONE,
+        saved_rules: &[super::HELD_ALIBI],
+        ..BASE.facts
+    },
+    created: llama::llama,
     variant: llama::Variant {
         no_wo_bias: true,
         no_ffn_bias: true,
@@ -209,10 +221,12 @@ pub const REFACT: LlamaLike = LlamaLike {
 };
 
 pub const NANBEIGE: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "nanbeige",
+        about: "Nanbeige: the Llama decoder (its layers in loops refused).",
+        ..BASE.facts
+    },
     created: nanbeige,
-    name: "nanbeige",
-    about: "Nanbeige: the Llama decoder (its layers in loops refused).",
-    rope_type: 0,
     variant: llama::Variant {
         ffn_scales: true,
         ..llama::Variant::BASE
@@ -222,10 +236,12 @@ pub const NANBEIGE: LlamaLike = LlamaLike {
 };
 
 pub const MAINCODER: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "maincoder",
+        about: "The Llama decoder with head norms after rotation.",
+        ..BASE.facts
+    },
     created: qk_normed,
-    name: "maincoder",
-    about: "The Llama decoder with head norms after rotation.",
-    rope_type: 0,
     variant: llama::Variant {
         qk_norm_after_rope: true,
         ..llama::Variant::BASE
@@ -235,29 +251,37 @@ pub const MAINCODER: LlamaLike = LlamaLike {
 };
 
 pub const DREAM: LlamaLike = LlamaLike {
-    created: super::qwen2::qwen2,
-    name: "dream",
-    about: "Dream, a diffusion model on Qwen2's layout: attention both ways within a batch, no memory, as \
+    facts: Facts {
+        name: "dream",
+        about: "Dream, a diffusion model on Qwen2's layout: attention both ways within a batch, no memory, as \
         encoders.",
-    rope_type: 2,
-    saved: &[super::HELD_CAUSAL],
+        rope_type: ROPE_NEOX,
+        saved_rules: &[super::HELD_CAUSAL],
+        is_diffusion: true,
+        memory: Memory::None,
+        ..BASE.facts
+    },
+    created: super::qwen2::qwen2,
     variant: llama::Variant {
         no_cache: true,
         no_output_bias: true,
         ..llama::Variant::BASE
     },
     sizes: &[(28, "7B")],
-    diffusion: true,
     ..BASE
 };
 
 pub const LLADA: LlamaLike = LlamaLike {
-    created: llada,
-    name: "llada",
-    about: "LLaDA, a diffusion model on Llama's layout: attention both ways within a batch, no memory, as \
+    facts: Facts {
+        name: "llada",
+        about: "LLaDA, a diffusion model on Llama's layout: attention both ways within a batch, no memory, as \
         encoders.",
-    rope_type: 0,
-    saved: &[super::HELD_CAUSAL],
+        saved_rules: &[super::HELD_CAUSAL],
+        is_diffusion: true,
+        memory: Memory::None,
+        ..BASE.facts
+    },
+    created: llada,
     variant: llama::Variant {
         no_cache: true,
         no_wo_bias: true,
@@ -266,15 +290,17 @@ pub const LLADA: LlamaLike = LlamaLike {
         ..llama::Variant::BASE
     },
     sizes: &[(32, "8B")],
-    diffusion: true,
     ..BASE
 };
 
 pub const OPENELM: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "openelm",
+        about: "Per-layer head counts and widths.",
+        rope_type: ROPE_NEOX,
+        ..BASE.facts
+    },
     created: openelm,
-    name: "openelm",
-    about: "Per-layer head counts and widths.",
-    rope_type: 2,
     variant: llama::Variant {
         qk_norm: true,
         no_qkv_scale: true,
@@ -287,13 +313,16 @@ pub const OPENELM: LlamaLike = LlamaLike {
 /// Hunyuan's dense models and Hunyuan-VL's language model: per-head query and key norms after
 /// rotation.
 const HUNYUAN: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "hunyuan-dense",
+        about: "The Llama decoder with head norms after rotation and an XDRoPE base.",
+        rope_type: ROPE_NEOX,
+        read_keys: &[super::READS_RMS_EPS, &["rope.dimension_sections"]],
+        // Raised by its XDRoPE alpha.
+        saved_rules: &[("rope.freq_base", Rule::Held(|f| Value::F32(f.hp.rope_freq_base)))],
+        ..BASE.facts
+    },
     created: qk_normed,
-    name: "hunyuan-dense",
-    about: "The Llama decoder with head norms after rotation and an XDRoPE base.",
-    rope_type: 2,
-    reads: &["attention.layer_norm_rms_epsilon", "rope.dimension_sections"],
-    // Raised by its XDRoPE alpha.
-    saved: &[("rope.freq_base", Rule::Held(|f| Value::F32(f.hp.rope_freq_base)))],
     variant: llama::Variant {
         qk_norm_after_rope: true,
         ..llama::Variant::BASE
@@ -305,8 +334,11 @@ const HUNYUAN: LlamaLike = LlamaLike {
 pub const HUNYUAN_DENSE: LlamaLike = HUNYUAN;
 
 pub const HUNYUAN_VL: LlamaLike = LlamaLike {
-    name: "hunyuan_vl",
-    about: "Hunyuan-VL's language model: hunyuan-dense's layers, with M-RoPE.",
+    facts: Facts {
+        name: "hunyuan_vl",
+        about: "Hunyuan-VL's language model: hunyuan-dense's layers, with M-RoPE.",
+        ..HUNYUAN.facts
+    },
     hunyuan_rope: Some(true),
     ..HUNYUAN
 };
@@ -314,11 +346,14 @@ pub const HUNYUAN_VL: LlamaLike = LlamaLike {
 /// PaddleOCR's language model: ERNIE 4.5's layout (dense, whatever its expert count says) with
 /// M-RoPE and its attention output bias.
 pub const PADDLEOCR: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "paddleocr",
+        about: "PaddleOCR's language model: ERNIE 4.5's layout with M-RoPE.",
+        rope_type: ROPE_MROPE,
+        read_keys: &[READS_ERNIE4_5],
+        ..BASE.facts
+    },
     created: ernie4_5,
-    name: "paddleocr",
-    about: "PaddleOCR's language model: ERNIE 4.5's layout with M-RoPE.",
-    rope_type: crate::ggml::ROPE_MROPE,
-    reads: READS_ERNIE4_5,
     sizes: &[(18, "0.3B"), (28, "21B.A3B"), (54, "300B.A47B")],
     ..BASE
 };
@@ -326,10 +361,13 @@ pub const PADDLEOCR: LlamaLike = LlamaLike {
 /// openPangu-Embedded: Llama with NeoX rotation and its attention output bias; its rotary
 /// factors are loaded but left out.
 pub const PANGU_EMBED: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "pangu-embedded",
+        about: "The Llama decoder (openPangu-Embedded).",
+        rope_type: ROPE_NEOX,
+        ..BASE.facts
+    },
     created: pangu_embed,
-    name: "pangu-embedded",
-    about: "The Llama decoder (openPangu-Embedded).",
-    rope_type: 2,
     variant: llama::Variant {
         no_rope_factors: true,
         ..llama::Variant::BASE
@@ -339,18 +377,24 @@ pub const PANGU_EMBED: LlamaLike = LlamaLike {
 };
 
 pub const INTERNLM2: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "internlm2",
+        about: "InternLM 2: the Llama decoder without FFN scales.",
+        ..BASE.facts
+    },
     created: super::created::plain_head,
-    name: "internlm2",
-    about: "InternLM 2: the Llama decoder without FFN scales.",
     sizes: &[(32, "7B"), (48, "20B")],
     ..BASE
 };
 
 pub const QWEN: LlamaLike = LlamaLike {
+    facts: Facts {
+        name: "qwen",
+        about: "Qwen 1: the Llama decoder rotating as NeoX, its FFN half as wide as its file says.",
+        rope_type: ROPE_NEOX,
+        ..BASE.facts
+    },
     created: qwen,
-    name: "qwen",
-    about: "Qwen 1: the Llama decoder rotating as NeoX, its FFN half as wide as its file says.",
-    rope_type: 2,
     variant: llama::Variant {
         no_wo_bias: true,
         ..llama::Variant::BASE
@@ -365,36 +409,8 @@ impl ArchSpec for LlamaLike {
         (self.created)(hp)
     }
 
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        self.rope_type
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        self.reads
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        self.saved
-    }
-
-    fn is_diffusion(&self) -> bool {
-        self.diffusion
-    }
-
-    fn memory(&self) -> Memory {
-        if self.variant.no_cache {
-            Memory::None
-        } else {
-            Memory::KvCache
-        }
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -402,7 +418,7 @@ impl ArchSpec for LlamaLike {
         super::check_equal_head_sizes(hp)?;
         // Mistral 3's temperature tuning: its scale from the file, steps of the original context
         // (llama.cpp's other Llama-like loaders do not read the key).
-        let temp_scale = match self.name {
+        let temp_scale = match self.facts.name {
             "mistral3" => meta.f32_opt(&hp.key("attention.temperature_scale"))?.unwrap_or(0.0),
             _ => 0.0,
         };
@@ -432,12 +448,12 @@ impl ArchSpec for LlamaLike {
                 _ => "FFN-free layers (a layer with feed_forward_length 0)",
             }));
         }
-        if self.name == "mistral3" {
+        if self.facts.name == "mistral3" {
             super::load_yarn_betas(meta, hp)?;
             let log_mul = meta.f32_opt(&hp.key("rope.scaling.yarn_log_multiplier"))?;
             hp.rope_yarn_log_mul = log_mul.unwrap_or(0.0);
         }
-        hp.rope = self.rope_type >= 0;
+        hp.rope = self.facts.rope_type >= 0;
         // The diffusion models attend both ways.
         hp.causal &= !self.variant.no_cache;
         if hp.n_pos_per_embd() > 1 && meta.i32_array(&hp.key("rope.dimension_sections"), 4)?.is_some() {

@@ -7,7 +7,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 
 pub struct Mamba;
 pub struct Mamba2;
@@ -125,27 +125,15 @@ pub(super) fn load_mamba2(meta: &Meta, hp: &mut HParams) -> Result<()> {
 }
 
 impl ArchSpec for Mamba {
-    fn name(&self) -> &'static str {
-        "mamba"
-    }
-
-    fn about(&self) -> &'static str {
-        "The state-space model Mamba: recurrent memory."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
-            "ssm.dt_b_c_rms",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "mamba",
+            about: "The state-space model Mamba: recurrent memory.",
+            rope_type: ROPE_NONE,
+            read_keys: &[super::READS_SSM, super::READS_RMS_EPS, &["ssm.dt_b_c_rms"]],
+            memory: Memory::Recurrent,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -166,10 +154,6 @@ impl ArchSpec for Mamba {
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         state_space_tensors(hp, |il, specs| mamba_tensors(hp, il, false, specs))
     }
-
-    fn memory(&self) -> Memory {
-        Memory::Recurrent
-    }
 }
 
 /// Mamba's layer.
@@ -182,27 +166,15 @@ fn mamba(hp: &HParams) -> Vec<String> {
 }
 
 impl ArchSpec for Mamba2 {
-    fn name(&self) -> &'static str {
-        "mamba2"
-    }
-
-    fn about(&self) -> &'static str {
-        "The state-space model Mamba-2: recurrent memory."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
-            "ssm.group_count",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "mamba2",
+            about: "The state-space model Mamba-2: recurrent memory.",
+            rope_type: ROPE_NONE,
+            read_keys: &[super::READS_SSM, super::READS_RMS_EPS, &["ssm.group_count"]],
+            memory: Memory::Recurrent,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -218,10 +190,6 @@ impl ArchSpec for Mamba2 {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         state_space_tensors(hp, |il, specs| mamba2_tensors(hp, il, true, specs))
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Recurrent
     }
 }
 

@@ -8,32 +8,27 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Maple;
 
 impl ArchSpec for Maple {
-    fn name(&self) -> &'static str {
-        "maple"
-    }
-
-    fn about(&self) -> &'static str {
-        "Mellum's layers, only the sliding ones rotating, per-layer clamped SwiGLU experts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "swiglu_clamp_exp",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "attention.sliding_window_pattern",
-            "rope.freq_base_swa",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "maple",
+            about: "Mellum's layers, only the sliding ones rotating, per-layer clamped SwiGLU experts.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &[
+                    "expert_feed_forward_length",
+                    "swiglu_clamp_exp",
+                    "attention.sliding_window_pattern",
+                ],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

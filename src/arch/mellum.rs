@@ -8,8 +8,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Mellum;
 
@@ -17,29 +16,19 @@ pub struct Mellum;
 const DEFAULT_SWA_PERIOD: u32 = 4;
 
 impl ArchSpec for Mellum {
-    fn name(&self) -> &'static str {
-        "mellum"
-    }
-
-    fn about(&self) -> &'static str {
-        "Qwen3-MoE's layers with plainly rotating sliding layers."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_SWA_BASE_IF_WINDOW]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "mellum",
+            about: "Qwen3-MoE's layers with plainly rotating sliding layers.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["expert_feed_forward_length"],
+            ],
+            saved_rules: &[super::HELD_SWA_BASE_IF_WINDOW],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -13,33 +13,28 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Mimo2;
 
 impl ArchSpec for Mimo2 {
-    fn name(&self) -> &'static str {
-        "mimo2"
-    }
-
-    fn about(&self) -> &'static str {
-        "MiMo-V2: per-layer heads, value heads narrower than keys, partial rotation, sliding layers from \
-            an array, sinks, a scaled attention output, dense or sigmoid-routed expert layers."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "attention.sliding_window_pattern",
-            "attention.value_scale",
-            "rope.freq_base_swa",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "mimo2",
+            about: "MiMo-V2: per-layer heads, value heads narrower than keys, partial rotation, sliding layers from \
+                an array, sinks, a scaled attention output, dense or sigmoid-routed expert layers.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &[
+                    "expert_feed_forward_length",
+                    "attention.sliding_window_pattern",
+                    "attention.value_scale",
+                ],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -12,7 +12,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct MiniCpm3;
 
@@ -23,25 +23,18 @@ const SCALE_DEPTH: f32 = 1.4;
 const N_EMBD_BASE: f32 = 256.0;
 
 impl ArchSpec for MiniCpm3 {
-    fn name(&self) -> &'static str {
-        "minicpm3"
-    }
-
-    fn about(&self) -> &'static str {
-        "Latent attention kept decompressed: low-rank queries, keys and values from one latent, keys \
-            rotating their trailing dimensions; llama.cpp's fixed scales."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.q_lora_rank",
-            "attention.kv_lora_rank",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "minicpm3",
+            about: "Latent attention kept decompressed: low-rank queries, keys and values from one latent, keys \
+                rotating their trailing dimensions; llama.cpp's fixed scales.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &["attention.q_lora_rank", "attention.kv_lora_rank"],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

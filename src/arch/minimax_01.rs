@@ -12,35 +12,25 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NEOX};
 
 pub struct Minimax01;
 
 impl ArchSpec for Minimax01 {
-    fn name(&self) -> &'static str {
-        "minimax-01"
-    }
-
-    fn about(&self) -> &'static str {
-        "MiniMax-Text-01: lightning attention (linear attention with per-head decays, a [head, head] \
-            state per head) around softmax attention layers, residuals of the scaled normed input, \
-            softmax-routed experts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        crate::ggml::ROPE_NEOX
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "residual_scale",
-            "attention.layer_norm_rms_epsilon",
-            "attention.recurrent_layers",
-        ]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("attn_gate.weight", "wg")]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "minimax-01",
+            about: "MiniMax-Text-01: lightning attention (linear attention with per-head decays, a [head, head] \
+                state per head) around softmax attention layers, residuals of the scaled normed input, \
+                softmax-routed experts.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, &["residual_scale", "attention.recurrent_layers"]],
+            layer_members: &[("attn_gate.weight", "wg")],
+            memory: Memory::Hybrid,
+            // The lightning layers' output gate is llama.cpp's member `wg`, not `wqkv_gate`.
+            unscaled_weights: &["attn_gate"],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -100,15 +90,6 @@ impl ArchSpec for Minimax01 {
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         minimax_01(hp)
-    }
-
-    /// The lightning layers' output gate is llama.cpp's member `wg`, not `wqkv_gate`.
-    fn unscaled_weights(&self) -> &'static [&'static str] {
-        &["attn_gate"]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
     }
 }
 

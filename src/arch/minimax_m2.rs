@@ -9,29 +9,22 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct MinimaxM2;
 
 impl ArchSpec for MinimaxM2 {
-    fn name(&self) -> &'static str {
-        "minimax-m2"
-    }
-
-    fn about(&self) -> &'static str {
-        "Whole-projection head norms, partial rotation, experts with a selection bias."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "minimax-m2",
+            about: "Whole-projection head norms, partial rotation, experts with a selection bias.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &["expert_feed_forward_length", "expert_gating_func"],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

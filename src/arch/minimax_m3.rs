@@ -14,46 +14,30 @@ use crate::ggml::{TensorRef, ROPE_NEOX};
 use crate::graph::{Builder, Decoder, ExpertAct, Ffn, Gating, Moe};
 use crate::model::hparams::{HParams, Indexer};
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct MinimaxM3;
 
 impl ArchSpec for MinimaxM3 {
-    fn name(&self) -> &'static str {
-        "minimax-m3"
-    }
-
-    fn about(&self) -> &'static str {
-        "MiniMax-M3: per-head norms, then block-sparse attention past the leading dense layers (an \
-            indexer head per KV head picks the blocks of positions its queries attend to, gathered for one \
-            token per stream, masked for longer ubatches; dense, as in llama.cpp, without flash attention or \
-            with several sequences in one unified cache) beside routed and shared experts, gpt-oss's SwiGLU \
-            in every FFN."
-    }
-
-    fn rope_type(&self) -> i32 {
-        ROPE_NEOX
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "leading_dense_block_count",
-            "expert_feed_forward_length",
-            "expert_shared_count",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.indexer.head_count",
-            "attention.indexer.key_length",
-            "attention.indexer.top_k",
-            "attention.indexer.block_size",
-            "attention.indexer.local_blocks",
-        ]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("indexer.k_norm.weight", "index_k_norm")]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "minimax-m3",
+            about: "MiniMax-M3: per-head norms, then block-sparse attention past the leading dense layers (an \
+                indexer head per KV head picks the blocks of positions its queries attend to, gathered for one \
+                token per stream, masked for longer ubatches; dense, as in llama.cpp, without flash attention or \
+                with several sequences in one unified cache) beside routed and shared experts, gpt-oss's SwiGLU \
+                in every FFN.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_SHARED_MOE,
+                super::READS_GATING,
+                super::READS_INDEXER,
+                super::READS_RMS_EPS,
+                &["attention.indexer.block_size", "attention.indexer.local_blocks"],
+            ],
+            layer_members: &[("indexer.k_norm.weight", "index_k_norm")],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -3,7 +3,7 @@
 //! expects with their shapes and those llama.cpp creates without a file (`model::spec::ArchSpec`),
 //! and the graph it builds from the shared primitives of `graph/`, with its LoRA and
 //! control-vector behaviour (`graph::Decoder`), and its note in docs/architectures.md
-//! (`ArchSpec::about`). The registry below lists them. Adding one also takes its test model's
+//! (`Facts::about`). The registry below lists them. Adding one also takes its test model's
 //! generator in `scripts/gen-models.py` (docs/adding-an-architecture.md); nothing below this layer
 //! names an architecture but the quantizer's type rules (`model/quantize`, as llama.cpp's own).
 
@@ -15,7 +15,7 @@ use crate::graph::{Builder, Decoder};
 use crate::model::hparams::{HParams, RopeScaling, MAX_LAYERS};
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NEOX};
 
 /// An architecture the engine runs.
 pub trait Architecture: ArchSpec + Decoder {}
@@ -123,8 +123,8 @@ registry! {
 
 /// The architecture of a `general.architecture` name.
 pub fn find(name: &str) -> Result<&'static dyn Architecture> {
-    ARCHITECTURES.iter().copied().find(|a| a.name() == name).ok_or_else(|| {
-        let known: Vec<&str> = ARCHITECTURES.iter().map(|a| a.name()).collect();
+    ARCHITECTURES.iter().copied().find(|a| a.facts().name == name).ok_or_else(|| {
+        let known: Vec<&str> = ARCHITECTURES.iter().map(|a| a.facts().name).collect();
         Error::model(format!(
             "unknown or unsupported architecture '{name}' (the engine follows llama.cpp 0.3.36's list, of which it runs: {})",
             known.join(", ")
@@ -137,8 +137,55 @@ pub fn spec(name: &str) -> Result<&'static dyn ArchSpec> {
     Ok(find(name)?)
 }
 
+// Keys llama.cpp's loader reads for several architectures, in the groups kin share
+// (`Facts::read_keys`).
+
+/// The RMS norms' epsilon.
+pub(crate) const READS_RMS_EPS: &[&str] = &["attention.layer_norm_rms_epsilon"];
+/// The layer norms' epsilon.
+pub(crate) const READS_NORM_EPS: &[&str] = &["attention.layer_norm_epsilon"];
+/// Leading dense layers, then experts beside shared experts, their weights scaled.
+pub(crate) const READS_SHARED_MOE: &[&str] = &[
+    "leading_dense_block_count",
+    "expert_feed_forward_length",
+    "expert_shared_count",
+    "expert_weights_scale",
+];
+/// How the experts' weights are normalised and gated.
+pub(crate) const READS_GATING: &[&str] = &["expert_weights_norm", "expert_gating_func"];
+/// Latent attention's ranks and head sizes.
+pub(crate) const READS_MLA: &[&str] = &[
+    "attention.q_lora_rank",
+    "attention.kv_lora_rank",
+    "attention.key_length_mla",
+    "attention.value_length_mla",
+];
+/// A lightning indexer's heads and picks.
+pub(crate) const READS_INDEXER: &[&str] = &[
+    "attention.indexer.head_count",
+    "attention.indexer.key_length",
+    "attention.indexer.top_k",
+];
+/// The sliding window and its layers' rotary base.
+pub(crate) const READS_SLIDING: &[&str] = &["attention.sliding_window", "rope.freq_base_swa"];
+/// A state space's sizes.
+pub(crate) const READS_SSM: &[&str] = &[
+    "ssm.inner_size",
+    "ssm.conv_kernel",
+    "ssm.state_size",
+    "ssm.time_step_rank",
+];
+
+/// What an encoder is: no memory, no output head, NeoX rotation where it rotates.
+pub(crate) const ENCODER: Facts = Facts {
+    rope_type: ROPE_NEOX,
+    memory: Memory::None,
+    has_output_head: false,
+    ..Facts::BASE
+};
+
 // Values llama.cpp's loader sets itself for several architectures, as loading here derived them
-// (`ArchSpec::saved_rules`).
+// (`Facts::saved_rules`).
 
 /// The ALiBi bias the architecture fixes.
 pub(crate) const HELD_ALIBI: (&str, Rule) = (

@@ -10,7 +10,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct ModernBert;
 
@@ -21,34 +21,15 @@ const DEFAULT_SWA_PERIOD: u32 = 3;
 const POOLING_TYPE_MEAN: i32 = 1;
 
 impl ArchSpec for ModernBert {
-    fn name(&self) -> &'static str {
-        "modern-bert"
-    }
-
-    fn about(&self) -> &'static str {
-        "ModernBERT: an encoder with bias-free layer norms, rotation, a fused GeGLU FFN, sliding windows \
-            reaching both ways, a GELU ranking head over the mean: no cache, `llama_encode`, which \
-            `llama_decode` calls for it as llama.cpp does; one ubatch per batch."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
-    }
-
-    fn has_output_head(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "modern-bert",
+            about: "ModernBERT: an encoder with bias-free layer norms, rotation, a fused GeGLU FFN, sliding windows \
+                reaching both ways, a GELU ranking head over the mean: no cache, `llama_encode`, which \
+                `llama_decode` calls for it as llama.cpp does; one ubatch per batch.",
+            read_keys: &[super::READS_NORM_EPS, super::READS_SLIDING],
+            ..super::ENCODER
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

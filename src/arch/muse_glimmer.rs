@@ -12,7 +12,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct MuseGlimmer;
 
@@ -22,27 +22,18 @@ const PERIOD: u32 = 4;
 const POST_NORM_EPS: f32 = 1e-8;
 
 impl ArchSpec for MuseGlimmer {
-    fn name(&self) -> &'static str {
-        "muse-glimmer"
-    }
-
-    fn about(&self) -> &'static str {
-        "AFMoE's gated attention over dense layers: normed embeddings, only the sliding layers rotate, \
-            post norms, scaled and capped logits."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "logit_scale",
-            "final_logit_softcapping",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "muse-glimmer",
+            about: "AFMoE's gated attention over dense layers: normed embeddings, only the sliding layers rotate, \
+                post norms, scaled and capped logits.",
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["logit_scale", "final_logit_softcapping"],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -15,62 +15,56 @@ use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 
-/// `nemotron_h` or `nemotron_h_moe` (one graph; the experts come with the file): its name and its
-/// line in docs/architectures.md (`ArchSpec::about`).
-pub struct NemotronH(&'static str, &'static str);
+/// `nemotron_h` or `nemotron_h_moe` (one graph; the experts come with the file).
+pub struct NemotronH(Facts);
 
-pub const NEMOTRON_H: NemotronH = NemotronH(
-    "nemotron_h",
-    "A hybrid: Mamba-2, attention and squared-ReLU FFN layers.",
-);
-pub const NEMOTRON_H_MOE: NemotronH = NemotronH(
-    "nemotron_h_moe",
-    "Nemotron-H's layers with squared-ReLU experts, optionally in a latent width, beside a shared expert.",
-);
-
-impl ArchSpec for NemotronH {
-    fn name(&self) -> &'static str {
-        self.0
-    }
-
-    fn about(&self) -> &'static str {
-        self.1
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
+/// What both are beside their names.
+const NEMOTRON: Facts = Facts {
+    rope_type: ROPE_NONE,
+    read_keys: &[
+        super::READS_SSM,
+        super::READS_RMS_EPS,
+        super::READS_NORM_EPS,
         &[
             "expert_feed_forward_length",
             "expert_shared_feed_forward_length",
             "expert_shared_count",
             "expert_weights_scale",
             "expert_weights_norm",
-            "attention.layer_norm_epsilon",
-            "attention.layer_norm_rms_epsilon",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
             "ssm.group_count",
-        ]
-    }
+        ],
+    ],
+    // The RMS norms' epsilon defaults to the layer norms'.
+    saved_rules: &[(
+        "attention.layer_norm_rms_epsilon",
+        Rule::Held(|f| Value::F32(f.hp.rms_eps)),
+    )],
+    memory: Memory::Hybrid,
+    rollback: true,
+    ..Facts::BASE
+};
 
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        // The RMS norms' epsilon defaults to the layer norms'.
-        &[(
-            "attention.layer_norm_rms_epsilon",
-            Rule::Held(|f| Value::F32(f.hp.rms_eps)),
-        )]
+pub const NEMOTRON_H: NemotronH = NemotronH(Facts {
+    name: "nemotron_h",
+    about: "A hybrid: Mamba-2, attention and squared-ReLU FFN layers.",
+    ..NEMOTRON
+});
+pub const NEMOTRON_H_MOE: NemotronH = NemotronH(Facts {
+    name: "nemotron_h_moe",
+    about: "Nemotron-H's layers with squared-ReLU experts, optionally in a latent width, beside a shared expert.",
+    ..NEMOTRON
+});
+
+impl ArchSpec for NemotronH {
+    fn facts(&self) -> &Facts {
+        &self.0
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         load_hparams(meta, hp)?;
-        if self.0 == "nemotron_h_moe" && hp.n_layer == 52 {
+        if self.0.name == "nemotron_h_moe" && hp.n_layer == 52 {
             hp.size_label = "31B.A3.5B";
         }
         Ok(())
@@ -82,14 +76,6 @@ impl ArchSpec for NemotronH {
 
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec> {
         tensors(hp)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
     }
 }
 

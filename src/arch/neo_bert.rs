@@ -9,34 +9,20 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NORMAL};
 
 pub struct NeoBert;
 
 impl ArchSpec for NeoBert {
-    fn name(&self) -> &'static str {
-        "neo-bert"
-    }
-
-    fn about(&self) -> &'static str {
-        "An encoder with RMS pre-norms, rotation, a fused SwiGLU FFN and an optional classifier head: no \
-            cache, `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one ubatch per batch."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
-    }
-
-    fn has_output_head(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "neo-bert",
+            about: "An encoder with RMS pre-norms, rotation, a fused SwiGLU FFN and an optional classifier head: no \
+                cache, `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one ubatch per batch.",
+            rope_type: ROPE_NORMAL,
+            read_keys: &[super::READS_RMS_EPS],
+            ..super::ENCODER
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -9,7 +9,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 /// Nomic BERT MoE's variant: rotation, GELU FFNs.
 const NOMIC_MOE: bert::Variant = bert::Variant {
@@ -18,9 +18,12 @@ const NOMIC_MOE: bert::Variant = bert::Variant {
 };
 
 pub const NOMIC_BERT: bert::Member = bert::Member {
-    name: "nomic-bert",
-    about: "An encoder with rotary positions and SwiGLU: no cache, `llama_encode`, which `llama_decode` \
-        calls for it as llama.cpp does; one ubatch per batch.",
+    facts: Facts {
+        name: "nomic-bert",
+        about: "An encoder with rotary positions and SwiGLU: no cache, `llama_encode`, which `llama_decode` \
+            calls for it as llama.cpp does; one ubatch per batch.",
+        ..bert::LAYER_NORMED
+    },
     variant: bert::Variant {
         rope: true,
         gated: true,
@@ -36,29 +39,14 @@ fn has_experts(hp: &HParams, il: usize) -> bool {
 }
 
 impl ArchSpec for NomicBertMoe {
-    fn name(&self) -> &'static str {
-        "nomic-bert-moe"
-    }
-
-    fn about(&self) -> &'static str {
-        "An encoder with rotary positions, GELU FFNs and GELU experts on every other layer: no cache, \
-            `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one ubatch per batch."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_epsilon", "moe_every_n_layers"]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
-    }
-
-    fn has_output_head(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "nomic-bert-moe",
+            about: "An encoder with rotary positions, GELU FFNs and GELU experts on every other layer: no cache, \
+                `llama_encode`, which `llama_decode` calls for it as llama.cpp does; one ubatch per batch.",
+            read_keys: &[super::READS_NORM_EPS, &["moe_every_n_layers"]],
+            ..super::ENCODER
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -8,25 +8,18 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Olmo;
 
 impl ArchSpec for Olmo {
-    fn name(&self) -> &'static str {
-        "olmo"
-    }
-
-    fn about(&self) -> &'static str {
-        "OLMo 1: weightless layer norms, clamped projections."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.clamp_kqv", "attention.layer_norm_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "olmo",
+            about: "OLMo 1: weightless layer norms, clamped projections.",
+            read_keys: &[super::READS_NORM_EPS, &["attention.clamp_kqv"]],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

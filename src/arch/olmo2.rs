@@ -8,8 +8,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Olmo2;
 
@@ -17,28 +16,15 @@ pub struct Olmo2;
 const DEFAULT_SWA_PERIOD: u32 = 4;
 
 impl ArchSpec for Olmo2 {
-    fn name(&self) -> &'static str {
-        "olmo2"
-    }
-
-    fn about(&self) -> &'static str {
-        "OLMo 2, and OLMo 3's sliding layers: post-norms, whole-projection query and key norms."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_SWA_BASE_IF_WINDOW]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "olmo2",
+            about: "OLMo 2, and OLMo 3's sliding layers: post-norms, whole-projection query and key norms.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, super::READS_SLIDING],
+            saved_rules: &[super::HELD_SWA_BASE_IF_WINDOW],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

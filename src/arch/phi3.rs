@@ -10,28 +10,32 @@ use crate::ggml::TensorRef;
 use crate::graph::{rope_factors, Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Phi3 {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
-    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
-    reads: &'static [&'static str],
+    facts: Facts,
     experts: bool,
 }
 
 pub const PHI3: Phi3 = Phi3 {
-    name: "phi3",
-    about: "Phi-3 and Phi-4: fused projections, LongRoPE.",
-    reads: &["attention.layer_norm_rms_epsilon", "attention.sliding_window"],
+    facts: Facts {
+        name: "phi3",
+        about: "Phi-3 and Phi-4: fused projections, LongRoPE.",
+        read_keys: &[super::READS_RMS_EPS, &["attention.sliding_window"]],
+        rope_type: ROPE_NEOX,
+        ..Facts::BASE
+    },
     experts: false,
 };
 
 pub const PHIMOE: Phi3 = Phi3 {
-    name: "phimoe",
-    about: "Phi-3's layers with biased norms and experts.",
-    reads: &["attention.layer_norm_rms_epsilon"],
+    facts: Facts {
+        name: "phimoe",
+        about: "Phi-3's layers with biased norms and experts.",
+        read_keys: &[super::READS_RMS_EPS],
+        rope_type: ROPE_NEOX,
+        ..Facts::BASE
+    },
     experts: true,
 };
 
@@ -42,20 +46,8 @@ const PHIMOE_EXPERTS: Moe = Moe {
 };
 
 impl ArchSpec for Phi3 {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        self.reads
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

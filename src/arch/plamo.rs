@@ -8,25 +8,19 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Plamo;
 
 impl ArchSpec for Plamo {
-    fn name(&self) -> &'static str {
-        "plamo"
-    }
-
-    fn about(&self) -> &'static str {
-        "Attention and FFN from one norm."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "plamo",
+            about: "Attention and FFN from one norm.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

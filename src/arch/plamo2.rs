@@ -10,35 +10,23 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NEOX};
 
 pub struct Plamo2;
 
 impl ArchSpec for Plamo2 {
-    fn name(&self) -> &'static str {
-        "plamo2"
-    }
-
-    fn about(&self) -> &'static str {
-        "PLaMo 2: PLaMo-2 Mamba layers (z and x interleaved per head, normed B, C and Δt) beside \
-            attention with per-head norm weights, norms around every mixer and FFN; llama.cpp 0.3.36 stores \
-            a multi-sequence ubatch's states at the wrong cells and the engine does not, so results agree \
-            where one sequence is decoded at a time."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
-            "ssm.group_count",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "plamo2",
+            about: "PLaMo 2: PLaMo-2 Mamba layers (z and x interleaved per head, normed B, C and Δt) beside \
+                attention with per-head norm weights, norms around every mixer and FFN; llama.cpp 0.3.36 stores \
+                a multi-sequence ubatch's states at the wrong cells and the engine does not, so results agree \
+                where one sequence is decoded at a time.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_SSM, super::READS_RMS_EPS, &["ssm.group_count"]],
+            memory: Memory::Hybrid,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -101,10 +89,6 @@ impl ArchSpec for Plamo2 {
             }
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
     }
 }
 

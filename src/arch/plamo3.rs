@@ -10,8 +10,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Plamo3;
 
@@ -19,28 +18,15 @@ pub struct Plamo3;
 const DEFAULT_SWA_PERIOD: u32 = 8;
 
 impl ArchSpec for Plamo3 {
-    fn name(&self) -> &'static str {
-        "plamo3"
-    }
-
-    fn about(&self) -> &'static str {
-        "Fused projection with head norms, post-norms, sliding layers."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_SWA_BASE_IF_WINDOW]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "plamo3",
+            about: "Fused projection with head norms, post-norms, sliding layers.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, super::READS_SLIDING],
+            saved_rules: &[super::HELD_SWA_BASE_IF_WINDOW],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -8,26 +8,19 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 pub struct Plm;
 
 impl ArchSpec for Plm {
-    fn name(&self) -> &'static str {
-        "plm"
-    }
-
-    fn about(&self) -> &'static str {
-        "Latent attention kept decompressed (MiniCPM3's, with full-rank queries), a squared-ReLU FFN, the \
-            head tied to the embeddings."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon", "attention.kv_lora_rank"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "plm",
+            about: "Latent attention kept decompressed (MiniCPM3's, with full-rank queries), a squared-ReLU FFN, the \
+                head tied to the embeddings.",
+            read_keys: &[super::READS_RMS_EPS, &["attention.kv_lora_rank"]],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -8,25 +8,19 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_MROPE, ROPE_NEOX};
 
 pub struct Qwen2;
 
 impl ArchSpec for Qwen2 {
-    fn name(&self) -> &'static str {
-        "qwen2"
-    }
-
-    fn about(&self) -> &'static str {
-        "Qwen2: the Llama graph with attention biases."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "qwen2",
+            about: "Qwen2: the Llama graph with attention biases.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -76,20 +70,14 @@ impl Decoder for Qwen2 {
 pub struct Qwen2Vl;
 
 impl ArchSpec for Qwen2Vl {
-    fn name(&self) -> &'static str {
-        "qwen2vl"
-    }
-
-    fn about(&self) -> &'static str {
-        "Qwen2-VL's language model: M-RoPE."
-    }
-
-    fn rope_type(&self) -> i32 {
-        crate::ggml::ROPE_MROPE
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["rope.dimension_sections"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "qwen2vl",
+            about: "Qwen2-VL's language model: M-RoPE.",
+            rope_type: ROPE_MROPE,
+            read_keys: &[&["rope.dimension_sections"]],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -123,24 +111,17 @@ impl Decoder for Qwen2Vl {
 pub struct Qwen2Moe;
 
 impl ArchSpec for Qwen2Moe {
-    fn name(&self) -> &'static str {
-        "qwen2moe"
-    }
-
-    fn about(&self) -> &'static str {
-        "Qwen2 with experts and a gated shared expert."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "attention.layer_norm_rms_epsilon",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "qwen2moe",
+            about: "Qwen2 with experts and a gated shared expert.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &["expert_feed_forward_length", "expert_shared_feed_forward_length"],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -8,25 +8,19 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_IMROPE, ROPE_NEOX};
 
 pub struct Qwen3;
 
 impl ArchSpec for Qwen3 {
-    fn name(&self) -> &'static str {
-        "qwen3"
-    }
-
-    fn about(&self) -> &'static str {
-        "Qwen3: per-head query and key norms."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "qwen3",
+            about: "Qwen3: per-head query and key norms.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -72,51 +66,47 @@ pub(super) fn qwen3(hp: &HParams, head: &str) -> Vec<String> {
 /// The language model of Qwen3-VL; Qwen3-TTS's talker is the same model under its own name
 /// (whose rerankers, llama.cpp says, score without a softmax).
 pub struct Qwen3Vl {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
+    facts: Facts,
     rank_softmax: bool,
     /// Qwen3-TTS's talker ends in a codec head of `CODEC_LOGITS` logits, not the vocabulary's.
     codec_head: bool,
 }
 
+/// What Qwen3-VL's language models read.
+pub(super) const READS_VL: &[&str] = &[
+    "n_deepstack_layers",
+    "attention.layer_norm_rms_epsilon",
+    "rope.dimension_sections",
+];
+
 pub const QWEN3VL: Qwen3Vl = Qwen3Vl {
-    name: "qwen3vl",
-    about: "Qwen3-VL's language model: interleaved M-RoPE; deepstack layers add image features to the first \
-        layers' outputs.",
+    facts: Facts {
+        name: "qwen3vl",
+        about: "Qwen3-VL's language model: interleaved M-RoPE; deepstack layers add image features to the first \
+            layers' outputs.",
+        rope_type: ROPE_IMROPE,
+        read_keys: &[READS_VL],
+        ..Facts::BASE
+    },
     rank_softmax: true,
     codec_head: false,
 };
 pub const QWEN3TTS: Qwen3Vl = Qwen3Vl {
-    name: "qwen3tts",
-    about: "Qwen3-TTS's talker: Qwen3-VL's model under its own name, with its codec head (logits padded with \
-        -inf to the vocabulary, as llama.cpp pads them).",
+    facts: Facts {
+        name: "qwen3tts",
+        about: "Qwen3-TTS's talker: Qwen3-VL's model under its own name, with its codec head (logits padded with \
+            -inf to the vocabulary, as llama.cpp pads them).",
+        rope_type: ROPE_IMROPE,
+        read_keys: &[READS_VL],
+        ..Facts::BASE
+    },
     rank_softmax: false,
     codec_head: true,
 };
 
-/// llama.cpp's interleaved M-RoPE (`LLAMA_ROPE_TYPE_IMROPE`).
-pub(super) const IMROPE: i32 = 40;
-
 impl ArchSpec for Qwen3Vl {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        IMROPE
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "n_deepstack_layers",
-            "attention.layer_norm_rms_epsilon",
-            "rope.dimension_sections",
-        ]
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

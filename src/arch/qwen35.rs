@@ -14,20 +14,14 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, DeltaNet, Ffn, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_IMROPE, ROPE_NEOX};
 
 /// One of the family: its name, rotation, delta-net flavour, whether its FFNs are experts,
 /// whether llama.cpp keeps rollback snapshots for it, and llama.cpp's size labels.
 pub struct Qwen35 {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
-    rope_type: i32,
-    /// The keys llama.cpp's loader reads for it (`ArchSpec::read_keys`).
-    reads: &'static [&'static str],
+    facts: Facts,
     style: DeltaNet,
     experts: bool,
-    rollback: bool,
     size: fn(&HParams) -> &'static str,
 }
 
@@ -43,23 +37,26 @@ const QWEN3_NEXT_NET: DeltaNet = DeltaNet {
     sigmoid_gate: false,
 };
 
+/// What every member reads: its recurrent layers' pattern, state-space sizes and norms' epsilon.
+const READS_DELTA_NET: &[&str] = &["attention.recurrent_layers", "ssm.group_count"];
+/// The experts' and the shared expert's widths.
+const READS_EXPERTS: &[&str] = &["expert_feed_forward_length", "expert_shared_feed_forward_length"];
+/// M-RoPE's sections.
+const READS_SECTIONS: &[&str] = &["rope.dimension_sections"];
+
 pub const QWEN35: Qwen35 = Qwen35 {
-    name: "qwen35",
-    about: "Qwen3.5: gated delta net layers beside gated full attention with interleaved M-RoPE.",
-    rope_type: 40,
-    reads: &[
-        "attention.layer_norm_rms_epsilon",
-        "attention.recurrent_layers",
-        "rope.dimension_sections",
-        "ssm.inner_size",
-        "ssm.conv_kernel",
-        "ssm.state_size",
-        "ssm.time_step_rank",
-        "ssm.group_count",
-    ],
+    facts: Facts {
+        name: "qwen35",
+        about: "Qwen3.5: gated delta net layers beside gated full attention with interleaved M-RoPE.",
+        rope_type: ROPE_IMROPE,
+        read_keys: &[READS_DELTA_NET, super::READS_SSM, super::READS_RMS_EPS, READS_SECTIONS],
+        rollback: true,
+        layer_members: &[("ssm_dt.bias", "ssm_dt")],
+        memory: Memory::Hybrid,
+        ..Facts::BASE
+    },
     style: QWEN35_NET,
     experts: false,
-    rollback: true,
     size: |hp| match hp.n_layer {
         24 if hp.n_embd == 1024 => "0.8B",
         24 => "2B",
@@ -71,25 +68,21 @@ pub const QWEN35: Qwen35 = Qwen35 {
 };
 
 pub const QWEN35_MOE: Qwen35 = Qwen35 {
-    name: "qwen35moe",
-    about: "Qwen3.5's layers with softmax-routed experts, fused or separate gate and up stacks, beside a gated \
-        shared expert.",
-    rope_type: 40,
-    reads: &[
-        "expert_feed_forward_length",
-        "expert_shared_feed_forward_length",
-        "attention.layer_norm_rms_epsilon",
-        "attention.recurrent_layers",
-        "rope.dimension_sections",
-        "ssm.inner_size",
-        "ssm.conv_kernel",
-        "ssm.state_size",
-        "ssm.time_step_rank",
-        "ssm.group_count",
-    ],
+    facts: Facts {
+        name: "qwen35moe",
+        about: "Qwen3.5's layers with softmax-routed experts, fused or separate gate and up stacks, beside a gated \
+            shared expert.",
+        read_keys: &[
+            READS_DELTA_NET,
+            super::READS_SSM,
+            super::READS_RMS_EPS,
+            READS_SECTIONS,
+            READS_EXPERTS,
+        ],
+        ..QWEN35.facts
+    },
     style: QWEN35_NET,
     experts: true,
-    rollback: true,
     size: |hp| match hp.n_layer {
         40 => "35B.A3B",
         48 => "122B.A10B",
@@ -100,50 +93,27 @@ pub const QWEN35_MOE: Qwen35 = Qwen35 {
 
 /// Qwen3-Next (NeoX rotation; llama.cpp keeps no rollback snapshots for it).
 pub const QWEN3_NEXT: Qwen35 = Qwen35 {
-    name: "qwen3next",
-    about: "Qwen3.5's forerunner: NeoX rotation, unscaled projections, β and α from one projection.",
-    rope_type: 2,
-    reads: &[
-        "expert_feed_forward_length",
-        "expert_shared_feed_forward_length",
-        "attention.layer_norm_rms_epsilon",
-        "attention.recurrent_layers",
-        "ssm.inner_size",
-        "ssm.conv_kernel",
-        "ssm.state_size",
-        "ssm.time_step_rank",
-        "ssm.group_count",
-    ],
+    facts: Facts {
+        name: "qwen3next",
+        about: "Qwen3.5's forerunner: NeoX rotation, unscaled projections, β and α from one projection.",
+        rope_type: ROPE_NEOX,
+        read_keys: &[READS_DELTA_NET, super::READS_SSM, super::READS_RMS_EPS, READS_EXPERTS],
+        rollback: false,
+        ..QWEN35.facts
+    },
     style: QWEN3_NEXT_NET,
     experts: true,
-    rollback: false,
     size: |hp| if hp.n_layer == 48 { "80B.A3B" } else { "?B" },
 };
 
 impl ArchSpec for Qwen35 {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        self.rope_type
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        self.reads
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("ssm_dt.bias", "ssm_dt")]
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         if hp.n_expert > 0 && !self.experts {
-            return Err(Error::model(format!("{} has no experts", self.name)));
+            return Err(Error::model(format!("{} has no experts", self.facts.name)));
         }
         load_hparams(meta, hp)?;
         if self.experts {
@@ -159,14 +129,6 @@ impl ArchSpec for Qwen35 {
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
         qwen35(hp, self.style == QWEN3_NEXT_NET)
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        self.rollback
     }
 }
 

@@ -10,100 +10,85 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_IMROPE, ROPE_NEOX};
 
 pub struct Qwen3Moe {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
+    facts: Facts,
     /// A diffusion model's experts: whether their picked weights are normalised.
     diffusion: Option<bool>,
     /// Qwen3-VL's: interleaved M-RoPE, unscaled experts.
     vl: bool,
 }
 
+/// What all read beside Qwen3-VL's keys.
+const READS_EXPERTS: &[&str] = &["expert_feed_forward_length"];
+
 pub const QWEN3MOE: Qwen3Moe = Qwen3Moe {
-    name: "qwen3moe",
-    about: "Qwen3 with experts.",
+    facts: Facts {
+        name: "qwen3moe",
+        about: "Qwen3 with experts.",
+        rope_type: ROPE_NEOX,
+        read_keys: &[READS_EXPERTS, super::READS_RMS_EPS],
+        ..Facts::BASE
+    },
     diffusion: None,
     vl: false,
 };
 
 pub const QWEN3VLMOE: Qwen3Moe = Qwen3Moe {
-    name: "qwen3vlmoe",
-    about: "Qwen3-VL's language model with experts: interleaved M-RoPE; deepstack layers add image features to \
-        the first layers' outputs.",
+    facts: Facts {
+        name: "qwen3vlmoe",
+        about: "Qwen3-VL's language model with experts: interleaved M-RoPE; deepstack layers add image features to \
+            the first layers' outputs.",
+        rope_type: ROPE_IMROPE,
+        read_keys: &[READS_EXPERTS, qwen3::READS_VL],
+        ..Facts::BASE
+    },
     diffusion: None,
     vl: true,
 };
 
+/// A diffusion model on Qwen3-MoE's layers: attention both ways, no memory.
+const DIFFUSION: Facts = Facts {
+    saved_rules: &[super::HELD_CAUSAL],
+    memory: Memory::None,
+    is_diffusion: true,
+    ..QWEN3MOE.facts
+};
+
 pub const LLADA_MOE: Qwen3Moe = Qwen3Moe {
-    name: "llada-moe",
-    about: "LLaDA-MoE, a diffusion model on Qwen3-MoE's layers.",
+    facts: Facts {
+        name: "llada-moe",
+        about: "LLaDA-MoE, a diffusion model on Qwen3-MoE's layers.",
+        ..DIFFUSION
+    },
     diffusion: Some(false),
     vl: false,
 };
 
 pub const RND1: Qwen3Moe = Qwen3Moe {
-    name: "rnd1",
-    about: "RND1, a diffusion model on Qwen3-MoE's layers.",
+    facts: Facts {
+        name: "rnd1",
+        about: "RND1, a diffusion model on Qwen3-MoE's layers.",
+        ..DIFFUSION
+    },
     diffusion: Some(true),
     vl: false,
 };
 
 impl ArchSpec for Qwen3Moe {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn is_diffusion(&self) -> bool {
-        self.diffusion.is_some()
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        if self.vl {
-            qwen3::IMROPE
-        } else {
-            2
-        }
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        match self.vl {
-            true => &[
-                "expert_feed_forward_length",
-                "n_deepstack_layers",
-                "attention.layer_norm_rms_epsilon",
-                "rope.dimension_sections",
-            ],
-            false => &["expert_feed_forward_length", "attention.layer_norm_rms_epsilon"],
-        }
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        match self.diffusion {
-            Some(_) => &[super::HELD_CAUSAL],
-            None => &[],
-        }
-    }
-
-    fn memory(&self) -> Memory {
-        match self.diffusion {
-            Some(_) => Memory::None,
-            None => Memory::KvCache,
-        }
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
         hp.rms_eps = meta.f32(&hp.key("attention.layer_norm_rms_epsilon"))?;
         super::check_equal_head_sizes(hp)?;
         if hp.n_expert == 0 {
-            return Err(Error::model(format!("{} needs experts (expert_count)", self.name)));
+            return Err(Error::model(format!(
+                "{} needs experts (expert_count)",
+                self.facts.name
+            )));
         }
         if self.vl {
             qwen3::load_vl(meta, hp)?;
@@ -114,7 +99,7 @@ impl ArchSpec for Qwen3Moe {
             hp.n_ff_exp = hp.n_ff[0] / hp.n_expert_used;
         }
         // Size labels as llama.cpp derives them, for llama_model_desc.
-        hp.size_label = match (self.name, hp.n_layer) {
+        hp.size_label = match (self.facts.name, hp.n_layer) {
             ("qwen3moe", 48) | ("rnd1", 48) | ("qwen3vlmoe", 48) => "30B.A3B",
             ("qwen3moe", 94) | ("qwen3vlmoe", 94) => "235B.A22B",
             ("llada-moe", 16) => "A1.7B",
@@ -124,7 +109,7 @@ impl ArchSpec for Qwen3Moe {
     }
 
     fn created_tensors(&self, hp: &HParams) -> Vec<String> {
-        match self.name {
+        match self.facts.name {
             "llada-moe" => llada_moe(hp),
             _ => qwen3moe(hp),
         }
@@ -135,7 +120,7 @@ impl ArchSpec for Qwen3Moe {
         // LLaDA-MoE requires its own output head.
         for s in specs
             .iter_mut()
-            .filter(|s| s.name == "output.weight" && self.name == "llada-moe")
+            .filter(|s| s.name == "output.weight" && self.facts.name == "llada-moe")
         {
             s.required = true;
         }

@@ -19,8 +19,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, DeltaNet};
 use crate::model::hparams::{HParams, Indexer, Ple};
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_IMROPE};
 
 /// Qwen3.5's delta net with its output norm gated by a sigmoid.
 const NET: DeltaNet = DeltaNet {
@@ -34,51 +33,37 @@ const MAX_PLE_NGRAM: u32 = 8;
 const MAX_PLE_HEADS: u32 = 64;
 
 impl ArchSpec for Qwen4Exp {
-    fn name(&self) -> &'static str {
-        "qwen4exp"
-    }
-
-    fn about(&self) -> &'static str {
-        "Qwen4-exp: Qwen3.5-MoE's layers, the delta net's norm gated by a sigmoid, in residual streams \
-            mixed by low-rank hyper-connections; sparse attention over indexer keys pooled by blocks of \
-            positions, the best blocks and the token's own incomplete block attended; n-gram hash embeddings \
-            hashed from the cells' tokens into one linear layer, through a dilated convolution whose history \
-            is part of the recurrent state; rollback snapshots kept; its embeddings have `n_embd` values, \
-            where llama.cpp 0.3.36 reads `hc_count` times as many and aborts."
-    }
-
-    fn rope_type(&self) -> i32 {
-        // Interleaved M-RoPE.
-        40
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "attention.layer_norm_rms_epsilon",
-            "attention.indexer.head_count",
-            "attention.indexer.key_length",
-            "attention.indexer.top_k",
-            "attention.recurrent_layers",
-            "attention.compress_ratios",
-            "hyper_connection.count",
-            "hyper_connection.low_rank",
-            "rope.dimension_sections",
-            "ssm.inner_size",
-            "ssm.conv_kernel",
-            "ssm.state_size",
-            "ssm.time_step_rank",
-            "ssm.group_count",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_EMBD_OUT]
-    }
-
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[("ssm_dt.bias", "ssm_dt"), ("indexer.k_norm.weight", "index_k_norm")]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "qwen4exp",
+            about: "Qwen4-exp: Qwen3.5-MoE's layers, the delta net's norm gated by a sigmoid, in residual streams \
+                mixed by low-rank hyper-connections; sparse attention over indexer keys pooled by blocks of \
+                positions, the best blocks and the token's own incomplete block attended; n-gram hash embeddings \
+                hashed from the cells' tokens into one linear layer, through a dilated convolution whose history \
+                is part of the recurrent state; rollback snapshots kept; its embeddings have `n_embd` values, \
+                where llama.cpp 0.3.36 reads `hc_count` times as many and aborts.",
+            rope_type: ROPE_IMROPE,
+            read_keys: &[
+                super::READS_INDEXER,
+                super::READS_SSM,
+                super::READS_RMS_EPS,
+                &[
+                    "expert_feed_forward_length",
+                    "expert_shared_feed_forward_length",
+                    "attention.recurrent_layers",
+                    "attention.compress_ratios",
+                    "hyper_connection.count",
+                    "hyper_connection.low_rank",
+                    "rope.dimension_sections",
+                    "ssm.group_count",
+                ],
+            ],
+            saved_rules: &[super::HELD_EMBD_OUT],
+            layer_members: &[("ssm_dt.bias", "ssm_dt"), ("indexer.k_norm.weight", "index_k_norm")],
+            memory: Memory::Hybrid,
+            rollback: true,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -225,14 +210,6 @@ impl ArchSpec for Qwen4Exp {
             expert_tensors(hp, il, &mut specs);
         }
         specs
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Hybrid
-    }
-
-    fn rollback(&self) -> bool {
-        true
     }
 }
 

@@ -14,13 +14,12 @@ use crate::ggml::{row_size, TensorRef};
 use crate::graph::{Builder, Decoder, Ffn};
 use crate::model::hparams::{HParams, Wkv};
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 
 /// A member of the family: its generation of time mix, and whether it is a hybrid (RMS norms,
 /// one token-shift vector per layer, a gated FFN for the channel mix, no embedding norm).
 pub struct Member {
-    name: &'static str,
-    about: &'static str,
+    facts: Facts,
     generation: Generation,
     hybrid: bool,
 }
@@ -31,34 +30,72 @@ enum Generation {
     Seven,
 }
 
+/// What every member is: recurrent and unrotated.
+const RWKV: Facts = Facts {
+    rope_type: ROPE_NONE,
+    memory: Memory::Recurrent,
+    ..Facts::BASE
+};
+
+/// What every member reads: both norms' epsilons, its heads' size and its token shift.
+const READS_RWKV: &[&str] = &[
+    "attention.layer_norm_epsilon",
+    "attention.layer_norm_rms_epsilon",
+    "wkv.head_size",
+    "token_shift_count",
+];
+/// WKV-6's low ranks and rescaling.
+const READS_SIX: &[&str] = &["time_mix_extra_dim", "time_decay_extra_dim", "rescale_every_n_layers"];
+/// WKV-7's low ranks.
+const READS_SEVEN: &[&str] = &[
+    "attention.decay_lora_rank",
+    "attention.iclr_lora_rank",
+    "attention.value_residual_mix_lora_rank",
+    "attention.gate_lora_rank",
+];
+
 pub const RWKV6: Member = Member {
-    name: "rwkv6",
-    about: "RWKV-6 (Finch): WKV-6 time mixing and a channel mix, both over token-shifted inputs; \
-        recurrent memory (the token shift and the WKV state per layer).",
+    facts: Facts {
+        name: "rwkv6",
+        about: "RWKV-6 (Finch): WKV-6 time mixing and a channel mix, both over token-shifted inputs; \
+            recurrent memory (the token shift and the WKV state per layer).",
+        read_keys: &[READS_SIX, READS_RWKV],
+        ..RWKV
+    },
     generation: Generation::Six,
     hybrid: false,
 };
 
 pub const RWKV6QWEN2: Member = Member {
-    name: "rwkv6qwen2",
-    about: "RWKV-6's time mixing on a Qwen2 model (QRWKV6): gated linear attention (no bonus \
-        term, no group norm), grouped keys and values, RMS norms and Qwen2's FFN.",
+    facts: Facts {
+        name: "rwkv6qwen2",
+        about: "RWKV-6's time mixing on a Qwen2 model (QRWKV6): gated linear attention (no bonus \
+            term, no group norm), grouped keys and values, RMS norms and Qwen2's FFN.",
+        ..RWKV6.facts
+    },
     generation: Generation::Six,
     hybrid: true,
 };
 
 pub const RWKV7: Member = Member {
-    name: "rwkv7",
-    about: "RWKV-7 (Goose): WKV-7 time mixing (a delta-rule state with in-context learning rates \
-        and a value residual from the first layer) and a channel mix; recurrent memory.",
+    facts: Facts {
+        name: "rwkv7",
+        about: "RWKV-7 (Goose): WKV-7 time mixing (a delta-rule state with in-context learning rates \
+            and a value residual from the first layer) and a channel mix; recurrent memory.",
+        read_keys: &[READS_SEVEN, READS_RWKV],
+        ..RWKV
+    },
     generation: Generation::Seven,
     hybrid: false,
 };
 
 pub const ARWKV7: Member = Member {
-    name: "arwkv7",
-    about: "RWKV-7's time mixing on a Qwen2 model (ARWKV-7), with RMS norms and Qwen2's FFN; its \
-        gate and group norm optional.",
+    facts: Facts {
+        name: "arwkv7",
+        about: "RWKV-7's time mixing on a Qwen2 model (ARWKV-7), with RMS norms and Qwen2's FFN; its \
+            gate and group norm optional.",
+        ..RWKV7.facts
+    },
     generation: Generation::Seven,
     hybrid: true,
 };
@@ -86,40 +123,8 @@ impl Member {
 }
 
 impl ArchSpec for Member {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        match self.generation {
-            Generation::Six => &[
-                "attention.layer_norm_epsilon",
-                "attention.layer_norm_rms_epsilon",
-                "wkv.head_size",
-                "time_mix_extra_dim",
-                "time_decay_extra_dim",
-                "rescale_every_n_layers",
-                "token_shift_count",
-            ],
-            Generation::Seven => &[
-                "attention.layer_norm_epsilon",
-                "attention.layer_norm_rms_epsilon",
-                "wkv.head_size",
-                "attention.decay_lora_rank",
-                "attention.iclr_lora_rank",
-                "attention.value_residual_mix_lora_rank",
-                "attention.gate_lora_rank",
-                "token_shift_count",
-            ],
-        }
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -161,7 +166,7 @@ impl ArchSpec for Member {
         {
             return Err(Error::model(format!(
                 "{}: a WKV head size of {} must divide the width {}, and low ranks {ranks:?} be at most {LIMIT}",
-                self.name, w.head_size, hp.n_embd
+                self.facts.name, w.head_size, hp.n_embd
             )));
         }
         // llama.cpp's graphs assert these token-shift counts.
@@ -169,14 +174,14 @@ impl ArchSpec for Member {
         if w.token_shift_count != shifts {
             return Err(Error::model(format!(
                 "{}: a token shift count of {} is not supported (llama.cpp's graph takes {shifts})",
-                self.name, w.token_shift_count
+                self.facts.name, w.token_shift_count
             )));
         }
         let n_head = hp.n_embd / w.head_size;
         if let Some(&kv) = hp.n_head_kv.iter().find(|&&kv| kv != 0 && !n_head.is_multiple_of(kv)) {
             return Err(Error::model(format!(
                 "{}: {n_head} WKV heads cannot be grouped over {kv} key/value heads",
-                self.name
+                self.facts.name
             )));
         }
         hp.wkv = w;
@@ -246,10 +251,6 @@ impl ArchSpec for Member {
             (Generation::Seven, true) => wkv7::CREATED_HYBRID,
         };
         layered(hp, head, |_| format!("{norms} {mix} {ffn}"))
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Recurrent
     }
 }
 

@@ -18,13 +18,10 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct SharedExperts {
-    name: &'static str,
-    /// Its line in docs/architectures.md (`ArchSpec::about`).
-    about: &'static str,
+    facts: Facts,
     kind: Kind,
 }
 
@@ -41,29 +38,63 @@ enum Kind {
 }
 
 pub const DOTS1: SharedExperts = SharedExperts {
-    name: "dots1",
-    about: "Head norms, leading dense layers, experts gated as the file says beside shared experts.",
+    facts: Facts {
+        name: "dots1",
+        about: "Head norms, leading dense layers, experts gated as the file says beside shared experts.",
+        rope_type: ROPE_NEOX,
+        read_keys: &[super::READS_SHARED_MOE, super::READS_GATING, super::READS_RMS_EPS],
+        ..Facts::BASE
+    },
     kind: Kind::Dots,
 };
 pub const BAILINGMOE: SharedExperts = SharedExperts {
-    name: "bailingmoe",
-    about: "dots1's FFNs in every layer, no head norms.",
+    facts: Facts {
+        name: "bailingmoe",
+        about: "dots1's FFNs in every layer, no head norms.",
+        read_keys: &[super::READS_SHARED_MOE, super::READS_RMS_EPS, &["expert_weights_norm"]],
+        ..Facts::BASE
+    },
     kind: Kind::Bailing,
 };
 pub const BAILINGMOE2: SharedExperts = SharedExperts {
-    name: "bailingmoe2",
-    about: "Ling 2.0: dots1's layers with a fused projection; multi-token-prediction layers refused.",
+    facts: Facts {
+        name: "bailingmoe2",
+        about: "Ling 2.0: dots1's layers with a fused projection; multi-token-prediction layers refused.",
+        rope_type: ROPE_NEOX,
+        read_keys: &[
+            super::READS_SHARED_MOE,
+            super::READS_GATING,
+            super::READS_RMS_EPS,
+            &["expert_shared_feed_forward_length"],
+        ],
+        ..Facts::BASE
+    },
     kind: Kind::Bailing2,
 };
 pub const GLM4MOE: SharedExperts = SharedExperts {
-    name: "glm4moe",
-    about: "GLM-4.5: optional head norms, M-RoPE when its sections ask, sigmoid-routed experts with a selection \
-        bias beside shared experts; multi-token-prediction layers refused.",
+    facts: Facts {
+        name: "glm4moe",
+        about: "GLM-4.5: optional head norms, M-RoPE when its sections ask, sigmoid-routed experts with a selection \
+            bias beside shared experts; multi-token-prediction layers refused.",
+        rope_type: ROPE_NEOX,
+        read_keys: &[
+            super::READS_SHARED_MOE,
+            super::READS_GATING,
+            super::READS_RMS_EPS,
+            &["rope.dimension_sections"],
+        ],
+        saved_rules: &[super::HELD_GATING],
+        ..Facts::BASE
+    },
     kind: Kind::Glm4Moe,
 };
 pub const DEEPSEEK: SharedExperts = SharedExperts {
-    name: "deepseek",
-    about: "DeepSeek's first MoE: leading dense layers, scaled unnormalised expert weights, shared experts.",
+    facts: Facts {
+        name: "deepseek",
+        about: "DeepSeek's first MoE: leading dense layers, scaled unnormalised expert weights, shared experts.",
+        read_keys: &[super::READS_SHARED_MOE, super::READS_RMS_EPS],
+        ..Facts::BASE
+    },
     kind: Kind::DeepSeek,
 };
 
@@ -75,76 +106,8 @@ impl SharedExperts {
 }
 
 impl ArchSpec for SharedExperts {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn about(&self) -> &'static str {
-        self.about
-    }
-
-    fn rope_type(&self) -> i32 {
-        if self.head_norms() {
-            2
-        } else {
-            0
-        }
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        match self.kind {
-            Kind::Dots => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "expert_weights_norm",
-                "expert_gating_func",
-                "attention.layer_norm_rms_epsilon",
-            ],
-            Kind::Bailing => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "expert_weights_norm",
-                "attention.layer_norm_rms_epsilon",
-            ],
-            Kind::DeepSeek => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "attention.layer_norm_rms_epsilon",
-            ],
-            Kind::Bailing2 => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "expert_weights_norm",
-                "expert_gating_func",
-                "attention.layer_norm_rms_epsilon",
-            ],
-            Kind::Glm4Moe => &[
-                "leading_dense_block_count",
-                "expert_feed_forward_length",
-                "expert_shared_count",
-                "expert_weights_scale",
-                "expert_weights_norm",
-                "expert_gating_func",
-                "attention.layer_norm_rms_epsilon",
-                "rope.dimension_sections",
-            ],
-        }
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        match self.kind {
-            Kind::Glm4Moe => &[super::HELD_GATING],
-            Kind::Dots | Kind::Bailing | Kind::DeepSeek | Kind::Bailing2 => &[],
-        }
+    fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

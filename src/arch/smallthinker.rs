@@ -10,8 +10,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, ExpertAct, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct SmallThinker;
 
@@ -21,30 +20,19 @@ const WINDOW: u32 = 4096;
 const PERIOD: u32 = 4;
 
 impl ArchSpec for SmallThinker {
-    fn name(&self) -> &'static str {
-        "smallthinker"
-    }
-
-    fn about(&self) -> &'static str {
-        "ReLU-gated experts routed from the layer input, llama.cpp's fixed window."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[super::HELD_SWA_BASE_IF_WINDOW, super::HELD_WINDOW]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "smallthinker",
+            about: "ReLU-gated experts routed from the layer input, llama.cpp's fixed window.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["expert_feed_forward_length", "expert_gating_func"],
+            ],
+            saved_rules: &[super::HELD_SWA_BASE_IF_WINDOW, super::HELD_WINDOW],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

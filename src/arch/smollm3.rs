@@ -8,7 +8,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec};
 
 /// llama.cpp's fixed step: layers 3, 7, 11, ... (counting from 0) have no rotary positions.
 const NO_ROPE_EVERY: usize = 4;
@@ -16,20 +16,13 @@ const NO_ROPE_EVERY: usize = 4;
 pub struct SmolLm3;
 
 impl ArchSpec for SmolLm3 {
-    fn name(&self) -> &'static str {
-        "smollm3"
-    }
-
-    fn about(&self) -> &'static str {
-        "SmolLM3: the Llama decoder with every fourth layer without rotary positions."
-    }
-
-    fn rope_type(&self) -> i32 {
-        0
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "smollm3",
+            about: "SmolLM3: the Llama decoder with every fourth layer without rotary positions.",
+            read_keys: &[super::READS_RMS_EPS],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -9,30 +9,23 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, Builder, Decoder, Ffn};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Spark2_5;
 
 impl ArchSpec for Spark2_5 {
-    fn name(&self) -> &'static str {
-        "spark2_5"
-    }
-
-    fn about(&self) -> &'static str {
-        "Per-layer heads, sigmoid gates per attention head, GELU FFN."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "attention.sliding_window_pattern",
-            "rope.freq_base_swa",
-        ]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "spark2_5",
+            about: "Per-layer heads, sigmoid gates per attention head, GELU FFN.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &["attention.sliding_window_pattern"],
+            ],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -12,7 +12,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{is_sliding, rope_factors, Builder, Decoder, Ffn, Gating, Moe};
 use crate::model::hparams::{HParams, RopeScaling};
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Step35;
 
@@ -26,39 +26,30 @@ fn n_rot_of(hp: &HParams, il: usize) -> u32 {
 }
 
 impl ArchSpec for Step35 {
-    fn name(&self) -> &'static str {
-        "step35"
-    }
-
-    fn about(&self) -> &'static str {
-        "Step-3.5: per-layer heads with optional head norms and a sigmoid gate per head; sliding layers from \
-         an array rotating whole heads, full ones half of them with frequency factors; dense or \
-         sigmoid-routed expert layers beside a shared expert, SwiGLU clamped per layer; keys not shiftable \
-         and not saved, as in llama.cpp."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "expert_feed_forward_length",
-            "expert_shared_feed_forward_length",
-            "swiglu_clamp_exp",
-            "swiglu_clamp_shexp",
-            "expert_weights_scale",
-            "expert_weights_norm",
-            "expert_gating_func",
-            "attention.layer_norm_rms_epsilon",
-            "attention.sliding_window",
-            "attention.sliding_window_pattern",
-            "rope.freq_base_swa",
-        ]
-    }
-
-    fn saved(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "step35",
+            about: "Step-3.5: per-layer heads with optional head norms and a sigmoid gate per head; sliding layers \
+                from an array rotating whole heads, full ones half of them with frequency factors; dense or \
+                sigmoid-routed expert layers beside a shared expert, SwiGLU clamped per layer; keys not shiftable and \
+                not saved, as in llama.cpp.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[
+                super::READS_GATING,
+                super::READS_RMS_EPS,
+                super::READS_SLIDING,
+                &[
+                    "expert_feed_forward_length",
+                    "expert_shared_feed_forward_length",
+                    "swiglu_clamp_exp",
+                    "swiglu_clamp_shexp",
+                    "expert_weights_scale",
+                    "attention.sliding_window_pattern",
+                ],
+            ],
+            saved: false,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -13,7 +13,7 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NONE};
 
 /// T5 with its decoder.
 pub struct T5;
@@ -22,36 +22,26 @@ pub struct T5;
 pub struct T5Encoder;
 
 impl ArchSpec for T5 {
-    fn name(&self) -> &'static str {
-        "t5"
-    }
-
-    fn about(&self) -> &'static str {
-        "T5 and Flan-T5, an encoder-decoder: `llama_encode` runs the encoder and keeps its outputs, \
-            `llama_decode` the decoder (from `llama_model_decoder_start_token`) over its KV cache \
-            and cross-attention to them; one cache stream, as llama.cpp requires; not saved, as \
-            llama.cpp's saver refuses it."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_rms_epsilon",
-            "attention.relative_buckets_count",
-            "decoder_start_token_id",
-            "decoder_block_count",
-        ]
-    }
-
-    fn has_encoder(&self) -> bool {
-        true
-    }
-
-    fn saved(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "t5",
+            about: "T5 and Flan-T5, an encoder-decoder: `llama_encode` runs the encoder and keeps its outputs, \
+                `llama_decode` the decoder (from `llama_model_decoder_start_token`) over its KV cache \
+                and cross-attention to them; one cache stream, as llama.cpp requires; not saved, as \
+                llama.cpp's saver refuses it.",
+            rope_type: ROPE_NONE,
+            read_keys: &[
+                super::READS_RMS_EPS,
+                &[
+                    "attention.relative_buckets_count",
+                    "decoder_start_token_id",
+                    "decoder_block_count",
+                ],
+            ],
+            has_encoder: true,
+            saved: false,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {
@@ -133,30 +123,18 @@ impl Decoder for T5 {
 }
 
 impl ArchSpec for T5Encoder {
-    fn name(&self) -> &'static str {
-        "t5encoder"
-    }
-
-    fn about(&self) -> &'static str {
-        "T5's encoder alone: relative position buckets biasing the scores, `enc.` tensors; \
-            `llama_encode` attends both ways while its contexts keep a (unused) KV cache, as \
-            llama.cpp's do, so `llama_decode` runs it causally within each ubatch."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["attention.layer_norm_rms_epsilon", "attention.relative_buckets_count"]
-    }
-
-    fn has_encoder(&self) -> bool {
-        true
-    }
-
-    fn has_decoder(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "t5encoder",
+            about: "T5's encoder alone: relative position buckets biasing the scores, `enc.` tensors; \
+                `llama_encode` attends both ways while its contexts keep a (unused) KV cache, as \
+                llama.cpp's do, so `llama_decode` runs it causally within each ubatch.",
+            rope_type: ROPE_NONE,
+            read_keys: &[super::READS_RMS_EPS, &["attention.relative_buckets_count"]],
+            has_encoder: true,
+            has_decoder: false,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

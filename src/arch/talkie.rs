@@ -9,25 +9,19 @@ use crate::ggml::TensorRef;
 use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
-use crate::model::spec::{ArchSpec, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, TensorSpec, ROPE_NEOX};
 
 pub struct Talkie;
 
 impl ArchSpec for Talkie {
-    fn name(&self) -> &'static str {
-        "talkie"
-    }
-
-    fn about(&self) -> &'static str {
-        "Weightless norms, per-head query gains, embeddings added back per layer."
-    }
-
-    fn rope_type(&self) -> i32 {
-        2
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &["logit_scale", "attention.layer_norm_rms_epsilon"]
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "talkie",
+            about: "Weightless norms, per-head query gains, embeddings added back per layer.",
+            rope_type: ROPE_NEOX,
+            read_keys: &[super::READS_RMS_EPS, &["logit_scale"]],
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

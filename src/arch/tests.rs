@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 /// HParams of a four-layer file of `arch` (16 wide, two heads) with `extra` keys added.
 fn tiny(arch: &dyn ArchSpec, extra: Vec<Kv>) -> Result<HParams> {
-    let name = arch.name();
+    let name = arch.facts().name;
     let mut f = File::new();
     let a = |k: &str| format!("{name}.{k}");
     f.kvs = vec![
@@ -41,7 +41,10 @@ fn granite_swa(mut extra: Vec<Kv>) -> Result<HParams> {
 /// docs/architectures.md as the registry gives it: the intro, then each name with its note,
 /// sorted by name (the registry's order follows when each was added, not what a reader seeks).
 fn architecture_list() -> String {
-    let mut archs: Vec<(&str, &str)> = ARCHITECTURES.iter().map(|a| (a.name(), a.about())).collect();
+    let mut archs: Vec<(&str, &str)> = ARCHITECTURES
+        .iter()
+        .map(|a| (a.facts().name, a.facts().about))
+        .collect();
     archs.sort();
     let mut doc = format!(
         "# Architectures\n\n\
@@ -51,7 +54,7 @@ fn architecture_list() -> String {
          model of each that no test model covers, compared bit for bit with llama.cpp in \
          `benches/compare.sh`.\n\n\
          This page is generated from the registry (`ARCHITECTURES` in `src/arch/mod.rs`, each \
-         architecture's `ArchSpec::about`): edit the notes there and run \
+         architecture's `Facts::about`): edit the notes there and run \
          `ENGINE_WRITE_DOCS=1 cargo test --release architecture_list`. Adding an architecture: \
          [adding-an-architecture.md](adding-an-architecture.md).\n\n",
         archs.len()
@@ -67,7 +70,7 @@ fn architecture_list_in_the_docs_is_the_registry_s() {
     let mut names = std::collections::HashSet::new();
     let mut notes = std::collections::HashSet::new();
     for a in ARCHITECTURES {
-        let (name, about) = (a.name(), a.about());
+        let (name, about) = (a.facts().name, a.facts().about);
         assert!(names.insert(name), "'{name}' is registered twice");
         // A family's member that copies another's fields must still say what it is.
         assert!(notes.insert(about), "{name}: another architecture has the same note");
@@ -100,8 +103,8 @@ fn architecture_list_in_the_docs_is_the_registry_s() {
 fn the_diffusion_models_are_llama_cpp_s_four() {
     let diffusion: Vec<&str> = ARCHITECTURES
         .iter()
-        .filter(|a| a.is_diffusion())
-        .map(|a| a.name())
+        .filter(|a| a.facts().is_diffusion)
+        .map(|a| a.facts().name)
         .collect();
     assert_eq!(diffusion, ["dream", "llada", "llada-moe", "rnd1"]);
 }
@@ -292,7 +295,8 @@ fn load(path: PathBuf) -> std::result::Result<Loaded, String> {
         reported: m
             .arch
             .expect("a model loaded with its weights has its architecture")
-            .name(),
+            .facts()
+            .name,
         hp: m
             .hparams
             .expect("a model loaded with its weights has its hyper-parameters"),
@@ -315,9 +319,9 @@ fn models_of_each_architecture() -> Vec<(&'static dyn Architecture, Vec<&'static
     let of_each = ARCHITECTURES
         .iter()
         .map(|&a| {
-            let models: Vec<&Loaded> = loaded.iter().copied().filter(|l| l.named == a.name()).collect();
+            let models: Vec<&Loaded> = loaded.iter().copied().filter(|l| l.named == a.facts().name).collect();
             if models.is_empty() {
-                without.push(a.name());
+                without.push(a.facts().name);
             }
             (a, models)
         })
@@ -349,7 +353,7 @@ fn every_architecture_s_model_loads_as_that_architecture() {
         for l in models {
             assert_eq!(
                 l.reported,
-                a.name(),
+                a.facts().name,
                 "{} loads as another architecture",
                 l.path.display()
             );
@@ -432,7 +436,7 @@ fn every_architecture_creates_the_tensors_it_declares() {
             errors.extend(
                 creation_errors(a, &l.hp)
                     .into_iter()
-                    .map(|e| format!("{} ({}): {e}", a.name(), l.path.display())),
+                    .map(|e| format!("{} ({}): {e}", a.facts().name, l.path.display())),
             );
         }
     }

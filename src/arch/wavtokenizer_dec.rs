@@ -14,7 +14,7 @@ use crate::graph::{Builder, Decoder};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::saver::Rule;
-use crate::model::spec::{ArchSpec, Memory, TensorSpec};
+use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
 
 pub struct WavTokenizerDec;
 
@@ -39,59 +39,46 @@ const WIDE_KERNEL: u32 = 7;
 const POSNET_KERNEL: u32 = 3;
 
 impl ArchSpec for WavTokenizerDec {
-    fn name(&self) -> &'static str {
-        "wavtokenizer-dec"
-    }
-
-    fn about(&self) -> &'static str {
-        "WavTokenizer's decoder, the TTS vocoder: codes' embeddings through a convolution, PosNet (group \
-         norms, convolutions, one attention block), ConvNeXt blocks and a projection, read as embeddings \
-         (no logits, no memory)."
-    }
-
-    fn rope_type(&self) -> i32 {
-        -1
-    }
-
-    fn read_keys(&self) -> &'static [&'static str] {
-        &[
-            "attention.layer_norm_epsilon",
-            "attention.group_norm_epsilon",
-            "attention.group_norm_groups",
-            "posnet.embedding_length",
-            "posnet.block_count",
-            "convnext.embedding_length",
-            "convnext.block_count",
-        ]
-    }
-
-    /// llama.cpp takes the features' width for the model's and the file's embedding length for
-    /// the outputs' width; the head sizes follow from the former.
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[
-            ("embedding_length", Rule::Held(|f| Value::U32(f.hp.n_embd))),
-            ("embedding_length_out", Rule::Held(|f| Value::U32(f.hp.n_embd_out))),
-            ("attention.key_length", Rule::Held(|f| Value::U32(f.hp.n_embd_head_k))),
-            ("attention.value_length", Rule::Held(|f| Value::U32(f.hp.n_embd_head_v))),
-            (
-                "attention.key_length_swa",
-                Rule::Held(|f| Value::U32(f.hp.n_embd_head_k)),
-            ),
-            (
-                "attention.value_length_swa",
-                Rule::Held(|f| Value::U32(f.hp.n_embd_head_v)),
-            ),
-            ("rope.dimension_count", Rule::Held(|f| Value::U32(f.hp.n_rot))),
-            ("rope.dimension_count_swa", Rule::Held(|f| Value::U32(f.hp.n_rot))),
-        ]
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::None
-    }
-
-    fn has_output_head(&self) -> bool {
-        false
+    fn facts(&self) -> &Facts {
+        &Facts {
+            name: "wavtokenizer-dec",
+            about: "WavTokenizer's decoder, the TTS vocoder: codes' embeddings through a convolution, PosNet (group \
+                norms, convolutions, one attention block), ConvNeXt blocks and a projection, read as embeddings \
+                (no logits, no memory).",
+            rope_type: ROPE_NONE,
+            read_keys: &[
+                super::READS_NORM_EPS,
+                &[
+                    "attention.group_norm_epsilon",
+                    "attention.group_norm_groups",
+                    "posnet.embedding_length",
+                    "posnet.block_count",
+                    "convnext.embedding_length",
+                    "convnext.block_count",
+                ],
+            ],
+            // llama.cpp takes the features' width for the model's and the file's embedding length for
+            // the outputs' width; the head sizes follow from the former.
+            saved_rules: &[
+                ("embedding_length", Rule::Held(|f| Value::U32(f.hp.n_embd))),
+                ("embedding_length_out", Rule::Held(|f| Value::U32(f.hp.n_embd_out))),
+                ("attention.key_length", Rule::Held(|f| Value::U32(f.hp.n_embd_head_k))),
+                ("attention.value_length", Rule::Held(|f| Value::U32(f.hp.n_embd_head_v))),
+                (
+                    "attention.key_length_swa",
+                    Rule::Held(|f| Value::U32(f.hp.n_embd_head_k)),
+                ),
+                (
+                    "attention.value_length_swa",
+                    Rule::Held(|f| Value::U32(f.hp.n_embd_head_v)),
+                ),
+                ("rope.dimension_count", Rule::Held(|f| Value::U32(f.hp.n_rot))),
+                ("rope.dimension_count_swa", Rule::Held(|f| Value::U32(f.hp.n_rot))),
+            ],
+            memory: Memory::None,
+            has_output_head: false,
+            ..Facts::BASE
+        }
     }
 
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()> {

@@ -11,7 +11,8 @@ use crate::kv::TokenPlace;
 impl Context<'_> {
     /// Whether the model encodes for a decoder, rather than only encoding or decoding.
     fn encodes_for_decoder(&self) -> bool {
-        self.arch.is_some_and(|a| a.has_encoder() && a.has_decoder())
+        self.arch
+            .is_some_and(|a| a.facts().has_encoder && a.facts().has_decoder)
     }
 
     /// After an encode of the tokens at `places`: keep the encoder's outputs (every token's

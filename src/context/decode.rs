@@ -245,7 +245,7 @@ impl Context<'_> {
     pub fn encode(&mut self, input: &BatchInput) -> Result<DecodeStatus> {
         self.require_weights("encode")?;
         // An encoder keeps no memory, but for an architecture whose contexts keep one beside it.
-        if self.has_memory() && !self.arch.is_some_and(|a| a.has_encoder()) {
+        if self.has_memory() && !self.arch.is_some_and(|a| a.facts().has_encoder) {
             return Err(Error::invalid(format!(
                 "llama_encode needs an encoder model; '{}' decodes (use llama_decode)",
                 self.model.hparams.as_ref().map_or("", |h| h.arch_name)

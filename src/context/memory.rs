@@ -10,7 +10,7 @@ use crate::model::spec::Memory;
 impl Context<'_> {
     /// The memory the model's architecture keeps (none on a vocab-only model).
     pub fn memory_kind(&self) -> Memory {
-        self.arch.map_or(Memory::None, |a| a.memory())
+        self.arch.map_or(Memory::None, |a| a.facts().memory)
     }
 
     /// Whether the model's attention layers keep a cache.

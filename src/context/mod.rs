@@ -254,7 +254,7 @@ impl<'m> Context<'m> {
             Some(hp) => Some(crate::arch::find(hp.arch_name)?),
             None => None,
         };
-        let memory = arch.map_or(Memory::None, |a| a.memory());
+        let memory = arch.map_or(Memory::None, |a| a.facts().memory);
         // A latent cache's values are its keys: one type for both, as llama.cpp requires.
         if hp.is_some_and(|h| h.kv_latent()) && p.type_k != p.type_v {
             return Err(Error::invalid(format!(
@@ -314,7 +314,7 @@ impl<'m> Context<'m> {
         // Compressed caches keep a stream per sequence whatever kv_unified says, as llama.cpp's.
         let unified = p.kv_unified && memory != Memory::Compressed;
         let n_stream = if unified { 1 } else { n_seq_max };
-        let n_rs_seq = if arch.is_some_and(|a| a.rollback()) {
+        let n_rs_seq = if arch.is_some_and(|a| a.facts().rollback) {
             p.n_rs_seq
         } else {
             0

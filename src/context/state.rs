@@ -30,7 +30,7 @@ impl Context<'_> {
     }
 
     fn arch_name(&self) -> &'static str {
-        self.model.arch.map_or("", |a| a.name())
+        self.model.arch.map_or("", |a| a.facts().name)
     }
 
     fn check_seq(&self, seq: i32) -> Result<usize> {

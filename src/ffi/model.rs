@@ -307,7 +307,7 @@ pub unsafe extern "C" fn llama_model_n_head_kv(model: *const llama_model) -> i32
 pub unsafe extern "C" fn llama_model_n_swa(model: *const llama_model) -> i32 {
     entry!(-1, {
         hp_getter(model, 0, |h| {
-            let reported = crate::arch::find(h.arch_name).is_ok_and(|a| a.reports_window());
+            let reported = crate::arch::find(h.arch_name).is_ok_and(|a| a.facts().reports_window);
             if reported {
                 i32_of(h.n_swa)
             } else {
@@ -384,7 +384,7 @@ pub unsafe extern "C" fn llama_model_rope_type(model: *const llama_model) -> Rop
         // The loaded hyper-parameters' type: some architectures' depends on the file (GLM-4's
         // M-RoPE sections).
         let m = self::model(model)?;
-        let arch_type = m.arch.map_or(NO_ROPE, |a| RopeType(a.rope_type()));
+        let arch_type = m.arch.map_or(NO_ROPE, |a| RopeType(a.facts().rope_type));
         Ok(m.hparams.as_ref().map_or(arch_type, |h| RopeType(h.rope_type)))
     })
 }
@@ -561,12 +561,12 @@ fn arch_flag(
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_encoder(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, false, |a| a.has_encoder()) })
+    entry!(false, { arch_flag(model, false, |a| a.facts().has_encoder) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_has_decoder(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, true, |a| a.has_decoder()) })
+    entry!(false, { arch_flag(model, true, |a| a.facts().has_decoder) })
 }
 
 #[no_mangle]
@@ -574,7 +574,7 @@ pub unsafe extern "C" fn llama_model_is_recurrent(p: *const llama_model) -> bool
     entry!(false, {
         let m = model(p)?;
         Ok(m.arch
-            .is_some_and(|a| a.memory() == crate::model::spec::Memory::Recurrent))
+            .is_some_and(|a| a.facts().memory == crate::model::spec::Memory::Recurrent))
     })
 }
 
@@ -585,7 +585,7 @@ pub unsafe extern "C" fn llama_model_is_hybrid(p: *const llama_model) -> bool {
         // DeepSeek-V4's compressed caches count as hybrid memory, as llama.cpp counts them.
         Ok(m.arch.is_some_and(|a| {
             matches!(
-                a.memory(),
+                a.facts().memory,
                 crate::model::spec::Memory::Hybrid | crate::model::spec::Memory::Compressed
             )
         }))
@@ -594,7 +594,7 @@ pub unsafe extern "C" fn llama_model_is_hybrid(p: *const llama_model) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn llama_model_is_diffusion(model: *const llama_model) -> bool {
-    entry!(false, { arch_flag(model, false, |a| a.is_diffusion()) })
+    entry!(false, { arch_flag(model, false, |a| a.facts().is_diffusion) })
 }
 
 /// Only encoder-decoder models have a decoder start token.

@@ -38,6 +38,8 @@ pub const ROPE_NORMAL: i32 = 0;
 pub const ROPE_NEOX: i32 = 2;
 /// The bit of the multi-dimensional (M-RoPE) modes.
 pub const ROPE_MROPE: i32 = 8;
+/// Interleaved M-RoPE.
+pub const ROPE_IMROPE: i32 = 40;
 
 impl Graph {
     /// An empty graph with room for `max_nodes` nodes (and as many tensor descriptions).

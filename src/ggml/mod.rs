@@ -22,7 +22,7 @@ pub use buffer::{map_file, HostBuffer, CPU_BUFFER_ALIGNMENT};
 pub use context::{Arena, TensorRef};
 pub use device::{add_rpc_server, check_ggml_version, Device, DeviceKind};
 pub use extra_buft::{cpu_extra_buffer_types, ExtraBufferType};
-pub use graph::{Graph, OpResult, Scores, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
+pub use graph::{Graph, OpResult, Scores, ROPE_IMROPE, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
 pub use placed::{Placed, PlacedBuffers};
 
 use crate::log::{self, Level};

@@ -513,8 +513,7 @@ impl HParams {
     /// Positions per token: four for a multi-dimensional rope (M-RoPE, interleaved or not), else
     /// one (also without rotation, rope type -1).
     pub fn n_pos_per_embd(&self) -> u32 {
-        const IMROPE: i32 = 40;
-        if self.rope_type == crate::ggml::ROPE_MROPE || self.rope_type == IMROPE {
+        if self.rope_type == crate::ggml::ROPE_MROPE || self.rope_type == crate::ggml::ROPE_IMROPE {
             4
         } else {
             1
@@ -548,7 +547,7 @@ impl HParams {
 
     /// The keys every architecture reads (its own are left at their defaults).
     pub fn load_general(arch: &dyn ArchSpec, meta: &Meta, n_vocab: u32) -> Result<HParams> {
-        let key = |s: &str| format!("{}.{s}", arch.name());
+        let key = |s: &str| format!("{}.{s}", arch.facts().name);
         let n_layer = meta.u32(&key("block_count"))?;
         if n_layer == 0 || n_layer > MAX_LAYERS {
             return Err(Error::model(format!(
@@ -571,7 +570,7 @@ impl HParams {
             .u32_per_layer(&key("feed_forward_length"), n)?
             .ok_or_else(|| missing(&key("feed_forward_length")))?;
         // Recurrent layers have no attention heads (and a Mamba no FFN): their files say 0.
-        let lo = u32::from(!matches!(arch.memory(), Memory::Recurrent | Memory::Hybrid));
+        let lo = u32::from(!matches!(arch.facts().memory, Memory::Recurrent | Memory::Hybrid));
         for il in 0..n {
             check_range(&key("attention.head_count"), n_head[il], lo, MAX_HEADS)?;
             // Without attention heads a file may still give its key/value projections' heads
@@ -624,8 +623,8 @@ impl HParams {
             .map(|a| a.iter().map(|l| [l.as_slice(), b"\0"].concat()).collect())
             .unwrap_or_default();
         let hp = HParams {
-            arch_name: arch.name(),
-            rope_type: arch.rope_type(),
+            arch_name: arch.facts().name,
+            rope_type: arch.facts().rope_type,
             rope_sections: [0; 4],
             n_vocab,
             n_ctx_train,

@@ -66,11 +66,11 @@ impl LoraAdapter {
             .arch
             .ok_or_else(|| Error::invalid("the model was loaded vocab-only"))?;
         let adapter_arch = text("general.architecture");
-        if adapter_arch != arch.name().as_bytes() {
+        if adapter_arch != arch.facts().name.as_bytes() {
             return Err(Error::adapter(format!(
                 "made for the architecture '{}', the model is '{}'",
                 String::from_utf8_lossy(adapter_arch),
-                arch.name()
+                arch.facts().name
             )));
         }
         let adapter_type = text("adapter.type");

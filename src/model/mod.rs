@@ -270,7 +270,8 @@ impl Model {
         // (the lookups keep the original).
         let has_output = tensors.iter().any(|(_, t)| t.name == "output.weight");
         let output_elsewhere = params.extra_bufts || device_of("output.weight")?.is_some();
-        let tied = (output_elsewhere && arch.has_output_head() && !has_output).then_some((TOKEN_EMBD, "output.weight"));
+        let tied =
+            (output_elsewhere && arch.facts().has_output_head && !has_output).then_some((TOKEN_EMBD, "output.weight"));
         let weights = Weights::place(&per_file, &repackable, tied, &device_of, &mut place_progress)?;
         if !progress(1.0) {
             return Err(Error::Cancelled(
@@ -284,7 +285,7 @@ impl Model {
                 }
             }
         }
-        let desc = format!("{} {} {}", arch.name(), hp.size_label, ftype::name(ftype)).into_bytes();
+        let desc = format!("{} {} {}", arch.facts().name, hp.size_label, ftype::name(ftype)).into_bytes();
         crate::log_info!(
             "model: loaded {} ({} tensors, {} parameters, {:.2} MiB)",
             String::from_utf8_lossy(&desc),
@@ -320,7 +321,7 @@ impl Model {
             weights: None,
             vocab: Vocab::from_gguf(g)?,
             arch: Some(arch),
-            desc: format!("{} {} all F32", arch.name(), hp.size_label).into_bytes(),
+            desc: format!("{} {} all F32", arch.facts().name, hp.size_label).into_bytes(),
             hparams: Some(hp),
             placement,
             meta: metadata::meta_strings(g),

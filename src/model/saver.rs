@@ -2,8 +2,8 @@
 //! llama.cpp does not copy the file's metadata: it writes its hyper-parameters as it holds them
 //! after loading (every one, defaults included, in its own order), then its vocabulary, then the
 //! tensors in the order of its model's members. That is reproduced here from what llama.cpp's
-//! loader reads for each architecture (`ArchSpec::read_keys`), the values it sets itself
-//! (`ArchSpec::saved_rules`, from what loading derived here) and its members' order.
+//! loader reads for each architecture (`Facts::read_keys`), the values it sets itself
+//! (`Facts::saved_rules`, from what loading derived here) and its members' order.
 
 use super::hparams::{HParams, Ple};
 use super::spec::ArchSpec;
@@ -316,7 +316,7 @@ const NOT_SAVED: &[&str] = &[
     "conv1d.bias",
 ];
 
-/// The member of a name for every architecture that names no other (`ArchSpec::layer_members`).
+/// The member of a name for every architecture that names no other (`Facts::layer_members`).
 const ANY: Option<&str> = None;
 
 /// A layer's tensors (after `blk.N.`, or `enc.blk.N.` for `enc.*`: an encoder-decoder's encoder
@@ -324,7 +324,7 @@ const ANY: Option<&str> = None;
 /// block N), in the order of llama.cpp's
 /// `llama_layer` members, whose pointers its saver walks. A name that architectures give to
 /// different members is listed at each: with the member where some architectures put it
-/// (`ArchSpec::layer_members`), and `ANY` at the member every other architecture uses.
+/// (`Facts::layer_members`), and `ANY` at the member every other architecture uses.
 const LAYER_TENSORS: &[(&str, Option<&str>)] = &[
     ("attn_norm.weight", ANY),
     ("attn_norm.bias", ANY),
@@ -690,7 +690,7 @@ impl Saving {
             arch,
             pairs,
             name,
-            n_layer_all: meta.u32(&format!("{}.block_count", arch.name()))? as usize,
+            n_layer_all: meta.u32(&format!("{}.block_count", arch.facts().name))? as usize,
             blocks,
             tensors,
         })
@@ -700,8 +700,8 @@ impl Saving {
     /// the bytes of the loaded files (the weights as they are now, trained or not);
     /// `n_ctx_train`: the training context as the model holds it now (training sets it).
     pub fn write(&self, path: &str, n_ctx_train: u32, vocab: &Vocab, files: &[&[u8]]) -> Result<()> {
-        let arch = self.arch.name();
-        if !self.arch.saved() {
+        let arch = self.arch.facts().name;
+        if !self.arch.facts().saved {
             return Err(Error::invalid(format!(
                 "llama.cpp 0.3.36 does not save '{arch}' models (its saver stops the process on them)"
             )));
@@ -757,7 +757,7 @@ pub struct Facts<'a, 'm> {
 impl<'a, 'm> Facts<'a, 'm> {
     fn read(arch: &'a dyn ArchSpec, hp: &'a HParams, meta: &'a Meta<'m>, n_vocab: u32) -> Result<Facts<'a, 'm>> {
         let sliding = hp.has_sliding_layers().then_some(hp.swa_layers.as_slice());
-        let key = |s: &str| format!("{}.{s}", arch.name());
+        let key = |s: &str| format!("{}.{s}", arch.facts().name);
         let n_layer_all = meta.u32(&key("block_count"))? as usize;
         let nextn = meta.u32_opt(&key("nextn_predict_layers"))?.unwrap_or(0) as usize;
         let n_embd = meta.u32(&key("embedding_length"))?;
@@ -803,13 +803,13 @@ impl<'a, 'm> Facts<'a, 'm> {
     fn pairs(&self, table: &[(&str, Rule)]) -> Result<Vec<(String, Value)>> {
         let mut out = Vec::with_capacity(table.len());
         for &(suffix, rule) in table {
-            let own = self.arch.saved_rules().iter().find(|&&(key, _)| key == suffix);
+            let own = self.arch.facts().saved_rules.iter().find(|&&(key, _)| key == suffix);
             let rule = own.map_or(rule, |&(_, rule)| rule);
             let key = match suffix.starts_with("xielu.") {
                 true => suffix.to_string(),
-                false => format!("{}.{suffix}", self.arch.name()),
+                false => format!("{}.{suffix}", self.arch.facts().name),
             };
-            let read = COMMON.contains(&suffix) || self.arch.read_keys().contains(&suffix);
+            let read = COMMON.contains(&suffix) || self.arch.facts().reads(suffix);
             if let Some(v) = self.value(&key, rule, read)? {
                 out.push((key, v));
             }
@@ -867,11 +867,11 @@ impl<'a, 'm> Facts<'a, 'm> {
                 "attention.value_length" => self.value_length,
                 _ => self.n_rot,
             })?,
-            OrigCtx => u32_or(m.u32(&format!("{}.context_length", self.arch.name()))?)?,
+            OrigCtx => u32_or(m.u32(&format!("{}.context_length", self.arch.facts().name))?)?,
             ScalingType => Value::Str(m.str_opt(key)?.unwrap_or(b"linear").to_vec()),
             ScalingFactor => {
                 // llama.cpp keeps the inverse (1 when absent or 0) and inverts it again to write.
-                let old = format!("{}.rope.scale_linear", self.arch.name());
+                let old = format!("{}.rope.scale_linear", self.arch.facts().name);
                 let factor = match m.f32_opt(key)? {
                     Some(f) => f,
                     None => m.f32_opt(&old)?.unwrap_or(0.0),
@@ -1062,7 +1062,7 @@ impl SavedTensor {
 
 /// The layer tensors' names in `arch`'s order (see `LAYER_TENSORS`).
 fn layer_order(arch: &dyn ArchSpec) -> impl Iterator<Item = &'static str> + '_ {
-    let own = arch.layer_members();
+    let own = arch.facts().layer_members;
     LAYER_TENSORS.iter().filter_map(move |&(name, member)| {
         let here = match member {
             None => !own.iter().any(|&(n, _)| n == name),
@@ -1097,7 +1097,7 @@ fn tensor_order<'t>(
         push("token_embd.weight", &mut out);
     }
     for &name in MODEL_TENSORS {
-        if name == "output.weight" && !separate_output && arch.has_output_head() {
+        if name == "output.weight" && !separate_output && arch.facts().has_output_head {
             push("token_embd.weight", &mut out);
         }
         push(name, &mut out);
@@ -1123,7 +1123,8 @@ fn tensor_order<'t>(
         }
     }
     // Without an output head llama.cpp's saver never meets the token embeddings.
-    let dropped = |name: &str| NOT_SAVED.contains(&name) || (name == "token_embd.weight" && !arch.has_output_head());
+    let dropped =
+        |name: &str| NOT_SAVED.contains(&name) || (name == "token_embd.weight" && !arch.facts().has_output_head);
     if let Some(t) = tensors
         .iter()
         .find(|t| !placed.contains(t.entry.name.as_str()) && !dropped(&t.entry.name))
@@ -1272,14 +1273,19 @@ mod tests {
         let written = |key: &str| HEAD.iter().chain(TAIL).any(|&(k, _)| k == key);
         let mut members_used = std::collections::HashSet::new();
         for a in crate::arch::ARCHITECTURES.iter() {
-            let name = a.name();
-            let reads = a.read_keys();
+            let name = a.facts().name;
+            let reads: Vec<&str> = a
+                .facts()
+                .read_keys
+                .iter()
+                .flat_map(|group| group.iter().copied())
+                .collect();
             for (i, key) in reads.iter().enumerate() {
                 // A common key is read for every architecture: listing it would say nothing.
                 assert!(written(key) && !COMMON.contains(key), "{name} reads '{key}'");
                 assert!(!reads[..i].contains(key), "{name} reads '{key}' twice");
             }
-            let rules = a.saved_rules();
+            let rules = a.facts().saved_rules;
             for (i, &(key, rule)) in rules.iter().enumerate() {
                 assert!(written(key), "{name} has a rule for '{key}'");
                 assert!(
@@ -1294,7 +1300,7 @@ mod tests {
                     );
                 }
             }
-            for &(tensor, member) in a.layer_members() {
+            for &(tensor, member) in a.facts().layer_members {
                 assert!(
                     LAYER_TENSORS.contains(&(tensor, Some(member))),
                     "{name}: {tensor} in {member}"

@@ -8,36 +8,91 @@ use super::metadata::Meta;
 use super::saver::Rule;
 use crate::error::Result;
 
-pub trait ArchSpec: Sync {
+/// What an architecture is, as data: each field has a base value (`Facts::BASE`), so an
+/// architecture states only where it differs (`&Facts { name: .., ..Facts::BASE }`).
+pub struct Facts {
     /// `general.architecture` of its files.
-    fn name(&self) -> &'static str;
-
+    pub name: &'static str,
     /// A short note on what it is or how it differs from its kin (Markdown, one line): its line
     /// in docs/architectures.md, which a test in `arch` renders from the registry.
-    fn about(&self) -> &'static str;
-
-    /// How positions are rotated (llama.h `enum llama_rope_type`: 0 normal, 2 NeoX).
-    fn rope_type(&self) -> i32;
-
+    pub about: &'static str,
+    /// How positions are rotated (llama.h `enum llama_rope_type`).
+    pub rope_type: i32,
     /// The hyper-parameter keys (without the `{arch}.` prefix) llama.cpp's loader reads for this
-    /// architecture beyond those it reads for all (`saver::COMMON`): its saver writes the value it
-    /// holds, so a key it does not read is saved with llama.cpp's default whatever the file says.
-    /// Read from llama.cpp 0.3.36's `load_arch_hparams` (the keys its saver writes only).
-    fn read_keys(&self) -> &'static [&'static str];
-
+    /// architecture beyond those it reads for all (`saver::COMMON`), in groups that kin share: its
+    /// saver writes the value it holds, so a key it does not read is saved with llama.cpp's
+    /// default whatever the file says. Read from llama.cpp 0.3.36's `load_arch_hparams` (the keys
+    /// its saver writes only).
+    pub read_keys: &'static [&'static [&'static str]],
     /// The keys (without the prefix) whose value llama.cpp's loader arrives at otherwise for this
     /// architecture than for others (another default, or a value it sets itself), with how: its
     /// saver writes that value.
-    fn saved_rules(&self) -> &'static [(&'static str, Rule)] {
-        &[]
-    }
-
+    pub saved_rules: &'static [(&'static str, Rule)],
     /// Layer tensors (named after `blk.N.`) llama.cpp loads into another member of its
     /// `llama_layer` than other architectures do, and that member: its saver writes them in that
     /// member's place (MiniMax-01's `attn_gate.weight` is its `wg`, others' `wqkv_gate`).
-    fn layer_members(&self) -> &'static [(&'static str, &'static str)] {
-        &[]
+    pub layer_members: &'static [(&'static str, &'static str)],
+    /// What a context keeps between calls.
+    pub memory: Memory,
+    /// Whether its recurrent state can keep rollback snapshots (`n_rs_seq`), as llama.cpp's
+    /// `llm_arch_supports_rs_rollback` says.
+    pub rollback: bool,
+    /// Whether the graph ends in an output head (the token embeddings when the file has no
+    /// `output.weight`); encoders have none.
+    pub has_output_head: bool,
+    /// Whether it is a diffusion model (`llama_model_is_diffusion`, llama.cpp's
+    /// `llm_arch_is_diffusion`): its programs generate by unmasking, not token by token.
+    pub is_diffusion: bool,
+    /// Whether it has an encoder `llama_encode` runs while the context keeps its memory
+    /// (`llama_model_has_encoder`), and a decoder `llama_decode` runs (`llama_model_has_decoder`).
+    pub has_encoder: bool,
+    pub has_decoder: bool,
+    /// Whether llama.cpp's saver writes its models (`llama_model_saver_supports_arch`; it aborts
+    /// on the others, whose `llama_model_save_to_file` is refused here with a log line).
+    pub saved: bool,
+    /// Layer weights (by base name, e.g. `attn_gate`) whose optional scales llama.cpp's generic
+    /// pass does not create for this architecture: its loader keeps them in a member the pass
+    /// does not look at.
+    pub unscaled_weights: &'static [&'static str],
+    /// Whether `llama_model_n_swa` reports its sliding window: not where other caches beside it
+    /// make the window useless for rolling back (DeepSeek-V4, as llama.cpp answers).
+    pub reports_window: bool,
+}
+
+impl Facts {
+    /// A decoder with a KV cache and an output head, rotating as Llama does, reading no key of
+    /// its own: what an architecture is unless it says otherwise.
+    pub const BASE: Facts = Facts {
+        name: "",
+        about: "",
+        rope_type: ROPE_NORMAL,
+        read_keys: &[],
+        saved_rules: &[],
+        layer_members: &[],
+        memory: Memory::KvCache,
+        rollback: false,
+        has_output_head: true,
+        is_diffusion: false,
+        has_encoder: false,
+        has_decoder: true,
+        saved: true,
+        unscaled_weights: &[],
+        reports_window: true,
+    };
+
+    /// Whether llama.cpp's loader reads `key` (without the prefix) for it.
+    pub fn reads(&self, key: &str) -> bool {
+        self.read_keys.iter().any(|group| group.contains(&key))
     }
+}
+
+/// llama.h's `LLAMA_ROPE_TYPE_NONE`: positions are not rotated. The other values are ggml's modes.
+pub const ROPE_NONE: i32 = -1;
+pub use crate::ggml::{ROPE_IMROPE, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL};
+
+pub trait ArchSpec: Sync {
+    /// Its facts.
+    fn facts(&self) -> &Facts;
 
     /// Read the keys only this architecture has, and fill in what it derives.
     fn load_hparams(&self, meta: &Meta, hp: &mut HParams) -> Result<()>;
@@ -45,68 +100,16 @@ pub trait ArchSpec: Sync {
     /// The tensors a file of this architecture must (or may) contain, with their shapes.
     fn tensors(&self, hp: &HParams) -> Vec<TensorSpec>;
 
-    /// Whether the graph ends in an output head (the token embeddings when the file has no
-    /// `output.weight`); encoders have none.
-    fn has_output_head(&self) -> bool {
-        true
-    }
-
-    /// Whether it is a diffusion model (`llama_model_is_diffusion`, llama.cpp's
-    /// `llm_arch_is_diffusion`): its programs generate by unmasking, not token by token.
-    fn is_diffusion(&self) -> bool {
-        false
-    }
-
-    /// Whether it has an encoder `llama_encode` runs while the context keeps its memory
-    /// (`llama_model_has_encoder`), and a decoder `llama_decode` runs (`llama_model_has_decoder`).
-    fn has_encoder(&self) -> bool {
-        false
-    }
-
-    fn has_decoder(&self) -> bool {
-        true
-    }
-
-    /// Whether llama.cpp's saver writes its models (`llama_model_saver_supports_arch`; it aborts
-    /// on the others, whose `llama_model_save_to_file` is refused here with a log line).
-    fn saved(&self) -> bool {
-        true
-    }
-
-    /// What a context keeps between calls for this architecture.
-    fn memory(&self) -> Memory {
-        Memory::KvCache
-    }
-
-    /// Whether its recurrent state can keep rollback snapshots (`n_rs_seq`), as llama.cpp's
-    /// `llm_arch_supports_rs_rollback` says.
-    fn rollback(&self) -> bool {
-        false
-    }
-
     /// The tensors llama.cpp's loader creates for this architecture when a model is made without
     /// a file (`llama_model_init_from_user`): every one it asks for, the optional ones included,
     /// in its order, a name again where llama.cpp makes a copy per layer (rotary factors); the
     /// weights' scales come after, added by the model layer. Checked against llama.cpp's calls.
     fn created_tensors(&self, hp: &HParams) -> Vec<String>;
 
-    /// Layer weights (by base name, e.g. `attn_gate`) whose optional scales llama.cpp's generic
-    /// pass does not create for this architecture: its loader keeps them in a member the pass
-    /// does not look at.
-    fn unscaled_weights(&self) -> &'static [&'static str] {
-        &[]
-    }
-
     /// The block whose weights layer `il` runs (HRM-Text's cycles run the same blocks again
     /// under later layer numbers, and llama.cpp's generic pass gives every layer its own scales).
     fn weights_of_layer(&self, _hp: &HParams, il: usize) -> usize {
         il
-    }
-
-    /// Whether `llama_model_n_swa` reports its sliding window: not where other caches beside it
-    /// make the window useless for rolling back (DeepSeek-V4, as llama.cpp answers).
-    fn reports_window(&self) -> bool {
-        true
     }
 }
 

@@ -78,9 +78,9 @@ impl Image {
         let mut meta = pairs_of(g);
         let mut entries: Vec<(String, u32, [u64; 4])> = Vec::new();
         for name in names {
-            let shape = shapes
-                .get(name.as_str())
-                .ok_or_else(|| Error::Internal(format!("{}: created tensor '{name}' has no spec", arch.name())))?;
+            let shape = shapes.get(name.as_str()).ok_or_else(|| {
+                Error::Internal(format!("{}: created tensor '{name}' has no spec", arch.facts().name))
+            })?;
             // llama.cpp leaves out an optional tensor whose shape has an empty dimension.
             if shape.contains(&0) {
                 continue;
@@ -207,7 +207,7 @@ fn pairs_of(g: &GgufFile) -> MetaWriter {
 /// shapes, one value or one per expert of a stack, come from the specs).
 fn with_scales(mut names: Vec<String>, hp: &HParams, arch: &dyn ArchSpec) -> Vec<String> {
     let created: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
-    let unscaled = arch.unscaled_weights();
+    let unscaled = arch.facts().unscaled_weights;
     let mut scales = Vec::new();
     for il in 0..hp.n_layer as usize {
         let block = arch.weights_of_layer(hp, il);
