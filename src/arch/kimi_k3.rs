@@ -289,11 +289,9 @@ impl Decoder for KimiK3 {
             gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
             normalize: hp.expert_weights_norm,
             act: ExpertAct::Situ,
-            scaled: false,
             // llama.cpp's graph passes the model's count, not the warmup-aware one.
             warmup_all: false,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         let mut banked = Checkpoints(None);
         let mut x = b.embed_tokens_as("inp_embd")?;

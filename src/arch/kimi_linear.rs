@@ -11,7 +11,7 @@ use super::created::{layered, EXPERTS, GATED, HEAD, SHARED_GDU};
 use super::{deepseek2, head_tensors, minicpm3};
 use crate::error::{Error, Result};
 use crate::ggml::TensorRef;
-use crate::graph::{Builder, Decoder, ExpertAct, Gating, Moe};
+use crate::graph::{Builder, Decoder, Gating, Moe};
 use crate::model::hparams::HParams;
 use crate::model::metadata::Meta;
 use crate::model::spec::{ArchSpec, Facts, Memory, TensorSpec, ROPE_NONE};
@@ -330,12 +330,9 @@ impl Decoder for KimiLinear {
         let moe = Moe {
             gating: Gating::from_llama(hp.expert_gating_func).unwrap_or(Gating::Softmax),
             normalize: true,
-            act: ExpertAct::Silu,
-            scaled: false,
             // llama.cpp's graph passes the model's count, not the warmup-aware one.
             warmup_all: false,
-            weights_first: false,
-            pick_by_sigmoid: false,
+            ..Moe::BASE
         };
         let mut x = b.embed_tokens_as("model.embed_tokens")?;
         for il in 0..hp.n_layer as usize {

@@ -191,8 +191,7 @@ fn experts_ffn(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> 
         scaled: true,
         // llama.cpp passes the layer's own count here, so a warm-up picks as usual.
         warmup_all: false,
-        weights_first: false,
-        pick_by_sigmoid: false,
+        ..Moe::BASE
     };
     let mut out = b.moe_ffn_routed(il, latent, cur, moe)?;
     if let Some(w) = b.layer_weight_opt(il, "ffn_latent_up.weight") {
