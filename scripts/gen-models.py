@@ -79,6 +79,20 @@ class Weights:
     def norm(self, n):
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
+    def routed(self, blk, n_expert, width, embd=N_EMBD):
+        """A router over `n_expert` gated experts of `width` in layer prefix `blk` (the router
+        stays F32, as llama.cpp's converters keep it)."""
+        return {
+            blk + "ffn_gate_inp.weight": self.matrix(n_expert, embd),
+            blk + "ffn_gate_exps.weight": self.experts(n_expert, width, embd),
+            blk + "ffn_up_exps.weight": self.experts(n_expert, width, embd),
+            blk + "ffn_down_exps.weight": self.experts(n_expert, embd, width),
+        }
+
+    def biased_shared(self, blk, width):
+        """Four experts' selection bias, then a shared expert (shared_expert)."""
+        return {blk + "exp_probs_b.bias": self.bias(4), **self.shared_expert(blk, width)}
+
     def shared_expert(self, blk, width):
         """A shared expert's gated FFN of `width` in layer prefix `blk`."""
         return {
@@ -88,28 +102,83 @@ class Weights:
         }
 
 
+def layer_key(w, key, value):
+    """A value for every layer, or a list of one per layer."""
+    if isinstance(value, list):
+        w.add_array(key, value)
+    else:
+        w.add_uint32(key, value)
+
+
+def size_keys(w, a, n_layer, n_ctx, embd, ff, heads):
+    """The sizes every model here states first (`ff`, `heads`: see layer_key)."""
+    w.add_uint32(f"{a}.block_count", n_layer)
+    w.add_uint32(f"{a}.context_length", n_ctx)
+    w.add_uint32(f"{a}.embedding_length", embd)
+    layer_key(w, f"{a}.feed_forward_length", ff)
+    layer_key(w, f"{a}.attention.head_count", heads)
+
+
 def decoder_keys(w, a, n_layer, rope_base, d=TINY, kv_heads=None, ff=None, heads=None):
     """The hyper-parameters every Llama-like decoder here has (`heads`, `kv_heads`, `ff`: per
     layer)."""
-    w.add_uint32(f"{a}.block_count", n_layer)
-    w.add_uint32(f"{a}.context_length", N_CTX)
-    w.add_uint32(f"{a}.embedding_length", d.embd)
-    if ff is None:
-        w.add_uint32(f"{a}.feed_forward_length", d.ff)
-    else:
-        w.add_array(f"{a}.feed_forward_length", ff)
-    if heads is None:
-        w.add_uint32(f"{a}.attention.head_count", d.n_head)
-    else:
-        w.add_array(f"{a}.attention.head_count", heads)
-    if kv_heads is None:
-        w.add_uint32(f"{a}.attention.head_count_kv", d.n_head_kv)
-    else:
-        w.add_array(f"{a}.attention.head_count_kv", kv_heads)
+    size_keys(w, a, n_layer, N_CTX, d.embd, d.ff if ff is None else ff, d.n_head if heads is None else heads)
+    layer_key(w, f"{a}.attention.head_count_kv", d.n_head_kv if kv_heads is None else kv_heads)
     w.add_uint32(f"{a}.attention.key_length", d.head)
     w.add_uint32(f"{a}.attention.value_length", d.head)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
     w.add_float32(f"{a}.rope.freq_base", rope_base)
+
+
+def head_widths(w, a, key, value):
+    """Each cached head's key and value widths, in place of decoder_keys' ones."""
+    w.kv_data[0][f"{a}.attention.key_length"].value = key
+    w.kv_data[0][f"{a}.attention.value_length"].value = value
+
+
+def latent_keys(w, a, kv_rank, q_rank=None, mla=None, rot=None):
+    """Latent attention's hyper-parameters: the decompressed heads' key and value widths (`mla`),
+    the rotated dimensions, the query's and the keys' and values' ranks."""
+    if mla:
+        w.add_uint32(f"{a}.attention.key_length_mla", mla[0])
+        w.add_uint32(f"{a}.attention.value_length_mla", mla[1])
+    if rot is not None:
+        w.add_uint32(f"{a}.rope.dimension_count", rot)
+    if q_rank is not None:
+        w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
+    w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+
+
+def window_keys(w, a, window, pattern=None, base=None):
+    """A sliding window of `window` tokens (`pattern`: which layers slide, see layer_key), and
+    `base`, the sliding layers' own rotary base."""
+    w.add_uint32(f"{a}.attention.sliding_window", window)
+    if pattern is not None:
+        layer_key(w, f"{a}.attention.sliding_window_pattern", pattern)
+    if base is not None:
+        w.add_float32(f"{a}.rope.freq_base_swa", base)
+
+
+def yarn_keys(w, a):
+    """YaRN stretching a 512-token training context by 4."""
+    w.add_string(f"{a}.rope.scaling.type", "yarn")
+    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
+    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+
+
+def granite_scales(w, a, logit=8.0, residual=0.22, embedding=12.0):
+    """Granite's scales of the logits, the residuals and the embeddings, and its attention scale."""
+    w.add_float32(f"{a}.logit_scale", logit)
+    w.add_float32(f"{a}.residual_scale", residual)
+    w.add_float32(f"{a}.embedding_scale", embedding)
+    w.add_float32(f"{a}.attention.scale", 0.125)
+
+
+def indexer_keys(w, a, heads, key, top_k):
+    """A sparse attention's indexer: its heads, their key width, the count it picks."""
+    w.add_uint32(f"{a}.attention.indexer.head_count", heads)
+    w.add_uint32(f"{a}.attention.indexer.key_length", key)
+    w.add_uint32(f"{a}.attention.indexer.top_k", top_k)
 
 
 def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, experts=None, d=TINY):
@@ -136,17 +205,18 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, ex
         tensors[blk + "attn_output.weight"] = weights.matrix(d.embd, q)
         tensors[blk + "ffn_norm.weight"] = weights.norm(d.embd)
         if experts:
-            n_expert, n_ff = experts
-            # The router stays F32, as llama.cpp's converters keep it.
-            tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(n_expert, d.embd)
-            tensors[blk + "ffn_gate_exps.weight"] = weights.experts(n_expert, n_ff, d.embd)
-            tensors[blk + "ffn_up_exps.weight"] = weights.experts(n_expert, n_ff, d.embd)
-            tensors[blk + "ffn_down_exps.weight"] = weights.experts(n_expert, d.embd, n_ff)
+            tensors.update(weights.routed(blk, *experts, embd=d.embd))
         else:
             tensors[blk + "ffn_gate.weight"] = weights.matrix(d.ff, d.embd)
             tensors[blk + "ffn_up.weight"] = weights.matrix(d.ff, d.embd)
             tensors[blk + "ffn_down.weight"] = weights.matrix(d.embd, d.ff)
     return tensors
+
+
+def drop(tensors, blk, *names):
+    """Leaves out layer prefix `blk`'s weights `names` (without `.weight`), for what replaces them."""
+    for name in names:
+        del tensors[blk + name + ".weight"]
 
 
 def dense_first(weights, n_vocab, n_layer, experts, **kw):
@@ -257,9 +327,7 @@ def qwen2moe(w, weights, n_vocab, dtype):
     # and a shared expert behind its own gate.
     a, n_ff_exp, n_sh = "qwen2moe", 48, 40
     decoder_keys(w, a, N_LAYER, 1000000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
+    experts_keys(w, a, 4, 2, ff=n_ff_exp, shared_ff=n_sh)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qkv_bias=True, experts=(4, n_ff_exp))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
@@ -306,10 +374,7 @@ def olmo(w, weights, n_vocab, dtype):
 
 def granite(w, weights, n_vocab, dtype, rope=True):
     decoder_keys(w, "granite", N_LAYER, 10000.0)
-    w.add_float32("granite.logit_scale", 8.0)
-    w.add_float32("granite.residual_scale", 0.22)
-    w.add_float32("granite.embedding_scale", 12.0)
-    w.add_float32("granite.attention.scale", 0.125)
+    granite_scales(w, "granite")
     if not rope:
         w.add_bool("granite.rope.scaling.finetuned", False)
     add_tensors(w, decoder_tensors(weights, n_vocab, N_LAYER), dtype)
@@ -325,10 +390,7 @@ def granitemoe(w, weights, n_vocab, dtype):
     a, n_sh = "granitemoe", 48
     decoder_keys(w, a, N_LAYER, 10000.0)
     experts_keys(w, a, 4, 2)
-    w.add_float32(f"{a}.logit_scale", 8.0)
-    w.add_float32(f"{a}.residual_scale", 0.22)
-    w.add_float32(f"{a}.embedding_scale", 12.0)
-    w.add_float32(f"{a}.attention.scale", 0.125)
+    granite_scales(w, a)
     w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
     for il in range(N_LAYER):
@@ -343,16 +405,11 @@ def granite_swa(w, weights, n_vocab, dtype, experts=False):
     # shared expert whose gate is fused into its up projection.
     a, n_layer, n_sh = "granite_swa", 4, 48
     decoder_keys(w, a, n_layer, 10000.0)
-    w.add_float32(f"{a}.logit_scale", 8.0)
-    w.add_float32(f"{a}.residual_scale", 0.22)
-    w.add_float32(f"{a}.embedding_scale", 12.0)
-    w.add_float32(f"{a}.attention.scale", 0.125)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_array(f"{a}.attention.sliding_window_pattern", [True, True, False, True])
+    granite_scales(w, a)
+    window_keys(w, a, 32, pattern=[True, True, False, True])
     w.add_array(f"{a}.attention.rope_pattern", [1, 1, 1, 0])
     if experts:
-        experts_keys(w, a, 4, 2)
-        w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
+        experts_keys(w, a, 4, 2, shared_ff=n_sh)
     tensors = decoder_tensors(weights, n_vocab, n_layer, qkv_bias=True, experts=(4, N_FF) if experts else None)
     for il in range(n_layer):
         blk = f"blk.{il}."
@@ -376,11 +433,8 @@ def smallthinker(w, weights, n_vocab, dtype):
     # input; a sliding window over five layers: the first of each four attends globally unrotated.
     a, n_layer = "smallthinker", 5
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", N_FF)
-    w.add_uint32(f"{a}.expert_gating_func", 1)
-    w.add_uint32(f"{a}.attention.sliding_window", 64)
-    w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+    experts_keys(w, a, 4, 2, ff=N_FF, gating=1)
+    window_keys(w, a, 64, base=5000.0)
     add_tensors(w, decoder_tensors(weights, n_vocab, n_layer, qkv_bias=True, experts=(4, N_FF)), dtype)
 
 
@@ -406,9 +460,7 @@ def spark2_5(w, weights, n_vocab, dtype):
     # rotate with their own base); a sigmoid gate per head; a GELU-gated FFN.
     a, n_layer, heads = "spark2_5", 3, [4, 2, 4]
     decoder_keys(w, a, n_layer, 10000.0, heads=heads)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_array(f"{a}.attention.sliding_window_pattern", [True, False, True])
-    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    window_keys(w, a, 32, pattern=[True, False, True], base=1000.0)
     tensors = decoder_tensors(weights, n_vocab, n_layer)
     for il, n_head in enumerate(heads):
         blk = f"blk.{il}."
@@ -423,13 +475,9 @@ def mellum(w, weights, n_vocab, dtype):
     # window on three layers of four, which rotate plainly while the last uses YaRN.
     a, n_layer = "mellum", 4
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", 0)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
-    w.add_string(f"{a}.rope.scaling.type", "yarn")
-    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
-    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+    experts_keys(w, a, 4, 2, ff=0)
+    window_keys(w, a, 32, base=1000.0)
+    yarn_keys(w, a)
     tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, experts=(4, N_FF // 2))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     add_tensors(w, tensors, dtype)
@@ -481,9 +529,7 @@ def mistral3(w, weights, n_vocab, dtype):
     a = "mistral3"
     llama_like(a, experts=True)(w, weights, n_vocab, dtype)
     w.add_float32(f"{a}.attention.temperature_scale", 0.1)
-    w.add_string(f"{a}.rope.scaling.type", "yarn")
-    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
-    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+    yarn_keys(w, a)
     w.add_float32(f"{a}.rope.scaling.yarn_beta_fast", 16.0)
     w.add_float32(f"{a}.rope.scaling.yarn_beta_slow", 2.0)
     w.add_float32(f"{a}.rope.scaling.yarn_log_multiplier", 0.7)
@@ -498,9 +544,7 @@ def grok(w, weights, n_vocab, dtype):
     decoder_keys(w, a, N_LAYER, 10000.0, d=d)
     experts_keys(w, a, 4, 2)
     w.add_float32(f"{a}.final_logit_softcapping", 20.0)
-    w.add_string(f"{a}.rope.scaling.type", "yarn")
-    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
-    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+    yarn_keys(w, a)
     w.add_float32(f"{a}.rope.scaling.yarn_ext_factor", 0.5)
     w.add_float32(f"{a}.rope.scaling.yarn_attn_factor", 1.25)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF), d=d)
@@ -519,9 +563,7 @@ def hunyuan_moe(w, weights, n_vocab, dtype):
     # expert of its own width.
     a, n_sh = "hunyuan-moe", 48
     decoder_keys(w, a, N_LAYER, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", 32)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
+    experts_keys(w, a, 4, 2, ff=32, shared_ff=n_sh)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(4, N_FF))
     for il in range(N_LAYER):
         blk = f"blk.{il}."
@@ -534,19 +576,12 @@ def dots1(w, weights, n_vocab, dtype):
     # token, with a selection bias, normalised and scaled weights) beside two shared experts.
     a, n_layer, ffe = "dots1", 3, 32
     decoder_keys(w, a, n_layer, 10000.0, kv_heads=[N_HEAD] * n_layer)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 2)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=2, gating=2, norm=True, scale=2.5)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True, d=Dims(n_head_kv=N_HEAD))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(1, n_layer):
         blk = f"blk.{il}."
-        tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-        tensors.update(weights.shared_expert(blk, 2 * ffe))
+        tensors.update(weights.biased_shared(blk, 2 * ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -555,12 +590,7 @@ def bailingmoe(w, weights, n_vocab, dtype):
     # and scaled) beside a shared expert; a leading-dense count it does not read.
     a, ffe = "bailingmoe", 32
     decoder_keys(w, a, N_LAYER, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=1, norm=True, scale=1.5)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, ffe))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
@@ -575,26 +605,17 @@ def bailingmoe2(w, weights, n_vocab, dtype):
     # scaled weights) beside one shared expert of its own width, 48.
     a, n_layer, ffe = "bailingmoe2", 3, 32
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared_ff=48, shared=1, gating=2, norm=True, scale=2.5)
     w.add_uint32(f"{a}.nextn_predict_layers", 0)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
     for il in range(n_layer):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v")
         tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, N_EMBD)
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, 48))
+            tensors.update(weights.biased_shared(blk, 48))
     add_tensors(w, tensors, dtype)
 
 
@@ -605,19 +626,13 @@ def glm4moe(w, weights, n_vocab, dtype):
     # and scaled weights) beside one shared expert; the head tied to the embeddings.
     a, n_layer, ffe = "glm4moe", 3, 32
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=1, norm=True, scale=2.5)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qkv_bias=True)
     for il in range(n_layer):
         blk = f"blk.{il}."
         tensors[blk + "post_attention_norm.weight"] = tensors.pop(blk + "ffn_norm.weight")
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, ffe))
+            tensors.update(weights.biased_shared(blk, ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -630,11 +645,7 @@ def afmoe(w, weights, n_vocab, dtype):
     decoder_keys(w, a, n_layer, 10000.0)
     experts_keys(w, a, 4, 2)
     w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    routing_keys(w, a, leading=1, ff=ffe, shared=1, norm=True, scale=2.5)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
     for il in range(n_layer):
         blk = f"blk.{il}."
@@ -642,8 +653,7 @@ def afmoe(w, weights, n_vocab, dtype):
         tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
         tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, ffe))
+            tensors.update(weights.biased_shared(blk, ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -653,8 +663,7 @@ def muse_glimmer(w, weights, n_vocab, dtype):
     # base); logits scaled by 0.5, then soft-capped at 30.
     a, n_layer = "muse-glimmer", 4
     decoder_keys(w, a, n_layer, 10000.0)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+    window_keys(w, a, 32, base=5000.0)
     w.add_float32(f"{a}.logit_scale", 0.5)
     w.add_float32(f"{a}.final_logit_softcapping", 30.0)
     tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True)
@@ -706,8 +715,7 @@ def llama4(w, weights, n_vocab, dtype):
     tensors["rope_freqs.weight"] = weights.norm(HEAD // 2)
     for il in (1, 3):
         blk = f"blk.{il}."
-        for t in ("ffn_gate", "ffn_up", "ffn_down"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "ffn_gate", "ffn_up", "ffn_down")
         for t in ("ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"):
             tensors[blk + t + ".weight"] = moe[blk + t + ".weight"]
         tensors.update(weights.shared_expert(blk, ffe))
@@ -720,8 +728,7 @@ def grovemoe(w, weights, n_vocab, dtype):
     # added back times 0.5; a weight scale llama.cpp's loader does not read.
     a, n_exp, ffe, chunk = "grovemoe", 8, 32, 24
     decoder_keys(w, a, N_LAYER, 1000000.0)
-    experts_keys(w, a, n_exp, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
+    experts_keys(w, a, n_exp, 2, ff=ffe)
     w.add_uint32(f"{a}.expert_chunk_feed_forward_length", chunk)
     w.add_float32(f"{a}.expert_group_scale", 0.5)
     w.add_uint32(f"{a}.experts_per_group", 2)
@@ -745,16 +752,9 @@ def laguna(w, weights, n_vocab, dtype):
     a, n_layer, ffe, heads = "laguna", 5, 32, [4, 2, 2, 2, 4]
     decoder_keys(w, a, n_layer, 10000.0, heads=heads)
     experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
-    w.add_string(f"{a}.rope.scaling.type", "yarn")
-    w.add_float32(f"{a}.rope.scaling.factor", 4.0)
-    w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    window_keys(w, a, 32, base=1000.0)
+    yarn_keys(w, a)
+    routing_keys(w, a, leading=1, ff=ffe, shared_ff=48, norm=True, scale=2.5)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
     for il in range(n_layer):
         blk = f"blk.{il}."
@@ -763,8 +763,7 @@ def laguna(w, weights, n_vocab, dtype):
         tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, q)
         tensors[blk + "attn_gate.weight"] = weights.matrix(q if il % 2 == 0 else heads[il], N_EMBD)
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, 48))
+            tensors.update(weights.biased_shared(blk, 48))
     add_tensors(w, tensors, dtype)
 
 
@@ -780,9 +779,7 @@ def mimo2(w, weights, n_vocab, dtype):
     experts_keys(w, a, 4, 2)
     w.kv_data[0][f"{a}.attention.value_length"].value = vh
     w.add_uint32(f"{a}.rope.dimension_count", HEAD // 2)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, True, False])
-    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    window_keys(w, a, 32, pattern=[False, True, True, False], base=1000.0)
     w.add_float32(f"{a}.attention.value_scale", 0.5)
     w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
@@ -790,8 +787,7 @@ def mimo2(w, weights, n_vocab, dtype):
     for il in range(n_layer):
         blk = f"blk.{il}."
         q, k, v = heads[il] * HEAD, kv_heads[il] * HEAD, kv_heads[il] * vh
-        for t in ("attn_q", "attn_k", "attn_v"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v")
         if il == 0:
             tensors[blk + "attn_qkv.weight"] = weights.matrix(q + k + v, N_EMBD)
             tensors[blk + "attn_qkv.bias"] = weights.bias(q + k + v)
@@ -813,11 +809,7 @@ def hy_v3(w, weights, n_vocab, dtype):
     # normalised and scaled weights) beside a shared expert of width 48; scales on some weights.
     a, n_layer, ffe = "hy_v3", 3, 32
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    experts_keys(w, a, 4, 2, ff=ffe, shared_ff=48, norm=True, scale=2.5)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     tensors["blk.0.ffn_gate.scale"] = weights.norm(1)
@@ -839,11 +831,8 @@ def minicpm3(w, weights, n_vocab, dtype):
     # the Q8_0 cache, whose K-shift of the trailing dimensions llama.cpp cannot run.)
     a, hk, hv, rot, rank = "minicpm3", 48, 32, 32, 32
     decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=[N_HEAD] * N_LAYER)
-    w.kv_data[0][f"{a}.attention.key_length"].value = hk
-    w.kv_data[0][f"{a}.attention.value_length"].value = hv
-    w.add_uint32(f"{a}.rope.dimension_count", rot)
-    w.add_uint32(f"{a}.attention.q_lora_rank", rank)
-    w.add_uint32(f"{a}.attention.kv_lora_rank", rank)
+    head_widths(w, a, hk, hv)
+    latent_keys(w, a, rank, q_rank=rank, rot=rot)
     tensors = {
         "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
         "output_norm.weight": weights.norm(N_EMBD),
@@ -896,38 +885,22 @@ def deepseek2(absorbed, a="deepseek2", dense=False):
         kv_heads = 1 if absorbed else N_HEAD
         decoder_keys(w, a, n_layer, 10000.0, kv_heads=[kv_heads] * n_layer)
         cached_k, cached_v = (kv_rank + rot, kv_rank) if absorbed else (hk, hv)
-        w.kv_data[0][f"{a}.attention.key_length"].value = cached_k
-        w.kv_data[0][f"{a}.attention.value_length"].value = cached_v
-        if absorbed:
-            w.add_uint32(f"{a}.attention.key_length_mla", hk)
-            w.add_uint32(f"{a}.attention.value_length_mla", hv)
-        w.add_uint32(f"{a}.rope.dimension_count", rot)
-        w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
-        w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
-        w.add_string(f"{a}.rope.scaling.type", "yarn")
-        w.add_float32(f"{a}.rope.scaling.factor", 4.0)
-        w.add_uint32(f"{a}.rope.scaling.original_context_length", 512)
+        head_widths(w, a, cached_k, cached_v)
+        latent_keys(w, a, kv_rank, q_rank=q_rank, mla=(hk, hv) if absorbed else None, rot=rot)
+        yarn_keys(w, a)
         w.add_float32(f"{a}.rope.scaling.yarn_log_multiplier", 0.0707)
         if a == "mistral4":
             # Mistral Large's attention temperature tuning, a step every 256 positions.
             w.add_float32(f"{a}.attention.temperature_scale", 0.1)
             w.add_uint32(f"{a}.attention.temperature_length", 256)
-        experts_keys(w, a, 4, 2)
-        w.add_uint32(f"{a}.leading_dense_block_count", 1)
-        w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-        w.add_uint32(f"{a}.expert_shared_count", 1)
-        w.add_uint32(f"{a}.expert_gating_func", 2)
-        w.add_bool(f"{a}.expert_weights_norm", True)
-        w.add_float32(f"{a}.expert_weights_scale", 2.5)
+        experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=1, gating=2, norm=True, scale=2.5)
         hy = a.startswith("hy_v4")
         sparse = a in ("deepseek32", "glm-dsa", "dots3note") or (hy and not dense)
         dots = a == "dots3note"
         hc = 2
         idx_heads, idx_head = 4, 64
         if sparse:
-            w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
-            w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
-            w.add_uint32(f"{a}.attention.indexer.top_k", 8)
+            indexer_keys(w, a, idx_heads, idx_head, 8)
         if a in ("glm-dsa", "dots3note", "hy_v4") and sparse:
             w.add_array(f"{a}.attention.indexer.types", [1, 0, 1])
         if hy:
@@ -936,9 +909,7 @@ def deepseek2(absorbed, a="deepseek2", dense=False):
             w.add_float32(f"{a}.hyper_connection.magnitude", 2.0)
             w.add_float32(f"{a}.swiglu_clamp_exp", 6.0)
         if dots:
-            w.add_uint32(f"{a}.attention.sliding_window", 16)
-            w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, False])
-            w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
+            window_keys(w, a, 16, pattern=[False, True, False], base=5000.0)
             w.add_uint32(f"{a}.attention.kv_lora_rank_swa", kv_rank)
             w.add_uint32(f"{a}.attention.key_length_mla_swa", hk)
             w.add_uint32(f"{a}.attention.value_length_mla_swa", hv)
@@ -947,8 +918,7 @@ def deepseek2(absorbed, a="deepseek2", dense=False):
         tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
         for il in range(n_layer):
             blk = f"blk.{il}."
-            for t in ("attn_q", "attn_k", "attn_v"):
-                del tensors[blk + t + ".weight"]
+            drop(tensors, blk, "attn_q", "attn_k", "attn_v")
             tensors.update({
                 blk + "attn_q_a_norm.weight": weights.norm(q_rank),
                 blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
@@ -963,8 +933,7 @@ def deepseek2(absorbed, a="deepseek2", dense=False):
             else:
                 tensors[blk + "attn_kv_b.weight"] = weights.matrix(N_HEAD * (nope + hv), kv_rank)
             if il > 0:
-                tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-                tensors.update(weights.shared_expert(blk, ffe))
+                tensors.update(weights.biased_shared(blk, ffe))
             # dots.llm3's and HY-V4's files have indexer weights in the indexing layers only.
             if sparse and not ((dots or hy) and il == 1):
                 tensors.update({
@@ -1017,20 +986,12 @@ def kimi(a):
         hk = nope + rot
         kda_layers = (0, 2, 3) if k3 else (0, 2)
         decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0 if il in kda_layers else 1 for il in range(n_layer)])
-        w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank + rot
-        w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
-        w.add_uint32(f"{a}.attention.key_length_mla", hk)
-        w.add_uint32(f"{a}.attention.value_length_mla", hv)
-        w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+        head_widths(w, a, kv_rank + rot, kv_rank)
+        latent_keys(w, a, kv_rank, mla=(hk, hv))
         w.add_uint32(f"{a}.rope.dimension_count", rot)
         w.add_uint32(f"{a}.ssm.conv_kernel", conv)
         w.add_uint32(f"{a}.kda.head_dim", kda_head)
-        experts_keys(w, a, 4, 2)
-        w.add_uint32(f"{a}.leading_dense_block_count", 1)
-        w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-        w.add_uint32(f"{a}.expert_shared_count", 1)
-        w.add_uint32(f"{a}.expert_gating_func", 2)
-        w.add_float32(f"{a}.expert_weights_scale", 2.5)
+        experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=1, gating=2, scale=2.5)
         latent = 48
         if k3:
             w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
@@ -1046,8 +1007,7 @@ def kimi(a):
             tensors["output_res_score.weight"] = weights.norm(N_EMBD)
         for il in range(n_layer):
             blk = f"blk.{il}."
-            for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-                del tensors[blk + t + ".weight"]
+            drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output")
             if il not in kda_layers:
                 tensors.update({
                     blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
@@ -1091,8 +1051,7 @@ def kimi(a):
                 tensors[blk + "attn_res_score.weight"] = weights.norm(N_EMBD)
                 tensors[blk + "ffn_res_score.weight"] = weights.norm(N_EMBD)
             if il > 0:
-                tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-                tensors.update(weights.shared_expert(blk, ffe))
+                tensors.update(weights.biased_shared(blk, ffe))
                 if k3:
                     tensors[blk + "ffn_gate_exps.weight"] = weights.experts(4, ffe, latent)
                     tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, ffe, latent)
@@ -1118,27 +1077,15 @@ def glm5_next(w, weights, n_vocab, dtype):
     idx_heads, idx_head, kpool = 4, 16, 4
     kda_layers = (1, 3)
     decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0 if il in kda_layers else 1 for il in range(n_layer)])
-    w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank
-    w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
+    head_widths(w, a, kv_rank, kv_rank)
     w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
-    w.add_uint32(f"{a}.attention.key_length_mla", nope)
-    w.add_uint32(f"{a}.attention.value_length_mla", hv)
-    w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
-    w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+    latent_keys(w, a, kv_rank, q_rank=q_rank, mla=(nope, hv))
     w.add_uint32(f"{a}.rope.dimension_count", 0)
     w.add_uint32(f"{a}.ssm.conv_kernel", conv)
     w.add_uint32(f"{a}.kda.head_dim", kda_head)
     w.add_float32(f"{a}.kda.gate_lower_bound", -5.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
-    w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
-    w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
-    w.add_uint32(f"{a}.attention.indexer.top_k", 2 * kpool)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=1, gating=2, norm=True, scale=2.5)
+    indexer_keys(w, a, idx_heads, idx_head, 2 * kpool)
     w.add_uint32(f"{a}.attention.indexer.kpool", kpool)
     w.add_bool(f"{a}.attention.indexer.kpool_select_tail", True)
     w.add_array(f"{a}.attention.indexer.types", [1, 0, 0, 0])
@@ -1150,8 +1097,7 @@ def glm5_next(w, weights, n_vocab, dtype):
     mix = (2 + 4) * 4
     for il in range(n_layer):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output")
         for part in ("attn", "ffn"):
             tensors[blk + f"hc_{part}_fn.weight"] = weights.matrix(mix, 4 * N_EMBD)
             tensors[blk + f"hc_{part}_base.weight"] = weights.bias(mix)
@@ -1194,8 +1140,7 @@ def glm5_next(w, weights, n_vocab, dtype):
                     blk + "indexer_compressor_ape.weight": weights.matrix(kpool, idx_head),
                 })
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, ffe))
+            tensors.update(weights.biased_shared(blk, ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -1214,16 +1159,9 @@ def deepseek4(w, weights, n_vocab, dtype):
     w.add_uint32(f"{a}.rope.dimension_count", n_rot)
     w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
     w.add_uint32(f"{a}.attention.sliding_window", 16)
-    experts_keys(w, a, n_exp, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_uint32(f"{a}.expert_gating_func", 4)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    experts_keys(w, a, n_exp, 2, ff=ffe, shared=1, gating=4, norm=True, scale=1.5)
     w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 1.0, 1.0, 1.0])
-    w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
-    w.add_uint32(f"{a}.attention.indexer.key_length", idx_head)
-    w.add_uint32(f"{a}.attention.indexer.top_k", 8)
+    indexer_keys(w, a, idx_heads, idx_head, 8)
     w.add_uint32(f"{a}.attention.output_group_count", groups)
     w.add_uint32(f"{a}.attention.output_lora_rank", rank)
     w.add_float32(f"{a}.attention.compress_rope_freq_base", 160000.0)
@@ -1254,10 +1192,7 @@ def deepseek4(w, weights, n_vocab, dtype):
             blk + "attn_output_a.weight": weights.experts(groups, rank, N_HEAD * hd // groups),
             blk + "attn_output_b.weight": weights.matrix(N_EMBD, groups * rank),
             blk + "ffn_norm.weight": weights.norm(N_EMBD),
-            blk + "ffn_gate_inp.weight": weights.matrix(n_exp, N_EMBD),
-            blk + "ffn_gate_exps.weight": weights.experts(n_exp, ffe, N_EMBD),
-            blk + "ffn_up_exps.weight": weights.experts(n_exp, ffe, N_EMBD),
-            blk + "ffn_down_exps.weight": weights.experts(n_exp, N_EMBD, ffe),
+            **weights.routed(blk, n_exp, ffe),
         })
         tensors.update(weights.shared_expert(blk, ffe))
         if il == 0:
@@ -1303,33 +1238,21 @@ def bailingmoe3(w, weights, n_vocab, dtype):
     q_rank, kv_rank, nope, rot, hv = 32, 40, 24, 16, 32
     hk = nope + rot
     decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, 1, 0])
-    w.kv_data[0][f"{a}.attention.key_length"].value = kv_rank + rot
-    w.kv_data[0][f"{a}.attention.value_length"].value = kv_rank
-    w.add_uint32(f"{a}.attention.key_length_mla", hk)
-    w.add_uint32(f"{a}.attention.value_length_mla", hv)
-    w.add_uint32(f"{a}.attention.q_lora_rank", q_rank)
-    w.add_uint32(f"{a}.attention.kv_lora_rank", kv_rank)
+    head_widths(w, a, kv_rank + rot, kv_rank)
+    latent_keys(w, a, kv_rank, q_rank=q_rank, mla=(hk, hv))
     w.add_uint32(f"{a}.rope.dimension_count", rot)
     w.add_uint32(f"{a}.ssm.conv_kernel", conv)
     w.add_uint32(f"{a}.kda.head_dim", kda_head)
     w.add_bool(f"{a}.kda.safe_gate", True)
     w.add_float32(f"{a}.kda.gate_lower_bound", -5.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", sh)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.5)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared_ff=sh, shared=1, gating=2, norm=True, scale=2.5)
     w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 0.3, 0.0])
     w.add_array(f"{a}.swiglu_clamp_shexp", [0.2, 0.0, 0.25])
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(n_layer):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output")
         if il == 1:
             tensors.update({
                 blk + "attn_q_a.weight": weights.matrix(q_rank, N_EMBD),
@@ -1357,8 +1280,7 @@ def bailingmoe3(w, weights, n_vocab, dtype):
                 blk + "attn_output.weight": weights.matrix(N_EMBD, inner),
             })
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, sh))
+            tensors.update(weights.biased_shared(blk, sh))
     add_tensors(w, tensors, dtype)
 
 def minimax_01(w, weights, n_vocab, dtype):
@@ -1409,11 +1331,8 @@ def maple(w, weights, n_vocab, dtype):
     # experts of width 64 (two per token), their SwiGLU clamped at 0.05 in the middle layer only.
     a, n_layer = "maple", 3
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", 64)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_array(f"{a}.attention.sliding_window_pattern", [True, False, True])
-    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    experts_keys(w, a, 4, 2, ff=64)
+    window_keys(w, a, 32, pattern=[True, False, True], base=1000.0)
     w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 0.05, 0.0])
     tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True, experts=(4, 64))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
@@ -1430,8 +1349,7 @@ def chatglm(w, weights, n_vocab, dtype):
     q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v")
         tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, N_EMBD)
         tensors[blk + "attn_qkv.bias"] = weights.bias(q + 2 * kv)
         del tensors[blk + "ffn_gate.weight"]
@@ -1444,11 +1362,7 @@ def deepseek(w, weights, n_vocab, dtype):
     # scaled by 1.5, never normalised) beside two shared experts; the head tied to the embeddings.
     a, n_layer, ffe = "deepseek", 3, 32
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 2)
-    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=2, scale=1.5)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe))
     for il in range(1, n_layer):
         tensors.update(weights.shared_expert(f"blk.{il}.", 2 * ffe))
@@ -1462,8 +1376,7 @@ def minimax_m2(w, weights, n_vocab, dtype):
     decoder_keys(w, a, N_LAYER, 10000.0)
     experts_keys(w, a, 4, 2)
     w.add_uint32(f"{a}.rope.dimension_count", HEAD // 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", 32)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
+    routing_keys(w, a, ff=32, gating=2)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
@@ -1484,22 +1397,15 @@ def minimax_m3(w, weights, n_vocab, dtype):
     decoder_keys(w, a, n_layer, 10000.0)
     experts_keys(w, a, 4, 2)
     w.add_uint32(f"{a}.rope.dimension_count", HEAD)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 1)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_uint32(f"{a}.attention.indexer.head_count", N_HEAD_KV)
-    w.add_uint32(f"{a}.attention.indexer.key_length", HEAD)
-    w.add_uint32(f"{a}.attention.indexer.top_k", 3)
+    routing_keys(w, a, leading=1, ff=ffe, shared=1, gating=2, norm=True)
+    indexer_keys(w, a, N_HEAD_KV, HEAD, 3)
     w.add_uint32(f"{a}.attention.indexer.block_size", 4)
     w.add_uint32(f"{a}.attention.indexer.local_blocks", 1)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True, qkv_bias=True)
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(1, n_layer):
         blk = f"blk.{il}."
-        tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-        tensors.update(weights.shared_expert(blk, ffe))
+        tensors.update(weights.biased_shared(blk, ffe))
         tensors[blk + "indexer.q_proj.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
         tensors[blk + "indexer.k_proj.weight"] = weights.matrix(HEAD, N_EMBD)
         tensors[blk + "indexer.q_norm.weight"] = weights.norm(HEAD)
@@ -1513,15 +1419,12 @@ def plamo3(w, weights, n_vocab, dtype):
     # with its own base (llama.cpp aborts on a model without a global layer).
     a = "plamo3"
     decoder_keys(w, a, N_LAYER, 10000.0)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_array(f"{a}.attention.sliding_window_pattern", [True, False])
-    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    window_keys(w, a, 32, pattern=[True, False], base=1000.0)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True)
     q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v", "ffn_gate"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "ffn_gate")
         tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, N_EMBD)
         tensors[blk + "attn_qkv.scale"] = weights.norm(1)
         tensors[blk + "post_attention_norm"] = weights.norm(N_EMBD)
@@ -1538,21 +1441,14 @@ def exaone_moe(w, weights, n_vocab, dtype):
     a, n_layer, ffe = "exaone-moe", 4, 32
     decoder_keys(w, a, n_layer, 10000.0)
     experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_float32(f"{a}.rope.freq_base_swa", 1000.0)
+    window_keys(w, a, 32, base=1000.0)
     w.add_string(f"{a}.rope.scaling.type", "linear")
     w.add_float32(f"{a}.rope.scaling.factor", 2.0)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.0)
+    routing_keys(w, a, leading=1, ff=ffe, shared_ff=48, gating=2, norm=True, scale=2.0)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(1, n_layer):
-        tensors[f"blk.{il}.exp_probs_b.bias"] = weights.bias(4)
-        tensors.update(weights.shared_expert(f"blk.{il}.", 48))
+        tensors.update(weights.biased_shared(f"blk.{il}.", 48))
     add_tensors(w, tensors, dtype)
 
 
@@ -1580,9 +1476,26 @@ def qwen3tts(w, weights, n_vocab, dtype):
     qwen3(w, weights, n_vocab, dtype, "qwen3tts")
 
 
-def experts_keys(w, a, n_expert, n_used):
+def experts_keys(w, a, n_expert, n_used, **routing):
+    """The experts' counts, then the `routing` keys given (routing_keys)."""
     w.add_uint32(f"{a}.expert_count", n_expert)
     w.add_uint32(f"{a}.expert_used_count", n_used)
+    routing_keys(w, a, **routing)
+
+
+def routing_keys(w, a, leading=None, ff=None, shared_ff=None, shared=None, gating=None, norm=False, scale=None):
+    """How the experts are laid out and weighted, the keys given only, in the one order the files
+    here keep: the leading dense layers, the experts' and the shared experts' widths, the shared
+    experts' count, the gating function, whether the weights are normalised, their scale."""
+    for key, value in (("leading_dense_block_count", leading), ("expert_feed_forward_length", ff),
+                       ("expert_shared_feed_forward_length", shared_ff), ("expert_shared_count", shared),
+                       ("expert_gating_func", gating)):
+        if value is not None:
+            w.add_uint32(f"{a}.{key}", value)
+    if norm:
+        w.add_bool(f"{a}.expert_weights_norm", True)
+    if scale is not None:
+        w.add_float32(f"{a}.expert_weights_scale", scale)
 
 
 def llama_moe(w, weights, n_vocab, dtype):
@@ -1595,8 +1508,7 @@ def llama_moe(w, weights, n_vocab, dtype):
 def qwen3moe(w, weights, n_vocab, dtype, a="qwen3moe"):
     # Eight narrow experts, three per token.
     decoder_keys(w, a, N_LAYER, 1000000.0)
-    experts_keys(w, a, 8, 3)
-    w.add_uint32(f"{a}.expert_feed_forward_length", 32)
+    experts_keys(w, a, 8, 3, ff=32)
     if a == "qwen3vlmoe":
         w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(8, 32))
@@ -1664,8 +1576,7 @@ def phi3(w, weights, n_vocab, dtype):
     width = (N_HEAD + 2 * N_HEAD_KV) * HEAD
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for part in "qkv":
-            del tensors[f"{blk}attn_{part}.weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v")
         del tensors[blk + "ffn_gate.weight"]
         tensors[blk + "attn_qkv.weight"] = weights.matrix(width, N_EMBD)
         tensors[blk + "attn_qkv.bias"] = weights.bias(width)
@@ -1697,24 +1608,20 @@ def ernie4_5_moe(w, weights, n_vocab, dtype):
     # a selection bias and a 64-wide shared expert; the attention output bias is left out.
     a, n_layer, x = "ernie4_5-moe", 3, 96
     decoder_keys(w, a, n_layer, 10000.0)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", x)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 64)
+    experts_keys(w, a, 4, 2, ff=x, shared_ff=64)
     w.add_uint32(f"{a}.interleave_moe_layer_step", 1)
     w.add_uint32(f"{a}.leading_dense_block_count", 1)
     tensors = decoder_tensors(weights, n_vocab, n_layer, experts=(4, x))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     dense = decoder_tensors(weights, n_vocab, 1)
-    for t in ("ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"):
-        del tensors[f"blk.0.{t}.weight"]
+    drop(tensors, "blk.0.", "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")
     for t in ("ffn_gate", "ffn_up", "ffn_down"):
         tensors[f"blk.0.{t}.weight"] = dense[f"blk.0.{t}.weight"]
     for il in range(n_layer):
         blk = f"blk.{il}."
         tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, 64))
+            tensors.update(weights.biased_shared(blk, 64))
     add_tensors(w, tensors, dtype)
 
 
@@ -1722,12 +1629,9 @@ def gpt_oss(w, weights, n_vocab, dtype):
     # Four biased experts, two per token; sinks; a 32-token window on every other layer; YaRN
     # stretching a 512-token training context by 4.
     decoder_keys(w, "gpt-oss", N_LAYER, 150000.0)
-    experts_keys(w, "gpt-oss", 4, 2)
-    w.add_uint32("gpt-oss.expert_feed_forward_length", 64)
+    experts_keys(w, "gpt-oss", 4, 2, ff=64)
     w.add_uint32("gpt-oss.attention.sliding_window", 32)
-    w.add_string("gpt-oss.rope.scaling.type", "yarn")
-    w.add_float32("gpt-oss.rope.scaling.factor", 4.0)
-    w.add_uint32("gpt-oss.rope.scaling.original_context_length", 512)
+    yarn_keys(w, "gpt-oss")
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, 64))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
@@ -1744,11 +1648,7 @@ def gpt_oss(w, weights, n_vocab, dtype):
 
 def encoder_keys(w, a, n_ctx, pooling):
     """The hyper-parameters of the BERT-style encoders here: non-causal, layer norms, a pooling."""
-    w.add_uint32(f"{a}.block_count", N_LAYER)
-    w.add_uint32(f"{a}.context_length", n_ctx)
-    w.add_uint32(f"{a}.embedding_length", N_EMBD)
-    w.add_uint32(f"{a}.feed_forward_length", N_FF)
-    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
+    size_keys(w, a, N_LAYER, n_ctx, N_EMBD, N_FF, N_HEAD)
     w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-12)
     w.add_bool(f"{a}.attention.causal", False)
     w.add_uint32(f"{a}.pooling_type", pooling)
@@ -1811,11 +1711,7 @@ def bert_rank(w, weights, n_vocab, dtype):
 def rms_encoder_keys(w, a, pooling):
     """The hyper-parameters of the encoders built like decoders here: RMS norms, rotation, grouped
     keys and values, attention both ways, a pooling."""
-    w.add_uint32(f"{a}.block_count", N_LAYER)
-    w.add_uint32(f"{a}.context_length", N_CTX)
-    w.add_uint32(f"{a}.embedding_length", N_EMBD)
-    w.add_uint32(f"{a}.feed_forward_length", N_FF)
-    w.add_uint32(f"{a}.attention.head_count", N_HEAD)
+    size_keys(w, a, N_LAYER, N_CTX, N_EMBD, N_FF, N_HEAD)
     w.add_uint32(f"{a}.attention.head_count_kv", N_HEAD_KV)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
     w.add_float32(f"{a}.rope.freq_base", 250000.0)
@@ -1830,9 +1726,7 @@ def gemma_embedding(w, weights, n_vocab, dtype):
     rms_encoder_keys(w, a, 1)
     w.add_uint32(f"{a}.attention.key_length", HEAD)
     w.add_uint32(f"{a}.attention.value_length", HEAD)
-    w.add_uint32(f"{a}.attention.sliding_window", 4)
-    w.add_uint32(f"{a}.attention.sliding_window_pattern", 2)
-    w.add_float32(f"{a}.rope.freq_base_swa", 10000.0)
+    window_keys(w, a, 4, pattern=2, base=10000.0)
     for key, value in [("dense_2_feat_in", N_EMBD), ("dense_2_feat_out", 2 * N_EMBD),
                        ("dense_3_feat_in", 2 * N_EMBD), ("dense_3_feat_out", N_EMBD)]:
         w.add_uint32(f"{a}.{key}", value)
@@ -2016,8 +1910,8 @@ def nomic_bert_moe(w, weights, n_vocab, dtype):
             tensors[f"{blk}{name}.bias"] = weights.bias(rows)
         if il % 2 == 1:
             tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
-            tensors[blk + "ffn_up_exps.weight"] = np.stack([weights.matrix(N_FF, N_EMBD) for _ in range(4)])
-            tensors[blk + "ffn_down_exps.weight"] = np.stack([weights.matrix(N_EMBD, N_FF) for _ in range(4)])
+            tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
+            tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, N_FF)
         else:
             for name, rows, cols in [("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
                 tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
@@ -2109,11 +2003,7 @@ def ssm_block_keys(w, a, conv, inner, state, rank, groups):
 def ssm_keys(w, a, inner, state, rank, groups=None):
     """A state-space model's hyper-parameters (no attention, no FFN: their counts are 0, as
     llama.cpp's converter writes them)."""
-    w.add_uint32(f"{a}.block_count", N_LAYER)
-    w.add_uint32(f"{a}.context_length", N_CTX)
-    w.add_uint32(f"{a}.embedding_length", N_EMBD)
-    w.add_uint32(f"{a}.feed_forward_length", 0)
-    w.add_uint32(f"{a}.attention.head_count", 0)
+    size_keys(w, a, N_LAYER, N_CTX, N_EMBD, 0, 0)
     ssm_block_keys(w, a, 4, inner, state, rank, groups)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-5)
 
@@ -2185,15 +2075,11 @@ def granitehybrid(w, weights, n_vocab, dtype):
     n_layer, inner, state, heads, groups, conv = 3, 2 * N_EMBD, 16, 4, 2, 4
     a = "granitehybrid"
     decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, N_HEAD_KV, 0])
-    w.add_float32(f"{a}.logit_scale", 4.0)
-    w.add_float32(f"{a}.residual_scale", 0.5)
-    w.add_float32(f"{a}.embedding_scale", 6.0)
-    w.add_float32(f"{a}.attention.scale", 0.125)
+    granite_scales(w, a, 4.0, 0.5, 6.0)
     ssm_block_keys(w, a, conv, inner, state, heads, groups)
     tensors = decoder_tensors(weights, n_vocab, n_layer)
     for il in (0, 2):
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            del tensors[f"blk.{il}.{t}.weight"]
+        drop(tensors, f"blk.{il}.", "attn_q", "attn_k", "attn_v", "attn_output")
         mamba2_layer(weights, tensors, il, inner, state, heads, groups, conv)
     add_tensors(w, tensors, dtype)
 
@@ -2208,16 +2094,11 @@ def jamba(w, weights, n_vocab, dtype):
     ssm_block_keys(w, a, conv, inner, state, rank, None)
     tensors = decoder_tensors(weights, n_vocab, n_layer)
     blk = "blk.1."
-    for t in ("ffn_gate", "ffn_up", "ffn_down"):
-        del tensors[blk + t + ".weight"]
-    tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
-    tensors[blk + "ffn_gate_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
-    tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
-    tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, N_FF)
+    drop(tensors, blk, "ffn_gate", "ffn_up", "ffn_down")
+    tensors.update(weights.routed(blk, 4, N_FF))
     for il in (0, 2):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output")
         tensors[blk + "ssm_in.weight"] = weights.matrix(2 * inner, N_EMBD)
         tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
         tensors[blk + "ssm_conv1d.weight"] = weights.matrix(inner, conv)
@@ -2311,8 +2192,7 @@ def nemotron_h(w, weights, n_vocab, dtype, a="nemotron_h"):
         if il != 2:
             del tensors[f"blk.{il}.ffn_up.weight"], tensors[f"blk.{il}.ffn_down.weight"]
         if il != 0:
-            for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
-                del tensors[f"blk.{il}.{t}.weight"]
+            drop(tensors, f"blk.{il}.", "attn_q", "attn_k", "attn_v", "attn_output")
     tensors["blk.0.attn_output.bias"] = weights.bias(N_EMBD)
     tensors["blk.2.ffn_up.bias"] = weights.bias(N_FF)
     tensors["blk.2.ffn_down.bias"] = weights.bias(N_EMBD)
@@ -2321,12 +2201,9 @@ def nemotron_h(w, weights, n_vocab, dtype, a="nemotron_h"):
         # Four squared-ReLU experts (two per token, weights normalised and scaled) in a latent
         # width of half the embedding, beside a shared expert.
         latent, n_ff_exp, n_ff_sh = N_EMBD // 2, 48, 32
-        experts_keys(w, a, 4, 2)
-        w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
-        w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_ff_sh)
+        experts_keys(w, a, 4, 2, ff=n_ff_exp, shared_ff=n_ff_sh)
         w.add_uint32(f"{a}.moe_latent_size", latent)
-        w.add_bool(f"{a}.expert_weights_norm", True)
-        w.add_float32(f"{a}.expert_weights_scale", 2.5)
+        routing_keys(w, a, norm=True, scale=2.5)
         blk = "blk.2."
         for t in ("ffn_up.weight", "ffn_down.weight", "ffn_up.bias", "ffn_down.bias"):
             del tensors[blk + t]
@@ -2356,8 +2233,7 @@ def lfm2(w, weights, n_vocab, dtype, dense_out=None):
     tensors["token_embd_norm.weight"] = tensors.pop("output_norm.weight")
     for il in (0, 2):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm")
         tensors[blk + "shortconv.conv.weight"] = weights.matrix(N_EMBD, 3)
         tensors[blk + "shortconv.in_proj.weight"] = weights.matrix(3 * N_EMBD, N_EMBD)
         tensors[blk + "shortconv.out_proj.weight"] = weights.matrix(N_EMBD, N_EMBD)
@@ -2380,26 +2256,19 @@ def lfm2moe(w, weights, n_vocab, dtype):
     decoder_keys(w, a, 3, 1000000.0, kv_heads=[0, N_HEAD_KV, 0])
     experts_keys(w, a, 4, 2)
     w.add_uint32(f"{a}.shortconv.l_cache", 3)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", N_FF)
-    w.add_uint32(f"{a}.expert_gating_func", 2)
+    routing_keys(w, a, leading=1, ff=N_FF, gating=2)
     tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
     tensors["token_embd_norm.weight"] = tensors.pop("output_norm.weight")
     for il in (0, 2):
         blk = f"blk.{il}."
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm")
         tensors[blk + "shortconv.conv.weight"] = weights.matrix(N_EMBD, 3)
         tensors[blk + "shortconv.in_proj.weight"] = weights.matrix(3 * N_EMBD, N_EMBD)
         tensors[blk + "shortconv.out_proj.weight"] = weights.matrix(N_EMBD, N_EMBD)
     for il in (1, 2):
         blk = f"blk.{il}."
-        for t in ("ffn_gate", "ffn_up", "ffn_down"):
-            del tensors[blk + t + ".weight"]
-        tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
-        tensors[blk + "ffn_gate_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
-        tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
-        tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, N_FF)
+        drop(tensors, blk, "ffn_gate", "ffn_up", "ffn_down")
+        tensors.update(weights.routed(blk, 4, N_FF))
         tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
     add_tensors(w, tensors, dtype)
 
@@ -2453,20 +2322,16 @@ def qwen35(w, weights, n_vocab, dtype, a="qwen35"):
         if il == 1:
             tensors[blk + "attn_q.weight"] = weights.matrix(2 * N_HEAD * HEAD, N_EMBD)
             continue
-        for t in ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm"):
-            del tensors[blk + t + ".weight"]
+        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm")
         delta_net(tensors, weights, blk, n_v_heads, n_k_heads, state, conv, joint_ba=a == "qwen3next")
     if a in ("qwen35moe", "qwen3next"):
         # Four experts, two per token, beside a gated shared expert; the first layer's gate and
         # up stacks in one fused tensor.
         n_ff_exp, n_ff_sh = 48, 32
-        experts_keys(w, a, 4, 2)
-        w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
-        w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_ff_sh)
+        experts_keys(w, a, 4, 2, ff=n_ff_exp, shared_ff=n_ff_sh)
         for il in range(3):
             blk = f"blk.{il}."
-            for t in ("ffn_gate", "ffn_up", "ffn_down"):
-                del tensors[blk + t + ".weight"]
+            drop(tensors, blk, "ffn_gate", "ffn_up", "ffn_down")
             qwen_experts(tensors, weights, blk, n_ff_exp, n_ff_sh, fused=il == 0)
     add_tensors(w, tensors, dtype)
 
@@ -2492,14 +2357,10 @@ def qwen4exp(w, weights, n_vocab, dtype):
     w.add_array(f"{a}.attention.recurrent_layers", [True, False, True, False])
     w.add_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0])
     ssm_block_keys(w, a, conv, n_v_heads * state, state, n_v_heads, n_k_heads)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.expert_feed_forward_length", n_ff_exp)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_ff_sh)
+    experts_keys(w, a, 4, 2, ff=n_ff_exp, shared_ff=n_ff_sh)
     w.add_uint32(f"{a}.hyper_connection.count", hc)
     w.add_uint32(f"{a}.hyper_connection.low_rank", rank)
-    w.add_uint32(f"{a}.attention.indexer.head_count", idx_heads)
-    w.add_uint32(f"{a}.attention.indexer.key_length", idx_dim)
-    w.add_uint32(f"{a}.attention.indexer.top_k", 3)
+    indexer_keys(w, a, idx_heads, idx_dim, 3)
     w.add_array(f"{a}.attention.compress_ratios", [0, 4, 0, 2])
     w.add_key_value(f"{a}.ple.layers", [0], gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT32)
     w.add_uint32(f"{a}.ple.ngram_size", 3)
@@ -2737,11 +2598,7 @@ def cohere2moe(rms):
             w.add_float32(f"{a}.attention.layer_norm_epsilon", 1e-5)
         w.add_float32(f"{a}.logit_scale", 0.125)
         w.add_uint32(f"{a}.attention.sliding_window", 32)
-        w.add_uint32(f"{a}.leading_dense_block_count", 1)
-        w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-        w.add_uint32(f"{a}.expert_shared_count", 1)
-        w.add_bool(f"{a}.expert_weights_norm", True)
-        w.add_float32(f"{a}.expert_weights_scale", 2.0)
+        routing_keys(w, a, leading=1, ff=ffe, shared=1, norm=True, scale=2.0)
         tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qkv_bias=True)
         for il in range(n_layer):
             blk = f"blk.{il}."
@@ -2964,10 +2821,8 @@ def plm(w, weights, n_vocab, dtype):
     # queries, a squared-ReLU FFN, the head tied to the embeddings.
     a, hk, hv, rot, rank = "plm", 48, 32, 32, 32
     decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=[N_HEAD] * N_LAYER)
-    w.kv_data[0][f"{a}.attention.key_length"].value = hk
-    w.kv_data[0][f"{a}.attention.value_length"].value = hv
-    w.add_uint32(f"{a}.rope.dimension_count", rot)
-    w.add_uint32(f"{a}.attention.kv_lora_rank", rank)
+    head_widths(w, a, hk, hv)
+    latent_keys(w, a, rank, rot=rot)
     tensors = {
         "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
         "output_norm.weight": weights.norm(N_EMBD),
@@ -3029,15 +2884,10 @@ def deepseek2_ocr(w, weights, n_vocab, dtype):
     # query heads, each n_embd / n_head wide; the head tied to the embeddings.
     a, n_layer, ffe = "deepseek2-ocr", 3, 32
     decoder_keys(w, a, n_layer, 10000.0, kv_heads=[N_HEAD] * n_layer)
-    experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.leading_dense_block_count", 1)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_count", 2)
-    w.add_float32(f"{a}.expert_weights_scale", 1.5)
+    experts_keys(w, a, 4, 2, leading=1, ff=ffe, shared=2, scale=1.5)
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), d=Dims(n_head_kv=N_HEAD))
     for il in range(1, n_layer):
-        tensors[f"blk.{il}.exp_probs_b.bias"] = weights.bias(4)
-        tensors.update(weights.shared_expert(f"blk.{il}.", 2 * ffe))
+        tensors.update(weights.biased_shared(f"blk.{il}.", 2 * ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -3047,10 +2897,7 @@ def graniteswitch(w, weights, n_vocab, dtype):
     the second (embedded as "."); slot 0 of every stack is the base's delta."""
     a, rank, n_slots = "graniteswitch", 8, 3
     decoder_keys(w, a, N_LAYER, 10000.0)
-    w.add_float32(f"{a}.logit_scale", 8.0)
-    w.add_float32(f"{a}.residual_scale", 0.22)
-    w.add_float32(f"{a}.embedding_scale", 12.0)
-    w.add_float32(f"{a}.attention.scale", 0.125)
+    granite_scales(w, a)
     w.add_uint32(f"{a}.adapters.count", n_slots - 1)
     w.add_uint32(f"{a}.adapters.lora_rank", rank)
     w.add_float32(f"{a}.adapters.router_gain", 12.0)
@@ -3081,13 +2928,8 @@ def step35(w, weights, n_vocab, dtype):
     a, n_layer, ffe, heads, kv_heads = "step35", 3, 32, [2, 4, 2], [1, 2, 1]
     decoder_keys(w, a, n_layer, 10000.0, heads=heads, kv_heads=kv_heads)
     experts_keys(w, a, 4, 2)
-    w.add_uint32(f"{a}.attention.sliding_window", 16)
-    w.add_array(f"{a}.attention.sliding_window_pattern", [False, True, False])
-    w.add_float32(f"{a}.rope.freq_base_swa", 5000.0)
-    w.add_uint32(f"{a}.expert_feed_forward_length", ffe)
-    w.add_uint32(f"{a}.expert_shared_feed_forward_length", 48)
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_float32(f"{a}.expert_weights_scale", 2.0)
+    window_keys(w, a, 16, pattern=[False, True, False], base=5000.0)
+    routing_keys(w, a, ff=ffe, shared_ff=48, norm=True, scale=2.0)
     w.add_array(f"{a}.swiglu_clamp_exp", [0.0, 0.5, 0.5])
     w.add_array(f"{a}.swiglu_clamp_shexp", [0.0, 0.4, 0.0])
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True)
@@ -3102,8 +2944,7 @@ def step35(w, weights, n_vocab, dtype):
         tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, q)
         tensors[blk + "attn_gate.weight"] = weights.matrix(heads[il], N_EMBD)
         if il > 0:
-            tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
-            tensors.update(weights.shared_expert(blk, 48))
+            tensors.update(weights.biased_shared(blk, 48))
     add_tensors(w, tensors, dtype)
 
 
@@ -3185,11 +3026,7 @@ WKV_LAYERS = 3
 
 def rwkv_keys(w, a, hybrid, e, head):
     """RWKV's hyper-parameters as its converters write them (no attention heads), `e` wide."""
-    w.add_uint32(f"{a}.block_count", WKV_LAYERS)
-    w.add_uint32(f"{a}.context_length", N_CTX)
-    w.add_uint32(f"{a}.embedding_length", e)
-    w.add_uint32(f"{a}.feed_forward_length", N_FF)
-    w.add_uint32(f"{a}.attention.head_count", 0)
+    size_keys(w, a, WKV_LAYERS, N_CTX, e, N_FF, 0)
     w.add_float32(f"{a}.attention.layer_norm_{'rms_' if hybrid else ''}epsilon", 1e-5)
     w.add_uint32(f"{a}.wkv.head_size", head)
     if hybrid:
@@ -3329,8 +3166,7 @@ def gemma3n(w, weights, n_vocab, dtype):
     # LAuReL of rank 64) make the per-layer table large, hence PLaMo-2's small vocabulary.
     a, n_layer, altup, per_layer, rank = "gemma3n", 22, 4, 256, 64
     decoder_keys(w, a, n_layer, 1000000.0)
-    w.add_uint32(f"{a}.attention.sliding_window", 32)
-    w.add_array(f"{a}.attention.sliding_window_pattern", [il % 5 < 4 for il in range(20)] + [True, False])
+    window_keys(w, a, 32, pattern=[il % 5 < 4 for il in range(20)] + [True, False])
     tensors = decoder_tensors(weights, n_vocab, n_layer, qk_norm=True)
     tensors["altup_proj.weight"] = np.stack([weights.matrix(N_EMBD, N_EMBD) for _ in range(altup - 1)])
     tensors["altup_unembd_proj.weight"] = np.stack([weights.matrix(N_EMBD, N_EMBD) for _ in range(altup - 1)])
