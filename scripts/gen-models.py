@@ -79,6 +79,25 @@ class Weights:
     def norm(self, n):
         return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
 
+    def linears(self, blk, layout, biases=False):
+        """Projections of layer prefix `blk`, as (name, rows, columns) in `layout`, each followed by
+        its bias where `biases`."""
+        tensors = {}
+        for name, rows, cols in layout:
+            tensors[f"{blk}{name}.weight"] = self.matrix(rows, cols)
+            if biases:
+                tensors[f"{blk}{name}.bias"] = self.bias(rows)
+        return tensors
+
+    def norms(self, blk, names, n=N_EMBD, biases=False):
+        """Norms `names` of layer prefix `blk`, `n` wide, each followed by its bias where `biases`."""
+        tensors = {}
+        for name in names:
+            tensors[f"{blk}{name}.weight"] = self.norm(n)
+            if biases:
+                tensors[f"{blk}{name}.bias"] = self.bias(n)
+        return tensors
+
     def routed(self, blk, n_expert, width, embd=N_EMBD):
         """A router over `n_expert` gated experts of `width` in layer prefix `blk` (the router
         stays F32, as llama.cpp's converters keep it)."""
@@ -87,6 +106,15 @@ class Weights:
             blk + "ffn_gate_exps.weight": self.experts(n_expert, width, embd),
             blk + "ffn_up_exps.weight": self.experts(n_expert, width, embd),
             blk + "ffn_down_exps.weight": self.experts(n_expert, embd, width),
+        }
+
+    def hyper(self, prefix, hc, rows, n_scale):
+        """A hyper-connection's mix of `hc` residual copies under `prefix`: its projection to `rows`,
+        their bias, `n_scale` scales."""
+        return {
+            prefix + "_fn.weight": self.matrix(rows, hc * N_EMBD),
+            prefix + "_base.weight": self.bias(rows),
+            prefix + "_scale.weight": self.norm(n_scale),
         }
 
     def biased_shared(self, blk, width):
@@ -181,14 +209,16 @@ def indexer_keys(w, a, heads, key, top_k):
     w.add_uint32(f"{a}.attention.indexer.top_k", top_k)
 
 
+def embeddings(weights, n_vocab, embd=N_EMBD):
+    """The token embeddings and the output norm."""
+    return {"token_embd.weight": weights.matrix(n_vocab, embd), "output_norm.weight": weights.norm(embd)}
+
+
 def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, experts=None, d=TINY):
     """A Llama-like decoder's tensors (output tied to the embeddings); with `experts` (count, FFN
     width), each layer's FFN is a router and that many experts."""
     q, kv = d.n_head * d.head, d.n_head_kv * d.head
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, d.embd),
-        "output_norm.weight": weights.norm(d.embd),
-    }
+    tensors = embeddings(weights, n_vocab, d.embd)
     for il in range(n_layer):
         blk = f"blk.{il}."
         tensors[blk + "attn_norm.weight"] = weights.norm(d.embd)
@@ -833,10 +863,7 @@ def minicpm3(w, weights, n_vocab, dtype):
     decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=[N_HEAD] * N_LAYER)
     head_widths(w, a, hk, hv)
     latent_keys(w, a, rank, q_rank=rank, rot=rot)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
-    }
+    tensors = embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         tensors.update({
@@ -947,9 +974,7 @@ def deepseek2(absorbed, a="deepseek2", dense=False):
                 tensors[blk + "attn_sinks.weight"] = weights.bias(N_HEAD)
                 tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * hv, N_EMBD)
                 for part in ("attn", "ffn"):
-                    tensors[f"{blk}hc_{part}_fn.weight"] = weights.matrix(2 * hc, hc * N_EMBD)
-                    tensors[f"{blk}hc_{part}_base.weight"] = weights.bias(2 * hc)
-                    tensors[f"{blk}hc_{part}_scale.weight"] = weights.norm(2)
+                    tensors.update(weights.hyper(f"{blk}hc_{part}", hc, 2 * hc, 2))
             if sparse or hy:
                 if dots:
                     tensors[blk + "attn_k_norm.weight"] = weights.norm(rot)
@@ -959,9 +984,7 @@ def deepseek2(absorbed, a="deepseek2", dense=False):
                 for f in ffns:
                     tensors[f"{blk}ffn_{f}.scale"] = weights.norm(4 if f.endswith("exps") else 1)
         if hy:
-            tensors["output_hc_fn.weight"] = weights.matrix(hc, hc * N_EMBD)
-            tensors["output_hc_base.weight"] = weights.bias(hc)
-            tensors["output_hc_scale.weight"] = weights.norm(1)
+            tensors.update(weights.hyper("output_hc", hc, hc, 1))
         add_tensors(w, tensors, dtype)
     return build
 
@@ -1099,9 +1122,7 @@ def glm5_next(w, weights, n_vocab, dtype):
         blk = f"blk.{il}."
         drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output")
         for part in ("attn", "ffn"):
-            tensors[blk + f"hc_{part}_fn.weight"] = weights.matrix(mix, 4 * N_EMBD)
-            tensors[blk + f"hc_{part}_base.weight"] = weights.bias(mix)
-            tensors[blk + f"hc_{part}_scale.weight"] = weights.norm(3)
+            tensors.update(weights.hyper(f"{blk}hc_{part}", 4, mix, 3))
         if il in kda_layers:
             for t in ("attn_q", "attn_k", "attn_v"):
                 tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
@@ -1172,12 +1193,9 @@ def deepseek4(w, weights, n_vocab, dtype):
     w.add_uint32(f"{a}.hash_layer_count", 1)
     hc, mix = 4, (2 + 4) * 4
     tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
+        **embeddings(weights, n_vocab),
         "output.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_hc_fn.weight": weights.matrix(hc, hc * N_EMBD),
-        "output_hc_base.weight": weights.bias(hc),
-        "output_hc_scale.weight": weights.norm(1),
+        **weights.hyper("output_hc", hc, hc, 1),
     }
     for il in range(n_layer):
         blk = f"blk.{il}."
@@ -1202,9 +1220,7 @@ def deepseek4(w, weights, n_vocab, dtype):
         else:
             tensors[blk + "exp_probs_b.bias"] = weights.bias(n_exp)
         for part in ("attn", "ffn"):
-            tensors[blk + f"hc_{part}_fn.weight"] = weights.matrix(mix, hc * N_EMBD)
-            tensors[blk + f"hc_{part}_base.weight"] = weights.bias(mix)
-            tensors[blk + f"hc_{part}_scale.weight"] = weights.norm(3)
+            tensors.update(weights.hyper(f"{blk}hc_{part}", hc, mix, 3))
         ratio = ratios[il]
         if ratio:
             coff = 2 if ratio == 4 else 1
@@ -1646,6 +1662,28 @@ def gpt_oss(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+# The encoders' projections, as (name, rows, columns) for Weights.linears: BERT's attention, a fused
+# one, a GELU FFN, and a Llama decoder's layer (grouped keys and values, SwiGLU); BERT's post-norms.
+BERT_ATTN = [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
+             ("attn_output", N_EMBD, N_EMBD)]
+FUSED_ATTN = [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD)]
+GELU_FFN = [("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]
+LLAMA_LAYER = [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_HEAD_KV * HEAD, N_EMBD), ("attn_v", N_HEAD_KV * HEAD, N_EMBD),
+               ("attn_output", N_EMBD, N_EMBD), ("ffn_gate", N_FF, N_EMBD), ("ffn_up", N_FF, N_EMBD),
+               ("ffn_down", N_EMBD, N_FF)]
+BERT_NORMS = ("attn_output_norm", "layer_output_norm")
+
+
+def bert_embeddings(weights, n_vocab, positions=False):
+    """BERT's embeddings: the tokens', two token types' (as the vocabulary says), 512 learned
+    positions' where `positions`, then their norm with its bias."""
+    tensors = {"token_embd.weight": weights.matrix(n_vocab, N_EMBD), "token_types.weight": weights.matrix(2, N_EMBD)}
+    if positions:
+        tensors["position_embd.weight"] = weights.matrix(512, N_EMBD)
+    tensors.update(weights.norms("", ("token_embd_norm",), biases=True))
+    return tensors
+
+
 def encoder_keys(w, a, n_ctx, pooling):
     """The hyper-parameters of the BERT-style encoders here: non-causal, layer norms, a pooling."""
     size_keys(w, a, N_LAYER, n_ctx, N_EMBD, N_FF, N_HEAD)
@@ -1658,22 +1696,11 @@ def bert(w, weights, n_vocab, dtype, rank=False):
     # A BGE-style encoder: learned positions and token types (the vocabulary says 2), post-norms
     # with biases, mean pooling; or a reranker with a classifier head over three labels.
     encoder_keys(w, "bert", 512, 4 if rank else 1)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "token_types.weight": weights.matrix(2, N_EMBD),
-        "position_embd.weight": weights.matrix(512, N_EMBD),
-        "token_embd_norm.weight": weights.norm(N_EMBD),
-        "token_embd_norm.bias": weights.bias(N_EMBD),
-    }
+    tensors = bert_embeddings(weights, n_vocab, positions=True)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
-                                 ("attn_output", N_EMBD, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
-        for norm in ("attn_output_norm", "layer_output_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
-            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+        tensors.update(weights.linears(blk, BERT_ATTN + GELU_FFN, biases=True))
+        tensors.update(weights.norms(blk, BERT_NORMS, biases=True))
     if rank:
         w.add_array("bert.classifier.output_labels", ["no", "maybe", "yes"])
         tensors["cls.weight"] = weights.matrix(N_EMBD, N_EMBD)
@@ -1687,20 +1714,12 @@ def nomic_bert(w, weights, n_vocab, dtype):
     # nomic-embed-text's layout: rotary positions, a fused query-key-value projection, SwiGLU.
     encoder_keys(w, "nomic-bert", 2048, 1)
     w.add_float32("nomic-bert.rope.freq_base", 1000.0)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "token_types.weight": weights.matrix(2, N_EMBD),
-        "token_embd_norm.weight": weights.norm(N_EMBD),
-        "token_embd_norm.bias": weights.bias(N_EMBD),
-    }
+    tensors = bert_embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
-                                 ("ffn_up", N_FF, N_EMBD), ("ffn_gate", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-        for norm in ("attn_output_norm", "layer_output_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
-            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+        tensors.update(weights.linears(blk, FUSED_ATTN + [("ffn_up", N_FF, N_EMBD), ("ffn_gate", N_FF, N_EMBD),
+                                                          ("ffn_down", N_EMBD, N_FF)]))
+        tensors.update(weights.norms(blk, BERT_NORMS, biases=True))
     add_tensors(w, tensors, dtype)
 
 
@@ -1731,21 +1750,15 @@ def gemma_embedding(w, weights, n_vocab, dtype):
                        ("dense_3_feat_in", 2 * N_EMBD), ("dense_3_feat_out", N_EMBD)]:
         w.add_uint32(f"{a}.{key}", value)
     tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
+        **embeddings(weights, n_vocab),
         "dense_2.weight": weights.matrix(2 * N_EMBD, N_EMBD),
         "dense_3.weight": weights.matrix(N_EMBD, 2 * N_EMBD),
     }
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_HEAD_KV * HEAD, N_EMBD),
-                                 ("attn_v", N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
-                                 ("ffn_gate", N_FF, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-        for norm in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
-        for norm in ("attn_q_norm", "attn_k_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(HEAD)
+        tensors.update(weights.linears(blk, LLAMA_LAYER))
+        tensors.update(weights.norms(blk, ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm")))
+        tensors.update(weights.norms(blk, ("attn_q_norm", "attn_k_norm"), HEAD))
     add_tensors(w, tensors, dtype)
 
 
@@ -1766,13 +1779,10 @@ def t5_layers(weights, part, gated):
         blk = f"{part}.blk.{il}."
         if il == 0:
             tensors[blk + "attn_rel_b.weight"] = weights.matrix(32, N_HEAD)
-        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
-                                 ("attn_o", N_EMBD, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
+        tensors.update(weights.linears(blk, BERT_ATTN[:3] + [("attn_o", N_EMBD, N_EMBD)] + GELU_FFN))
         if gated:
             tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
-        for norm in ("attn_norm", "ffn_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.norms(blk, ("attn_norm", "ffn_norm")))
     return tensors
 
 
@@ -1828,11 +1838,8 @@ def modern_bert(w, weights, n_vocab, dtype):
     }
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
-                                 ("ffn_up", 2 * N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-        for norm in ("attn_norm", "ffn_norm") if il > 0 else ("ffn_norm",):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.linears(blk, FUSED_ATTN + [("ffn_up", 2 * N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]))
+        tensors.update(weights.norms(blk, ("attn_norm", "ffn_norm") if il > 0 else ("ffn_norm",)))
     add_tensors(w, tensors, dtype)
 
 
@@ -1841,27 +1848,18 @@ def jina_bert_v2(w, weights, n_vocab, dtype):
     # gated by the second half of a twice-as-wide up projection, the second's by a separate gate
     # (after a second attention norm); a one-score classifier head. Mean pooling.
     encoder_keys(w, "jina-bert-v2", N_CTX, 1)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "token_types.weight": weights.matrix(2, N_EMBD),
-        "token_embd_norm.weight": weights.norm(N_EMBD),
-        "token_embd_norm.bias": weights.bias(N_EMBD),
-        "cls.weight": weights.matrix(1, N_EMBD),
-        "cls.bias": weights.bias(1),
-    }
+    tensors = bert_embeddings(weights, n_vocab)
+    tensors["cls.weight"] = weights.matrix(1, N_EMBD)
+    tensors["cls.bias"] = weights.bias(1)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         up = 2 * N_FF if il == 0 else N_FF
-        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_EMBD, N_EMBD), ("attn_v", N_EMBD, N_EMBD),
-                                 ("attn_output", N_EMBD, N_EMBD), ("ffn_up", up, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        ffn = [("ffn_up", up, N_EMBD), ("ffn_down", N_EMBD, N_FF)]
+        tensors.update(weights.linears(blk, BERT_ATTN + ffn, biases=True))
         if il == 1:
             tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
         norms = ("attn_q_norm", "attn_k_norm", "attn_output_norm", "layer_output_norm")
-        for norm in norms + (("attn_norm_2",) if il == 1 else ()):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
-            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+        tensors.update(weights.norms(blk, norms + (("attn_norm_2",) if il == 1 else ()), biases=True))
     add_tensors(w, tensors, dtype)
 
 
@@ -1870,21 +1868,11 @@ def jina_bert_v3(w, weights, n_vocab, dtype):
     # mean pooling.
     encoder_keys(w, "jina-bert-v3", N_CTX, 1)
     w.add_float32("jina-bert-v3.rope.freq_base", 20000.0)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "token_types.weight": weights.matrix(2, N_EMBD),
-        "token_embd_norm.weight": weights.norm(N_EMBD),
-        "token_embd_norm.bias": weights.bias(N_EMBD),
-    }
+    tensors = bert_embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
-                                 ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
-        for norm in ("attn_output_norm", "layer_output_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
-            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+        tensors.update(weights.linears(blk, FUSED_ATTN + GELU_FFN, biases=True))
+        tensors.update(weights.norms(blk, BERT_NORMS, biases=True))
     add_tensors(w, tensors, dtype)
 
 
@@ -1897,43 +1885,28 @@ def nomic_bert_moe(w, weights, n_vocab, dtype):
     w.add_uint32(f"{a}.expert_count", 4)
     w.add_uint32(f"{a}.expert_used_count", 2)
     w.add_uint32(f"{a}.moe_every_n_layers", 2)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "token_types.weight": weights.matrix(2, N_EMBD),
-        "token_embd_norm.weight": weights.norm(N_EMBD),
-        "token_embd_norm.bias": weights.bias(N_EMBD),
-    }
+    tensors = bert_embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_qkv", 3 * N_EMBD, N_EMBD), ("attn_output", N_EMBD, N_EMBD)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-            tensors[f"{blk}{name}.bias"] = weights.bias(rows)
+        tensors.update(weights.linears(blk, FUSED_ATTN, biases=True))
         if il % 2 == 1:
             tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
             tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, N_FF, N_EMBD)
             tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, N_FF)
         else:
-            for name, rows, cols in [("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-                tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-                tensors[f"{blk}{name}.bias"] = weights.bias(rows)
-        for norm in ("attn_output_norm", "layer_output_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
-            tensors[f"{blk}{norm}.bias"] = weights.bias(N_EMBD)
+            tensors.update(weights.linears(blk, GELU_FFN, biases=True))
+        tensors.update(weights.norms(blk, BERT_NORMS, biases=True))
     add_tensors(w, tensors, dtype)
 
 
 def eurobert(w, weights, n_vocab, dtype):
     # EuroBERT: the Llama decoder's layers as an encoder (split projections, SwiGLU), mean pooling.
     rms_encoder_keys(w, "eurobert", 1)
-    tensors = {"token_embd.weight": weights.matrix(n_vocab, N_EMBD), "output_norm.weight": weights.norm(N_EMBD)}
+    tensors = embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_q", N_EMBD, N_EMBD), ("attn_k", N_HEAD_KV * HEAD, N_EMBD),
-                                 ("attn_v", N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
-                                 ("ffn_gate", N_FF, N_EMBD), ("ffn_up", N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-        for norm in ("attn_norm", "ffn_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.linears(blk, LLAMA_LAYER))
+        tensors.update(weights.norms(blk, ("attn_norm", "ffn_norm")))
     add_tensors(w, tensors, dtype)
 
 
@@ -1952,11 +1925,10 @@ def neo_bert(w, weights, n_vocab, dtype):
     }
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        for name, rows, cols in [("attn_qkv", N_EMBD + 2 * N_HEAD_KV * HEAD, N_EMBD), ("attn_output", N_EMBD, N_EMBD),
-                                 ("ffn_up", 2 * N_FF, N_EMBD), ("ffn_down", N_EMBD, N_FF)]:
-            tensors[f"{blk}{name}.weight"] = weights.matrix(rows, cols)
-        for norm in ("attn_norm", "ffn_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.linears(blk, [("attn_qkv", N_EMBD + 2 * N_HEAD_KV * HEAD, N_EMBD),
+                                             ("attn_output", N_EMBD, N_EMBD), ("ffn_up", 2 * N_FF, N_EMBD),
+                                             ("ffn_down", N_EMBD, N_FF)]))
+        tensors.update(weights.norms(blk, ("attn_norm", "ffn_norm")))
     add_tensors(w, tensors, dtype)
 
 
@@ -2009,10 +1981,7 @@ def ssm_keys(w, a, inner, state, rank, groups=None):
 
 
 def ssm_common(weights, n_vocab, d_in_proj, inner):
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
-    }
+    tensors = embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         tensors[blk + "attn_norm.weight"] = weights.norm(N_EMBD)
@@ -2026,19 +1995,28 @@ def decays(weights, shape):
     return -np.exp(weights.rng.uniform(0.0, np.log(16.0), shape)).astype(np.float32)
 
 
+def mamba_layer(weights, tensors, blk, inner, state, rank, conv, dt_norms=False):
+    """A Mamba layer's convolution and selective scan in `tensors` (`dt_norms`: Jamba's norms of dt,
+    B and C)."""
+    tensors[blk + "ssm_conv1d.weight"] = weights.matrix(inner, conv)
+    tensors[blk + "ssm_conv1d.bias"] = weights.bias(inner)
+    tensors[blk + "ssm_x.weight"] = weights.matrix(rank + 2 * state, inner)
+    tensors[blk + "ssm_dt.weight"] = weights.matrix(inner, rank)
+    tensors[blk + "ssm_dt.bias"] = weights.bias(inner) - 2.0
+    if dt_norms:
+        tensors[blk + "ssm_dt_norm.weight"] = weights.norm(rank)
+        tensors[blk + "ssm_b_norm.weight"] = weights.norm(state)
+        tensors[blk + "ssm_c_norm.weight"] = weights.norm(state)
+    tensors[blk + "ssm_a"] = decays(weights, (inner, state))
+    tensors[blk + "ssm_d"] = weights.norm(inner)
+
+
 def mamba(w, weights, n_vocab, dtype):
     inner, state, rank, conv = 2 * N_EMBD, 16, 4, 4
     ssm_keys(w, "mamba", inner, state, rank)
     tensors = ssm_common(weights, n_vocab, 2 * inner, inner)
     for il in range(N_LAYER):
-        blk = f"blk.{il}."
-        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(inner, conv)
-        tensors[blk + "ssm_conv1d.bias"] = weights.bias(inner)
-        tensors[blk + "ssm_x.weight"] = weights.matrix(rank + 2 * state, inner)
-        tensors[blk + "ssm_dt.weight"] = weights.matrix(inner, rank)
-        tensors[blk + "ssm_dt.bias"] = weights.bias(inner) - 2.0
-        tensors[blk + "ssm_a"] = decays(weights, (inner, state))
-        tensors[blk + "ssm_d"] = weights.norm(inner)
+        mamba_layer(weights, tensors, f"blk.{il}.", inner, state, rank, conv)
     add_tensors(w, tensors, dtype)
 
 
@@ -2059,10 +2037,7 @@ def mamba2_layer(weights, tensors, il, inner, state, heads, groups, conv=4):
 def mamba2(w, weights, n_vocab, dtype):
     inner, state, heads, groups = 2 * N_EMBD, 16, 4, 2
     ssm_keys(w, "mamba2", inner, state, heads, groups)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
-    }
+    tensors = embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         tensors[f"blk.{il}.attn_norm.weight"] = weights.norm(N_EMBD)
         mamba2_layer(weights, tensors, il, inner, state, heads, groups)
@@ -2101,16 +2076,7 @@ def jamba(w, weights, n_vocab, dtype):
         drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output")
         tensors[blk + "ssm_in.weight"] = weights.matrix(2 * inner, N_EMBD)
         tensors[blk + "ssm_out.weight"] = weights.matrix(N_EMBD, inner)
-        tensors[blk + "ssm_conv1d.weight"] = weights.matrix(inner, conv)
-        tensors[blk + "ssm_conv1d.bias"] = weights.bias(inner)
-        tensors[blk + "ssm_x.weight"] = weights.matrix(rank + 2 * state, inner)
-        tensors[blk + "ssm_dt.weight"] = weights.matrix(inner, rank)
-        tensors[blk + "ssm_dt.bias"] = weights.bias(inner) - 2.0
-        tensors[blk + "ssm_dt_norm.weight"] = weights.norm(rank)
-        tensors[blk + "ssm_b_norm.weight"] = weights.norm(state)
-        tensors[blk + "ssm_c_norm.weight"] = weights.norm(state)
-        tensors[blk + "ssm_a"] = decays(weights, (inner, state))
-        tensors[blk + "ssm_d"] = weights.norm(inner)
+        mamba_layer(weights, tensors, blk, inner, state, rank, conv, dt_norms=True)
     add_tensors(w, tensors, dtype)
 
 
@@ -2123,10 +2089,7 @@ def plamo2(w, weights, n_vocab, dtype):
     decoder_keys(w, a, n_layer, 10000.0, kv_heads=[0, N_HEAD_KV, 0])
     ssm_block_keys(w, a, conv, inner, state, heads, 0)
     q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
-    }
+    tensors = embeddings(weights, n_vocab)
     for il in range(n_layer):
         blk = f"blk.{il}."
         tensors.update({
@@ -2222,13 +2185,9 @@ def nemotron_h_moe(w, weights, n_vocab, dtype):
     nemotron_h(w, weights, n_vocab, dtype, a="nemotron_h_moe")
 
 
-def lfm2(w, weights, n_vocab, dtype, dense_out=None):
-    # LFM2's layout: short-convolution layers (no key/value heads) around an attention layer with
-    # per-head query and key norms; the output norm is named token_embd_norm. With `dense_out`,
-    # the embeddings are projected to that width.
-    a = "lfm2"
-    decoder_keys(w, a, 3, 1000000.0, kv_heads=[0, N_HEAD_KV, 0])
-    w.add_uint32(f"{a}.shortconv.l_cache", 3)
+def lfm2_tensors(weights, n_vocab):
+    """LFM2's three layers: short convolutions around an attention layer with per-head query and
+    key norms; the output norm named token_embd_norm."""
     tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
     tensors["token_embd_norm.weight"] = tensors.pop("output_norm.weight")
     for il in (0, 2):
@@ -2237,6 +2196,17 @@ def lfm2(w, weights, n_vocab, dtype, dense_out=None):
         tensors[blk + "shortconv.conv.weight"] = weights.matrix(N_EMBD, 3)
         tensors[blk + "shortconv.in_proj.weight"] = weights.matrix(3 * N_EMBD, N_EMBD)
         tensors[blk + "shortconv.out_proj.weight"] = weights.matrix(N_EMBD, N_EMBD)
+    return tensors
+
+
+def lfm2(w, weights, n_vocab, dtype, dense_out=None):
+    # LFM2's layout: short-convolution layers (no key/value heads) around an attention layer with
+    # per-head query and key norms; the output norm is named token_embd_norm. With `dense_out`,
+    # the embeddings are projected to that width.
+    a = "lfm2"
+    decoder_keys(w, a, 3, 1000000.0, kv_heads=[0, N_HEAD_KV, 0])
+    w.add_uint32(f"{a}.shortconv.l_cache", 3)
+    tensors = lfm2_tensors(weights, n_vocab)
     if dense_out:
         w.add_uint32(f"{a}.embedding_length_out", dense_out)
         tensors["dense_2.weight"] = weights.matrix(dense_out, N_EMBD)
@@ -2257,14 +2227,7 @@ def lfm2moe(w, weights, n_vocab, dtype):
     experts_keys(w, a, 4, 2)
     w.add_uint32(f"{a}.shortconv.l_cache", 3)
     routing_keys(w, a, leading=1, ff=N_FF, gating=2)
-    tensors = decoder_tensors(weights, n_vocab, 3, qk_norm=True)
-    tensors["token_embd_norm.weight"] = tensors.pop("output_norm.weight")
-    for il in (0, 2):
-        blk = f"blk.{il}."
-        drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm")
-        tensors[blk + "shortconv.conv.weight"] = weights.matrix(N_EMBD, 3)
-        tensors[blk + "shortconv.in_proj.weight"] = weights.matrix(3 * N_EMBD, N_EMBD)
-        tensors[blk + "shortconv.out_proj.weight"] = weights.matrix(N_EMBD, N_EMBD)
+    tensors = lfm2_tensors(weights, n_vocab)
     for il in (1, 2):
         blk = f"blk.{il}."
         drop(tensors, blk, "ffn_gate", "ffn_up", "ffn_down")
@@ -2698,7 +2661,7 @@ def openelm(w, weights, n_vocab, dtype):
     a = "openelm"
     heads, kv_heads, ffs = [4, 2], [2, 1], [128, 192]
     decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=kv_heads, ff=ffs, heads=heads)
-    tensors = {"token_embd.weight": weights.matrix(n_vocab, N_EMBD), "output_norm.weight": weights.norm(N_EMBD)}
+    tensors = embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         n_qkv = (heads[il] + 2 * kv_heads[il]) * HEAD
@@ -2790,8 +2753,7 @@ def apertus(w, weights, n_vocab, dtype):
         w.add_array(f"xielu.{key}", [base * (1.0 + 0.25 * il) for il in range(N_LAYER)])
     q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
     tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
+        **embeddings(weights, n_vocab),
         "output.weight": weights.matrix(n_vocab, N_EMBD),
         "rope_freqs.weight": weights.norm(HEAD // 2),
     }
@@ -2823,10 +2785,7 @@ def plm(w, weights, n_vocab, dtype):
     decoder_keys(w, a, N_LAYER, 10000.0, kv_heads=[N_HEAD] * N_LAYER)
     head_widths(w, a, hk, hv)
     latent_keys(w, a, rank, rot=rot)
-    tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
-        "output_norm.weight": weights.norm(N_EMBD),
-    }
+    tensors = embeddings(weights, n_vocab)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         tensors.update({
@@ -3175,9 +3134,8 @@ def gemma3n(w, weights, n_vocab, dtype):
     tensors["per_layer_proj_norm.weight"] = weights.norm(per_layer)
     for il in range(n_layer):
         blk = f"blk.{il}."
-        for norm in ("post_attention_norm", "post_ffw_norm", "post_norm", "altup_correct_scale", "altup_router_norm",
-                     "laurel_post_norm"):
-            tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.norms(blk, ("post_attention_norm", "post_ffw_norm", "post_norm", "altup_correct_scale",
+                                           "altup_router_norm", "laurel_post_norm")))
         tensors[blk + "inp_gate.weight"] = weights.matrix(per_layer, N_EMBD)
         tensors[blk + "proj.weight"] = weights.matrix(N_EMBD, per_layer)
         tensors[blk + "altup_correct_coef.weight"] = weights.matrix(altup, altup)
