@@ -108,6 +108,36 @@ class Weights:
             blk + "ffn_down_exps.weight": self.experts(n_expert, embd, width),
         }
 
+    def kda_inputs(self, blk, inner, conv, fused=False):
+        """A Kimi delta attention layer's query, key and value projections, `inner` wide (one fused
+        projection where `fused`), and their short convolutions of `conv`."""
+        if fused:
+            tensors = {blk + "attn_qkv.weight": self.matrix(3 * inner, N_EMBD)}
+        else:
+            tensors = {blk + t + ".weight": self.matrix(inner, N_EMBD) for t in ("attn_q", "attn_k", "attn_v")}
+        for t in ("q", "k", "v"):
+            tensors[blk + f"ssm_conv1d_{t}.weight"] = self.matrix(inner, conv).reshape(inner, 1, conv)
+        return tensors
+
+    def lightning_indexer(self, blk, heads, width, q_rank):
+        """A lightning indexer of `heads` heads `width` wide, its queries from the query rank."""
+        return {
+            blk + "indexer.k_norm.weight": self.norm(width),
+            blk + "indexer.k_norm.bias": self.bias(width),
+            blk + "indexer.proj.weight": self.matrix(heads, N_EMBD),
+            blk + "indexer.attn_k.weight": self.matrix(width, N_EMBD),
+            blk + "indexer.attn_q_b.weight": self.matrix(heads * width, q_rank),
+        }
+
+    def block_indexer(self, blk, heads, width):
+        """A block-sparse attention's indexer of `heads` heads `width` wide, with query and key norms."""
+        return {
+            blk + "indexer.q_proj.weight": self.matrix(heads * width, N_EMBD),
+            blk + "indexer.k_proj.weight": self.matrix(width, N_EMBD),
+            blk + "indexer.q_norm.weight": self.norm(width),
+            blk + "indexer.k_norm.weight": self.norm(width),
+        }
+
     def hyper(self, prefix, hc, rows, n_scale):
         """A hyper-connection's mix of `hc` residual copies under `prefix`: its projection to `rows`,
         their bias, `n_scale` scales."""
@@ -121,13 +151,17 @@ class Weights:
         """Four experts' selection bias, then a shared expert (shared_expert)."""
         return {blk + "exp_probs_b.bias": self.bias(4), **self.shared_expert(blk, width)}
 
+    def gated_ffn(self, blk, width, embd=N_EMBD, suffix=""):
+        """A gated FFN of `width` in layer prefix `blk`, its names ending in `suffix`."""
+        return {
+            f"{blk}ffn_gate{suffix}.weight": self.matrix(width, embd),
+            f"{blk}ffn_up{suffix}.weight": self.matrix(width, embd),
+            f"{blk}ffn_down{suffix}.weight": self.matrix(embd, width),
+        }
+
     def shared_expert(self, blk, width):
         """A shared expert's gated FFN of `width` in layer prefix `blk`."""
-        return {
-            blk + "ffn_gate_shexp.weight": self.matrix(width, N_EMBD),
-            blk + "ffn_up_shexp.weight": self.matrix(width, N_EMBD),
-            blk + "ffn_down_shexp.weight": self.matrix(N_EMBD, width),
-        }
+        return self.gated_ffn(blk, width, suffix="_shexp")
 
 
 def layer_key(w, key, value):
@@ -237,9 +271,7 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, ex
         if experts:
             tensors.update(weights.routed(blk, *experts, embd=d.embd))
         else:
-            tensors[blk + "ffn_gate.weight"] = weights.matrix(d.ff, d.embd)
-            tensors[blk + "ffn_up.weight"] = weights.matrix(d.ff, d.embd)
-            tensors[blk + "ffn_down.weight"] = weights.matrix(d.embd, d.ff)
+            tensors.update(weights.gated_ffn(blk, d.ff, d.embd))
     return tensors
 
 
@@ -247,6 +279,13 @@ def drop(tensors, blk, *names):
     """Leaves out layer prefix `blk`'s weights `names` (without `.weight`), for what replaces them."""
     for name in names:
         del tensors[blk + name + ".weight"]
+
+
+def fuse_qkv(tensors, blk):
+    """Layer prefix `blk`'s query, key and value projections made one, `attn_qkv`; its width."""
+    qkv = np.concatenate([tensors.pop(blk + t + ".weight") for t in ("attn_q", "attn_k", "attn_v")])
+    tensors[blk + "attn_qkv.weight"] = qkv
+    return len(qkv)
 
 
 def dense_first(weights, n_vocab, n_layer, experts, **kw):
@@ -424,8 +463,7 @@ def granitemoe(w, weights, n_vocab, dtype):
     w.add_uint32(f"{a}.expert_shared_feed_forward_length", n_sh)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, N_FF))
     for il in range(N_LAYER):
-        blk = f"blk.{il}."
-        tensors.update(weights.shared_expert(blk, n_sh))
+        tensors.update(weights.shared_expert(f"blk.{il}.", n_sh))
     add_tensors(w, tensors, dtype)
 
 
@@ -524,9 +562,7 @@ def arctic(w, weights, n_vocab, dtype):
     for il in range(N_LAYER):
         blk = f"blk.{il}."
         tensors[blk + "ffn_norm_exps.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_EMBD, N_EMBD)
-        tensors[blk + "ffn_up.weight"] = weights.matrix(N_EMBD, N_EMBD)
-        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_EMBD)
+        tensors.update(weights.gated_ffn(blk, N_EMBD))
     add_tensors(w, tensors, dtype)
 
 
@@ -544,9 +580,7 @@ def deci(w, weights, n_vocab, dtype):
         tensors[blk + "attn_v.weight"] = weights.matrix(kv_heads[il] * HEAD, N_EMBD)
         tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, heads[il] * HEAD)
         tensors[blk + "attn_output.bias"] = weights.bias(N_EMBD)
-        tensors[blk + "ffn_gate.weight"] = weights.matrix(ff[il], N_EMBD)
-        tensors[blk + "ffn_up.weight"] = weights.matrix(ff[il], N_EMBD)
-        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, ff[il])
+        tensors.update(weights.gated_ffn(blk, ff[il]))
         tensors[blk + "ffn_up.bias"] = weights.bias(ff[il])
         tensors[blk + "ffn_down.bias"] = weights.bias(N_EMBD)
     add_tensors(w, tensors, dtype)
@@ -582,9 +616,7 @@ def grok(w, weights, n_vocab, dtype):
         blk = f"blk.{il}."
         tensors[blk + "attn_output_norm.weight"] = weights.norm(N_EMBD)
         tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
-        tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, N_EMBD)
-        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_FF)
+        tensors.update(weights.gated_ffn(blk, N_FF))
     add_tensors(w, tensors, dtype)
 
 
@@ -596,8 +628,7 @@ def hunyuan_moe(w, weights, n_vocab, dtype):
     experts_keys(w, a, 4, 2, ff=32, shared_ff=n_sh)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, qk_norm=True, experts=(4, N_FF))
     for il in range(N_LAYER):
-        blk = f"blk.{il}."
-        tensors.update(weights.shared_expert(blk, n_sh))
+        tensors.update(weights.shared_expert(f"blk.{il}.", n_sh))
     add_tensors(w, tensors, dtype)
 
 
@@ -610,8 +641,7 @@ def dots1(w, weights, n_vocab, dtype):
     tensors = dense_first(weights, n_vocab, n_layer, (4, ffe), qk_norm=True, d=Dims(n_head_kv=N_HEAD))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(1, n_layer):
-        blk = f"blk.{il}."
-        tensors.update(weights.biased_shared(blk, 2 * ffe))
+        tensors.update(weights.biased_shared(f"blk.{il}.", 2 * ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -624,8 +654,7 @@ def bailingmoe(w, weights, n_vocab, dtype):
     tensors = decoder_tensors(weights, n_vocab, N_LAYER, experts=(4, ffe))
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
-        blk = f"blk.{il}."
-        tensors.update(weights.shared_expert(blk, ffe))
+        tensors.update(weights.shared_expert(f"blk.{il}.", ffe))
     add_tensors(w, tensors, dtype)
 
 
@@ -680,8 +709,7 @@ def afmoe(w, weights, n_vocab, dtype):
     for il in range(n_layer):
         blk = f"blk.{il}."
         tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
-        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.norms(blk, ("post_attention_norm", "post_ffw_norm")))
         if il > 0:
             tensors.update(weights.biased_shared(blk, ffe))
     add_tensors(w, tensors, dtype)
@@ -701,8 +729,7 @@ def muse_glimmer(w, weights, n_vocab, dtype):
     for il in range(n_layer):
         blk = f"blk.{il}."
         tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * HEAD, N_EMBD)
-        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.norms(blk, ("post_attention_norm", "post_ffw_norm")))
     add_tensors(w, tensors, dtype)
 
 
@@ -876,9 +903,7 @@ def minicpm3(w, weights, n_vocab, dtype):
             blk + "attn_kv_b.weight": weights.matrix(N_HEAD * (hk - rot + hv), rank),
             blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
             blk + "ffn_norm.weight": weights.norm(N_EMBD),
-            blk + "ffn_gate.weight": weights.matrix(N_FF, N_EMBD),
-            blk + "ffn_up.weight": weights.matrix(N_FF, N_EMBD),
-            blk + "ffn_down.weight": weights.matrix(N_EMBD, N_FF),
+            **weights.gated_ffn(blk, N_FF),
         })
     add_tensors(w, tensors, dtype)
 
@@ -963,13 +988,7 @@ def deepseek2(absorbed, a="deepseek2", dense=False):
                 tensors.update(weights.biased_shared(blk, ffe))
             # dots.llm3's and HY-V4's files have indexer weights in the indexing layers only.
             if sparse and not ((dots or hy) and il == 1):
-                tensors.update({
-                    blk + "indexer.k_norm.weight": weights.norm(idx_head),
-                    blk + "indexer.k_norm.bias": weights.bias(idx_head),
-                    blk + "indexer.proj.weight": weights.matrix(idx_heads, N_EMBD),
-                    blk + "indexer.attn_k.weight": weights.matrix(idx_head, N_EMBD),
-                    blk + "indexer.attn_q_b.weight": weights.matrix(idx_heads * idx_head, q_rank),
-                })
+                tensors.update(weights.lightning_indexer(blk, idx_heads, idx_head, q_rank))
             if hy:
                 tensors[blk + "attn_sinks.weight"] = weights.bias(N_HEAD)
                 tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * hv, N_EMBD)
@@ -1047,14 +1066,8 @@ def kimi(a):
                 else:
                     tensors[blk + "attn_q.weight"] = weights.matrix(N_HEAD * hk, N_EMBD)
             else:
-                if il == 2 and not k3:
-                    # Kimi-Linear's fused projection (llama.cpp's Kimi-K3 graph has none).
-                    tensors[blk + "attn_qkv.weight"] = weights.matrix(3 * inner, N_EMBD)
-                else:
-                    for t in ("attn_q", "attn_k", "attn_v"):
-                        tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
-                for t in ("q", "k", "v"):
-                    tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
+                # Kimi-Linear's fused projection in one layer (llama.cpp's Kimi-K3 graph has none).
+                tensors.update(weights.kda_inputs(blk, inner, conv, fused=il == 2 and not k3))
                 a_log = -np.abs(weights.norm(N_HEAD))
                 tensors.update({
                     blk + "ssm_f_a.weight": weights.matrix(kda_head, N_EMBD),
@@ -1124,10 +1137,7 @@ def glm5_next(w, weights, n_vocab, dtype):
         for part in ("attn", "ffn"):
             tensors.update(weights.hyper(f"{blk}hc_{part}", 4, mix, 3))
         if il in kda_layers:
-            for t in ("attn_q", "attn_k", "attn_v"):
-                tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
-            for t in ("q", "k", "v"):
-                tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
+            tensors.update(weights.kda_inputs(blk, inner, conv))
             tensors.update({
                 blk + "ssm_f_a.weight": weights.matrix(kda_head, N_EMBD),
                 blk + "ssm_f_b.weight": weights.matrix(inner, kda_head),
@@ -1152,11 +1162,7 @@ def glm5_next(w, weights, n_vocab, dtype):
             })
             if il == 0:
                 tensors.update({
-                    blk + "indexer.k_norm.weight": weights.norm(idx_head),
-                    blk + "indexer.k_norm.bias": weights.bias(idx_head),
-                    blk + "indexer.proj.weight": weights.matrix(idx_heads, N_EMBD),
-                    blk + "indexer.attn_k.weight": weights.matrix(idx_head, N_EMBD),
-                    blk + "indexer.attn_q_b.weight": weights.matrix(idx_heads * idx_head, q_rank),
+                    **weights.lightning_indexer(blk, idx_heads, idx_head, q_rank),
                     blk + "indexer_compressor_gate.weight": weights.matrix(idx_head, N_EMBD),
                     blk + "indexer_compressor_ape.weight": weights.matrix(kpool, idx_head),
                 })
@@ -1282,10 +1288,7 @@ def bailingmoe3(w, weights, n_vocab, dtype):
                 blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
             })
         else:
-            for t in ("attn_q", "attn_k", "attn_v"):
-                tensors[blk + t + ".weight"] = weights.matrix(inner, N_EMBD)
-            for t in ("q", "k", "v"):
-                tensors[blk + f"ssm_conv1d_{t}.weight"] = weights.matrix(inner, conv).reshape(inner, 1, conv)
+            tensors.update(weights.kda_inputs(blk, inner, conv))
             tensors.update({
                 blk + "ssm_f_a.weight": weights.matrix(inner, N_EMBD),
                 blk + "ssm_beta.weight": weights.matrix(N_HEAD, N_EMBD),
@@ -1332,8 +1335,7 @@ def cogvlm(w, weights, n_vocab, dtype):
     tensors["output.weight"] = weights.matrix(n_vocab, e)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        parts = [tensors.pop(blk + t + ".weight") for t in ("attn_q", "attn_k", "attn_v")]
-        tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
+        fuse_qkv(tensors, blk)
         tensors[blk + "vis_attn_qkv.weight"] = weights.matrix(3 * e, e)
         tensors[blk + "vis_attn_output.weight"] = weights.matrix(e, e)
         tensors[blk + "vis_gate.weight"] = weights.matrix(N_FF, e)
@@ -1422,10 +1424,7 @@ def minimax_m3(w, weights, n_vocab, dtype):
     for il in range(1, n_layer):
         blk = f"blk.{il}."
         tensors.update(weights.biased_shared(blk, ffe))
-        tensors[blk + "indexer.q_proj.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
-        tensors[blk + "indexer.k_proj.weight"] = weights.matrix(HEAD, N_EMBD)
-        tensors[blk + "indexer.q_norm.weight"] = weights.norm(HEAD)
-        tensors[blk + "indexer.k_norm.weight"] = weights.norm(HEAD)
+        tensors.update(weights.block_indexer(blk, N_HEAD_KV, HEAD))
     add_tensors(w, tensors, dtype)
 
 
@@ -1555,8 +1554,7 @@ def gemma2(w, weights, n_vocab, dtype):
     w.add_float32("gemma2.final_logit_softcapping", 30.0)
     tensors = decoder_tensors(weights, n_vocab, N_LAYER)
     for il in range(N_LAYER):
-        tensors[f"blk.{il}.post_attention_norm.weight"] = weights.norm(N_EMBD)
-        tensors[f"blk.{il}.post_ffw_norm.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.norms(f"blk.{il}.", ("post_attention_norm", "post_ffw_norm")))
     add_tensors(w, tensors, dtype)
 
 
@@ -1573,8 +1571,7 @@ def olmo2(w, weights, n_vocab, dtype, window=0):
         del tensors[blk + "attn_norm.weight"], tensors[blk + "ffn_norm.weight"]
         tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD * HEAD)
         tensors[blk + "attn_k_norm.weight"] = weights.norm(N_HEAD_KV * HEAD)
-        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.norms(blk, ("post_attention_norm", "post_ffw_norm")))
     add_tensors(w, tensors, dtype)
 
 
@@ -2200,9 +2197,8 @@ def lfm2_tensors(weights, n_vocab):
 
 
 def lfm2(w, weights, n_vocab, dtype, dense_out=None):
-    # LFM2's layout: short-convolution layers (no key/value heads) around an attention layer with
-    # per-head query and key norms; the output norm is named token_embd_norm. With `dense_out`,
-    # the embeddings are projected to that width.
+    # LFM2's layout (lfm2_tensors; no key/value heads in the convolution layers). With
+    # `dense_out`, the embeddings are projected to that width.
     a = "lfm2"
     decoder_keys(w, a, 3, 1000000.0, kv_heads=[0, N_HEAD_KV, 0])
     w.add_uint32(f"{a}.shortconv.l_cache", 3)
@@ -2367,10 +2363,7 @@ def qwen4exp(w, weights, n_vocab, dtype):
             tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
             # Loaded, never used by llama.cpp's graph.
             tensors[blk + "attn_q.bias"] = weights.bias(2 * N_HEAD * HEAD)
-            tensors[blk + "indexer.q_proj.weight"] = weights.matrix(idx_heads * idx_dim, N_EMBD)
-            tensors[blk + "indexer.k_proj.weight"] = weights.matrix(idx_dim, N_EMBD)
-            tensors[blk + "indexer.q_norm.weight"] = weights.norm(idx_dim)
-            tensors[blk + "indexer.k_norm.weight"] = weights.norm(idx_dim)
+            tensors.update(weights.block_indexer(blk, idx_heads, idx_dim))
         if il == 0:
             tensors[blk + "ple_key.weight"] = weights.matrix(wide, N_EMBD)
             tensors[blk + "ple_value.weight"] = weights.matrix(N_EMBD, N_EMBD)
@@ -2515,9 +2508,7 @@ def qwen(w, weights, n_vocab, dtype):
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        parts = [tensors.pop(blk + t + ".weight") for t in ("attn_q", "attn_k", "attn_v")]
-        tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
-        tensors[blk + "attn_qkv.bias"] = weights.bias(sum(p.shape[0] for p in parts))
+        tensors[blk + "attn_qkv.bias"] = weights.bias(fuse_qkv(tensors, blk))
     add_tensors(w, tensors, dtype)
 
 
@@ -2630,8 +2621,7 @@ def glm4(w, weights, n_vocab, dtype):
         blk = f"blk.{il}."
         gate = tensors.pop(blk + "ffn_gate.weight")
         tensors[blk + "ffn_up.weight"] = np.concatenate([gate, tensors[blk + "ffn_up.weight"]])
-        tensors[blk + "post_attention_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "post_ffw_norm.weight"] = weights.norm(N_EMBD)
+        tensors.update(weights.norms(blk, ("post_attention_norm", "post_ffw_norm")))
     add_tensors(w, tensors, dtype)
 
 
@@ -2672,9 +2662,7 @@ def openelm(w, weights, n_vocab, dtype):
         tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
         tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, heads[il] * HEAD)
         tensors[blk + "ffn_norm.weight"] = weights.norm(N_EMBD)
-        tensors[blk + "ffn_gate.weight"] = weights.matrix(ffs[il], N_EMBD)
-        tensors[blk + "ffn_up.weight"] = weights.matrix(ffs[il], N_EMBD)
-        tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, ffs[il])
+        tensors.update(weights.gated_ffn(blk, ffs[il]))
     add_tensors(w, tensors, dtype)
 
 
@@ -2719,8 +2707,7 @@ def dbrx(w, weights, n_vocab, dtype):
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        parts = [tensors.pop(blk + t + ".weight") for t in ("attn_q", "attn_k", "attn_v")]
-        tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
+        fuse_qkv(tensors, blk)
         tensors[blk + "attn_output_norm.weight"] = tensors.pop(blk + "ffn_norm.weight")
     add_tensors(w, tensors, dtype)
 
@@ -2866,8 +2853,7 @@ def graniteswitch(w, weights, n_vocab, dtype):
     q, kv = N_HEAD * HEAD, N_HEAD_KV * HEAD
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        tensors[blk + "attn_qkv.weight"] = np.concatenate(
-            [tensors.pop(blk + f"attn_{t}.weight") for t in ("q", "k", "v")])
+        fuse_qkv(tensors, blk)
         for name, n_in, n_out in (("attn_q", N_EMBD, q), ("attn_k", N_EMBD, kv), ("attn_v", N_EMBD, kv),
                                   ("attn_output", q, N_EMBD), ("ffn_gate", N_EMBD, N_FF), ("ffn_up", N_EMBD, N_FF),
                                   ("ffn_down", N_FF, N_EMBD)):
@@ -3011,9 +2997,7 @@ def rwkv_norms(weights, tensors, blk, hybrid, e):
     tensors[blk + "attn_norm.weight"] = weights.norm(e)
     if hybrid:
         tensors[blk + "ffn_norm.weight"] = weights.norm(e)
-        tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, e)
-        tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, e)
-        tensors[blk + "ffn_down.weight"] = weights.matrix(e, N_FF)
+        tensors.update(weights.gated_ffn(blk, N_FF, e))
     else:
         tensors[blk + "attn_norm.bias"] = weights.bias(e)
         tensors[blk + "attn_norm_2.weight"] = weights.norm(e)
