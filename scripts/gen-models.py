@@ -98,6 +98,15 @@ class Weights:
                 tensors[f"{blk}{name}.bias"] = self.bias(n)
         return tensors
 
+    def qk_norms(self, blk, kv_heads=N_HEAD_KV, per_head=False):
+        """Norms over the whole query and key projections (of `kv_heads` key heads), or, `per_head`,
+        a row of weights for each head."""
+        tensors = {}
+        for which, heads in (("q", N_HEAD), ("k", kv_heads)):
+            norm = np.stack([self.norm(HEAD) for _ in range(heads)]) if per_head else self.norm(heads * HEAD)
+            tensors[f"{blk}attn_{which}_norm.weight"] = norm
+        return tensors
+
     def routed(self, blk, n_expert, width, embd=N_EMBD):
         """A router over `n_expert` gated experts of `width` in layer prefix `blk` (the router
         stays F32, as llama.cpp's converters keep it)."""
@@ -106,6 +115,25 @@ class Weights:
             blk + "ffn_gate_exps.weight": self.experts(n_expert, width, embd),
             blk + "ffn_up_exps.weight": self.experts(n_expert, width, embd),
             blk + "ffn_down_exps.weight": self.experts(n_expert, embd, width),
+        }
+
+    def low_rank_query(self, blk, q_rank, width):
+        """A query compressed to `q_rank`, normed, then projected to `width`."""
+        return {
+            blk + "attn_q_a_norm.weight": self.norm(q_rank),
+            blk + "attn_q_a.weight": self.matrix(q_rank, N_EMBD),
+            blk + "attn_q_b.weight": self.matrix(width, q_rank),
+        }
+
+    def absorbed_kv(self, blk, kv_rank, rot, nope, hv):
+        """Absorbed latent attention's keys and values: their compression to `kv_rank` (and the
+        `rot` rotated dimensions), its norm, and each head's decompressions of the keys' unrotated
+        `nope` and of the values' `hv`."""
+        return {
+            blk + "attn_kv_a_norm.weight": self.norm(kv_rank),
+            blk + "attn_kv_a_mqa.weight": self.matrix(kv_rank + rot, N_EMBD),
+            blk + "attn_k_b.weight": self.experts(N_HEAD, kv_rank, nope),
+            blk + "attn_v_b.weight": self.experts(N_HEAD, hv, kv_rank),
         }
 
     def kda_inputs(self, blk, inner, conv, fused=False):
@@ -264,8 +292,7 @@ def decoder_tensors(weights, n_vocab, n_layer, qk_norm=False, qkv_bias=False, ex
             tensors[blk + "attn_k.bias"] = weights.bias(kv)
             tensors[blk + "attn_v.bias"] = weights.bias(kv)
         if qk_norm:
-            tensors[blk + "attn_q_norm.weight"] = weights.norm(d.head)
-            tensors[blk + "attn_k_norm.weight"] = weights.norm(d.head)
+            tensors.update(weights.norms(blk, ("attn_q_norm", "attn_k_norm"), d.head))
         tensors[blk + "attn_output.weight"] = weights.matrix(d.embd, q)
         tensors[blk + "ffn_norm.weight"] = weights.norm(d.embd)
         if experts:
@@ -417,8 +444,7 @@ def olmoe(w, weights, n_vocab, dtype):
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD * HEAD)
-        tensors[blk + "attn_k_norm.weight"] = weights.norm(N_HEAD * HEAD)
+        tensors.update(weights.qk_norms(blk, kv_heads=N_HEAD))
     add_tensors(w, tensors, dtype)
 
 
@@ -1051,17 +1077,10 @@ def kimi(a):
             blk = f"blk.{il}."
             drop(tensors, blk, "attn_q", "attn_k", "attn_v", "attn_output")
             if il not in kda_layers:
-                tensors.update({
-                    blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
-                    blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank + rot, N_EMBD),
-                    blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
-                    blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
-                    blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
-                })
+                tensors.update(weights.absorbed_kv(blk, kv_rank, rot, nope, hv))
+                tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, N_HEAD * hv)
                 if k3:
-                    tensors[blk + "attn_q_a_norm.weight"] = weights.norm(q_rank)
-                    tensors[blk + "attn_q_a.weight"] = weights.matrix(q_rank, N_EMBD)
-                    tensors[blk + "attn_q_b.weight"] = weights.matrix(N_HEAD * hk, q_rank)
+                    tensors.update(weights.low_rank_query(blk, q_rank, N_HEAD * hk))
                     tensors[blk + "attn_gate.weight"] = weights.matrix(N_HEAD * hv, N_EMBD)
                 else:
                     tensors[blk + "attn_q.weight"] = weights.matrix(N_HEAD * hk, N_EMBD)
@@ -1151,13 +1170,8 @@ def glm5_next(w, weights, n_vocab, dtype):
             })
         else:
             tensors.update({
-                blk + "attn_q_a_norm.weight": weights.norm(q_rank),
-                blk + "attn_q_a.weight": weights.matrix(q_rank, N_EMBD),
-                blk + "attn_q_b.weight": weights.matrix(N_HEAD * nope, q_rank),
-                blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
-                blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank, N_EMBD),
-                blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
-                blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
+                **weights.low_rank_query(blk, q_rank, N_HEAD * nope),
+                **weights.absorbed_kv(blk, kv_rank, 0, nope, hv),
                 blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
             })
             if il == 0:
@@ -1280,10 +1294,7 @@ def bailingmoe3(w, weights, n_vocab, dtype):
                 blk + "attn_q_a.weight": weights.matrix(q_rank, N_EMBD),
                 blk + "attn_q_a_norm.weight": weights.norm(q_rank),
                 blk + "attn_q_b.weight": weights.matrix(N_HEAD * hk, q_rank),
-                blk + "attn_kv_a_norm.weight": weights.norm(kv_rank),
-                blk + "attn_kv_a_mqa.weight": weights.matrix(kv_rank + rot, N_EMBD),
-                blk + "attn_k_b.weight": weights.experts(N_HEAD, kv_rank, nope),
-                blk + "attn_v_b.weight": weights.experts(N_HEAD, hv, kv_rank),
+                **weights.absorbed_kv(blk, kv_rank, rot, nope, hv),
                 blk + "attn_gate.weight": weights.matrix(N_HEAD, N_EMBD),
                 blk + "attn_output.weight": weights.matrix(N_EMBD, N_HEAD * hv),
             })
@@ -1399,8 +1410,7 @@ def minimax_m2(w, weights, n_vocab, dtype):
     tensors["output.weight"] = weights.matrix(n_vocab, N_EMBD)
     for il in range(N_LAYER):
         blk = f"blk.{il}."
-        tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD * HEAD)
-        tensors[blk + "attn_k_norm.weight"] = weights.norm(N_HEAD_KV * HEAD)
+        tensors.update(weights.qk_norms(blk))
         tensors[blk + "exp_probs_b.bias"] = weights.bias(4)
     add_tensors(w, tensors, dtype)
 
@@ -1569,8 +1579,7 @@ def olmo2(w, weights, n_vocab, dtype, window=0):
     for il in range(n_layer):
         blk = f"blk.{il}."
         del tensors[blk + "attn_norm.weight"], tensors[blk + "ffn_norm.weight"]
-        tensors[blk + "attn_q_norm.weight"] = weights.norm(N_HEAD * HEAD)
-        tensors[blk + "attn_k_norm.weight"] = weights.norm(N_HEAD_KV * HEAD)
+        tensors.update(weights.qk_norms(blk))
         tensors.update(weights.norms(blk, ("post_attention_norm", "post_ffw_norm")))
     add_tensors(w, tensors, dtype)
 
@@ -2100,8 +2109,7 @@ def plamo2(w, weights, n_vocab, dtype):
         if il == 1:
             tensors.update({
                 blk + "attn_qkv.weight": weights.matrix(q + 2 * kv, N_EMBD),
-                blk + "attn_q_norm.weight": np.stack([weights.norm(HEAD) for _ in range(N_HEAD)]),
-                blk + "attn_k_norm.weight": np.stack([weights.norm(HEAD) for _ in range(N_HEAD_KV)]),
+                **weights.qk_norms(blk, per_head=True),
                 blk + "attn_output.weight": weights.matrix(N_EMBD, q),
             })
             continue
@@ -2359,8 +2367,7 @@ def qwen4exp(w, weights, n_vocab, dtype):
             tensors[blk + "attn_k.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
             tensors[blk + "attn_v.weight"] = weights.matrix(N_HEAD_KV * HEAD, N_EMBD)
             tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, N_HEAD * HEAD)
-            tensors[blk + "attn_q_norm.weight"] = weights.norm(HEAD)
-            tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
+            tensors.update(weights.norms(blk, ("attn_q_norm", "attn_k_norm"), HEAD))
             # Loaded, never used by llama.cpp's graph.
             tensors[blk + "attn_q.bias"] = weights.bias(2 * N_HEAD * HEAD)
             tensors.update(weights.block_indexer(blk, idx_heads, idx_dim))
@@ -2450,8 +2457,7 @@ def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False
                 tensors[blk + norm + ".weight"] = weights.norm(e)
                 tensors[blk + norm + ".bias"] = weights.bias(e)
             if head_norms:
-                tensors[blk + "attn_q_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD)])
-                tensors[blk + "attn_k_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD_KV)])
+                tensors.update(weights.qk_norms(blk, per_head=True))
             if attn_norm_2:
                 tensors[blk + "attn_norm_2.weight"] = weights.norm(e)
                 tensors[blk + "attn_norm_2.bias"] = weights.bias(e)
@@ -2531,8 +2537,7 @@ def cohere(a, n_layer, sliding):
                 for t in ("ffn_up", "ffn_gate", "ffn_down"):
                     tensors[blk + t + ".scale"] = weights.norm(1)
             elif n_layer >= 64:
-                tensors[blk + "attn_q_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD)])
-                tensors[blk + "attn_k_norm.weight"] = np.stack([weights.norm(HEAD) for _ in range(N_HEAD_KV)])
+                tensors.update(weights.qk_norms(blk, per_head=True))
         add_tensors(w, tensors, dtype)
 
     return make
@@ -2658,8 +2663,7 @@ def openelm(w, weights, n_vocab, dtype):
         tensors[blk + "attn_norm.weight"] = weights.norm(N_EMBD)
         tensors[blk + "attn_qkv.weight"] = weights.matrix(n_qkv, N_EMBD)
         tensors[blk + "attn_qkv.scale"] = weights.norm(1)
-        tensors[blk + "attn_q_norm.weight"] = weights.norm(HEAD)
-        tensors[blk + "attn_k_norm.weight"] = weights.norm(HEAD)
+        tensors.update(weights.norms(blk, ("attn_q_norm", "attn_k_norm"), HEAD))
         tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, heads[il] * HEAD)
         tensors[blk + "ffn_norm.weight"] = weights.norm(N_EMBD)
         tensors.update(weights.gated_ffn(blk, ffs[il]))
