@@ -61,7 +61,9 @@ def copy_vocab(w, vocab_path):
 
 
 class Weights:
-    """Random tensors from one seed: matrices ~ N(0, 1/sqrt(fan_in)), norms near 1."""
+    """Random tensors from one seed: matrices ~ N(0, 1/sqrt(fan_in)), norms near 1; and the parts
+    of layers many models share, as named tensors in the order they are drawn, which is the order
+    the files list them in."""
 
     def __init__(self, seed):
         self.rng = np.random.default_rng(seed)
@@ -2438,8 +2440,7 @@ def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False
             w.add_float32(f"{a}.attention.clamp_kqv", 2.0)
         e, q, kv = N_EMBD, N_HEAD * HEAD, N_HEAD_KV * HEAD
         tensors = {
-            "token_embd.weight": weights.matrix(n_vocab, e),
-            "output_norm.weight": weights.norm(e),
+            **embeddings(weights, n_vocab, e),
             "output_norm.bias": weights.bias(e),
         }
         if not tied:
@@ -2449,18 +2450,15 @@ def gpt2_like(a, positions="learned", fused=True, token_norm=False, swiglu=False
         if positions == "learned":
             tensors["position_embd.weight"] = (0.1 * weights.matrix(N_CTX, e)).astype(np.float32)
         if token_norm:
-            tensors["token_embd_norm.weight"] = weights.norm(e)
-            tensors["token_embd_norm.bias"] = weights.bias(e)
+            tensors.update(weights.norms("", ("token_embd_norm",), e, biases=True))
         for il in range(N_LAYER):
             blk = f"blk.{il}."
-            for norm in ("attn_norm", "ffn_norm") if ffn_norm else ("attn_norm",):
-                tensors[blk + norm + ".weight"] = weights.norm(e)
-                tensors[blk + norm + ".bias"] = weights.bias(e)
+            norms = ("attn_norm", "ffn_norm") if ffn_norm else ("attn_norm",)
+            tensors.update(weights.norms(blk, norms, e, biases=True))
             if head_norms:
                 tensors.update(weights.qk_norms(blk, per_head=True))
             if attn_norm_2:
-                tensors[blk + "attn_norm_2.weight"] = weights.norm(e)
-                tensors[blk + "attn_norm_2.bias"] = weights.bias(e)
+                tensors.update(weights.norms(blk, ("attn_norm_2",), e, biases=True))
             if fused:
                 tensors[blk + "attn_qkv.weight"] = weights.matrix(q + 2 * kv, e)
                 if qkv_bias:
@@ -2985,13 +2983,11 @@ def rwkv_keys(w, a, hybrid, e, head):
 def rwkv_head(weights, n_vocab, hybrid, e):
     """The embeddings (normed unless `hybrid`) and the output head (its norm biased unless `hybrid`)."""
     tensors = {
-        "token_embd.weight": weights.matrix(n_vocab, e),
-        "output_norm.weight": weights.norm(e),
+        **embeddings(weights, n_vocab, e),
         "output.weight": weights.matrix(n_vocab, e),
     }
     if not hybrid:
-        tensors["token_embd_norm.weight"] = weights.norm(e)
-        tensors["token_embd_norm.bias"] = weights.bias(e)
+        tensors.update(weights.norms("", ("token_embd_norm",), e, biases=True))
         tensors["output_norm.bias"] = weights.bias(e)
     return tensors
 
@@ -3004,8 +3000,7 @@ def rwkv_norms(weights, tensors, blk, hybrid, e):
         tensors.update(weights.gated_ffn(blk, N_FF, e))
     else:
         tensors[blk + "attn_norm.bias"] = weights.bias(e)
-        tensors[blk + "attn_norm_2.weight"] = weights.norm(e)
-        tensors[blk + "attn_norm_2.bias"] = weights.bias(e)
+        tensors.update(weights.norms(blk, ("attn_norm_2",), e, biases=True))
 
 
 def lerps(weights, shape):
@@ -3052,8 +3047,7 @@ def rwkv6(hybrid):
                 tensors[blk + "time_mix_value.bias"] = weights.bias(kv)
                 tensors[blk + "time_mix_receptance.bias"] = weights.bias(e)
                 continue
-            tensors[blk + "time_mix_ln.weight"] = weights.norm(e)
-            tensors[blk + "time_mix_ln.bias"] = weights.bias(e)
+            tensors.update(weights.norms(blk, ("time_mix_ln",), e, biases=True))
             tensors[blk + "channel_mix_lerp_k.weight"] = lerps(weights, e)
             tensors[blk + "channel_mix_lerp_r.weight"] = lerps(weights, e)
             tensors[blk + "channel_mix_key.weight"] = weights.matrix(N_FF, e)
@@ -3097,8 +3091,7 @@ def rwkv7(hybrid):
                 tensors[blk + f"time_mix_{m}.weight"] = weights.matrix(e, e)
             if hybrid:
                 continue
-            tensors[blk + "time_mix_ln.weight"] = weights.norm(e)
-            tensors[blk + "time_mix_ln.bias"] = weights.bias(e)
+            tensors.update(weights.norms(blk, ("time_mix_ln",), e, biases=True))
             tensors[blk + "channel_mix_lerp_k.weight"] = lerps(weights, e)
             tensors[blk + "channel_mix_key.weight"] = weights.matrix(N_FF, e)
             tensors[blk + "channel_mix_value.weight"] = weights.matrix(e, N_FF)
