@@ -620,4 +620,4 @@ pub(crate) fn layer_flags(meta: &Meta, hp: &HParams, key: &str, pad: bool) -> Re
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

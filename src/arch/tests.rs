@@ -256,7 +256,7 @@ fn loaded_models() -> &'static [std::result::Result<Loaded, String>] {
 /// The files scripts/gen-test-models.sh writes, the same set benches/compare.sh compares with
 /// llama.cpp (generated once per machine for both). They are links into its cache: the links are
 /// resolved and the temporary directory holding them removed at once.
-fn generated_models() -> Vec<PathBuf> {
+pub(crate) fn generated_models() -> Vec<PathBuf> {
     // The vocabulary's model: a missing one fails here saying how to fetch it.
     model_path(SMOLLM2.0);
     let dir = std::env::temp_dir().join(format!("engine-arch-tests-{}", std::process::id()));

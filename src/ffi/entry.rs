@@ -41,6 +41,15 @@ thread_local! {
     static PANIC_AT: RefCell<String> = const { RefCell::new(String::new()) };
     /// How many entries are running on this thread (callbacks can nest them).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// The last panic an entry caught on this thread, for the fuzzer, to which it is a crash.
+    #[cfg(any(test, feature = "fuzzing"))]
+    static CAUGHT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The panic an entry caught on this thread since the last call, with where it happened.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn take_caught_panic() -> Option<String> {
+    CAUGHT.with(|c| c.borrow_mut().take())
 }
 
 /// The name of the function a `here` item was declared in, from its type name
@@ -133,10 +142,10 @@ pub(crate) fn enter<T>(name: &'static str, fail: T, body: impl FnOnce() -> Resul
         }
         Err(payload) => {
             let at = PANIC_AT.with(|p| std::mem::take(&mut *p.borrow_mut()));
-            report(
-                name,
-                &Error::Internal(format!("{} (at {at})", panic_message(payload.as_ref()))),
-            );
+            let msg = format!("{} (at {at})", panic_message(payload.as_ref()));
+            #[cfg(any(test, feature = "fuzzing"))]
+            CAUGHT.with(|c| *c.borrow_mut() = Some(format!("{name}: {msg}")));
+            report(name, &Error::Internal(msg));
             fail
         }
     }

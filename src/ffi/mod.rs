@@ -12,6 +12,9 @@ mod adapter;
 mod batch;
 mod chat;
 mod context;
+/// cbindgen:ignore
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz;
 mod handle;
 mod log;
 mod memory;

@@ -4,6 +4,8 @@
 //! the file with the offsets and sizes it returns without further checks. It never panics and never
 //! reserves memory from a count the file has not shown it can back with bytes.
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod mutate;
 mod reader;
 mod sink;
 mod tensor;

@@ -1,0 +1,16 @@
+#![no_main]
+//! Lora: see `engine::ffi::fuzz::Target::Lora`.
+
+use engine::ffi::fuzz::Target;
+
+libfuzzer_sys::fuzz_target!(init: engine::ffi::fuzz::init(Target::Lora), |data: &[u8]| {
+    engine::ffi::fuzz::run(Target::Lora, data)
+});
+
+// Half the time a GGUF field at a time (`engine::gguf::mutate`), half libFuzzer's own changes.
+libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    match seed % 2 {
+        0 => engine::ffi::fuzz::mutate_into(data, size, max_size, seed),
+        _ => libfuzzer_sys::fuzzer_mutate(data, size, max_size),
+    }
+});
