@@ -31,10 +31,16 @@ const EMPTY_BATCH: llama_batch = llama_batch {
     logits: std::ptr::null_mut(),
 };
 
-/// `n` zeroed elements of `T` from the C heap (so C code may also free them), or NULL.
+/// `n` zeroed elements of `T` from the C heap (so C code may also free them), or NULL; also NULL,
+/// without asking the allocator, for more bytes than any allocation can have (which allocators
+/// built to catch mistakes, AddressSanitizer's, answer by stopping the process).
 fn c_alloc<T>(n: usize) -> *mut T {
-    // SAFETY: calloc checks `n * size` for overflow itself and returns NULL on failure.
-    unsafe { libc::calloc(n.max(1), std::mem::size_of::<T>()).cast() }
+    let size = std::mem::size_of::<T>();
+    if n.checked_mul(size).is_none_or(|bytes| bytes > isize::MAX as usize) {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a size that fits an allocation; calloc returns NULL on failure.
+    unsafe { libc::calloc(n.max(1), size).cast() }
 }
 
 /// What `llama_batch_init` allocated, by the address of the batch's `seq_id` array: the arrays and
