@@ -38,6 +38,10 @@ pub enum Error {
     #[error("ggml: {0}")]
     Ggml(String),
 
+    /// A buffer sized by the call does not fit in memory.
+    #[error("out of memory: {0}")]
+    OutOfMemory(String),
+
     /// A tokenizer or vocabulary problem.
     #[error("vocab: {0}")]
     Vocab(String),

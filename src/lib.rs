@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod error;
+pub mod fallible;
 pub mod log;
 
 pub mod arch;

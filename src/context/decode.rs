@@ -5,6 +5,7 @@ use super::batch::{resolve, split_equal, split_seq, split_simple, Batch, BatchIn
 use super::sampling::Layout;
 use super::Context;
 use crate::error::{Error, Result};
+use crate::fallible;
 use crate::ggml::{tensor_get_f32, ComputeStatus, Scheduler};
 use crate::graph::{
     seq_index, set_bytes, set_f32, set_i32, set_i64, set_mask, Builder, Pooling, RecurrentShape, Shape, UbatchView,
@@ -71,14 +72,13 @@ impl Context<'_> {
 
     /// Make room for a batch's outputs (`outputs` per token) and map each token to its output row
     /// (-1: none); what the last call produced is gone.
-    fn prepare_outputs(&mut self, outputs: &[bool]) {
+    fn prepare_outputs(&mut self, outputs: &[bool]) -> Result<()> {
         let n_outputs = outputs.iter().filter(|&&o| o).count();
         let n_vocab = self.n_vocab();
-        if self.logits.len() < n_outputs * n_vocab {
-            self.logits.resize(n_outputs * n_vocab, 0.0);
-        }
-        if self.params.graph.embeddings == Some(Pooling::None) && self.embd.len() < n_outputs * self.n_embd_out() {
-            self.embd.resize(n_outputs * self.n_embd_out(), 0.0);
+        fallible::grow(&mut self.logits, n_outputs * n_vocab, 0.0, "logits")?;
+        if self.params.graph.embeddings == Some(Pooling::None) {
+            let n = n_outputs * self.n_embd_out();
+            fallible::grow(&mut self.embd, n, 0.0, "embeddings")?;
         }
         self.embd_seq.clear();
         self.output_ids.clear();
@@ -89,6 +89,7 @@ impl Context<'_> {
         }
         self.n_outputs = 0;
         self.sampling.begin(n_outputs);
+        Ok(())
     }
 
     /// A learned position table has one row per trained position: a token past
@@ -205,7 +206,10 @@ impl Context<'_> {
                 return Err(e);
             }
         };
-        self.prepare_outputs(&batch.outputs);
+        if let Err(e) = self.prepare_outputs(&batch.outputs) {
+            self.kv.undo_plan(before);
+            return Err(e);
+        }
 
         // Each finished ubatch's placement, to take back if a later one fails.
         let mut done = Vec::with_capacity(ubatches.len());
@@ -265,7 +269,7 @@ impl Context<'_> {
                 self.params.n_ubatch
             )));
         }
-        self.prepare_outputs(&batch.outputs);
+        self.prepare_outputs(&batch.outputs)?;
         let seqs = sequences_of(&batch.places);
         let shape = Shape {
             n_tokens: n,
@@ -551,7 +555,7 @@ impl Context<'_> {
             .filter(|&&i| batch.outputs[i])
             .map(|&i| self.output_ids[i] as usize);
         if let Some(logits) = built.logits {
-            let mut rows = vec![0f32; shape.n_outputs * n_vocab];
+            let mut rows = fallible::filled(shape.n_outputs * n_vocab, 0f32, "logits read back")?;
             tensor_get_f32(logits, &mut rows)?;
             for (src, dst) in rows.chunks_exact(n_vocab).zip(dst_rows.clone()) {
                 self.logits[dst * n_vocab..(dst + 1) * n_vocab].copy_from_slice(src);
@@ -572,7 +576,7 @@ impl Context<'_> {
             } else {
                 seqs.len()
             };
-            let mut rows = vec![0f32; n_rows * n_embd];
+            let mut rows = fallible::filled(n_rows * n_embd, 0f32, "embeddings read back")?;
             tensor_get_f32(embd, &mut rows)?;
             if pooling == Pooling::None {
                 for (src, dst) in rows.chunks_exact(n_embd).zip(dst_rows) {
