@@ -444,23 +444,9 @@ fn tokenize(data: &[u8]) {
     // SAFETY: a model loaded above and never freed.
     let vocab = unsafe { llama_model_get_vocab(model) };
     let bit = |i: u8| flags & (1 << i) != 0;
-    let mut tokens = vec![0 as llama_token; text.len() + 8];
-    // SAFETY: a live vocabulary, `text` and `tokens` for their lengths.
-    let mut n = unsafe {
-        llama_tokenize(
-            vocab,
-            text.as_ptr().cast(),
-            text.len() as i32,
-            tokens.as_mut_ptr(),
-            tokens.len() as i32,
-            bit(0),
-            bit(1),
-        )
-    };
-    if n < 0 {
-        tokens.resize(n.unsigned_abs() as usize, 0);
-        // SAFETY: as above, with room for the count asked.
-        n = unsafe {
+    let into = |tokens: &mut [llama_token]| {
+        // SAFETY: a live vocabulary, `text` and `tokens` for their lengths.
+        unsafe {
             llama_tokenize(
                 vocab,
                 text.as_ptr().cast(),
@@ -470,7 +456,14 @@ fn tokenize(data: &[u8]) {
                 bit(0),
                 bit(1),
             )
-        };
+        }
+    };
+    let mut tokens = vec![0 as llama_token; text.len() + 8];
+    let mut n = into(&mut tokens);
+    if n < 0 {
+        // Room for the count it asked for.
+        tokens.resize(n.unsigned_abs() as usize, 0);
+        n = into(&mut tokens);
     }
     let tokens = &tokens[..n.max(0) as usize];
     let mut out = vec![0u8; 4 * text.len() + 64];
