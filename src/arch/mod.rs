@@ -533,21 +533,19 @@ fn load_window(meta: &Meta, hp: &mut HParams, window: u32, period: (u32, bool), 
     hp.n_swa = window;
     hp.swa_layers = swa_layers(meta, hp, period)?;
     // llama.cpp gives sliding layers their own head sizes and rotated dimensions when the file
-    // has them; this engine's layers share one, so a file that differs is refused, not misread.
+    // has them; the graphs loading this way use one for all layers, so a file that differs is
+    // refused, not misread.
     let own = [
-        ("attention.key_length_swa", hp.n_embd_head_k),
-        ("attention.value_length_swa", hp.n_embd_head_v),
-        ("rope.dimension_count_swa", hp.n_rot),
+        ("attention.key_length_swa", hp.n_embd_head_k_swa, hp.n_embd_head_k),
+        ("attention.value_length_swa", hp.n_embd_head_v_swa, hp.n_embd_head_v),
+        ("rope.dimension_count_swa", hp.n_rot_swa, hp.n_rot),
     ];
-    for (key, full) in own {
-        let key = hp.key(key);
-        match meta.u32_opt(&key)? {
-            Some(v) if v != full && hp.swa_layers.contains(&true) => {
-                return Err(Error::model(format!(
-                    "'{key}' is {v}, not {full} as on the other layers: not supported"
-                )));
-            }
-            _ => {}
+    for (key, v, full) in own {
+        if v != full && hp.swa_layers.contains(&true) {
+            return Err(Error::model(format!(
+                "'{}' is {v}, not {full} as on the other layers: not supported",
+                hp.key(key)
+            )));
         }
     }
     hp.rope_freq_base_swa = meta.f32_opt(&hp.key("rope.freq_base_swa"))?.unwrap_or(base);

@@ -719,7 +719,7 @@ impl Context<'_> {
                 set_i64(t, self.kv.value_indices(sliding, rows))?;
             }
         }
-        for (rot, bytes) in [inp.k_rot, inp.v_rot, inp.idx_rot]
+        for (rot, bytes) in [inp.k_rot, inp.v_rot, inp.idx_rot, inp.k_rot_swa]
             .into_iter()
             .zip(&self.rotation_bytes)
         {

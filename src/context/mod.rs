@@ -161,9 +161,9 @@ pub struct Context<'m> {
     output_ids: Vec<i32>,
     /// Every token id in order: the candidates llama.h reports when no backend sampler ran.
     all_token_ids: Vec<i32>,
-    /// The Hadamard matrices of the cache's rotations (keys, values, indexer keys) as input bytes,
-    /// made once; empty when not rotated.
-    rotation_bytes: [Vec<u8>; 3],
+    /// The Hadamard matrices of the cache's rotations (keys, values, indexer keys, sliding-window
+    /// layers' keys) as input bytes, made once; empty when not rotated.
+    rotation_bytes: [Vec<u8>; 4],
     /// Backend samplers and what they left.
     sampling: sampling::Sampling,
     n_outputs: usize,
@@ -240,8 +240,10 @@ impl<'m> Context<'m> {
         }
         let flash_attn = p.flash_attn != FlashAttn::Off && !capped;
         if let (true, Some(hp)) = (flash_attn, hp) {
-            check_head_blocks("K", "k", p.type_k, hp.n_embd_head_k)?;
-            check_head_blocks("V", "v", p.type_v, hp.n_embd_head_v)?;
+            for il in 0..hp.n_layer as usize {
+                check_head_blocks("K", "k", p.type_k, hp.head_k(il))?;
+                check_head_blocks("V", "v", p.type_v, hp.head_v(il))?;
+            }
         }
         if !flash_attn && is_quantized(p.type_v) {
             return Err(Error::invalid("a quantized V cache (type_v) requires flash attention"));
@@ -268,17 +270,26 @@ impl<'m> Context<'m> {
         let idx_rot = hp
             .filter(|hp| cached && hp.indexer.hadamard)
             .map_or(0, |hp| hp.indexer.head_size);
-        let (k_rot, v_rot) = match hp {
+        let ((k_rot, k_rot_swa), v_rot) = match hp {
             Some(hp) if cached => {
                 let disabled = crate::graph::rotation::disabled_by_env();
                 if disabled {
                     crate::log_warn!("context: attention rotation force disabled (LLAMA_ATTN_ROT_DISABLE)");
                 }
-                // A keys-only cache has no values to rotate.
-                let head_v = if hp.kv_latent() { 0 } else { hp.n_embd_head_v };
-                crate::graph::rotation::sizes(p.type_k, p.type_v, hp.n_embd_head_k, head_v, disabled)
+                // A keys-only cache has no values to rotate. Whether to rotate is the first layer's
+                // heads' call; each set of cells then rotates by its own heads.
+                let head_v = if hp.kv_latent() { 0 } else { hp.head_v(0) };
+                let (k, v) = crate::graph::rotation::sizes(p.type_k, p.type_v, hp.head_k(0), head_v, disabled);
+                let of = |head: u32| {
+                    if k > 0 {
+                        crate::graph::rotation::key_size(head)
+                    } else {
+                        0
+                    }
+                };
+                ((of(hp.n_embd_head_k), of(hp.n_embd_head_k_swa)), v)
             }
-            _ => (0, 0),
+            _ => ((0, 0), 0),
         };
         let graph = GraphParams {
             flash_attn,
@@ -287,6 +298,7 @@ impl<'m> Context<'m> {
             rope: rope::settings(&p, hp, n_ctx_seq),
             embeddings: p.embeddings.then_some(pooling),
             k_rot,
+            k_rot_swa,
             v_rot,
             idx_rot,
             block_sparse: flash_attn && (n_seq_max == 1 || !p.kv_unified) && hp.is_some_and(|hp| hp.indexer.block > 0),
@@ -424,7 +436,8 @@ impl<'m> Context<'m> {
             embd_seq: BTreeMap::new(),
             output_ids: Vec::new(),
             all_token_ids: (0..model.vocab.n_tokens() as i32).collect(),
-            rotation_bytes: [k_rot, v_rot, idx_rot].map(|n| crate::graph::rotation::matrix_bytes(n as usize)),
+            rotation_bytes: [k_rot, v_rot, idx_rot, k_rot_swa]
+                .map(|n| crate::graph::rotation::matrix_bytes(n as usize)),
             sampling: sampling::Sampling::default(),
             n_outputs: 0,
             reuse_graphs,

@@ -31,7 +31,8 @@ impl Context<'_> {
         self.graph = None;
         self.sched.alloc(&shift.graph)?;
         tensor_set(shift.deltas, &bytes)?;
-        for (rot, bytes) in [(shift.k_rot, 0), (shift.idx_rot, 2)] {
+        let keys = if sliding { 3 } else { 0 };
+        for (rot, bytes) in [(shift.k_rot, keys), (shift.idx_rot, 2)] {
             if let Some(rot) = rot {
                 tensor_set(rot, &self.rotation_bytes[bytes])?;
             }

@@ -146,7 +146,7 @@ impl Builder<'_> {
         } else {
             self.shape.n_kv
         } as i64;
-        let hk = i64::from(hp.n_embd_head_k);
+        let hk = i64::from(hp.head_k(src));
         let n_head_kv = i64::from(hp.n_head_kv[src]);
         let kc = self.kv.k(src);
         // Per-head attention sinks, in the layers that have them.
@@ -163,7 +163,8 @@ impl Builder<'_> {
         // Rotated before a quantized cache stores them, as llama.cpp does (latent attention's
         // cache never is).
         let latent = matches!(values, Values::Latent { .. });
-        let k_rot = if latent { None } else { self.rotation(Rotated::Keys)? };
+        let keys = if own_cells { Rotated::SlidingKeys } else { Rotated::Keys };
+        let k_rot = if latent { None } else { self.rotation(keys)? };
         let (q, k) = match k_rot {
             Some(rot) => (
                 self.g.hadamard(rot, q)?,
@@ -228,13 +229,13 @@ impl Builder<'_> {
             None => self.g.view(kc, &[hk, n_head_kv, n_kv, ns], &k_strides, k_stream * s0)?,
         };
         let (vview, hv, v_mla) = match v {
-            Values::Cached(v) if direct => (v, i64::from(hp.n_embd_head_v), None),
+            Values::Cached(v) if direct => (v, i64::from(hp.head_v(il)), None),
             Values::Cached(_) | Values::Shared(_) => {
                 let vc = self
                     .kv
                     .v(src)
                     .ok_or_else(|| Error::Internal(format!("layer {src} has no V cache")))?;
-                let hv = i64::from(hp.n_embd_head_v);
+                let hv = i64::from(hp.head_v(src));
                 let stored = vc.ne()[0];
                 let v_stream = row(vc, stored * stream_rows);
                 if let Values::Cached(v) = v {
@@ -569,9 +570,9 @@ impl Builder<'_> {
                 return Ok((q, k, v));
             }
             return Ok((
-                self.heads(q, hp.n_embd_head_k, hp.n_head[il])?,
-                self.heads(k, hp.n_embd_head_k, hp.n_head_kv[il])?,
-                self.heads(v, hp.n_embd_head_v, hp.n_head_kv[il])?,
+                self.heads(q, hp.head_k(il), hp.n_head[il])?,
+                self.heads(k, hp.head_k(il), hp.n_head_kv[il])?,
+                self.heads(v, hp.head_v(il), hp.n_head_kv[il])?,
             ));
         };
         let bias = self.layer_weight_opt(il, "attn_qkv.bias");
@@ -596,7 +597,7 @@ impl Builder<'_> {
         per_head: bool,
     ) -> Result<(TensorRef, TensorRef, TensorRef)> {
         let hp = self.hp;
-        let (hk, hv) = (i64::from(hp.n_embd_head_k), i64::from(hp.n_embd_head_v));
+        let (hk, hv) = (i64::from(hp.head_k(il)), i64::from(hp.head_v(il)));
         let (nh, nkv) = (i64::from(hp.n_head[il]), i64::from(hp.n_head_kv[il]));
         let nt = qkv.ne()[1];
         let row = |n: i64| crate::ggml::row_size(qkv.ggml_type(), n);

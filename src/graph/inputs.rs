@@ -83,6 +83,7 @@ pub fn set_mask(t: TensorRef, mask: &[f32]) -> Result<()> {
 #[derive(Clone, Copy)]
 pub enum Rotated {
     Keys,
+    SlidingKeys,
     Values,
     IndexerKeys,
 }
@@ -223,6 +224,7 @@ impl Builder<'_> {
     pub fn rotation(&mut self, of: Rotated) -> Result<Option<TensorRef>> {
         let (n, slot, name) = match of {
             Rotated::Keys => (self.params.k_rot, &mut self.inputs.k_rot, "attn_inp_k_rot"),
+            Rotated::SlidingKeys => (self.params.k_rot_swa, &mut self.inputs.k_rot_swa, "attn_inp_k_rot"),
             Rotated::Values => (self.params.v_rot, &mut self.inputs.v_rot, "attn_inp_v_rot"),
             Rotated::IndexerKeys => (self.params.idx_rot, &mut self.inputs.idx_rot, "attn_inp_k_rot_lid"),
         };

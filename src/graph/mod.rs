@@ -147,8 +147,11 @@ pub struct GraphParams {
     /// Output the final-norm hidden states too, pooled so (llama.h's `embeddings`).
     pub embeddings: Option<Pooling>,
     /// Walsh-Hadamard rotation sizes around a quantized cache (`rotation`): queries and keys by
-    /// `k_rot`, values and the attention's output by `v_rot`; 0: none.
+    /// `k_rot`, values and the attention's output by `v_rot`; 0: none. The sliding-window
+    /// layers' keys by `k_rot_swa` (their heads may be sized otherwise; llama.cpp sizes each of
+    /// its caches' rotation by its own heads).
     pub k_rot: u32,
+    pub k_rot_swa: u32,
     pub v_rot: u32,
     /// The lightning indexer's keys are always rotated, by their whole head (0: no indexer).
     pub idx_rot: u32,
@@ -197,6 +200,7 @@ pub struct Inputs {
     /// The Hadamard matrices of `GraphParams::k_rot` and `v_rot`, F32 [n, n]; in graphs that
     /// rotate.
     pub k_rot: Option<TensorRef>,
+    pub k_rot_swa: Option<TensorRef>,
     pub v_rot: Option<TensorRef>,
     /// The Hadamard matrix of `GraphParams::idx_rot`; in graphs with a lightning indexer.
     pub idx_rot: Option<TensorRef>,
@@ -401,6 +405,7 @@ impl<'a> Builder<'a> {
                 mean: None,
                 cls: None,
                 k_rot: None,
+                k_rot_swa: None,
                 v_rot: None,
                 idx_rot: None,
                 attn_temp: None,

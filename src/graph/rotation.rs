@@ -13,13 +13,15 @@ pub fn sizes(type_k: RawType, type_v: RawType, head_k: u32, head_v: u32, disable
         return (0, 0);
     }
     let rotated = |t: RawType, head: u32| head > 0 && head.is_multiple_of(64) && is_quantized(t);
-    let k = if rotated(type_k, head_k) {
-        1 << head_k.trailing_zeros()
-    } else {
-        0
-    };
+    let k = if rotated(type_k, head_k) { key_size(head_k) } else { 0 };
     let v = if rotated(type_v, head_v) { 64 } else { 0 };
     (k, v)
+}
+
+/// The rotation size of rotated keys whose heads are `head` wide: the widest power of two
+/// dividing them, at least 64 (llama.cpp searches up from 64).
+pub fn key_size(head: u32) -> u32 {
+    (1u32 << head.trailing_zeros().min(31)).max(64)
 }
 
 /// Whether the environment turns the rotation off (`LLAMA_ATTN_ROT_DISABLE` holding a nonzero

@@ -51,7 +51,8 @@ fn shift_graph(model: &Model, kv: &KvCache, params: GraphParams, sliding: bool) 
             .map(Some)
             .map_err(Error::from),
     };
-    let k_rot = rotation(&mut g, params.k_rot, "attn_inp_k_rot")?;
+    let keys_rot = if sliding { params.k_rot_swa } else { params.k_rot };
+    let k_rot = rotation(&mut g, keys_rot, "attn_inp_k_rot")?;
     // Indexer keys are rotated whatever their type, but only a quantized cache turns them back
     // around the shift (llama.cpp's `build_rope_shift`).
     let idx_quantized = (0..hp.n_layer as usize)
@@ -67,7 +68,7 @@ fn shift_graph(model: &Model, kv: &KvCache, params: GraphParams, sliding: bool) 
     for il in layers.filter(|&il| hp.has_kv(il) && hp.has_rope(il)) {
         let model_keys = Keys {
             k: kv.k(il),
-            head: i64::from(hp.n_embd_head_k),
+            head: i64::from(hp.head_k(il)),
             n_head: i64::from(hp.n_head_kv[il]),
             mode: hp.rope_type,
             rot: k_rot,
@@ -112,7 +113,7 @@ fn shift_keys(
         rot,
     } = *keys;
     let size = k.ne()[1];
-    let n_rot = i64::from(hp.n_rot);
+    let n_rot = i64::from(hp.rot(il));
     // Latent attention's keys (and, as llama.cpp takes them, its indexer's) rotate their last
     // dimensions: only those are taken. A quantized cache is shifted over whole heads, rotated
     // past an offset: ggml can only quantize into whole rows (llama.cpp aborts there).
@@ -139,7 +140,7 @@ fn shift_keys(
         src,
         deltas,
         factors,
-        hp.n_rot as i32,
+        n_rot as i32,
         mode,
         None,
         params.rope.n_ctx_orig as i32,

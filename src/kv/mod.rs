@@ -234,13 +234,13 @@ impl KvCache {
         let mut layer_set = Vec::with_capacity(layers.capacity());
         let mut v_widths = Vec::with_capacity(layers.capacity());
         let heads_of = |il: usize| if hp.has_kv(il) { hp.n_head_kv[il] } else { 0 };
-        let v_max = (0..n_layer).map(|il| i64::from(hp.n_embd_head_v * heads_of(il))).max();
+        let v_max = (0..n_layer).map(|il| i64::from(hp.head_v(il) * heads_of(il))).max();
         for il in 0..n_layer {
             let rows = rows_of(set_of(il));
             // Layers that keep no keys and values get empty tensors.
             let heads = heads_of(il);
-            let k_width = i64::from(hp.n_embd_head_k * heads);
-            let v_width = i64::from(hp.n_embd_head_v * heads);
+            let k_width = i64::from(hp.head_k(il) * heads);
+            let v_width = i64::from(hp.head_v(il) * heads);
             v_widths.push(v_width as usize);
             let v_stored = match v_trans && heads > 0 {
                 true => v_max.unwrap_or(v_width),

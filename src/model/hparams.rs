@@ -91,6 +91,12 @@ pub struct HParams {
     pub n_embd_head_k: u32,
     pub n_embd_head_v: u32,
     pub n_rot: u32,
+    /// The same of the sliding-window layers (`attention.key_length_swa`, `value_length_swa`,
+    /// `rope.dimension_count_swa`; the others' when absent): read through `head_k`, `head_v`
+    /// and `rot`, which pick by layer.
+    pub n_embd_head_k_swa: u32,
+    pub n_embd_head_v_swa: u32,
+    pub n_rot_swa: u32,
     /// Latent ranks of multi-head latent attention's compressed queries and keys/values
     /// (`attention.q_lora_rank`, `attention.kv_lora_rank`); 0: none. With a key rank, each key
     /// head rotates its last `n_rot` dimensions rather than its first.
@@ -493,6 +499,33 @@ impl HParams {
         self.n_swa > 0 && self.swa_layers.iter().any(|&s| s)
     }
 
+    /// Whether layer `il` is a sliding-window layer (llama.cpp's `is_swa`, whatever the window).
+    pub fn is_swa(&self, il: usize) -> bool {
+        self.swa_layers.get(il) == Some(&true)
+    }
+
+    /// Layer `il`'s key head size, value head size and rotated dimensions: a sliding-window
+    /// layer's own where the model gives them (llama.cpp's `n_embd_head_k(il)`, ...).
+    pub fn head_k(&self, il: usize) -> u32 {
+        self.sliding_or(il, self.n_embd_head_k_swa, self.n_embd_head_k)
+    }
+
+    pub fn head_v(&self, il: usize) -> u32 {
+        self.sliding_or(il, self.n_embd_head_v_swa, self.n_embd_head_v)
+    }
+
+    pub fn rot(&self, il: usize) -> u32 {
+        self.sliding_or(il, self.n_rot_swa, self.n_rot)
+    }
+
+    fn sliding_or(&self, il: usize, swa: u32, full: u32) -> u32 {
+        if self.is_swa(il) {
+            swa
+        } else {
+            full
+        }
+    }
+
     pub fn has_kv(&self, il: usize) -> bool {
         self.kv_layers.get(il).copied().unwrap_or(false)
     }
@@ -596,6 +629,21 @@ impl HParams {
                 "rope dimension count {n_rot} must be even and at most the head size {n_embd_head_k}"
             )));
         }
+        // Sliding-window layers' own sizes, where the file gives them.
+        let n_embd_head_k_swa = meta.u32_opt(&key("attention.key_length_swa"))?.unwrap_or(n_embd_head_k);
+        let n_embd_head_v_swa = meta
+            .u32_opt(&key("attention.value_length_swa"))?
+            .unwrap_or(n_embd_head_v);
+        check_range(&key("attention.key_length_swa"), n_embd_head_k_swa, lo, MAX_EMBD)?;
+        check_range(&key("attention.value_length_swa"), n_embd_head_v_swa, lo, MAX_EMBD)?;
+        let n_rot_swa = meta.u32_opt(&key("rope.dimension_count_swa"))?.unwrap_or(n_rot);
+        if n_rot_swa > n_embd_head_k_swa || n_rot_swa % 2 != 0 {
+            return Err(Error::model(format!(
+                "'{}' ({n_rot_swa}) must be even and at most '{}' ({n_embd_head_k_swa})",
+                key("rope.dimension_count_swa"),
+                key("attention.key_length_swa")
+            )));
+        }
         let n_ctx_train = meta.u32(&key("context_length"))?;
         check_range(&key("context_length"), n_ctx_train, 1, u32::MAX)?;
         let rope_freq_base = meta.f32_opt(&key("rope.freq_base"))?.unwrap_or(10000.0);
@@ -636,6 +684,9 @@ impl HParams {
             n_embd_head_k,
             n_embd_head_v,
             n_rot,
+            n_embd_head_k_swa,
+            n_embd_head_v_swa,
+            n_rot_swa,
             n_lora_q: 0,
             n_lora_kv: 0,
             n_embd_head_k_mla: 0,
