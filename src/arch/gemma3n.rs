@@ -111,13 +111,15 @@ impl ArchSpec for Gemma3n {
     }
 }
 
-/// The layer whose cache layer `il` reads: itself, or past the layers that keep keys and values,
-/// the last of those that attends as it does (through the window or globally).
-fn cache_layer(hp: &HParams, il: usize) -> usize {
-    match il < KV_LAYERS {
-        true => il,
-        false => KV_LAYERS - if is_sliding(hp, il) { 2 } else { 1 },
+/// The layer whose cache layer `il` reads: itself, or past the leading layers that keep keys and
+/// values, the last of those that attends as it does (through the window or globally; llama.cpp
+/// takes the last two to be a sliding and a global one). Gemma 4's too.
+pub(super) fn cache_layer(hp: &HParams, il: usize) -> usize {
+    if hp.has_kv(il) {
+        return il;
     }
+    let kv_layers = hp.kv_layers.iter().take_while(|&&kv| kv).count();
+    kv_layers.saturating_sub(if is_sliding(hp, il) { 2 } else { 1 })
 }
 
 impl Decoder for Gemma3n {
@@ -133,8 +135,8 @@ impl Decoder for Gemma3n {
         };
         let x = b.scale(x, scale)?;
         let x = b.name(x, "inp_scaled", None);
-        let per_layer = per_layer_inputs(b)?;
-        let per_layer = project_per_layer_inputs(b, x, per_layer)?;
+        let per_layer = per_layer_inputs(b, N_EMBD_ALTUP)?;
+        let per_layer = project_per_layer_inputs(b, x, per_layer, N_EMBD_ALTUP)?;
 
         // The other streams: the embeddings projected, at the embeddings' magnitude.
         let nt = b.shape.n_tokens as i64;
@@ -263,12 +265,12 @@ fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
     Ok(b.name(att, "kqv_out", l))
 }
 
-/// The token rows of the per-layer table (the first row's for embeddings given as input), times
-/// √256: [256, n_layer, n_tokens or 1].
-fn per_layer_inputs(b: &mut Builder) -> Result<TensorRef> {
-    let (a, n) = (i64::from(N_EMBD_ALTUP), i64::from(b.hp.n_layer));
+/// The token rows of the per-layer table (the first row's for embeddings given as input), each
+/// layer's slice `width` wide, times √width: [width, n_layer, n_tokens or 1]. Gemma 4's too.
+pub(super) fn per_layer_inputs(b: &mut Builder, width: u32) -> Result<TensorRef> {
+    let (a, n) = (i64::from(width), i64::from(b.hp.n_layer));
     let table = b.weight("per_layer_token_embd.weight")?;
-    let scale = (N_EMBD_ALTUP as f32).sqrt();
+    let scale = (width as f32).sqrt();
     if b.takes_embeddings() {
         let first = b.g.view(table, &[a * n], &[], 0)?;
         let first = b.g.cast(first, ggml_sys::ggml_type_GGML_TYPE_F32)?;
@@ -284,9 +286,9 @@ fn per_layer_inputs(b: &mut Builder) -> Result<TensorRef> {
 }
 
 /// The per-layer inputs: the embeddings `x` projected per layer and normed, plus the table's
-/// rows, over √2; [256, n_tokens, n_layer].
-fn project_per_layer_inputs(b: &mut Builder, x: TensorRef, rows: TensorRef) -> Result<TensorRef> {
-    let (a, n) = (i64::from(N_EMBD_ALTUP), i64::from(b.hp.n_layer));
+/// rows, over √2; [width, n_tokens, n_layer].
+pub(super) fn project_per_layer_inputs(b: &mut Builder, x: TensorRef, rows: TensorRef, width: u32) -> Result<TensorRef> {
+    let (a, n) = (i64::from(width), i64::from(b.hp.n_layer));
     let proj = b.weight("per_layer_model_proj.weight")?;
     let p = b.g.mul_mat(proj, x)?;
     let p = b.scale(p, 1.0 / (b.hp.n_embd as f32).sqrt())?;
@@ -394,8 +396,8 @@ fn rescaled(b: &mut Builder, x: TensorRef, target: TensorRef) -> Result<TensorRe
     b.g.div(y, own).map_err(Into::into)
 }
 
-/// Stream `i` of `x` ([n, n_tokens, k]), a view [n, n_tokens].
-fn slice(b: &mut Builder, x: TensorRef, i: usize) -> Result<TensorRef> {
+/// Stream `i` of `x` ([n, n_tokens, k]), a view [n, n_tokens] (Gemma 4's layer inputs too).
+pub(super) fn slice(b: &mut Builder, x: TensorRef, i: usize) -> Result<TensorRef> {
     let [n, nt, _, _] = x.ne();
     let t = x.ggml_type();
     let offset = i * row_size(t, n * nt);

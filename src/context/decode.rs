@@ -738,7 +738,8 @@ impl Context<'_> {
             let mask = if in_ubatch {
                 ubatch_mask(places, None, alibi, ubatch_causal)
             } else {
-                self.kv.mask(places, shape.n_kv, causal, false, alibi)
+                self.kv
+                    .mask(places, shape.n_kv, causal || hp.non_causal_sliding_only, false, alibi)
             };
             set_mask(m, &mask)?;
         }

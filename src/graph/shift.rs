@@ -135,7 +135,8 @@ fn shift_keys(
     if let Some(rot) = rot {
         src = g.hadamard(rot, src)?;
     }
-    let factors = rope_factors(model, params);
+    // llama.cpp's layers without factors of their own rotate without them.
+    let factors = rope_factors(model, params).filter(|_| hp.rope_factors_swa || !hp.is_swa(il));
     let mut rotated = g.rope(
         src,
         deltas,

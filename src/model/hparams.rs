@@ -231,6 +231,15 @@ pub struct HParams {
     /// which of them do when not all (`attention.rope_pattern`; empty: every layer).
     pub rope: bool,
     pub rope_layers: Vec<bool>,
+    /// Whether the model's rotary frequency factors (`rope_freqs`) apply to its sliding-window
+    /// layers too (else to the others only, whose `llama_layer` alone holds them in llama.cpp).
+    pub rope_factors_swa: bool,
+    /// A context made non-causal (`llama_set_causal_attn`) lets only the sliding-window layers see
+    /// later tokens; the others stay causal (llama.cpp's `LLAMA_NON_CAUSAL_TYPE_SWA_ONLY`).
+    pub non_causal_sliding_only: bool,
+    /// Width of each layer's slice of the per-layer embeddings
+    /// (`embedding_length_per_layer_input`; 0: none).
+    pub n_embd_per_layer: u32,
     /// Experts per layer (0: a dense model), how many each token uses, their FFN width (0: not
     /// given) and the factor their mixing weights are multiplied by (0: none).
     pub n_expert: u32,
@@ -756,6 +765,9 @@ impl HParams {
             logit_scale: 0.0,
             rope: true,
             rope_layers: Vec::new(),
+            rope_factors_swa: true,
+            non_causal_sliding_only: false,
+            n_embd_per_layer: 0,
             n_expert,
             n_expert_used,
             n_ff_exp: meta.u32_opt(&key("expert_feed_forward_length"))?.unwrap_or(0),

@@ -663,6 +663,9 @@ pub struct Saving {
     n_layer_all: usize,
     /// Per layer, the block whose weights it runs (HRM-Text's cycles run blocks again).
     blocks: Vec<usize>,
+    /// Per layer, whether its `llama_layer` holds the model's rotary factors (a table all layers
+    /// share is written where the first of them meets it).
+    factor_layers: Vec<bool>,
     tensors: Vec<SavedTensor>,
 }
 
@@ -692,6 +695,9 @@ impl Saving {
             name,
             n_layer_all: meta.u32(&format!("{}.block_count", arch.facts().name))? as usize,
             blocks,
+            factor_layers: (0..hp.n_layer as usize)
+                .map(|il| hp.rope_factors_swa || !hp.is_swa(il))
+                .collect(),
             tensors,
         })
     }
@@ -718,7 +724,8 @@ impl Saving {
         for (key, value) in head.chain(vocab_pairs(vocab)?).chain(tail.iter().cloned()) {
             w.set(&key, value);
         }
-        let order = tensor_order(&self.tensors, self.arch, self.n_layer_all, &self.blocks)?;
+        let layers = (self.n_layer_all, self.blocks.as_slice(), self.factor_layers.as_slice());
+        let order = tensor_order(&self.tensors, self.arch, layers)?;
         for t in &order {
             w.add_tensor(t.entry.clone())?;
         }
@@ -1072,14 +1079,14 @@ fn layer_order(arch: &dyn ArchSpec) -> impl Iterator<Item = &'static str> + '_ {
     })
 }
 
-/// The tensors in llama.cpp's order: the model's members, then each layer's (a tensor shared by
-/// all layers is written where the first layer meets it). A tensor whose place is not known
-/// here refuses the save.
+/// The tensors in llama.cpp's order: the model's members, then each of the `n_layer` layers'
+/// (a tensor shared by all layers is written where the first layer meets it: the rotary factors
+/// where the first layer `factor_layers` says holds them, every layer when empty). A tensor whose
+/// place is not known here refuses the save. `blocks`: see `Saving::blocks`.
 fn tensor_order<'t>(
     tensors: &'t [SavedTensor],
     arch: &dyn ArchSpec,
-    n_layer: usize,
-    blocks: &[usize],
+    (n_layer, blocks, factor_layers): (usize, &[usize], &[bool]),
 ) -> Result<Vec<&'t SavedTensor>> {
     let by_name: std::collections::HashMap<&str, &SavedTensor> =
         tensors.iter().map(|t| (t.entry.name.as_str(), t)).collect();
@@ -1113,7 +1120,8 @@ fn tensor_order<'t>(
                 continue;
             }
             match (suffix.starts_with("rope_"), suffix.ends_with("scale")) {
-                (true, _) => push(suffix, &mut out),
+                (true, _) if factor_layers.get(il) != Some(&false) => push(suffix, &mut out),
+                (true, _) => {}
                 (false, true) => push(&format!("blk.{il}.{suffix}"), &mut out),
                 (false, false) => match suffix.strip_prefix("enc.") {
                     Some(rest) => push(&format!("enc.blk.{block}.{rest}"), &mut out),
@@ -1178,7 +1186,7 @@ mod tests {
     }
 
     fn names_of(tensors: &[SavedTensor], arch_name: &str) -> Result<Vec<String>> {
-        Ok(tensor_order(tensors, arch(arch_name), 2, &[])?
+        Ok(tensor_order(tensors, arch(arch_name), (2, &[], &[]))?
             .iter()
             .map(|t| t.entry.name.clone())
             .collect())
@@ -1216,6 +1224,18 @@ mod tests {
     }
 
     #[test]
+    fn rotary_factors_go_with_the_first_layer_that_holds_them() {
+        let tensors = ["blk.0.attn_norm.weight", "blk.1.attn_norm.weight", "rope_freqs.weight"].map(tensor);
+        // Sliding layers holding no factors (Gemma 4's; here the first).
+        let order = tensor_order(&tensors, arch("gemma3"), (2, &[], &[false, true])).unwrap();
+        let names: Vec<&str> = order.iter().map(|t| t.entry.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["blk.0.attn_norm.weight", "blk.1.attn_norm.weight", "rope_freqs.weight"]
+        );
+    }
+
+    #[test]
     fn tensors_llama_cpp_does_not_save_are_left_out() {
         let bert = ["token_embd.weight", "token_types.weight", "blk.0.attn_q.weight"].map(tensor);
         // Without an output head llama.cpp's saver never reaches the token embeddings.
@@ -1243,7 +1263,7 @@ mod tests {
         .map(tensor);
         // Layers 0 to 3 run blocks 0, 0, 0, 1 (HRM-Text's cycles): block 1's weights first come
         // with layer 3.
-        let order = tensor_order(&tensors, arch("hrm_text"), 4, &[0, 0, 0, 1]).unwrap();
+        let order = tensor_order(&tensors, arch("hrm_text"), (4, &[0, 0, 0, 1], &[])).unwrap();
         assert_eq!(
             order.iter().map(|t| t.entry.name.as_str()).collect::<Vec<_>>(),
             [
