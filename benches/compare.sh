@@ -219,7 +219,7 @@ done
 # Adapters on every layer (even blocks, odd blocks and the output head) of the architectures whose
 # graphs leave some products without adapters, or reuse blocks.
 every_layer=(deepseek2 deepseek4 glm5-next kimi-linear kimi-k3 nemotron-h-moe qwen4exp hrm_text mimo2 bailingmoe3 rwkv6
-    rwkv7 gemma3n)
+    rwkv7 gemma3n gemma4-moe)
 # The RWKVs' two-dimensional matrices only: llama.cpp takes an adapter of a weight of more dimensions
 # (their token-shift mixes, RWKV-6's time_mix_w2) by its first two, which the engine refuses.
 rwkv_matrices='(time_mix_(key|value|receptance|gate|output|w1|decay_w1|decay_w2|a1|a2|v1|v2|g1|g2)|channel_mix_(key|value|receptance))\.weight'

@@ -3127,6 +3127,88 @@ def gemma3n(w, weights, n_vocab, dtype):
     add_tensors(w, tensors, dtype)
 
 
+def gemma4(experts):
+    """Gemma 4: six layers, sliding ones with heads of 64, global ones with heads of 128 rotating
+    with proportional factors (each rotating whole heads: llama.cpp's K-shift of a quantized cache
+    aborts on partly rotated ones), the last two sharing the caches of
+    layers 2 (sliding) and 3 (global); one layer takes its values from its keys' projection, some
+    scale their outputs, every layer has per-layer embeddings 16 wide. Without `experts`, layers 3
+    and 4 (one sharing) project queries, keys and values in one fused matrix; with them, each FFN
+    has four experts beside it (the first layer's gate and up fused)."""
+    def write(w, weights, n_vocab, dtype):
+        a, n_layer, swa_head, head, per_layer = "gemma4", 6, 64, 128, 16
+        d = Dims(head=head)
+        decoder_keys(w, a, n_layer, 1000000.0, d=d)
+        w.add_uint32(f"{a}.attention.key_length_swa", swa_head)
+        w.add_uint32(f"{a}.attention.value_length_swa", swa_head)
+        w.add_uint32(f"{a}.rope.dimension_count", head)
+        w.add_uint32(f"{a}.rope.dimension_count_swa", swa_head)
+        w.add_float32(f"{a}.rope.freq_base_swa", 10000.0)
+        w.add_uint32(f"{a}.attention.sliding_window", 32)
+        swa = [il % 2 == 0 for il in range(n_layer)]
+        w.add_array(f"{a}.attention.sliding_window_pattern", swa)
+        w.add_uint32(f"{a}.attention.shared_kv_layers", 2)
+        w.add_uint32(f"{a}.embedding_length_per_layer_input", per_layer)
+        w.add_float32(f"{a}.final_logit_softcapping", 30.0)
+        if experts:
+            experts_keys(w, a, 4, 2)
+            w.add_uint32(f"{a}.expert_feed_forward_length", 32)
+        tensors = {
+            "token_embd.weight": weights.matrix(n_vocab, N_EMBD),
+            "output_norm.weight": weights.norm(N_EMBD),
+            "per_layer_token_embd.weight": weights.matrix(n_vocab, per_layer * n_layer),
+            "per_layer_model_proj.weight": weights.matrix(per_layer * n_layer, N_EMBD),
+            "per_layer_proj_norm.weight": weights.norm(per_layer),
+            # Proportional rotation: the first quarter of each global head's pairs turn, the rest
+            # hardly at all.
+            "rope_freqs.weight": np.array([1.0] * (head // 8) + [1e6] * (3 * head // 8), dtype=np.float32),
+        }
+        for il in range(n_layer):
+            blk = f"blk.{il}."
+            h = swa_head if swa[il] else head
+            q, kv = N_HEAD * h, N_HEAD_KV * h
+            tensors[blk + "attn_norm.weight"] = weights.norm(N_EMBD)
+            tensors[blk + "attn_q.weight"] = weights.matrix(q, N_EMBD)
+            # Layer 5 shares layer 3's cache and has no key projection of its own.
+            if il != 5:
+                tensors[blk + "attn_k.weight"] = weights.matrix(kv, N_EMBD)
+                tensors[blk + "attn_k_norm.weight"] = weights.norm(h)
+            # Layer 1's values are its keys' projection.
+            if il not in (1, 5):
+                tensors[blk + "attn_v.weight"] = weights.matrix(kv, N_EMBD)
+            if il in (3, 4) and not experts:
+                # A shared layer's fused projection holds keys and values it does not use.
+                parts = [tensors.pop(blk + f"attn_{p}.weight", None) for p in "qkv"]
+                parts = [p if p is not None else weights.matrix(kv, N_EMBD) for p in parts]
+                tensors[blk + "attn_qkv.weight"] = np.concatenate(parts)
+            tensors[blk + "attn_q_norm.weight"] = weights.norm(h)
+            tensors[blk + "attn_output.weight"] = weights.matrix(N_EMBD, q)
+            for norm in ("post_attention_norm", "ffn_norm", "post_ffw_norm", "post_norm"):
+                tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+            if il % 3 != 1:
+                tensors[blk + "layer_output_scale.weight"] = np.array([0.5 + 0.1 * il], dtype=np.float32)
+            tensors[blk + "ffn_gate.weight"] = weights.matrix(N_FF, N_EMBD)
+            tensors[blk + "ffn_up.weight"] = weights.matrix(N_FF, N_EMBD)
+            tensors[blk + "ffn_down.weight"] = weights.matrix(N_EMBD, N_FF)
+            if experts:
+                tensors[blk + "ffn_gate_inp.weight"] = weights.matrix(4, N_EMBD)
+                tensors[blk + "ffn_gate_inp.scale"] = weights.norm(N_EMBD)
+                for norm in ("pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2"):
+                    tensors[f"{blk}{norm}.weight"] = weights.norm(N_EMBD)
+                if il == 0:
+                    tensors[blk + "ffn_gate_up_exps.weight"] = weights.experts(4, 64, N_EMBD)
+                else:
+                    tensors[blk + "ffn_gate_exps.weight"] = weights.experts(4, 32, N_EMBD)
+                    tensors[blk + "ffn_up_exps.weight"] = weights.experts(4, 32, N_EMBD)
+                tensors[blk + "ffn_down_exps.weight"] = weights.experts(4, N_EMBD, 32)
+                if il == 1:
+                    tensors[blk + "ffn_down_exps.scale"] = weights.norm(4)
+            tensors[blk + "inp_gate.weight"] = weights.matrix(per_layer, N_EMBD)
+            tensors[blk + "proj.weight"] = weights.matrix(N_EMBD, per_layer)
+        add_tensors(w, tensors, dtype)
+    return write
+
+
 MODELS = {
     "qwen2": ("qwen2", qwen2, True),
     "qwen3": ("qwen3", qwen3, True),
@@ -3307,6 +3389,8 @@ MODELS = {
     # LLaMA as an embedding model: Llama's layout (with FFN scales and a separate output head,
     # loaded though unused), attention within the ubatch.
     "llama-embed": ("llama-embed", llama_like("llama-embed"), True),
+    "gemma4": ("gemma4", gemma4(False), True),
+    "gemma4-moe": ("gemma4", gemma4(True), True),
 }
 F = gguf.LlamaFileType
 # Weight types: most models in F32 and F16, some in other types as well.

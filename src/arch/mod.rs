@@ -60,6 +60,7 @@ registry! {
     gemma2: [Gemma2];
     gemma3: [Gemma3];
     gemma3n: [Gemma3n];
+    gemma4: [Gemma4];
     gemma_embedding: [GemmaEmbedding];
     glm4: [Glm4];
     glm5_next: [Glm5Next];
