@@ -287,7 +287,12 @@ pub(super) fn per_layer_inputs(b: &mut Builder, width: u32) -> Result<TensorRef>
 
 /// The per-layer inputs: the embeddings `x` projected per layer and normed, plus the table's
 /// rows, over √2; [width, n_tokens, n_layer].
-pub(super) fn project_per_layer_inputs(b: &mut Builder, x: TensorRef, rows: TensorRef, width: u32) -> Result<TensorRef> {
+pub(super) fn project_per_layer_inputs(
+    b: &mut Builder,
+    x: TensorRef,
+    rows: TensorRef,
+    width: u32,
+) -> Result<TensorRef> {
     let (a, n) = (i64::from(width), i64::from(b.hp.n_layer));
     let proj = b.weight("per_layer_model_proj.weight")?;
     let p = b.g.mul_mat(proj, x)?;
