@@ -87,7 +87,7 @@ fi
 stage "cargo fmt" cargo fmt --check
 # The architecture modules are declared inside the registry's macro, where cargo fmt does not
 # look: their files are checked by name.
-stage "rustfmt src/arch" rustfmt --edition 2021 --check src/arch/*.rs
+stage "rustfmt arch" rustfmt --edition 2021 --check src/arch/*.rs
 stage "api coverage" python3 scripts/api_coverage.py --check
 stage "clippy" cargo clippy --release --all-targets -- -D warnings
 stage "cargo test" cargo test --release
