@@ -111,20 +111,26 @@ pub(super) fn query_scale(hp: &HParams, widest: bool) -> f32 {
     1.0 / (scale_dim as f32).sqrt()
 }
 
+/// The token embeddings times √n_embd, as Gemma's graphs begin; embeddings given as input go in
+/// as they are where `inputs_as_given`.
+pub(super) fn scaled_embeddings(b: &mut Builder, inputs_as_given: bool) -> Result<TensorRef> {
+    let x = b.embed_tokens()?;
+    let scale = if inputs_as_given && b.takes_embeddings() {
+        1.0
+    } else {
+        (b.hp.n_embd as f32).sqrt()
+    };
+    let x = b.scale(x, scale)?;
+    Ok(b.name(x, "inp_scaled", None))
+}
+
 /// The Gemma decoder: scaled embeddings, Q/K norms (Gemma 3, `qk_norm`), sliding-window attention
 /// on some layers (with its own rotary base), post-attention and post-FFN norms, a GELU-gated FFN,
 /// soft-capped attention scores and logits where the model has caps.
 pub(super) fn decoder(b: &mut Builder, qk_norm: bool) -> Result<Option<TensorRef>> {
     let hp = b.hp;
-    let mut x = b.embed_tokens()?;
     // Gemma 3 (the one with Q/K norms) takes embedding inputs as they are, as llama.cpp does.
-    let scale = if qk_norm && b.takes_embeddings() {
-        1.0
-    } else {
-        (hp.n_embd as f32).sqrt()
-    };
-    x = b.scale(x, scale)?;
-    x = b.name(x, "inp_scaled", None);
+    let mut x = scaled_embeddings(b, qk_norm)?;
     let n_layer = hp.n_layer as usize;
     for il in 0..n_layer {
         let sliding = is_sliding(hp, il);

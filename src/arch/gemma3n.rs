@@ -126,15 +126,7 @@ impl Decoder for Gemma3n {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
         let e = i64::from(hp.n_embd);
-        let x = b.embed_tokens()?;
-        // Embeddings given as input are taken as they are.
-        let scale = if b.takes_embeddings() {
-            1.0
-        } else {
-            (hp.n_embd as f32).sqrt()
-        };
-        let x = b.scale(x, scale)?;
-        let x = b.name(x, "inp_scaled", None);
+        let x = super::gemma3::scaled_embeddings(b, true)?;
         let per_layer = per_layer_inputs(b, N_EMBD_ALTUP)?;
         let per_layer = project_per_layer_inputs(b, x, per_layer, N_EMBD_ALTUP)?;
 

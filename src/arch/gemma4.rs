@@ -195,15 +195,7 @@ impl ArchSpec for Gemma4 {
 impl Decoder for Gemma4 {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
-        let x = b.embed_tokens()?;
-        // Embeddings given as input are taken as they are.
-        let scale = if b.takes_embeddings() {
-            1.0
-        } else {
-            (hp.n_embd as f32).sqrt()
-        };
-        let x = b.scale(x, scale)?;
-        let mut x = b.name(x, "inp_scaled", None);
+        let mut x = super::gemma3::scaled_embeddings(b, true)?;
         let per_layer = match hp.n_embd_per_layer {
             0 => None,
             a => {

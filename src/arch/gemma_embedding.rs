@@ -104,15 +104,7 @@ impl ArchSpec for GemmaEmbedding {
 impl Decoder for GemmaEmbedding {
     fn build(&self, b: &mut Builder) -> Result<Option<TensorRef>> {
         let hp = b.hp;
-        let mut x = b.embed_tokens()?;
-        // Embedding inputs go in as they are.
-        let scale = if b.takes_embeddings() {
-            1.0
-        } else {
-            (hp.n_embd as f32).sqrt()
-        };
-        x = b.scale(x, scale)?;
-        x = b.name(x, "inp_scaled", None);
+        let mut x = super::gemma3::scaled_embeddings(b, true)?;
         for il in 0..hp.n_layer as usize {
             let l = Some(il);
             let cur = b.layer_rms_norm(il, x, "attn_norm.weight", "attn_norm")?;
