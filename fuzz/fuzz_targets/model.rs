@@ -4,7 +4,7 @@
 use engine::ffi::fuzz::Target;
 
 libfuzzer_sys::fuzz_target!(init: engine::ffi::fuzz::init(Target::Model), |data: &[u8]| {
-    engine::ffi::fuzz::run(Target::Model, data)
+    engine::ffi::fuzz::run(Target::Model, data);
 });
 
 // Half the time a GGUF field at a time (`engine::gguf::mutate`), half libFuzzer's own changes.

@@ -4,5 +4,5 @@
 use engine::ffi::fuzz::Target;
 
 libfuzzer_sys::fuzz_target!(init: engine::ffi::fuzz::init(Target::SeqState), |data: &[u8]| {
-    engine::ffi::fuzz::run(Target::SeqState, data)
+    engine::ffi::fuzz::run(Target::SeqState, data);
 });

@@ -70,13 +70,7 @@ impl ArchSpec for Gemma3n {
         // Stacks of matrices, which no repacking buffer multiplies (llama.cpp keeps them plain).
         specs.push(TensorSpec::new("altup_proj.weight", &[e, e, stacks], true));
         specs.push(TensorSpec::new("altup_unembd_proj.weight", &[e, e, stacks], true));
-        specs.push(TensorSpec::new(
-            "per_layer_token_embd.weight",
-            &[a * n, hp.n_vocab],
-            true,
-        ));
-        specs.push(TensorSpec::matmul("per_layer_model_proj.weight", &[e, a * n], true));
-        specs.push(TensorSpec::new("per_layer_proj_norm.weight", &[a], true));
+        per_layer_tensors(hp, a, &mut specs);
         let alt = N_ALTUP as u32;
         for il in 0..n as usize {
             let b = |s: &str| format!("blk.{il}.{s}");
@@ -255,6 +249,19 @@ fn attention(b: &mut Builder, il: usize, cur: TensorRef) -> Result<TensorRef> {
         b.attention_shared(il, src, q, 1.0)?
     };
     Ok(b.name(att, "kqv_out", l))
+}
+
+/// The per-layer embeddings' tables, each layer's slice `width` wide: the token table, the
+/// projection of the embeddings and its norm. Gemma 4's too.
+pub(super) fn per_layer_tensors(hp: &HParams, width: u32, specs: &mut Vec<TensorSpec>) {
+    let all = width * hp.n_layer;
+    specs.push(TensorSpec::new("per_layer_token_embd.weight", &[all, hp.n_vocab], true));
+    specs.push(TensorSpec::matmul(
+        "per_layer_model_proj.weight",
+        &[hp.n_embd, all],
+        true,
+    ));
+    specs.push(TensorSpec::new("per_layer_proj_norm.weight", &[width], true));
 }
 
 /// The token rows of the per-layer table (the first row's for embeddings given as input), each

@@ -104,13 +104,7 @@ impl ArchSpec for Gemma4 {
         let mut specs = Vec::new();
         super::head_tensors(hp, &mut specs);
         if a > 0 {
-            specs.push(TensorSpec::new(
-                "per_layer_token_embd.weight",
-                &[a * n, hp.n_vocab],
-                true,
-            ));
-            specs.push(TensorSpec::matmul("per_layer_model_proj.weight", &[e, a * n], true));
-            specs.push(TensorSpec::new("per_layer_proj_norm.weight", &[a], true));
+            super::gemma3n::per_layer_tensors(hp, a, &mut specs);
         }
         // One table of factors for every global layer, as wide as their heads' half.
         if let Some(il) = (0..n as usize).find(|&il| !hp.is_swa(il)) {

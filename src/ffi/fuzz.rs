@@ -209,11 +209,12 @@ impl Fixture {
 static FIXTURE: Mutex<Option<Fixture>> = Mutex::new(None);
 
 /// Runs `f` on the fixture (made on first use), then puts its state back.
-fn with_fixture(f: impl FnOnce(&mut Fixture)) {
+fn with_fixture<T>(f: impl FnOnce(&mut Fixture) -> T) -> T {
     let mut guard = FIXTURE.lock().unwrap_or_else(|e| e.into_inner());
     let fx = guard.get_or_insert_with(Fixture::new);
-    f(fx);
+    let out = f(fx);
     fx.restore();
+    out
 }
 
 /// Log lines are the inputs' errors: many, and expected.
@@ -245,25 +246,22 @@ pub fn mutate_into(data: &mut [u8], size: usize, max_size: usize, seed: u32) -> 
     n
 }
 
-/// Runs one input; panics (a crash to the fuzzer) where the engine panicked, also where the
-/// boundary caught it.
-pub fn run(target: Target, data: &[u8]) {
+/// Runs one input and tells whether the engine took it (and, for the context targets, decoded
+/// after it); panics (a crash to the fuzzer) where the engine panicked, also where the boundary
+/// caught it.
+pub fn run(target: Target, data: &[u8]) -> bool {
     quiet();
-    match target {
+    let taken = match target {
         Target::Model | Target::Vocab => load_model(data, target == Target::Vocab),
         Target::State => with_fixture(|fx| {
             // SAFETY: a live context and `data` for its length.
             let read = unsafe { llama_state_set_data(fx.ctx, data.as_ptr(), data.len()) };
-            if read > 0 {
-                fx.decode(&[5]);
-            }
+            read > 0 && fx.decode(&[5]) == 0
         }),
         Target::SeqState => with_fixture(|fx| {
             // SAFETY: a live context and `data` for its length.
             let read = unsafe { llama_state_seq_set_data(fx.ctx, data.as_ptr(), data.len(), 0) };
-            if read > 0 {
-                fx.decode(&[5]);
-            }
+            read > 0 && fx.decode(&[5]) == 0
         }),
         Target::Session => with_fixture(|fx| {
             let file = MemFile::new(data);
@@ -272,33 +270,29 @@ pub fn run(target: Target, data: &[u8]) {
             // SAFETY: a live context, a NUL-terminated path, room for 64 tokens and a count.
             let loaded =
                 unsafe { llama_state_load_file(fx.ctx, file.path().as_ptr(), tokens.as_mut_ptr(), 64, &mut n) };
-            if loaded {
-                fx.decode(&[5]);
-            }
+            let whole = loaded && fx.decode(&[5]) == 0;
             // SAFETY: as above, for sequence 0.
             let read =
                 unsafe { llama_state_seq_load_file(fx.ctx, file.path().as_ptr(), 0, tokens.as_mut_ptr(), 64, &mut n) };
-            if read > 0 {
-                fx.decode(&[5]);
-            }
+            whole || (read > 0 && fx.decode(&[5]) == 0)
         }),
         Target::Lora => with_fixture(|fx| {
             let file = MemFile::new(data);
             // SAFETY: a live model and a NUL-terminated path.
             let adapter = unsafe { llama_adapter_lora_init(fx.model, file.path().as_ptr()) };
             if adapter.is_null() {
-                return;
+                return false;
             }
             let (mut list, mut scale) = ([adapter], [1.0f32]);
             // SAFETY: a live context, one adapter of its model and one scale.
-            if unsafe { llama_set_adapters_lora(fx.ctx, list.as_mut_ptr(), 1, scale.as_mut_ptr()) } == 0 {
-                fx.decode(&[5]);
-            }
+            let set = unsafe { llama_set_adapters_lora(fx.ctx, list.as_mut_ptr(), 1, scale.as_mut_ptr()) } == 0;
+            let decoded = set && fx.decode(&[5]) == 0;
             // SAFETY: no adapters for the live context, then the adapter freed once.
             unsafe {
                 llama_set_adapters_lora(fx.ctx, std::ptr::null_mut(), 0, std::ptr::null_mut());
                 llama_adapter_lora_free(adapter);
             }
+            decoded
         }),
         Target::ControlVector => with_fixture(|fx| {
             let int = |i: usize| i32::from_le_bytes(std::array::from_fn(|k| data.get(4 * i + k).copied().unwrap_or(0)));
@@ -310,31 +304,33 @@ pub fn run(target: Target, data: &[u8]) {
                 .collect();
             // SAFETY: a live context and `floats` for its length.
             let set = unsafe { llama_set_adapter_cvec(fx.ctx, floats.as_ptr(), floats.len(), int(0), int(1), int(2)) };
-            if set == 0 {
-                fx.decode(&[5]);
-            }
+            let decoded = set == 0 && fx.decode(&[5]) == 0;
             // SAFETY: a live context; NULL data clears the vector.
             unsafe { llama_set_adapter_cvec(fx.ctx, std::ptr::null(), 0, 0, 0, 0) };
+            decoded
         }),
         Target::Grammar => with_fixture(|fx| grammar(fx, data)),
         Target::ChatTemplate => chat_template(data),
         Target::Tokenize => tokenize(data),
-    }
+    };
     if let Some(p) = super::entry::take_caught_panic() {
         panic!("{}: the boundary caught a panic: {p}", target.name());
     }
+    taken
 }
 
-fn load_model(data: &[u8], vocab_only: bool) {
+fn load_model(data: &[u8], vocab_only: bool) -> bool {
     let file = MemFile::new(data);
     let mut params = llama_model_default_params();
     params.vocab_only = vocab_only;
     // SAFETY: a NUL-terminated path and default parameters.
     let model = unsafe { llama_model_load_from_file(file.path().as_ptr(), params) };
-    if !model.is_null() {
-        // SAFETY: the model just loaded, freed once.
-        unsafe { llama_model_free(model) };
+    if model.is_null() {
+        return false;
     }
+    // SAFETY: the model just loaded, freed once.
+    unsafe { llama_model_free(model) };
+    true
 }
 
 /// Splits `data` at its first NUL: what comes before (NUL-terminated) and after.
@@ -344,7 +340,7 @@ fn split_nul(data: &[u8]) -> (CString, &[u8]) {
     (head, data.get(at + 1..).unwrap_or_default())
 }
 
-fn grammar(fx: &mut Fixture, data: &[u8]) {
+fn grammar(fx: &mut Fixture, data: &[u8]) -> bool {
     let (text, rest) = split_nul(data);
     let root = match rest {
         [] => c"root".to_owned(),
@@ -355,7 +351,7 @@ fn grammar(fx: &mut Fixture, data: &[u8]) {
     // SAFETY: a live vocabulary and NUL-terminated strings.
     let smpl = unsafe { llama_sampler_init_grammar(vocab, text.as_ptr(), root.as_ptr()) };
     if smpl.is_null() {
-        return;
+        return false;
     }
     let mut cands: Vec<llama_token_data> = (0..512)
         .map(|id| llama_token_data {
@@ -375,9 +371,10 @@ fn grammar(fx: &mut Fixture, data: &[u8]) {
         llama_sampler_apply(smpl, &mut arr);
         llama_sampler_free(smpl);
     }
+    true
 }
 
-fn chat_template(data: &[u8]) {
+fn chat_template(data: &[u8]) -> bool {
     let (tmpl, rest) = split_nul(data);
     let content =
         CString::new(rest.iter().map(|&b| if b == 0 { b' ' } else { b }).collect::<Vec<u8>>()).expect("NULs replaced");
@@ -410,10 +407,11 @@ fn chat_template(data: &[u8]) {
             )
         };
         if n <= buf.len() as i32 {
-            return;
+            return n >= 0;
         }
         buf.resize(n as usize, 0);
     }
+    true
 }
 
 /// llama.cpp's vocabulary files, each loaded once, vocabulary only.
@@ -434,9 +432,9 @@ fn vocab_models() -> &'static [usize] {
     })
 }
 
-fn tokenize(data: &[u8]) {
+fn tokenize(data: &[u8]) -> bool {
     let [pick, flags, text @ ..] = data else {
-        return;
+        return false;
     };
     let models = vocab_models();
     assert!(!models.is_empty(), "no vocabulary loads");
@@ -484,6 +482,7 @@ fn tokenize(data: &[u8]) {
         // SAFETY: a live vocabulary and `piece` for its length.
         unsafe { llama_token_to_piece(vocab, t, piece.as_mut_ptr().cast(), piece.len() as i32, 0, bit(4)) };
     }
+    n >= 0
 }
 
 /// Inputs to start each target from: the files the tests use, the fixture's own states, and
@@ -522,7 +521,8 @@ pub fn seeds(target: Target) -> Vec<Vec<u8>> {
                 .iter()
                 .map(|t| format!("{t}\0Hello there").into_bytes())
                 .collect();
-            v.push(b"{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}\0Hi".to_vec());
+            // A Jinja template, told by its markers.
+            v.push(b"{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}\0Hi".to_vec());
             v
         }
         Target::Tokenize => (0u8..8)
@@ -606,25 +606,38 @@ mod tests {
         let budget = Duration::from_millis(1500);
         for target in Target::ALL {
             let mut seeds = seeds(target);
+            // A whole load of a vocabulary file fails (it has no weights): the generated models
+            // are the whole target's seeds that must load.
             if target == Target::Model {
                 seeds.extend(small_generated_models());
             }
             assert!(!seeds.is_empty(), "{} has seeds", target.name());
-            for s in &seeds {
-                run(target, s);
+            for (i, s) in seeds.iter().enumerate() {
+                let must_take = target != Target::Model || i >= vocab_paths().len();
+                assert!(run(target, s) || !must_take, "{}: seed {i} was refused", target.name());
             }
             let mut rng = Rng::new(0x5eed ^ target as u64);
-            let (start, mut runs) = (Instant::now(), 0);
+            let (start, mut runs, mut refused) = (Instant::now(), 0, 0);
             while start.elapsed() < budget {
                 let seed = &seeds[rng.below(seeds.len())];
                 let input = match target.is_gguf() {
                     true => mutate(seed, &mut rng),
                     false => mutate_bytes(seed, &mut rng),
                 };
-                run(target, &input);
+                refused += usize::from(!run(target, &input));
                 runs += 1;
             }
-            assert!(runs > 0, "{} ran no mutation", target.name());
+            // Mutants reach the checks: some are refused (a target that took everything would
+            // not be reading its input). A control vector's floats are most of it and any count
+            // of them is taken: its width is what gets checked.
+            match target {
+                Target::ControlVector => {
+                    let mut narrow = seeds[0].clone();
+                    narrow[..4].copy_from_slice(&575i32.to_le_bytes());
+                    assert!(!run(target, &narrow), "control_vector: a width of 575 was taken");
+                }
+                _ => assert!(refused > 0, "{}: none of {runs} mutations was refused", target.name()),
+            }
         }
     }
 
